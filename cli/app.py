@@ -1,0 +1,208 @@
+"""The `bias` command line: thin wrappers that parse options, call core and the registry, and render.
+
+Heavy libraries are never imported here; `bias --help`, `bias list` and `bias info` stay fast.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+from rich.console import Console
+
+from bias.core.errors import FAILURE, USAGE, BiasError
+
+app = typer.Typer(
+    name="bias",
+    help="Detect and mitigate social bias in word embeddings and language models.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode="rich",
+)
+console = Console()
+err_console = Console(stderr=True)
+
+
+@app.callback()
+def _main(
+    debug: bool = typer.Option(False, "--debug", help="Show tracebacks of errors."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="Print only results and errors."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Print progress information."),
+) -> None:
+    from rich.logging import RichHandler
+
+    level = logging.DEBUG if debug else logging.INFO if verbose else logging.ERROR if quiet else logging.WARNING
+    logging.basicConfig(level=level, format="%(message)s", handlers=[RichHandler(console=err_console, show_path=False)], force=True)
+
+
+@app.command("list")
+def list_cmd(
+    group: Optional[str] = typer.Argument(None, help="embedders, metrics, wordsets or debiasers (all when omitted)."),
+    language: Optional[str] = typer.Option(None, "--language", "-l", help="Only word sets of this language, e.g. en."),
+    bias_type: Optional[str] = typer.Option(None, "--bias-type", help="Only word sets of this bias type, e.g. gender."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
+) -> None:
+    """List installed plugins: name, kind, summary, distribution and status."""
+    from bias.cli.render import plugins_table
+    from bias.registry import list_plugins
+
+    rows = list_plugins(group, language=language, bias_type=bias_type)
+    if as_json:
+        print(json.dumps([r.to_dict() for r in rows], indent=2, ensure_ascii=False))
+        return
+    if not rows:
+        console.print("No plugins found for this selection.")
+        return
+    console.print(plugins_table(rows))
+
+
+@app.command("info")
+def info_cmd(
+    name: str = typer.Argument(..., help="A plugin or word-set name, e.g. weat, hf or en/weat6."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
+) -> None:
+    """Show a plugin's documentation, parameters, requirements and origin."""
+    from bias.cli.info import describe, render
+
+    found = describe(name)
+    if as_json:
+        print(json.dumps(found, indent=2, ensure_ascii=False, default=str))
+        return
+    for entry in found:
+        render(console, entry)
+
+
+def _parse_options(pairs: list[str], flag: str) -> dict[str, str]:
+    out = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise BiasError(f"{flag} '{pair}' is not KEY=VALUE.", f"For example {flag} batch_size=16.")
+        out[key.strip()] = value.strip()
+    return out
+
+
+@app.command("run")
+def run_cmd(
+    config: Optional[Path] = typer.Argument(None, help="An experiment TOML file (instead of the options below)."),
+    model: list[str] = typer.Option([], "--model", "-m", help="Model spec NAME:LOCATION, e.g. word2vec:vectors.bin. Repeatable."),
+    wordset: list[str] = typer.Option([], "--wordset", "-w", help="Word-set name (en/weat1) or file. Repeatable."),
+    metric: list[str] = typer.Option([], "--metric", help="Metric name (default weat). Repeatable."),
+    seed: list[int] = typer.Option([], "--seed", help="Random seed (default 0). Repeatable."),
+    permutations: Optional[int] = typer.Option(None, "--permutations", help="Sampled permutations when the exact test is too large (default 100000)."),
+    exact_limit: Optional[int] = typer.Option(None, "--exact-limit", help="Enumerate all partitions up to this many (default 100000; 0 forces sampling)."),
+    ddof: list[int] = typer.Option([], "--ddof", help="Std convention of the effect size: 1 (default) or 0. Repeatable."),
+    alternative: list[str] = typer.Option([], "--alternative", help="greater (default), less or two-sided. Repeatable."),
+    lost_threshold: Optional[float] = typer.Option(None, "--lost-threshold", help="Refuse a test losing more than this share of a set (default 0.2)."),
+    model_option: list[str] = typer.Option([], "--model-option", help="Embedder parameter KEY=VALUE, e.g. word_pooling=first. Repeatable."),
+    allow_pickle: bool = typer.Option(False, "--allow-pickle", help="Allow formats that unpickle (gensim .kv/.model); only for files you trust."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Folder for results.jsonl and report.md."),
+    resume: bool = typer.Option(False, "--resume", help="Skip experiments already in OUT/results.jsonl."),
+    fail_fast: bool = typer.Option(False, "--fail-fast", help="Stop at the first failing experiment."),
+    as_json: bool = typer.Option(False, "--json", help="Print results as JSON lines."),
+) -> None:
+    """Run experiments: every combination of the repeatable options, or an experiment file."""
+    from bias.cli.run import execute
+
+    if seed and any(s < 0 for s in seed):
+        raise BiasError("--seed must be a whole number >= 0.")
+    model_options = _parse_options(model_option, "--model-option")
+    if allow_pickle:
+        model_options["allow_pickle"] = "true"
+    params: dict[str, Any] = {}
+    if permutations is not None:
+        params["permutations"] = permutations
+    if exact_limit is not None:
+        params["exact_limit"] = exact_limit
+    if lost_threshold is not None:
+        params["lost_threshold"] = lost_threshold
+    grid = {k: v for k, v in {"ddof": ddof, "alternative": alternative}.items() if v}
+    code = execute(
+        config=config,
+        models=model,
+        wordsets=wordset,
+        metrics=metric or ["weat"],
+        seeds=seed,
+        params=params,
+        grid=grid,
+        model_options=model_options,
+        out=out,
+        resume=resume,
+        fail_fast=fail_fast,
+        as_json=as_json,
+        console=console,
+        debug="--debug" in sys.argv,
+    )
+    raise typer.Exit(code)
+
+
+@app.command("validate")
+def validate_cmd(path: Path = typer.Argument(..., help="A word-set file or a language-package folder.")) -> None:
+    """Check a word-set file or a whole language package; report every problem with file and field."""
+    from bias.cli.render import problems
+    from bias.core.validate import validate_path
+
+    found, checked = validate_path(path)
+    problems(console, found)
+    errors = sum(p.severity == "error" for p in found)
+    warnings = len(found) - errors
+    colour = "red" if errors else "green"
+    console.print(f"[{colour}]{checked} file(s) checked: {errors} error(s), {warnings} warning(s).[/{colour}]")
+    raise typer.Exit(USAGE if errors else 0)
+
+
+@app.command("report")
+def report_cmd(folder: Path = typer.Argument(..., help="A folder written by `bias run --out`.")) -> None:
+    """Regenerate the report of a finished run from its results.jsonl."""
+    from bias.cli.render import results_table
+    from bias.core.report import markdown
+    from bias.core.results import read_results
+
+    results = read_results(folder)
+    console.print(results_table(results))
+    target = (folder if folder.is_dir() else folder.parent) / "report.md"
+    target.write_text(markdown(results), encoding="utf-8")
+    console.print(f"Report written to {target}")
+
+
+def main() -> None:
+    """Entry point of the `bias` script: user errors in two lines, tracebacks only with --debug."""
+    import click
+
+    debug = "--debug" in sys.argv
+    try:
+        code = app(standalone_mode=False)
+    except BiasError as exc:
+        if debug:
+            raise
+        err_console.print(f"[bold red]Error:[/bold red] {exc.message}", highlight=False, soft_wrap=True)
+        if exc.hint:
+            err_console.print(exc.hint, highlight=False, soft_wrap=True)
+        sys.exit(exc.exit_code)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.exceptions.Abort:
+        err_console.print("Interrupted; results written so far are kept.")
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        err_console.print("Interrupted; results written so far are kept.")
+        sys.exit(130)
+    except Exception as exc:
+        if debug:
+            raise
+        err_console.print(f"[bold red]Failed:[/bold red] {type(exc).__name__}: {exc}", highlight=False, soft_wrap=True)
+        err_console.print("Run again with --debug for the full traceback.")
+        sys.exit(FAILURE)
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,44 @@
+"""Rich rendering of plugin listings, plugin details, results and validation problems."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from bias.core import report
+
+
+def plugins_table(rows: Sequence[Any]) -> Table:
+    table = Table(title="Installed plugins", show_lines=False, expand=False)
+    for column in ("Name", "Kind", "Summary", "Distribution", "Status"):
+        table.add_column(column, overflow="fold")
+    current = None
+    for row in rows:
+        if row.group != current:
+            if current is not None:
+                table.add_section()
+            table.add_row(f"[bold]{row.group}[/bold]", "", "", "", "")
+            current = row.group
+        status = "[green]ok[/green]" if row.status == "ok" else f"[red]broken[/red]: {row.reason}"
+        table.add_row(f"  {row.name}", row.kind, row.summary, f"{row.distribution} {row.version}", status)
+    return table
+
+
+def results_table(results: Sequence[Any]) -> Table:
+    table = Table(title="Results", expand=False)
+    for _, label in report.COLUMNS:
+        table.add_column(label, overflow="fold")
+    for row, result in zip(report.rows(results), results):
+        style = None if result.status == "ok" else "yellow" if result.status == "refused" else "red"
+        table.add_row(*(row[key] for key, _ in report.COLUMNS), style=style)
+    table.caption = "p: permutation test; * p<0.05, ** p<0.01, *** p<0.001 (uncorrected). X/Y/A/B: words used per set."
+    return table
+
+
+def problems(console: Console, found: Sequence[Any]) -> None:
+    for p in found:
+        colour = "red" if p.severity == "error" else "yellow"
+        console.print(f"[{colour}]{p.severity}[/{colour}] {p}", highlight=False, soft_wrap=True)

@@ -1,0 +1,159 @@
+"""The data model: test data, word vectors and results, as attrs value classes.
+
+Results round-trip through JSON (`Result.to_json` / `Result.from_json`) because a results file is the
+only input the report builders get.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import attrs
+import numpy as np
+
+ASSOCIATION = "association"
+WORDSET_KINDS = (ASSOCIATION, "templates", "pairs", "debias-lists")
+DIRECTIONS = ("positive", "negative", "none")
+
+
+@attrs.frozen
+class WordSetMeta:
+    """What every word set says about itself: where it comes from and how it may be used."""
+
+    name: str
+    kind: str
+    language: str
+    bias_type: str
+    title: str = ""
+    description: str = ""
+    source: str = ""
+    licence: str = ""
+    expected_direction: str = "positive"
+    notes: str = ""
+    path: str = ""  # the file it was read from, for error messages
+
+
+@attrs.frozen
+class WordList:
+    label: str
+    words: tuple[str, ...]
+
+
+@attrs.frozen
+class AssociationTest:
+    """Targets X, Y and attributes A, B (Caliskan et al. 2017).
+
+    A positive effect means X is closer to A and Y to B; `meta.expected_direction` records which sign
+    the published test expects.
+    """
+
+    meta: WordSetMeta
+    X: WordList
+    Y: WordList
+    A: WordList
+    B: WordList
+
+    @property
+    def name(self) -> str:
+        return self.meta.name
+
+    def sets(self) -> dict[str, WordList]:
+        return {"X": self.X, "Y": self.Y, "A": self.A, "B": self.B}
+
+    def all_words(self) -> list[str]:
+        seen: dict[str, None] = {}
+        for wl in (self.X, self.Y, self.A, self.B):
+            seen.update(dict.fromkeys(wl.words))
+        return list(seen)
+
+
+@attrs.frozen
+class WordVectors:
+    """Vectors an embedder found for a request, and what it could not find.
+
+    `approximated` lists words that had no vector of their own but got one built from sub-words
+    (fastText): they are used, and reported.
+    """
+
+    words: tuple[str, ...]
+    vectors: np.ndarray = attrs.field(eq=False)
+    lost: tuple[str, ...] = ()
+    approximated: tuple[str, ...] = ()
+
+    def as_dict(self) -> dict[str, np.ndarray]:
+        return {w: self.vectors[i] for i, w in enumerate(self.words)}
+
+
+OK = "ok"
+REFUSED = "refused"  # the input does not allow a sound answer (too many lost words, empty set, ...)
+FAILED = "failed"  # something broke while running
+STATUSES = (OK, REFUSED, FAILED)
+
+
+@attrs.frozen
+class Result:
+    """Every figure of one experiment and the convention that produced it.
+
+    `figures` holds metric-specific numbers (for WEAT: the test statistic, the mean s(w) per set);
+    `convention` holds the choices that change numbers (ddof, exact or sampled, permutations, seed,
+    alternative); `sizes` the set sizes actually used; `lost` the words dropped per set.
+    """
+
+    key: str
+    model: str
+    wordset: str
+    metric: str
+    status: str = OK
+    effect_size: float | None = None
+    p_value: float | None = None
+    figures: dict[str, Any] = attrs.Factory(dict)
+    convention: dict[str, Any] = attrs.Factory(dict)
+    sizes: dict[str, int] = attrs.Factory(dict)
+    lost: dict[str, list[str]] = attrs.Factory(dict)
+    approximated: dict[str, list[str]] = attrs.Factory(dict)
+    warnings: list[str] = attrs.Factory(list)
+    reason: str | None = None
+    params: dict[str, Any] = attrs.Factory(dict)
+    seed: int | None = None
+    timings: dict[str, float] = attrs.Factory(dict)
+    versions: dict[str, str] = attrs.Factory(dict)
+    meta: dict[str, Any] = attrs.Factory(dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.status == OK
+
+    def to_dict(self) -> dict[str, Any]:
+        return _jsonable(attrs.asdict(self))
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), ensure_ascii=False, sort_keys=True, allow_nan=False)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Result:
+        names = {f.name for f in attrs.fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+    @classmethod
+    def from_json(cls, line: str) -> Result:
+        return cls.from_dict(json.loads(line))
+
+
+def _jsonable(value: Any) -> Any:
+    """Plain JSON types only: numpy scalars become Python numbers, NaN/inf become None."""
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return [_jsonable(v) for v in value.tolist()]
+    if isinstance(value, (np.integer,)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        value = float(value)
+        return value if math.isfinite(value) else None
+    if isinstance(value, np.bool_):
+        return bool(value)
+    return value

@@ -1,0 +1,83 @@
+"""Declared parameters of plugins.
+
+Plugins are attrs classes; their fields are their parameters. `param()` attaches the help text that
+`bias info` shows, and `describe_params` reads it back without instantiating the plugin.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from bias.core.errors import BiasError
+
+
+def param(default: Any, help: str, **kwargs: Any) -> Any:
+    """An attrs field with a help text for `bias info`."""
+    return attrs.field(default=default, metadata={"help": help}, **kwargs)
+
+
+@attrs.frozen
+class ParamInfo:
+    name: str
+    type: str
+    default: Any
+    help: str
+
+
+def describe_params(cls: type) -> list[ParamInfo]:
+    if not attrs.has(cls):
+        return []
+    out = []
+    for f in attrs.fields(cls):
+        if f.name.startswith("_") or not f.init:
+            continue
+        default = f.default
+        if isinstance(default, attrs.Factory):  # type: ignore[arg-type]
+            default = default.factory()
+        if default is attrs.NOTHING:
+            default = None
+        type_name = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))
+        out.append(ParamInfo(f.name, str(type_name), default, f.metadata.get("help", "")))
+    return out
+
+
+def coerce_params(cls: type, options: dict[str, Any], plugin: str) -> dict[str, Any]:
+    """Check option names against the declared parameters and convert strings from the CLI."""
+    known = {p.name: p for p in describe_params(cls)}
+    out: dict[str, Any] = {}
+    for key, value in options.items():
+        key = key.replace("-", "_")
+        if key not in known:
+            names = ", ".join(sorted(known)) or "none"
+            raise BiasError(
+                f"Plugin '{plugin}' has no parameter '{key}'.",
+                f"Its parameters are: {names} (see `bias info {plugin}`).",
+            )
+        out[key] = _convert(value, known[key], plugin)
+    return out
+
+
+def _convert(value: Any, info: ParamInfo, plugin: str) -> Any:
+    if not isinstance(value, str):
+        return value
+    kind = info.type.replace(" ", "")
+    try:
+        if kind.startswith("bool"):
+            lowered = value.lower()
+            if lowered in ("1", "true", "yes", "on"):
+                return True
+            if lowered in ("0", "false", "no", "off"):
+                return False
+            raise ValueError(value)
+        if kind.startswith("int"):
+            return int(value)
+        if kind.startswith("float"):
+            return float(value)
+    except ValueError:
+        raise BiasError(
+            f"Parameter '{info.name}' of '{plugin}' expects {kind}, got '{value}'.",
+            f"See `bias info {plugin}` for its parameters.",
+        ) from None
+    return value

@@ -1,0 +1,176 @@
+"""Association statistics of WEAT-style tests, vectorised in float64.
+
+The per-word score s(w, A, B) is computed once for every target word; every partition of the
+permutation test is then a sum over that fixed vector, so thousands of partitions are one gather and
+one sum (exact enumeration reuses a cached table of partitions).
+
+Conventions (see REFERENCE.md):
+- effect size d = (mean s(X) - mean s(Y)) / std s(X u Y), with `ddof` recorded (default 1);
+- test statistic S = sum s(X) - sum s(Y);
+- exact p = #{S_i >= S} / C(N, |X|) over all partitions, the observed one included;
+- sampled p = (1 + #{S_i >= S}) / (1 + m) over m true random permutations drawn from a seeded generator;
+- ties count (compared with a tolerance far below any real difference);
+- two-sided compares distances from the null mean, which is 0 for equal set sizes.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import math
+
+import attrs
+import numpy as np
+
+ALTERNATIVES = ("greater", "less", "two-sided")
+_CHUNK_ELEMENTS = 2_000_000  # bounds memory of sampled permutations: about 16 MB of keys at a time
+
+
+def unit_rows(matrix: np.ndarray) -> np.ndarray:
+    m = np.asarray(matrix, dtype=np.float64)
+    norms = np.linalg.norm(m, axis=1, keepdims=True)
+    return m / norms
+
+
+def association_scores(words: np.ndarray, A: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """s(w, A, B) = mean cos(w, a) - mean cos(w, b) for every row w of `words` at once."""
+    W = unit_rows(words)
+    return W @ unit_rows(A).mean(axis=0) - W @ unit_rows(B).mean(axis=0)
+
+
+def effect_size(sx: np.ndarray, sy: np.ndarray, ddof: int = 1) -> float:
+    both = np.concatenate([sx, sy])
+    std = both.std(ddof=ddof)
+    if not np.isfinite(std) or std == 0.0:
+        return float("nan")
+    return float((sx.mean() - sy.mean()) / std)
+
+
+def test_statistic(sx: np.ndarray, sy: np.ndarray) -> float:
+    return float(sx.sum() - sy.sum())
+
+
+def n_partitions(n_total: int, n_x: int) -> int:
+    return math.comb(n_total, n_x)
+
+
+@functools.lru_cache(maxsize=8)
+def partition_table(n_total: int, n_x: int) -> np.ndarray:
+    """Every choice of |X| indices out of N, one row each (built once per size, then reused)."""
+    count = math.comb(n_total, n_x)
+    flat = np.fromiter(
+        itertools.chain.from_iterable(itertools.combinations(range(n_total), n_x)),
+        dtype=np.int32 if n_total < 2**31 else np.int64,
+        count=count * n_x,
+    )
+    table = flat.reshape(count, n_x)
+    table.setflags(write=False)
+    return table
+
+
+@attrs.frozen
+class PermutationTest:
+    """The outcome of a permutation test and how it was computed."""
+
+    p_value: float
+    statistic: float
+    method: str  # "exact" or "sampled"
+    permutations: int  # partitions evaluated (all of them when exact)
+    alternative: str
+    seed: int | None
+    null_mean: float
+    null_std: float
+    parametric_p: float
+
+
+def permutation_test(
+    sx: np.ndarray,
+    sy: np.ndarray,
+    *,
+    alternative: str = "greater",
+    permutations: int = 100_000,
+    exact_limit: int = 100_000,
+    seed: int | None = None,
+) -> PermutationTest:
+    """Permutation test of S = sum s(X) - sum s(Y) over partitions of X u Y into the observed sizes.
+
+    Exact when C(N, |X|) <= exact_limit, otherwise `permutations` sampled partitions. The parametric
+    p (a normal fitted to the null distribution) is returned beside the permutation p.
+    """
+    if alternative not in ALTERNATIVES:
+        raise ValueError(f"alternative must be one of {ALTERNATIVES}, not {alternative!r}")
+    if permutations <= 0:
+        raise ValueError("permutations must be positive")
+    s = np.concatenate([np.asarray(sx, np.float64), np.asarray(sy, np.float64)])
+    n_x, n_total = len(sx), len(s)
+    total = float(s.sum())
+    observed = float(np.sum(sx) - np.sum(sy))
+    # Under the null E[S_i] = (2|X|/N - 1) * total: zero for equal sizes.
+    center = (2.0 * n_x / n_total - 1.0) * total
+    tol = 1e-12 * max(1.0, float(np.abs(s).sum()))
+
+    count = n_partitions(n_total, n_x)
+    if count <= exact_limit:
+        null = 2.0 * s[partition_table(n_total, n_x)].sum(axis=1) - total
+        hits = _count_extreme(null, observed, center, alternative, tol)
+        p = hits / count
+        method, evaluated, used_seed = "exact", count, None
+    else:
+        used_seed = seed if seed is not None else int(np.random.SeedSequence().entropy % (2**32))
+        null = _sampled_null(s, n_x, permutations, used_seed, total)
+        hits = _count_extreme(null, observed, center, alternative, tol)
+        p = (1 + hits) / (1 + permutations)
+        method, evaluated = "sampled", permutations
+    mu, sd = float(null.mean()), float(null.std(ddof=1)) if len(null) > 1 else 0.0
+    return PermutationTest(
+        p_value=float(p),
+        statistic=observed,
+        method=method,
+        permutations=evaluated,
+        alternative=alternative,
+        seed=used_seed,
+        null_mean=mu,
+        null_std=sd,
+        parametric_p=normal_p(observed, mu, sd, alternative),
+    )
+
+
+def _count_extreme(null: np.ndarray, observed: float, center: float, alternative: str, tol: float) -> int:
+    if alternative == "greater":
+        return int(np.count_nonzero(null >= observed - tol))
+    if alternative == "less":
+        return int(np.count_nonzero(null <= observed + tol))
+    return int(np.count_nonzero(np.abs(null - center) >= abs(observed - center) - tol))
+
+
+def _sampled_null(s: np.ndarray, n_x: int, permutations: int, seed: int, total: float) -> np.ndarray:
+    """S_i for `permutations` true random permutations, in chunks of bounded memory.
+
+    The first |X| positions of a uniform random permutation form a uniform random |X|-subset, which is
+    what argpartition of i.i.d. uniform keys yields; no draw is made with replacement.
+    """
+    rng = np.random.default_rng(seed)
+    n_total = len(s)
+    chunk = max(1, min(permutations, _CHUNK_ELEMENTS // n_total))
+    out = np.empty(permutations, dtype=np.float64)
+    for start in range(0, permutations, chunk):
+        rows = min(chunk, permutations - start)
+        keys = rng.random((rows, n_total))
+        chosen = np.argpartition(keys, n_x - 1, axis=1)[:, :n_x] if n_x < n_total else None
+        subset_sum = s[chosen].sum(axis=1) if chosen is not None else np.full(rows, total)
+        out[start : start + rows] = 2.0 * subset_sum - total
+    return out
+
+
+def normal_p(observed: float, mean: float, std: float, alternative: str) -> float:
+    """p-value of `observed` under a normal with the given mean and std (the parametric variant)."""
+    if not std > 0.0:
+        return float("nan")
+    z = (observed - mean) / std
+    upper = 0.5 * math.erfc(z / math.sqrt(2.0))
+    if alternative == "greater":
+        return upper
+    lower = 0.5 * math.erfc(-z / math.sqrt(2.0))
+    if alternative == "less":
+        return lower
+    return min(1.0, 2.0 * min(upper, lower))

@@ -1,0 +1,58 @@
+"""`bias validate`: every problem of a word-set file or of a whole language package, with file and field."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bias.core.errors import BiasError
+from bias.core.wordsets import Problem, read_toml, validate_toml_file
+
+
+def package_language(folder: Path) -> tuple[str | None, list[Problem]]:
+    """The language a package's pyproject registers under `bias.wordsets`, and problems with it."""
+    pyproject = folder / "pyproject.toml"
+    if not pyproject.exists():
+        return None, []
+    try:
+        data = read_toml(pyproject)
+    except BiasError as exc:
+        return None, [Problem(str(pyproject), "", exc.message)]
+    eps = data.get("project", {}).get("entry-points", {}).get("bias.wordsets")
+    if not isinstance(eps, dict) or not eps:
+        return None, [
+            Problem(
+                str(pyproject),
+                'project.entry-points."bias.wordsets"',
+                "missing: a language package registers its DataPackage there, e.g. nl = \"bias_lang_nl:PACKAGE\"",
+            )
+        ]
+    if len(eps) > 1:
+        return None, [Problem(str(pyproject), 'project.entry-points."bias.wordsets"', "register one language per package")]
+    return next(iter(eps)), []
+
+
+def validate_path(path: Path) -> tuple[list[Problem], int]:
+    """Problems found and the number of data files checked."""
+    path = Path(path)
+    if not path.exists():
+        raise BiasError(f"Nothing to validate at {path}: no such file or folder.", "Give a word-set file or a language-package folder.")
+    if path.is_file():
+        return validate_file(path), 1
+    language, problems = package_language(path)
+    files = sorted(p for p in path.rglob("*.toml") if p.name != "pyproject.toml" and not any(part.startswith(".") for part in p.parts))
+    if not files:
+        problems.append(Problem(str(path), "", "no word-set files (*.toml) found"))
+    for file in files:
+        problems.extend(validate_toml_file(file, language))
+    return problems, len(files)
+
+
+def validate_file(path: Path) -> list[Problem]:
+    if path.suffix.lower() == ".toml":
+        return validate_toml_file(path)
+    from bias.registry.resolve import format_for
+
+    importer = format_for(path)
+    if importer is None:
+        return [Problem(str(path), "", f"unknown word-set format '{path.suffix}' (use .toml, WEAT .txt or SEAT .json)")]
+    return importer.validate(path)

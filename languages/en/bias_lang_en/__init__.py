@@ -1,0 +1,11 @@
+"""English word sets for the bias framework, published as the data package `en`."""
+
+from pathlib import Path
+
+from bias.core.wordsets import DataPackage
+
+PACKAGE = DataPackage(
+    language="en",
+    root=Path(__file__).parent / "data",
+    description="English: the ten WEAT tests of Caliskan et al. (2017).",
+)

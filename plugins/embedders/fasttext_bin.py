@@ -1,0 +1,167 @@
+"""fastText `.bin` models read through the fastText library itself.
+
+The library, not a re-implementation, builds the vectors, so a word missing from the vocabulary gets
+exactly the sub-word vector fastText users get. Such words are used but reported as approximated:
+a bias score built on character n-grams is not the same claim as one built on learned word vectors.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import struct
+import sys
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+import attrs
+import numpy as np
+
+from bias.core.errors import BiasError
+from bias.core.interfaces import Capability, Embedder
+from bias.core.model import WordVectors
+from bias.core.specs import resolve_location
+from bias.plugins.embedders.gensim_vectors import (
+    FASTTEXT_BIN,
+    existing_file,
+    file_fingerprint,
+    sniff_format,
+    unique,
+    words_to_vectors,
+    wrong_format,
+)
+
+_MAX_VERSION = 12  # the newest .bin layout fastText writes
+_HEADER = struct.Struct("<2i12id3i2q")  # magic, version, Args (12 int32 + a double), Dictionary counts
+_SUPERVISED = 3  # fastText's model_name::sup
+
+
+def layout_problem(path: Path) -> str | None:
+    """Why the file cannot be a complete fastText model, or None.
+
+    The fastText library trusts the file: a truncated `.bin` makes it loop forever reading the
+    dictionary, or fill the matrices with whatever memory held. The header announces the size of the
+    output matrix, which is the last thing in the file, so its position can be checked from the file
+    size before the library sees the file. (Models whose output matrix is quantized do not have this
+    layout and are refused.)
+    """
+    size = path.stat().st_size
+    with open(path, "rb") as handle:
+        head = handle.read(_HEADER.size)
+        if len(head) < _HEADER.size:
+            return "the file ends inside its header"
+        fields = _HEADER.unpack(head)
+        version, dim, bucket, model = fields[1], fields[2], fields[10], fields[9]
+        entries, nwords, nlabels = fields[15], fields[16], fields[17]
+        if not 0 < version <= _MAX_VERSION:
+            return f"it declares fastText format version {version}, which this fastText cannot read"
+        if dim <= 0 or bucket < 0 or nwords < 0 or nlabels < 0 or entries != nwords + nlabels:
+            return "its header holds impossible sizes"
+        rows = nlabels if model == _SUPERVISED else nwords
+        tail = 1 + 16 + 4 * rows * dim  # quantised flag, (rows, dim) as int64, float32 values
+        start = size - tail
+        if start < _HEADER.size + 10 * entries:  # every dictionary entry takes at least 10 bytes
+            return f"the file ({size} bytes) is smaller than the model its header announces"
+        handle.seek(start)
+        quantised, out_rows, out_dim = struct.unpack("<?2q", handle.read(17))
+    if quantised or (out_rows, out_dim) != (rows, dim):
+        return f"the file ({size} bytes) does not end with the {rows} x {dim} output matrix its header announces"
+    return None
+
+
+@contextlib.contextmanager
+def _quiet_stderr() -> Iterator[None]:
+    """Swallow what the library prints on load (Python warnings and C++ messages alike): on a
+    terminal it would be mistaken for a problem with the run."""
+    buffer = io.StringIO()
+    try:
+        fd = sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):
+        fd = -1
+    saved = -1
+    if fd >= 0:
+        try:
+            sys.stderr.flush()
+            saved = os.dup(fd)
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, fd)
+            os.close(devnull)
+        except OSError:
+            saved = -1
+    try:
+        with contextlib.redirect_stderr(buffer):
+            yield
+    finally:
+        if saved >= 0:
+            os.dup2(saved, fd)
+            os.close(saved)
+
+
+@attrs.define
+class FastTextEmbedder(Embedder):
+    """A fastText `.bin` (or `.ftz`): vectors for every word, from sub-words when it is unknown."""
+
+    name: ClassVar[str] = "fasttext"
+    summary: ClassVar[str] = "fastText .bin model (official library); unknown words get sub-word vectors and are reported."
+    capabilities: ClassVar[frozenset[Capability]] = frozenset({Capability.WORD_VECTORS})
+
+    location: str = attrs.field(metadata={"help": "path of the fastText .bin file"})
+    _model: Any = attrs.field(default=None, init=False, repr=False)
+    _path: Path | None = attrs.field(default=None, init=False, repr=False)
+    _vocab_size: int | None = attrs.field(default=None, init=False, repr=False)
+
+    def load(self) -> None:
+        if self._model is not None:
+            return
+        path = existing_file(resolve_location(self.location))
+        found = sniff_format(path)
+        if found.kind == FASTTEXT_BIN and found.compressed:
+            raise BiasError(f"Cannot load {path} with {self.name}: it is a gzip-compressed fastText model.", "Decompress it first (gunzip); fastText reads .bin files as they are.")
+        if found.kind != FASTTEXT_BIN:
+            raise wrong_format(path, self.name, found, "a fastText .bin model")
+        problem = layout_problem(path)
+        if problem:
+            raise BiasError(
+                f"Cannot load {path} with {self.name}: {problem}.",
+                "The file is probably truncated or damaged; download or copy it again.",
+            )
+        import fasttext
+
+        try:
+            with _quiet_stderr():
+                model = fasttext.load_model(str(path))
+        except Exception as error:  # the C++ side raises ValueError/RuntimeError/MemoryError on damaged files
+            reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+            raise BiasError(
+                f"Cannot load {path} with {self.name}: the fastText library could not read it ({reason}).",
+                "The file may be truncated or damaged; fastText .bin files are read whole.",
+            ) from None
+        self._model, self._path = model, path
+
+    def word_vectors(self, words: Sequence[str]) -> WordVectors:
+        self.load()
+        model = self._model
+        found, rows, lost, approximated = [], [], [], []
+        for word in unique(words):
+            vector = np.asarray(model.get_word_vector(word), dtype=np.float64)
+            if model.get_word_id(word) >= 0:
+                found.append(word)
+                rows.append(vector)
+            elif word and np.isfinite(vector).all() and vector.any():
+                found.append(word)
+                rows.append(vector)
+                approximated.append(word)
+            else:  # no known n-gram: fastText answers with zeros, which is no vector at all
+                lost.append(word)
+        return words_to_vectors(found, rows, model.get_dimension(), lost, approximated)
+
+    def fingerprint(self) -> str:
+        return file_fingerprint(self.name, resolve_location(self.location))
+
+    def describe(self) -> dict[str, Any]:
+        self.load()
+        if self._vocab_size is None:
+            self._vocab_size = len(self._model.get_words())
+        return {"dim": int(self._model.get_dimension()), "vocab_size": self._vocab_size, "format": FASTTEXT_BIN, "path": str(self._path)}

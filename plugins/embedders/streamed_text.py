@@ -1,0 +1,147 @@
+"""Text vector files (`.vec`, word2vec text, GloVe) read by streaming, keeping only the rows asked for.
+
+The `.vec` files published with fastText hold millions of rows, gigabytes as text, while a bias test
+needs a few dozen words. Scanning the file for those words keeps memory proportional to the request.
+Rows found and words known to be absent are remembered, so a word costs at most one scan over the
+lifetime of the embedder, and a request with several new words scans once for all of them.
+"""
+
+from __future__ import annotations
+
+import gzip
+from collections.abc import Sequence
+from pathlib import Path
+from typing import IO, Any, ClassVar
+
+import attrs
+import numpy as np
+
+from bias.core.errors import BiasError
+from bias.core.interfaces import Capability, Embedder
+from bias.core.model import WordVectors
+from bias.core.specs import resolve_location
+from bias.plugins.embedders.gensim_vectors import (
+    HEADERLESS_TEXT,
+    WORD2VEC_TEXT,
+    FileFormat,
+    existing_file,
+    file_fingerprint,
+    sniff_format,
+    unique,
+    words_to_vectors,
+    wrong_format,
+)
+
+
+@attrs.define
+class StreamedTextEmbedder(Embedder):
+    """word2vec/fastText text vectors, with or without a header line, plain or gzip-compressed."""
+
+    name: ClassVar[str] = "vec"
+    summary: ClassVar[str] = "word2vec/fastText .vec text vectors, streamed: only the rows of requested words are kept."
+    capabilities: ClassVar[frozenset[Capability]] = frozenset({Capability.WORD_VECTORS})
+
+    location: str = attrs.field(metadata={"help": "path of the .vec text file (header line optional, .gz accepted)"})
+    _path: Path | None = attrs.field(default=None, init=False, repr=False)
+    _format: FileFormat | None = attrs.field(default=None, init=False, repr=False)
+    _rows: dict[str, np.ndarray] = attrs.field(factory=dict, init=False, repr=False)
+    _absent: set[str] = attrs.field(factory=set, init=False, repr=False)
+    _scans: int = attrs.field(default=0, init=False, repr=False)
+    _rows_in_file: int | None = attrs.field(default=None, init=False, repr=False)
+
+    def load(self) -> None:
+        """Only the format is checked here; rows are read when words are asked for."""
+        if self._format is not None:
+            return
+        path = existing_file(resolve_location(self.location))
+        found = sniff_format(path)
+        if found.kind not in (WORD2VEC_TEXT, HEADERLESS_TEXT):
+            raise wrong_format(path, self.name, found, "a .vec text file")
+        self._path, self._format = path, found
+
+    @property
+    def dim(self) -> int:
+        self.load()
+        assert self._format is not None and self._format.dim is not None
+        return self._format.dim
+
+    def _open(self) -> IO[bytes]:
+        assert self._path is not None and self._format is not None
+        return gzip.open(self._path, "rb") if self._format.compressed else open(self._path, "rb")
+
+    def _scan(self, wanted: set[str]) -> None:
+        """One pass over the file for all of `wanted`, stopping as soon as every one is found."""
+        assert self._path is not None and self._format is not None
+        dim = self.dim
+        targets = {word.encode("utf-8"): word for word in wanted}
+        self._scans += 1
+        rows_seen = 0
+        complete = True
+        try:
+            with self._open() as handle:
+                if self._format.count is not None:
+                    handle.readline()
+                line_no = 1 if self._format.count is not None else 0
+                for line in handle:
+                    line_no += 1
+                    if not line.strip():
+                        continue
+                    rows_seen += 1
+                    key, _, rest = line.partition(b" ")
+                    word = targets.pop(key, None)
+                    if word is None:
+                        continue
+                    self._rows[word] = self._parse(rest, line_no, dim)
+                    if not targets:
+                        complete = False
+                        break
+        except (OSError, EOFError) as error:
+            raise BiasError(
+                f"Cannot read {self._path} with {self.name}: {error}.",
+                "The file may be truncated or damaged.",
+            ) from None
+        self._absent.update(targets.values())
+        if complete:
+            self._rows_in_file = rows_seen
+
+    def _parse(self, rest: bytes, line_no: int, dim: int) -> np.ndarray:
+        parts = rest.split()
+        try:
+            vector = np.array(parts, dtype=np.float64)
+        except ValueError:
+            vector = None
+        if vector is None or vector.shape != (dim,):
+            raise BiasError(
+                f"Cannot read {self._path} with {self.name}: line {line_no} does not hold {dim} numbers after the word.",
+                "Rows must all have the width of the first row (or of the header line); the file may be damaged.",
+            )
+        return vector
+
+    def word_vectors(self, words: Sequence[str]) -> WordVectors:
+        self.load()
+        requested = unique(words)
+        new = {w for w in requested if w not in self._rows and w not in self._absent}
+        impossible = {w for w in new if not w or any(c.isspace() for c in w)}  # no row can hold them
+        self._absent.update(impossible)
+        new -= impossible
+        if new:
+            self._scan(new)
+        found = [w for w in requested if w in self._rows]
+        lost = [w for w in requested if w not in self._rows]
+        return words_to_vectors(found, [self._rows[w] for w in found], self.dim, lost)
+
+    def fingerprint(self) -> str:
+        return file_fingerprint(self.name, resolve_location(self.location))
+
+    def describe(self) -> dict[str, Any]:
+        self.load()
+        assert self._format is not None
+        vocab = self._format.count if self._format.count is not None else self._rows_in_file
+        return {
+            "dim": self.dim,
+            "vocab_size": vocab,
+            "format": self._format.kind,
+            "compressed": self._format.compressed,
+            "streamed": True,
+            "path": str(self._path),
+        }

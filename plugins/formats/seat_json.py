@@ -1,0 +1,59 @@
+"""The SEAT JSON format of May et al. (2019): `targ1`, `targ2`, `attr1`, `attr2`, each with a
+`category` and a list of `examples` (words or sentences). Files may be named .json or .jsonl."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, ClassVar
+
+from bias.core.errors import BiasError
+from bias.core.interfaces import WordSetFormat
+from bias.core.model import AssociationTest
+from bias.core.wordsets import Problem, association_from_record, check_association
+
+_KEYS = {"X": "targ1", "Y": "targ2", "A": "attr1", "B": "attr2"}
+
+
+class SeatJsonFormat(WordSetFormat):
+    name: ClassVar[str] = "seat-json"
+    summary: ClassVar[str] = "SEAT JSON (targ1, targ2, attr1, attr2 with category and examples)."
+    suffixes: ClassVar[tuple[str, ...]] = (".json", ".jsonl")
+
+    def record(self, path: Path) -> dict[str, Any]:
+        try:
+            data = json.loads(Path(path).read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise BiasError(f"Word-set file not found: {path}") from None
+        except UnicodeDecodeError as exc:
+            raise BiasError(f"{path}: not UTF-8 text ({exc.reason}).", "Save the file as UTF-8.") from None
+        except json.JSONDecodeError as exc:
+            raise BiasError(f"{path}: malformed JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}.") from None
+        if not isinstance(data, dict):
+            raise BiasError(f"{path}: expected a JSON object with targ1, targ2, attr1, attr2.")
+        sets = {}
+        for key, field in _KEYS.items():
+            entry = data.get(field)
+            if not isinstance(entry, dict) or not isinstance(entry.get("examples"), list):
+                raise BiasError(
+                    f"{path}: field '{field}' is missing or has no 'examples' list.",
+                    "A SEAT file has targ1, targ2, attr1 and attr2, each {\"category\": ..., \"examples\": [...]}.",
+                )
+            sets[key] = {"label": str(entry.get("category", field)), "words": entry["examples"]}
+        return {
+            "kind": "association",
+            "language": str(data.get("language", "und")),
+            "bias_type": str(data.get("bias_type", "unspecified")),
+            "source": str(data.get("source", f"user file {Path(path).name}")),
+            "licence": str(data.get("licence", "unspecified")),
+            "sets": sets,
+        }
+
+    def load(self, path: Path) -> AssociationTest:
+        return association_from_record(self.record(path), Path(path).stem, str(path))
+
+    def validate(self, path: Path) -> list[Problem]:
+        try:
+            return check_association(self.record(path), str(path))
+        except BiasError as exc:
+            return [Problem(str(path), "", exc.message)]

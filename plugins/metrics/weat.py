@@ -1,0 +1,192 @@
+"""WEAT, the Word Embedding Association Test (Caliskan, Bryson & Narayanan 2017, Science 356:183-186).
+
+s(w, A, B) is computed once per target word; the effect size and the permutation test are then
+vectorised over that vector (see `bias.core.stats`). `association_result` is shared by every metric
+that compares vectors of X, Y, A and B (SEAT uses it with sentence vectors).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+import attrs
+import numpy as np
+
+from bias.core import stats
+from bias.core.errors import BiasError
+from bias.core.interfaces import Capability, Embedder, Metric
+from bias.core.model import ASSOCIATION, OK, REFUSED, AssociationTest, Result
+from bias.core.params import param
+
+
+def _positive(instance: Any, attribute: attrs.Attribute, value: int) -> None:
+    if not isinstance(value, int) or value <= 0:
+        raise BiasError(f"{attribute.name} must be a positive whole number, not {value!r}.", "For example --permutations 100000.")
+
+
+def _ddof(instance: Any, attribute: attrs.Attribute, value: int) -> None:
+    if value not in (0, 1):
+        raise BiasError(f"ddof must be 0 or 1, not {value!r}.", "1 (sample std) is the SEAT/CEAT convention, 0 that of WEFE.")
+
+
+def _alternative(instance: Any, attribute: attrs.Attribute, value: str) -> None:
+    if value not in stats.ALTERNATIVES:
+        raise BiasError(f"alternative must be one of {', '.join(stats.ALTERNATIVES)}, not {value!r}.")
+
+
+def _share(instance: Any, attribute: attrs.Attribute, value: float) -> None:
+    if not 0.0 <= value <= 1.0:
+        raise BiasError(f"{attribute.name} must lie between 0 and 1, not {value!r}.")
+
+
+@attrs.define
+class Weat(Metric):
+    """Effect size d = (mean s(X) - mean s(Y)) / std s(X u Y) and a permutation p-value of
+    S = sum s(X) - sum s(Y). A positive d means X is closer to A and Y to B.
+
+    The p-value is exact (all partitions) when C(|X|+|Y|, |X|) <= exact_limit, else sampled from true
+    random permutations with p = (k+1)/(m+1). A set losing more than `lost_threshold` of its words to
+    the model's vocabulary refuses the test rather than report a number built on what is left.
+    """
+
+    name: ClassVar[str] = "weat"
+    summary: ClassVar[str] = "Word Embedding Association Test: effect size d and permutation p (Caliskan et al. 2017)."
+    requires: ClassVar[frozenset[Capability]] = frozenset({Capability.WORD_VECTORS})
+    data_kind: ClassVar[str] = ASSOCIATION
+
+    permutations: int = param(100_000, "random permutations when the exact test is too large", validator=_positive)
+    exact_limit: int = param(100_000, "enumerate all partitions when there are at most this many", validator=attrs.validators.ge(0))
+    ddof: int = param(1, "delta degrees of freedom of the std in the effect size (1: SEAT/CEAT, 0: WEFE)", validator=_ddof)
+    alternative: str = param("greater", "greater (X~A, one-sided), less, or two-sided", validator=_alternative)
+    lost_threshold: float = param(0.2, "refuse a test if a set loses more than this share of its words", validator=_share)
+
+    def compute(self, embedder: Embedder, data: AssociationTest, *, seed: int | None = None) -> Result:
+        found = embedder.word_vectors(data.all_words())
+        vectors = found.as_dict()
+        sets = {key: [w for w in wl.words if w in vectors] for key, wl in data.sets().items()}
+        lost = {key: [w for w in wl.words if w not in vectors] for key, wl in data.sets().items()}
+        approx = set(found.approximated)
+        approximated = {key: [w for w in wl.words if w in approx] for key, wl in data.sets().items()}
+        dim = found.vectors.shape[1] if found.vectors.ndim == 2 else 0
+        matrices = {
+            key: np.array([vectors[w] for w in words], dtype=np.float64).reshape(len(words), dim) for key, words in sets.items()
+        }
+        return association_result(
+            self,
+            matrices,
+            data,
+            model=embedder.spec,
+            seed=seed,
+            lost=lost,
+            approximated=approximated,
+            words=sets,
+        )
+
+    def params(self) -> dict[str, Any]:
+        return attrs.asdict(self)
+
+
+def association_result(
+    metric: Weat,
+    matrices: Mapping[str, np.ndarray],
+    data: AssociationTest,
+    *,
+    model: str,
+    seed: int | None,
+    lost: Mapping[str, list[str]],
+    approximated: Mapping[str, list[str]] | None = None,
+    words: Mapping[str, list[str]] | None = None,
+) -> Result:
+    """The WEAT figures from one matrix of vectors per set (rows in the order of `words`)."""
+    sizes = {key: int(m.shape[0]) for key, m in matrices.items()}
+    originals = {key: len(wl.words) for key, wl in data.sets().items()}
+    base = dict(
+        key="",
+        model=model,
+        wordset=data.name,
+        metric=metric.name,
+        sizes=sizes,
+        lost={k: list(v) for k, v in lost.items() if v},
+        approximated={k: list(v) for k, v in (approximated or {}).items() if v},
+        params=metric.params(),
+        seed=seed,
+        meta={"bias_type": data.meta.bias_type, "language": data.meta.language, "expected_direction": data.meta.expected_direction},
+    )
+    reason = _refusal(matrices, originals, lost, metric.lost_threshold, words)
+    if reason:
+        return Result(status=REFUSED, reason=reason, **base)
+
+    s = {key: stats.association_scores(matrices[key], matrices["A"], matrices["B"]) for key in ("X", "Y")}
+    test = stats.permutation_test(
+        s["X"],
+        s["Y"],
+        alternative=metric.alternative,
+        permutations=metric.permutations,
+        exact_limit=metric.exact_limit,
+        seed=seed,
+    )
+    warnings = []
+    equal = sizes["X"] == sizes["Y"]
+    if not equal:
+        warnings.append(
+            f"targets differ in size (X {sizes['X']}, Y {sizes['Y']}): partitions keep the observed sizes, "
+            "and the two-sided test measures distance from the null mean"
+        )
+    if base["approximated"]:
+        n = sum(len(v) for v in base["approximated"].values())
+        warnings.append(f"{n} word(s) had no vector of their own and were built from sub-words")
+    both = np.concatenate([s["X"], s["Y"]])
+    return Result(
+        status=OK,
+        effect_size=stats.effect_size(s["X"], s["Y"], ddof=metric.ddof),
+        p_value=test.p_value,
+        figures={
+            "statistic": test.statistic,
+            "mean_s_X": float(s["X"].mean()),
+            "mean_s_Y": float(s["Y"].mean()),
+            "std_s": float(both.std(ddof=metric.ddof)),
+            "parametric_p": test.parametric_p,
+            "null_mean": test.null_mean,
+            "null_std": test.null_std,
+        },
+        convention={
+            "ddof": metric.ddof,
+            "alternative": test.alternative,
+            "method": test.method,
+            "permutations": test.permutations,
+            "exact_limit": metric.exact_limit,
+            "seed": test.seed,
+            "p_estimator": "k/C(N,|X|)" if test.method == "exact" else "(k+1)/(m+1)",
+            "partitions": "equal sizes" if equal else f"observed sizes {sizes['X']}/{sizes['Y']}",
+            "ties": "counted",
+        },
+        warnings=warnings,
+        **base,
+    )
+
+
+def _refusal(
+    matrices: Mapping[str, np.ndarray],
+    originals: Mapping[str, int],
+    lost: Mapping[str, list[str]],
+    threshold: float,
+    words: Mapping[str, list[str]] | None,
+) -> str | None:
+    for key, m in matrices.items():
+        if m.shape[0] == 0:
+            return f"every word of set {key} is missing from the model ({', '.join(lost.get(key, [])[:5])}...)" if lost.get(key) else f"set {key} is empty"
+    for key, n in originals.items():
+        share = len(lost.get(key, [])) / n if n else 0.0
+        if share > threshold:
+            return (
+                f"set {key} lost {len(lost[key])} of {n} words ({share:.0%} > {threshold:.0%} allowed): "
+                f"{', '.join(lost[key][:8])}"
+            )
+    for key, m in matrices.items():
+        norms = np.linalg.norm(m, axis=1)
+        bad = ~np.isfinite(m).all(axis=1) | (norms == 0.0)
+        if bad.any():
+            names = [words[key][i] for i in np.flatnonzero(bad)] if words else [str(i) for i in np.flatnonzero(bad)]
+            return f"the model gives zero or non-finite vectors for {', '.join(names[:8])} (set {key}); check the model file"
+    return None

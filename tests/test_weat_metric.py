@@ -1,0 +1,374 @@
+"""The WEAT metric's own logic: what it hands to the statistics, what it records, when it refuses.
+
+The statistics themselves are checked against brute force in test_stats.py; here an in-memory
+embedder stands in for a real model so that every vector, and every lost word, is chosen by the test.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from typing import ClassVar
+
+import attrs
+import numpy as np
+import pytest
+
+from bias.core import stats
+from bias.core.errors import BiasError
+from bias.core.interfaces import Capability, Embedder, check_compatible
+from bias.core.model import ASSOCIATION, OK, REFUSED, AssociationTest, Result, WordList, WordSetMeta, WordVectors
+from bias.plugins.metrics.weat import Weat
+
+DIM = 16
+
+
+@attrs.define
+class DictEmbedder(Embedder):
+    """A static vocabulary held in memory; words not in it are reported as lost, like a real model."""
+
+    name: ClassVar[str] = "dict"
+    summary: ClassVar[str] = "word vectors from an in-memory dict (tests only)"
+    capabilities: ClassVar[frozenset[Capability]] = frozenset({Capability.WORD_VECTORS})
+
+    location: str = "memory"
+    table: dict[str, np.ndarray] = attrs.field(factory=dict)
+
+    def word_vectors(self, words: Sequence[str]) -> WordVectors:
+        found = [w for w in words if w in self.table]
+        lost = tuple(w for w in words if w not in self.table)
+        vectors = np.array([self.table[w] for w in found], dtype=np.float64).reshape(len(found), DIM)
+        return WordVectors(words=tuple(found), vectors=vectors, lost=lost)
+
+
+def make_case(n_x=8, n_y=8, n_a=8, n_b=8, *, seed=0, strength=0.6):
+    """Word sets and vectors in which X leans towards A and Y towards B."""
+    rng = np.random.default_rng(seed)
+    axis = rng.normal(size=DIM)
+    axis /= np.linalg.norm(axis)
+    words = {key: [f"{key.lower()}{i}" for i in range(n)] for key, n in (("X", n_x), ("Y", n_y), ("A", n_a), ("B", n_b))}
+    sign = {"X": 1.0, "A": 1.0, "Y": -1.0, "B": -1.0}
+    table = {w: rng.normal(size=DIM) + sign[key] * strength * 3 * axis for key, ws in words.items() for w in ws}
+    return words, table
+
+
+def make_test(words, name="test/weat-toy") -> AssociationTest:
+    meta = WordSetMeta(name=name, kind=ASSOCIATION, language="en", bias_type="gender")
+    return AssociationTest(
+        meta=meta,
+        X=WordList("targets x", tuple(words["X"])),
+        Y=WordList("targets y", tuple(words["Y"])),
+        A=WordList("attributes a", tuple(words["A"])),
+        B=WordList("attributes b", tuple(words["B"])),
+    )
+
+
+def matrix(table, words):
+    return np.array([table[w] for w in words], dtype=np.float64)
+
+
+def expected_from_stats(table, words, metric: Weat, seed):
+    A, B = matrix(table, words["A"]), matrix(table, words["B"])
+    sx = stats.association_scores(matrix(table, words["X"]), A, B)
+    sy = stats.association_scores(matrix(table, words["Y"]), A, B)
+    d = stats.effect_size(sx, sy, ddof=metric.ddof)
+    test = stats.permutation_test(
+        sx, sy, alternative=metric.alternative, permutations=metric.permutations, exact_limit=metric.exact_limit, seed=seed
+    )
+    return sx, sy, d, test
+
+
+def bf_effect_size(sx, sy, ddof):
+    both = [float(v) for v in sx] + [float(v) for v in sy]
+    mean = math.fsum(both) / len(both)
+    std = math.sqrt(math.fsum((v - mean) ** 2 for v in both) / (len(both) - ddof))
+    return (math.fsum(sx) / len(sx) - math.fsum(sy) / len(sy)) / std
+
+
+# --------------------------------------------------------------------------------------------------
+# The in-memory embedder is a proper Embedder
+# --------------------------------------------------------------------------------------------------
+
+
+def test_dict_embedder_fits_the_weat_metric():
+    words, table = make_case()
+    embedder = DictEmbedder(table=table)
+    assert isinstance(embedder, Embedder)
+    assert attrs.has(DictEmbedder)
+    check_compatible(Weat, embedder, ASSOCIATION)
+    got = embedder.word_vectors(["x0", "nope", "a1"])
+    assert got.words == ("x0", "a1") and got.lost == ("nope",)
+    assert got.vectors.shape == (2, DIM)
+
+
+# --------------------------------------------------------------------------------------------------
+# Figures and conventions
+# --------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("ddof", [0, 1])
+@pytest.mark.parametrize("alternative", ["greater", "less", "two-sided"])
+def test_exact_result_equals_stats_on_the_same_vectors(ddof, alternative):
+    words, table = make_case(8, 8, seed=1)
+    metric = Weat(ddof=ddof, alternative=alternative)
+    result = metric.compute(DictEmbedder(table=table), make_test(words), seed=5)
+    sx, sy, d, test = expected_from_stats(table, words, metric, seed=5)
+
+    assert result.status == OK and result.ok
+    assert result.reason is None
+    assert result.effect_size == d
+    assert result.effect_size == pytest.approx(bf_effect_size(sx, sy, ddof), rel=1e-12)
+    assert result.p_value == test.p_value
+    assert result.figures["statistic"] == test.statistic
+    assert result.figures["parametric_p"] == test.parametric_p
+    assert result.figures["mean_s_X"] == pytest.approx(float(np.mean(sx)), abs=1e-15)
+    assert result.figures["mean_s_Y"] == pytest.approx(float(np.mean(sy)), abs=1e-15)
+    assert result.figures["std_s"] == pytest.approx(float(np.concatenate([sx, sy]).std(ddof=ddof)), rel=1e-14)
+    assert result.sizes == {"X": 8, "Y": 8, "A": 8, "B": 8}
+    assert result.lost == {}
+    assert result.warnings == []
+    assert result.metric == "weat" and result.wordset == "test/weat-toy" and result.model == "dict:memory"
+    assert result.seed == 5
+
+    assert result.convention["ddof"] == ddof
+    assert result.convention["alternative"] == alternative
+    assert result.convention["method"] == "exact"
+    assert result.convention["permutations"] == math.comb(16, 8) == 12_870
+    assert result.convention["p_estimator"] == "k/C(N,|X|)"
+    assert "seed" in result.convention
+    assert result.convention["seed"] is None  # enumeration draws nothing
+    assert result.convention["ties"] == "counted"
+
+
+def test_positive_effect_for_x_near_a():
+    words, table = make_case(8, 8, seed=2, strength=1.0)
+    result = Weat().compute(DictEmbedder(table=table), make_test(words))
+    assert result.effect_size > 1.0
+    assert result.p_value < 0.01
+    assert result.p_value >= 1 / math.comb(16, 8)
+
+
+def test_sampled_result_records_its_convention():
+    words, table = make_case(12, 12, seed=3)
+    metric = Weat(exact_limit=1000, permutations=4000)
+    result = metric.compute(DictEmbedder(table=table), make_test(words), seed=11)
+    _, _, d, test = expected_from_stats(table, words, metric, seed=11)
+
+    assert math.comb(24, 12) > 1000
+    assert result.status == OK
+    assert result.effect_size == d
+    assert result.p_value == test.p_value
+    assert result.p_value >= 1 / 4001
+    assert result.convention["method"] == "sampled"
+    assert result.convention["permutations"] == 4000
+    assert result.convention["exact_limit"] == 1000
+    assert result.convention["seed"] == 11
+    assert result.convention["p_estimator"] == "(k+1)/(m+1)"
+    assert result.convention["ddof"] == 1
+    assert result.convention["alternative"] == "greater"
+    assert result.params["permutations"] == 4000 and result.params["exact_limit"] == 1000
+
+
+def test_sampled_result_is_reproducible_and_seed_dependent():
+    words, table = make_case(12, 12, seed=4, strength=0.1)
+    metric = Weat(exact_limit=0, permutations=3000)
+    embedder, data = DictEmbedder(table=table), make_test(words)
+    first = metric.compute(embedder, data, seed=1)
+    assert metric.compute(embedder, data, seed=1) == first
+    other = metric.compute(embedder, data, seed=2)
+    assert (other.p_value, other.figures["null_mean"]) != (first.p_value, first.figures["null_mean"])
+
+
+def test_unseeded_sampled_run_records_a_seed_that_reproduces_it():
+    words, table = make_case(12, 12, seed=5, strength=0.1)
+    metric = Weat(exact_limit=0, permutations=2000)
+    embedder, data = DictEmbedder(table=table), make_test(words)
+    first = metric.compute(embedder, data, seed=None)
+    used = first.convention["seed"]
+    assert isinstance(used, int)
+    again = metric.compute(embedder, data, seed=used)
+    assert again.p_value == first.p_value
+    assert again.figures["null_mean"] == first.figures["null_mean"]
+
+
+def test_unequal_targets_run_with_a_warning():
+    words, table = make_case(8, 6, seed=6)
+    metric = Weat()
+    result = metric.compute(DictEmbedder(table=table), make_test(words), seed=0)
+    _, _, d, test = expected_from_stats(table, words, metric, seed=0)
+    assert result.status == OK
+    assert result.effect_size == d and result.p_value == test.p_value
+    assert result.sizes["X"] == 8 and result.sizes["Y"] == 6
+    assert result.convention["permutations"] == math.comb(14, 8)
+    assert "8/6" in result.convention["partitions"]
+    assert len(result.warnings) == 1
+    assert "size" in result.warnings[0] and "8" in result.warnings[0] and "6" in result.warnings[0]
+
+
+# --------------------------------------------------------------------------------------------------
+# Lost words and broken vectors
+# --------------------------------------------------------------------------------------------------
+
+
+def drop(table, *gone):
+    return {w: v for w, v in table.items() if w not in gone}
+
+
+@pytest.mark.parametrize("key", ["X", "Y", "A", "B"])
+def test_refuses_a_set_that_lost_more_than_a_fifth(key):
+    words, table = make_case(10, 10, 10, 10, seed=7)
+    gone = words[key][:3]  # 30% of the set
+    result = Weat().compute(DictEmbedder(table=drop(table, *gone)), make_test(words), seed=0)
+    assert result.status == REFUSED and not result.ok
+    assert result.effect_size is None and result.p_value is None
+    assert f"set {key}" in result.reason
+    for w in gone:
+        assert w in result.reason
+    assert result.lost == {key: gone}
+
+
+@pytest.mark.parametrize(("size", "n_lost"), [(10, 2), (5, 1)])
+def test_runs_when_exactly_a_fifth_is_lost(size, n_lost):
+    words, table = make_case(size, size, 8, 8, seed=8)
+    gone = words["X"][:n_lost]
+    metric = Weat()
+    result = metric.compute(DictEmbedder(table=drop(table, *gone)), make_test(words), seed=0)
+    assert result.status == OK
+    assert result.lost == {"X": gone}
+    assert result.sizes["X"] == size - n_lost
+    kept = {**words, "X": words["X"][n_lost:]}
+    _, _, d, test = expected_from_stats(table, kept, metric, seed=0)
+    assert result.effect_size == d and result.p_value == test.p_value
+
+
+def test_threshold_is_a_parameter():
+    words, table = make_case(10, 10, seed=9)
+    gone = words["Y"][:3]
+    embedder, data = DictEmbedder(table=drop(table, *gone)), make_test(words)
+    assert Weat(lost_threshold=0.3).compute(embedder, data).status == OK
+    assert Weat(lost_threshold=0.05).compute(DictEmbedder(table=drop(table, gone[0])), data).status == REFUSED
+
+
+# An empty set must reach the refusal, not crash while its (0 x dim) matrix is built.
+@pytest.mark.parametrize("threshold", [0.2, 1.0])
+@pytest.mark.parametrize("key", ["X", "A"])
+def test_refuses_when_every_word_of_a_set_is_lost(key, threshold):
+    words, table = make_case(6, 6, 6, 6, seed=10)
+    metric = Weat(lost_threshold=threshold)
+    result = metric.compute(DictEmbedder(table=drop(table, *words[key])), make_test(words))
+    assert result.status == REFUSED
+    assert result.reason and key in result.reason
+    assert result.lost[key] == words[key]
+
+
+@pytest.mark.parametrize("bad", ["zero", "nan", "inf"])
+@pytest.mark.parametrize("key", ["Y", "B"])
+def test_refuses_zero_or_non_finite_vectors_naming_the_word(bad, key):
+    words, table = make_case(6, 6, 6, 6, seed=11)
+    culprit = words[key][2]
+    vector = np.zeros(DIM)
+    if bad != "zero":
+        vector = np.ones(DIM)
+        vector[3] = np.nan if bad == "nan" else np.inf
+    table[culprit] = vector
+    result = Weat().compute(DictEmbedder(table=table), make_test(words))
+    assert result.status == REFUSED
+    assert culprit in result.reason
+    assert f"set {key}" in result.reason
+
+
+# --------------------------------------------------------------------------------------------------
+# Parameters
+# --------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"permutations": 0},
+        {"permutations": -10},
+        {"ddof": 2},
+        {"ddof": -1},
+        {"alternative": "bigger"},
+        {"alternative": "two_sided"},
+        {"lost_threshold": 1.5},
+    ],
+)
+def test_invalid_parameters_raise_bias_error(kwargs):
+    with pytest.raises(BiasError):
+        Weat(**kwargs)
+
+
+def test_defaults_follow_the_reference_convention():
+    metric = Weat()
+    assert (metric.ddof, metric.alternative, metric.permutations, metric.exact_limit, metric.lost_threshold) == (
+        1,
+        "greater",
+        100_000,
+        100_000,
+        0.2,
+    )
+
+
+# --------------------------------------------------------------------------------------------------
+# JSON
+# --------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "metric", [Weat(), Weat(exact_limit=10, permutations=500, ddof=0, alternative="two-sided")], ids=["exact", "sampled"]
+)
+def test_result_json_round_trip(metric):
+    words, table = make_case(6, 7, seed=12)
+    result = metric.compute(DictEmbedder(table=drop(table, words["A"][0])), make_test(words), seed=3)
+    assert result.status == OK and result.warnings and result.lost
+    line = result.to_json()
+    assert "\n" not in line
+    back = Result.from_json(line)
+    assert back == result
+    assert back.to_json() == line
+
+
+def test_refused_result_json_round_trip():
+    words, table = make_case(6, 6, seed=13)
+    result = Weat().compute(DictEmbedder(table=drop(table, *words["B"][:4])), make_test(words))
+    assert result.status == REFUSED
+    assert Result.from_json(result.to_json()) == result
+
+
+def test_nan_figures_become_null_in_json():
+    # Every target word has the same vector: s(w) has no spread, so d and the parametric p are NaN.
+    words, table = make_case(5, 5, seed=14)
+    same = table[words["X"][0]]
+    for w in words["X"] + words["Y"]:
+        table[w] = same
+    result = Weat().compute(DictEmbedder(table=table), make_test(words))
+    assert result.status == OK
+    assert math.isnan(result.effect_size)
+    assert math.isnan(result.figures["parametric_p"])
+    assert result.p_value == 1.0
+
+    line = result.to_json()  # must not raise: the writer forbids NaN
+    data = json.loads(line)
+    assert data["effect_size"] is None
+    assert data["figures"]["parametric_p"] is None
+    assert "NaN" not in line and "Infinity" not in line
+    back = Result.from_json(line)
+    assert back.effect_size is None
+    assert back.p_value == 1.0
+
+
+def test_non_finite_values_anywhere_become_null():
+    result = Result(
+        key="k",
+        model="dict:memory",
+        wordset="w",
+        metric="weat",
+        effect_size=float("inf"),
+        p_value=np.float64("nan"),
+        figures={"a": np.float32("nan"), "b": [1.0, float("-inf")], "c": np.array([0.5, np.nan]), "n": np.int64(3)},
+    )
+    data = json.loads(result.to_json())
+    assert data["effect_size"] is None and data["p_value"] is None
+    assert data["figures"] == {"a": None, "b": [1.0, None], "c": [0.5, None], "n": 3}
