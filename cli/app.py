@@ -49,16 +49,14 @@ def list_cmd(
 ) -> None:
     """List installed plugins: name, kind, summary, distribution and status."""
     from bias.cli.render import plugins_table
-    from bias.registry import list_plugins
+    from bias.registry import GROUPS, list_plugins
+    from bias.registry.entry_points import group_key
 
     rows = list_plugins(group, language=language, bias_type=bias_type)
     if as_json:
         print(json.dumps([r.to_dict() for r in rows], indent=2, ensure_ascii=False))
         return
-    if not rows:
-        console.print("No plugins found for this selection.")
-        return
-    console.print(plugins_table(rows))
+    console.print(plugins_table(rows, [group_key(group)] if group else list(GROUPS)))
 
 
 @app.command("info")

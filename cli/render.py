@@ -11,19 +11,18 @@ from rich.table import Table
 from bias.core import report
 
 
-def plugins_table(rows: Sequence[Any]) -> Table:
+def plugins_table(rows: Sequence[Any], groups: Sequence[str]) -> Table:
     table = Table(title="Installed plugins", show_lines=False, expand=False)
     for column in ("Name", "Kind", "Summary", "Distribution", "Status"):
         table.add_column(column, overflow="fold")
-    current = None
-    for row in rows:
-        if row.group != current:
-            if current is not None:
-                table.add_section()
-            table.add_row(f"[bold]{row.group}[/bold]", "", "", "", "")
-            current = row.group
-        status = "[green]ok[/green]" if row.status == "ok" else f"[red]broken[/red]: {row.reason}"
-        table.add_row(f"  {row.name}", row.kind, row.summary, f"{row.distribution} {row.version}", status)
+    for i, group in enumerate(groups):
+        if i:
+            table.add_section()
+        members = [r for r in rows if r.group == group]
+        table.add_row(f"[bold]{group}[/bold]", "", "" if members else "[dim](none installed)[/dim]", "", "")
+        for row in members:
+            status = "[green]ok[/green]" if row.status == "ok" else f"[red]broken[/red]: {row.reason}"
+            table.add_row(f"  {row.name}", row.kind, row.summary, f"{row.distribution} {row.version}", status)
     return table
 
 

@@ -63,6 +63,8 @@ def _convert(value: Any, info: ParamInfo, plugin: str) -> Any:
     if not isinstance(value, str):
         return value
     kind = info.type.replace(" ", "")
+    if "None" in kind and value.strip().lower() in ("none", "null"):
+        return None
     try:
         if kind.startswith("bool"):
             lowered = value.lower()

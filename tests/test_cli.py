@@ -77,7 +77,7 @@ def test_help_list_and_info_import_no_heavy_library():
 def test_list_groups_language_filter_and_json():
     proc = bias("list")
     assert proc.returncode == 0
-    for group in ("embedders", "metrics", "wordsets"):
+    for group in ("embedders", "metrics", "wordsets", "debiasers"):
         assert group in proc.stdout
     rows = json.loads(bias("list", "wordsets", "--language", "en", "--json").stdout)
     assert [r["name"] for r in rows][:3] == ["en/weat1", "en/weat2", "en/weat3"] and len(rows) == 10

@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 import numpy as np
 import pytest
-from fixtures.planted import A_WORDS, X_WORDS, PlantedFiles
+from fixtures.planted import A_WORDS, X_WORDS, PlantedFiles, save_fasttext_bin
 
 from bias.core.errors import BiasError
 from bias.core.interfaces import Capability, Embedder
@@ -53,6 +53,7 @@ def _gensim_full_model(path: Path) -> Any:
 CASES: dict[str, tuple[Callable[[PlantedFiles], Embedder], Callable[[PlantedFiles], Any]]] = {
     "word2vec-binary": (lambda f: Word2VecEmbedder(str(f.word2vec_bin)), lambda f: _gensim_w2v(f.word2vec_bin, binary=True)),
     "word2vec-text": (lambda f: Word2VecEmbedder(str(f.word2vec_text)), lambda f: _gensim_w2v(f.word2vec_text)),
+    "word2vec-gz": (lambda f: Word2VecEmbedder(str(f.vec_gz)), lambda f: _gensim_w2v(f.vec_gz)),
     "glove": (lambda f: GloveEmbedder(str(f.glove)), lambda f: _gensim_w2v(f.glove, no_header=True)),
     "vec": (lambda f: StreamedTextEmbedder(str(f.vec)), lambda f: _gensim_w2v(f.vec)),
     "vec-headerless": (lambda f: StreamedTextEmbedder(str(f.vec_headerless)), lambda f: _gensim_w2v(f.vec_headerless, no_header=True)),
@@ -163,6 +164,17 @@ def test_vec_refuses_a_row_of_the_wrong_width(tmp_path: Path) -> None:
     assert str(path) in caught.value.message and "line 3" in caught.value.message
 
 
+def test_vec_notices_a_truncated_file(planted_files: PlantedFiles, tmp_path: Path) -> None:
+    lines = planted_files.vec.read_text(encoding="utf-8").splitlines(keepends=True)
+    path = tmp_path / "cut.vec"
+    path.write_text("".join(lines[:-10]), encoding="utf-8")  # header still announces every row
+    embedder = StreamedTextEmbedder(str(path))
+    assert embedder.word_vectors(["rose"]).words == ("rose",)  # rows that are there still load
+    with pytest.raises(BiasError) as caught:
+        embedder.word_vectors([MISSING[0]])  # a full scan meets the end too early
+    assert str(path) in caught.value.message and "header" in caught.value.message
+
+
 # --- gensim pickles -------------------------------------------------------------------------------
 
 
@@ -191,6 +203,12 @@ def test_kv_refuses_without_allow_pickle_and_runs_no_code(tmp_path: Path) -> Non
 def test_kv_loads_with_allow_pickle_given_as_cli_text(planted_files: PlantedFiles) -> None:
     params = {p.name: p for p in describe_params(KeyedVectorsEmbedder)}
     assert params["allow_pickle"].default is False and "trust" in params["allow_pickle"].help
+    with pytest.raises(BiasError, match="allow-pickle"):
+        KeyedVectorsEmbedder(str(planted_files.kv)).word_vectors(["rose"])
+    # Not a pickle at all: the useful answer is the loader to use, not a warning about pickles.
+    with pytest.raises(BiasError) as caught:
+        KeyedVectorsEmbedder(str(planted_files.word2vec_bin)).load()
+    assert "word2vec:" in (caught.value.hint or "")
     options = coerce_params(KeyedVectorsEmbedder, {"allow-pickle": "true"}, "kv")
     embedder = KeyedVectorsEmbedder(str(planted_files.kv), **options)
     assert embedder.word_vectors(["rose"]).words == ("rose",)
@@ -213,14 +231,26 @@ def test_fasttext_unknown_words_are_approximated_with_fasttexts_own_vector(plant
 
     reference = fasttext.load_model(str(planted_files.fasttext_bin))
     embedder = FastTextEmbedder(str(planted_files.fasttext_bin))
-    got = embedder.word_vectors(["roses", "rose", "", "tulips"])
+    got = embedder.word_vectors(["roses", "rose", "", "tulips", "rose garden", "\ud800"])
     assert got.words == ("roses", "rose", "tulips")
     assert got.approximated == ("roses", "tulips")
-    assert got.lost == ("",)  # no n-gram at all: fastText's answer is a zero vector
+    # No n-gram at all (fastText's answer is a zero vector), a phrase fastText would split, and a
+    # string that is not valid UTF-8: none of them has a vector, and asking must not raise.
+    assert got.lost == ("", "rose garden", "\ud800")
     for row, word in zip(got.vectors, got.words):
         np.testing.assert_allclose(row, reference.get_word_vector(word), rtol=0, atol=1e-7)
     assert embedder.describe()["dim"] == 50
     assert embedder.describe()["vocab_size"] == len(reference.words)
+
+
+def test_fasttext_word_without_known_ngrams_is_lost(tmp_path: Path) -> None:
+    """A model trained without sub-words answers an unknown word with zeros: that is no vector."""
+    from gensim.models import FastText
+
+    model = FastText(sentences=[["rose", "joy", "the"]] * 50, vector_size=10, min_count=1, workers=1, seed=1, min_n=3, max_n=0, bucket=100, epochs=1)
+    path = save_fasttext_bin(model, tmp_path / "no-subwords.bin")
+    got = FastTextEmbedder(str(path)).word_vectors(["roses", "rose"])
+    assert got.words == ("rose",) and got.lost == ("roses",) and got.approximated == ()
 
 
 def test_fasttext_library_agrees_with_gensim_on_known_words(planted_files: PlantedFiles) -> None:

@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import io
-import os
 import struct
-import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -73,30 +71,22 @@ def layout_problem(path: Path) -> str | None:
 
 @contextlib.contextmanager
 def _quiet_stderr() -> Iterator[None]:
-    """Swallow what the library prints on load (Python warnings and C++ messages alike): on a
-    terminal it would be mistaken for a problem with the run."""
-    buffer = io.StringIO()
+    """Swallow the warning some fastText releases print on every load: on a terminal it reads like a
+    problem with the run, and it is about the library's Python API, not the model."""
+    with contextlib.redirect_stderr(io.StringIO()):
+        yield
+
+
+def _askable(word: str) -> bool:
+    """fastText splits text on whitespace, so no word of its own holds any, and the library cannot
+    take a string that is not valid UTF-8: such words get no vector rather than an invented one."""
+    if not word or any(c.isspace() for c in word):
+        return False
     try:
-        fd = sys.stderr.fileno()
-    except (AttributeError, OSError, ValueError):
-        fd = -1
-    saved = -1
-    if fd >= 0:
-        try:
-            sys.stderr.flush()
-            saved = os.dup(fd)
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, fd)
-            os.close(devnull)
-        except OSError:
-            saved = -1
-    try:
-        with contextlib.redirect_stderr(buffer):
-            yield
-    finally:
-        if saved >= 0:
-            os.dup2(saved, fd)
-            os.close(saved)
+        word.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 @attrs.define
@@ -145,6 +135,9 @@ class FastTextEmbedder(Embedder):
         model = self._model
         found, rows, lost, approximated = [], [], [], []
         for word in unique(words):
+            if not _askable(word):
+                lost.append(word)
+                continue
             vector = np.asarray(model.get_word_vector(word), dtype=np.float64)
             if model.get_word_id(word) >= 0:
                 found.append(word)

@@ -37,6 +37,7 @@ UNKNOWN = "unknown"
 FASTTEXT_MAGIC = 793712314  # first int32 of every fastText .bin / .ftz
 _GZIP_MAGIC = b"\x1f\x8b"
 _SNIFF_BYTES = 1 << 20
+_TEXT_BYTES = bytes(range(0x20, 0x7F)) + b"\t\n\r"
 
 _SUGGESTIONS: dict[str, tuple[str, str]] = {
     FASTTEXT_BIN: ("a fastText .bin model", "Use fasttext: for fastText .bin files."),
@@ -104,17 +105,22 @@ def _looks_binary_row(rest: bytes, dim: int) -> bool:
     raw = rest[space + 1 : space + 1 + 4 * dim]
     if len(raw) < 4 * dim:
         return False
+    if not raw.translate(None, _TEXT_BYTES):  # nothing but text: a text row of another width
+        return False
     values = np.frombuffer(raw, dtype="<f4")
     return bool(np.isfinite(values).all() and np.abs(values).max(initial=0.0) < 1e6)
 
 
 def sniff_format(path: Path) -> FileFormat:
     """Classify a vector file from its first megabyte (decompressed, if it is gzip)."""
-    head, compressed = _read_head(path)
+    try:
+        head, compressed = _read_head(path)
+    except OSError as error:
+        raise BiasError(f"Cannot read model file {path}: {error.strerror or error}.", "Check that the file is readable.") from None
     if compressed and not head:
-        return FileFormat(UNKNOWN, "a damaged gzip file", compressed=True)
+        return FileFormat(UNKNOWN, "it is a damaged gzip file", compressed=True)
     if not head:
-        return FileFormat(EMPTY, "an empty file")
+        return FileFormat(EMPTY, "the file is empty")
     if len(head) >= 8 and struct.unpack("<i", head[:4])[0] == FASTTEXT_MAGIC:
         return FileFormat(FASTTEXT_BIN, _SUGGESTIONS[FASTTEXT_BIN][0], compressed=compressed)
     if head[0] == 0x80 and len(head) > 1 and 2 <= head[1] <= 5:
@@ -127,7 +133,7 @@ def sniff_format(path: Path) -> FileFormat:
         count, dim = int(parts[0]), int(parts[1])
         rest = head[end + 1 :] if end >= 0 else b""
         if dim <= 0:
-            return FileFormat(UNKNOWN, f"a file whose header line announces {dim}-dimensional vectors", compressed=compressed)
+            return FileFormat(UNKNOWN, f"its header line announces {dim}-dimensional vectors", compressed=compressed)
         row_end = rest.find(b"\n")
         row = _text_row(rest if row_end < 0 else rest[:row_end])
         fields = dict(dim=dim, count=count, compressed=compressed, header_bytes=end + 1)
@@ -138,17 +144,17 @@ def sniff_format(path: Path) -> FileFormat:
         if row is not None:
             return FileFormat(
                 UNKNOWN,
-                f"a file whose header announces {dim}-dimensional vectors while its first row has {len(row[1])} numbers",
+                f"its header line announces {dim}-dimensional vectors but its first row has {len(row[1])} numbers",
                 **fields,
             )
         if not rest:
-            return FileFormat(UNKNOWN, "a header line with no vectors after it", **fields)
-        return FileFormat(UNKNOWN, "a file whose header line is not followed by word vectors, as text or binary", **fields)
+            return FileFormat(UNKNOWN, "its header line is followed by no vectors", **fields)
+        return FileFormat(UNKNOWN, "its header line is followed by neither text nor binary word vectors", **fields)
     if end >= 0 or len(head) < _SNIFF_BYTES:
         row = _text_row(first)
         if row is not None:
             return FileFormat(HEADERLESS_TEXT, _SUGGESTIONS[HEADERLESS_TEXT][0], dim=len(row[1]), compressed=compressed)
-    return FileFormat(UNKNOWN, "not a word-vector file (its first bytes are neither a header line nor a row of numbers)", compressed=compressed)
+    return FileFormat(UNKNOWN, "its first bytes are neither a header line nor a row of numbers", compressed=compressed)
 
 
 def wrong_format(path: Path, loader: str, found: FileFormat, expected: str) -> BiasError:
@@ -156,7 +162,7 @@ def wrong_format(path: Path, loader: str, found: FileFormat, expected: str) -> B
     if found.kind in _SUGGESTIONS:
         return BiasError(f"Cannot load {path} with {loader}: it is {found.detail}, not {expected}.", _SUGGESTIONS[found.kind][1])
     return BiasError(
-        f"Cannot load {path} with {loader}: it is {found.detail}, not {expected}.",
+        f"Cannot load {path} with {loader}: {found.detail}; {loader}: reads {expected}.",
         "Check that the file is complete and of the format the loader reads (see `bias list embedders`).",
     )
 
@@ -264,14 +270,14 @@ class _GensimStatic(Embedder):
         }
 
 
-def _check_header_fits(path: Path, found: FileFormat, loader: str) -> None:
+def _check_header_fits(path: Path, found: FileFormat, loader: str, limit: int = 0) -> None:
     """A header promising more rows than the file can hold would make gensim allocate for all of them
     before failing; refuse it from the file size instead."""
     if found.compressed or found.count is None or found.dim is None:
         return
     per_row = 4 * found.dim + 2 if found.kind == WORD2VEC_BINARY else 2 * found.dim + 2
     available = path.stat().st_size - found.header_bytes
-    if found.count * per_row > available:
+    if min(found.count, limit or found.count) * per_row > available:
         raise BiasError(
             f"Cannot load {path} with {loader}: its header announces {found.count} vectors of dimension "
             f"{found.dim}, more than the file's {available} bytes can hold.",
@@ -301,7 +307,7 @@ class Word2VecEmbedder(_GensimStatic):
             raise wrong_format(path, self.name, found, "a word2vec file")
         if found.compressed and path.suffix != ".gz":
             raise BiasError(f"Cannot load {path} with {self.name}: it is gzip-compressed but not named .gz.", "Rename it to end in .gz, or use vec: which reads it as it is.")
-        _check_header_fits(path, found, self.name)
+        _check_header_fits(path, found, self.name, self.limit)
         binary = found.kind == WORD2VEC_BINARY
         from gensim.models import KeyedVectors
 
@@ -354,14 +360,14 @@ class KeyedVectorsEmbedder(_GensimStatic):
     mmap: bool = param(False, "memory-map the arrays saved beside the file (.npy) instead of reading them into memory")
 
     def _open(self, path: Path) -> Any:
+        found = sniff_format(path)  # reads bytes only; nothing is unpickled before the user allows it
+        if found.kind != PICKLE:
+            raise wrong_format(path, self.name, found, "a gensim .kv/.model file")
         if not self.allow_pickle:
             raise BiasError(
                 f"Refusing to load {path} with kv: gensim .kv/.model files are pickles, and loading one can run arbitrary code.",
                 "Pass --allow-pickle only for files you trust.",
             )
-        found = sniff_format(path)
-        if found.kind != PICKLE:
-            raise wrong_format(path, self.name, found, "a gensim .kv/.model file")
         from gensim.models import KeyedVectors
         from gensim.models.fasttext import FastTextKeyedVectors
 

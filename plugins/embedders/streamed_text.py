@@ -33,6 +33,15 @@ from bias.plugins.embedders.gensim_vectors import (
 )
 
 
+def _key(word: str) -> bytes | None:
+    """The word as it appears at the start of a row; words are compared as bytes so rows of words
+    nobody asked for are never decoded."""
+    try:
+        return word.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return None
+
+
 @attrs.define
 class StreamedTextEmbedder(Embedder):
     """word2vec/fastText text vectors, with or without a header line, plain or gzip-compressed."""
@@ -73,7 +82,7 @@ class StreamedTextEmbedder(Embedder):
         """One pass over the file for all of `wanted`, stopping as soon as every one is found."""
         assert self._path is not None and self._format is not None
         dim = self.dim
-        targets = {word.encode("utf-8"): word for word in wanted}
+        targets = {_key(word): word for word in wanted}
         self._scans += 1
         rows_seen = 0
         complete = True
@@ -100,6 +109,12 @@ class StreamedTextEmbedder(Embedder):
                 f"Cannot read {self._path} with {self.name}: {error}.",
                 "The file may be truncated or damaged.",
             ) from None
+        announced = self._format.count
+        if complete and announced is not None and rows_seen != announced:
+            raise BiasError(
+                f"Cannot read {self._path} with {self.name}: its header line announces {announced} rows but the file holds {rows_seen}.",
+                "The file is truncated, or its header does not match the rows.",
+            )
         self._absent.update(targets.values())
         if complete:
             self._rows_in_file = rows_seen
@@ -121,7 +136,7 @@ class StreamedTextEmbedder(Embedder):
         self.load()
         requested = unique(words)
         new = {w for w in requested if w not in self._rows and w not in self._absent}
-        impossible = {w for w in new if not w or any(c.isspace() for c in w)}  # no row can hold them
+        impossible = {w for w in new if not w or any(c.isspace() for c in w) or _key(w) is None}  # no row holds them
         self._absent.update(impossible)
         new -= impossible
         if new:

@@ -1,0 +1,34 @@
+"""The programmatic use shown in the README, on the planted model: registry -> embedder, word set,
+metric -> Result."""
+
+from __future__ import annotations
+
+import json
+
+from bias import registry
+from bias.core.model import AssociationTest, Result
+from bias.core.wordsets import DataPackage
+
+
+def test_readme_programmatic_use(planted_files, planted_test):
+    assert any(r.name == "weat" for r in registry.list_plugins("metrics"))
+    test = registry.load_wordset("en/weat6")
+    assert isinstance(test, AssociationTest) and test.meta.bias_type == "gender" and len(test.X.words) == 8
+    assert {r.name for r in registry.wordsets(language="en", bias_type="gender")} >= {"en/weat6"}
+
+    embedder = registry.build_embedder(f"word2vec:{planted_files.word2vec_bin}")
+    weat = registry.build_metric("weat", permutations=20_000, ddof=1)
+    result = weat.compute(embedder, planted_test, seed=1)
+    assert isinstance(result, Result)
+    assert result.effect_size > 0.8 and result.p_value < 0.01
+    assert result.convention["method"] == "exact" and result.convention["permutations"] == 12870
+    assert result.sizes == {"X": 8, "Y": 8, "A": 8, "B": 8} and result.lost == {}
+    again = Result.from_json(result.to_json())
+    assert again == result
+    assert json.loads(result.to_json())["metric"] == "weat"
+
+
+def test_a_language_package_object_lists_its_files():
+    package = registry.get("wordset", "en")
+    assert isinstance(package, DataPackage) and package.language == "en"
+    assert package.names()[:2] == ["en/weat1", "en/weat2"] and package.names()[-1] == "en/weat10"
