@@ -27,12 +27,16 @@ def plugins_table(rows: Sequence[Any], groups: Sequence[str]) -> Table:
 
 
 def results_table(results: Sequence[Any]) -> Table:
-    table = Table(title="Results", expand=False)
-    for _, label in report.COLUMNS:
+    # A column whose value is the same on every row moves into the title, to keep the table narrow.
+    shared = [key for key in ("model", "metric") if len({getattr(r, key) for r in results}) == 1 and results]
+    title = "Results" + "".join(f" | {key}: {getattr(results[0], key)}" for key in shared)
+    columns = [(key, label) for key, label in report.COLUMNS if key not in shared]
+    table = Table(title=title, expand=False)
+    for _, label in columns:
         table.add_column(label, overflow="fold")
     for row, result in zip(report.rows(results), results):
         style = None if result.status == "ok" else "yellow" if result.status == "refused" else "red"
-        table.add_row(*(row[key] for key, _ in report.COLUMNS), style=style)
+        table.add_row(*(row[key] for key, _ in columns), style=style)
     table.caption = "p: permutation test; * p<0.05, ** p<0.01, *** p<0.001 (uncorrected). X/Y/A/B: words used per set."
     return table
 

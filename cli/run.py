@@ -64,13 +64,18 @@ def execute(
             advance.done()
             if as_json:
                 print(json.dumps(result.to_dict(), ensure_ascii=False, sort_keys=True), flush=True)
+    shown = results
     if out is not None:
         all_results = runner.ResultStore(out).read()
         (out / "report.md").write_text(markdown(all_results, settings.get("title", "Bias report")), encoding="utf-8")
+        # On resume, the table shows this run's experiments, whether computed now or before.
+        wanted = {p.experiment.key for p in prepared}
+        latest = {r.key: r for r in all_results if r.key in wanted}
+        shown = [latest[p.experiment.key] for p in prepared if p.experiment.key in latest]
     if not as_json:
         from bias.cli.render import results_table
 
-        console.print(results_table(results))
+        console.print(results_table(shown))
         for r in results:
             for key, words in r.lost.items():
                 console.print(f"lost words of {r.wordset} set {key}: {', '.join(words)}", highlight=False)

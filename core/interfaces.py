@@ -12,6 +12,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
+import attrs
 import numpy as np
 
 from bias.core.errors import BiasError
@@ -90,6 +91,10 @@ class Metric(ABC):
     def compute(self, embedder: Embedder, data: Any, *, seed: int | None = None) -> Any:
         """Return a `bias.core.model.Result` (the runner fills in the key and timings)."""
 
+    def params(self) -> dict[str, Any]:
+        """The parameter values, defaults included: part of every result and of the experiment key."""
+        return attrs.asdict(self) if attrs.has(type(self)) else {}
+
 
 class Debiaser(ABC):
     """scikit-learn style mitigation: `fit(embedder, lists)` learns, `transform(embedder)` returns an
@@ -124,8 +129,9 @@ def check_compatible(metric: Metric | type[Metric], embedder: Embedder | type[Em
 class WordSetFormat(ABC):
     """An importer of a community word-set format (WEAT .txt, SEAT JSON, ...), chosen by file suffix.
 
-    Registered under the entry-point group `bias.formats`; `bias run --wordset FILE` and
-    `bias validate FILE` use it for files that are not in the house TOML format.
+    Registered under the entry-point group `bias.formats`. An importer only turns its file into the
+    record the house format describes (`kind`, `language`, ..., `sets`); checking and building the
+    test is shared, so an imported file is validated exactly like a TOML one.
     """
 
     name: ClassVar[str]
@@ -133,15 +139,20 @@ class WordSetFormat(ABC):
     suffixes: ClassVar[tuple[str, ...]]
 
     @abstractmethod
+    def record(self, path: Any) -> dict[str, Any]:
+        """The file as a house-format record; raise BiasError naming the file (and line) if unreadable."""
+
     def load(self, path: Any) -> Any:
-        """Read the file into test data (an AssociationTest); raise BiasError naming the file and line."""
+        from pathlib import Path
+
+        from bias.core.wordsets import association_from_record
+
+        return association_from_record(self.record(path), Path(path).stem, str(path))
 
     def validate(self, path: Any) -> list[Any]:
-        """Problems of the file (bias.core.wordsets.Problem); by default those that stop `load`."""
-        from bias.core.wordsets import Problem
+        from bias.core.wordsets import Problem, check_association
 
         try:
-            self.load(path)
+            return check_association(self.record(path), str(path))
         except BiasError as exc:
             return [Problem(str(path), "", exc.message)]
-        return []

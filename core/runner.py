@@ -22,6 +22,7 @@ from bias.core.experiments import Experiment
 from bias.core.interfaces import Embedder, Metric, check_compatible
 from bias.core.model import FAILED, REFUSED, Result
 from bias.core.results import ResultStore
+from bias.core.specs import parse_spec
 
 log = logging.getLogger(__name__)
 
@@ -47,10 +48,8 @@ def prepare(experiments: Sequence[Experiment]) -> list[Prepared]:
         if exp.wordset not in wordsets:
             wordsets[exp.wordset] = registry.load_wordset(exp.wordset)
         data = wordsets[exp.wordset]
-        from bias.core.specs import parse_spec
-
         check_compatible(metric, embedder_class(parse_spec(exp.model.spec).embedder), data.meta.kind)
-        full = attrs.evolve(exp, params=metric.params() if hasattr(metric, "params") else dict(exp.params))
+        full = attrs.evolve(exp, params=metric.params())
         prepared.append(Prepared(full, metric, data))
     return prepared
 

@@ -9,8 +9,6 @@ from typing import Any, ClassVar
 
 from bias.core.errors import BiasError
 from bias.core.interfaces import WordSetFormat
-from bias.core.model import AssociationTest
-from bias.core.wordsets import Problem, association_from_record, check_association
 
 _KEYS = {"X": "targ1", "Y": "targ2", "A": "attr1", "B": "attr2"}
 
@@ -48,12 +46,3 @@ class SeatJsonFormat(WordSetFormat):
             "licence": str(data.get("licence", "unspecified")),
             "sets": sets,
         }
-
-    def load(self, path: Path) -> AssociationTest:
-        return association_from_record(self.record(path), Path(path).stem, str(path))
-
-    def validate(self, path: Path) -> list[Problem]:
-        try:
-            return check_association(self.record(path), str(path))
-        except BiasError as exc:
-            return [Problem(str(path), "", exc.message)]

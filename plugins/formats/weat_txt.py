@@ -11,8 +11,6 @@ from typing import Any, ClassVar
 
 from bias.core.errors import BiasError
 from bias.core.interfaces import WordSetFormat
-from bias.core.model import AssociationTest
-from bias.core.wordsets import Problem, association_from_record, check_association
 
 _META_KEYS = ("language", "bias_type", "source", "licence", "title")
 
@@ -56,12 +54,3 @@ class WeatTxtFormat(WordSetFormat):
                 raise BiasError(f"{path}: line {number} has an empty entry between commas.", "Remove the stray comma.")
             sets[key] = {"label": label.strip(), "words": words}
         return {"kind": "association", **meta, "sets": sets}
-
-    def load(self, path: Path) -> AssociationTest:
-        return association_from_record(self.record(path), Path(path).stem, str(path))
-
-    def validate(self, path: Path) -> list[Problem]:
-        try:
-            return check_association(self.record(path), str(path))
-        except BiasError as exc:
-            return [Problem(str(path), "", exc.message)]

@@ -83,9 +83,6 @@ class Weat(Metric):
             words=sets,
         )
 
-    def params(self) -> dict[str, Any]:
-        return attrs.asdict(self)
-
 
 def association_result(
     metric: Weat,

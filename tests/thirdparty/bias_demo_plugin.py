@@ -6,7 +6,7 @@ first-party ones, and runs on the same embedders and word sets.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import attrs
 import numpy as np
@@ -37,6 +37,3 @@ class MeanCosineGap(Metric):
         X, Y, A = unit(data.X.words), unit(data.Y.words), unit(data.A.words)
         gap = float((X @ A.T).mean() - (Y @ A.T).mean()) * self.scale
         return Result(key="", model=embedder.spec, wordset=data.name, metric=self.name, effect_size=gap, convention={"scale": self.scale})
-
-    def params(self) -> dict[str, Any]:
-        return attrs.asdict(self)
