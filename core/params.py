@@ -83,3 +83,32 @@ def _convert(value: Any, info: ParamInfo, plugin: str) -> Any:
             f"See `bias info {plugin}` for its parameters.",
         ) from None
     return value
+
+
+# Validators for plugin parameters: a bad value is a user error (exit 2) that names the parameter.
+
+
+def int_at_least(minimum: int, hint: str | None = None) -> Any:
+    def check(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            what = "a positive whole number" if minimum == 1 else f"a whole number >= {minimum}"
+            raise BiasError(f"{attribute.name} must be {what}, not {value!r}.", hint)
+
+    return check
+
+
+def one_of(choices: Any, hint: str | None = None) -> Any:
+    def check(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
+        if value not in choices:
+            listed = ", ".join(str(c) for c in choices)
+            raise BiasError(f"{attribute.name} must be one of {listed}, not {value!r}.", hint)
+
+    return check
+
+
+def between(low: float, high: float) -> Any:
+    def check(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
+            raise BiasError(f"{attribute.name} must lie between {low} and {high}, not {value!r}.")
+
+    return check

@@ -26,7 +26,7 @@ import numpy as np
 from bias.core.errors import BiasError
 from bias.core.interfaces import Capability, Embedder
 from bias.core.model import WordVectors
-from bias.core.params import param
+from bias.core.params import int_at_least, one_of, param
 from bias.core.specs import resolve_location
 
 log = logging.getLogger(__name__)
@@ -42,29 +42,6 @@ _TOKENIZER_FILES = (
     "tokenizer.json", "tokenizer_config.json", "vocab.txt", "vocab.json", "merges.txt",
     "special_tokens_map.json", "sentencepiece.bpe.model", "spiece.model", "added_tokens.json",
 )
-
-
-def _pooling(instance: Any, attribute: attrs.Attribute, value: str) -> None:
-    if value not in POOLINGS:
-        raise BiasError(
-            f"{attribute.name} must be one of {', '.join(POOLINGS)}, not {value!r}.",
-            "mean averages the word's sub-tokens; first/last take one sub-token; cls takes the [CLS] vector.",
-        )
-
-
-def _dtype(instance: Any, attribute: attrs.Attribute, value: str) -> None:
-    if value not in DTYPES:
-        raise BiasError(f"dtype must be one of {', '.join(DTYPES)}, not {value!r}.")
-
-
-def _positive(instance: Any, attribute: attrs.Attribute, value: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise BiasError(f"{attribute.name} must be a positive whole number, not {value!r}.")
-
-
-def _optional_positive(instance: Any, attribute: attrs.Attribute, value: int | None) -> None:
-    if value is not None:
-        _positive(instance, attribute, value)
 
 
 def _whole(instance: Any, attribute: attrs.Attribute, value: int) -> None:
@@ -143,14 +120,14 @@ class HuggingFaceEmbedder(Embedder):
 
     location: str = param(attrs.NOTHING, "local model folder, pkg:MODULE/path, or a Hugging Face Hub id")
     word_pooling: str = param(
-        "mean", "how a word's vector is taken from its sub-tokens: mean, first, last, or cls ([CLS] vector)", validator=_pooling
+        "mean", "how a word's vector is taken from its sub-tokens: mean, first, last, or cls ([CLS] vector)", validator=one_of(POOLINGS, "mean averages the word's sub-tokens; first/last take one sub-token; cls takes the [CLS] vector.")
     )
     layer: int = param(-1, "hidden state used for word vectors: -1 = last layer, 0 = embedding output", validator=_whole)
-    batch_size: int = param(32, "texts per forward pass", validator=_positive)
+    batch_size: int = param(32, "texts per forward pass", validator=int_at_least(1))
     device: str = param("auto", "torch device: auto (cuda if available, else cpu), cpu, cuda, cuda:1, mps")
-    dtype: str = param("float32", "weights' precision: float32, float16, bfloat16 or float64", validator=_dtype)
+    dtype: str = param("float32", "weights' precision: float32, float16, bfloat16 or float64", validator=one_of(DTYPES))
     max_length: int | None = param(
-        None, "truncate texts to this many tokens (default: the model's limit)", validator=_optional_positive
+        None, "truncate texts to this many tokens (default: the model's limit)", validator=attrs.validators.optional(int_at_least(1))
     )
 
     _tokenizer: Any = attrs.field(init=False, default=None, repr=False)

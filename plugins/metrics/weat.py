@@ -8,36 +8,15 @@ that compares vectors of X, Y, A and B (SEAT uses it with sentence vectors).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import attrs
 import numpy as np
 
 from bias.core import stats
-from bias.core.errors import BiasError
 from bias.core.interfaces import Capability, Embedder, Metric
 from bias.core.model import ASSOCIATION, OK, REFUSED, AssociationTest, Result
-from bias.core.params import param
-
-
-def _positive(instance: Any, attribute: attrs.Attribute, value: int) -> None:
-    if not isinstance(value, int) or value <= 0:
-        raise BiasError(f"{attribute.name} must be a positive whole number, not {value!r}.", "For example --permutations 100000.")
-
-
-def _ddof(instance: Any, attribute: attrs.Attribute, value: int) -> None:
-    if value not in (0, 1):
-        raise BiasError(f"ddof must be 0 or 1, not {value!r}.", "1 (sample std) is the SEAT/CEAT convention, 0 that of WEFE.")
-
-
-def _alternative(instance: Any, attribute: attrs.Attribute, value: str) -> None:
-    if value not in stats.ALTERNATIVES:
-        raise BiasError(f"alternative must be one of {', '.join(stats.ALTERNATIVES)}, not {value!r}.")
-
-
-def _share(instance: Any, attribute: attrs.Attribute, value: float) -> None:
-    if not 0.0 <= value <= 1.0:
-        raise BiasError(f"{attribute.name} must lie between 0 and 1, not {value!r}.")
+from bias.core.params import between, int_at_least, one_of, param
 
 
 @attrs.define
@@ -55,11 +34,24 @@ class Weat(Metric):
     requires: ClassVar[frozenset[Capability]] = frozenset({Capability.WORD_VECTORS})
     data_kind: ClassVar[str] = ASSOCIATION
 
-    permutations: int = param(100_000, "random permutations when the exact test is too large", validator=_positive)
-    exact_limit: int = param(100_000, "enumerate all partitions when there are at most this many", validator=attrs.validators.ge(0))
-    ddof: int = param(1, "delta degrees of freedom of the std in the effect size (1: SEAT/CEAT, 0: WEFE)", validator=_ddof)
-    alternative: str = param("greater", "greater (X~A, one-sided), less, or two-sided", validator=_alternative)
-    lost_threshold: float = param(0.2, "refuse a test if a set loses more than this share of its words", validator=_share)
+    permutations: int = param(
+        100_000, "random permutations when the exact test is too large",
+        validator=int_at_least(1, "For example --permutations 100000."),
+    )
+    exact_limit: int = param(
+        100_000, "enumerate all partitions when there are at most this many (0: always sample)",
+        validator=int_at_least(0),
+    )
+    ddof: int = param(
+        1, "delta degrees of freedom of the std in the effect size (1: SEAT/CEAT, 0: WEFE)",
+        validator=one_of((0, 1), "1 (sample std) is the SEAT/CEAT convention, 0 that of WEFE."),
+    )
+    alternative: str = param(
+        "greater", "greater (X~A, one-sided), less, or two-sided", validator=one_of(stats.ALTERNATIVES)
+    )
+    lost_threshold: float = param(
+        0.2, "refuse a test if a set loses more than this share of its words", validator=between(0.0, 1.0)
+    )
 
     def compute(self, embedder: Embedder, data: AssociationTest, *, seed: int | None = None) -> Result:
         found = embedder.word_vectors(data.all_words())
