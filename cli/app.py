@@ -97,6 +97,7 @@ def run_cmd(
     ddof: list[int] = typer.Option([], "--ddof", help="Std convention of the effect size: 1 (default) or 0. Repeatable."),
     alternative: list[str] = typer.Option([], "--alternative", help="greater (default), less or two-sided. Repeatable."),
     lost_threshold: Optional[float] = typer.Option(None, "--lost-threshold", help="Refuse a test losing more than this share of a set (default 0.2)."),
+    case: Optional[str] = typer.Option(None, "--case", help="Word lookup: exact (default), lower, or fallback (lowercase words not found)."),
     model_option: list[str] = typer.Option([], "--model-option", help="Embedder parameter KEY=VALUE, e.g. word_pooling=first. Repeatable."),
     allow_pickle: bool = typer.Option(False, "--allow-pickle", help="Allow formats that unpickle (gensim .kv/.model); only for files you trust."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Folder for results.jsonl and report.md."),
@@ -119,6 +120,8 @@ def run_cmd(
         params["exact_limit"] = exact_limit
     if lost_threshold is not None:
         params["lost_threshold"] = lost_threshold
+    if case is not None:
+        params["case"] = case
     grid = {k: v for k, v in {"ddof": ddof, "alternative": alternative}.items() if v}
     code = execute(
         config=config,

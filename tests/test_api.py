@@ -32,3 +32,23 @@ def test_a_language_package_object_lists_its_files():
     package = registry.get("wordset", "en")
     assert isinstance(package, DataPackage) and package.language == "en"
     assert package.names()[:2] == ["en/weat1", "en/weat2"] and package.names()[-1] == "en/weat10"
+
+
+def test_case_policy_finds_capitalised_stimuli_in_a_lowercase_vocabulary(planted_files, planted_test):
+    """Published lists capitalise names; many vocabularies do not. The policy is explicit and recorded."""
+    import attrs
+
+    from bias.core.model import WordList
+
+    capitalised = attrs.evolve(planted_test, X=WordList("flowers", tuple(w.capitalize() for w in planted_test.X.words)))
+    embedder = registry.build_embedder(f"word2vec:{planted_files.word2vec_bin}")
+    exact = registry.build_metric("weat").compute(embedder, capitalised, seed=1)
+    assert exact.status == "refused" and "set X" in exact.reason
+    reference = registry.build_metric("weat").compute(embedder, planted_test, seed=1)
+    for case in ("lower", "fallback"):
+        found = registry.build_metric("weat", case=case).compute(embedder, capitalised, seed=1)
+        assert found.status == "ok" and found.lost == {} and found.convention["case"] == case
+        assert found.effect_size == reference.effect_size and found.p_value == reference.p_value
+    mixed = attrs.evolve(capitalised, Y=WordList("insects", ("Zzzunknown",) + planted_test.Y.words[1:]))
+    result = registry.build_metric("weat", case="fallback").compute(embedder, mixed, seed=1)
+    assert result.lost == {"Y": ["Zzzunknown"]} and result.sizes["X"] == 8

@@ -231,6 +231,7 @@ def test_bad_options(planted_files, tmp_path):
     assert_user_error(bias("run", "--model", model, "--wordset", "en/weat1", "--ddof", "2"), "ddof")
     assert_user_error(bias("run", "--model", model, "--wordset", "en/weat1", "--alternative", "bigger"), "alternative")
     assert_user_error(bias("run", "--model", model, "--wordset", "en/weat1", "--exact-limit", "-1"), "exact_limit")
+    assert_user_error(bias("run", "--model", model, "--wordset", "en/weat1", "--case", "upper"), "case", "lower")
     assert_user_error(bias("run", "--model", model, "--wordset", "en/weat1", "--lost-threshold", "1.5"), "lost_threshold")
     assert_user_error(bias("run", "--model", model, "--wordset", "en/weat1", "--model-option", "colour=red"), "colour")
     blocker = tmp_path / "a-file"

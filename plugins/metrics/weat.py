@@ -19,6 +19,9 @@ from bias.core.model import ASSOCIATION, OK, REFUSED, AssociationTest, Result
 from bias.core.params import between, int_at_least, one_of, param
 
 
+CASE_POLICIES = ("exact", "lower", "fallback")
+
+
 @attrs.define
 class Weat(Metric):
     """Effect size d = (mean s(X) - mean s(Y)) / std s(X u Y) and a permutation p-value of
@@ -52,15 +55,16 @@ class Weat(Metric):
     lost_threshold: float = param(
         0.2, "refuse a test if a set loses more than this share of its words", validator=between(0.0, 1.0)
     )
+    case: str = param(
+        "exact", "word lookup: exact, lower (lowercase every word), or fallback (lowercase only words not found)",
+        validator=one_of(CASE_POLICIES, "Use lower or fallback for uncased vocabularies such as GloVe."),
+    )
 
     def compute(self, embedder: Embedder, data: AssociationTest, *, seed: int | None = None) -> Result:
-        found = embedder.word_vectors(data.all_words())
-        vectors = found.as_dict()
+        vectors, approx, dim = lookup(embedder, data.all_words(), self.case)
         sets = {key: [w for w in wl.words if w in vectors] for key, wl in data.sets().items()}
         lost = {key: [w for w in wl.words if w not in vectors] for key, wl in data.sets().items()}
-        approx = set(found.approximated)
         approximated = {key: [w for w in wl.words if w in approx] for key, wl in data.sets().items()}
-        dim = found.vectors.shape[1] if found.vectors.ndim == 2 else 0
         matrices = {
             key: np.array([vectors[w] for w in words], dtype=np.float64).reshape(len(words), dim) for key, words in sets.items()
         }
@@ -74,6 +78,25 @@ class Weat(Metric):
             approximated=approximated,
             words=sets,
         )
+
+
+def lookup(embedder: Embedder, words: list[str], case: str) -> tuple[dict[str, np.ndarray], set[str], int]:
+    """Vectors by stimulus as written, under a case policy; published lists capitalise names, while
+    many vocabularies are lowercased. Returns the vectors, the words built from sub-words, the dimension."""
+    query = {w: (w.lower() if case == "lower" else w) for w in words}
+    found = embedder.word_vectors(list(dict.fromkeys(query.values())))
+    by_form = found.as_dict()
+    approx_forms = set(found.approximated)
+    dim = found.vectors.shape[1] if found.vectors.ndim == 2 else 0
+    if case == "fallback":
+        retry = [w for w in words if w not in by_form and w.lower() != w]
+        if retry:
+            second = embedder.word_vectors(list(dict.fromkeys(w.lower() for w in retry)))
+            by_form.update(second.as_dict())
+            approx_forms |= set(second.approximated)
+            query.update({w: w.lower() for w in retry})
+    vectors = {w: by_form[q] for w, q in query.items() if q in by_form}
+    return vectors, {w for w, q in query.items() if q in approx_forms}, dim
 
 
 def association_result(
@@ -149,6 +172,7 @@ def association_result(
             "p_estimator": "k/C(N,|X|)" if test.method == "exact" else "(k+1)/(m+1)",
             "partitions": "equal sizes" if equal else f"observed sizes {sizes['X']}/{sizes['Y']}",
             "ties": "counted",
+            "case": metric.case,
         },
         warnings=warnings,
         **base,
