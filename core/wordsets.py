@@ -189,9 +189,8 @@ def association_from_record(data: dict[str, Any], name: str, path: str) -> Assoc
     return AssociationTest(meta, wordlist("X"), wordlist("Y"), wordlist("A"), wordlist("B"))
 
 
-def read_meta(path: Path, name: str) -> WordSetMeta:
-    """The metadata of a house-format file without building its sets (for listings)."""
-    data = read_toml(path)
+def meta_of(data: dict[str, Any], path: Path, name: str) -> WordSetMeta:
+    """The metadata of a parsed house-format record without building its sets (for listings)."""
     return WordSetMeta(
         name=name,
         kind=str(data.get("kind", "")),

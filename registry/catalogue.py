@@ -12,7 +12,7 @@ from typing import Any
 import attrs
 
 from bias.core.errors import BiasError
-from bias.core.wordsets import DataPackage, check_association, errors_of, read_meta, read_toml
+from bias.core.wordsets import DataPackage, check_association, errors_of, meta_of, read_toml
 from bias.registry import entry_points as eps
 
 OK = "ok"
@@ -137,8 +137,9 @@ def wordset_rows(language: str | None = None, bias_type: str | None = None) -> l
 def _wordset_row(name: str, path: Path, info: eps.EntryPointInfo) -> PluginInfo:
     base = dict(group="wordsets", name=name, distribution=info.distribution, version=info.version, target=path.name)
     try:
-        meta = read_meta(path, name)
-        errors = errors_of(check_association(read_toml(path), str(path)))
+        data = read_toml(path)
+        meta = meta_of(data, path, name)
+        errors = errors_of(check_association(data, str(path)))
     except BiasError as exc:
         return PluginInfo(kind="", summary="", status=BROKEN, reason=exc.message, language=name.split("/")[0], **base)
     return PluginInfo(
