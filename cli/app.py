@@ -98,6 +98,24 @@ def run_cmd(
     alternative: list[str] = typer.Option([], "--alternative", help="greater (default), less or two-sided. Repeatable."),
     lost_threshold: Optional[float] = typer.Option(None, "--lost-threshold", help="Refuse a test losing more than this share of a set (default 0.2)."),
     case: Optional[str] = typer.Option(None, "--case", help="Word lookup: exact (default), lower, or fallback (lowercase words not found)."),
+    level: list[str] = typer.Option([], "--level", help="SEAT/CEAT: sentence or word (the target's vector in its sentence). Repeatable."),
+    pooling: list[str] = typer.Option([], "--pooling", help="Contextual vector: cls, mean, first, last, target-mean, target-first, target-last. Repeatable."),
+    layer: list[str] = typer.Option([], "--layer", help="Hidden layer: -1 (last), N, or mean-last-4. Repeatable."),
+    templates: Optional[str] = typer.Option(None, "--templates", help="SEAT/CEAT template set (name such as en/templates-bleached, or file)."),
+    corpus: Optional[Path] = typer.Option(None, "--corpus", help="CEAT: text file, one sentence or comment per line."),
+    contexts_per_word: Optional[int] = typer.Option(None, "--contexts-per-word", help="CEAT: contexts kept per word (reservoir-sampled)."),
+    samples: Optional[int] = typer.Option(None, "--samples", help="CEAT: random samples of one context per word (default 10000)."),
+    window: Optional[int] = typer.Option(None, "--window", help="CEAT: keep this many words either side of the target."),
+    pairs: list[str] = typer.Option([], "--pairs", help="Sentence-pair set (en/crows-sample) or CrowS-Pairs .csv/.tsv file. Repeatable."),
+    analogies: list[str] = typer.Option([], "--analogies", help="Analogy set (name, or word2vec questions file). Repeatable."),
+    param: list[str] = typer.Option([], "--param", help="Any metric parameter KEY=VALUE (see `bias info METRIC`). Repeatable."),
+    device: Optional[str] = typer.Option(None, "--device", help="Model device: auto, cpu, cuda, cuda:N, mps."),
+    dtype: Optional[str] = typer.Option(None, "--dtype", help="Model weights' precision: float32, float16, bfloat16."),
+    batch_size: Optional[int] = typer.Option(None, "--batch-size", help="Texts per forward pass."),
+    trust_remote_code: bool = typer.Option(False, "--trust-remote-code", help="Allow a Hub model to run its own Python code (only for models you trust)."),
+    debias: Optional[str] = typer.Option(None, "--debias", help="Debias the model on the fly before measuring: hard, inlp or sent."),
+    debias_corpus: Optional[Path] = typer.Option(None, "--debias-corpus", help="Corpus (one sentence per line) for --debias sent / inlp on sentence encodings."),
+    debias_lists: Optional[str] = typer.Option(None, "--debias-lists", help="Debiasing lists (name such as en/debias-gender, or file)."),
     model_option: list[str] = typer.Option([], "--model-option", help="Embedder parameter KEY=VALUE, e.g. word_pooling=first. Repeatable."),
     allow_pickle: bool = typer.Option(False, "--allow-pickle", help="Allow formats that unpickle (gensim .kv/.model); only for files you trust."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Folder for results.jsonl and report.md."),
@@ -122,16 +140,42 @@ def run_cmd(
         params["lost_threshold"] = lost_threshold
     if case is not None:
         params["case"] = case
-    grid = {k: v for k, v in {"ddof": ddof, "alternative": alternative}.items() if v}
+    for key, value in {
+        "templates": templates,
+        "corpus": str(corpus) if corpus is not None else None,
+        "contexts_per_word": contexts_per_word,
+        "samples": samples,
+        "window": window,
+    }.items():
+        if value is not None:
+            params[key] = value
+    params.update(_parse_options(param, "--param"))
+    grid = {k: v for k, v in {"ddof": ddof, "alternative": alternative, "level": level, "pooling": pooling, "layer": layer}.items() if v}
+    # Options of the model loader apply to the models whose embedder has them (hf has a device,
+    # word2vec has not); --model-option is strict and must fit every model.
+    shared_model_options = {
+        k: v
+        for k, v in {
+            "device": device,
+            "dtype": dtype,
+            "batch_size": batch_size,
+            "trust_remote_code": "true" if trust_remote_code else None,
+        }.items()
+        if v is not None
+    }
+    for key, value in {"debias": debias, "debias_corpus": debias_corpus, "debias_lists": debias_lists}.items():
+        if value is not None:
+            model_options[key] = str(value)
     code = execute(
         config=config,
         models=model,
-        wordsets=wordset,
+        wordsets=[*wordset, *pairs, *analogies],
         metrics=metric or ["weat"],
         seeds=seed,
         params=params,
         grid=grid,
         model_options=model_options,
+        shared_model_options=shared_model_options,
         out=out,
         resume=resume,
         fail_fast=fail_fast,

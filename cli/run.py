@@ -25,6 +25,7 @@ def execute(
     grid: dict[str, list[Any]],
     model_options: dict[str, str],
     out: Path | None,
+    shared_model_options: dict[str, Any] | None = None,
     resume: bool,
     fail_fast: bool,
     as_json: bool,
@@ -48,7 +49,7 @@ def execute(
             raise BiasError("No model given.", "Use --model NAME:LOCATION (e.g. word2vec:vectors.bin) or give an experiment file.")
         if not wordsets:
             raise BiasError("No word set given.", "Use --wordset NAME (see `bias list wordsets`) or a file path.")
-        configs = [ModelConfig(m, dict(model_options)) for m in models]
+        configs = [ModelConfig(m, {**_fitting(m, shared_model_options or {}), **model_options}) for m in models]
         experiments = expand(configs, wordsets, [(m, dict(params)) for m in metrics], list(seeds) or [DEFAULT_SEED], grid)
     experiments = unique(experiments)
     out = out or (Path(settings["out"]) if settings.get("out") else None)
@@ -95,6 +96,23 @@ def execute(
     if any(r.status == REFUSED for r in results):
         return USAGE
     return 0
+
+
+def _fitting(spec: str, options: dict[str, Any]) -> dict[str, Any]:
+    """The shared loader options (--device, --dtype, ...) that this model's embedder declares."""
+    from bias.core.params import describe_params
+    from bias.core.specs import parse_spec
+    from bias.registry.resolve import embedder_class
+
+    if not options:
+        return {}
+    declared = {p.name for p in describe_params(embedder_class(parse_spec(spec).embedder))}
+    unused = sorted(set(options) - declared)
+    if unused:
+        import logging
+
+        logging.getLogger(__name__).info("%s ignores %s (its embedder has no such option)", spec, ", ".join(unused))
+    return {k: v for k, v in options.items() if k in declared}
 
 
 def _with_seed(experiments: Sequence[Any], seed: int) -> list[Any]:

@@ -55,16 +55,53 @@ class Embedder(ABC):
         """Vectors for `words`; words without a vector are listed in `lost`, never raised."""
         raise BiasError(f"Embedder '{self.name}' gives no word vectors.")
 
+    def vocabulary(self, limit: int | None = None) -> list[str]:
+        """The model's words, most frequent first where the file says so (static embedders only)."""
+        raise BiasError(f"Embedder '{self.name}' has no fixed vocabulary.", "Use a static embedding (fasttext, word2vec, glove, kv, vec).")
+
+    def all_vectors(self, limit: int | None = None) -> WordVectors:
+        """The first `limit` words of the vocabulary (all when None) and their vectors, as one matrix:
+        what whole-vocabulary methods (Hard-Debias, the clustering test, analogies) work on."""
+        raise BiasError(f"Embedder '{self.name}' has no fixed vocabulary.", "Use a static embedding (fasttext, word2vec, glove, kv, vec).")
+
     def encode(
         self,
         texts: Sequence[str],
         spans: Sequence[tuple[int, int] | None] | None = None,
         *,
         pooling: str = "mean",
-        layer: int = -1,
+        layer: int | str | None = None,
     ) -> np.ndarray:
-        """Contextual vectors: one row per text, of the whole text or of the character span given."""
+        """Contextual vectors: one row per text, of the whole text or of the character span given.
+
+        `pooling` is cls, mean, first or last (of the whole text, or of the span's sub-tokens when a
+        span is given); `layer` is an index (-1 last), "mean-last-4", or None for the embedder's own
+        setting. Static embedders answer too: the mean of the words' vectors (fastText: its sentence
+        vector), and the span's word vector.
+        """
         raise BiasError(f"Embedder '{self.name}' gives no contextual encodings.")
+
+    def available(self) -> frozenset[Capability]:
+        """What the loaded model really offers; a Hugging Face folder without an MLM head, say, gives
+        no masked-LM scores although the embedder type could. Checked by the runner after loading."""
+        return self.capabilities
+
+    # -- language-model scores (Capability.MASKED_LM / CAUSAL_LM); see plugins/embedders/lm_scoring.py
+
+    def tokenize(self, texts: Sequence[str]) -> list[Tokens]:
+        """The model's own tokenisation of each text: ids, character offsets and special-token flags."""
+        raise BiasError(f"Embedder '{self.name}' has no language-model tokenizer.")
+
+    def masked_log_probs(self, requests: Sequence[MaskedRequest]) -> list[np.ndarray]:
+        """For each request, log P(original token at each masked position | the sequence with all of
+        the request's positions masked at once), float64. Batched by the embedder, never one call per mask."""
+        raise BiasError(f"Embedder '{self.name}' gives no masked-LM probabilities.")
+
+    def token_log_probs(self, sequences: Sequence[Sequence[int]], *, attention: bool = False) -> list[TokenScores]:
+        """Per-token log-probabilities of unmasked sequences: log P(w_i | S) for a masked LM (AUL),
+        log P(w_i | w_<i) for a causal LM (None at position 0); with `attention`, the attention each
+        token receives (mean over layers, heads and queries) for AULA."""
+        raise BiasError(f"Embedder '{self.name}' gives no language-model scores.")
 
     def fingerprint(self) -> str:
         """A string that changes whenever the model's numbers could change (for caches and manifests)."""
@@ -73,6 +110,29 @@ class Embedder(ABC):
     def describe(self) -> dict[str, Any]:
         """Facts about the loaded model worth recording with a result (dimension, vocabulary size)."""
         return {}
+
+
+@attrs.frozen
+class Tokens:
+    """A text as the model sees it."""
+
+    ids: tuple[int, ...]
+    offsets: tuple[tuple[int, int], ...]  # character span of each token in the text; (0, 0) for specials
+    special: tuple[bool, ...]
+
+
+@attrs.frozen
+class MaskedRequest:
+    """Token ids with `positions` to be replaced by the mask token at the same time."""
+
+    ids: tuple[int, ...]
+    positions: tuple[int, ...]
+
+
+@attrs.frozen
+class TokenScores:
+    log_probs: np.ndarray = attrs.field(eq=False)  # float64, one per token; NaN where undefined
+    attention: np.ndarray | None = attrs.field(default=None, eq=False)
 
 
 class Metric(ABC):
@@ -127,32 +187,38 @@ def check_compatible(metric: Metric | type[Metric], embedder: Embedder | type[Em
 
 
 class WordSetFormat(ABC):
-    """An importer of a community word-set format (WEAT .txt, SEAT JSON, ...), chosen by file suffix.
+    """An importer of a community word-set format (WEAT .txt, SEAT JSON, CrowS-Pairs CSV, ...).
 
-    Registered under the entry-point group `bias.formats`. An importer only turns its file into the
-    record the house format describes (`kind`, `language`, ..., `sets`); checking and building the
-    test is shared, so an imported file is validated exactly like a TOML one.
+    Registered under the entry-point group `bias.formats` and chosen by file suffix (and, where two
+    formats share a suffix, by `sniff`). An importer only turns its file into the record the house
+    format describes (`kind`, `language`, ..., and the kind's contents); checking and building are
+    shared, so an imported file is validated exactly like a TOML one.
     """
 
     name: ClassVar[str]
     summary: ClassVar[str]
     suffixes: ClassVar[tuple[str, ...]]
+    kind: ClassVar[str] = "association"
 
     @abstractmethod
     def record(self, path: Any) -> dict[str, Any]:
         """The file as a house-format record; raise BiasError naming the file (and line) if unreadable."""
 
+    def sniff(self, path: Any) -> bool:
+        """Whether the file looks like this format (only asked when several formats share a suffix)."""
+        return True
+
     def load(self, path: Any) -> Any:
         from pathlib import Path
 
-        from bias.core.wordsets import association_from_record
+        from bias.core.wordsets import build_record
 
-        return association_from_record(self.record(path), Path(path).stem, str(path))
+        return build_record(self.record(path), Path(path).stem, str(path))
 
     def validate(self, path: Any) -> list[Any]:
-        from bias.core.wordsets import Problem, check_association
+        from bias.core.wordsets import Problem, check_record
 
         try:
-            return check_association(self.record(path), str(path))
+            return check_record(self.record(path), str(path))
         except BiasError as exc:
             return [Problem(str(path), "", exc.message)]

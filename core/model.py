@@ -14,7 +14,12 @@ import attrs
 import numpy as np
 
 ASSOCIATION = "association"
-WORDSET_KINDS = (ASSOCIATION, "templates", "pairs", "debias-lists")
+TEMPLATES = "templates"
+LPBS = "lpbs"
+PAIRS = "pairs"
+DEBIAS_LISTS = "debias-lists"
+ANALOGIES = "analogies"
+WORDSET_KINDS = (ASSOCIATION, TEMPLATES, LPBS, PAIRS, DEBIAS_LISTS, ANALOGIES)
 DIRECTIONS = ("positive", "negative", "none")
 
 
@@ -37,8 +42,15 @@ class WordSetMeta:
 
 @attrs.frozen
 class WordList:
+    """A labelled list of stimuli. `grammar` maps a word to its grammatical features (gender, plural,
+    class, ...), which templates use to build grammatical sentences (see `bias.core.grammar`)."""
+
     label: str
     words: tuple[str, ...]
+    grammar: dict[str, dict[str, str]] = attrs.field(factory=dict, hash=False)
+
+    def features(self, word: str) -> dict[str, str]:
+        return self.grammar.get(word, {})
 
 
 @attrs.frozen

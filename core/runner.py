@@ -36,6 +36,32 @@ class Prepared:
     data: Any
 
 
+def route_params(experiments: Sequence[Experiment]) -> list[Experiment]:
+    """Give each metric only the parameters it declares, so one command can run WEAT and CrowS with
+    options meant for one of them; a parameter no chosen metric has is a mistake, and is refused."""
+    from bias.core.params import describe_params
+    from bias.registry.entry_points import load
+
+    declared: dict[str, set[str]] = {}
+    for exp in experiments:
+        if exp.metric not in declared:
+            declared[exp.metric] = {p.name for p in describe_params(load("metrics", exp.metric))}
+    given = {k.replace("-", "_") for exp in experiments for k in exp.params}
+    known = set().union(*declared.values()) if declared else set()
+    unknown = sorted(given - known)
+    if unknown:
+        names = ", ".join(sorted(declared))
+        raise BiasError(
+            f"No metric of this run ({names}) has the parameter(s) {', '.join(unknown)}.",
+            "See `bias info METRIC` for the parameters of each metric.",
+        )
+    out = []
+    for exp in experiments:
+        params = {k.replace("-", "_"): v for k, v in exp.params.items()}
+        out.append(attrs.evolve(exp, params={k: v for k, v in params.items() if k in declared[exp.metric]}))
+    return out
+
+
 def prepare(experiments: Sequence[Experiment]) -> list[Prepared]:
     """Build every metric and load every word set up front, so bad input fails before any model loads."""
     from bias import registry
@@ -43,13 +69,17 @@ def prepare(experiments: Sequence[Experiment]) -> list[Prepared]:
 
     wordsets: dict[str, Any] = {}
     prepared = []
-    for exp in experiments:
+    seen: set[str] = set()
+    for exp in route_params(experiments):
         metric = registry.build_metric(exp.metric, **exp.params)
         if exp.wordset not in wordsets:
             wordsets[exp.wordset] = registry.load_wordset(exp.wordset)
         data = wordsets[exp.wordset]
         check_compatible(metric, embedder_class(parse_spec(exp.model.spec).embedder), data.meta.kind)
         full = attrs.evolve(exp, params=metric.params())
+        if full.key in seen:  # the same experiment reached twice through a grid of another metric's options
+            continue
+        seen.add(full.key)
         prepared.append(Prepared(full, metric, data))
     return prepared
 
@@ -110,10 +140,34 @@ def run(
                 return
 
 
+def _check_available(metric: Metric, embedder: Embedder) -> None:
+    """Refuse a metric the loaded model cannot serve (a folder without an MLM head, say), naming the
+    metrics that would work with it."""
+    have = embedder.available()
+    missing = [c.value for c in metric.requires if c not in have]
+    if not missing:
+        return
+    from bias.registry import entry_points as eps
+
+    fitting = []
+    for info in eps.entry_points("metrics"):
+        try:
+            cls = eps.load("metrics", info.name)
+        except BiasError:
+            continue
+        if set(cls.requires) <= set(have):
+            fitting.append(info.name)
+    raise BiasError(
+        f"The model {embedder.spec} offers no {', '.join(missing)}, which metric '{metric.name}' needs.",
+        f"Metrics that work with it: {', '.join(sorted(fitting)) or 'none installed'}.",
+    )
+
+
 def run_one(p: Prepared, embedder: Embedder, *, debug: bool = False) -> Result:
     exp = p.experiment
     started = time.perf_counter()
     try:
+        _check_available(p.metric, embedder)
         result = p.metric.compute(embedder, p.data, seed=exp.seed)
     except BiasError as exc:
         if debug:

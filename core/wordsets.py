@@ -18,7 +18,19 @@ from typing import Any
 import attrs
 
 from bias.core.errors import BiasError
-from bias.core.model import ASSOCIATION, DIRECTIONS, WORDSET_KINDS, AssociationTest, WordList, WordSetMeta
+from bias.core.model import (
+    ANALOGIES,
+    ASSOCIATION,
+    DEBIAS_LISTS,
+    DIRECTIONS,
+    LPBS,
+    PAIRS,
+    TEMPLATES,
+    WORDSET_KINDS,
+    AssociationTest,
+    WordList,
+    WordSetMeta,
+)
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -29,7 +41,7 @@ log = logging.getLogger(__name__)
 
 MIN_STIMULI = 8  # Caliskan et al.'s smallest sets; fewer makes the permutation test very coarse
 REQUIRED_META = ("kind", "language", "bias_type", "source", "licence")
-KNOWN_META = REQUIRED_META + ("name", "title", "description", "expected_direction", "notes", "format", "sets")
+COMMON_META = REQUIRED_META + ("name", "title", "description", "expected_direction", "notes", "format")
 SET_KEYS = ("X", "Y", "A", "B")
 
 
@@ -90,107 +102,160 @@ def read_toml(path: Path) -> dict[str, Any]:
         raise BiasError(f"{path}: not UTF-8 text ({exc.reason}).", "Save the file as UTF-8.") from None
 
 
-def check_association(data: dict[str, Any], file: str) -> list[Problem]:
-    """Every problem of an association-test record (from TOML or an importer)."""
+def check_meta(data: dict[str, Any], file: str, known: Iterable[str] = ()) -> list[Problem]:
+    """Problems of the metadata every word-set file carries, whatever its kind.
+
+    `known` lists the kind's own top-level fields; anything else is reported as unknown (a warning,
+    so a typo in an optional field is seen but does not stop a run).
+    """
     problems: list[Problem] = []
-
-    def err(field: str, msg: str) -> None:
-        problems.append(Problem(file, field, msg))
-
-    def warn(field: str, msg: str) -> None:
-        problems.append(Problem(file, field, msg, "warning"))
-
     for key in REQUIRED_META:
         value = data.get(key)
         if not isinstance(value, str) or not value.strip():
-            err(key, "missing or empty; every word set must say its " + key.replace("_", " "))
+            problems.append(Problem(file, key, "missing or empty; every word set must say its " + key.replace("_", " ")))
+    allowed = set(COMMON_META) | set(known)
     for key in data:
-        if key not in KNOWN_META:
-            warn(key, f"unknown field (known: {', '.join(KNOWN_META)})")
+        if key not in allowed:
+            problems.append(Problem(file, key, f"unknown field (known: {', '.join(sorted(allowed))})", "warning"))
     kind = data.get("kind")
     if isinstance(kind, str) and kind not in WORDSET_KINDS:
-        err("kind", f"'{kind}' is not a word-set kind ({', '.join(WORDSET_KINDS)})")
+        problems.append(Problem(file, "kind", f"'{kind}' is not a word-set kind ({', '.join(WORDSET_KINDS)})"))
     direction = data.get("expected_direction", "positive")
     if direction not in DIRECTIONS:
-        err("expected_direction", f"'{direction}' must be one of {', '.join(DIRECTIONS)}")
+        problems.append(Problem(file, "expected_direction", f"'{direction}' must be one of {', '.join(DIRECTIONS)}"))
+    return problems
 
+
+def check_features(value: Any, file: str, field: str) -> list[Problem]:
+    """Grammatical features must be a table of strings (gender = "f", plural = "Rosen", ...)."""
+    if not isinstance(value, dict):
+        return [Problem(file, field, "must be a table of features, e.g. { gender = \"f\", plural = \"Rosen\" }")]
+    return [
+        Problem(file, f"{field}.{k}", f"feature values are strings, not {type(v).__name__}")
+        for k, v in value.items()
+        if not isinstance(v, str)
+    ]
+
+
+def word_entry(entry: Any) -> tuple[str | None, dict[str, Any]]:
+    """A stimulus is a string, or a table `{ word = "Rose", gender = "f", plural = "Rosen" }`."""
+    if isinstance(entry, str):
+        return entry, {}
+    if isinstance(entry, dict):
+        word = entry.get("word")
+        return (word if isinstance(word, str) else None), {k: v for k, v in entry.items() if k != "word"}
+    return None, {}
+
+
+def check_word_list(entry: Any, file: str, field: str) -> tuple[list[Problem], int]:
+    """Problems of one `[sets.KEY]` table (label, grammar defaults, words) and its distinct size."""
+    problems: list[Problem] = []
+    if not isinstance(entry, dict):
+        return [Problem(file, field, "missing: a table with `words`")], 0
+    words = entry.get("words")
+    if not isinstance(words, list) or not words:
+        return [Problem(file, f"{field}.words", "empty or missing: a set needs at least one word")], 0
+    if "label" in entry and not isinstance(entry["label"], str):
+        problems.append(Problem(file, f"{field}.label", "must be a string"))
+    if "grammar" in entry:
+        problems.extend(check_features(entry["grammar"], file, f"{field}.grammar"))
+    for key in entry:
+        if key not in ("label", "words", "grammar", "description"):
+            problems.append(Problem(file, f"{field}.{key}", "unknown field (known: label, words, grammar, description)", "warning"))
+    seen: dict[str, int] = {}
+    for i, item in enumerate(words):
+        word, features = word_entry(item)
+        if word is None or not word.strip():
+            hint = "a table needs `word`" if isinstance(item, dict) else "not a word"
+            problems.append(Problem(file, f"{field}.words[{i}]", f"{item!r}: {hint}"))
+            continue
+        if features:
+            problems.extend(check_features(features, file, f"{field}.words[{i}]"))
+        norm = normalise(word)
+        if norm in seen:
+            problems.append(
+                Problem(file, f"{field}.words[{i}]", f"'{word}' repeats word {seen[norm]} (duplicates are dropped)", "warning")
+            )
+        else:
+            seen[norm] = i
+    if 0 < len(seen) < MIN_STIMULI:
+        problems.append(
+            Problem(file, f"{field}.words", f"{len(seen)} stimuli, fewer than {MIN_STIMULI} (Caliskan's smallest sets)", "warning")
+        )
+    return problems, len(seen)
+
+
+def word_list(entry: dict[str, Any], default_label: str) -> WordList:
+    """A checked `[sets.KEY]` table as a WordList; duplicates dropped (first kept), NFC-normalised."""
+    defaults = {k: str(v) for k, v in (entry.get("grammar") or {}).items()}
+    kept: dict[str, str] = {}
+    grammar: dict[str, dict[str, str]] = {}
+    for item in entry["words"]:
+        word, features = word_entry(item)
+        assert word is not None
+        word = unicodedata.normalize("NFC", word).strip()
+        norm = normalise(word)
+        if norm in kept:
+            continue
+        kept[norm] = word
+        merged = {**defaults, **{k: unicodedata.normalize("NFC", str(v)) for k, v in features.items()}}
+        if merged:
+            grammar[word] = merged
+    return WordList(str(entry.get("label", default_label)), tuple(kept.values()), grammar)
+
+
+def check_association(data: dict[str, Any], file: str) -> list[Problem]:
+    """Every problem of an association-test record (from TOML or an importer)."""
+    problems = check_meta(data, file, ("sets",))
     sets = data.get("sets")
     if not isinstance(sets, dict):
-        err("sets", "missing: give [sets.X], [sets.Y], [sets.A] and [sets.B], each with `words`")
+        problems.append(Problem(file, "sets", "missing: give [sets.X], [sets.Y], [sets.A] and [sets.B], each with `words`"))
         return problems
     sizes: dict[str, int] = {}
     for key in SET_KEYS:
-        entry = sets.get(key)
         field = f"sets.{key}"
-        if not isinstance(entry, dict):
-            err(field, "missing (targets X, Y and attributes A, B are all needed)")
+        if not isinstance(sets.get(key), dict):
+            problems.append(Problem(file, field, "missing (targets X, Y and attributes A, B are all needed)"))
             continue
-        words = entry.get("words")
-        if not isinstance(words, list) or not words:
-            err(f"{field}.words", "empty or missing: a set needs at least one word")
-            continue
-        seen: dict[str, int] = {}
-        for i, word in enumerate(words):
-            if not isinstance(word, str) or not word.strip():
-                err(f"{field}.words[{i}]", f"{word!r} is not a word")
-                continue
-            norm = normalise(word)
-            if norm in seen:
-                warn(f"{field}.words[{i}]", f"'{word}' repeats word {seen[norm]} (duplicates are dropped)")
-            else:
-                seen[norm] = i
-        sizes[key] = len(seen)
-        if 0 < len(seen) < MIN_STIMULI:
-            warn(f"{field}.words", f"{len(seen)} stimuli, fewer than {MIN_STIMULI} (Caliskan's smallest sets)")
-        if "label" in entry and not isinstance(entry["label"], str):
-            err(f"{field}.label", "must be a string")
+        found, size = check_word_list(sets[key], file, field)
+        problems.extend(found)
+        if size:
+            sizes[key] = size
     for key in sets:
         if key not in SET_KEYS:
-            warn(f"sets.{key}", "unknown set (an association test has X, Y, A, B)")
+            problems.append(Problem(file, f"sets.{key}", "unknown set (an association test has X, Y, A, B)", "warning"))
     if "X" in sizes and "Y" in sizes and sizes["X"] != sizes["Y"]:
-        warn(
-            "sets",
-            f"targets differ in size (X {sizes['X']}, Y {sizes['Y']}): the permutation test then uses "
-            "random partitions of the observed sizes",
+        problems.append(
+            Problem(
+                file,
+                "sets",
+                f"targets differ in size (X {sizes['X']}, Y {sizes['Y']}): the permutation test then uses "
+                "random partitions of the observed sizes",
+                "warning",
+            )
         )
     return problems
 
 
-def association_from_record(data: dict[str, Any], name: str, path: str) -> AssociationTest:
-    """Build a test from a checked record; duplicates are dropped (first occurrence kept)."""
-    problems = check_association(data, path)
-    errors = [p for p in problems if p.severity == "error"]
+def raise_on_errors(problems: list[Problem], path: str) -> None:
+    """Stop loading a file with errors (first one shown); log its warnings."""
+    errors = errors_of(problems)
     if errors:
         more = f" (and {len(errors) - 1} more; run `bias validate {path}`)" if len(errors) > 1 else ""
         raise BiasError(f"Invalid word set: {errors[0]}{more}", "Fix the file and try again.")
     for problem in problems:
         log.warning("%s", problem)
+
+
+def association_from_record(data: dict[str, Any], name: str, path: str) -> AssociationTest:
+    """Build a test from a checked record; duplicates are dropped (first occurrence kept)."""
+    raise_on_errors(check_association(data, path), path)
     sets = data["sets"]
-
-    def wordlist(key: str) -> WordList:
-        kept: dict[str, str] = {}
-        for word in sets[key]["words"]:
-            kept.setdefault(normalise(word), unicodedata.normalize("NFC", word).strip())
-        return WordList(str(sets[key].get("label", key)), tuple(kept.values()))
-
-    meta = WordSetMeta(
-        name=name,
-        kind=data["kind"],
-        language=data["language"],
-        bias_type=data["bias_type"],
-        title=data.get("title", ""),
-        description=data.get("description", ""),
-        source=data["source"],
-        licence=data["licence"],
-        expected_direction=data.get("expected_direction", "positive"),
-        notes=data.get("notes", ""),
-        path=path,
-    )
-    return AssociationTest(meta, wordlist("X"), wordlist("Y"), wordlist("A"), wordlist("B"))
+    return AssociationTest(meta_of(data, path, name), *(word_list(sets[key], key) for key in SET_KEYS))
 
 
-def meta_of(data: dict[str, Any], path: Path, name: str) -> WordSetMeta:
-    """The metadata of a parsed house-format record without building its sets (for listings)."""
+def meta_of(data: dict[str, Any], path: Path | str, name: str) -> WordSetMeta:
+    """The metadata of a parsed house-format record, without building its contents."""
     return WordSetMeta(
         name=name,
         kind=str(data.get("kind", "")),
@@ -201,19 +266,50 @@ def meta_of(data: dict[str, Any], path: Path, name: str) -> WordSetMeta:
         source=str(data.get("source", "")),
         licence=str(data.get("licence", "")),
         expected_direction=str(data.get("expected_direction", "positive")),
+        notes=str(data.get("notes", "")),
         path=str(path),
     )
 
 
-def load_toml_wordset(path: Path, name: str | None = None) -> AssociationTest:
+# Each kind of word set lives in its own module, which offers `check(data, file) -> list[Problem]`
+# and `build(data, name, path)` (raising BiasError on errors); the object built has `.meta`.
+KIND_MODULES = {
+    ASSOCIATION: "bias.core.wordsets",
+    TEMPLATES: "bias.core.templates",
+    LPBS: "bias.core.lpbs_data",
+    PAIRS: "bias.core.pairs",
+    DEBIAS_LISTS: "bias.core.debias_lists",
+    ANALOGIES: "bias.core.analogies",
+}
+
+check = check_association
+build = association_from_record
+
+
+def kind_module(kind: Any, file: str) -> Any:
+    import importlib
+
+    if kind not in KIND_MODULES:
+        raise BiasError(f"{file}: '{kind}' is not a word-set kind.", f"Use one of: {', '.join(WORDSET_KINDS)}.")
+    return importlib.import_module(KIND_MODULES[kind])
+
+
+def check_record(data: dict[str, Any], file: str) -> list[Problem]:
+    """Every problem of a house-format record, checked by the module of its kind."""
+    kind = data.get("kind", ASSOCIATION)
+    if kind not in KIND_MODULES:
+        return check_meta(data, file) or [Problem(file, "kind", f"'{kind}' is not a word-set kind")]
+    return kind_module(kind, file).check(data, file)
+
+
+def build_record(data: dict[str, Any], name: str, file: str) -> Any:
+    return kind_module(data.get("kind", ASSOCIATION), file).build(data, name, file)
+
+
+def load_toml_wordset(path: Path, name: str | None = None) -> Any:
+    """Any kind of house-format file: an association test, templates, pairs, lists or analogies."""
     data = read_toml(path)
-    kind = data.get("kind")
-    if kind not in (None, ASSOCIATION):
-        raise BiasError(
-            f"{path}: word sets of kind '{kind}' are not supported by this version.",
-            "Only association tests (X, Y, A, B) can be loaded so far.",
-        )
-    return association_from_record(data, name or str(data.get("name") or path.stem), str(path))
+    return build_record(data, name or str(data.get("name") or Path(path).stem), str(path))
 
 
 def validate_toml_file(path: Path, language: str | None = None) -> list[Problem]:
@@ -221,7 +317,7 @@ def validate_toml_file(path: Path, language: str | None = None) -> list[Problem]
         data = read_toml(path)
     except BiasError as exc:
         return [Problem(str(path), "", exc.message)]
-    problems = check_association(data, str(path))
+    problems = check_record(data, str(path))
     if language is not None and data.get("language") not in (None, language):
         problems.append(
             Problem(str(path), "language", f"'{data.get('language')}' but the package publishes '{language}'")

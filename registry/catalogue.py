@@ -12,7 +12,7 @@ from typing import Any
 import attrs
 
 from bias.core.errors import BiasError
-from bias.core.wordsets import DataPackage, check_association, errors_of, meta_of, read_toml
+from bias.core.wordsets import DataPackage, check_record, errors_of, meta_of, read_toml
 from bias.registry import entry_points as eps
 
 OK = "ok"
@@ -139,7 +139,7 @@ def _wordset_row(name: str, path: Path, info: eps.EntryPointInfo) -> PluginInfo:
     try:
         data = read_toml(path)
         meta = meta_of(data, path, name)
-        errors = errors_of(check_association(data, str(path)))
+        errors = errors_of(check_record(data, str(path)))
     except BiasError as exc:
         return PluginInfo(kind="", summary="", status=BROKEN, reason=exc.message, language=name.split("/")[0], **base)
     return PluginInfo(

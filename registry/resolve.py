@@ -38,12 +38,20 @@ def load_wordset(name_or_path: str) -> Any:
 
 
 def format_for(path: Path) -> WordSetFormat | None:
+    """The importer for a file: by suffix, and by content where several formats share the suffix."""
     suffix = path.suffix.lower()
+    candidates = []
     for info in eps.entry_points("formats"):
-        cls = eps.load("formats", info.name)
+        try:
+            cls = eps.load("formats", info.name)
+        except BiasError:  # a broken importer must not stop the others
+            continue
         if suffix in cls.suffixes:
-            return cls()
-    return None
+            candidates.append(cls())
+    if len(candidates) > 1 and path.is_file():
+        sniffed = [c for c in candidates if c.sniff(path)]
+        candidates = sniffed or candidates
+    return candidates[0] if candidates else None
 
 
 def load_wordset_file(path: Path) -> Any:
@@ -55,7 +63,7 @@ def load_wordset_file(path: Path) -> Any:
     if importer is None:
         raise BiasError(
             f"{path}: no importer reads '{path.suffix}' files.",
-            "Word sets are TOML (house format), WEAT .txt (four comma lines) or SEAT .json.",
+            "Word sets are TOML (house format) or a community format with an importer (WEAT .txt, SEAT .json, CrowS-Pairs .csv/.tsv, word2vec analogy .txt).",
         )
     return importer.load(path)
 
