@@ -21,6 +21,14 @@ DEBIAS_LISTS = "debias-lists"
 ANALOGIES = "analogies"
 WORDSET_KINDS = (ASSOCIATION, TEMPLATES, LPBS, PAIRS, DEBIAS_LISTS, ANALOGIES)
 DIRECTIONS = ("positive", "negative", "none")
+# The social dimension a word set measures. "origin" is ethnic or migration background (the European
+# framing), "race" the US one of the published WEAT tests; "non-social" marks the validation tests
+# (flowers/insects, instruments/weapons); "mixed" a pair set whose pairs carry their own types.
+BIAS_TYPES = (
+    "gender", "race", "origin", "nationality", "religion", "age", "disability", "health",
+    "sexual-orientation", "socioeconomic", "physical-appearance", "non-social", "mixed", "any", "unspecified",
+)
+STIMULI = ("words", "sentences")
 
 
 @attrs.frozen
@@ -66,6 +74,7 @@ class AssociationTest:
     Y: WordList
     A: WordList
     B: WordList
+    stimuli: str = "words"  # "sentences" when the stimuli are already sentences (SEAT JSON files)
 
     @property
     def name(self) -> str:

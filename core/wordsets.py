@@ -21,6 +21,8 @@ from bias.core.errors import BiasError
 from bias.core.model import (
     ANALOGIES,
     ASSOCIATION,
+    BIAS_TYPES,
+    STIMULI,
     DEBIAS_LISTS,
     DIRECTIONS,
     LPBS,
@@ -120,6 +122,9 @@ def check_meta(data: dict[str, Any], file: str, known: Iterable[str] = ()) -> li
     kind = data.get("kind")
     if isinstance(kind, str) and kind not in WORDSET_KINDS:
         problems.append(Problem(file, "kind", f"'{kind}' is not a word-set kind ({', '.join(WORDSET_KINDS)})"))
+    bias_type = data.get("bias_type")
+    if isinstance(bias_type, str) and bias_type.strip() and bias_type not in BIAS_TYPES:
+        problems.append(Problem(file, "bias_type", f"'{bias_type}' is not a known bias type ({', '.join(BIAS_TYPES)})"))
     direction = data.get("expected_direction", "positive")
     if direction not in DIRECTIONS:
         problems.append(Problem(file, "expected_direction", f"'{direction}' must be one of {', '.join(DIRECTIONS)}"))
@@ -206,7 +211,9 @@ def word_list(entry: dict[str, Any], default_label: str) -> WordList:
 
 def check_association(data: dict[str, Any], file: str) -> list[Problem]:
     """Every problem of an association-test record (from TOML or an importer)."""
-    problems = check_meta(data, file, ("sets",))
+    problems = check_meta(data, file, ("sets", "stimuli"))
+    if data.get("stimuli", "words") not in STIMULI:
+        problems.append(Problem(file, "stimuli", f"must be one of {', '.join(STIMULI)}"))
     sets = data.get("sets")
     if not isinstance(sets, dict):
         problems.append(Problem(file, "sets", "missing: give [sets.X], [sets.Y], [sets.A] and [sets.B], each with `words`"))
@@ -251,7 +258,9 @@ def association_from_record(data: dict[str, Any], name: str, path: str) -> Assoc
     """Build a test from a checked record; duplicates are dropped (first occurrence kept)."""
     raise_on_errors(check_association(data, path), path)
     sets = data["sets"]
-    return AssociationTest(meta_of(data, path, name), *(word_list(sets[key], key) for key in SET_KEYS))
+    return AssociationTest(
+        meta_of(data, path, name), *(word_list(sets[key], key) for key in SET_KEYS), stimuli=data.get("stimuli", "words")
+    )
 
 
 def meta_of(data: dict[str, Any], path: Path | str, name: str) -> WordSetMeta:

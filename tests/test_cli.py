@@ -30,7 +30,7 @@ def wordset_toml(path: Path, X=X_WORDS, Y=Y_WORDS, A=A_WORDS, B=B_WORDS, extra: 
     path.write_text(
         f"""kind = "association"
 language = "en"
-bias_type = "planted"
+bias_type = "non-social"
 source = "generated for the tests"
 licence = "CC0-1.0"
 {extra}

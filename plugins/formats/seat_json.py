@@ -38,8 +38,11 @@ class SeatJsonFormat(WordSetFormat):
                     "A SEAT file has targ1, targ2, attr1 and attr2, each {\"category\": ..., \"examples\": [...]}.",
                 )
             sets[key] = {"label": str(entry.get("category", field)), "words": entry["examples"]}
+        examples = [e for entry in sets.values() for e in entry["words"] if isinstance(e, str)]
+        sentences = sum(len(e.split()) > 1 for e in examples) > len(examples) / 2
         return {
             "kind": "association",
+            "stimuli": "sentences" if sentences else "words",
             "language": str(data.get("language", "und")),
             "bias_type": str(data.get("bias_type", "unspecified")),
             "source": str(data.get("source", f"user file {Path(path).name}")),
