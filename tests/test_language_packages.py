@@ -1,0 +1,174 @@
+"""Every language package: installed as its own distribution, registered, valid, complete, and usable
+end to end on a model trained with the language's own words (so its Unicode survives tokenisation,
+model files and lookup)."""
+
+from __future__ import annotations
+
+import random
+import subprocess
+import sys
+import tomllib
+import unicodedata
+from importlib import metadata
+from pathlib import Path
+
+import pytest
+
+from bias.core import grammar
+from bias.core.model import BIAS_TYPES, DIRECTIONS
+from bias.core.wordsets import MIN_STIMULI, normalise, word_list
+
+ROOT = Path(__file__).resolve().parents[1]
+LANGUAGES = ("en", "nl", "de", "no", "is", "tr", "it")
+WEAT_FAMILY = tuple(f"weat{i}" for i in range(1, 11))
+OTHER_FILES = ("seat-templates", "lpbs-gender", "debias-gender", "crows-sample")
+
+
+def data_dir(code: str) -> Path:
+    return ROOT / "languages" / code / f"bias_lang_{code}" / "data"
+
+
+def load(code: str, stem: str) -> dict:
+    with open(data_dir(code) / f"{stem}.toml", "rb") as fh:
+        return tomllib.load(fh)
+
+
+def association_files(code: str) -> list[Path]:
+    out = []
+    for path in sorted(data_dir(code).glob("*.toml")):
+        with open(path, "rb") as fh:
+            if tomllib.load(fh).get("kind", "association") == "association":
+                out.append(path)
+    return out
+
+
+def bias(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "bias.cli.app", *args], capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.parametrize("code", LANGUAGES)
+def test_package_is_its_own_distribution_and_registers_its_language(code):
+    dist = metadata.distribution(f"bias-lang-{code}")
+    entry = [ep for ep in dist.entry_points if ep.group == "bias.wordsets"]
+    assert [ep.name for ep in entry] == [code]
+    from bias import registry
+
+    expected = {f"{code}/{stem}" for stem in (*WEAT_FAMILY, *OTHER_FILES)}
+    assert expected <= {row.name for row in registry.wordsets(language=code)}
+
+
+@pytest.mark.parametrize("code", LANGUAGES)
+def test_validate_passes_and_list_shows_the_tests(code):
+    checked = bias("validate", str(ROOT / "languages" / code))
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert " 0 error(s)" in checked.stdout
+    listed = bias("list", "wordsets", "--language", code, "--json")
+    assert listed.returncode == 0, listed.stderr
+    import json
+
+    rows = json.loads(listed.stdout)
+    assert {f"{code}/weat1", f"{code}/weat10"} <= {r["name"] for r in rows}
+    assert all(r["status"] == "ok" for r in rows), [r for r in rows if r["status"] != "ok"]
+
+
+@pytest.mark.parametrize("code", LANGUAGES)
+def test_required_files_counts_and_metadata(code):
+    folder = data_dir(code)
+    stems = {p.stem for p in folder.glob("*.toml")}
+    assert set(WEAT_FAMILY) <= stems and set(OTHER_FILES) <= stems, sorted(set(WEAT_FAMILY + OTHER_FILES) - stems)
+    if code != "en":
+        assert len([s for s in stems if s.startswith("labour-")]) >= 4, "at least four labour-market tests"
+    assert (ROOT / "languages" / code / "README.md").is_file()
+    for path in folder.glob("*.toml"):
+        with open(path, "rb") as fh:
+            data = tomllib.load(fh)
+        for field in ("kind", "language", "bias_type", "source", "licence"):
+            assert isinstance(data.get(field), str) and data[field].strip(), f"{path.name}: {field}"
+        assert data["language"] == code, path.name
+        assert data["bias_type"] in BIAS_TYPES, path.name
+        assert data.get("expected_direction", "positive") in DIRECTIONS, path.name
+        text = path.read_text(encoding="utf-8")
+        assert unicodedata.is_normalized("NFC", text), f"{path.name} is not NFC-normalised"
+    for path in association_files(code):
+        with open(path, "rb") as fh:
+            data = tomllib.load(fh)
+        for key in ("X", "Y", "A", "B"):
+            entries = data["sets"][key]["words"]
+            words = word_list(data["sets"][key], key).words
+            assert len(words) >= MIN_STIMULI, f"{path.name} set {key}: {len(words)} stimuli"
+            assert len(words) == len(entries), f"{path.name} set {key} has duplicates after case-folding"
+            assert len({normalise(w) for w in words}) == len(words)
+
+
+@pytest.mark.parametrize("code", LANGUAGES)
+def test_pair_set_size_and_bias_types(code):
+    data = load(code, "crows-sample")
+    pairs = data["pairs"]
+    minimum, types = (60, 6) if code == "en" else (40, 5)
+    assert len(pairs) >= minimum
+    assert len({p["bias_type"] for p in pairs}) >= types
+    assert all(p["direction"] in ("stereo", "antistereo") and p["more"] != p["less"] for p in pairs)
+
+
+@pytest.mark.parametrize("code", LANGUAGES)
+def test_every_word_of_every_test_gets_a_seat_sentence(code):
+    """The grammar is data: every stimulus of the package must render in at least one template, and
+    the word must stand in the sentence exactly where the span says."""
+    data = load(code, "seat-templates")
+    forms, problems = grammar.forms_from_record(data.get("forms"))
+    assert not problems
+    templates = data["templates"]
+    for path in association_files(code):
+        with open(path, "rb") as fh:
+            test = tomllib.load(fh)
+        if test.get("stimuli") == "sentences":
+            continue
+        for key in ("X", "Y", "A", "B"):
+            wl = word_list(test["sets"][key], key)
+            for word in wl.words:
+                rendered = [
+                    grammar.render(t["text"], {"word": (word, wl.features(word))}, forms, t.get("when"))
+                    for t in templates
+                ]
+                rendered = [r for r in rendered if r is not None]
+                assert rendered, f"{path.name} set {key}: no template renders '{word}'"
+                for r in rendered:
+                    start, end = r.spans["word"]
+                    assert r.text[start:end].casefold() in {word.casefold(), *(v.casefold() for v in wl.features(word).values())}
+                    assert "{" not in r.text and "}" not in r.text
+
+
+def _planted_corpus(sets: dict[str, tuple[str, ...]], seed: int = 5, sentences: int = 2500) -> list[list[str]]:
+    rng = random.Random(seed)
+    filler = [f"f{i}" for i in range(40)]
+    out = []
+    for _ in range(sentences):
+        from_x = rng.random() < 0.5
+        target = rng.choice(sets["X"] if from_x else sets["Y"])
+        pool = sets["A"] if from_x else sets["B"]
+        sentence = [target, rng.choice(pool), rng.choice(pool), *(rng.choice(filler) for _ in range(4))]
+        rng.shuffle(sentence)
+        out.append(sentence)
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("code", [c for c in LANGUAGES if c != "en"])
+def test_weat_end_to_end_on_a_model_trained_with_the_languages_own_words(code, tmp_path):
+    """Words with ð, þ, ß, ı, ş, ç, é, ... go through a fastText .bin and a word2vec .bin and back: the
+    planted association of the package's own weat1 words is found with the right sign."""
+    from fixtures.planted import save_fasttext_bin, train_fasttext
+
+    test = load(code, "weat1")
+    sets = {k: tuple(w for w in word_list(test["sets"][k], k).words if " " not in w) for k in "XYAB"}
+    model = train_fasttext(_planted_corpus(sets))
+    path = tmp_path / f"{code}.bin"
+    save_fasttext_bin(model, path)
+    proc = bias("run", "--model", f"fasttext:{path}", "--wordset", f"{code}/weat1", "--permutations", "2000", "--json")
+    assert proc.returncode == 0, proc.stderr
+    import json
+
+    result = json.loads(proc.stdout.splitlines()[-1])
+    assert result["status"] == "ok"
+    assert result["effect_size"] > 1.0 and result["p_value"] < 0.01
+    assert not result["lost"] and not result["approximated"]
