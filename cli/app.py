@@ -122,6 +122,11 @@ def run_cmd(
     resume: bool = typer.Option(False, "--resume", help="Skip experiments already in OUT/results.jsonl."),
     fail_fast: bool = typer.Option(False, "--fail-fast", help="Stop at the first failing experiment."),
     as_json: bool = typer.Option(False, "--json", help="Print results as JSON lines."),
+    bootstrap: Optional[int] = typer.Option(None, "--bootstrap", help="WEAT/SEAT: bootstrap resamples for the effect size's confidence interval (default 2000; 0: none)."),
+    ci_level: Optional[float] = typer.Option(None, "--ci-level", help="Confidence level of the bootstrap interval (default 0.95)."),
+    ci_method: Optional[str] = typer.Option(None, "--ci-method", help="Bootstrap interval: bca (default) or percentile."),
+    family: Optional[str] = typer.Option(None, "--family", help="Multiple-testing family: run (default), model or metric."),
+    report_format: list[str] = typer.Option([], "--format", help="Report files written with --out: all, md, csv, tex, png, svg (default md,csv,tex). Repeatable."),
 ) -> None:
     """Run experiments: every combination of the repeatable options, or an experiment file."""
     from bias.cli.run import execute
@@ -140,6 +145,9 @@ def run_cmd(
         params["lost_threshold"] = lost_threshold
     if case is not None:
         params["case"] = case
+    for key, value in {"bootstrap": bootstrap, "ci_level": ci_level, "ci_method": ci_method}.items():
+        if value is not None:
+            params[key] = value
     for key, value in {
         "templates": templates,
         "corpus": str(corpus) if corpus is not None else None,
@@ -182,8 +190,24 @@ def run_cmd(
         as_json=as_json,
         console=console,
         debug="--debug" in sys.argv,
+        family=_family(family),
+        formats=parse_formats(report_format) if report_format else ("md", "csv", "tex"),
     )
     raise typer.Exit(code)
+
+
+def _family(value: Optional[str]) -> Optional[str]:
+    from bias.core.multiple_testing import FAMILIES
+
+    if value is not None and value not in FAMILIES:
+        raise BiasError(f"--family must be one of {', '.join(FAMILIES)}, not '{value}'.", "run: all tests of the run; model / metric: each separately.")
+    return value
+
+
+def parse_formats(values: list[str]) -> tuple[str, ...]:
+    from bias.core.reports import parse_formats as parse
+
+    return parse(values)
 
 
 @app.command("validate")
@@ -202,17 +226,59 @@ def validate_cmd(path: Path = typer.Argument(..., help="A word-set file or a lan
 
 
 @app.command("report")
-def report_cmd(folder: Path = typer.Argument(..., help="A folder written by `bias run --out`.")) -> None:
-    """Regenerate the report of a finished run from its results.jsonl."""
+def report_cmd(
+    folder: Path = typer.Argument(..., help="A folder written by `bias run --out` (or its results.jsonl)."),
+    report_format: list[str] = typer.Option(["all"], "--format", help="all, md, csv, tex, png or svg. Repeatable or comma-separated."),
+    family: Optional[str] = typer.Option(None, "--family", help="Multiple-testing family: run, model or metric (default: the run's, else run)."),
+) -> None:
+    """Regenerate the report of a run from its results.jsonl: table, CSV, Markdown, LaTeX and figures."""
     from bias.cli.render import results_table
-    from bias.core.report import markdown
-    from bias.core.results import read_results
+    from bias.core.reports import load_report, write_report
 
-    results = read_results(folder)
-    console.print(results_table(results))
-    target = (folder if folder.is_dir() else folder.parent) / "report.md"
-    target.write_text(markdown(results), encoding="utf-8")
-    console.print(f"Report written to {target}")
+    formats = parse_formats(report_format)
+    report = load_report(folder, family=_family(family))
+    for bad in report.damaged:
+        err_console.print(f"[yellow]warning[/yellow] results.jsonl {bad}: skipped.", highlight=False, soft_wrap=True)
+    console.print(results_table(report))
+    target = folder if folder.is_dir() else folder.parent
+    written = write_report(report, target, formats)
+    console.print("Written: " + ", ".join(str(p) for p in written), highlight=False, soft_wrap=True)
+
+
+@app.command("debias")
+def debias_cmd(
+    model: str = typer.Option(..., "--model", "-m", help="Static model spec NAME:LOCATION, e.g. word2vec:vectors.bin."),
+    method: str = typer.Option("hard", "--method", help="hard (Hard-Debias) or inlp."),
+    language: Optional[str] = typer.Option(None, "--language", "-l", help="Use the language's lists <language>/debias-gender, e.g. en."),
+    lists: Optional[str] = typer.Option(None, "--lists", help="Debiasing lists: a name such as en/debias-gender, or a file."),
+    out: Path = typer.Option(..., "--out", "-o", help="Folder for vectors.bin (or vectors.txt) and debias.json."),
+    fmt: str = typer.Option("word2vec", "--format", help="word2vec (binary, vectors.bin) or text (vectors.txt)."),
+    limit: Optional[int] = typer.Option(None, "--limit", help="Debias only the N most frequent words (list words always)."),
+    components: Optional[int] = typer.Option(None, "--components", help="hard: dimensions of the bias subspace (default 1)."),
+    model_option: list[str] = typer.Option([], "--model-option", help="Embedder parameter KEY=VALUE. Repeatable."),
+) -> None:
+    """Debias a static model once and write the vectors plus debias.json (what was done)."""
+    from bias.cli.debias import execute
+
+    code = execute(
+        model=model, method=method, language=language, lists=lists, out=out, fmt=fmt, limit=limit,
+        components=components, model_options=_parse_options(model_option, "--model-option"), console=console,
+    )
+    raise typer.Exit(code)
+
+
+@app.command("compare")
+def compare_cmd(
+    before: Path = typer.Argument(..., help="The run before (a folder written by `bias run --out`, or its results.jsonl)."),
+    after: Path = typer.Argument(..., help="The run after, e.g. on the debiased model."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Folder for compare.md and compare.csv (default: the AFTER folder)."),
+    before_model: Optional[str] = typer.Option(None, "--before-model", help="The model to take when the before run holds several."),
+    after_model: Optional[str] = typer.Option(None, "--after-model", help="The model to take when the after run holds several."),
+) -> None:
+    """Compare two runs test by test: effect before, after and the change, with significance marks."""
+    from bias.cli.compare import execute
+
+    raise typer.Exit(execute(before, after, out=out, before_model=before_model, after_model=after_model, console=console))
 
 
 def main() -> None:

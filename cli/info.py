@@ -35,7 +35,8 @@ def describe(name: str) -> list[dict[str, Any]]:
                     "parameters": [
                         {"name": p.name, "type": p.type, "default": p.default, "help": p.help} for p in describe_params(plugin)
                     ],
-                    "requires": sorted(c.value for c in getattr(plugin, "requires", ())),
+                    "requires": sorted(c.value for c in getattr(plugin, "requires", ()))
+                    + ([" or ".join(sorted(c.value for c in plugin.requires_any))] if getattr(plugin, "requires_any", None) else []),
                     "capabilities": sorted(c.value for c in getattr(plugin, "capabilities", ())),
                     "data_kind": getattr(plugin, "data_kind", None),
                     "distribution": f"{info.distribution} {info.version}",
@@ -63,7 +64,7 @@ def describe(name: str) -> list[dict[str, Any]]:
                 "source": meta.source,
                 "licence": meta.licence,
                 "notes": meta.notes,
-                "sets": {k: {"label": wl.label, "words": list(wl.words)} for k, wl in test.sets().items()},
+                "sets": _contents(test),
                 "distribution": f"{entry.distribution} {entry.version}",
                 "file": entry.path.name,
             }
@@ -72,6 +73,36 @@ def describe(name: str) -> list[dict[str, Any]]:
         hint = eps.suggestions(name, candidates) or "See `bias list`."
         raise BiasError(f"No plugin or word set named '{name}'.", hint)
     return found
+
+
+def _contents(data: Any) -> dict[str, dict[str, Any]]:
+    """What a word set holds, for any kind: the four sets of an association test, or each list-like
+    field of the other kinds (templates, pairs, definitional pairs, analogy sections, ...)."""
+    import attrs
+
+    if hasattr(data, "sets") and callable(data.sets):
+        return {k: {"label": wl.label, "words": list(wl.words)} for k, wl in data.sets().items()}
+    out: dict[str, dict[str, Any]] = {}
+    if not attrs.has(type(data)):
+        return out
+    for field in attrs.fields(type(data)):
+        value = getattr(data, field.name)
+        if field.name == "meta" or not isinstance(value, (list, tuple, dict)) or not value:
+            continue
+        items = list(value.items()) if isinstance(value, dict) else list(value)
+        out[field.name] = {"label": field.name.replace("_", " "), "words": [_short(item) for item in items]}
+    return out
+
+
+def _short(item: Any) -> str:
+    for attr in ("text", "name", "word"):
+        if isinstance(getattr(item, attr, None), str):
+            return getattr(item, attr)
+    if hasattr(item, "more") and hasattr(item, "less"):
+        return f"{item.more} / {item.less}"
+    if isinstance(item, (list, tuple)):
+        return " / ".join(_short(i) for i in item)
+    return str(item)
 
 
 def render(console: Console, entry: dict[str, Any]) -> None:
@@ -87,7 +118,8 @@ def render(console: Console, entry: dict[str, Any]) -> None:
         for column in ("Set", "Label", "Size", "Words"):
             table.add_column(column, overflow="fold")
         for key, s in entry["sets"].items():
-            table.add_row(key, s["label"], str(len(s["words"])), ", ".join(s["words"]))
+            shown = s["words"] if len(s["words"]) <= 40 else [*s["words"][:40], f"... ({len(s['words']) - 40} more)"]
+            table.add_row(key, s["label"], str(len(s["words"])), ", ".join(shown))
         console.print(table)
     else:
         if entry.get("capabilities"):

@@ -8,7 +8,6 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from bias.core import report
 
 
 def plugins_table(rows: Sequence[Any], groups: Sequence[str]) -> Table:
@@ -26,18 +25,23 @@ def plugins_table(rows: Sequence[Any], groups: Sequence[str]) -> Table:
     return table
 
 
-def results_table(results: Sequence[Any]) -> Table:
+def results_table(results: Any, family: str = "run") -> Table:
+    """The report table for the terminal; `results` is a `Report` or a list of results."""
+    from bias.core.reports import Report, build
+
+    rep = results if isinstance(results, Report) else build(list(results), family=family)
+    results = rep.results
     # A column whose value is the same on every row moves into the title, to keep the table narrow.
-    shared = [key for key in ("model", "metric") if len({getattr(r, key) for r in results}) == 1 and results]
+    shared = [key for key in ("model", "metric") if results and len({getattr(r, key) for r in results}) == 1]
     title = "Results" + "".join(f" | {key}: {getattr(results[0], key)}" for key in shared)
-    columns = [(key, label) for key, label in report.COLUMNS if key not in shared]
+    columns = [c for c in rep.columns() if c.key not in shared]
     table = Table(title=title, expand=False)
-    for _, label in columns:
-        table.add_column(label, overflow="fold")
-    for row, result in zip(report.rows(results), results):
+    for c in columns:
+        table.add_column(c.label, overflow="fold")
+    for row, result in zip(rep.rows(), results):
         style = None if result.status == "ok" else "yellow" if result.status == "refused" else "red"
-        table.add_row(*(row[key] for key, _ in columns), style=style)
-    table.caption = "p: permutation test; * p<0.05, ** p<0.01, *** p<0.001 (uncorrected). X/Y/A/B: words used per set."
+        table.add_row(*(row[c.key] for c in columns), style=style)
+    table.caption = " ".join(rep.notes()[2:])
     return table
 
 

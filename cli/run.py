@@ -13,6 +13,8 @@ from bias.core.errors import FAILURE, USAGE, BiasError
 from bias.core.experiments import DEFAULT_SEED, ModelConfig, expand, load_config, unique
 from bias.core.model import FAILED, OK, REFUSED
 
+err_console = Console(stderr=True)
+
 
 def execute(
     *,
@@ -31,9 +33,13 @@ def execute(
     as_json: bool,
     console: Console,
     debug: bool,
+    family: str | None = None,
+    formats: Sequence[str] = ("md", "csv", "tex"),
+    argv: Sequence[str] | None = None,
 ) -> int:
     from bias.core import runner
-    from bias.core.report import markdown
+    from bias.core.manifest import Manifest, command_line
+    from bias.core.reports import build, load_report, write_report
 
     settings: dict[str, Any] = {}
     if config is not None:
@@ -43,7 +49,7 @@ def execute(
         if seeds:
             experiments = [e for s in seeds for e in _with_seed(experiments, s)]
         if params or grid:
-            raise BiasError("Metric options go into the experiment file's [params] table when a file is given.")
+            raise BiasError("Metric options go into the experiment file's [params] or [grid] table when a file is given.")
     else:
         if not models:
             raise BiasError("No model given.", "Use --model NAME:LOCATION (e.g. word2vec:vectors.bin) or give an experiment file.")
@@ -55,28 +61,56 @@ def execute(
     out = out or (Path(settings["out"]) if settings.get("out") else None)
     if resume and out is None:
         raise BiasError("--resume needs --out (the folder of the run to resume).")
+    family = family or settings.get("family", "run")
 
-    prepared = runner.prepare(experiments)
-    results = []
+    plan = runner.plan(experiments)
+    for s in plan.skipped:
+        (err_console if as_json else console).print(f"[yellow]skipped[/yellow]: {s}", highlight=False, soft_wrap=True)
+    manifest = None
+    if out is not None:
+        runner.ResultStore(out)  # a folder that cannot be written is refused before any work
+        manifest = Manifest.begin(
+            out, plan=plan, command=command_line(argv), config_text=settings.get("text"), config_path=settings.get("path"),
+            settings=settings, family=family, resume=resume,
+        )
+    results: list[Any] = []
+    status = "finished"
     show_progress = not as_json and console.is_terminal
-    with _progress(console, len(prepared), show_progress) as advance:
-        for result in runner.run(prepared, out=out, resume=resume, fail_fast=fail_fast, debug=debug, on_start=advance.start):
-            results.append(result)
-            advance.done()
-            if as_json:
-                print(json.dumps(result.to_dict(), ensure_ascii=False, sort_keys=True), flush=True)
+    try:
+        with _progress(console, show_progress) as progress:
+            for result in runner.run(
+                plan.prepared, out=out, resume=resume, fail_fast=fail_fast, debug=debug, on_event=progress.event, manifest=manifest
+            ):
+                results.append(result)
+                if as_json:
+                    print(json.dumps(result.to_dict(), ensure_ascii=False, sort_keys=True), flush=True)
+        if fail_fast and results and results[-1].status == FAILED:
+            status = "stopped"
+    except KeyboardInterrupt:
+        status = "interrupted"
+    except BaseException:
+        status = "failed"
+        raise
+    finally:
+        if manifest is not None:
+            manifest.finish(status, computed=len(results), planned=len(plan.prepared), skipped=len(plan.skipped))
+        if out is not None and (out / "results.jsonl").exists():
+            report = load_report(out, family=family, title=settings.get("title"))
+            write_report(report, out, formats)
+    if status == "interrupted":
+        where = f"; {len(results)} result(s) of this session kept in {out / 'results.jsonl'} (continue with --resume)" if out else ""
+        err_console.print(f"Interrupted{where}.", highlight=False, soft_wrap=True)
+        return 130
+
     shown = results
     if out is not None:
-        all_results = runner.ResultStore(out).read()
-        (out / "report.md").write_text(markdown(all_results, settings.get("title", "Bias report")), encoding="utf-8")
         # On resume, the table shows this run's experiments, whether computed now or before.
-        wanted = {p.experiment.key for p in prepared}
-        latest = {r.key: r for r in all_results if r.key in wanted}
-        shown = [latest[p.experiment.key] for p in prepared if p.experiment.key in latest]
+        wanted = {p.experiment.key for p in plan.prepared}
+        shown = [r for r in report.results if r.key in wanted]
     if not as_json:
         from bias.cli.render import results_table
 
-        console.print(results_table(shown))
+        console.print(results_table(build(shown, family=family)))
         for r in results:
             for key, words in r.lost.items():
                 console.print(f"lost words of {r.wordset} set {key}: {', '.join(words)}", highlight=False)
@@ -86,14 +120,18 @@ def execute(
                 for w in r.warnings:
                     console.print(f"[yellow]warning[/yellow] {r.wordset}: {w}", highlight=False)
             if r.status != OK:
-                console.print(f"[red]{r.status}[/red] {r.wordset} on {r.model}: {r.reason}", highlight=False)
+                console.print(f"[red]{r.status}[/red] {r.wordset} on {r.model}: {r.reason}", highlight=False, soft_wrap=True)
         if out is not None:
-            skipped = len(prepared) - len(results)
-            note = f" ({skipped} already finished, skipped)" if skipped else ""
-            console.print(f"Results: {out / 'results.jsonl'}; report: {out / 'report.md'}{note}", highlight=False)
-    if any(r.status == FAILED for r in results):
+            finished = len(plan.prepared) - len(results) if status == "finished" else 0
+            note = f" ({finished} already finished, skipped)" if finished else ""
+            files = ", ".join(str(out / name) for name in ("results.jsonl", "report.md", "manifest.json"))
+            console.print(f"Written: {files}{note}", highlight=False, soft_wrap=True)
+    if status == "stopped":
+        err_console.print("Stopped at the first failing experiment (--fail-fast).", highlight=False)
+    failed = [r for r in results if r.status == FAILED]
+    if any(r.meta.get("exit_code", FAILURE) != USAGE for r in failed):
         return FAILURE
-    if any(r.status == REFUSED for r in results):
+    if failed or any(r.status == REFUSED for r in results):
         return USAGE
     return 0
 
@@ -122,32 +160,35 @@ def _with_seed(experiments: Sequence[Any], seed: int) -> list[Any]:
 
 
 class _progress:
-    """A rich progress bar over experiments, or nothing when output is not a terminal."""
+    """Two rich progress lines, or nothing when output is not a terminal: the whole batch (done of
+    total, elapsed, time remaining) and the current experiment (what runs, for how long)."""
 
-    def __init__(self, console: Console, total: int, enabled: bool) -> None:
-        self.console, self.total, self.enabled = console, total, enabled
+    def __init__(self, console: Console, enabled: bool) -> None:
+        self.console, self.enabled = console, enabled
         self.bar: Any = None
 
     def __enter__(self) -> _progress:
         if self.enabled:
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
             self.bar = Progress(
-                TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn(),
-                console=self.console, transient=True,
+                SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                TimeRemainingColumn(), console=self.console, transient=True,
             )
             self.bar.start()
-            self.task = self.bar.add_task("experiments", total=self.total)
+            self.overall = self.bar.add_task("batch", total=None)
+            self.current = self.bar.add_task("", total=None)
         return self
 
-    def start(self, prepared: Any) -> None:
-        if self.bar:
-            exp = prepared.experiment
-            self.bar.update(self.task, description=f"{exp.metric} {exp.wordset} on {exp.model.spec}")
-
-    def done(self) -> None:
-        if self.bar:
-            self.bar.advance(self.task)
+    def event(self, event: Any) -> None:
+        if not self.bar:
+            return
+        self.bar.update(self.overall, total=event.total, completed=event.done, description="batch")
+        if event.kind == "loading":
+            self.bar.reset(self.current, total=None, description=f"loading {event.model}")
+        elif event.kind == "start":
+            exp = event.experiment
+            self.bar.reset(self.current, total=None, description=f"{exp.metric} {exp.wordset} on {event.model}")
 
     def __exit__(self, *exc: Any) -> None:
         if self.bar:

@@ -132,15 +132,30 @@ def matches(when: Mapping[str, Any], words: Mapping[str, tuple[str, Features]]) 
     return True
 
 
+def capitalise(text: str, language: str | None = None) -> str:
+    """Upper-case the first letter; Turkish and Azerbaijani dotted i becomes İ, dotless ı becomes I."""
+    if not text:
+        return text
+    first = text[0]
+    if language in DOTTED_I_LANGUAGES and first in "iı":
+        return ("İ" if first == "i" else "I") + text[1:]
+    return first.upper() + text[1:]
+
+
+DOTTED_I_LANGUAGES = ("tr", "az")
+
+
 def render(
     template: str,
     words: Mapping[str, tuple[str, Features]],
     forms: Mapping[str, FormsTable] | None = None,
     when: Mapping[str, Any] | None = None,
+    language: str | None = None,
 ) -> Rendered | None:
     """Fill a template; None when it does not apply to these words (a value missing or `when` false).
 
-    `words` maps each slot to (word, its grammatical features). Spans are tracked while filling, never
+    `words` maps each slot to (word, its grammatical features); `language` decides how a capital is
+    written (Turkish i -> İ). Spans are tracked while filling, never
     found afterwards by searching the text, so "he" inside "the" cannot be mistaken for a slot.
     """
     forms = forms or {}
@@ -166,8 +181,8 @@ def render(
             text = value(p.feature, features, forms)
         if text is None:
             return None
-        if p.capital and text:
-            text = text[0].upper() + text[1:]
+        if p.capital:
+            text = capitalise(text, language)
         if p.is_head:
             spans[p.slot] = (length, length + len(text))
         pieces.append(text)

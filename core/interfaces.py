@@ -145,6 +145,8 @@ class Metric(ABC):
     name: ClassVar[str]
     summary: ClassVar[str]
     requires: ClassVar[frozenset[Capability]]
+    # At least one of these is needed too (pair metrics take a masked or a causal LM).
+    requires_any: ClassVar[frozenset[Capability]] = frozenset()
     data_kind: ClassVar[str]
 
     @abstractmethod
@@ -158,7 +160,13 @@ class Metric(ABC):
 
 class Debiaser(ABC):
     """scikit-learn style mitigation: `fit(embedder, lists)` learns, `transform(embedder)` returns an
-    Embedder, so every metric runs unchanged on the debiased model."""
+    Embedder, so every metric runs unchanged on the debiased model.
+
+    `lists` are debiasing lists (`bias.core.debias_lists.DebiasLists`). Two optional hooks are used when
+    present: a classmethod `supports(embedder) -> str | None` (why this method cannot debias that model,
+    so a mismatch is refused before any work, naming the methods that fit), and `wrap(embedder, lists)`
+    returning the debiased Embedder at once but fitting at its first load() (`bias run --debias`);
+    without `wrap` the debiaser is fitted when the model is built."""
 
     name: ClassVar[str]
     summary: ClassVar[str]
@@ -171,9 +179,26 @@ class Debiaser(ABC):
     def transform(self, embedder: Embedder) -> Embedder: ...
 
 
+def missing_capabilities(metric: Metric | type[Metric], have: frozenset[Capability] | set[Capability]) -> list[str]:
+    """What a metric needs that `have` lacks: each of `requires`, and one of `requires_any`."""
+    missing = [c.value for c in sorted(metric.requires, key=str) if c not in have]
+    any_of = getattr(metric, "requires_any", frozenset())
+    if any_of and not any(c in have for c in any_of):
+        missing.append(" or ".join(sorted(c.value for c in any_of)))
+    return missing
+
+
+def describe_needs(metric: Metric | type[Metric]) -> str:
+    parts = sorted(c.value for c in metric.requires)
+    any_of = getattr(metric, "requires_any", frozenset())
+    if any_of:
+        parts.append(" or ".join(sorted(c.value for c in any_of)))
+    return ", ".join(parts)
+
+
 def check_compatible(metric: Metric | type[Metric], embedder: Embedder | type[Embedder], data_kind: str) -> None:
     """Refuse a mismatch before any work starts, naming what is missing."""
-    missing = [c.value for c in metric.requires if c not in embedder.capabilities]
+    missing = missing_capabilities(metric, embedder.capabilities)
     if missing:
         raise BiasError(
             f"Metric '{metric.name}' needs {', '.join(missing)}, which embedder '{embedder.name}' does not give.",

@@ -1,7 +1,8 @@
 """The results file: one JSON line per experiment, appended, flushed and fsynced as soon as it exists.
 
-Reading tolerates a torn last line (a run killed mid-write) and reports it instead of failing, so a
-resumed run can redo that experiment and nothing finished is lost.
+Reading tolerates a torn last line (a run killed mid-write): appends cut it first, so a resumed run
+redoes that experiment and nothing finished is lost. A damaged line elsewhere (an edit, a disk error)
+is skipped and reported with its line number, and the rest of the file is still read.
 """
 
 from __future__ import annotations
@@ -11,11 +12,17 @@ import logging
 import os
 from pathlib import Path
 
+import attrs
+
 from bias.core.errors import BiasError
 from bias.core.model import Result
 
 log = logging.getLogger(__name__)
 RESULTS_FILE = "results.jsonl"
+
+
+# Figures that are tables of one row per item (pair, sentence); stored as CSV files, not inline.
+DETAIL_TABLES = ("pairs",)
 
 
 class ResultStore:
@@ -34,12 +41,36 @@ class ResultStore:
             ) from None
 
     def append(self, result: Result) -> None:
+        result = self._write_detail_tables(result)
         line = result.to_json() + "\n"
         self._repair_torn_tail()
         with open(self.path, "a", encoding="utf-8") as fh:
             fh.write(line)
             fh.flush()
             os.fsync(fh.fileno())
+
+    def _write_detail_tables(self, result: Result) -> Result:
+        """Per-item rows a metric returns (per-pair scores of CrowS and friends) go to a CSV beside the
+        results, `<table>-<key>.csv`, written whole before the result line that names it."""
+        tables = {k: v for k, v in result.figures.items() if k in DETAIL_TABLES and isinstance(v, list) and v}
+        if not tables:
+            return result
+        import csv
+
+        figures = dict(result.figures)
+        for name, rows in tables.items():
+            target = self.folder / f"{name}-{result.key}.csv"
+            columns = list(dict.fromkeys(k for row in rows for k in row))
+            temporary = target.with_suffix(".csv.tmp")
+            with open(temporary, "w", encoding="utf-8", newline="") as fh:
+                writer = csv.DictWriter(fh, fieldnames=columns)
+                writer.writeheader()
+                writer.writerows(rows)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(temporary, target)
+            figures[name] = target.name
+        return attrs.evolve(result, figures=figures)
 
     def _repair_torn_tail(self) -> None:
         """A killed writer can leave a last line without its newline; cut it so appends stay valid."""
@@ -62,23 +93,74 @@ class ResultStore:
         return {r.key for r in self.read() if r.status != "failed"}
 
 
-def read_results(path: Path) -> list[Result]:
+@attrs.frozen
+class DamagedLine:
+    """A line of a results file that could not be read, and why."""
+
+    number: int
+    reason: str
+
+    def __str__(self) -> str:
+        return f"line {self.number}: {self.reason}"
+
+
+@attrs.frozen
+class ResultsFile:
+    """What a results file holds: its readable results (in file order) and its damaged lines."""
+
+    path: Path
+    results: list[Result]
+    damaged: list[DamagedLine]
+
+    def latest(self) -> list[Result]:
+        """One result per experiment key, the last line of each key winning (a resumed run appends the
+        redone experiment after its failed attempt), in the order keys first appeared."""
+        by_key: dict[str, Result] = {}
+        for r in self.results:
+            by_key.pop(r.key, None)
+            by_key[r.key] = r
+        order = list(dict.fromkeys(r.key for r in self.results))
+        return [by_key[k] for k in order]
+
+
+def results_path(path: Path) -> Path:
     path = Path(path)
-    if path.is_dir():
-        path = path / RESULTS_FILE
+    return path / RESULTS_FILE if path.is_dir() else path
+
+
+def scan_results(path: Path) -> ResultsFile:
+    """Every readable result, and the number and reason of every line that is not one.
+
+    A torn last line (no newline: a writer killed mid-write) is expected after an interrupted run and
+    is only logged; a damaged line elsewhere is listed so the caller can report its line number, and
+    the rest of the file is still read.
+    """
+    path = results_path(path)
     if not path.exists():
         raise BiasError(f"No results file at {path}.", "Give the folder a run wrote with --out.")
-    results = []
-    with open(path, encoding="utf-8") as fh:
+    results: list[Result] = []
+    damaged: list[DamagedLine] = []
+    with open(path, encoding="utf-8", errors="replace") as fh:
         lines = fh.readlines()
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
-            results.append(Result.from_dict(json.loads(line)))
-        except (json.JSONDecodeError, TypeError) as exc:
+            data = json.loads(line)
+            if not isinstance(data, dict) or not isinstance(data.get("key"), str):
+                raise TypeError("not a result object with a key")
+            results.append(Result.from_dict(data))
+        except (json.JSONDecodeError, TypeError, ValueError) as exc:
             if number == len(lines) and not line.endswith("\n"):
                 log.warning("%s: ignoring a torn last line left by an interrupted run.", path)
                 continue
-            raise BiasError(f"{path}: line {number} is not a valid result ({exc}).", "The file was edited or corrupted.") from None
-    return results
+            damaged.append(DamagedLine(number, f"not a valid result ({exc})"))
+    return ResultsFile(path, results, damaged)
+
+
+def read_results(path: Path) -> list[Result]:
+    """The readable results of a file; each damaged line is skipped with a warning naming its number."""
+    found = scan_results(path)
+    for bad in found.damaged:
+        log.warning("%s: skipping %s.", found.path, bad)
+    return found.results

@@ -6,6 +6,8 @@ The runner knows nothing of the terminal: it reports through callbacks, and the 
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import logging
 import platform
 import sys
@@ -19,7 +21,7 @@ import attrs
 
 from bias.core.errors import BiasError
 from bias.core.experiments import Experiment
-from bias.core.interfaces import Embedder, Metric, check_compatible
+from bias.core.interfaces import Embedder, Metric, check_compatible, missing_capabilities
 from bias.core.model import FAILED, REFUSED, Result
 from bias.core.results import ResultStore
 from bias.core.specs import parse_spec
@@ -50,10 +52,13 @@ def route_params(experiments: Sequence[Experiment]) -> list[Experiment]:
     known = set().union(*declared.values()) if declared else set()
     unknown = sorted(given - known)
     if unknown:
+        from bias.registry.entry_points import suggestions
+
         names = ", ".join(sorted(declared))
+        tips = " ".join(s for s in (suggestions(u, sorted(known)) for u in unknown) if s)
         raise BiasError(
             f"No metric of this run ({names}) has the parameter(s) {', '.join(unknown)}.",
-            "See `bias info METRIC` for the parameters of each metric.",
+            (tips + " " if tips else "") + "See `bias info METRIC` for the parameters of each metric.",
         )
     out = []
     for exp in experiments:
@@ -62,29 +67,105 @@ def route_params(experiments: Sequence[Experiment]) -> list[Experiment]:
     return out
 
 
-def prepare(experiments: Sequence[Experiment]) -> list[Prepared]:
-    """Build every metric and load every word set up front, so bad input fails before any model loads."""
+@attrs.frozen
+class Skipped:
+    """A combination of the grid that cannot run (a pair set given to WEAT, a masked-LM metric on
+    word2vec), listed with its reason instead of stopping the batch."""
+
+    model: str
+    wordset: str
+    metric: str
+    params: dict[str, Any]
+    reason: str
+    key: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return attrs.asdict(self)
+
+    def __str__(self) -> str:
+        return f"{self.metric} on {self.wordset} with {self.model}: {self.reason}"
+
+
+@attrs.define
+class Plan:
+    """What a batch will do: the runnable experiments, the skipped combinations and how many grid
+    combinations collapsed into one (an option that the metric does not declare)."""
+
+    prepared: list[Prepared]
+    skipped: list[Skipped] = attrs.Factory(list)
+    merged: int = 0
+
+    @property
+    def fingerprint(self) -> str:
+        """A hash of the experiment keys (runnable and skipped): the same configuration, however
+        written, has the same fingerprint; a resumed run must match it."""
+        keys = sorted(p.experiment.key for p in self.prepared) + sorted("skipped:" + s.key for s in self.skipped)
+        return hashlib.sha256("\n".join(keys).encode("utf-8")).hexdigest()[:16]
+
+
+def plan(experiments: Sequence[Experiment]) -> Plan:
+    """Build every metric and load every word set up front, so bad input fails before any model loads;
+    set aside the combinations that cannot run, with their reason. Raises if nothing is left."""
     from bias import registry
     from bias.registry.resolve import embedder_class
 
+    if not experiments:
+        raise BiasError("Nothing to run: the grid has no experiments.", "Name at least one model, word set and metric.")
+    from bias.core.params import coerce_params
+    from bias.registry import entry_points as eps
+
     wordsets: dict[str, Any] = {}
-    prepared = []
+    metric_classes: dict[str, Any] = {}
+    embedder_types: dict[str, Any] = {}
+    prepared: list[Prepared] = []
+    skipped: list[Skipped] = []
     seen: set[str] = set()
+    merged = 0
     for exp in route_params(experiments):
-        metric = registry.build_metric(exp.metric, **exp.params)
+        if exp.metric not in metric_classes:  # entry points are looked up once per name, not per experiment
+            metric_classes[exp.metric] = eps.load("metrics", exp.metric)
+        cls = metric_classes[exp.metric]
+        metric = cls(**coerce_params(cls, exp.params, exp.metric))
         if exp.wordset not in wordsets:
             wordsets[exp.wordset] = registry.load_wordset(exp.wordset)
         data = wordsets[exp.wordset]
-        check_compatible(metric, embedder_class(parse_spec(exp.model.spec).embedder), data.meta.kind)
         full = attrs.evolve(exp, params=metric.params())
         if full.key in seen:  # the same experiment reached twice through a grid of another metric's options
+            merged += 1
             continue
         seen.add(full.key)
+        embedder_name = parse_spec(exp.model.spec).embedder
+        if embedder_name not in embedder_types:
+            embedder_types[embedder_name] = embedder_class(embedder_name)  # unknown names are errors
+        embedder_type = embedder_types[embedder_name]
+        try:
+            check_compatible(metric, embedder_type, data.meta.kind)
+        except BiasError as exc:
+            skipped.append(Skipped(exp.model.label(), exp.wordset, exp.metric, full.params, exc.message, full.key))
+            continue
         prepared.append(Prepared(full, metric, data))
-    return prepared
+    if not prepared:
+        reasons = list(dict.fromkeys(s.reason for s in skipped))
+        raise BiasError(
+            f"Nothing to run: every combination was skipped ({len(skipped)}). " + " ".join(reasons[:3]),
+            "Choose metrics that fit the models and word sets (see `bias list metrics` and `bias list wordsets`).",
+        )
+    return Plan(prepared, skipped, merged)
+
+
+def prepare(experiments: Sequence[Experiment]) -> list[Prepared]:
+    """The runnable experiments (see `plan`)."""
+    return plan(experiments).prepared
 
 
 def versions(embedder: Embedder | None = None) -> dict[str, str]:
+    """Versions that could change a number: Python, the framework, numpy, and the model libraries
+    loaded so far (read from package metadata once per set of loaded libraries)."""
+    return dict(_versions(tuple(m for m in ("torch", "transformers", "gensim", "fasttext") if m in sys.modules)))
+
+
+@functools.lru_cache(maxsize=16)
+def _versions(loaded: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
     out = {"python": platform.python_version()}
     for dist in ("bias-framework", "numpy"):
         try:
@@ -92,12 +173,28 @@ def versions(embedder: Embedder | None = None) -> dict[str, str]:
         except metadata.PackageNotFoundError:
             pass
     for module, dist in (("torch", "torch"), ("transformers", "transformers"), ("gensim", "gensim"), ("fasttext", "fasttext-numpy2-wheel")):
-        if module in sys.modules:
+        if module in loaded:
             try:
                 out[dist] = metadata.version(dist)
             except metadata.PackageNotFoundError:
                 pass
-    return out
+    return tuple(out.items())
+
+
+@attrs.frozen
+class Event:
+    """Progress of a batch, for the CLI to render (the runner itself never prints).
+
+    kind: "loading" (a model is being opened), "start" (an experiment begins), "result" (one ended).
+    `done` and `total` count this session's experiments (finished ones skipped on resume excluded).
+    """
+
+    kind: str
+    done: int
+    total: int
+    model: str
+    experiment: Experiment | None = None
+    result: Result | None = None
 
 
 def run(
@@ -106,10 +203,18 @@ def run(
     out: Path | None = None,
     resume: bool = False,
     on_start: Callable[[Prepared], None] | None = None,
+    on_event: Callable[[Event], None] | None = None,
     fail_fast: bool = False,
     debug: bool = False,
+    manifest: Any = None,
 ) -> Iterator[Result]:
-    """Yield each result as it is computed (and append it to `out/results.jsonl` first)."""
+    """Yield each result as it is computed (and append it to `out/results.jsonl` first).
+
+    Each model is loaded once for all its experiments. A model that fails to load gives a failed
+    result for each of its experiments and the batch goes on (`fail_fast` stops it). On resume,
+    experiments whose key already has a result other than "failed" are skipped. An interrupt
+    (KeyboardInterrupt) simply ends the iteration: every result written so far is on disk.
+    """
     from bias import registry
 
     store = ResultStore(out) if out is not None else None
@@ -121,30 +226,83 @@ def run(
     for p in todo:
         model = p.experiment.model
         by_model.setdefault((model.spec, repr(sorted(model.options.items()))), []).append(p)
+    total, finished = len(todo), 0
+
+    def emit(kind: str, model: str, experiment: Experiment | None = None, result: Result | None = None) -> None:
+        if on_event:
+            on_event(Event(kind, finished, total, model, experiment, result))
 
     for group in by_model.values():
         model = group[0].experiment.model
-        embedder = registry.build_embedder(model.spec, **model.options)
+        emit("loading", model.label())
         started = time.perf_counter()
-        embedder.load()
+        try:
+            embedder = registry.build_embedder(model.spec, **model.options)
+            embedder.load()
+        except Exception as exc:  # recorded for each of the model's experiments; the batch goes on
+            if debug:
+                raise
+            load_seconds = time.perf_counter() - started
+            if manifest is not None:
+                manifest.model_loaded(model.label(), error=_reason(exc), load_s=load_seconds)
+            for p in group:
+                result = _load_failure(p, exc, load_seconds)
+                if store:
+                    store.append(result)
+                finished += 1
+                emit("result", model.label(), p.experiment, result)
+                yield result
+                if fail_fast:
+                    return
+            continue
         load_seconds = time.perf_counter() - started
+        if manifest is not None:
+            manifest.model_loaded(model.label(), fingerprint=embedder.fingerprint(), info=embedder.describe(), load_s=load_seconds)
         for p in group:
             if on_start:
                 on_start(p)
+            emit("start", model.label(), p.experiment)
             result = run_one(p, embedder, debug=debug)
             result = attrs.evolve(result, timings={**result.timings, "model_load_s": round(load_seconds, 4)})
             if store:
                 store.append(result)
+            finished += 1
+            emit("result", model.label(), p.experiment, result)
             yield result
             if fail_fast and result.status == FAILED:
                 return
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, BiasError):
+        return exc.message + (f" {exc.hint}" if exc.hint else "")
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _load_failure(p: Prepared, exc: BaseException, load_seconds: float) -> Result:
+    """The result of an experiment whose model could not be opened: failed (redone on resume)."""
+    exp = p.experiment
+    code = exc.exit_code if isinstance(exc, BiasError) else 1
+    return Result(
+        key=exp.key,
+        model=exp.model.label(),
+        wordset=exp.wordset,
+        metric=exp.metric,
+        status=FAILED,
+        reason=f"the model could not be loaded: {_reason(exc)}",
+        params=exp.params,
+        seed=exp.seed,
+        timings={"compute_s": 0.0, "model_load_s": round(load_seconds, 4)},
+        versions=versions(),
+        meta={"exit_code": code},
+    )
 
 
 def _check_available(metric: Metric, embedder: Embedder) -> None:
     """Refuse a metric the loaded model cannot serve (a folder without an MLM head, say), naming the
     metrics that would work with it."""
     have = embedder.available()
-    missing = [c.value for c in metric.requires if c not in have]
+    missing = missing_capabilities(metric, have)
     if not missing:
         return
     from bias.registry import entry_points as eps
@@ -155,7 +313,7 @@ def _check_available(metric: Metric, embedder: Embedder) -> None:
             cls = eps.load("metrics", info.name)
         except BiasError:
             continue
-        if set(cls.requires) <= set(have):
+        if not missing_capabilities(cls, have):
             fitting.append(info.name)
     raise BiasError(
         f"The model {embedder.spec} offers no {', '.join(missing)}, which metric '{metric.name}' needs.",

@@ -41,8 +41,9 @@ def kind_of(group: str, plugin: Any) -> str:
     if group == "embedders":
         return ", ".join(sorted(c.value for c in getattr(plugin, "capabilities", ())))
     if group == "metrics":
-        needs = ", ".join(sorted(c.value for c in getattr(plugin, "requires", ())))
-        return f"{getattr(plugin, 'data_kind', '?')} data; needs {needs}"
+        from bias.core.interfaces import describe_needs
+
+        return f"{getattr(plugin, 'data_kind', '?')} data; needs {describe_needs(plugin)}"
     if group == "debiasers":
         return "fit/transform"
     return ""

@@ -72,12 +72,81 @@ def embedder_class(name: str) -> type[Embedder]:
     return eps.load("embedders", name)
 
 
+DEBIAS_OPTIONS = ("debias", "debias_corpus", "debias_lists", "debias_language")
+
+
 def build_embedder(spec: str, **options: Any) -> Embedder:
-    """An embedder from `NAME:LOCATION` and options; nothing is loaded until it is first used."""
+    """An embedder from `NAME:LOCATION` and options; nothing is loaded until it is first used.
+
+    The options `debias` (a debiaser name), `debias_corpus`, `debias_lists` and `debias_language` are
+    not the embedder's own: they wrap it in a debiaser fitted when the model is first loaded."""
+    debias = {k: options.pop(k) for k in DEBIAS_OPTIONS if k in options}
     parsed = parse_spec(spec)
     cls = embedder_class(parsed.embedder)
     kwargs = coerce_params(cls, options, parsed.embedder)
-    return cls(location=parsed.location, **kwargs)
+    embedder = cls(location=parsed.location, **kwargs)
+    if not debias.get("debias"):
+        if len(debias) > ("debias" in debias):
+            raise BiasError(f"{', '.join(sorted(debias))} given without --debias.", "Add --debias hard, inlp or sent.")
+        return embedder
+    return debiased_on_load(embedder, **debias)
+
+
+def debias_lists_for(language: str) -> Any:
+    """The debiasing lists `<language>/debias-gender`, or an error naming the packages that have some."""
+    name = f"{language}/debias-gender"
+    if name in wordset_entries():
+        return load_wordset(name)
+    having = sorted({f"{e.language} ({e.distribution})" for e in wordset_entries().values() if e.name.split("/")[-1].startswith("debias-")})
+    raise BiasError(
+        f"Language '{language}' has no debiasing lists ({name} is not installed).",
+        f"Packages with debiasing lists: {', '.join(having) or 'none installed'}; or give a file with --lists / --debias-lists.",
+    )
+
+
+def fitting_debiasers(embedder: Embedder) -> list[str]:
+    """The installed debiasers that can debias this embedder."""
+    names = []
+    for info in eps.entry_points("debiasers"):
+        try:
+            cls = eps.load("debiasers", info.name)
+        except BiasError:
+            continue
+        if _unsupported(cls, embedder) is None:
+            names.append(info.name)
+    return names
+
+
+def _unsupported(cls: Any, embedder: Embedder) -> str | None:
+    check = getattr(cls, "supports", None)
+    if check is not None:
+        return check(embedder)
+    missing = [c.value for c in getattr(cls, "requires", ()) if c not in embedder.capabilities]
+    return f"Debiaser '{cls.name}' needs {', '.join(missing)}, which {embedder.spec} does not give" if missing else None
+
+
+def build_debiaser(name: str, embedder: Embedder, **params: Any) -> Any:
+    """A debiaser that can handle `embedder`, or an error naming the methods that can."""
+    cls = eps.load("debiasers", name)
+    reason = _unsupported(cls, embedder)
+    if reason:
+        raise BiasError(f"{reason}.", f"Methods that fit {embedder.spec}: {', '.join(fitting_debiasers(embedder)) or 'none installed'}.")
+    return cls(**coerce_params(cls, params, name))
+
+
+def debiased_on_load(
+    embedder: Embedder, debias: str, debias_corpus: Any = None, debias_lists: Any = None, debias_language: Any = None
+) -> Embedder:
+    """`embedder` wrapped so that metrics see it debiased; the lists (default `<language>/debias-gender`,
+    language `debias_language` else "en") are loaded now, the debiaser is fitted at the first load()."""
+    params = {"corpus": str(debias_corpus)} if debias_corpus is not None else {}
+    debiaser = build_debiaser(str(debias), embedder, **params)
+    lists = load_wordset(str(debias_lists)) if debias_lists else debias_lists_for(str(debias_language or "en"))
+    wrap = getattr(debiaser, "wrap", None)
+    if wrap is not None:
+        return wrap(embedder, lists)
+    embedder.load()  # a debiaser without lazy wrapping is fitted now
+    return debiaser.fit(embedder, lists).transform(embedder)
 
 
 def build_metric(name: str, **params: Any) -> Metric:

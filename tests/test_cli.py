@@ -80,7 +80,8 @@ def test_list_groups_language_filter_and_json():
     for group in ("embedders", "metrics", "wordsets", "debiasers"):
         assert group in proc.stdout
     rows = json.loads(bias("list", "wordsets", "--language", "en", "--json").stdout)
-    assert [r["name"] for r in rows][:3] == ["en/weat1", "en/weat2", "en/weat3"] and len(rows) == 10
+    weat = [r["name"] for r in rows if r["name"].startswith("en/weat")]
+    assert weat[:3] == ["en/weat1", "en/weat2", "en/weat3"] and len(weat) == 10
     assert all(r["distribution"] == "bias-lang-en" and r["status"] == "ok" for r in rows)
     assert_user_error(bias("list", "gizmos"), "gizmos")
 
@@ -248,7 +249,8 @@ def test_validate_package_and_files(tmp_path):
     root = Path(__file__).resolve().parents[1]
     proc = bias("validate", str(root / "languages" / "en"))
     assert proc.returncode == 0, proc.stdout
-    assert "10 file(s) checked: 0 error(s)" in proc.stdout
+    checked = len(list((root / "languages" / "en" / "bias_lang_en" / "data").glob("*.toml")))
+    assert f"{checked} file(s) checked: 0 error(s)" in proc.stdout
     bad = tmp_path / "pkg"
     bad.mkdir()
     (bad / "one.toml").write_text('kind = "association"\nlanguage = "en"\n[sets.X]\nwords = ["a", 3]\n')

@@ -228,6 +228,9 @@ def test_case_is_left_to_the_tokenizer(embedder: HuggingFaceEmbedder, tiny_cased
         enc, states = cased_hand.run(word)
         pieces = [i for i, w in enumerate(enc.word_ids()) if w == 0]
         np.testing.assert_allclose(row, states[-1][pieces].mean(axis=0), atol=ATOL)
+    # Pair metrics lowercase sentences for uncased models only; the embedder says which it is.
+    assert embedder.uncased is True
+    assert HuggingFaceEmbedder(location=str(tiny_cased_dir), device="cpu").uncased is False
 
 
 def test_describe_and_fingerprint(embedder: HuggingFaceEmbedder, tiny_dir: Path) -> None:
@@ -344,3 +347,388 @@ def test_real_minilm_loads_offline_and_makes_sense() -> None:
 
     assert cos(v["rose"], v["tulip"]) > cos(v["rose"], v["grenade"])
     assert emb.describe()["hidden_size"] == 384 and emb.describe()["layers"] == 6
+
+
+# ================================================================= heads, other tokenizers, LM models
+#
+# Four tiny real models: BERT WordPiece (uncased and cased, above), RoBERTa-style byte-level BPE
+# (offsets trimmed, as RoBERTa's published tokenizer), and GPT-2-style byte-level BPE whose offsets keep
+# the leading space ("Ġrose" spans " rose") and which adds no special tokens at all.
+
+import logging  # noqa: E402
+
+from bias.core.interfaces import Capability, MaskedRequest  # noqa: E402
+
+TEXT = f"he sees the {SPLIT} doctor and the rose"  # "the" twice, a split word before the targets
+
+
+@pytest.fixture(scope="module")
+def roberta_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _fixture_module().build_tiny_roberta(tmp_path_factory.mktemp("tiny-roberta"))
+
+
+@pytest.fixture(scope="module")
+def gpt2_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    # A tokenizer that asks for left padding: batches must give the same rows as single texts anyway.
+    return _fixture_module().build_tiny_gpt2(tmp_path_factory.mktemp("tiny-gpt2"), padding_side="left")
+
+
+@pytest.fixture(scope="module")
+def encoder_only_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _fixture_module().build_tiny_encoder_only(tmp_path_factory.mktemp("tiny-bert-encoder"))
+
+
+class ByHandLM:
+    """Runs the model with its head (as saved) and reads its hidden states; finds a word's tokens
+    through `word_ids()`, dropping a token that is only the space marker ("Ġ" alone)."""
+
+    def __init__(self, folder: Path) -> None:
+        from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForMaskedLM, AutoTokenizer
+
+        self.tokenizer = AutoTokenizer.from_pretrained(folder)
+        arch = AutoConfig.from_pretrained(folder).architectures[0]
+        auto = AutoModelForCausalLM if arch.endswith("LMHeadModel") else AutoModelForMaskedLM
+        self.model = auto.from_pretrained(folder).eval()
+
+    def states(self, ids: list[int]) -> tuple[np.ndarray, ...]:
+        import torch
+
+        with torch.no_grad():
+            out = self.model(input_ids=torch.tensor([ids]), output_hidden_states=True)
+        return tuple(h[0].double().numpy() for h in out.hidden_states)
+
+    def ids(self, text: str) -> list[int]:
+        return self.tokenizer(text)["input_ids"]
+
+    def word_positions(self, text: str, word_index: int) -> list[int]:
+        enc = self.tokenizer(text)
+        tokens = self.tokenizer.convert_ids_to_tokens(enc["input_ids"])
+        return [i for i, w in enumerate(enc.word_ids()) if w == word_index and tokens[i] != "Ġ"]
+
+    def vector(self, text: str, positions: list[int], layer: int = -1) -> np.ndarray:
+        return self.states(self.ids(text))[layer][positions].mean(axis=0)
+
+
+MODELS = ("bert", "bert-cased", "roberta", "gpt2")
+
+
+@pytest.fixture(scope="module")
+def lm_dirs(tiny_dir: Path, tiny_cased_dir: Path, roberta_dir: Path, gpt2_dir: Path) -> dict[str, Path]:
+    return {"bert": tiny_dir, "bert-cased": tiny_cased_dir, "roberta": roberta_dir, "gpt2": gpt2_dir}
+
+
+@pytest.fixture(scope="module")
+def hands(lm_dirs: dict[str, Path]) -> dict[str, ByHandLM]:
+    return {kind: ByHandLM(folder) for kind, folder in lm_dirs.items()}
+
+
+@pytest.fixture(scope="module")
+def embedders(lm_dirs: dict[str, Path]) -> dict[str, HuggingFaceEmbedder]:
+    out = {}
+    for kind, folder in lm_dirs.items():
+        out[kind] = HuggingFaceEmbedder(location=str(folder), device="cpu", batch_size=3, cache=False)
+        out[kind].load()
+    return out
+
+
+def test_heads_and_capabilities_follow_the_checkpoint(
+    embedders: dict[str, HuggingFaceEmbedder], encoder_only_dir: Path
+) -> None:
+    assert HuggingFaceEmbedder.capabilities == frozenset(Capability)  # all four, before loading
+    base = {Capability.WORD_VECTORS, Capability.CONTEXTUAL}
+    expected = {"bert": "masked", "bert-cased": "masked", "roberta": "masked", "gpt2": "causal"}
+    for kind, head in expected.items():
+        emb = embedders[kind]
+        assert emb.head == head, kind
+        lm = Capability.MASKED_LM if head == "masked" else Capability.CAUSAL_LM
+        assert emb.available() == frozenset(base | {lm}), kind
+        assert emb.describe()["head"] == head
+    assert embedders["bert"].mask_token_id == embedders["bert"]._tokenizer.convert_tokens_to_ids("[MASK]")
+    assert embedders["gpt2"].mask_token_id is None and embedders["gpt2"].is_causal and not embedders["roberta"].is_causal
+
+    bare = HuggingFaceEmbedder(location=str(encoder_only_dir), device="cpu")
+    assert bare.available() == frozenset(base) and bare.head == "none"
+    forced = HuggingFaceEmbedder(location=str(embedders["bert"]._folder), device="cpu", head="none")
+    assert forced.available() == frozenset(base)
+    np.testing.assert_allclose(  # the same encoder, with or without its head
+        forced.encode([TEXT]), embedders["bert"].encode([TEXT]), atol=ATOL
+    )
+
+
+def test_a_head_the_files_do_not_hold_is_refused(encoder_only_dir: Path) -> None:
+    with pytest.raises(BiasError) as err:
+        HuggingFaceEmbedder(location=str(encoder_only_dir), head="masked", device="cpu").load()
+    _assert_user_error(err)
+    assert "masked-LM head" in str(err.value) and "weat" in str(err.value) and "head=none" in str(err.value)
+
+
+def test_runner_refuses_a_masked_metric_on_a_model_without_that_head(encoder_only_dir: Path, gpt2_dir: Path) -> None:
+    from bias.core import runner
+    from bias.core.interfaces import Metric
+
+    class NeedsMaskedLM(Metric):
+        name = "needs-masked-lm"
+        summary = "test metric"
+        requires = frozenset({Capability.MASKED_LM})
+        data_kind = "pairs"
+
+        def compute(self, embedder, data, *, seed=None):  # pragma: no cover - never reached
+            raise AssertionError("the runner must refuse before computing")
+
+    for folder in (encoder_only_dir, gpt2_dir):
+        emb = HuggingFaceEmbedder(location=str(folder), device="cpu")
+        emb.load()
+        with pytest.raises(BiasError) as err:
+            runner._check_available(NeedsMaskedLM(), emb)
+        assert "masked-lm" in str(err.value) and "weat" in str(err.value)
+
+
+def test_lm_scores_without_the_needed_head_are_refused_before_any_work(
+    encoder_only_dir: Path, embedders: dict[str, HuggingFaceEmbedder]
+) -> None:
+    bare = HuggingFaceEmbedder(location=str(encoder_only_dir), device="cpu")
+    for call in (lambda: bare.masked_log_probs([MaskedRequest((2, 7, 3), (1,))]), lambda: bare.token_log_probs([[2, 7, 3]])):
+        with pytest.raises(BiasError) as err:
+            call()
+        _assert_user_error(err)
+        assert "'none'" in str(err.value) and "weat, seat and ceat" in str(err.value)
+    with pytest.raises(BiasError, match="head 'causal'"):
+        embedders["gpt2"].masked_log_probs([MaskedRequest((5, 6), (1,))])
+
+
+def test_remote_code_is_not_run_unless_trusted(tmp_path: Path, tiny_dir: Path) -> None:
+    """A folder whose config points at its own Python code: loading it must not import that code."""
+    import json
+
+    folder = tmp_path / "custom"
+    folder.mkdir()
+    marker = tmp_path / "code-was-run"
+    code = f"open({str(marker)!r}, 'w').close()\nfrom transformers import BertConfig\nclass TinyConfig(BertConfig):\n    model_type = 'tinycustom'\n"
+    (folder / "configuration_tiny.py").write_text(code)
+    config = json.loads((tiny_dir / "config.json").read_text())
+    config.update(model_type="tinycustom", auto_map={"AutoConfig": "configuration_tiny.TinyConfig"})
+    (folder / "config.json").write_text(json.dumps(config))
+    for name in ("model.safetensors", "tokenizer.json", "tokenizer_config.json"):
+        (folder / name).write_bytes((tiny_dir / name).read_bytes())
+    with pytest.raises(BiasError) as err:
+        HuggingFaceEmbedder(location=str(folder), device="cpu").load()
+    _assert_user_error(err)
+    assert "trust_remote_code" in str(err.value)
+    assert not marker.exists()
+
+
+def test_tokenize_gives_ids_specials_and_offsets_of_the_visible_characters(
+    embedders: dict[str, HuggingFaceEmbedder], hands: dict[str, ByHandLM]
+) -> None:
+    for kind in MODELS:
+        tokens = embedders[kind].tokenize([TEXT, "a rose"])
+        tokenizer = hands[kind].tokenizer
+        for text, tok in zip([TEXT, "a rose"], tokens):
+            assert list(tok.ids) == tokenizer(text)["input_ids"], kind
+            assert len(tok.ids) == len(tok.offsets) == len(tok.special)
+            names = tokenizer.convert_ids_to_tokens(list(tok.ids))
+            for name, (a, b), special in zip(names, tok.offsets, tok.special):
+                assert special == (name in tokenizer.all_special_tokens), (kind, name)
+                if special:
+                    assert (a, b) == (0, 0)
+                elif name not in ("Ġ",):
+                    visible = name.lstrip("Ġ").removeprefix("##")
+                    assert text[a:b] == visible, (kind, name, text[a:b])
+    # GPT-2 style: no special tokens, and the raw offsets do include the space the embedder drops.
+    assert not any(embedders["gpt2"].tokenize([TEXT])[0].special)
+    raw = hands["gpt2"].tokenizer(TEXT, return_offsets_mapping=True)["offset_mapping"]
+    assert any(TEXT[a] == " " for a, b in raw if b > a)
+    bert = embedders["bert"].tokenize(["the rose"])[0]
+    assert bert.special[0] and bert.special[-1] and bert.ids[0] == hands["bert"].tokenizer.cls_token_id
+
+
+@pytest.mark.parametrize("kind", MODELS)
+def test_span_vectors_match_the_hidden_states_indexed_by_hand(
+    kind: str, embedders: dict[str, HuggingFaceEmbedder], hands: dict[str, ByHandLM]
+) -> None:
+    emb, hand = embedders[kind], hands[kind]
+    words = TEXT.split()
+    ids = hand.ids(TEXT)
+    # The fixture is only a test if the split word splits, and the target's id occurs twice.
+    split = hand.word_positions(TEXT, 3)
+    assert len(split) >= 3, kind
+
+    second_the = hand.word_positions(TEXT, 6)
+    assert len(second_the) == 1 and ids.count(ids[second_the[0]]) == 2, kind
+    assert second_the[0] != ids.index(ids[second_the[0]]) and second_the[0] not in (6, 6 + 1)
+    start = TEXT.index(" the ", TEXT.index(SPLIT)) + 1
+    got = emb.encode([TEXT], [(start, start + 3)])
+    np.testing.assert_allclose(got[0], hand.vector(TEXT, second_the), atol=ATOL)
+
+    rose = hand.word_positions(TEXT, words.index("rose"))
+    assert rose not in ([words.index("rose")], [words.index("rose") + 1])
+    start = TEXT.index("rose")
+    for pooling in ("mean", "first", "last"):
+        got = emb.encode([TEXT], [(start, start + 4)], pooling=pooling)
+        np.testing.assert_allclose(got[0], hand.vector(TEXT, rose), atol=ATOL, err_msg=f"{kind} {pooling}")
+
+    start = TEXT.index(SPLIT)
+    for pooling, chosen in (("mean", split), ("first", split[:1]), ("last", split[-1:])):
+        got = emb.encode([TEXT], [(start, start + len(SPLIT))], pooling=pooling)
+        np.testing.assert_allclose(got[0], hand.vector(TEXT, chosen), atol=ATOL, err_msg=f"{kind} {pooling}")
+
+
+@pytest.mark.parametrize("kind", MODELS)
+def test_sentence_vectors_and_batches(kind: str, embedders: dict[str, HuggingFaceEmbedder], hands: dict[str, ByHandLM]) -> None:
+    emb, hand = embedders[kind], hands[kind]
+    texts = ["the nurse works here", TEXT, "a rose", f"she sees the {SPLIT} flower and the insect", "he"]
+    special_ids = set(hand.tokenizer.all_special_ids)
+    for pooling in ("mean", "first", "last", "cls"):
+        if pooling == "cls" and kind == "gpt2":
+            with pytest.raises(BiasError, match="causal"):
+                emb.encode(texts, pooling="cls")
+            continue
+        got = emb.encode(texts, pooling=pooling)  # batches of 3 texts of different lengths
+        assert got.shape == (5, 32)
+        for row, text in zip(got, texts):
+            ids = hand.ids(text)
+            own = [i for i, t in enumerate(ids) if t not in special_ids]
+            chosen = {"mean": list(range(len(ids))), "first": own[:1], "last": own[-1:], "cls": [0]}[pooling]
+            np.testing.assert_allclose(row, hand.states(ids)[-1][chosen].mean(axis=0), atol=ATOL, err_msg=f"{kind} {pooling}")
+    if kind == "gpt2":  # the sentence vector of a causal LM is its very last token
+        last = emb.encode(texts, pooling="last")
+        for row, text in zip(last, texts):
+            np.testing.assert_allclose(row, hand.states(hand.ids(text))[-1][-1], atol=ATOL)
+
+
+def test_cased_model_is_not_lowercased_in_sentences(embedders: dict[str, HuggingFaceEmbedder], hands: dict[str, ByHandLM]) -> None:
+    text = "the Rose and the rose"
+    spans = [(4, 8), (17, 21)]
+    cased = embedders["bert-cased"].encode([text, text], spans)
+    assert not np.allclose(cased[0], cased[1], atol=1e-3)
+    hand = hands["bert-cased"]
+    assert hand.tokenizer.tokenize("Rose") != hand.tokenizer.tokenize("rose")
+    np.testing.assert_allclose(cased[0], hand.vector(text, hand.word_positions(text, 1)), atol=ATOL)
+    uncased = embedders["bert"].encode([text.lower(), text], [spans[0], spans[0]])
+    np.testing.assert_allclose(uncased[0], uncased[1], atol=ATOL)
+
+
+def test_layers_by_number_name_and_default(gpt2_dir: Path, embedders: dict[str, HuggingFaceEmbedder], hands: dict[str, ByHandLM]) -> None:
+    emb, hand = embedders["gpt2"], hands["gpt2"]
+    states = hand.states(hand.ids(TEXT))
+    assert len(states) == 5
+    got = emb.encode([TEXT], pooling="last", layer="mean-last-4")
+    np.testing.assert_allclose(got[0], np.mean([s[-1] for s in states[-4:]], axis=0), atol=ATOL)
+    np.testing.assert_allclose(emb.encode([TEXT], pooling="last", layer=2)[0], states[2][-1], atol=ATOL)
+    from_text = HuggingFaceEmbedder(location=str(gpt2_dir), layer="mean-last-4", device="cpu", cache=False)
+    np.testing.assert_allclose(from_text.encode([TEXT], pooling="last")[0], got[0], atol=ATOL)  # layer None: own setting
+    assert HuggingFaceEmbedder(location=str(gpt2_dir), layer="1").layer == 1  # as --model-option layer=1 gives it
+    with pytest.raises(BiasError, match="mean-last-4"):
+        embedders["bert"].encode([TEXT], layer="mean-last-4")  # 2 layers: only 3 hidden states
+    with pytest.raises(BiasError):
+        HuggingFaceEmbedder(location=str(gpt2_dir), layer="top")
+
+
+# ---------------------------------------------------------------- longer than the model's window
+
+
+def _window_start(hand: ByHandLM, ids: list[int], row: np.ndarray, positions_of: Any, prefix: list[int], suffix: list[int], budget: int) -> list[int]:
+    """Every window start whose by-hand vector equals `row` (content tokens ids[len(prefix):...])."""
+    content = ids[len(prefix) : len(ids) - len(suffix)]
+    found = []
+    for s in range(len(content) - budget + 1):
+        window = prefix + content[s : s + budget] + suffix
+        chosen = positions_of(s)
+        if chosen is None:
+            continue
+        if np.allclose(hand.states(window)[-1][chosen].mean(axis=0), row, atol=ATOL):
+            found.append(s)
+    return found
+
+
+@pytest.mark.parametrize("kind", ["bert", "gpt2"])
+def test_long_text_is_cut_to_a_window_that_keeps_the_span(
+    kind: str, lm_dirs: dict[str, Path], hands: dict[str, ByHandLM], caplog: pytest.LogCaptureFixture
+) -> None:
+    hand = hands[kind]
+    limit = 12
+    emb = HuggingFaceEmbedder(location=str(lm_dirs[kind]), device="cpu", max_length=limit, cache=False)
+    filler = " ".join(["the good nurse works here and"] * 4)
+    text = f"{filler} the rose {filler}"
+    start = text.index("rose")
+    ids = hand.ids(text)
+    assert len(ids) > 2 * limit
+    rose = hand.word_positions(text, text[:start].count(" "))
+    prefix = [ids[0]] if kind == "bert" else []
+    suffix = [ids[-1]] if kind == "bert" else []
+    budget = limit - len(prefix) - len(suffix)
+
+    with caplog.at_level(logging.WARNING, logger="bias.plugins.embedders.huggingface"):
+        rows = emb.encode([text, "a rose", text], [(start, start + 4), None, None], pooling="mean")
+    warnings = [r for r in caplog.records if "longer than the model's limit" in r.getMessage()]
+    assert len(warnings) == 1 and "2 of 3 texts" in warnings[0].getMessage()
+
+    def span_at(s: int) -> list[int] | None:
+        shifted = [p - len(prefix) - s + len(prefix) for p in rose]
+        return shifted if all(len(prefix) <= p < len(prefix) + budget for p in shifted) else None
+
+    starts = _window_start(hand, ids, rows[0], span_at, prefix, suffix, budget)
+    assert len(starts) == 1  # one window of the model's size, holding the span, special tokens kept
+    if kind == "gpt2":  # a causal LM keeps what comes before the span: the window ends with it
+        assert starts[0] + budget == rose[-1] + 1
+    # Whole text, no span: the first tokens that fit, special tokens kept.
+    window = prefix + ids[len(prefix) : len(prefix) + budget] + suffix
+    np.testing.assert_allclose(rows[2], hand.states(window)[-1].mean(axis=0), atol=ATOL)
+
+    tokens = emb.tokenize([text])[0]
+    assert len(tokens.ids) == limit and list(tokens.ids) == window
+
+
+def test_span_longer_than_the_window_is_refused(tiny_dir: Path) -> None:
+    emb = HuggingFaceEmbedder(location=str(tiny_dir), device="cpu", max_length=6, cache=False)
+    text = f"the {SPLIT} {SPLIT} rose"
+    with pytest.raises(BiasError) as err:
+        emb.encode([text], [(4, 4 + 2 * len(SPLIT) + 1)])
+    _assert_user_error(err)
+    assert "tokens" in str(err.value) and "shorter span" in str(err.value)
+
+
+@pytest.mark.parametrize("span", [(-1, 3), (5, 99), (3, 3), (4, 2), (0, 1, 2), ("a", "b")])
+def test_span_outside_its_sentence_is_refused(embedder: HuggingFaceEmbedder, span: Any) -> None:
+    with pytest.raises(BiasError) as err:
+        embedder.encode(["the rose", "a tulip"], [None, span])
+    _assert_user_error(err)
+    assert "'a tulip'" in str(err.value)
+
+
+def test_out_of_memory_becomes_a_batch_size_hint(tiny_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    emb = HuggingFaceEmbedder(location=str(tiny_dir), device="cpu", cache=False, batch_size=64)
+    emb.load()
+
+    def exhausted(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB")
+
+    monkeypatch.setattr(emb._encoder, "forward", exhausted)
+    with pytest.raises(BiasError) as err:
+        emb.encode(["the rose"])
+    assert "batch-size" in str(err.value) and "64" in str(err.value)
+    assert err.value.__cause__ is None
+
+
+def test_lm_scores_are_delegated_with_the_loaded_head(embedders: dict[str, HuggingFaceEmbedder], hands: dict[str, ByHandLM]) -> None:
+    """Masked LM: log P(token | masked); causal LM: log P(w_i | w_<i) — checked against the head run by hand."""
+    import torch
+
+    bert, hand = embedders["bert"], hands["bert"]
+    ids = tuple(bert.tokenize([TEXT])[0].ids)
+    position = ids.index(hand.tokenizer.convert_tokens_to_ids("rose"))
+    (got,) = bert.masked_log_probs([MaskedRequest(ids, (position,))])
+    masked = list(ids)
+    masked[position] = bert.mask_token_id
+    with torch.no_grad():
+        logits = hand.model(input_ids=torch.tensor([masked])).logits[0, position].double()
+    np.testing.assert_allclose(got, [torch.log_softmax(logits, -1)[ids[position]].item()], atol=1e-6)
+
+    gpt2, hand = embedders["gpt2"], hands["gpt2"]
+    ids = list(gpt2.tokenize([TEXT])[0].ids)
+    (scores,) = gpt2.token_log_probs([ids])
+    with torch.no_grad():
+        logp = torch.log_softmax(hand.model(input_ids=torch.tensor([ids])).logits[0].double(), -1)
+    expected = [logp[i - 1, ids[i]].item() for i in range(1, len(ids))]
+    assert np.isnan(scores.log_probs[0])
+    np.testing.assert_allclose(scores.log_probs[1:], expected, atol=1e-6)

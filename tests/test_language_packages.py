@@ -92,10 +92,13 @@ def test_required_files_counts_and_metadata(code):
     for path in association_files(code):
         with open(path, "rb") as fh:
             data = tomllib.load(fh)
+        # The English package reproduces the published tests; WEAT 9 was published with 6 and 7 words
+        # per set, which its notes say. Every adapted test has at least the minimum.
+        published_small = code == "en" and path.stem == "weat9" and "published sets are small" in data["notes"]
         for key in ("X", "Y", "A", "B"):
             entries = data["sets"][key]["words"]
             words = word_list(data["sets"][key], key).words
-            assert len(words) >= MIN_STIMULI, f"{path.name} set {key}: {len(words)} stimuli"
+            assert published_small or len(words) >= MIN_STIMULI, f"{path.name} set {key}: {len(words)} stimuli"
             assert len(words) == len(entries), f"{path.name} set {key} has duplicates after case-folding"
             assert len({normalise(w) for w in words}) == len(words)
 

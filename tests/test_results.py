@@ -9,7 +9,7 @@ import pytest
 from bias.core.errors import BiasError
 from bias.core.experiments import Experiment, ModelConfig, load_config
 from bias.core.model import Result
-from bias.core.results import ResultStore, read_results
+from bias.core.results import ResultStore, read_results, scan_results
 from bias.core.runner import prepare
 
 
@@ -30,13 +30,32 @@ def test_torn_last_line_is_ignored_then_repaired(tmp_path):
     assert [json.loads(line)["key"] for line in lines] == ["a", "b", "c"]
 
 
-def test_corruption_in_the_middle_is_an_error_not_silent_loss(tmp_path):
+def test_corruption_in_the_middle_is_reported_by_line_and_the_rest_is_read(tmp_path, caplog):
     store = ResultStore(tmp_path)
     store.append(result("a"))
     with open(store.path, "a", encoding="utf-8") as fh:
         fh.write("{not json\n")
+        fh.write('["a list, not a result"]\n')
     store.append(result("b"))
-    with pytest.raises(BiasError, match="line 2"):
+    found = scan_results(tmp_path)
+    assert [r.key for r in found.results] == ["a", "b"]
+    assert [d.number for d in found.damaged] == [2, 3]
+    with caplog.at_level("WARNING"):
+        assert [r.key for r in read_results(tmp_path)] == ["a", "b"]
+    assert "line 2" in caplog.text and "line 3" in caplog.text
+
+
+def test_latest_line_of_a_key_wins(tmp_path):
+    store = ResultStore(tmp_path)
+    store.append(Result(key="k", model="m", wordset="w", metric="weat", status="failed", reason="boom"))
+    store.append(result("other"))
+    store.append(result("k", d=0.7))
+    latest = scan_results(tmp_path).latest()
+    assert [(r.key, r.status, r.effect_size) for r in latest] == [("k", "ok", 0.7), ("other", "ok", 0.5)]
+
+
+def test_missing_results_file_is_a_user_error(tmp_path):
+    with pytest.raises(BiasError, match="No results file"):
         read_results(tmp_path)
 
 
@@ -64,3 +83,21 @@ def test_config_errors_name_the_file_and_field(tmp_path):
     config.write_text('wordsets = ["en/weat1"]\nmetrics = ["weat"]\nmodels = ["word2vec:x"]\nsead = 1\n')
     with pytest.raises(BiasError, match="sead"):
         load_config(config)
+
+
+def test_per_pair_rows_go_to_a_csv_beside_the_results(tmp_path):
+    import csv
+
+    rows = [
+        {"index": 0, "more": "A, with a comma", "less": "B", "score_more": -1.5, "score_less": -2.0, "biased": True},
+        {"index": 1, "more": "C", "less": "D \"quoted\"", "score_more": -3.0, "score_less": -3.0, "biased": False, "tie": True},
+    ]
+    store = ResultStore(tmp_path)
+    store.append(Result(key="k1", model="m", wordset="w", metric="crows", effect_size=50.0, figures={"pairs": rows, "n": 2}))
+    stored = read_results(tmp_path)[0]
+    assert stored.figures == {"pairs": "pairs-k1.csv", "n": 2}
+    with open(tmp_path / "pairs-k1.csv", encoding="utf-8", newline="") as fh:
+        back = list(csv.DictReader(fh))
+    assert [r["more"] for r in back] == ["A, with a comma", "C"] and back[1]["less"] == 'D "quoted"'
+    assert back[0]["tie"] == "" and back[1]["tie"] == "True"
+    assert not list(tmp_path.glob("*.tmp"))

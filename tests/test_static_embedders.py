@@ -390,7 +390,7 @@ def test_plugins_are_declared_and_import_no_heavy_library() -> None:
     found = {ep.name: ep for ep in entry_points(group="bias.embedders")}
     for cls in (Word2VecEmbedder, GloveEmbedder, KeyedVectorsEmbedder, StreamedTextEmbedder, FastTextEmbedder):
         assert found[cls.name].load() is cls
-        assert cls.capabilities == frozenset({Capability.WORD_VECTORS})
+        assert cls.capabilities == frozenset({Capability.WORD_VECTORS, Capability.CONTEXTUAL})
         assert cls.summary and "\n" not in cls.summary
         assert [p.name for p in describe_params(cls)][0] == "location"
     code = (

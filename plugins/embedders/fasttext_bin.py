@@ -16,16 +16,19 @@ from typing import Any, ClassVar
 
 import attrs
 import numpy as np
-
 from bias.core.errors import BiasError
 from bias.core.interfaces import Capability, Embedder
 from bias.core.model import WordVectors
 from bias.core.specs import resolve_location
 from bias.plugins.embedders.gensim_vectors import (
     FASTTEXT_BIN,
+    check_limit,
+    check_static_request,
     existing_file,
     file_fingerprint,
     sniff_format,
+    static_encode,
+    text_words,
     unique,
     words_to_vectors,
     wrong_format,
@@ -95,7 +98,7 @@ class FastTextEmbedder(Embedder):
 
     name: ClassVar[str] = "fasttext"
     summary: ClassVar[str] = "fastText .bin model (official library); unknown words get sub-word vectors and are reported."
-    capabilities: ClassVar[frozenset[Capability]] = frozenset({Capability.WORD_VECTORS})
+    capabilities: ClassVar[frozenset[Capability]] = frozenset({Capability.WORD_VECTORS, Capability.CONTEXTUAL})
 
     location: str = attrs.field(metadata={"help": "path of the fastText .bin file"})
     _model: Any = attrs.field(default=None, init=False, repr=False)
@@ -149,6 +152,58 @@ class FastTextEmbedder(Embedder):
             else:  # no known n-gram: fastText answers with zeros, which is no vector at all
                 lost.append(word)
         return words_to_vectors(found, rows, model.get_dimension(), lost, approximated)
+
+    def encode(
+        self,
+        texts: Sequence[str],
+        spans: Sequence[tuple[int, int] | None] | None = None,
+        *,
+        pooling: str = "mean",
+        layer: int | str | None = None,
+    ) -> np.ndarray:
+        """Whole texts with mean pooling: fastText's own sentence vector (`get_sentence_vector`, the mean
+        of the unit-normalised vectors of the whitespace-separated words), which is what fastText users
+        compare. Spans, and first/last pooling, use the word vectors of the words (`text_words`)."""
+        self.load()
+        texts = list(texts)
+        spans = check_static_request(self.name, texts, spans, pooling, layer)
+        model = self._model
+        dim = model.get_dimension()
+        out = np.empty((len(texts), dim), dtype=np.float64)
+        by_words = [i for i, span in enumerate(spans) if pooling != "mean" or span is not None]
+        if by_words:
+            out[by_words] = static_encode(
+                self.name, self.word_vectors, dim, [texts[i] for i in by_words], [spans[i] for i in by_words], pooling, layer
+            )
+        chosen = set(by_words)
+        for row, text in enumerate(texts):
+            if row in chosen:
+                continue
+            words = [w for w in text.split() if _askable(w)]
+            vector = np.asarray(model.get_sentence_vector(" ".join(words)), dtype=np.float64)  # one line: no newlines
+            if not text_words(text) or not vector.any():
+                raise BiasError(
+                    f"The text {text!r} has no word with a vector in the fastText model.",
+                    "Check the text's language, or drop it from the word set.",
+                )
+            out[row] = vector
+        return out
+
+    def vocabulary(self, limit: int | None = None) -> list[str]:
+        """The model's words in the order of its dictionary (most frequent first)."""
+        self.load()
+        return list(self._model.get_words(on_unicode_error="replace")[: check_limit(limit)])
+
+    def all_vectors(self, limit: int | None = None) -> WordVectors:
+        """The first `limit` words and their fastText vectors (each the mean of its word and n-gram
+        rows, as `get_word_vector` gives it), built into one float32 matrix: one copy of the rows asked for."""
+        self.load()
+        model = self._model
+        words = self.vocabulary(limit)
+        matrix = np.empty((len(words), model.get_dimension()), dtype=np.float32)
+        for i, word in enumerate(words):
+            matrix[i] = model.get_word_vector(word)
+        return WordVectors(tuple(words), matrix)
 
     def fingerprint(self) -> str:
         return file_fingerprint(self.name, resolve_location(self.location))

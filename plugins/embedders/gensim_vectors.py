@@ -10,14 +10,14 @@ it for the same reason.
 from __future__ import annotations
 
 import gzip
+import re
 import struct
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
 import attrs
 import numpy as np
-
 from bias.core.errors import BiasError
 from bias.core.interfaces import Capability, Embedder
 from bias.core.model import WordVectors
@@ -200,6 +200,107 @@ def words_to_vectors(
     return WordVectors(words=tuple(found), vectors=matrix, lost=tuple(lost), approximated=tuple(approximated))
 
 
+# --- sentences from static vectors ---------------------------------------------------------------
+
+# A word is a run of Unicode letters, digits or underscores ("Zoë", "straße", "kız"); apostrophes and
+# hyphens split words, as they do in the tokenisation most published vectors were trained on.
+_WORD = re.compile(r"\w+", re.UNICODE)
+STATIC_POOLINGS = ("mean", "first", "last")
+_STATIC_LAYERS = (None, -1, 0, "-1", "0")
+
+
+def text_words(text: str, span: tuple[int, int] | None = None) -> list[str]:
+    """The words of `text` (of those overlapping the character span, when one is given), in order."""
+    if span is None:
+        return _WORD.findall(text)
+    start, end = span
+    return [m.group() for m in _WORD.finditer(text) if m.start() < end and m.end() > start]
+
+
+def check_static_request(
+    name: str, texts: Sequence[str], spans: Sequence[tuple[int, int] | None] | None, pooling: str, layer: Any
+) -> list[tuple[int, int] | None]:
+    """Refuse what a static embedding cannot answer, before any lookup."""
+    if pooling == "cls":
+        raise BiasError(f"Pooling 'cls' needs a [CLS] token, which the static embedding '{name}' has not.", "Use mean, first or last.")
+    if pooling not in STATIC_POOLINGS:
+        raise BiasError(f"pooling must be one of {', '.join(STATIC_POOLINGS)}, not {pooling!r}.")
+    if layer not in _STATIC_LAYERS:
+        raise BiasError(f"A static embedding ('{name}') has one layer; layer {layer!r} does not exist.", "Leave the layer unset (or -1).")
+    spans = [None] * len(texts) if spans is None else list(spans)
+    if len(spans) != len(texts):
+        raise BiasError(f"encode got {len(texts)} texts but {len(spans)} spans.")
+    for text, span in zip(texts, spans):
+        if not isinstance(text, str):
+            raise BiasError(f"encode expects strings, got {type(text).__name__}: {text!r}.")
+        if span is not None and not (len(span) == 2 and 0 <= span[0] < span[1] <= len(text)):
+            raise BiasError(
+                f"The span {tuple(span)} does not lie inside the text {text!r} ({len(text)} characters).",
+                "A span is (start, end) in characters with 0 <= start < end <= the text's length.",
+            )
+    return spans
+
+
+def static_encode(
+    name: str,
+    lookup: Callable[[Sequence[str]], WordVectors],
+    dim: int,
+    texts: Sequence[str],
+    spans: Sequence[tuple[int, int] | None] | None,
+    pooling: str,
+    layer: Any,
+) -> np.ndarray:
+    """Sentence and span vectors from word vectors: the mean of the vectors of the words found (or the
+    first / last word found). Each word is looked up as written, then lowercased; words with no
+    vector are skipped, and a text (or span) none of whose words has one is refused by name, because
+    a zero vector would silently enter every cosine.
+
+    All words of all texts are looked up in one request, so a streamed file is scanned once.
+    """
+    texts = list(texts)
+    spans = check_static_request(name, texts, spans, pooling, layer)
+    words_of = [text_words(text, span) for text, span in zip(texts, spans)]
+    forms = unique(w for words in words_of for w in words)
+    found = lookup(unique([*forms, *(w.lower() for w in forms)]))
+    approximated = set(found.approximated)
+    index = {w: i for i, w in enumerate(found.words)}
+
+    def best(word: str) -> int | None:
+        lower = word.lower()
+        for candidate in (word, lower):  # a word of its own first, a vector built from sub-words last
+            if candidate in index and candidate not in approximated:
+                return index[candidate]
+        for candidate in (word, lower):
+            if candidate in index:
+                return index[candidate]
+        return None
+
+    chosen = {w: best(w) for w in forms}
+    out = np.empty((len(texts), dim), dtype=np.float64)
+    for row, (text, span, words) in enumerate(zip(texts, spans, words_of)):
+        rows = [chosen[w] for w in words if chosen[w] is not None]
+        if not rows:
+            what = f"The span {tuple(span)} of the text" if span is not None else "The text"
+            raise BiasError(
+                f"{what} {text!r} has no word with a vector in the {name} model ({', '.join(words) or 'no words at all'}).",
+                "Check the text's language and case, or drop it from the word set.",
+            )
+        if pooling == "first":
+            rows = rows[:1]
+        elif pooling == "last":
+            rows = rows[-1:]
+        out[row] = found.vectors[rows].mean(axis=0)
+    return out
+
+
+def read_only(matrix: np.ndarray) -> np.ndarray:
+    """A view of `matrix` that cannot be written through: whole-vocabulary methods get the model's own
+    array without a copy, and cannot change the model behind its back."""
+    view = matrix.view()
+    view.flags.writeable = False
+    return view
+
+
 # --- gensim-backed embedders ----------------------------------------------------------------------
 
 
@@ -257,6 +358,31 @@ class _GensimStatic(Embedder):
                 approximated.append(word)
         return words_to_vectors(found, rows, kv.vector_size, lost, approximated)
 
+    def encode(
+        self,
+        texts: Sequence[str],
+        spans: Sequence[tuple[int, int] | None] | None = None,
+        *,
+        pooling: str = "mean",
+        layer: int | str | None = None,
+    ) -> np.ndarray:
+        """Mean of the vectors of the text's words (`text_words`), or of the words in the span."""
+        self.load()
+        return static_encode(self.name, self.word_vectors, int(self._kv.vector_size), texts, spans, pooling, layer)
+
+    def vocabulary(self, limit: int | None = None) -> list[str]:
+        """The words in the file's order (most frequent first for word2vec, GloVe and fastText files)."""
+        self.load()
+        return list(self._kv.index_to_key[: check_limit(limit)])
+
+    def all_vectors(self, limit: int | None = None) -> WordVectors:
+        """The first `limit` words and their vectors as gensim holds them: float32, a read-only view of
+        the loaded matrix (no copy)."""
+        self.load()
+        n = check_limit(limit)
+        words = tuple(self._kv.index_to_key[:n])
+        return WordVectors(words, read_only(self._kv.vectors[: len(words)]))
+
     def fingerprint(self) -> str:
         return file_fingerprint(self.name, self._resolved())
 
@@ -268,6 +394,14 @@ class _GensimStatic(Embedder):
             "format": self._format,
             "path": str(self._path),
         }
+
+
+def check_limit(limit: int | None) -> int | None:
+    if limit is None:
+        return None
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+        raise BiasError(f"A vocabulary limit must be a whole number >= 0 (or none for all), not {limit!r}.")
+    return limit
 
 
 def _check_header_fits(path: Path, found: FileFormat, loader: str, limit: int = 0) -> None:
@@ -292,7 +426,7 @@ class Word2VecEmbedder(_GensimStatic):
 
     name: ClassVar[str] = "word2vec"
     summary: ClassVar[str] = "word2vec vectors (binary or text, detected from the file), read whole with gensim."
-    capabilities: ClassVar[frozenset[Capability]] = frozenset({Capability.WORD_VECTORS})
+    capabilities: ClassVar[frozenset[Capability]] = frozenset({Capability.WORD_VECTORS, Capability.CONTEXTUAL})
 
     limit: int = param(0, "read only the first N vectors of the file (0: all)", validator=attrs.validators.ge(0))
     unicode_errors: str = param(
@@ -326,7 +460,7 @@ class GloveEmbedder(_GensimStatic):
 
     name: ClassVar[str] = "glove"
     summary: ClassVar[str] = "GloVe vectors (text rows without a header line), read whole with gensim."
-    capabilities: ClassVar[frozenset[Capability]] = frozenset({Capability.WORD_VECTORS})
+    capabilities: ClassVar[frozenset[Capability]] = frozenset({Capability.WORD_VECTORS, Capability.CONTEXTUAL})
 
     limit: int = param(0, "read only the first N vectors of the file (0: all)", validator=attrs.validators.ge(0))
 
@@ -354,7 +488,7 @@ class KeyedVectorsEmbedder(_GensimStatic):
 
     name: ClassVar[str] = "kv"
     summary: ClassVar[str] = "gensim KeyedVectors or model saved with .save() (.kv/.model; a pickle, needs --allow-pickle)."
-    capabilities: ClassVar[frozenset[Capability]] = frozenset({Capability.WORD_VECTORS})
+    capabilities: ClassVar[frozenset[Capability]] = frozenset({Capability.WORD_VECTORS, Capability.CONTEXTUAL})
 
     allow_pickle: bool = param(False, "load the file although it is a pickle, which can run code: only for files you trust")
     mmap: bool = param(False, "memory-map the arrays saved beside the file (.npy) instead of reading them into memory")
@@ -405,6 +539,10 @@ class KeyedVectorsEmbedder(_GensimStatic):
 
 
 __all__ = [
+    "static_encode",
+    "check_limit",
+    "text_words",
+    "read_only",
     "GloveEmbedder",
     "KeyedVectorsEmbedder",
     "Word2VecEmbedder",

@@ -1,10 +1,15 @@
-"""Hugging Face encoders (BERT, RoBERTa, MiniLM, ...) as word and contextual embedders.
+"""Hugging Face models (BERT, RoBERTa, MiniLM, GPT-2, ...) as word, contextual and language-model embedders.
 
 Word vectors are "word encodings": each word is fed alone between the tokenizer's own special tokens
 (`[CLS] word [SEP]`) and its sub-token vectors are pooled, which is how WEAT is applied to contextual
 models. Sentence and span vectors follow REFERENCE.md ("How a contextual vector is taken"): a span is
 found through the fast tokenizer's character offsets, never by searching token ids, because an id that
 occurs twice or an earlier word that splits into several pieces would otherwise shift the position.
+
+The model is loaded with its head (masked-LM, causal-LM, or none, read from the config's
+`architectures`), so one embedder serves vector metrics (from the hidden states) and scoring metrics
+(from the head, see `lm_scoring`). Encodings are cached on disk (`bias.core.encoding_cache`), so a
+second run of the same experiment does not run the model again.
 
 torch and transformers are imported inside methods only, so listing plugins stays fast.
 """
@@ -22,9 +27,15 @@ from typing import Any, ClassVar
 
 import attrs
 import numpy as np
-
-from bias.core.errors import BiasError
-from bias.core.interfaces import Capability, Embedder
+from bias.core import encoding_cache
+from bias.core.errors import FAILURE, BiasError
+from bias.core.interfaces import (
+    Capability,
+    Embedder,
+    MaskedRequest,
+    Tokens,
+    TokenScores,
+)
 from bias.core.model import WordVectors
 from bias.core.params import int_at_least, one_of, param
 from bias.core.specs import resolve_location
@@ -33,6 +44,13 @@ log = logging.getLogger(__name__)
 
 POOLINGS = ("mean", "first", "last", "cls")
 DTYPES = ("float32", "float16", "bfloat16", "float64")
+HEADS = ("auto", "masked", "causal", "none")
+# Named layer choices: how many of the last hidden states are averaged.
+LAYER_MEANS = {"mean-last-4": 4}
+_AUTO_CLASSES = {"masked": "AutoModelForMaskedLM", "causal": "AutoModelForCausalLM", "none": "AutoModel"}
+# Encoders whose position ids start after the padding index, so they hold two positions fewer than
+# max_position_embeddings says.
+_OFFSET_POSITIONS = ("roberta", "xlm-roberta", "camembert", "longformer", "data2vec-text", "xmod", "roberta-prelayernorm")
 _TRUTHY = {"1", "true", "yes", "on"}
 # What a Hub repository id looks like ("bert-base-uncased", "GroNLP/bert-base-dutch-cased"); anything
 # else that is not an existing folder can only be a mistyped path.
@@ -42,11 +60,25 @@ _TOKENIZER_FILES = (
     "tokenizer.json", "tokenizer_config.json", "vocab.txt", "vocab.json", "merges.txt",
     "special_tokens_map.json", "sentencepiece.bpe.model", "spiece.model", "added_tokens.json",
 )
+_PARTIAL_HASH_BYTES = 1 << 20  # a weight file's first and last MiB go into the fingerprint
 
 
-def _whole(instance: Any, attribute: attrs.Attribute, value: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise BiasError(f"{attribute.name} must be a whole number, not {value!r}.", "-1 is the last layer, 0 the embeddings.")
+def _layer_value(value: Any) -> int | str:
+    """An int layer index or a named mean of layers; numbers given as CLI text become ints."""
+    if isinstance(value, bool):
+        raise BiasError(f"layer must be a whole number or one of {', '.join(LAYER_MEANS)}, not {value!r}.")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str):
+        text = value.strip().lower()
+        if text in LAYER_MEANS:
+            return text
+        with contextlib.suppress(ValueError):
+            return int(text)
+    raise BiasError(
+        f"layer must be a whole number or one of {', '.join(LAYER_MEANS)}, not {value!r}.",
+        "-1 is the last layer, 0 the embeddings; mean-last-4 averages the last four hidden states.",
+    )
 
 
 def _offline() -> bool:
@@ -67,13 +99,23 @@ def _brief(exc: BaseException) -> str:
     return line if len(line) <= 300 else line[:297] + "..."
 
 
+def _is_out_of_memory(exc: BaseException) -> bool:
+    import torch
+
+    oom = getattr(torch.cuda, "OutOfMemoryError", None)
+    if oom is not None and isinstance(exc, oom):
+        return True
+    return isinstance(exc, RuntimeError) and "out of memory" in str(exc).lower()
+
+
 @contextlib.contextmanager
 def _quiet_transformers() -> Iterator[None]:
-    """Silence transformers' load report and weight-loading bar while reading a local model.
+    """Silence transformers' load report, weight-loading bar and over-length notices.
 
     The report lists the masked-LM head as "unexpected" whenever an encoder is taken from a
     BertForMaskedLM checkpoint, which is normal here and would only alarm users; missing encoder
-    weights, which do matter, are checked and reported by the embedder itself.
+    weights, which do matter, are checked and reported by the embedder itself, and so are texts longer
+    than the model's limit (with one warning per call, not one per text).
     """
     from transformers.utils import logging as hf_logging
 
@@ -89,12 +131,38 @@ def _quiet_transformers() -> Iterator[None]:
             hf_logging.enable_progress_bar()
 
 
+def _trimmed(text: str, start: int, end: int) -> tuple[int, int]:
+    """A token's character range without the whitespace byte-level BPE ("Ġword") and SentencePiece
+    ("▁word") tokenizers include in it, so a span selects exactly the tokens of its own characters."""
+    end = min(end, len(text))
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return start, end
+
+
+def _file_digest(path: Path) -> str:
+    """Size, modification time and a hash of the first and last MiB: cheap on multi-GB weights, yet
+    it changes when a file is replaced by another of the same size."""
+    stat = path.stat()
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        digest.update(handle.read(_PARTIAL_HASH_BYTES))
+        if stat.st_size > 2 * _PARTIAL_HASH_BYTES:
+            handle.seek(-_PARTIAL_HASH_BYTES, os.SEEK_END)
+            digest.update(handle.read())
+    return f"{path.name}:{stat.st_size}:{stat.st_mtime_ns}:{digest.hexdigest()[:16]}"
+
+
 @attrs.frozen
 class _Prepared:
-    """One tokenised text and the token positions whose vectors are averaged into its row."""
+    """One tokenised text (cut to the model's window if needed) and the token positions whose
+    vectors are averaged into its row."""
 
     inputs: dict[str, list[int]]
     positions: tuple[int, ...]
+    truncated: bool = False
 
     @property
     def length(self) -> int:
@@ -103,39 +171,64 @@ class _Prepared:
 
 @attrs.define
 class HuggingFaceEmbedder(Embedder):
-    """Any Hugging Face encoder given as a local folder, a `pkg:` location or a Hub id.
+    """Any Hugging Face model given as a local folder, a `pkg:` location or a Hub id.
 
-    Every row is a mean over a set of token positions of one hidden layer, so sentence vectors, span
-    vectors and word encodings share one batched code path; the positions are always found through
-    character offsets. Text is never lowercased here: the model's own tokenizer decides, so cased
-    models stay cased.
+    Every row is a mean over a set of token positions of one hidden layer (or a mean of layers), so
+    sentence vectors, span vectors and word encodings share one batched code path; the positions are
+    always found through character offsets. Text is never lowercased here: the model's own tokenizer
+    decides, so cased models stay cased.
+
+    `head` is a parameter (auto, masked, causal, none); once the model is loaded it holds the head that
+    was really loaded (masked, causal or none), which `available()` reports to the runner.
     """
 
     name: ClassVar[str] = "hf"
-    summary: ClassVar[str] = "Hugging Face encoder (BERT, RoBERTa, MiniLM, ...): word encodings, sentence and span vectors."
-    capabilities: ClassVar[frozenset[Capability]] = frozenset({Capability.WORD_VECTORS, Capability.CONTEXTUAL})
-    # The transformers auto class that loads the network; a masked-LM extension can use
-    # "AutoModelForMaskedLM", whose hidden states serve `encode` just as well.
-    auto_class: ClassVar[str] = "AutoModel"
+    summary: ClassVar[str] = (
+        "Hugging Face model (BERT, RoBERTa, MiniLM, GPT-2, ...): word encodings, sentence and span vectors, "
+        "masked- or causal-LM scores."
+    )
+    capabilities: ClassVar[frozenset[Capability]] = frozenset(
+        {Capability.WORD_VECTORS, Capability.CONTEXTUAL, Capability.MASKED_LM, Capability.CAUSAL_LM}
+    )
 
     location: str = param(attrs.NOTHING, "local model folder, pkg:MODULE/path, or a Hugging Face Hub id")
     word_pooling: str = param(
         "mean", "how a word's vector is taken from its sub-tokens: mean, first, last, or cls ([CLS] vector)", validator=one_of(POOLINGS, "mean averages the word's sub-tokens; first/last take one sub-token; cls takes the [CLS] vector.")
     )
-    layer: int = param(-1, "hidden state used for word vectors: -1 = last layer, 0 = embedding output", validator=_whole)
+    layer: str | int = param(
+        -1, "hidden state used for vectors: -1 = last layer, 0 = embedding output, mean-last-4 = mean of the last four",
+        converter=_layer_value,
+    )
     batch_size: int = param(32, "texts per forward pass", validator=int_at_least(1))
     device: str = param("auto", "torch device: auto (cuda if available, else cpu), cpu, cuda, cuda:1, mps")
     dtype: str = param("float32", "weights' precision: float32, float16, bfloat16 or float64", validator=one_of(DTYPES))
     max_length: int | None = param(
         None, "truncate texts to this many tokens (default: the model's limit)", validator=attrs.validators.optional(int_at_least(1))
     )
+    head: str = param(
+        "auto",
+        "which head to load: auto (from the config's architectures), masked, causal, or none (encoder only)",
+        validator=one_of(HEADS, "auto reads the head from config.json; none loads the bare encoder (vectors only)."),
+    )
+    trust_remote_code: bool = param(
+        False, "run the model's own Python code from its folder or the Hub (only for models you trust)"
+    )
+    cache: bool = param(True, "keep encodings on disk so a repeated run does not run the model again")
+    cache_dir: str | None = param(
+        None, "folder of the encoding cache (default: $BIAS_CACHE_DIR/encodings or ~/.cache/bias-framework/encodings)"
+    )
 
     _tokenizer: Any = attrs.field(init=False, default=None, repr=False)
     _model: Any = attrs.field(init=False, default=None, repr=False)
+    _encoder: Any = attrs.field(init=False, default=None, repr=False)
     _folder: Path | None = attrs.field(init=False, default=None, repr=False)
     _torch_device: Any = attrs.field(init=False, default=None, repr=False)
     _token_limit: int | None = attrs.field(init=False, default=None, repr=False)
     _num_states: int | None = attrs.field(init=False, default=None, repr=False)
+    _causal: bool = attrs.field(init=False, default=False, repr=False)
+    _architecture: str = attrs.field(init=False, default="", repr=False)
+    _cache: encoding_cache.EncodingCache | None = attrs.field(init=False, default=None, repr=False)
+    _files_digest: str | None = attrs.field(init=False, default=None, repr=False)
 
     # ------------------------------------------------------------------ loading
 
@@ -210,17 +303,33 @@ class HuggingFaceEmbedder(Embedder):
         import transformers
 
         try:
-            transformers.AutoTokenizer.from_pretrained(repo_id)
-            getattr(transformers, self.auto_class).from_pretrained(repo_id)
+            config = transformers.AutoConfig.from_pretrained(repo_id, trust_remote_code=self.trust_remote_code)
+            transformers.AutoTokenizer.from_pretrained(repo_id, trust_remote_code=self.trust_remote_code)
+            auto_class = _AUTO_CLASSES[self._choose_head(config)]
+            getattr(transformers, auto_class).from_pretrained(repo_id, trust_remote_code=self.trust_remote_code)
             found = cached_file(repo_id, "config.json", local_files_only=True)
+        except BiasError:
+            raise
         except Exception as exc:
             raise BiasError(
                 f"The model '{repo_id}' could not be downloaded from the Hugging Face Hub: {_brief(exc)}",
-                "Check the id and the network, or give a local directory with the model.",
+                "Check the id and the network, or give a local directory with the model "
+                "(models with their own code also need --model-option trust_remote_code=true).",
             ) from None
         if not found:
             raise BiasError(f"The model '{repo_id}' was downloaded but its files cannot be found in the cache.")
         return Path(found).parent
+
+    def _choose_head(self, config: Any) -> str:
+        """The head to load: as asked, or for auto from the architectures the checkpoint was saved as."""
+        if self.head != "auto":
+            return self.head
+        for arch in getattr(config, "architectures", None) or ():
+            if arch.endswith("ForMaskedLM"):
+                return "masked"
+            if arch.endswith(("LMHeadModel", "ForCausalLM")):
+                return "causal"
+        return "none"
 
     def _load_folder(self, folder: Path, device: Any) -> None:
         import torch
@@ -236,13 +345,17 @@ class HuggingFaceEmbedder(Embedder):
                 f"Folder '{folder}' has a config.json but no model weights (model.safetensors or pytorch_model.bin).",
                 "Copy the weight files written by save_pretrained into it.",
             )
+        remote = self.trust_remote_code
         with _quiet_transformers():
             try:
-                config = transformers.AutoConfig.from_pretrained(folder)
+                config = transformers.AutoConfig.from_pretrained(folder, trust_remote_code=remote)
             except Exception as exc:
-                raise BiasError(f"config.json in '{folder}' cannot be read: {_brief(exc)}") from None
+                raise BiasError(
+                    f"config.json in '{folder}' cannot be read: {_brief(exc)}",
+                    None if remote else "If the model ships its own code and you trust it, pass --model-option trust_remote_code=true.",
+                ) from None
             try:
-                tokenizer = transformers.AutoTokenizer.from_pretrained(folder)
+                tokenizer = transformers.AutoTokenizer.from_pretrained(folder, trust_remote_code=remote)
             except Exception as exc:
                 raise BiasError(
                     f"Folder '{folder}' has no usable tokenizer: {_brief(exc)}",
@@ -254,19 +367,37 @@ class HuggingFaceEmbedder(Embedder):
                     "the character offsets only a fast tokenizer gives.",
                     "Save a fast tokenizer (tokenizer.json) with the model.",
                 )
+            head = self._choose_head(config)
             try:
-                model, info = getattr(transformers, self.auto_class).from_pretrained(
-                    folder, config=config, output_loading_info=True
+                model, info = getattr(transformers, _AUTO_CLASSES[head]).from_pretrained(
+                    folder, config=config, output_loading_info=True, trust_remote_code=remote
                 )
             except Exception as exc:
+                if head != "none" and "Unrecognized configuration class" in str(exc):
+                    raise BiasError(
+                        f"The model in '{folder}' ({getattr(config, 'model_type', '?')}) has no {head}-LM variant in transformers.",
+                        "Load it with --model-option head=none for vector metrics (weat, seat, ceat).",
+                    ) from None
                 raise BiasError(f"The model weights in '{folder}' cannot be loaded: {_brief(exc)}") from None
-        # A pooler or task head may legitimately be absent; anything else was randomly initialised and
-        # would give numbers with no meaning.
-        missing = sorted(k for k in info.get("missing_keys", ()) if k.split(".")[0] not in ("pooler", "cls", "lm_head"))
-        if missing:
+        prefix = getattr(model, "base_model_prefix", "")
+        missing = list(info.get("missing_keys", ()))
+        in_encoder = [k for k in missing if head == "none" or (prefix and k.startswith(prefix + "."))]
+        in_head = [k for k in missing if k not in in_encoder]
+        if in_head:
+            if self.head != "auto":
+                raise BiasError(
+                    f"The files in '{folder}' hold no {head}-LM head weights (e.g. {in_head[0]}); its scores would be random.",
+                    "Load it with --model-option head=none (or auto) for vector metrics: weat, seat and ceat work with it.",
+                )
+            log.warning("The model in '%s' lacks its %s-LM head weights (e.g. %s); it is loaded without a head.", folder, head, in_head[0])
+            return self._load_folder_as(folder, device, "none")
+        # A pooler may legitimately be absent; anything else was randomly initialised and would give
+        # numbers with no meaning.
+        encoder_missing = sorted(k for k in in_encoder if "pooler" not in k.split("."))
+        if encoder_missing:
             log.warning(
                 "%d weights of the model in '%s' are missing from its files and were initialised at random (e.g. %s).",
-                len(missing), folder, ", ".join(missing[:3]),
+                len(encoder_missing), folder, ", ".join(encoder_missing[:3]),
             )
         dtype = getattr(torch, self.dtype)
         try:
@@ -280,19 +411,119 @@ class HuggingFaceEmbedder(Embedder):
             limits.append(tokenizer_limit)
         positions = getattr(config, "max_position_embeddings", None)
         if isinstance(positions, int) and positions > 0:
+            if getattr(config, "model_type", "") in _OFFSET_POSITIONS:
+                positions -= (getattr(config, "pad_token_id", None) or 0) + 1
             limits.append(positions)
         model_limit = min(limits) if limits else None
         if self.max_length is not None and model_limit is not None and self.max_length > model_limit:
             raise BiasError(f"max_length {self.max_length} exceeds the model's limit of {model_limit} tokens.")
         layers = getattr(config, "num_hidden_layers", None)
+        architectures = getattr(config, "architectures", None) or []
 
         self._tokenizer = tokenizer
         self._model = model
+        self._encoder = model.base_model if head != "none" else model
         self._folder = folder
         self._torch_device = device
         self._token_limit = self.max_length if self.max_length is not None else model_limit
         self._num_states = layers + 1 if isinstance(layers, int) else None
+        self._causal = head == "causal" or bool(getattr(config, "is_decoder", False)) or any(
+            a.endswith(("LMHeadModel", "ForCausalLM")) for a in architectures
+        )
+        self._architecture = architectures[0] if architectures else type(model).__name__
+        self.head = head  # from here on `head` says what was loaded
         self._check_layer(self.layer)
+        if self.cache:
+            folder_of_cache = Path(self.cache_dir).expanduser() if self.cache_dir else encoding_cache.default_cache_dir()
+            self._cache = encoding_cache.EncodingCache(folder_of_cache, self._cache_fingerprint())
+
+    def _load_folder_as(self, folder: Path, device: Any, head: str) -> None:
+        self.head = head
+        self._load_folder(folder, device)
+
+    # ------------------------------------------------------------------ what the loaded model offers
+
+    def available(self) -> frozenset[Capability]:
+        self._ensure_loaded()
+        offered = {Capability.WORD_VECTORS, Capability.CONTEXTUAL}
+        if self.head == "masked":
+            offered.add(Capability.MASKED_LM)
+        elif self.head == "causal":
+            offered.add(Capability.CAUSAL_LM)
+        return frozenset(offered)
+
+    @property
+    def mask_token_id(self) -> int | None:
+        """The id of the tokenizer's mask token (None for tokenizers without one, e.g. GPT-2)."""
+        self._ensure_loaded()
+        return self._tokenizer.mask_token_id
+
+    @property
+    def uncased(self) -> bool:
+        """Whether the model's tokenizer lowercases its input: pair metrics then lowercase sentences
+        first, as CrowS-Pairs does for uncased models."""
+        from bias.plugins.embedders import lm_scoring
+
+        self._ensure_loaded()
+        return lm_scoring.is_uncased(self._tokenizer)
+
+    @property
+    def is_causal(self) -> bool:
+        """Whether each token sees only the tokens before it (GPT-style): then a sentence's vector is
+        its last token's and a [CLS] vector does not exist."""
+        self._ensure_loaded()
+        return self._causal
+
+    # ------------------------------------------------------------------ language-model scores
+
+    def tokenize(self, texts: Sequence[str]) -> list[Tokens]:
+        """Ids with the special tokens the model expects, the character range of each token (whitespace
+        a byte-level or SentencePiece token carries before its word is left out; (0, 0) for special
+        tokens), and special-token flags. Texts longer than the model's limit are cut to it (keeping the
+        special tokens) with one warning per call, as in `encode`."""
+        self._ensure_loaded()
+        texts = list(texts)
+        self._check_texts(texts)
+        out: list[Tokens] = []
+        cut = 0
+        for text, (ids, offsets, special) in zip(texts, self._tokenized(texts)):
+            kept = self._window(len(ids), special, None, text)
+            if kept is not None:
+                cut += 1
+                ids, offsets, special = ([seq[i] for i in kept] for seq in (ids, offsets, special))
+            spans = tuple((0, 0) if s else _trimmed(text, a, b) for (a, b), s in zip(offsets, special))
+            out.append(Tokens(tuple(int(i) for i in ids), spans, tuple(bool(s) for s in special)))
+        self._warn_truncated(cut, len(texts))
+        return out
+
+    def masked_log_probs(self, requests: Sequence[MaskedRequest]) -> list[np.ndarray]:
+        self._need_head("masked", "masked-LM probabilities")
+        from bias.plugins.embedders import lm_scoring
+
+        with self._memory_guard():
+            return lm_scoring.masked_log_probs(self._model, self._tokenizer, self._torch_device, requests, self.batch_size)
+
+    def token_log_probs(self, sequences: Sequence[Sequence[int]], *, attention: bool = False) -> list[TokenScores]:
+        self._need_head(None, "token log-probabilities")
+        from bias.plugins.embedders import lm_scoring
+
+        with self._memory_guard():
+            return lm_scoring.token_log_probs(
+                self._model, self._tokenizer, self._torch_device, sequences, self.batch_size,
+                causal=self.head == "causal", attention=attention,
+            )
+
+    def _need_head(self, wanted: str | None, what: str) -> None:
+        """Refuse before any work when the loaded model has not the head a score needs."""
+        self._ensure_loaded()
+        if (wanted is None and self.head in ("masked", "causal")) or self.head == wanted:
+            return
+        needed = f"a {wanted}-LM head" if wanted else "a masked- or causal-LM head"
+        raise BiasError(
+            f"The model {self.spec} was loaded with head '{self.head}' ({self._architecture}), so it gives no {what}: "
+            f"that needs {needed}. weat, seat and ceat work with it.",
+            "Use a checkpoint saved with its LM head (e.g. *ForMaskedLM), or --model-option head=masked if its files hold one.",
+        )
 
     # ------------------------------------------------------------------ encoding
 
@@ -302,36 +533,42 @@ class HuggingFaceEmbedder(Embedder):
         spans: Sequence[tuple[int, int] | None] | None = None,
         *,
         pooling: str = "mean",
-        layer: int = -1,
+        layer: int | str | None = None,
     ) -> np.ndarray:
         """One float64 row per text: the whole text (span None) or the character span [start, end).
 
-        Whole text: "cls" is the first token's vector; "mean" averages every token the attention mask
-        keeps, special tokens included (the sent-bias convention); "first"/"last" take the text's own
-        first/last sub-token. Span: the sub-tokens whose character range overlaps the span, special
-        tokens excluded, pooled by mean/first/last; "cls" still takes the [CLS] vector (of the sentence
-        that contains the span). Special tokens always stay in the model's input.
+        Whole text: "cls" is the first token's vector (encoders only); "mean" averages every token the
+        attention mask keeps, special tokens included (the sent-bias convention); "first"/"last" take
+        the text's own first/last sub-token, so "last" is the last real token, the sentence vector of a
+        causal LM. Span: the sub-tokens whose characters overlap the span, special tokens excluded,
+        pooled by mean/first/last; "cls" still takes the [CLS] vector (of the sentence that contains the
+        span). Special tokens always stay in the model's input. `layer` None is the embedder's own
+        setting. A text longer than the model's limit is cut to a window of tokens that keeps the span
+        (and the special tokens), with one warning per call.
         """
         self._ensure_loaded()
         if pooling not in POOLINGS:
             raise BiasError(f"pooling must be one of {', '.join(POOLINGS)}, not {pooling!r}.")
+        layer = self.layer if layer is None else _layer_value(layer)
         self._check_layer(layer)
         texts = list(texts)
         if spans is None:
             spans = [None] * len(texts)
-        spans = list(spans)
+        spans = [None if s is None else tuple(s) for s in spans]
         if len(spans) != len(texts):
             raise BiasError(f"encode got {len(texts)} texts but {len(spans)} spans.")
-        prepared = []
-        for text, span, item in zip(texts, spans, self._prepare(texts, spans, pooling)):
-            if item is None:
-                what = f"The span {tuple(span)} of the text" if span is not None else "The text"
-                raise BiasError(
-                    f"{what} {text!r} covers no token of the model (empty, or beyond the truncation limit).",
-                    "Check the text and the span's character offsets.",
-                )
-            prepared.append(item)
-        return self._run(prepared, layer)
+        self._check_texts(texts, spans)
+        spans = [None if s is None else (int(s[0]), int(s[1])) for s in spans]  # numpy ints key the cache alike
+        self._check_pooling(pooling)
+        rows, empty = self._rows(texts, spans, pooling, layer)  # type: ignore[arg-type]
+        if empty:
+            i = empty[0]
+            what = f"The span {spans[i]} of the text" if spans[i] is not None else "The text"
+            raise BiasError(
+                f"{what} {texts[i]!r} covers no token of the model (empty, or only spaces).",
+                "Check the text and the span's character offsets.",
+            )
+        return rows
 
     def word_vectors(self, words: Sequence[str]) -> WordVectors:
         """Word encodings: each word alone between the tokenizer's special tokens, its sub-tokens pooled.
@@ -342,47 +579,174 @@ class HuggingFaceEmbedder(Embedder):
         self._ensure_loaded()
         unique = list(dict.fromkeys(words))
         candidates = [w for w in unique if isinstance(w, str) and w.strip()]
-        prepared = self._prepare(candidates, [(0, len(w)) for w in candidates], self.word_pooling)
-        kept = [w for w, item in zip(candidates, prepared) if item is not None]
+        spans: list[tuple[int, int] | None] = [(0, len(w)) for w in candidates]
+        self._check_pooling(self.word_pooling)
+        rows, empty = self._rows(candidates, spans, self.word_pooling, self.layer)
+        dropped = set(empty)
+        kept = [w for i, w in enumerate(candidates) if i not in dropped]
         found = set(kept)
         lost = tuple(w for w in unique if w not in found)
-        vectors = self._run([item for item in prepared if item is not None], self.layer)
+        vectors = rows[[i for i in range(len(candidates)) if i not in dropped]]
         return WordVectors(tuple(kept), vectors, lost=lost, approximated=())
+
+    def _rows(
+        self, texts: Sequence[str], spans: Sequence[tuple[int, int] | None], pooling: str, layer: int | str
+    ) -> tuple[np.ndarray, list[int]]:
+        """Rows for every request, from the cache where it has them and from the model otherwise;
+        also the indices of requests that cover no token (their rows are zeros)."""
+        hidden = int(getattr(self._model.config, "hidden_size", 0) or 0)
+        keys = [encoding_cache.row_key(text, span, pooling, layer) for text, span in zip(texts, spans)]
+        found, missing = encoding_cache.lookup(self._cache, keys)
+        empty_keys: set[str] = set()
+        if missing:
+            prepared = self._prepare([texts[i] for i in missing], [spans[i] for i in missing], pooling)
+            computed = [(keys[i], item) for i, item in zip(missing, prepared) if item is not None]
+            empty_keys = {keys[i] for i, item in zip(missing, prepared) if item is None}
+            vectors = self._run([item for _, item in computed], layer)
+            new = {key: vectors[j] for j, (key, _) in enumerate(computed)}
+            if self._cache is not None and new:
+                self._cache.put(new)
+            found.update(new)
+        dim = next(iter(found.values())).shape[0] if found else hidden
+        out = np.zeros((len(texts), dim), dtype=np.float64)
+        empty = []
+        for i, key in enumerate(keys):
+            if key in empty_keys:
+                empty.append(i)
+            else:
+                out[i] = found[key]
+        return out, empty
+
+    def _check_texts(self, texts: Sequence[Any], spans: Sequence[tuple[int, int] | None] | None = None) -> None:
+        for i, text in enumerate(texts):
+            if not isinstance(text, str):
+                raise BiasError(f"encode expects strings, got {type(text).__name__}: {text!r}.")
+            span = spans[i] if spans is not None else None
+            if span is not None:
+                if len(span) != 2 or not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in span):
+                    raise BiasError(f"The span {span!r} of the text {text!r} is not a pair of character offsets (start, end).")
+                start, end = span
+                if not (0 <= start < end <= len(text)):
+                    raise BiasError(
+                        f"The span {tuple(span)} does not lie inside the text {text!r} ({len(text)} characters).",
+                        "A span is (start, end) in characters with 0 <= start < end <= the text's length.",
+                    )
+
+    def _check_pooling(self, pooling: str) -> None:
+        if pooling != "cls":
+            return
+        if self._causal:
+            raise BiasError(
+                f"Pooling 'cls' does not apply to the causal language model {self.spec}: its first token has seen "
+                "nothing of the sentence.",
+                "Use last (the sentence vector of a causal LM), mean or first.",
+            )
+        if self._tokenizer.cls_token_id is None:
+            raise BiasError(
+                "Pooling 'cls' needs a [CLS]-like first token, which this model's tokenizer does not add.",
+                "Use mean, first or last.",
+            )
+
+    def _tokenized(self, texts: Sequence[str]) -> list[tuple[list[int], list[tuple[int, int]], list[int]]]:
+        """ids, offsets and special-token flags of each text, with special tokens and uncut."""
+        if not texts:
+            return []
+        with _quiet_transformers():
+            encoded = self._tokenizer(
+                list(texts),
+                add_special_tokens=True,
+                truncation=False,
+                padding=False,
+                return_offsets_mapping=True,
+                return_special_tokens_mask=True,
+                return_attention_mask=False,
+                return_token_type_ids=False,
+            )
+        return [
+            (list(encoded["input_ids"][i]), [tuple(o) for o in encoded["offset_mapping"][i]], list(encoded["special_tokens_mask"][i]))
+            for i in range(len(texts))
+        ]
+
+    def _model_inputs(self, ids: Sequence[int]) -> dict[str, list[int]]:
+        """What the model takes for one already-tokenised sequence (a single segment)."""
+        inputs = {"input_ids": list(ids), "attention_mask": [1] * len(ids)}
+        if "token_type_ids" in self._tokenizer.model_input_names:
+            inputs["token_type_ids"] = [0] * len(ids)
+        return inputs
+
+    def _window(self, length: int, special: Sequence[int], needed: Sequence[int] | None, text: str) -> list[int] | None:
+        """Token indices to keep so the sequence fits the model (None: all fit).
+
+        The leading and trailing special tokens stay; of the text's own tokens a window of the allowed
+        size is kept that holds every needed position: centred on them for an encoder, ending with them
+        for a causal LM (whose vectors see only what comes before).
+        """
+        limit = self._token_limit
+        if limit is None or length <= limit:
+            return None
+        prefix = 0
+        while prefix < length and special[prefix]:
+            prefix += 1
+        suffix = 0
+        while suffix < length - prefix and special[length - 1 - suffix]:
+            suffix += 1
+        budget = limit - prefix - suffix
+        if budget < 1:
+            raise BiasError(f"The model's limit of {limit} tokens leaves no room for text between its special tokens.")
+        first, stop = prefix, length - suffix
+        if needed:
+            low, high = min(needed), max(needed)
+            width = high - low + 1
+            if width > budget:
+                raise BiasError(
+                    f"The span to encode in the text {text[:60]!r}... covers {width} tokens, more than the "
+                    f"{budget} the model takes at once ({limit} with its special tokens).",
+                    "Give a shorter span, or a model with a longer limit.",
+                )
+            start = high + 1 - budget if self._causal else low - (budget - width) // 2
+            start = max(first, min(start, stop - budget))
+        else:
+            start = first
+        return list(range(prefix)) + list(range(start, start + budget)) + list(range(length - suffix, length))
 
     def _prepare(
         self, texts: Sequence[str], spans: Sequence[tuple[int, int] | None], pooling: str
     ) -> list[_Prepared | None]:
-        """Tokenise and pick the positions to average; None where the span covers no token."""
-        for text, span in zip(texts, spans):
-            if not isinstance(text, str):
-                raise BiasError(f"encode expects strings, got {type(text).__name__}: {text!r}.")
-            if span is not None:
-                start, end = span
-                if not (0 <= start < end <= len(text)):
-                    raise BiasError(f"The span {tuple(span)} does not lie inside the text {text!r} ({len(text)} characters).")
-        if not texts:
-            return []
-        tokenizer = self._tokenizer
-        encoded = tokenizer(
-            list(texts),
-            add_special_tokens=True,
-            truncation=self._token_limit is not None,
-            max_length=self._token_limit,
-            padding=False,
-            return_offsets_mapping=True,
-            return_special_tokens_mask=True,
-            return_attention_mask=True,
-        )
-        names = [n for n in tokenizer.model_input_names if n in encoded]
+        """Tokenise, pick the positions to average and cut texts to the model's window; None where the
+        span covers no token."""
         out: list[_Prepared | None] = []
-        for i, (text, span) in enumerate(zip(texts, spans)):
-            ids = encoded["input_ids"][i]
-            positions = self._positions(
-                text, span, pooling, ids, encoded["offset_mapping"][i], encoded["special_tokens_mask"][i]
-            )
-            inputs = {n: list(encoded[n][i]) for n in names}
-            out.append(_Prepared(inputs, tuple(positions)) if positions else None)
+        cut = 0
+        for text, span, (ids, offsets, special) in zip(texts, spans, self._tokenized(texts)):
+            positions = self._positions(text, span, pooling, ids, offsets, special)
+            if not positions:
+                out.append(None)
+                continue
+            # The window must hold the span's tokens (all of them, whatever the pooling), or the one
+            # token a whole-text first/last pooling reads.
+            if span is not None:
+                anchor: list[int] | None = self._inside(text, span, offsets, special)
+            else:
+                anchor = positions if pooling in ("first", "last") else None
+            kept = self._window(len(ids), special, anchor, text)
+            if kept is not None:
+                cut += 1
+                index = {old: new for new, old in enumerate(kept)}
+                ids = [ids[i] for i in kept]
+                if pooling == "mean" and span is None:
+                    positions = list(range(len(ids)))
+                else:
+                    positions = [index[p] for p in positions]
+            out.append(_Prepared(self._model_inputs(ids), tuple(positions), kept is not None))
+        self._warn_truncated(cut, len(texts))
         return out
+
+    def _warn_truncated(self, cut: int, total: int) -> None:
+        if cut:
+            log.warning(
+                "%d of %d texts are longer than the model's limit of %d tokens; each was cut to a window of that size "
+                "(around its span where one was given).",
+                cut, total, self._token_limit,
+            )
 
     def _positions(
         self,
@@ -406,11 +770,7 @@ class HuggingFaceEmbedder(Embedder):
             if pooling == "cls":
                 return [0]
             span = (0, len(text))
-        start, end = span
-        inside = [
-            i for i, ((a, b), s) in enumerate(zip(offsets, special))
-            if not s and b > a and a < end and b > start
-        ]
+        inside = self._inside(text, span, offsets, special)
         if not inside:
             return []
         if pooling == "mean":
@@ -421,16 +781,52 @@ class HuggingFaceEmbedder(Embedder):
             return inside[-1:]
         return [0]  # cls: the span exists, its sentence's [CLS] vector is wanted
 
-    def _check_layer(self, layer: int) -> None:
-        _whole(None, attrs.fields(type(self)).layer, layer)
+    @staticmethod
+    def _inside(text: str, span: tuple[int, int], offsets: Sequence[tuple[int, int]], special: Sequence[int]) -> list[int]:
+        """Positions of the non-special tokens whose own characters overlap the span."""
+        start, end = span
+        inside = []
+        for i, ((a, b), s) in enumerate(zip(offsets, special)):
+            if s:
+                continue
+            a, b = _trimmed(text, a, b)
+            if b > a and a < end and b > start:
+                inside.append(i)
+        return inside
+
+    def _check_layer(self, layer: int | str) -> None:
         n = self._num_states
+        if isinstance(layer, str):
+            wanted = LAYER_MEANS[layer]
+            if n is not None and n < wanted:
+                raise BiasError(
+                    f"Layer '{layer}' needs {wanted} hidden states, but this model has {n} (0 = embeddings).",
+                    "Use a single layer, e.g. -1.",
+                )
+            return
         if n is not None and not -n <= layer < n:
             raise BiasError(
                 f"Layer {layer} does not exist: this model has {n} hidden states (0 = embeddings, {n - 1} = last layer).",
                 f"Use a layer from {-n} to {n - 1}; -1 is the last layer.",
             )
 
-    def _run(self, prepared: Sequence[_Prepared], layer: int) -> np.ndarray:
+    @contextlib.contextmanager
+    def _memory_guard(self) -> Iterator[None]:
+        """A GPU running out of memory is the user's to fix with a smaller batch, not a traceback."""
+        try:
+            yield
+        except BiasError:
+            raise
+        except Exception as exc:
+            if not _is_out_of_memory(exc):
+                raise
+            raise BiasError(
+                f"The device {self._torch_device} ran out of memory with batches of {self.batch_size} texts.",
+                "Use a smaller --batch-size (or --model-option batch_size=N), or --device cpu.",
+                exit_code=FAILURE,
+            ) from None
+
+    def _run(self, prepared: Sequence[_Prepared], layer: int | str) -> np.ndarray:
         """Forward in length-sorted batches (little padding), then put rows back in request order."""
         import torch
 
@@ -439,15 +835,15 @@ class HuggingFaceEmbedder(Embedder):
             return np.zeros((0, hidden or 0), dtype=np.float64)
         order = sorted(range(len(prepared)), key=lambda i: -prepared[i].length)
         out: np.ndarray | None = None
-        with torch.inference_mode():
+        with torch.inference_mode(), self._memory_guard():
             for first in range(0, len(order), self.batch_size):
                 rows = order[first : first + self.batch_size]
                 batch = [prepared[i] for i in rows]
-                inputs, shifts = self._collate(batch)
+                inputs = self._collate(batch)
                 states = self._hidden_states(inputs, layer)
                 weights = torch.zeros(states.shape[:2], dtype=torch.float64, device=states.device)
-                for b, (item, shift) in enumerate(zip(batch, shifts)):
-                    index = torch.tensor([p + shift for p in item.positions], device=states.device)
+                for b, item in enumerate(batch):
+                    index = torch.tensor(item.positions, device=states.device)
                     weights[b, index] = 1.0 / len(item.positions)
                 pooled = torch.einsum("bs,bsh->bh", weights, states.to(torch.float64)).cpu().numpy()
                 if out is None:
@@ -456,34 +852,41 @@ class HuggingFaceEmbedder(Embedder):
         assert out is not None
         return out
 
-    def _collate(self, batch: Sequence[_Prepared]) -> tuple[dict[str, Any], list[int]]:
-        """Pad by hand so models without a pad token work too; returns each row's position shift."""
+    def _collate(self, batch: Sequence[_Prepared]) -> dict[str, Any]:
+        """Pad by hand, always on the right, so models without a pad token work too and no real token
+        moves: with right padding a causal LM's tokens never see a pad, and positions are unchanged
+        whatever padding side the tokenizer prefers."""
         import torch
 
         tokenizer = self._tokenizer
         width = max(item.length for item in batch)
-        left = getattr(tokenizer, "padding_side", "right") == "left"
         pad_values = {
             "input_ids": tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0,
             "attention_mask": 0,
             "token_type_ids": getattr(tokenizer, "pad_token_type_id", 0) or 0,
         }
         columns: dict[str, list[list[int]]] = {name: [] for name in batch[0].inputs}
-        shifts = []
         for item in batch:
             gap = width - item.length
-            shifts.append(gap if left else 0)
             for name, values in item.inputs.items():
-                pad = [pad_values.get(name, 0)] * gap
-                columns[name].append(pad + values if left else values + pad)
+                columns[name].append(values + [pad_values.get(name, 0)] * gap)
         device = self._torch_device
-        return {name: torch.tensor(rows, dtype=torch.long, device=device) for name, rows in columns.items()}, shifts
+        return {name: torch.tensor(rows, dtype=torch.long, device=device) for name, rows in columns.items()}
 
-    def _hidden_states(self, inputs: dict[str, Any], layer: int) -> Any:
-        outputs = self._model(**inputs, output_hidden_states=True, return_dict=True)
+    def _hidden_states(self, inputs: dict[str, Any], layer: int | str) -> Any:
+        """The chosen hidden state, from the encoder without its head (a masked-LM head's vocabulary
+        projection would cost more than the encoder of a small model and is not needed for vectors)."""
+        import torch
+
+        outputs = self._encoder(**inputs, output_hidden_states=True, return_dict=True)
         states = getattr(outputs, "hidden_states", None)
         if states is None:
             raise BiasError(f"The model in '{self._folder}' returns no hidden states, so it cannot give vectors.")
+        if isinstance(layer, str):
+            wanted = LAYER_MEANS[layer]
+            if len(states) < wanted:
+                raise BiasError(f"Layer '{layer}' needs {wanted} hidden states, but this model has {len(states)}.")
+            return torch.stack([s.to(torch.float64) for s in states[-wanted:]]).mean(dim=0)
         if not -len(states) <= layer < len(states):
             n = len(states)
             raise BiasError(f"Layer {layer} does not exist: this model has {n} hidden states (0 = embeddings).")
@@ -491,22 +894,40 @@ class HuggingFaceEmbedder(Embedder):
 
     # ------------------------------------------------------------------ provenance
 
+    def _files(self) -> str:
+        """A digest of the model's files: config and tokenizer files by content, weights by size, time
+        and a partial hash; computed once per loaded model."""
+        if self._files_digest is None:
+            folder = self._folder
+            assert folder is not None
+            digest = hashlib.sha256()
+            digest.update(str(folder.resolve()).encode())
+            digest.update(hashlib.sha256((folder / "config.json").read_bytes()).digest())
+            for path in sorted(folder.iterdir()):
+                if not path.is_file():
+                    continue
+                if path.name in _TOKENIZER_FILES:
+                    digest.update(path.name.encode() + hashlib.sha256(path.read_bytes()).digest())
+                elif path.suffix in _WEIGHT_SUFFIXES or path.name.endswith(".index.json"):
+                    digest.update(_file_digest(path).encode())
+            self._files_digest = digest.hexdigest()
+        return self._files_digest
+
+    def _cache_fingerprint(self) -> str:
+        """What the numbers of an encoding depend on besides the request itself (text, span, pooling and
+        layer are part of each row's key). The device and batch size are left out on purpose: they change
+        rows only by rounding, so a cache filled on a GPU serves a CPU run."""
+        import transformers
+
+        return f"hf|{self._files()}|dtype={self.dtype}|limit={self._token_limit}|transformers={transformers.__version__}"
+
     def fingerprint(self) -> str:
-        """Changes with the model's files (config content, weight and tokenizer file sizes and times)
-        and with every option that changes the numbers; the device is left out on purpose so a cache
-        filled on a GPU serves a CPU run (they differ only by rounding)."""
+        """Changes with the model's files (config and tokenizer content, weight file sizes, times and
+        partial hashes) and with every option that changes the numbers; the device is left out on
+        purpose (see `_cache_fingerprint`)."""
         self._ensure_loaded()
-        folder = self._folder
-        assert folder is not None
-        digest = hashlib.sha256()
-        digest.update(str(folder.resolve()).encode())
-        digest.update(hashlib.sha256((folder / "config.json").read_bytes()).digest())
-        for path in sorted(folder.iterdir()):
-            relevant = path.suffix in _WEIGHT_SUFFIXES or path.name.endswith(".index.json") or path.name in _TOKENIZER_FILES
-            if path.is_file() and relevant:
-                stat = path.stat()
-                digest.update(f"{path.name}:{stat.st_size}:{stat.st_mtime_ns}".encode())
-        options = f"dtype={self.dtype};layer={self.layer};pooling={self.word_pooling};max_length={self._token_limit}"
+        digest = hashlib.sha256(self._files().encode())
+        options = f"dtype={self.dtype};layer={self.layer};pooling={self.word_pooling};max_length={self._token_limit};head={self.head}"
         digest.update(options.encode())
         return f"{self.spec}#{digest.hexdigest()[:20]}"
 
@@ -515,6 +936,8 @@ class HuggingFaceEmbedder(Embedder):
         config = self._model.config
         return {
             "model_type": getattr(config, "model_type", None),
+            "architecture": self._architecture,
+            "head": self.head,
             "hidden_size": getattr(config, "hidden_size", None),
             "layers": getattr(config, "num_hidden_layers", None),
             "vocab_size": getattr(config, "vocab_size", None),
@@ -524,4 +947,5 @@ class HuggingFaceEmbedder(Embedder):
             "layer": self.layer,
             "word_pooling": self.word_pooling,
             "max_length": self._token_limit,
+            "cache": str(self._cache.path) if self._cache is not None else None,
         }

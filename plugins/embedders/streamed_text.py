@@ -15,7 +15,6 @@ from typing import IO, Any, ClassVar
 
 import attrs
 import numpy as np
-
 from bias.core.errors import BiasError
 from bias.core.interfaces import Capability, Embedder
 from bias.core.model import WordVectors
@@ -24,9 +23,11 @@ from bias.plugins.embedders.gensim_vectors import (
     HEADERLESS_TEXT,
     WORD2VEC_TEXT,
     FileFormat,
+    check_limit,
     existing_file,
     file_fingerprint,
     sniff_format,
+    static_encode,
     unique,
     words_to_vectors,
     wrong_format,
@@ -48,7 +49,7 @@ class StreamedTextEmbedder(Embedder):
 
     name: ClassVar[str] = "vec"
     summary: ClassVar[str] = "word2vec/fastText .vec text vectors, streamed: only the rows of requested words are kept."
-    capabilities: ClassVar[frozenset[Capability]] = frozenset({Capability.WORD_VECTORS})
+    capabilities: ClassVar[frozenset[Capability]] = frozenset({Capability.WORD_VECTORS, Capability.CONTEXTUAL})
 
     location: str = attrs.field(metadata={"help": "path of the .vec text file (header line optional, .gz accepted)"})
     _path: Path | None = attrs.field(default=None, init=False, repr=False)
@@ -144,6 +145,59 @@ class StreamedTextEmbedder(Embedder):
         found = [w for w in requested if w in self._rows]
         lost = [w for w in requested if w not in self._rows]
         return words_to_vectors(found, [self._rows[w] for w in found], self.dim, lost)
+
+    def encode(
+        self,
+        texts: Sequence[str],
+        spans: Sequence[tuple[int, int] | None] | None = None,
+        *,
+        pooling: str = "mean",
+        layer: int | str | None = None,
+    ) -> np.ndarray:
+        """Mean of the vectors of the text's words, or of the words in the span; all the words of all
+        the texts are found in one scan of the file."""
+        self.load()
+        return static_encode(self.name, self.word_vectors, self.dim, texts, spans, pooling, layer)
+
+    def _rows_of_file(self, limit: int | None) -> Any:
+        """(word, unparsed numbers, line number) of the file's rows in order, the first `limit` of them
+        (all when None); only the rows wanted are ever parsed."""
+        assert self._format is not None
+        with self._open() as handle:
+            if self._format.count is not None:
+                handle.readline()
+            line_no = 1 if self._format.count is not None else 0
+            taken = 0
+            for line in handle:
+                line_no += 1
+                if limit is not None and taken >= limit:
+                    return
+                if not line.strip():
+                    continue
+                key, _, rest = line.partition(b" ")
+                taken += 1
+                yield key.decode("utf-8", "replace"), rest, line_no
+
+    def vocabulary(self, limit: int | None = None) -> list[str]:
+        """The words in the file's order, read by streaming (only the words are kept)."""
+        self.load()
+        return [word for word, _, _ in self._rows_of_file(check_limit(limit))]
+
+    def all_vectors(self, limit: int | None = None) -> WordVectors:
+        """The first `limit` rows as one float32 matrix. The rows are counted first (one cheap pass)
+        so the matrix is allocated once: memory is about one copy of the vectors, never a list of
+        rows plus the matrix."""
+        self.load()
+        limit = check_limit(limit)
+        count = sum(1 for _ in self._rows_of_file(limit))
+        matrix = np.empty((count, self.dim), dtype=np.float32)
+        words = []
+        for i, (word, rest, line_no) in enumerate(self._rows_of_file(limit)):
+            if i >= count:
+                break
+            matrix[i] = self._parse(rest, line_no, self.dim)
+            words.append(word)
+        return WordVectors(tuple(words), matrix[: len(words)])
 
     def fingerprint(self) -> str:
         return file_fingerprint(self.name, resolve_location(self.location))

@@ -7,5 +7,5 @@ from bias.core.wordsets import DataPackage
 PACKAGE = DataPackage(
     language="en",
     root=Path(__file__).parent / "data",
-    description="English: the ten WEAT tests of Caliskan et al. (2017).",
+    description="English: the WEAT tests of Caliskan et al. (2017), SEAT templates, LPBS templates, sentence pairs, debiasing lists and analogies.",
 )

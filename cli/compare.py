@@ -1,0 +1,41 @@
+"""`bias compare BEFORE AFTER`: a before/after table of two runs, printed and written as Markdown and CSV."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bias.core.compare import COLUMNS, STARS, ComparisonTable, cells
+from rich.console import Console
+from rich.table import Table
+
+
+def rich_table(table: ComparisonTable) -> Table:
+    out = Table(title=f"Before: {table.before_model}  ->  After: {table.after_model}", expand=False)
+    for key, label in COLUMNS:
+        out.add_column(label, overflow="fold", justify="right" if key in ("before", "after", "change") else "left")
+    for row in cells(table):
+        out.add_row(*(row[key] for key, _ in COLUMNS))
+    out.caption = f"Change = after - before. {STARS}"
+    return out
+
+
+def execute(
+    before: Path, after: Path, *, out: Path | None, before_model: str | None, after_model: str | None, console: Console
+) -> int:
+    from bias.core.compare import compare, csv_text, markdown
+    from bias.core.errors import BiasError
+    from bias.core.results import read_results
+
+    table = compare(read_results(before), read_results(after), before_model=before_model, after_model=after_model)
+    folder = out or (after if after.is_dir() else after.parent)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "compare.md").write_text(markdown(table), encoding="utf-8")
+        (folder / "compare.csv").write_text(csv_text(table), encoding="utf-8")
+    except OSError as exc:
+        raise BiasError(f"Cannot write the comparison to {folder}: {exc.strerror or exc}.", "Choose another folder with --out.") from None
+    console.print(rich_table(table))
+    for note in table.notes:
+        console.print(f"[yellow]note[/yellow] {note}", highlight=False)
+    console.print(f"Written: {folder / 'compare.md'}, {folder / 'compare.csv'}", highlight=False)
+    return 0

@@ -1,0 +1,218 @@
+"""An on-disk cache of contextual encodings, so a second run of the same experiment runs no model.
+
+Encoding sentences is the expensive step of SEAT, CEAT and every word-encoding WEAT; the statistics
+after it take milliseconds. Rows are keyed by what determines their numbers: the model's fingerprint
+(one database per fingerprint) and, inside it, the text, the span, the pooling and the layer.
+
+Storage is one SQLite database per model in WAL mode: readers never block, concurrent runs that write
+the same model take turns, and a row is either committed whole or not at all. Each row carries its
+width and a CRC-32 of its bytes; a row that fails either check is treated as missing and recomputed.
+The cache is an optimisation and never a reason for a run to fail: a database that cannot be opened,
+read or written is reported once in the log and the run goes on without it (an unreadable database
+file is moved aside and a fresh one started).
+
+Rows are stored as float64, exactly as `encode` returns them, so a cached row equals a fresh one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import sqlite3
+import time
+import zlib
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+log = logging.getLogger(__name__)
+
+ENV_VAR = "BIAS_CACHE_DIR"
+_SUBFOLDER = "encodings"
+_CHUNK = 500  # SQLite allows at most 999 (older builds) host parameters in one statement
+_SCHEMA_VERSION = 1
+
+
+def default_cache_dir() -> Path:
+    """`$BIAS_CACHE_DIR/encodings`, else `~/.cache/bias-framework/encodings` (XDG_CACHE_HOME honoured)."""
+    root = os.environ.get(ENV_VAR, "").strip()
+    if root:
+        return Path(root).expanduser() / _SUBFOLDER
+    xdg = os.environ.get("XDG_CACHE_HOME", "").strip()
+    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
+    return base / "bias-framework" / _SUBFOLDER
+
+
+def row_key(*parts: Any) -> str:
+    """A stable key for one request (text, span, pooling, layer, ...): JSON of the parts, hashed."""
+    blob = json.dumps(parts, ensure_ascii=False, separators=(",", ":"), default=str)
+    return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+class EncodingCache:
+    """Rows of one model (one fingerprint), looked up and stored by key.
+
+    `get` answers the keys it holds intact; `put` stores new rows in one transaction. Both swallow
+    storage errors after logging them once, since recomputing is always possible.
+    """
+
+    def __init__(self, folder: Path | str, fingerprint: str) -> None:
+        self.folder = Path(folder)
+        self.fingerprint = fingerprint
+        digest = hashlib.sha256(fingerprint.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+        self.path = self.folder / f"{digest}.sqlite"
+        self._connection: sqlite3.Connection | None = None
+        self._pid: int | None = None
+        self._disabled = False
+        self.hits = 0
+        self.misses = 0
+
+    # ---------------------------------------------------------------- public
+
+    def get(self, keys: Sequence[str]) -> dict[str, np.ndarray]:
+        """The intact rows among `keys` (float64 vectors), by key."""
+        found: dict[str, np.ndarray] = {}
+        wanted = list(dict.fromkeys(keys))
+        connection = self._connect()
+        if connection is None or not wanted:
+            self.misses += len(wanted)
+            return found
+        try:
+            for first in range(0, len(wanted), _CHUNK):
+                chunk = wanted[first : first + _CHUNK]
+                marks = ",".join("?" * len(chunk))
+                for key, dim, crc, data in connection.execute(
+                    f"SELECT key, dim, crc, data FROM rows WHERE key IN ({marks})", chunk
+                ):
+                    row = _decode(dim, crc, data)
+                    if row is not None:
+                        found[key] = row
+        except sqlite3.Error as exc:
+            self._give_up("read", exc)
+            found = {}
+        self.hits += len(found)
+        self.misses += len(wanted) - len(found)
+        return found
+
+    def put(self, rows: Mapping[str, np.ndarray]) -> None:
+        """Store rows (replacing any damaged ones under the same keys), all in one transaction."""
+        connection = self._connect()
+        if connection is None or not rows:
+            return
+        records = []
+        for key, vector in rows.items():
+            data = np.ascontiguousarray(vector, dtype="<f8").tobytes()
+            records.append((key, int(np.asarray(vector).size), zlib.crc32(data), data))
+        try:
+            with connection:
+                connection.executemany("INSERT OR REPLACE INTO rows (key, dim, crc, data) VALUES (?, ?, ?, ?)", records)
+        except sqlite3.Error as exc:
+            self._give_up("write", exc)
+
+    def close(self) -> None:
+        if self._connection is not None:
+            try:
+                self._connection.close()
+            except sqlite3.Error:  # pragma: no cover - closing never matters for correctness
+                pass
+        self._connection = None
+
+    def __len__(self) -> int:
+        connection = self._connect()
+        if connection is None:
+            return 0
+        try:
+            return int(connection.execute("SELECT COUNT(*) FROM rows").fetchone()[0])
+        except sqlite3.Error:
+            return 0
+
+    # ---------------------------------------------------------------- internals
+
+    def _connect(self) -> sqlite3.Connection | None:
+        if self._disabled:
+            return None
+        if self._connection is not None and self._pid == os.getpid():
+            return self._connection
+        self._connection = None  # a connection must not cross a fork
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            connection = self._open()
+        except sqlite3.DatabaseError as exc:
+            # Not a database at all (a damaged or foreign file): keep it for inspection, start afresh.
+            aside = self.path.with_name(f"{self.path.name}.damaged-{os.getpid()}-{int(time.time())}")
+            log.warning("The encoding cache %s is unreadable (%s); it was moved to %s and a new one started.", self.path, exc, aside.name)
+            try:
+                os.replace(self.path, aside)
+                connection = self._open()
+            except (OSError, sqlite3.Error) as again:
+                self._give_up("open", again)
+                return None
+        except OSError as exc:
+            self._give_up("open", exc)
+            return None
+        self._connection, self._pid = connection, os.getpid()
+        return connection
+
+    def _open(self) -> sqlite3.Connection:
+        connection = sqlite3.connect(str(self.path), timeout=60.0, isolation_level="DEFERRED")
+        try:
+            connection.execute("PRAGMA journal_mode=WAL")
+            connection.execute("PRAGMA synchronous=NORMAL")
+            with connection:
+                connection.execute(
+                    "CREATE TABLE IF NOT EXISTS rows (key TEXT PRIMARY KEY, dim INTEGER NOT NULL, crc INTEGER NOT NULL, data BLOB NOT NULL)"
+                )
+                connection.execute("CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)")
+                connection.execute(
+                    "INSERT OR IGNORE INTO meta (name, value) VALUES ('fingerprint', ?), ('schema', ?)",
+                    (self.fingerprint, str(_SCHEMA_VERSION)),
+                )
+            connection.execute("SELECT COUNT(*) FROM rows LIMIT 1").fetchone()
+        except BaseException:
+            connection.close()
+            raise
+        return connection
+
+    def _give_up(self, action: str, exc: BaseException) -> None:
+        log.warning(
+            "The encoding cache %s could not %s (%s); encodings are computed without it for the rest of this run.",
+            self.path, action, exc,
+        )
+        self.close()
+        self._disabled = True
+
+
+def _decode(dim: Any, crc: Any, data: Any) -> np.ndarray | None:
+    """The stored row, or None when its size or checksum shows it damaged."""
+    if not isinstance(data, bytes) or not isinstance(dim, int) or dim < 0 or len(data) != 8 * dim:
+        return None
+    if zlib.crc32(data) != crc:
+        return None
+    return np.frombuffer(data, dtype="<f8").astype(np.float64)
+
+
+def lookup(cache: EncodingCache | None, keys: Sequence[str]) -> tuple[dict[str, np.ndarray], list[int]]:
+    """Rows found for `keys` and the indices of the requests that still need computing (each distinct
+    missing key once: the first request that asks for it)."""
+    found = cache.get(keys) if cache is not None else {}
+    missing, seen = [], set()
+    for i, key in enumerate(keys):
+        if key not in found and key not in seen:
+            seen.add(key)
+            missing.append(i)
+    return found, missing
+
+
+def assemble(keys: Sequence[str], found: Mapping[str, np.ndarray], dim: int) -> np.ndarray:
+    """One float64 matrix in request order from rows by key."""
+    out = np.empty((len(keys), dim), dtype=np.float64)
+    for i, key in enumerate(keys):
+        out[i] = found[key]
+    return out
+
+
+__all__ = ["ENV_VAR", "EncodingCache", "assemble", "default_cache_dir", "lookup", "row_key"]

@@ -1,0 +1,82 @@
+"""Reports built from a run's results file alone (never from a live run), so they can be regenerated.
+
+    from bias.core.reports import write_report
+    write_report("runs/2026-nl", formats=("md", "csv", "tex", "png", "svg"))
+
+Outputs in the run folder: report.md, results.csv, results.tex, and forest / heatmap / p-vs-effect
+as .png and .svg. The multiple-testing family and the skipped combinations come from the run's
+manifest.json when there is one (the family can be overridden).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from bias.core.errors import BiasError
+from bias.core.reports.tables import Report, build, to_csv, to_markdown
+
+FORMATS = ("md", "csv", "tex", "png", "svg")
+TABLE_FILES = {"md": "report.md", "csv": "results.csv", "tex": "results.tex"}
+
+
+def parse_formats(values: Sequence[str]) -> tuple[str, ...]:
+    """`all`, or names from FORMATS, repeated or comma-separated; unknown names are user errors."""
+    out: list[str] = []
+    for value in values:
+        for part in str(value).split(","):
+            part = part.strip().lower()
+            if not part:
+                continue
+            if part == "all":
+                out.extend(FORMATS)
+            elif part in FORMATS:
+                out.append(part)
+            else:
+                from bias.registry.entry_points import suggestions
+
+                raise BiasError(
+                    f"Unknown report format '{part}'.",
+                    (suggestions(part, [*FORMATS, "all"]) + " " if suggestions(part, [*FORMATS, "all"]) else "")
+                    + f"Formats: all, {', '.join(FORMATS)}.",
+                )
+    return tuple(dict.fromkeys(out))
+
+
+def load_report(folder: Path, *, family: str | None = None, title: str | None = None) -> Report:
+    """The report of a run folder (or a results.jsonl path): latest result per key, damaged lines listed."""
+    from bias.core.manifest import read_manifest
+    from bias.core.results import scan_results
+
+    found = scan_results(folder)
+    manifest = read_manifest(found.path.parent) or {}
+    return build(
+        found.latest(),
+        family=family or manifest.get("family") or "run",
+        title=title or manifest.get("title") or "Bias report",
+        skipped=manifest.get("skipped", []),
+        damaged=found.damaged,
+    )
+
+
+def write_report(report: Report, folder: Path, formats: Sequence[str] = FORMATS) -> list[Path]:
+    """Write the chosen formats of `report` into `folder`; returns the files written."""
+    from bias.core.reports.latex import to_latex
+
+    folder = Path(folder)
+    written = []
+    writers = {"md": to_markdown, "csv": to_csv, "tex": to_latex}
+    for fmt in formats:
+        if fmt in writers:
+            path = folder / TABLE_FILES[fmt]
+            path.write_text(writers[fmt](report), encoding="utf-8")
+            written.append(path)
+    images = tuple(f for f in formats if f in ("png", "svg"))
+    if images:
+        from bias.core.reports.figures import write_figures
+
+        written += write_figures(report, folder, images)
+    return written
+
+
+__all__ = ["FORMATS", "Report", "build", "load_report", "parse_formats", "to_csv", "to_markdown", "write_report"]

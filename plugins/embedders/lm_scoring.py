@@ -1,0 +1,286 @@
+"""The batched scoring engine behind every language-model metric (LPBS, CrowS-Pairs, SSS, AUL/AULA, KLS/JSS).
+
+The `hf` embedder delegates `masked_log_probs` and `token_log_probs` here, with its loaded model,
+tokenizer and device. Everything a metric asks for is turned into as few forward calls as possible:
+
+- requests are sorted by length and cut into batches of similar length, padded by hand on the right
+  with an attention mask (so models without a pad token work too), then put back in request order;
+- a pseudo-log-likelihood that masks one token at a time becomes one *row* per masked variant, all
+  variants of all sentences sharing the batches, never one forward call per mask;
+- log-probabilities are taken with `log_softmax` on logits cast to float64 (max-subtracted, no
+  underflow), only at the positions asked for; for BERT- and RoBERTa-family masked LMs the output head
+  is applied to those positions only, which saves the vocabulary projection of every other position;
+- attention received per token (AULA) is the attention matrix averaged over layers, heads and the
+  sequence's real (non-padding) queries: a column mean, i.e. how much attention the token *receives*.
+
+torch is imported inside the functions so that importing this module stays cheap.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import numpy as np
+
+from bias.core.errors import BiasError
+from bias.core.interfaces import MaskedRequest, TokenScores
+
+# Masked-LM classes whose forward is `head(base(...)[0])`: for these the head can be applied to the
+# masked positions only. Any other class takes the generic path (full logits), which gives the same numbers.
+_SPLIT_HEADS = {
+    "BertForMaskedLM": ("bert", "cls"),
+    "RobertaForMaskedLM": ("roberta", "lm_head"),
+    "XLMRobertaForMaskedLM": ("roberta", "lm_head"),
+    "CamembertForMaskedLM": ("roberta", "lm_head"),
+}
+_NOT_SET = 1_000_000  # tokenizers report a huge model_max_length when the limit is unknown
+
+
+def token_limit(model: Any, tokenizer: Any) -> int | None:
+    """The longest sequence (special tokens included) the model accepts, when it says so."""
+    limits = []
+    tokenizer_limit = getattr(tokenizer, "model_max_length", None)
+    if isinstance(tokenizer_limit, int) and 0 < tokenizer_limit < _NOT_SET:
+        limits.append(tokenizer_limit)
+    config = getattr(model, "config", None)
+    positions = getattr(config, "max_position_embeddings", None)
+    if isinstance(positions, int) and positions > 0:
+        # RoBERTa-style models reserve the first padding_idx + 1 positions.
+        if getattr(config, "model_type", "") in ("roberta", "xlm-roberta", "camembert"):
+            positions -= int(getattr(config, "pad_token_id", 1) or 1) + 1
+        limits.append(positions)
+    return min(limits) if limits else None
+
+
+def is_uncased(tokenizer: Any) -> bool:
+    """Whether the tokenizer lowercases its input (an uncased model): its `do_lower_case` flag, else the
+    saved init arguments, else what the fast tokenizer's normalizer does to a capital letter."""
+    flag = getattr(tokenizer, "do_lower_case", None)
+    if isinstance(flag, bool):
+        return flag
+    flag = (getattr(tokenizer, "init_kwargs", None) or {}).get("do_lower_case")
+    if isinstance(flag, bool):
+        return flag
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    normalizer = getattr(backend, "normalizer", None)
+    if normalizer is not None:
+        try:
+            return normalizer.normalize_str("AEZ") == "aez"
+        except Exception:  # pragma: no cover - exotic normalizers
+            return False
+    return False
+
+
+def mask_id(tokenizer: Any) -> int:
+    found = getattr(tokenizer, "mask_token_id", None)
+    if found is None:
+        raise BiasError(
+            f"The tokenizer ({type(tokenizer).__name__}) has no mask token, so masked-LM scores cannot be computed.",
+            "Use a masked language model (BERT, RoBERTa, ...) saved with its tokenizer, or a causal-LM metric.",
+        )
+    return int(found)
+
+
+def _pad_id(tokenizer: Any) -> int:
+    for name in ("pad_token_id", "eos_token_id", "unk_token_id"):
+        value = getattr(tokenizer, name, None)
+        if value is not None:
+            return int(value)
+    return 0
+
+
+def _check_lengths(lengths: Sequence[int], limit: int | None) -> None:
+    if limit is None:
+        return
+    too_long = [i for i, n in enumerate(lengths) if n > limit]
+    if too_long:
+        first = too_long[0]
+        raise BiasError(
+            f"{len(too_long)} sequence(s) are longer than the model's limit of {limit} tokens "
+            f"(the first, number {first}, has {lengths[first]} tokens with its special tokens).",
+            "Shorten those sentences or use a model with a longer context.",
+        )
+
+
+def _batches(lengths: Sequence[int], batch_size: int) -> Iterator[list[int]]:
+    """Indices grouped into batches of similar length (longest first, so memory peaks at once)."""
+    if batch_size < 1:
+        raise BiasError(f"batch_size must be a positive whole number, not {batch_size!r}.")
+    order = sorted(range(len(lengths)), key=lambda i: (-lengths[i], i))
+    for start in range(0, len(order), batch_size):
+        yield order[start : start + batch_size]
+
+
+def _collate(rows: Sequence[Sequence[int]], pad: int, device: Any) -> tuple[Any, Any]:
+    """Right-padded ids and attention mask; positions of real tokens stay 0..n-1."""
+    import torch
+
+    width = max(len(r) for r in rows)
+    ids = torch.full((len(rows), width), pad, dtype=torch.long)
+    attention = torch.zeros((len(rows), width), dtype=torch.long)
+    for b, r in enumerate(rows):
+        ids[b, : len(r)] = torch.as_tensor(list(r), dtype=torch.long)
+        attention[b, : len(r)] = 1
+    return ids.to(device), attention.to(device)
+
+
+def _split_head(model: Any) -> tuple[Any, Any] | None:
+    names = _SPLIT_HEADS.get(type(model).__name__)
+    if names is None:
+        return None
+    base, head = getattr(model, names[0], None), getattr(model, names[1], None)
+    return (base, head) if base is not None and head is not None else None
+
+
+def _out_of_memory(exc: BaseException) -> bool:
+    return "out of memory" in str(exc).lower()
+
+
+@contextlib.contextmanager
+def _memory_errors() -> Iterator[None]:
+    try:
+        yield
+    except RuntimeError as exc:
+        if _out_of_memory(exc):
+            raise BiasError(
+                "The device ran out of memory while scoring a batch.", "Use a smaller --batch-size."
+            ) from None
+        raise
+
+
+def masked_log_probs(
+    model: Any, tokenizer: Any, device: Any, requests: Sequence[MaskedRequest], batch_size: int
+) -> list[np.ndarray]:
+    """For each request, log P(original token at each position | all the request's positions masked).
+
+    One float64 array per request, in the order of `request.positions`. Requests of every sentence are
+    mixed into length-sorted batches; a request with no positions gets an empty array without a model call.
+    """
+    import torch
+
+    requests = list(requests)
+    out: list[np.ndarray] = [np.zeros(0, dtype=np.float64) for _ in requests]
+    live = [i for i, r in enumerate(requests) if len(r.positions)]
+    if not live:
+        return out
+    mask = mask_id(tokenizer)
+    for i in live:
+        n = len(requests[i].ids)
+        bad = [p for p in requests[i].positions if not 0 <= p < n]
+        if bad:
+            raise BiasError(f"Masked request {i} asks for position {bad[0]} of a sequence of {n} tokens.")
+    _check_lengths([len(requests[i].ids) for i in live], token_limit(model, tokenizer))
+    pad = _pad_id(tokenizer)
+    split = _split_head(model)
+    with torch.inference_mode(), _memory_errors():
+        for batch in _batches([len(requests[i].ids) for i in live], batch_size):
+            members = [live[k] for k in batch]
+            ids, attention = _collate([requests[i].ids for i in members], pad, device)
+            rows_b, rows_p = [], []
+            for b, i in enumerate(members):
+                positions = list(requests[i].positions)
+                rows_b.extend([b] * len(positions))
+                rows_p.extend(positions)
+            index_b = torch.as_tensor(rows_b, dtype=torch.long, device=ids.device)
+            index_p = torch.as_tensor(rows_p, dtype=torch.long, device=ids.device)
+            targets = ids[index_b, index_p].clone()
+            masked = ids.clone()
+            masked[index_b, index_p] = mask
+            if split is not None:
+                base, head = split
+                hidden = base(input_ids=masked, attention_mask=attention, return_dict=True)[0]
+                logits = head(hidden[index_b, index_p])
+            else:
+                logits = model(input_ids=masked, attention_mask=attention, return_dict=True).logits[index_b, index_p]
+            log_probs = torch.log_softmax(logits.to(torch.float64), dim=-1)
+            picked = log_probs.gather(1, targets.unsqueeze(1)).squeeze(1).cpu().numpy()
+            start = 0
+            for i in members:
+                n = len(requests[i].positions)
+                out[i] = picked[start : start + n].copy()
+                start += n
+    return out
+
+
+@contextlib.contextmanager
+def _eager_attention(model: Any, wanted: bool) -> Iterator[None]:
+    """sdpa and flash attention return no attention weights; switch to eager for the call, then back."""
+    config = getattr(model, "config", None)
+    current = getattr(config, "_attn_implementation", None)
+    switch = wanted and current not in (None, "eager") and hasattr(model, "set_attn_implementation")
+    if switch:
+        try:
+            model.set_attn_implementation("eager")
+        except Exception as exc:
+            raise BiasError(
+                f"The model's attention ({current}) gives no attention weights, and it cannot switch to eager attention: {exc}",
+                "AULA needs attention weights; use AUL instead.",
+            ) from None
+    try:
+        yield
+    finally:
+        if switch:
+            model.set_attn_implementation(current)
+
+
+def token_log_probs(
+    model: Any,
+    tokenizer: Any,
+    device: Any,
+    sequences: Sequence[Sequence[int]],
+    batch_size: int,
+    *,
+    causal: bool,
+    attention: bool,
+) -> list[TokenScores]:
+    """Per-token log-probabilities of unmasked sequences, float64, one value per token (specials included).
+
+    Masked LM: log P(w_i | S), the whole sentence visible (AUL). Causal LM: log P(w_i | w_<i), NaN at
+    position 0, which has no context. With `attention`, also the attention each token receives: the
+    attention weights averaged over layers, heads and the real queries (padding excluded).
+    """
+    import torch
+
+    sequences = [list(s) for s in sequences]
+    out: list[TokenScores | None] = [None] * len(sequences)
+    for i, s in enumerate(sequences):
+        if not s:
+            out[i] = TokenScores(np.zeros(0, dtype=np.float64), np.zeros(0, dtype=np.float64) if attention else None)
+    live = [i for i, s in enumerate(sequences) if s]
+    _check_lengths([len(sequences[i]) for i in live], token_limit(model, tokenizer))
+    pad = _pad_id(tokenizer)
+    with torch.inference_mode(), _memory_errors(), _eager_attention(model, attention):
+        for batch in _batches([len(sequences[i]) for i in live], batch_size):
+            members = [live[k] for k in batch]
+            ids, mask = _collate([sequences[i] for i in members], pad, device)
+            output = model(input_ids=ids, attention_mask=mask, output_attentions=attention, return_dict=True)
+            logits = output.logits
+            received = None
+            if attention:
+                layers = output.attentions
+                if not layers:
+                    raise BiasError(
+                        f"The model ({type(model).__name__}) returned no attention weights.",
+                        "AULA needs attention weights; use AUL instead.",
+                    )
+                # mean over layers and heads -> (batch, query, key), one layer at a time to bound memory;
+                # the real queries of each row are averaged below
+                received = sum(a.to(torch.float64).mean(dim=1) for a in layers) / len(layers)
+            for b, i in enumerate(members):
+                n = len(sequences[i])
+                row_ids = ids[b, :n]
+                if causal:
+                    values = torch.full((n,), float("nan"), dtype=torch.float64)
+                    if n > 1:
+                        lp = torch.log_softmax(logits[b, : n - 1].to(torch.float64), dim=-1)
+                        values[1:] = lp.gather(1, row_ids[1:].unsqueeze(1)).squeeze(1).cpu()
+                else:
+                    lp = torch.log_softmax(logits[b, :n].to(torch.float64), dim=-1)
+                    values = lp.gather(1, row_ids.unsqueeze(1)).squeeze(1).cpu()
+                weights = None
+                if received is not None:
+                    weights = received[b, :n, :n].mean(dim=0).cpu().numpy().astype(np.float64)
+                out[i] = TokenScores(values.numpy().astype(np.float64), weights)
+    return [s for s in out if s is not None]

@@ -1,0 +1,92 @@
+"""The word2vec analogy questions format (Mikolov et al. 2013): `: section` lines, each followed by
+questions of four words `a b c d` (a is to b as c is to d), one per line.
+
+Lines starting with `#` are comments; `# language: en` (and `# bias_type:`, `# source:`, `# licence:`,
+`# title:`) set metadata. The format shares the `.txt` suffix with the WEAT text importer, so `sniff`
+tells them apart: analogy files have section lines and four-word lines, WEAT files comma lists.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, ClassVar
+
+from bias.core.errors import BiasError
+from bias.core.interfaces import WordSetFormat
+from bias.core.model import ANALOGIES
+
+_META_KEYS = ("language", "bias_type", "source", "licence", "title")
+_SNIFF_LINES = 20
+
+
+def _read(path: Path) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise BiasError(f"Word-set file not found: {path}") from None
+    except UnicodeDecodeError as exc:
+        raise BiasError(f"{path}: not UTF-8 text ({exc.reason}).", "Save the file as UTF-8.") from None
+
+
+class AnalogyTxtFormat(WordSetFormat):
+    name: ClassVar[str] = "analogy-txt"
+    summary: ClassVar[str] = "word2vec analogy questions: ': section' lines, then 'a b c d' lines."
+    suffixes: ClassVar[tuple[str, ...]] = (".txt",)
+    kind: ClassVar[str] = ANALOGIES
+
+    def sniff(self, path: Path) -> bool:
+        """An analogy file starts with a section line, or its first lines are four words without commas."""
+        try:
+            with open(path, encoding="utf-8") as fh:
+                lines = []
+                for raw in fh:
+                    line = raw.strip()
+                    if line and not line.startswith("#"):
+                        lines.append(line)
+                    if len(lines) >= _SNIFF_LINES:
+                        break
+        except (OSError, UnicodeDecodeError):
+            return False
+        if not lines:
+            return False
+        if lines[0].startswith(":"):  # a WEAT line may hold a colon, but never starts with one
+            return True
+        return all(line.startswith(":") or (len(line.split()) == 4 and "," not in line) for line in lines)
+
+    def record(self, path: Path) -> dict[str, Any]:
+        text = _read(path)
+        meta = {"language": "und", "bias_type": "non-social", "source": f"user file {Path(path).name}", "licence": "unspecified"}
+        sections: list[dict[str, Any]] = []
+        for number, raw in enumerate(text.splitlines(), start=1):
+            line = raw.strip()
+            if not line:
+                continue
+            if line.startswith("#"):
+                key, sep, value = line[1:].partition(":")
+                if sep and key.strip().lower() in _META_KEYS:
+                    meta[key.strip().lower()] = value.strip()
+                continue
+            if line.startswith(":"):
+                name = line[1:].strip()
+                if not name:
+                    raise BiasError(f"{path}: line {number}: a section line needs a name, e.g. ': capital-country'.")
+                sections.append({"name": name, "questions": []})
+                continue
+            words = line.split()
+            if len(words) != 4:
+                raise BiasError(
+                    f"{path}: line {number}: expected four words 'a b c d', found {len(words)}: {line[:60]!r}.",
+                    "Each question is one line of four words separated by spaces; sections start with ': name'.",
+                )
+            if not sections:
+                raise BiasError(
+                    f"{path}: line {number}: a question before the first section line.",
+                    "Start the file with a section line such as ': capital-country'.",
+                )
+            sections[-1]["questions"].append(" ".join(words))
+        if not sections:
+            raise BiasError(f"{path}: no sections found.", "An analogy file has ': section' lines followed by 'a b c d' questions.")
+        empty = [s["name"] for s in sections if not s["questions"]]
+        if empty:
+            raise BiasError(f"{path}: section '{empty[0]}' has no questions.", "Remove the empty section or add questions under it.")
+        return {"kind": ANALOGIES, **meta, "sections": sections}

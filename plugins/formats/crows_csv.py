@@ -1,0 +1,138 @@
+"""CrowS-Pairs files (Nangia et al. 2020): CSV or TSV with the columns sent_more, sent_less,
+stereo_antistereo and bias_type (other columns, such as the annotations, are ignored).
+
+The separator is found from the header line (the one that splits it into the required columns), else
+by csv.Sniffer. CrowS-Pairs' bias types are mapped to the framework's (race-color -> race; the others
+keep their names). Every error gives the file and the line, so a row can be fixed in a spreadsheet.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+from typing import Any, ClassVar
+
+from bias.core.errors import BiasError
+from bias.core.interfaces import WordSetFormat
+from bias.core.pairs import DIRECTIONS
+
+REQUIRED = ("sent_more", "sent_less", "stereo_antistereo", "bias_type")
+SEPARATORS = (",", "\t", ";", "|")
+# CrowS-Pairs' names -> the framework's bias types.
+BIAS_TYPE_MAP = {
+    "race-color": "race",
+    "race": "race",
+    "sexual-orientation": "sexual-orientation",
+    "physical-appearance": "physical-appearance",
+    "socioeconomic": "socioeconomic",
+    "nationality": "nationality",
+    "religion": "religion",
+    "age": "age",
+    "disability": "disability",
+    "gender": "gender",
+}
+
+
+def _normal_key(value: str) -> str:
+    return value.strip().lower().replace("_", "-").replace(" ", "-")
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise BiasError(f"Word-set file not found: {path}", "Check the path.") from None
+    except IsADirectoryError:
+        raise BiasError(f"{path} is a folder, not a CrowS-Pairs file.") from None
+    except UnicodeDecodeError as exc:
+        raise BiasError(f"{path}: not UTF-8 text ({exc.reason}).", "Save the file as UTF-8.") from None
+
+
+def detect_separator(text: str) -> str | None:
+    """The separator that splits the header into the required columns; else csv.Sniffer's guess."""
+    header = text.split("\n", 1)[0]
+    for sep in SEPARATORS:
+        names = {_normal_key(n).replace("-", "_") for n in next(csv.reader([header], delimiter=sep), [])}
+        if all(col in names for col in REQUIRED):
+            return sep
+    try:
+        return csv.Sniffer().sniff(text[:8192], delimiters="".join(SEPARATORS)).delimiter
+    except csv.Error:
+        return None
+
+
+class CrowsCsvFormat(WordSetFormat):
+    name: ClassVar[str] = "crows-csv"
+    summary: ClassVar[str] = "CrowS-Pairs CSV/TSV (sent_more, sent_less, stereo_antistereo, bias_type)."
+    suffixes: ClassVar[tuple[str, ...]] = (".csv", ".tsv")
+    kind: ClassVar[str] = "pairs"
+
+    def sniff(self, path: Any) -> bool:
+        try:
+            head = Path(path).read_text(encoding="utf-8-sig", errors="replace")[:4096]
+        except OSError:
+            return False
+        return "sent_more" in head and "sent_less" in head
+
+    def record(self, path: Any) -> dict[str, Any]:
+        path = Path(path)
+        text = _read_text(path)
+        if not text.strip():
+            raise BiasError(f"{path}: the file is empty.", f"A CrowS-Pairs file starts with a header: {', '.join(REQUIRED)}.")
+        sep = detect_separator(text) or ("\t" if path.suffix.lower() == ".tsv" else ",")
+        reader = csv.reader(io.StringIO(text, newline=""), delimiter=sep)
+        try:
+            header = next(reader)
+        except csv.Error as exc:
+            raise BiasError(f"{path}: line 1: unreadable header ({exc}).") from None
+        columns = {_normal_key(name).replace("-", "_"): i for i, name in enumerate(header)}
+        missing = [col for col in REQUIRED if col not in columns]
+        if missing:
+            shown = ", ".join(repr(h) for h in header[:8]) or "nothing"
+            raise BiasError(
+                f"{path}: line 1: missing column(s) {', '.join(missing)} (the header has {shown}).",
+                f"A CrowS-Pairs file needs the columns {', '.join(REQUIRED)}; the separator may be a comma or a tab.",
+            )
+        pairs = []
+        start = reader.line_num + 1
+        try:
+            for row in reader:
+                line = start
+                start = reader.line_num + 1
+                if not any(cell.strip() for cell in row):
+                    continue
+                if len(row) < len(header):
+                    raise BiasError(
+                        f"{path}: line {line}: {len(row)} field(s), but the header has {len(header)}.",
+                        "Check the separators and quotes on that line.",
+                    )
+                value = {col: row[columns[col]].strip() for col in REQUIRED}
+                direction = value["stereo_antistereo"].lower()
+                if direction not in DIRECTIONS:
+                    raise BiasError(
+                        f"{path}: line {line}: stereo_antistereo is {value['stereo_antistereo']!r}, not one of {', '.join(DIRECTIONS)}.",
+                        "Each row says whether sent_more states a stereotype (stereo) or violates one (antistereo).",
+                    )
+                bias_type = BIAS_TYPE_MAP.get(_normal_key(value["bias_type"]))
+                if bias_type is None:
+                    raise BiasError(
+                        f"{path}: line {line}: unknown bias_type {value['bias_type']!r}.",
+                        f"CrowS-Pairs types are {', '.join(sorted(k for k in BIAS_TYPE_MAP if k != 'race'))}.",
+                    )
+                pairs.append(
+                    {"more": value["sent_more"], "less": value["sent_less"], "direction": direction, "bias_type": bias_type, "line": line}
+                )
+        except csv.Error as exc:
+            raise BiasError(f"{path}: line {reader.line_num}: malformed CSV ({exc}).", "Check the quotes on that line.") from None
+        if not pairs:
+            raise BiasError(f"{path}: the file has a header but no pairs.")
+        return {
+            "kind": "pairs",
+            "language": "und",
+            "bias_type": "mixed",
+            "title": f"Sentence pairs from {path.name}",
+            "source": f"user file {path.name} (CrowS-Pairs format, Nangia et al. 2020)",
+            "licence": "unspecified",
+            "pairs": pairs,
+        }

@@ -1,0 +1,70 @@
+"""AUL and AULA (Kaneko & Bollegala 2022): pair scores from the unmasked sentence.
+
+Masking a token changes the input the model sees; AUL instead scores every token of the unmasked
+sentence, log P(w_i | S), and averages over the tokens (special tokens excluded), so the score needs
+one forward call per sentence. AULA weights each term by the attention the token receives (averaged
+over layers, heads and queries). Pairs are compared as for CrowS-Pairs (see `crows.py`).
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import attrs
+
+from bias.core.interfaces import Capability, Embedder, Metric
+from bias.core.model import PAIRS, Result
+from bias.core.pairs import PairSet
+from bias.core.params import one_of, param
+from bias.plugins.metrics.crows import LOWERCASE, comparison_result, score_pairs
+
+
+@attrs.define
+class Aul(Metric):
+    """All Unmasked Likelihood (Kaneko & Bollegala 2022): the percentage of pairs in which the more
+    stereotyping sentence has the higher mean log P(w_i | S) over its tokens, S unmasked; 50 means no
+    preference.
+
+    The mean runs over the non-special tokens. On a causal LM the same comparison uses the mean of
+    log P(w_i | w_<i) (the first token, without context, is not scored). Ties count as not biased and
+    are reported; `figures["pairs"]` holds every pair's scores.
+    """
+
+    name: ClassVar[str] = "aul"
+    summary: ClassVar[str] = "All Unmasked Likelihood: % of pairs whose stereotyping sentence is more likely, unmasked (Kaneko & Bollegala 2022)."
+    requires: ClassVar[frozenset[Capability]] = frozenset()
+    requires_any: ClassVar[frozenset[Capability]] = frozenset({Capability.MASKED_LM, Capability.CAUSAL_LM})
+    data_kind: ClassVar[str] = PAIRS
+
+    lowercase: str = param(
+        "auto", "lowercase the sentences first: auto (when the model is uncased), yes, no", validator=one_of(LOWERCASE)
+    )
+
+    def compute(self, embedder: Embedder, data: PairSet, *, seed: int | None = None) -> Result:
+        scores = score_pairs(embedder, data, method="aul", metric=self.name, lowercase=self.lowercase)
+        return comparison_result(self, embedder, data, scores, seed=seed, what="aul")
+
+
+@attrs.define
+class Aula(Metric):
+    """AUL with attention (Kaneko & Bollegala 2022): each term log P(w_i | S) weighted by the attention
+    w_i receives, a_i = the attention weights towards w_i averaged over layers, heads and the sentence's
+    queries (a column mean of the attention matrices), then averaged over the non-special tokens.
+
+    Attention *received* is used: averaging the attention a token gives (a row, which sums to 1) would
+    weight every token alike. Models with sdpa or flash attention are switched to eager attention for
+    the call, since only eager attention returns the weights. Masked LMs only.
+    """
+
+    name: ClassVar[str] = "aula"
+    summary: ClassVar[str] = "AUL weighted by attention: % of pairs whose stereotyping sentence is more likely (Kaneko & Bollegala 2022)."
+    requires: ClassVar[frozenset[Capability]] = frozenset({Capability.MASKED_LM})
+    data_kind: ClassVar[str] = PAIRS
+
+    lowercase: str = param(
+        "auto", "lowercase the sentences first: auto (when the model is uncased), yes, no", validator=one_of(LOWERCASE)
+    )
+
+    def compute(self, embedder: Embedder, data: PairSet, *, seed: int | None = None) -> Result:
+        scores = score_pairs(embedder, data, method="aula", metric=self.name, lowercase=self.lowercase)
+        return comparison_result(self, embedder, data, scores, seed=seed, what="aula")

@@ -1,0 +1,190 @@
+"""Direct bias (Bolukbasi et al. 2016, "Man is to Computer Programmer as Woman is to Homemaker?"):
+how far gender-neutral words lean along the gender direction, DB_c = mean |cos(w, g)|^c.
+
+It is the measure Hard-Debias drives to zero by construction, so it says that the neutralisation
+worked, not that the bias is gone; read it beside the clustering test.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import attrs
+import numpy as np
+from bias.core import stats
+from bias.core.debias_lists import DebiasLists, lists_of
+from bias.core.errors import BiasError
+from bias.core.interfaces import Capability, Embedder, Metric
+from bias.core.model import DEBIAS_LISTS, OK, REFUSED, Result
+from bias.core.params import between, int_at_least, one_of, param
+from bias.core.wordsets import normalise
+from bias.plugins.metrics.weat import CASE_POLICIES, lookup
+
+DIRECTIONS = ("definitional", "pair")
+WORDS = ("neutral", "vocabulary")
+_SHOWN = 10
+
+
+def gender_direction(pairs: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, float]:
+    """Unit first principal component of the pair-centred, unit-normalised definitional vectors
+    (for each pair a, b: a - c and b - c with c = (a + b) / 2), and its share of the variance.
+
+    The rows are centred pair by pair, so their mean is zero and the SVD of the stacked rows is the
+    PCA. The sign is fixed so that the first word of the pairs (male, by the lists' convention) lies
+    on the positive side: sum over pairs of g . (a - b) > 0.
+    """
+    if not pairs:
+        raise ValueError("no pairs")
+    rows = []
+    for a, b in pairs:
+        a, b = a / np.linalg.norm(a), b / np.linalg.norm(b)
+        centre = (a + b) / 2
+        rows += [a - centre, b - centre]
+    matrix = np.array(rows, dtype=np.float64)
+    _, s, vt = np.linalg.svd(matrix, full_matrices=False)
+    g = vt[0]
+    if sum(float(g @ (a / np.linalg.norm(a) - b / np.linalg.norm(b))) for a, b in pairs) < 0:
+        g = -g
+    explained = float(s[0] ** 2 / (s**2).sum()) if (s**2).sum() > 0 else 1.0
+    return g / np.linalg.norm(g), explained
+
+
+def direct_bias(vectors: np.ndarray, g: np.ndarray, c: float = 1.0) -> tuple[float, np.ndarray]:
+    """DB_c = mean over rows w of |cos(w, g)|^c, and the signed cosines."""
+    cos = stats.unit_rows(vectors) @ (g / np.linalg.norm(g))
+    return float(np.mean(np.abs(cos) ** c)), cos
+
+
+def list_words(lists: DebiasLists) -> set[str]:
+    """The normalised forms of every gendered word of the lists (all but the neutral list)."""
+    words = set(lists.specific)
+    for pair in (*lists.definitional, *lists.equalize, *([lists.direction] if lists.direction else [])):
+        words.update(pair)
+    return {normalise(w) for w in words}
+
+
+@attrs.define
+class DirectBias(Metric):
+    """Direct bias DB_c = mean over gender-neutral words w of |cos(w, g)|^c (Bolukbasi et al. 2016).
+
+    Data: debiasing lists (kind "debias-lists"). g is the first principal component of the
+    definitional pairs (pair-centred, unit vectors; `direction = definitional`, as in the paper) or the
+    difference of the `direction` pair (`direction = pair`). The neutral words are the lists' `neutral`
+    words (`words = neutral`) or the `vocabulary_limit` most frequent words minus every word of the
+    lists (`words = vocabulary`). c (`strictness`) is the paper's c: 1 by default; large c counts only
+    words far along g. Direction: none; DB lies in [0, 1], 0 means the neutral words are orthogonal to
+    g (no direct bias). Figures list the words that lean most. No p-value.
+    """
+
+    name: ClassVar[str] = "direct-bias"
+    summary: ClassVar[str] = "Direct bias: mean |cos(w, g)|^c of gender-neutral words (Bolukbasi et al. 2016)."
+    requires: ClassVar[frozenset[Capability]] = frozenset({Capability.WORD_VECTORS})
+    data_kind: ClassVar[str] = DEBIAS_LISTS
+
+    strictness: float = param(1.0, "the exponent c of |cos(w, g)|^c", validator=between(0.0, 100.0))
+    direction: str = param("definitional", "g from the definitional pairs (first principal component) or the direction pair", validator=one_of(DIRECTIONS))
+    words: str = param("neutral", "neutral words: the lists' neutral list, or the vocabulary minus the lists' words", validator=one_of(WORDS))
+    vocabulary_limit: int = param(50_000, "with words = vocabulary: this many most frequent words (0: all)", validator=int_at_least(0))
+    lost_threshold: float = param(0.2, "refuse if more than this share of the neutral words is missing", validator=between(0.0, 1.0))
+    case: str = param("exact", "word lookup: exact, lower, or fallback (lowercase words not found)", validator=one_of(CASE_POLICIES))
+
+    def compute(self, embedder: Embedder, data: Any, *, seed: int | None = None) -> Result:
+        lists = lists_of(data, "direct-bias")
+        g, explained, used_pairs, lost = self._direction(embedder, lists)
+        base: dict[str, Any] = dict(
+            key="",
+            model=embedder.spec,
+            wordset=lists.name,
+            metric=self.name,
+            params=self.params(),
+            seed=seed,
+            meta={"bias_type": lists.meta.bias_type, "language": lists.meta.language},
+        )
+        if self.words == "neutral":
+            if not lists.neutral:
+                raise BiasError(
+                    f"The lists {lists.name} have no neutral words, which direct bias averages over.",
+                    "Add `neutral = [...]` to the lists, or use --param words=vocabulary.",
+                )
+            vectors, _, dim = lookup(embedder, list(lists.neutral), self.case)
+            neutral = [w for w in lists.neutral if w in vectors]
+            missing = [w for w in lists.neutral if w not in vectors]
+            if missing:
+                lost["neutral"] = missing
+            share = len(missing) / len(lists.neutral)
+            if not neutral or share > self.lost_threshold:
+                return Result(
+                    status=REFUSED,
+                    reason=f"neutral words: {len(missing)} of {len(lists.neutral)} missing from the model "
+                    f"({share:.0%} > {self.lost_threshold:.0%} allowed): {', '.join(missing[:8])}",
+                    lost=lost,
+                    **base,
+                )
+            matrix = np.array([vectors[w] for w in neutral], dtype=np.float64).reshape(len(neutral), dim)
+        else:
+            found = embedder.all_vectors(self.vocabulary_limit or None)
+            banned = list_words(lists)
+            keep = [i for i, w in enumerate(found.words) if normalise(w) not in banned]
+            neutral = [found.words[i] for i in keep]
+            matrix = np.asarray(found.vectors[keep], dtype=np.float64)
+            nonzero = np.linalg.norm(matrix, axis=1) > 0
+            neutral, matrix = [w for w, ok in zip(neutral, nonzero) if ok], matrix[nonzero]
+            if not neutral:
+                raise BiasError(f"No vocabulary word of {embedder.spec} is outside the lists {lists.name}.")
+        db, cos = direct_bias(matrix, g, self.strictness)
+        order = np.argsort(-np.abs(cos))[:_SHOWN]
+        warnings = []
+        if len(used_pairs) < 2 and self.direction == "definitional":
+            warnings.append("only one definitional pair was found in the model: g is that pair's difference")
+        return Result(
+            status=OK,
+            effect_size=db,
+            p_value=None,
+            figures={
+                "direct_bias": db,
+                "mean_cos": float(cos.mean()),
+                "words": len(neutral),
+                "explained_variance": explained,
+                "most_biased": {neutral[i]: float(cos[i]) for i in order},
+                "pairs": [list(p) for p in used_pairs],
+            },
+            convention={
+                "c": self.strictness,
+                "direction": self.direction,
+                "words": self.words,
+                "vocabulary_limit": self.vocabulary_limit if self.words == "vocabulary" else None,
+                "sign": "cos > 0: towards the first (male) word of the pairs",
+                "case": self.case,
+            },
+            sizes={"neutral": len(neutral), "pairs": len(used_pairs)},
+            lost=lost,
+            warnings=warnings,
+            **base,
+        )
+
+    def _direction(self, embedder: Embedder, lists: DebiasLists) -> tuple[np.ndarray, float, list[tuple[str, str]], dict[str, list[str]]]:
+        lost: dict[str, list[str]] = {}
+        if self.direction == "pair":
+            pair = lists.ranking_pair
+            vectors, _, _ = lookup(embedder, list(pair), self.case)
+            missing = [w for w in pair if w not in vectors]
+            if missing:
+                raise BiasError(
+                    f"The direction pair ({pair[0]}, {pair[1]}) of {lists.name}: {', '.join(missing)} not in {embedder.spec}.",
+                    "Choose a direction pair of frequent words, or use --param direction=definitional.",
+                )
+            g = vectors[pair[0]] / np.linalg.norm(vectors[pair[0]]) - vectors[pair[1]] / np.linalg.norm(vectors[pair[1]])
+            return g / np.linalg.norm(g), 1.0, [pair], lost
+        words = [w for p in lists.definitional for w in p]
+        vectors, _, _ = lookup(embedder, words, self.case)
+        used = [p for p in lists.definitional if p[0] in vectors and p[1] in vectors]
+        missing = [w for w in words if w not in vectors]
+        if missing:
+            lost["definitional"] = missing
+        if not used:
+            raise BiasError(
+                f"No definitional pair of {lists.name} has both words in {embedder.spec} (missing: {', '.join(missing[:8])}).",
+                "Check the model's language and case (--case lower for uncased vocabularies).",
+            )
+        g, explained = gender_direction([(vectors[a], vectors[b]) for a, b in used])
+        return g, explained, used, lost

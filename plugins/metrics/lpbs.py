@@ -1,0 +1,301 @@
+"""LPBS, the log-probability bias score (Kurita, Vyas, Pareek, Black & Tsvetkov 2019).
+
+For a template with a target slot and an attribute slot, e.g. "{Target} is {attribute.article}
+{attribute}.":
+
+- p_tgt(t | a): the probability of target t in its slot, the target slot masked and the attribute filled;
+- p_prior(t): the same with both slots masked, read at the target slot;
+- association asc(t, a) = log p_tgt(t | a) - log p_prior(t).
+
+The group score of attribute a in a template is logsumexp_X log p_tgt - logsumexp_Y log p_tgt minus
+the same for the prior, and score(a) its mean over the templates that fit a. Everything is in log
+space (log_softmax in float64, logsumexp), since products of probabilities underflow. The slots are
+found from the character spans the template renderer returns, mapped to tokens through the
+tokenizer's offsets, never by searching the text. Every masked sentence of the test is sent to the
+embedder at once, which batches them.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+import attrs
+import numpy as np
+from scipy.special import logsumexp
+
+from bias.core import stats
+from bias.core.errors import BiasError
+from bias.core.interfaces import Capability, Embedder, MaskedRequest, Metric, Tokens
+from bias.core.lpbs_data import ATTRIBUTES, TARGETS, LpbsTest
+from bias.core.model import LPBS, OK, REFUSED, Result
+from bias.core.params import between, int_at_least, one_of, param
+from bias.plugins.metrics.crows import MASKED, lm_mode
+
+MULTI_TOKEN = ("joint", "first", "reduce")
+UNITS = ("attribute", "target")
+
+
+@attrs.frozen
+class _Item:
+    """One rendered sentence: which template, target and attribute, and where their slots are."""
+
+    template: int
+    t_key: str
+    target: str
+    a_key: str
+    attribute: str
+    text: str
+    t_pos: tuple[int, ...]
+    a_pos: tuple[int, ...]
+    tokens: Tokens
+
+
+def slot_positions(tokens: Tokens, span: tuple[int, int]) -> tuple[int, ...]:
+    """The non-special tokens whose characters overlap the slot's span [start, end)."""
+    start, end = span
+    return tuple(
+        i for i, ((a, b), s) in enumerate(zip(tokens.offsets, tokens.special)) if not s and b > a and a < end and b > start
+    )
+
+
+def _collapse(ids: Sequence[int], positions: Sequence[int]) -> tuple[list[int], int]:
+    """The ids with a slot's sub-tokens replaced by its first piece alone, and that piece's position."""
+    first, last = positions[0], positions[-1]
+    return list(ids[:first]) + [ids[first]] + list(ids[last + 1 :]), first
+
+
+@attrs.define
+class Lpbs(Metric):
+    """Log-probability bias score (Kurita et al. 2019): an effect size over attributes with a two-sided
+    permutation p-value. A positive effect means X is relatively more probable with A-attributes and Y
+    with B-attributes (X ~ A, Y ~ B).
+
+    unit = attribute (default): score(a) per attribute (see the module docstring), effect size
+    (mean score(A) - mean score(B)) / std score(A u B), permutations over A u B. unit = target: the
+    WEAT-like variant, s(t) = mean_A asc(t, a) - mean_B asc(t, b), effect over X u Y; the prior cancels
+    in it unless the prior sentence differs between attributes (e.g. their number of sub-tokens).
+    Multi-token words: joint masks every sub-token of the slot at once and sums their log-probabilities;
+    first replaces the slot by one mask scored against the first piece (the compatibility choice of
+    implementations that assume one token per word); reduce drops words that are not one token in
+    every sentence (the "reduced" sets), reported as lost.
+    """
+
+    name: ClassVar[str] = "lpbs"
+    summary: ClassVar[str] = "Log-probability bias score of a masked LM: effect size and permutation p (Kurita et al. 2019)."
+    requires: ClassVar[frozenset[Capability]] = frozenset({Capability.MASKED_LM})
+    data_kind: ClassVar[str] = LPBS
+
+    multi_token: str = param(
+        "joint", "words of several sub-tokens: joint (mask all, sum log-probs), first (first piece only), reduce (drop them)",
+        validator=one_of(MULTI_TOKEN),
+    )
+    unit: str = param(
+        "attribute", "what the effect size compares: attribute (scores of A vs B) or target (WEAT-like, X vs Y)",
+        validator=one_of(UNITS),
+    )
+    ddof: int = param(1, "delta degrees of freedom of the std in the effect size", validator=one_of((0, 1)))
+    permutations: int = param(100_000, "random permutations when the exact test is too large", validator=int_at_least(1))
+    exact_limit: int = param(
+        100_000, "enumerate all partitions when there are at most this many (0: always sample)", validator=int_at_least(0)
+    )
+    lost_threshold: float = param(
+        0.2, "refuse the test if a set loses more than this share of its words (multi_token = reduce)", validator=between(0.0, 1.0)
+    )
+
+    def compute(self, embedder: Embedder, data: LpbsTest, *, seed: int | None = None) -> Result:
+        if not isinstance(data, LpbsTest):
+            raise BiasError(f"Metric 'lpbs' needs an LPBS test (kind lpbs), not {type(data).__name__}.")
+        lm_mode(embedder, self.name, (MASKED,))
+        items = self._items(embedder, data)
+        pieces: dict[str, dict[str, int]] = {key: {} for key in ("X", "Y", "A", "B")}
+        for it in items:
+            pieces[it.t_key][it.target] = max(pieces[it.t_key].get(it.target, 0), len(it.t_pos))
+            pieces[it.a_key][it.attribute] = max(pieces[it.a_key].get(it.attribute, 0), len(it.a_pos))
+        multi = {key: [w for w, n in found.items() if n > 1] for key, found in pieces.items()}
+        lost: dict[str, list[str]] = {}
+        if self.multi_token == "reduce":
+            lost = {key: words for key, words in multi.items() if words}
+            dropped = {(key, w) for key, words in lost.items() for w in words}
+            items = [it for it in items if (it.t_key, it.target) not in dropped and (it.a_key, it.attribute) not in dropped]
+        base = dict(
+            key="", model=embedder.spec, wordset=data.name, metric=self.name, params=self.params(), seed=seed,
+            lost=lost, meta={"bias_type": data.meta.bias_type, "language": data.meta.language, "expected_direction": data.meta.expected_direction},
+        )
+        reason = self._refusal(data, lost)
+        if reason:
+            return Result(status=REFUSED, reason=reason, figures={"multi_token_words": multi}, **base)
+
+        log_tgt, log_prior = self._score(embedder, items)
+        asc = log_tgt - log_prior
+        groups: dict[tuple[int, str], dict[str, list[int]]] = defaultdict(lambda: {"X": [], "Y": []})
+        for i, it in enumerate(items):
+            groups[(it.template, it.attribute)][it.t_key].append(i)
+        per_template: dict[str, list[float]] = defaultdict(list)  # attribute -> group score per template
+        template_rows: dict[int, dict[str, list[float]]] = defaultdict(lambda: {"A": [], "B": []})
+        a_key_of = {it.attribute: it.a_key for it in items}
+        for (template, attribute), members in groups.items():
+            if not members["X"] or not members["Y"]:
+                continue
+            x, y = members["X"], members["Y"]
+            value = (logsumexp(log_tgt[x]) - logsumexp(log_tgt[y])) - (logsumexp(log_prior[x]) - logsumexp(log_prior[y]))
+            per_template[attribute].append(float(value))
+            template_rows[template][a_key_of[attribute]].append(float(value))
+        attribute_scores = {key: {a: float(np.mean(per_template[a])) for a in getattr(data, key).words if per_template.get(a)} for key in ATTRIBUTES}
+        pair_asc: dict[tuple[str, str], list[float]] = defaultdict(list)
+        for i, it in enumerate(items):
+            pair_asc[(it.target, it.attribute)].append(float(asc[i]))
+        target_scores: dict[str, dict[str, float]] = {}
+        for key in TARGETS:
+            target_scores[key] = {}
+            for t in getattr(data, key).words:
+                mean_a = [np.mean(pair_asc[(t, a)]) for a in attribute_scores["A"] if pair_asc.get((t, a))]
+                mean_b = [np.mean(pair_asc[(t, b)]) for b in attribute_scores["B"] if pair_asc.get((t, b))]
+                if mean_a and mean_b:
+                    target_scores[key][t] = float(np.mean(mean_a) - np.mean(mean_b))
+        first, second = ("A", "B") if self.unit == "attribute" else ("X", "Y")
+        chosen = attribute_scores if self.unit == "attribute" else target_scores
+        s1 = np.array(list(chosen[first].values()), dtype=np.float64)
+        s2 = np.array(list(chosen[second].values()), dtype=np.float64)
+        if len(s1) < 2 or len(s2) < 2:
+            return Result(
+                status=REFUSED, reason=f"too few scored {self.unit}s ({first} {len(s1)}, {second} {len(s2)}): templates must fit each word with words of the other slot from both sets",
+                **base,
+            )
+        test = stats.permutation_test(
+            s1, s2, alternative="two-sided", permutations=self.permutations, exact_limit=self.exact_limit, seed=seed
+        )
+        other = target_scores if self.unit == "attribute" else attribute_scores
+        o1, o2 = ("X", "Y") if self.unit == "attribute" else ("A", "B")
+        other_effect = (
+            stats.effect_size(np.array(list(other[o1].values())), np.array(list(other[o2].values())), ddof=self.ddof)
+            if len(other[o1]) > 1 and len(other[o2]) > 1 else None
+        )
+        warnings = []
+        if self.multi_token != "reduce" and any(multi.values()):
+            words = [w for key in ("X", "Y", "A", "B") for w in multi[key]]
+            warnings.append(f"{len(words)} word(s) are several sub-tokens, scored by policy '{self.multi_token}': {', '.join(words[:8])}")
+        if lost:
+            warnings.append("dropped as multi-token (reduce): " + "; ".join(f"{k}: {', '.join(v)}" for k, v in lost.items()))
+        templates = [
+            {
+                "template": data.templates[t].text,
+                "group_scores": len(rows["A"]) + len(rows["B"]),
+                "mean_score_A": float(np.mean(rows["A"])) if rows["A"] else None,
+                "mean_score_B": float(np.mean(rows["B"])) if rows["B"] else None,
+                "difference": float(np.mean(rows["A"]) - np.mean(rows["B"])) if rows["A"] and rows["B"] else None,
+            }
+            for t, rows in sorted(template_rows.items())
+        ]
+        both = np.concatenate([s1, s2])
+        return Result(
+            status=OK,
+            effect_size=stats.effect_size(s1, s2, ddof=self.ddof),
+            p_value=test.p_value,
+            figures={
+                "attribute_scores": attribute_scores,
+                "target_scores": target_scores,
+                f"mean_{first}": float(s1.mean()),
+                f"mean_{second}": float(s2.mean()),
+                "std": float(both.std(ddof=self.ddof)),
+                "effect_size_other_unit": other_effect,
+                "templates": templates,
+                "sentences": len(items),
+                "mean_log_p_target": float(log_tgt.mean()),
+                "mean_log_p_prior": float(log_prior.mean()),
+                "multi_token_words": multi,
+                "parametric_p": test.parametric_p,
+                "statistic": test.statistic,
+            },
+            convention={
+                "unit": self.unit,
+                "ddof": self.ddof,
+                "multi_token": self.multi_token,
+                "alternative": "two-sided",
+                "method": test.method,
+                "permutations": test.permutations,
+                "exact_limit": self.exact_limit,
+                "seed": test.seed,
+                "p_estimator": "k/C(N,|A|)" if test.method == "exact" else "(k+1)/(m+1)",
+                "score": "log space: logsumexp_X log p_tgt - logsumexp_Y log p_tgt - (same for the prior), mean over templates",
+                "prior": "target and attribute slots both masked, read at the target slot",
+                "slots": "rendered character spans mapped to tokens through the tokenizer's offsets",
+            },
+            sizes={key: len(v) for key, v in {**attribute_scores, **target_scores}.items()},
+            warnings=warnings,
+            **base,
+        )
+
+    def _refusal(self, data: LpbsTest, lost: dict[str, list[str]]) -> str | None:
+        for key, wl in data.sets().items():
+            n = len(wl.words)
+            share = len(lost.get(key, [])) / n if n else 0.0
+            if share > self.lost_threshold or n - len(lost.get(key, [])) < 2:
+                return (
+                    f"set {key} lost {len(lost.get(key, []))} of {n} words as multi-token ({share:.0%}; at most "
+                    f"{self.lost_threshold:.0%} allowed, and 2 words needed): {', '.join(lost.get(key, [])[:8])}"
+                )
+        return None
+
+    def _items(self, embedder: Embedder, data: LpbsTest) -> list[_Item]:
+        """Every (template, target, attribute) sentence, tokenised once, with its slots located."""
+        rendered: list[tuple[int, str, str, str, str, Any]] = []
+        for ti, template in enumerate(data.templates):
+            for t_key in TARGETS:
+                for t in getattr(data, t_key).words:
+                    for a_key in ATTRIBUTES:
+                        for a in getattr(data, a_key).words:
+                            target = (t, getattr(data, t_key).features(t))
+                            attribute = (a, getattr(data, a_key).features(a))
+                            found = data.render(template, target, attribute)
+                            if found is not None:
+                                rendered.append((ti, t_key, t, a_key, a, found))
+        if not rendered:
+            raise BiasError(f"{data.name}: no template fits any (target, attribute) pair.", "Check the templates' `when` conditions and the words' features.")
+        texts = list(dict.fromkeys(r[5].text for r in rendered))
+        tokens = dict(zip(texts, embedder.tokenize(texts)))
+        items = []
+        for ti, t_key, t, a_key, a, found in rendered:
+            toks = tokens[found.text]
+            ends = [b for (x, b), s in zip(toks.offsets, toks.special) if not s and b > x]
+            if not ends or max(ends) < len(found.text.rstrip()):
+                raise BiasError(f"{data.name}: the sentence {found.text!r} is longer than the model's limit.", "Shorten the template.")
+            t_pos = slot_positions(toks, found.spans["target"])
+            a_pos = slot_positions(toks, found.spans["attribute"])
+            where = f"{data.name}: template {data.templates[ti].text!r}"
+            if not t_pos or not a_pos:
+                raise BiasError(f"{where}: the {'target' if not t_pos else 'attribute'} slot covers no token in {found.text!r}.")
+            if set(t_pos) & set(a_pos):
+                raise BiasError(
+                    f"{where}: the target and attribute slots share a token in {found.text!r}, so one cannot be masked alone.",
+                    "Separate the two slots (e.g. by a space) in the template.",
+                )
+            items.append(_Item(ti, t_key, t, a_key, a, found.text, t_pos, a_pos, toks))
+        return items
+
+    def _score(self, embedder: Embedder, items: Sequence[_Item]) -> tuple[np.ndarray, np.ndarray]:
+        """log p_tgt and log p_prior of every item, from one batched call (identical requests once)."""
+        requests: dict[MaskedRequest, int] = {}
+        plan: list[tuple[int, int, int]] = []  # (target request, prior request, target pieces read)
+        for it in items:
+            if self.multi_token == "first":
+                ids, t0 = _collapse(it.tokens.ids, it.t_pos)
+                tgt = MaskedRequest(tuple(ids), (t0,))
+                both = list(it.tokens.ids)
+                # collapse the later slot first so the earlier slot's position stays valid
+                for pos in sorted((it.t_pos, it.a_pos), key=lambda p: -p[0]):
+                    both, _ = _collapse(both, pos)
+                t_first = it.t_pos[0] if it.t_pos[0] < it.a_pos[0] else it.t_pos[0] - (len(it.a_pos) - 1)
+                a_first = it.a_pos[0] if it.a_pos[0] < it.t_pos[0] else it.a_pos[0] - (len(it.t_pos) - 1)
+                prior = MaskedRequest(tuple(both), (t_first, a_first))
+                n_read = 1
+            else:
+                tgt = MaskedRequest(it.tokens.ids, it.t_pos)
+                prior = MaskedRequest(it.tokens.ids, it.t_pos + it.a_pos)
+                n_read = len(it.t_pos)
+            plan.append((requests.setdefault(tgt, len(requests)), requests.setdefault(prior, len(requests)), n_read))
+        results = embedder.masked_log_probs(list(requests))
+        log_tgt = np.array([results[t][:n].sum() for t, _, n in plan], dtype=np.float64)
+        log_prior = np.array([results[p][:n].sum() for _, p, n in plan], dtype=np.float64)
+        return log_tgt, log_prior

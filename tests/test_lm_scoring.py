@@ -1,0 +1,255 @@
+"""The batched LM scoring engine (plugins/embedders/lm_scoring.py) against plain, unbatched
+transformers computations on tiny real models (BERT WordPiece, RoBERTa byte-level BPE, GPT-2).
+
+Every expected number is recomputed here one sequence at a time with a plain forward call, so a
+wrong gather, a padding leak, a lost request order or a float32 softmax shows up as a mismatch.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from bias.core.errors import BiasError
+from bias.core.interfaces import MaskedRequest
+from bias.plugins.embedders import lm_scoring
+
+TOL = 1e-6
+TEXTS = (
+    "the man is here",
+    "the doctor likes the nurse and the rose",
+    "she works",
+    "unbelievableness of the tulip",
+    "a good flower is a good flower",
+)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _one_thread() -> Any:
+    """One torch thread: the test machine's two cores are shared, and two threads then wait on each other."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def _load(folder: Path, cls: str) -> tuple[Any, Any]:
+    import transformers
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    model = getattr(transformers, cls).from_pretrained(folder).eval()
+    tokenizer = transformers.AutoTokenizer.from_pretrained(folder)
+    return model, tokenizer
+
+
+@pytest.fixture(scope="module")
+def bert(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Any]:
+    from fixtures.tiny_bert import build_tiny_bert
+
+    return _load(build_tiny_bert(tmp_path_factory.mktemp("engine-bert")), "AutoModelForMaskedLM")
+
+
+@pytest.fixture(scope="module")
+def roberta(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Any]:
+    from fixtures.tiny_bert import build_tiny_roberta
+
+    return _load(build_tiny_roberta(tmp_path_factory.mktemp("engine-roberta")), "AutoModelForMaskedLM")
+
+
+@pytest.fixture(scope="module")
+def gpt2(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Any]:
+    from fixtures.tiny_bert import build_tiny_gpt2
+
+    return _load(build_tiny_gpt2(tmp_path_factory.mktemp("engine-gpt2")), "AutoModelForCausalLM")
+
+
+def reference_masked(model: Any, tokenizer: Any, request: MaskedRequest) -> np.ndarray:
+    """One sequence, one plain forward call, softmax computed in float64 by hand."""
+    import torch
+
+    ids = torch.tensor([list(request.ids)])
+    for p in request.positions:
+        ids[0, p] = tokenizer.mask_token_id
+    with torch.no_grad():
+        logits = model(input_ids=ids).logits[0].double().numpy()
+    out = []
+    for p in request.positions:
+        row = logits[p]
+        log_z = row.max() + np.log(np.exp(row - row.max()).sum())
+        out.append(row[request.ids[p]] - log_z)
+    return np.array(out)
+
+
+def requests_for(tokenizer: Any) -> list[MaskedRequest]:
+    out = []
+    for text in TEXTS:
+        ids = tuple(tokenizer(text)["input_ids"])
+        inner = range(1, len(ids) - 1)
+        out.extend(MaskedRequest(ids, (p,)) for p in inner)  # one mask at a time (CrowS)
+        out.append(MaskedRequest(ids, (1, len(ids) - 2)))  # two masks at once (LPBS prior)
+        out.append(MaskedRequest(ids, (len(ids) - 2, 1)))  # order of positions is the order of answers
+    return out
+
+
+@pytest.mark.parametrize("batch_size", [1, 3, 64])
+def test_masked_log_probs_match_unbatched_forward(bert: tuple[Any, Any], batch_size: int) -> None:
+    model, tokenizer = bert
+    requests = requests_for(tokenizer)
+    got = lm_scoring.masked_log_probs(model, tokenizer, "cpu", requests, batch_size)
+    assert len(got) == len(requests)
+    for request, values in zip(requests, got):
+        assert values.dtype == np.float64 and values.shape == (len(request.positions),)
+        np.testing.assert_allclose(values, reference_masked(model, tokenizer, request), atol=TOL, rtol=0)
+
+
+def test_roberta_masked_log_probs_match(roberta: tuple[Any, Any]) -> None:
+    model, tokenizer = roberta
+    requests = requests_for(tokenizer)
+    got = lm_scoring.masked_log_probs(model, tokenizer, "cpu", requests, 7)
+    for request, values in zip(requests, got):
+        np.testing.assert_allclose(values, reference_masked(model, tokenizer, request), atol=TOL, rtol=0)
+
+
+def test_head_on_masked_rows_only_equals_the_full_forward(bert: tuple[Any, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    model, tokenizer = bert
+    requests = requests_for(tokenizer)
+    assert lm_scoring._split_head(model) is not None
+    fast = lm_scoring.masked_log_probs(model, tokenizer, "cpu", requests, 16)
+    monkeypatch.setattr(lm_scoring, "_SPLIT_HEADS", {})
+    assert lm_scoring._split_head(model) is None
+    full = lm_scoring.masked_log_probs(model, tokenizer, "cpu", requests, 16)
+    for a, b in zip(fast, full):
+        np.testing.assert_allclose(a, b, atol=TOL, rtol=0)
+
+
+def test_masked_variants_share_forward_calls(bert: tuple[Any, Any]) -> None:
+    """Never one forward call per mask: n requests take ceil(n / batch_size) calls."""
+    model, tokenizer = bert
+    requests = requests_for(tokenizer)
+    calls = []
+    handle = model.bert.embeddings.register_forward_hook(lambda *args: calls.append(1))
+    try:
+        lm_scoring.masked_log_probs(model, tokenizer, "cpu", requests, 16)
+    finally:
+        handle.remove()
+    assert len(calls) == -(-len(requests) // 16)
+
+
+def test_requests_without_positions_need_no_model_call(bert: tuple[Any, Any]) -> None:
+    model, tokenizer = bert
+    calls = []
+    handle = model.bert.embeddings.register_forward_hook(lambda *args: calls.append(1))
+    try:
+        out = lm_scoring.masked_log_probs(model, tokenizer, "cpu", [MaskedRequest((2, 10, 3), ())], 8)
+    finally:
+        handle.remove()
+    assert calls == [] and out[0].shape == (0,)
+
+
+def test_huge_logits_stay_finite(tmp_path: Path) -> None:
+    """Logits of +-thousands underflow a float32 softmax (log 0 = -inf); float64 log_softmax does not."""
+    import torch
+    from fixtures.tiny_bert import build_tiny_bert
+
+    model, tokenizer = _load(build_tiny_bert(tmp_path / "sharp", seed=3), "AutoModelForMaskedLM")
+    with torch.no_grad():
+        model.cls.predictions.decoder.weight.mul_(2000.0)
+    ids = tuple(tokenizer("unbelievableness of the tulip")["input_ids"])
+    request = MaskedRequest(ids, tuple(range(1, len(ids) - 1)))
+    with torch.no_grad():
+        masked = torch.tensor([list(ids)])
+        masked[0, 1:-1] = tokenizer.mask_token_id
+        naive = torch.log(torch.softmax(model(input_ids=masked).logits[0], dim=-1))
+    assert torch.isinf(naive).any(), "the test model must be sharp enough to underflow a float32 softmax"
+    values = lm_scoring.masked_log_probs(model, tokenizer, "cpu", [request], 4)[0]
+    assert np.isfinite(values).all() and values.min() < -50
+    np.testing.assert_allclose(values, reference_masked(model, tokenizer, request), rtol=1e-6)
+
+
+def test_token_log_probs_masked_lm(bert: tuple[Any, Any]) -> None:
+    import torch
+
+    model, tokenizer = bert
+    sequences = [tokenizer(t)["input_ids"] for t in TEXTS]
+    got = lm_scoring.token_log_probs(model, tokenizer, "cpu", sequences, 2, causal=False, attention=False)
+    for ids, scores in zip(sequences, got):
+        with torch.no_grad():
+            lp = torch.log_softmax(model(input_ids=torch.tensor([ids])).logits[0].double(), -1).numpy()
+        np.testing.assert_allclose(scores.log_probs, lp[np.arange(len(ids)), ids], atol=TOL, rtol=0)
+        assert scores.attention is None
+
+
+def test_attention_received_matches_eager_reference(bert: tuple[Any, Any]) -> None:
+    """Column means over layers, heads and real queries; padding queries of shorter rows excluded."""
+    import torch
+
+    model, tokenizer = bert
+    before = model.config._attn_implementation
+    sequences = [tokenizer(t)["input_ids"] for t in TEXTS]
+    got = lm_scoring.token_log_probs(model, tokenizer, "cpu", sequences, 8, causal=False, attention=True)
+    assert model.config._attn_implementation == before, "the model's attention setting must be restored"
+    model.set_attn_implementation("eager")
+    try:
+        for ids, scores in zip(sequences, got):
+            with torch.no_grad():
+                att = model(input_ids=torch.tensor([ids]), output_attentions=True).attentions
+            expected = np.mean([a[0].double().numpy() for a in att], axis=(0, 1)).mean(axis=0)
+            np.testing.assert_allclose(scores.attention, expected, atol=TOL, rtol=0)
+            assert abs(scores.attention.sum() - 1.0) < 1e-6  # each query row sums to 1
+    finally:
+        model.set_attn_implementation(before)
+
+
+def test_causal_log_probs_are_next_token(gpt2: tuple[Any, Any]) -> None:
+    import torch
+
+    model, tokenizer = gpt2
+    sequences = [tokenizer(t)["input_ids"] for t in TEXTS]
+    got = lm_scoring.token_log_probs(model, tokenizer, "cpu", sequences, 3, causal=True, attention=True)
+    for ids, scores in zip(sequences, got):
+        assert np.isnan(scores.log_probs[0])
+        with torch.no_grad():
+            lp = torch.log_softmax(model(input_ids=torch.tensor([ids])).logits[0].double(), -1).numpy()
+        expected = lp[np.arange(len(ids) - 1), ids[1:]]
+        np.testing.assert_allclose(scores.log_probs[1:], expected, atol=TOL, rtol=0)
+        assert scores.attention is not None and scores.attention.shape == (len(ids),)
+
+
+def test_tokenizer_without_mask_token_is_refused(gpt2: tuple[Any, Any]) -> None:
+    model, tokenizer = gpt2
+    assert tokenizer.mask_token_id is None
+    with pytest.raises(BiasError) as err:
+        lm_scoring.masked_log_probs(model, tokenizer, "cpu", [MaskedRequest((1, 2, 3), (1,))], 4)
+    assert "no mask token" in err.value.message
+
+
+def test_sequences_longer_than_the_model_are_refused(bert: tuple[Any, Any]) -> None:
+    model, tokenizer = bert
+    limit = lm_scoring.token_limit(model, tokenizer)
+    assert limit == 128
+    long = tuple([2] + [10] * limit + [3])
+    with pytest.raises(BiasError) as err:
+        lm_scoring.masked_log_probs(model, tokenizer, "cpu", [MaskedRequest(long, (5,))], 4)
+    assert "limit of 128 tokens" in err.value.message
+    with pytest.raises(BiasError):
+        lm_scoring.token_log_probs(model, tokenizer, "cpu", [long], 4, causal=False, attention=False)
+
+
+def test_roberta_limit_leaves_out_the_padding_offset(roberta: tuple[Any, Any]) -> None:
+    model, tokenizer = roberta
+    assert lm_scoring.token_limit(model, tokenizer) == 64
+
+
+def test_uncased_is_read_from_the_tokenizer(bert: tuple[Any, Any], tmp_path: Path) -> None:
+    from fixtures.tiny_bert import build_tiny_bert
+
+    assert lm_scoring.is_uncased(bert[1]) is True
+    _, cased = _load(build_tiny_bert(tmp_path / "cased", lowercase=False), "AutoModelForMaskedLM")
+    assert lm_scoring.is_uncased(cased) is False
