@@ -16,7 +16,7 @@ from typing import Any
 import attrs
 from bias.core.errors import BiasError
 from bias.core.model import OK, Result
-from bias.core.report import significance
+from bias.core.reports.tables import significance
 
 STARS = "* p < 0.05, ** p < 0.01, *** p < 0.001 (as each metric computes p, uncorrected); no mark: not significant or no p-value."
 

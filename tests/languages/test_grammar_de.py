@@ -129,7 +129,6 @@ def test_nouns_are_capitalised_and_adjectives_are_not():
 def test_articles_agree_with_gender(rendered):
     definite = indefinite = 0
     for file, key, word, features, s, plural_template in rendered[0]:
-        inside = s.text[s.span[0] : s.span[1]]
         before = words_before(s.text, s.span[0])
         if plural_template or not before or before[-1] not in DETERMINERS:
             continue
@@ -152,7 +151,6 @@ def test_neuter_persons_follow_grammatical_gender(seat):
 def test_plural_and_singular_verbs(rendered):
     plurals = 0
     for file, key, word, features, s, plural_template in rendered[0]:
-        inside = s.text[s.span[0] : s.span[1]]
         is_plural = plural_template
         toks = tokens(s.text)
         if is_plural:
@@ -168,7 +166,6 @@ def test_plural_and_singular_verbs(rendered):
 def test_countable_nouns_have_a_determiner_and_others_do_not(rendered):
     for file, key, word, features, s, plural_template in rendered[0]:
         cls = features.get("class")
-        inside = s.text[s.span[0] : s.span[1]]
         before = words_before(s.text, s.span[0])
         has_det = bool(before) and before[-1] in DETERMINERS
         if cls in ("person", "thing") and not plural_template:

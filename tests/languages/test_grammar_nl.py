@@ -104,7 +104,6 @@ def test_span_holds_the_word_or_its_plural(rendered):
 def test_definite_article_agrees_with_gender(rendered):
     checked = 0
     for file, key, word, features, s, plural_template in rendered[0]:
-        inside = s.text[s.span[0] : s.span[1]]
         before = words_before(s.text, s.span[0])
         if plural_template or not before or before[-1] not in ("de", "het"):
             continue
@@ -117,7 +116,6 @@ def test_definite_article_agrees_with_gender(rendered):
 def test_plural_forms_take_the_plural_article_and_verb(rendered):
     seen = 0
     for file, key, word, features, s, plural_template in rendered[0]:
-        inside = s.text[s.span[0] : s.span[1]]
         plural = plural_template
         tokens = re.findall(r"[\w'-]+", s.text.lower())
         if plural:
@@ -133,7 +131,6 @@ def test_plural_forms_take_the_plural_article_and_verb(rendered):
 def test_countable_nouns_have_a_determiner_and_others_do_not(rendered):
     for file, key, word, features, s, plural_template in rendered[0]:
         cls = features.get("class")
-        inside = s.text[s.span[0] : s.span[1]]
         before = words_before(s.text, s.span[0])
         has_article = bool(before) and before[-1] in ARTICLES
         if cls in ("person", "thing") and not plural_template:
