@@ -105,6 +105,25 @@ def check(template: str, slots: Sequence[str], forms: Mapping[str, FormsTable] |
     return problems
 
 
+def check_when(when: Any, slots: Sequence[str]) -> list[tuple[str, str]]:
+    """Problems of a template's `when` conditions as (sub-field, message) pairs ("" = the table)."""
+    if when is None:
+        return []
+    example = f'{{ "{slots[0]}.class" = ["person", "name"] }}'
+    if not isinstance(when, dict):
+        return [("", f"must be a table such as {example}")]
+    problems = []
+    written = " or ".join(f'"{slot}.FEATURE"' for slot in slots)
+    for key, wanted in when.items():
+        slot, dot, feature = str(key).partition(".")
+        if slot not in slots or not dot or not feature:
+            problems.append((str(key), f"unknown slot or feature: conditions are written {written}"))
+        values = wanted if isinstance(wanted, list) else [wanted]
+        if not values or not all(isinstance(v, str) for v in values):
+            problems.append((str(key), "must be a string or a list of strings"))
+    return problems
+
+
 def value(feature: str, features: Features, forms: Mapping[str, FormsTable]) -> str | None:
     """An agreement value: the word's own feature, else the forms table chosen by its `from` feature."""
     if feature in features:

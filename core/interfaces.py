@@ -157,6 +157,20 @@ class Metric(ABC):
         """The parameter values, defaults included: part of every result and of the experiment key."""
         return attrs.asdict(self) if attrs.has(type(self)) else {}
 
+    def result_fields(self, model: str, data: Any, seed: int | None, **extra: Any) -> dict[str, Any]:
+        """The fields every Result of this metric shares (the runner fills in the key and timings)."""
+        meta = data.meta
+        return {
+            "key": "",
+            "model": model,
+            "wordset": data.name,
+            "metric": self.name,
+            "params": self.params(),
+            "seed": seed,
+            "meta": {"bias_type": meta.bias_type, "language": meta.language, "expected_direction": meta.expected_direction},
+            **extra,
+        }
+
 
 class Debiaser(ABC):
     """scikit-learn style mitigation: `fit(embedder, lists)` learns, `transform(embedder)` returns an

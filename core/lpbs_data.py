@@ -59,19 +59,7 @@ class LpbsTest:
 
 
 def _check_when(when: Any, file: str, field: str) -> list[Problem]:
-    if when is None:
-        return []
-    if not isinstance(when, dict):
-        return [Problem(file, field, "must be a table such as { \"target.class\" = \"pronoun\" }")]
-    problems = []
-    for key, wanted in when.items():
-        slot, dot, feature = str(key).partition(".")
-        if slot not in SLOTS or not dot or not feature:
-            problems.append(Problem(file, f"{field}.{key}", "conditions are written \"target.FEATURE\" or \"attribute.FEATURE\""))
-        values = wanted if isinstance(wanted, list) else [wanted]
-        if not values or not all(isinstance(v, str) for v in values):
-            problems.append(Problem(file, f"{field}.{key}", "must be a string or a list of strings"))
-    return problems
+    return [Problem(file, f"{field}.{key}" if key else field, message) for key, message in grammar.check_when(when, SLOTS)]
 
 
 def _templates(data: dict[str, Any]) -> list[Template]:

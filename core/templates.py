@@ -162,19 +162,7 @@ def _parsed(text: str) -> list[grammar.Placeholder]:
 
 
 def _check_when(when: Any, file: str, field: str) -> list[Problem]:
-    if when is None:
-        return []
-    if not isinstance(when, dict):
-        return [Problem(file, field, "must be a table such as { \"word.class\" = [\"person\", \"name\"] }")]
-    problems = []
-    for key, wanted in when.items():
-        slot, dot, feature = str(key).partition(".")
-        if slot != SLOT or not dot or not feature:
-            problems.append(Problem(file, f"{field}.{key}", f"unknown slot or feature: conditions are written \"{SLOT}.FEATURE\""))
-        values = wanted if isinstance(wanted, list) else [wanted]
-        if not values or not all(isinstance(v, str) for v in values):
-            problems.append(Problem(file, f"{field}.{key}", "must be a string or a list of strings"))
-    return problems
+    return [Problem(file, f"{field}.{key}" if key else field, message) for key, message in grammar.check_when(when, (SLOT,))]
 
 
 def build(data: dict[str, Any], name: str, path: str) -> TemplateSet:

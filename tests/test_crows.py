@@ -425,7 +425,14 @@ def test_cli_runs_pair_metrics_on_a_crows_csv(uncased_dir: Path, tmp_path: Path)
     results = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     assert sorted(r["metric"] for r in results) == ["crows", "kls"]
     crows = next(r for r in results if r["metric"] == "crows")
-    assert crows["status"] == "ok" and [row["line"] for row in crows["figures"]["pairs"]] == [2, 3, 4, 5, 6, 7]
+    # Per-pair scores are written to a CSV beside the results, named in the result.
+    assert crows["status"] == "ok" and crows["figures"]["pairs"] == f"pairs-{crows['key']}.csv"
+    import csv
+
+    with open(out / crows["figures"]["pairs"], encoding="utf-8", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert [int(row["line"]) for row in rows] == [2, 3, 4, 5, 6, 7]
+    assert {"more", "less", "score_more", "score_less"} <= set(rows[0])
 
     bad = tmp_path / "bad.csv"
     bad.write_text("sent_more,sent_less,stereo_antistereo,bias_type\nThe man ran.,The woman ran.,sideways,gender\n", encoding="utf-8")

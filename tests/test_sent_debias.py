@@ -128,4 +128,4 @@ def test_planted_association_is_reduced(planted_mlm):
     debiased = SentDebias().fit(embedder, lists).transform(embedder)
     after = seat.compute(debiased, association_test(), seed=0)
     assert abs(after.effect_size) < 0.3 and after.p_value > 0.05
-    assert debiased.info["subspaces"]["sentence:cls:None"]["explained_variance"][0] > 0.5
+    assert debiased.info["subspaces"]["sentence:mean:None"]["explained_variance"][0] > 0.5

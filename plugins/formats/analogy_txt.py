@@ -14,18 +14,9 @@ from typing import Any, ClassVar
 from bias.core.errors import BiasError
 from bias.core.interfaces import WordSetFormat
 from bias.core.model import ANALOGIES
+from bias.plugins.formats.text_lines import read_lines
 
-_META_KEYS = ("language", "bias_type", "source", "licence", "title")
 _SNIFF_LINES = 20
-
-
-def _read(path: Path) -> str:
-    try:
-        return Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise BiasError(f"Word-set file not found: {path}") from None
-    except UnicodeDecodeError as exc:
-        raise BiasError(f"{path}: not UTF-8 text ({exc.reason}).", "Save the file as UTF-8.") from None
 
 
 class AnalogyTxtFormat(WordSetFormat):
@@ -54,18 +45,9 @@ class AnalogyTxtFormat(WordSetFormat):
         return all(line.startswith(":") or (len(line.split()) == 4 and "," not in line) for line in lines)
 
     def record(self, path: Path) -> dict[str, Any]:
-        text = _read(path)
-        meta = {"language": "und", "bias_type": "non-social", "source": f"user file {Path(path).name}", "licence": "unspecified"}
+        meta, lines = read_lines(path, bias_type="non-social")
         sections: list[dict[str, Any]] = []
-        for number, raw in enumerate(text.splitlines(), start=1):
-            line = raw.strip()
-            if not line:
-                continue
-            if line.startswith("#"):
-                key, sep, value = line[1:].partition(":")
-                if sep and key.strip().lower() in _META_KEYS:
-                    meta[key.strip().lower()] = value.strip()
-                continue
+        for number, line in lines:
             if line.startswith(":"):
                 name = line[1:].strip()
                 if not name:

@@ -11,8 +11,8 @@ from typing import Any, ClassVar
 
 from bias.core.errors import BiasError
 from bias.core.interfaces import WordSetFormat
+from bias.plugins.formats.text_lines import read_lines
 
-_META_KEYS = ("language", "bias_type", "source", "licence", "title")
 
 
 class WeatTxtFormat(WordSetFormat):
@@ -21,24 +21,7 @@ class WeatTxtFormat(WordSetFormat):
     suffixes: ClassVar[tuple[str, ...]] = (".txt",)
 
     def record(self, path: Path) -> dict[str, Any]:
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise BiasError(f"Word-set file not found: {path}") from None
-        except UnicodeDecodeError as exc:
-            raise BiasError(f"{path}: not UTF-8 text ({exc.reason}).", "Save the file as UTF-8.") from None
-        meta = {"language": "und", "bias_type": "unspecified", "source": f"user file {Path(path).name}", "licence": "unspecified"}
-        lines: list[tuple[int, str]] = []
-        for number, raw in enumerate(text.splitlines(), start=1):
-            line = raw.strip()
-            if not line:
-                continue
-            if line.startswith("#"):
-                key, sep, value = line[1:].partition(":")
-                if sep and key.strip().lower() in _META_KEYS:
-                    meta[key.strip().lower()] = value.strip()
-                continue
-            lines.append((number, line))
+        meta, lines = read_lines(path)
         if len(lines) != 4:
             raise BiasError(
                 f"{path}: expected 4 lines of comma-separated words (X, Y, A, B), found {len(lines)}.",

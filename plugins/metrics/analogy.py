@@ -110,15 +110,7 @@ class Analogy(Metric):
             first.setdefault(k, i)
             groups.setdefault(k, []).append(i)
 
-        base = dict(
-            key="",
-            model=embedder.spec,
-            wordset=data.name,
-            metric=self.name,
-            params=self.params(),
-            seed=seed,
-            meta={"bias_type": data.meta.bias_type, "language": data.meta.language, "expected_direction": data.meta.expected_direction},
-        )
+        base = self.result_fields(embedder.spec, data, seed)
         asked: list[tuple[str, Any, tuple[int, int, int, int]]] = []
         lost: dict[str, list[str]] = {}
         skipped: dict[str, int] = {}

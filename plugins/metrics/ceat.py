@@ -195,17 +195,13 @@ class Ceat(Metric):
         sets = {key: list(data.sets()[key].words) for key in SET_ORDER}
         kept = {key: [w for w in words if contexts.kept.get(w)] for key, words in sets.items()}
         lost = {key: [w for w in words if not contexts.kept.get(w)] for key, words in sets.items()}
-        base = {
-            "key": "",
-            "model": embedder.spec,
-            "wordset": data.name,
-            "metric": self.name,
-            "sizes": {key: len(words) for key, words in kept.items()},
-            "lost": {key: words for key, words in lost.items() if words},
-            "params": self.params(),
-            "seed": used_seed,
-            "meta": {"bias_type": data.meta.bias_type, "language": data.meta.language, "expected_direction": data.meta.expected_direction},
-        }
+        base = self.result_fields(
+            embedder.spec,
+            data,
+            used_seed,
+            sizes={key: len(words) for key, words in kept.items()},
+            lost={key: words for key, words in lost.items() if words},
+        )
         found = {key: {w: int(contexts.found.get(w, 0)) for w in sets[key]} for key in SET_ORDER}
         reason = self._refusal(sets, lost, kept)
         if reason:

@@ -183,15 +183,7 @@ class Clustering(Metric):
         chosen = [words[i] for i in top] + [words[i] for i in bottom]
         labels = np.array([1] * len(top) + [0] * len(bottom))
 
-        base: dict[str, Any] = dict(
-            key="",
-            model=embedder.spec,
-            wordset=lists.name,
-            metric=self.name,
-            params=self.params(),
-            seed=seed,
-            meta={"bias_type": lists.meta.bias_type, "language": lists.meta.language},
-        )
+        base: dict[str, Any] = self.result_fields(embedder.spec, lists, seed)
         if original is embedder:
             matrix = np.asarray(vocab.vectors[np.concatenate([top, bottom])], dtype=np.float64)
             lost: list[str] = []

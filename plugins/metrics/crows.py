@@ -314,15 +314,7 @@ def comparison_result(
     what: str = "score",
 ) -> Result:
     """The percentage of pairs whose `more` sentence scores higher, overall and by subset, and every pair's row."""
-    base = dict(
-        key="",
-        model=embedder.spec,
-        wordset=data.name,
-        metric=metric.name,
-        params=metric.params(),
-        seed=seed,
-        meta={"bias_type": data.meta.bias_type, "language": data.meta.language},
-    )
+    base = metric.result_fields(embedder.spec, data, seed)
     skipped = list(scores.skipped)
     warnings = []
     if skipped:

@@ -91,15 +91,7 @@ class DirectBias(Metric):
     def compute(self, embedder: Embedder, data: Any, *, seed: int | None = None) -> Result:
         lists = lists_of(data, "direct-bias")
         g, explained, used_pairs, lost = self._direction(embedder, lists)
-        base: dict[str, Any] = dict(
-            key="",
-            model=embedder.spec,
-            wordset=lists.name,
-            metric=self.name,
-            params=self.params(),
-            seed=seed,
-            meta={"bias_type": lists.meta.bias_type, "language": lists.meta.language},
-        )
+        base: dict[str, Any] = self.result_fields(embedder.spec, lists, seed)
         if self.words == "neutral":
             if not lists.neutral:
                 raise BiasError(

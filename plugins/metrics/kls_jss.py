@@ -126,10 +126,7 @@ class _Divergence(Metric):
         scores: PairScores = score_pairs(
             embedder, data, method=method, metric=self.name, lowercase=self.lowercase, likelihood=self.likelihood
         )
-        base = dict(
-            key="", model=embedder.spec, wordset=data.name, metric=self.name, params=self.params(), seed=seed,
-            meta={"bias_type": data.meta.bias_type, "language": data.meta.language},
-        )
+        base = self.result_fields(embedder.spec, data, seed)
         warnings = []
         if scores.skipped:
             warnings.append(

@@ -119,10 +119,7 @@ class Lpbs(Metric):
             lost = {key: words for key, words in multi.items() if words}
             dropped = {(key, w) for key, words in lost.items() for w in words}
             items = [it for it in items if (it.t_key, it.target) not in dropped and (it.a_key, it.attribute) not in dropped]
-        base = dict(
-            key="", model=embedder.spec, wordset=data.name, metric=self.name, params=self.params(), seed=seed,
-            lost=lost, meta={"bias_type": data.meta.bias_type, "language": data.meta.language, "expected_direction": data.meta.expected_direction},
-        )
+        base = self.result_fields(embedder.spec, data, seed, lost=lost)
         reason = self._refusal(data, lost)
         if reason:
             return Result(status=REFUSED, reason=reason, figures={"multi_token_words": multi}, **base)

@@ -19,13 +19,12 @@ from typing import Any, ClassVar
 
 import attrs
 import numpy as np
-from bias.core import stats
 from bias.core.errors import BiasError
-from bias.core.interfaces import Capability, Embedder, Metric
+from bias.core.interfaces import Capability, Embedder
 from bias.core.model import ASSOCIATION, TEMPLATES, AssociationTest, Result
-from bias.core.params import between, int_at_least, one_of, param
+from bias.core.params import one_of, param
 from bias.core.templates import Sentence, TemplateSet, sentence_sets
-from bias.plugins.metrics.weat import association_result
+from bias.plugins.metrics.weat import AssociationConventions, association_result
 
 LEVELS = ("sentence", "word")
 SENTENCE_POOLINGS = ("cls", "mean", "first", "last")
@@ -136,7 +135,7 @@ def load_templates(name: str | None, language: str) -> TemplateSet:
 
 
 @attrs.define
-class Seat(Metric):
+class Seat(AssociationConventions):
     """WEAT over sentence vectors (s-SEAT) or over the target word's vector in its sentence (w-SEAT).
 
     Every sentence is a stimulus: sizes count sentences, and the permutation test partitions the
@@ -157,26 +156,6 @@ class Seat(Metric):
     )
     layer: str | int | None = param(None, "hidden layer: None (the model's setting), N (-1 last), or mean-last-4", converter=layer_value, validator=check_layer)
     templates: str | None = param(None, "template set name or file (default: <test language>/seat-templates)")
-    permutations: int = param(
-        100_000, "random permutations when the exact test is too large", validator=int_at_least(1, "For example --permutations 100000.")
-    )
-    exact_limit: int = param(100_000, "enumerate all partitions when there are at most this many (0: always sample)", validator=int_at_least(0))
-    ddof: int = param(
-        1, "delta degrees of freedom of the std in the effect size (1: SEAT/CEAT, 0: WEFE)",
-        validator=one_of((0, 1), "1 (sample std) is the SEAT/CEAT convention, 0 that of WEFE."),
-    )
-    alternative: str = param("greater", "greater (X~A, one-sided), less, or two-sided", validator=one_of(stats.ALTERNATIVES))
-    lost_threshold: float = param(0.2, "refuse a test if a set loses more than this share of its words (no sentence fits them)", validator=between(0.0, 1.0))
-    bootstrap: int = param(
-        2000, "bootstrap resamples of the sentences for a confidence interval of the effect size (0: none)",
-        validator=int_at_least(0, "For example --bootstrap 2000, or 0 to skip the interval."),
-    )
-    ci_level: float = param(0.95, "confidence level of the bootstrap interval", validator=between(0.5, 0.999))
-    ci_method: str = param(
-        "bca", "bootstrap interval: bca (bias-corrected and accelerated) or percentile",
-        validator=one_of(("bca", "percentile")),
-    )
-
     def compute(self, embedder: Embedder, data: AssociationTest, *, seed: int | None = None) -> Result:
         pooling = resolve_pooling(self.pooling, self.level, embedder)
         if data.stimuli == "sentences":

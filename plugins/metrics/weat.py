@@ -23,19 +23,9 @@ CASE_POLICIES = ("exact", "lower", "fallback")
 
 
 @attrs.define
-class Weat(Metric):
-    """Effect size d = (mean s(X) - mean s(Y)) / std s(X u Y) and a permutation p-value of
-    S = sum s(X) - sum s(Y). A positive d means X is closer to A and Y to B.
-
-    The p-value is exact (all partitions) when C(|X|+|Y|, |X|) <= exact_limit, else sampled from true
-    random permutations with p = (k+1)/(m+1). A set losing more than `lost_threshold` of its words to
-    the model's vocabulary refuses the test rather than report a number built on what is left.
-    """
-
-    name: ClassVar[str] = "weat"
-    summary: ClassVar[str] = "Word Embedding Association Test: effect size d and permutation p (Caliskan et al. 2017)."
-    requires: ClassVar[frozenset[Capability]] = frozenset({Capability.WORD_VECTORS})
-    data_kind: ClassVar[str] = ASSOCIATION
+class AssociationConventions(Metric):
+    """The conventions every WEAT-style test shares (WEAT, SEAT): the permutation test, the std of the
+    effect size, the lost-word threshold and the bootstrap interval, declared once."""
 
     permutations: int = param(
         100_000, "random permutations when the exact test is too large",
@@ -53,11 +43,8 @@ class Weat(Metric):
         "greater", "greater (X~A, one-sided), less, or two-sided", validator=one_of(stats.ALTERNATIVES)
     )
     lost_threshold: float = param(
-        0.2, "refuse a test if a set loses more than this share of its words", validator=between(0.0, 1.0)
-    )
-    case: str = param(
-        "exact", "word lookup: exact, lower (lowercase every word), or fallback (lowercase only words not found)",
-        validator=one_of(CASE_POLICIES, "Use lower or fallback for uncased vocabularies such as GloVe."),
+        0.2, "refuse a test if a set loses more than this share of its words (missing, or no sentence fits them)",
+        validator=between(0.0, 1.0),
     )
     bootstrap: int = param(
         2000, "bootstrap resamples of the stimuli for a confidence interval of the effect size (0: none)",
@@ -67,6 +54,27 @@ class Weat(Metric):
     ci_method: str = param(
         "bca", "bootstrap interval: bca (bias-corrected and accelerated) or percentile",
         validator=one_of(("bca", "percentile")),
+    )
+
+
+@attrs.define
+class Weat(AssociationConventions):
+    """Effect size d = (mean s(X) - mean s(Y)) / std s(X u Y) and a permutation p-value of
+    S = sum s(X) - sum s(Y). A positive d means X is closer to A and Y to B.
+
+    The p-value is exact (all partitions) when C(|X|+|Y|, |X|) <= exact_limit, else sampled from true
+    random permutations with p = (k+1)/(m+1). A set losing more than `lost_threshold` of its words to
+    the model's vocabulary refuses the test rather than report a number built on what is left.
+    """
+
+    name: ClassVar[str] = "weat"
+    summary: ClassVar[str] = "Word Embedding Association Test: effect size d and permutation p (Caliskan et al. 2017)."
+    requires: ClassVar[frozenset[Capability]] = frozenset({Capability.WORD_VECTORS})
+    data_kind: ClassVar[str] = ASSOCIATION
+
+    case: str = param(
+        "exact", "word lookup: exact, lower (lowercase every word), or fallback (lowercase only words not found)",
+        validator=one_of(CASE_POLICIES, "Use lower or fallback for uncased vocabularies such as GloVe."),
     )
 
     def compute(self, embedder: Embedder, data: AssociationTest, *, seed: int | None = None) -> Result:
@@ -109,7 +117,7 @@ def lookup(embedder: Embedder, words: list[str], case: str) -> tuple[dict[str, n
 
 
 def association_result(
-    metric: Weat,
+    metric: AssociationConventions,
     matrices: Mapping[str, np.ndarray],
     data: AssociationTest,
     *,
@@ -122,17 +130,13 @@ def association_result(
     """The WEAT figures from one matrix of vectors per set (rows in the order of `words`)."""
     sizes = {key: int(m.shape[0]) for key, m in matrices.items()}
     originals = {key: len(wl.words) for key, wl in data.sets().items()}
-    base = dict(
-        key="",
-        model=model,
-        wordset=data.name,
-        metric=metric.name,
+    base = metric.result_fields(
+        model,
+        data,
+        seed,
         sizes=sizes,
         lost={k: list(v) for k, v in lost.items() if v},
         approximated={k: list(v) for k, v in (approximated or {}).items() if v},
-        params=metric.params(),
-        seed=seed,
-        meta={"bias_type": data.meta.bias_type, "language": data.meta.language, "expected_direction": data.meta.expected_direction},
     )
     reason = _refusal(matrices, originals, lost, metric.lost_threshold, words)
     if reason:
@@ -191,7 +195,7 @@ def association_result(
     )
 
 
-def _bootstrap_figures(metric: Weat, matrices: Mapping[str, np.ndarray], seed: int | None) -> dict[str, object]:
+def _bootstrap_figures(metric: AssociationConventions, matrices: Mapping[str, np.ndarray], seed: int | None) -> dict[str, object]:
     """ci_low, ci_high, ci_method, ci_level, ci_resamples of the effect size (empty when `bootstrap` is 0).
 
     The cosine matrices X.A, X.B, Y.A, Y.B are computed once; resamples only reweight them, so 2,000

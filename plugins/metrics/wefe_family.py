@@ -51,17 +51,13 @@ class _AssociationVectorMetric(Metric):
         lost = {key: [w for w in wl.words if w not in vectors] for key, wl in data.sets().items()}
         approximated = {key: [w for w in wl.words if w in approx] for key, wl in data.sets().items()}
         matrices = {key: np.array([vectors[w] for w in ws], dtype=np.float64).reshape(len(ws), dim) for key, ws in sets.items()}
-        base: dict[str, Any] = dict(
-            key="",
-            model=embedder.spec,
-            wordset=data.name,
-            metric=self.name,
+        base: dict[str, Any] = self.result_fields(
+            embedder.spec,
+            data,
+            seed,
             sizes={key: len(ws) for key, ws in sets.items()},
             lost={k: v for k, v in lost.items() if v},
             approximated={k: v for k, v in approximated.items() if v},
-            params=self.params(),
-            seed=seed,
-            meta={"bias_type": data.meta.bias_type, "language": data.meta.language, "expected_direction": data.meta.expected_direction},
         )
         originals = {key: len(wl.words) for key, wl in data.sets().items()}
         reason = _refusal(matrices, originals, lost, self.lost_threshold, sets)
