@@ -316,8 +316,9 @@ def _check_available(metric: Metric, embedder: Embedder) -> None:
         if not missing_capabilities(cls, have):
             fitting.append(info.name)
     raise BiasError(
-        f"The model {embedder.spec} offers no {', '.join(missing)}, which metric '{metric.name}' needs.",
-        f"Metrics that work with it: {', '.join(sorted(fitting)) or 'none installed'}.",
+        f"The model {embedder.spec} offers no {', '.join(missing)}, which metric '{metric.name}' needs; "
+        f"metrics that work with it: {', '.join(sorted(fitting)) or 'none installed'}.",
+        "A Hugging Face folder gives masked-LM scores only with its MLM head (a *ForMaskedLM checkpoint).",
     )
 
 

@@ -439,3 +439,19 @@ def test_cli_runs_pair_metrics_on_a_crows_csv(uncased_dir: Path, tmp_path: Path)
     proc = run_cli("run", "-m", f"hf:{uncased_dir}", "--pairs", str(bad), "--metric", "crows")
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert "line 2" in proc.stderr + proc.stdout and "sideways" in proc.stderr + proc.stdout
+
+
+def test_a_model_without_an_mlm_head_is_refused_naming_the_metrics_that_work(tmp_path):
+    """The hf embedder type could give masked-LM scores, so the run starts; the loaded folder has no
+    head, so the experiment is refused with the metrics that would work, and the rest of the batch runs."""
+    from fixtures.tiny_bert import build_tiny_encoder_only
+
+    folder = build_tiny_encoder_only(tmp_path / "encoder")
+    proc = run_cli("run", "-m", f"hf:{folder}", "--pairs", "en/crows-sample", "--metric", "crows", "--json")
+    assert proc.returncode == 2, proc.stderr
+    import json
+
+    result = json.loads(proc.stdout.splitlines()[-1])
+    assert result["status"] == "refused"
+    assert "masked-lm" in result["reason"] and "metrics that work with it" in result["reason"]
+    assert "seat" in result["reason"] and "crows" not in result["reason"].split("work with it")[1]

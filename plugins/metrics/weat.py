@@ -78,13 +78,7 @@ class Weat(AssociationConventions):
     )
 
     def compute(self, embedder: Embedder, data: AssociationTest, *, seed: int | None = None) -> Result:
-        vectors, approx, dim = lookup(embedder, data.all_words(), self.case)
-        sets = {key: [w for w in wl.words if w in vectors] for key, wl in data.sets().items()}
-        lost = {key: [w for w in wl.words if w not in vectors] for key, wl in data.sets().items()}
-        approximated = {key: [w for w in wl.words if w in approx] for key, wl in data.sets().items()}
-        matrices = {
-            key: np.array([vectors[w] for w in words], dtype=np.float64).reshape(len(words), dim) for key, words in sets.items()
-        }
+        matrices, sets, lost, approximated = set_vectors(embedder, data, self.case)
         return association_result(
             self,
             matrices,
@@ -95,6 +89,21 @@ class Weat(AssociationConventions):
             approximated=approximated,
             words=sets,
         )
+
+
+def set_vectors(
+    embedder: Embedder, data: AssociationTest, case: str
+) -> tuple[dict[str, np.ndarray], dict[str, list[str]], dict[str, list[str]], dict[str, list[str]]]:
+    """One float64 matrix per set (rows in the order of the words found), the words found, the words
+    lost and the words built from sub-words, per set."""
+    vectors, approx, dim = lookup(embedder, data.all_words(), case)
+    sets = {key: [w for w in wl.words if w in vectors] for key, wl in data.sets().items()}
+    lost = {key: [w for w in wl.words if w not in vectors] for key, wl in data.sets().items()}
+    approximated = {key: [w for w in wl.words if w in approx] for key, wl in data.sets().items()}
+    matrices = {
+        key: np.array([vectors[w] for w in words], dtype=np.float64).reshape(len(words), dim) for key, words in sets.items()
+    }
+    return matrices, sets, lost, approximated
 
 
 def lookup(embedder: Embedder, words: list[str], case: str) -> tuple[dict[str, np.ndarray], set[str], int]:

@@ -19,7 +19,7 @@ from bias.core.errors import BiasError
 from bias.core.interfaces import Capability, Embedder, Metric
 from bias.core.model import ASSOCIATION, OK, REFUSED, AssociationTest, Result
 from bias.core.params import between, one_of, param
-from bias.plugins.metrics.weat import CASE_POLICIES, _refusal, lookup
+from bias.plugins.metrics.weat import CASE_POLICIES, _refusal, set_vectors
 
 
 @attrs.frozen
@@ -46,11 +46,7 @@ class _AssociationVectorMetric(Metric):
     )
 
     def compute(self, embedder: Embedder, data: AssociationTest, *, seed: int | None = None) -> Result:
-        vectors, approx, dim = lookup(embedder, data.all_words(), self.case)
-        sets = {key: [w for w in wl.words if w in vectors] for key, wl in data.sets().items()}
-        lost = {key: [w for w in wl.words if w not in vectors] for key, wl in data.sets().items()}
-        approximated = {key: [w for w in wl.words if w in approx] for key, wl in data.sets().items()}
-        matrices = {key: np.array([vectors[w] for w in ws], dtype=np.float64).reshape(len(ws), dim) for key, ws in sets.items()}
+        matrices, sets, lost, approximated = set_vectors(embedder, data, self.case)
         base: dict[str, Any] = self.result_fields(
             embedder.spec,
             data,
