@@ -74,6 +74,7 @@ def execute(
             settings=settings, family=family, resume=resume,
         )
     results: list[Any] = []
+    written: list[Path] = []
     status = "finished"
     show_progress = not as_json and console.is_terminal
     try:
@@ -96,7 +97,7 @@ def execute(
             manifest.finish(status, computed=len(results), planned=len(plan.prepared), skipped=len(plan.skipped))
         if out is not None and (out / "results.jsonl").exists():
             report = load_report(out, family=family, title=settings.get("title"))
-            write_report(report, out, formats)
+            written = write_report(report, out, formats)
     if status == "interrupted":
         where = f"; {len(results)} result(s) of this session kept in {out / 'results.jsonl'} (continue with --resume)" if out else ""
         err_console.print(f"Interrupted{where}.", highlight=False, soft_wrap=True)
@@ -124,7 +125,7 @@ def execute(
         if out is not None:
             finished = len(plan.prepared) - len(results) if status == "finished" else 0
             note = f" ({finished} already finished, skipped)" if finished else ""
-            files = ", ".join(str(out / name) for name in ("results.jsonl", "report.md", "manifest.json"))
+            files = ", ".join(str(p) for p in [out / "results.jsonl", *written, out / "manifest.json"])
             console.print(f"Written: {files}{note}", highlight=False, soft_wrap=True)
     if status == "stopped":
         err_console.print("Stopped at the first failing experiment (--fail-fast).", highlight=False)
