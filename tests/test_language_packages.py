@@ -10,36 +10,22 @@ import sys
 import tomllib
 import unicodedata
 from importlib import metadata
-from pathlib import Path
 
 import pytest
+from fixtures.language_data import ROOT, association_files, data_dir
 
 from bias.core import grammar
 from bias.core.model import BIAS_TYPES, DIRECTIONS
 from bias.core.wordsets import MIN_STIMULI, normalise, word_list
 
-ROOT = Path(__file__).resolve().parents[1]
 LANGUAGES = ("en", "nl", "de", "no", "is", "tr", "it")
 WEAT_FAMILY = tuple(f"weat{i}" for i in range(1, 11))
 OTHER_FILES = ("seat-templates", "lpbs-gender", "debias-gender", "crows-sample")
 
 
-def data_dir(code: str) -> Path:
-    return ROOT / "languages" / code / f"bias_lang_{code}" / "data"
-
-
 def load(code: str, stem: str) -> dict:
     with open(data_dir(code) / f"{stem}.toml", "rb") as fh:
         return tomllib.load(fh)
-
-
-def association_files(code: str) -> list[Path]:
-    out = []
-    for path in sorted(data_dir(code).glob("*.toml")):
-        with open(path, "rb") as fh:
-            if tomllib.load(fh).get("kind", "association") == "association":
-                out.append(path)
-    return out
 
 
 def bias(*args: str) -> subprocess.CompletedProcess:

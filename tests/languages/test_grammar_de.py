@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from fixtures import language_data
+
 from bias.core import grammar, lpbs_data, templates
 from bias.core.wordsets import SET_KEYS, word_list
 
@@ -35,7 +37,7 @@ def load(path: Path) -> dict:
 
 
 def association_files() -> list[Path]:
-    return [p for p in sorted(DATA.glob("*.toml")) if load(p).get("kind", "association") == "association"]
+    return language_data.association_files("de")
 
 
 def tokens(text: str) -> list[str]:
@@ -48,8 +50,7 @@ def words_before(text: str, start: int) -> list[str]:
 
 @pytest.fixture(scope="module")
 def seat() -> templates.TemplateSet:
-    path = DATA / "seat-templates.toml"
-    return templates.build(load(path), "de/seat-templates", str(path))
+    return language_data.load_set("de", "seat-templates")
 
 
 @pytest.fixture(scope="module")
@@ -192,8 +193,7 @@ def test_origin_name_lists_are_typed_and_balanced():
 
 @pytest.fixture(scope="module")
 def lpbs() -> lpbs_data.LpbsTest:
-    path = DATA / "lpbs-gender.toml"
-    return lpbs_data.build(load(path), "de/lpbs-gender", str(path))
+    return language_data.load_set("de", "lpbs-gender")
 
 
 def test_lpbs_templates_are_grammatical_for_every_pair(lpbs):

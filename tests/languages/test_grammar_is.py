@@ -14,7 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from bias.core import lpbs_data, templates
+from fixtures import language_data
+
+from bias.core import templates
 from bias.core.wordsets import SET_KEYS, read_toml, word_list
 
 DATA = Path(__file__).resolve().parents[2] / "languages" / "is" / "bias_lang_is" / "data"
@@ -24,7 +26,7 @@ PRONOUN = {"m": "hann", "f": "hún"}
 
 
 def association_files() -> list[Path]:
-    return [p for p in sorted(DATA.glob("*.toml")) if read_toml(p).get("kind", "association") == "association"]
+    return language_data.association_files("is")
 
 
 def definite_agrees(definite: str, gender: str) -> bool:
@@ -38,8 +40,7 @@ def definite_agrees(definite: str, gender: str) -> bool:
 
 @pytest.fixture(scope="module")
 def seat() -> templates.TemplateSet:
-    path = DATA / "seat-templates.toml"
-    return templates.build(read_toml(path), "is/seat-templates", str(path))
+    return language_data.load_set("is", "seat-templates")
 
 
 @pytest.fixture(scope="module")
@@ -127,8 +128,7 @@ def test_plural_and_adjective_templates_fit_their_words(rendered):
 
 @pytest.fixture(scope="module")
 def lpbs():
-    path = DATA / "lpbs-gender.toml"
-    return lpbs_data.build(read_toml(path), "is/lpbs-gender", str(path))
+    return language_data.load_set("is", "lpbs-gender")
 
 
 def test_lpbs_sentences_are_grammatical_for_every_pair(lpbs):

@@ -14,7 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from bias.core import lpbs_data, templates
+from fixtures import language_data
+
+from bias.core import templates
 from bias.core.wordsets import SET_KEYS, read_toml, word_list
 
 DATA = Path(__file__).resolve().parents[2] / "languages" / "it" / "bias_lang_it" / "data"
@@ -24,13 +26,12 @@ PLURAL_ARTICLES = {"i", "gli", "le"}
 
 
 def association_files() -> list[Path]:
-    return [p for p in sorted(DATA.glob("*.toml")) if read_toml(p).get("kind", "association") == "association"]
+    return language_data.association_files("it")
 
 
 @pytest.fixture(scope="module")
 def seat() -> templates.TemplateSet:
-    path = DATA / "seat-templates.toml"
-    return templates.build(read_toml(path), "it/seat-templates", str(path))
+    return language_data.load_set("it", "seat-templates")
 
 
 @pytest.fixture(scope="module")
@@ -167,8 +168,7 @@ def test_names_and_adjectives_take_no_article(rendered):
 
 @pytest.fixture(scope="module")
 def lpbs():
-    path = DATA / "lpbs-gender.toml"
-    return lpbs_data.build(read_toml(path), "it/lpbs-gender", str(path))
+    return language_data.load_set("it", "lpbs-gender")
 
 
 def test_lpbs_sentences_are_grammatical_for_every_pair(lpbs):

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from fixtures import language_data
+
 from bias.core import grammar, lpbs_data, templates
 from bias.core.wordsets import SET_KEYS, word_list
 
@@ -30,12 +32,12 @@ def load(path: Path) -> dict:
 
 
 def association_files() -> list[Path]:
-    return [p for p in sorted(DATA.glob("*.toml")) if load(p).get("kind", "association") == "association"]
+    return language_data.association_files("nl")
 
 
 @pytest.fixture(scope="module")
 def seat() -> templates.TemplateSet:
-    return templates.build(load(DATA / "seat-templates.toml"), "nl/seat-templates", str(DATA / "seat-templates.toml"))
+    return language_data.load_set("nl", "seat-templates")
 
 
 @pytest.fixture(scope="module")
@@ -172,8 +174,7 @@ def test_names_are_typed_by_origin_in_origin_tests():
 
 @pytest.fixture(scope="module")
 def lpbs() -> lpbs_data.LpbsTest:
-    path = DATA / "lpbs-gender.toml"
-    return lpbs_data.build(load(path), "nl/lpbs-gender", str(path))
+    return language_data.load_set("nl", "lpbs-gender")
 
 
 def test_lpbs_templates_are_grammatical_for_every_pair(lpbs):

@@ -13,7 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from bias.core import lpbs_data, templates
+from fixtures import language_data
+
+from bias.core import templates
 from bias.core.wordsets import SET_KEYS, read_toml, word_list
 
 DATA = Path(__file__).resolve().parents[2] / "languages" / "tr" / "bias_lang_tr" / "data"
@@ -40,13 +42,12 @@ def harmony_of(word: str) -> str:
 
 
 def association_files() -> list[Path]:
-    return [p for p in sorted(DATA.glob("*.toml")) if read_toml(p).get("kind", "association") == "association"]
+    return language_data.association_files("tr")
 
 
 @pytest.fixture(scope="module")
 def seat() -> templates.TemplateSet:
-    path = DATA / "seat-templates.toml"
-    return templates.build(read_toml(path), "tr/seat-templates", str(path))
+    return language_data.load_set("tr", "seat-templates")
 
 
 @pytest.fixture(scope="module")
@@ -139,8 +140,7 @@ def test_no_indefinite_bir_with_names_or_abstract_nouns(rendered):
 
 @pytest.fixture(scope="module")
 def lpbs():
-    path = DATA / "lpbs-gender.toml"
-    return lpbs_data.build(read_toml(path), "tr/lpbs-gender", str(path))
+    return language_data.load_set("tr", "lpbs-gender")
 
 
 def test_lpbs_sentences_are_grammatical_for_every_pair(lpbs):
