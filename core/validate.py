@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from bias.core.errors import BiasError
-from bias.core.wordsets import Problem, read_toml, validate_toml_file
+from bias.core.wordsets import Problem, errors_of, read_toml, validate_toml_file
 
 
 def package_language(folder: Path) -> tuple[str | None, list[Problem]]:
@@ -42,9 +42,48 @@ def validate_path(path: Path) -> tuple[list[Problem], int]:
     files = sorted(p for p in path.rglob("*.toml") if p.name != "pyproject.toml" and not any(part.startswith(".") for part in p.parts))
     if not files:
         problems.append(Problem(str(path), "", "no word-set files (*.toml) found"))
+    broken = set()
     for file in files:
-        problems.extend(validate_toml_file(file, language))
+        found = validate_toml_file(file, language)
+        problems.extend(found)
+        if errors_of(found):
+            broken.add(file)
+    problems.extend(check_template_coverage([f for f in files if f not in broken]))
     return problems, len(files)
+
+
+def check_template_coverage(files: list[Path]) -> list[Problem]:
+    """Across a package: every word of every association test must get at least one SEAT sentence; a
+    word that none can take lacks the grammar its templates need (a noun without its gender, a name
+    without class = "name"). A template that skips a word for lack of a feature is the mechanism
+    itself (plural templates skip words without a plural), so that alone is not reported."""
+    from bias.core.wordsets import SET_KEYS, build_record
+
+    by_name = {f.name: f for f in files}
+    if "seat-templates.toml" not in by_name:
+        return []
+    template_file = by_name["seat-templates.toml"]
+    templates = build_record(read_toml(template_file), "seat-templates", str(template_file))
+    problems: list[Problem] = []
+    for file in files:
+        data = read_toml(file)
+        if data.get("kind", "association") != "association" or data.get("stimuli") == "sentences":
+            continue
+        test = build_record(data, file.stem, str(file))
+        for key in SET_KEYS:
+            wl = test.sets()[key]
+            for i, word in enumerate(wl.words):
+                if not templates.render(word, wl.features(word)):
+                    have = ", ".join(f"{k}={v}" for k, v in {**templates.defaults, **wl.features(word)}.items()) or "none"
+                    problems.append(
+                        Problem(
+                            str(file),
+                            f"sets.{key}.words[{i}]",
+                            f"'{word}' gets no sentence from {template_file.name} (its grammar: {have}); "
+                            "give it the features its templates need",
+                        )
+                    )
+    return problems
 
 
 def validate_file(path: Path) -> list[Problem]:

@@ -161,3 +161,37 @@ def test_weat_end_to_end_on_a_model_trained_with_the_languages_own_words(code, t
     assert result["status"] == "ok"
     assert result["effect_size"] > 1.0 and result["p_value"] < 0.01
     assert not result["lost"] and not result["approximated"]
+
+
+def test_validate_reports_every_problem_of_a_broken_package_with_file_and_field(tmp_path):
+    """A copy of the Dutch package with one mistake of each kind: all are reported, each with its file
+    and field, and the exit code is 2."""
+    import shutil
+
+    package = tmp_path / "nl"
+    shutil.copytree(ROOT / "languages" / "nl", package, ignore=shutil.ignore_patterns("*.egg-info", "__pycache__"))
+    data = package / "bias_lang_nl" / "data"
+
+    def edit(name: str, old: str, new: str) -> None:
+        path = data / name
+        text = path.read_text(encoding="utf-8")
+        assert old in text, (name, old)
+        path.write_text(text.replace(old, new, 1), encoding="utf-8")
+
+    edit("weat1.toml", 'bias_type = "non-social"', 'bias_type = "flowers"')  # unknown bias type
+    edit("weat2.toml", 'grammar = { class = "thing" }', 'grammar = { class = "gadget" }')  # no template fits
+    edit("lpbs-gender.toml", "{attribute}", "{atribute}")  # a template without its attribute slot
+    edit("weat6.toml", '{ word = "Peter", gender = "m" },', '{ word = "Peter", gender = "m" }, "PETER",')  # a duplicate after case-folding
+    weat7 = (data / "weat7.toml").read_text(encoding="utf-8")
+    start = weat7.index("words = [", weat7.index("[sets.A]"))
+    end = weat7.index("\n]", start) + 2
+    (data / "weat7.toml").write_text(weat7[:start] + 'words = ["man", "jongen", "broer", "vader", "zoon"]' + weat7[end:], encoding="utf-8")
+
+    proc = bias("validate", str(package))
+    assert proc.returncode == 2, proc.stdout
+    out = " ".join(proc.stdout.split())
+    assert "weat1.toml: bias_type: 'flowers' is not a known bias type" in out
+    assert "weat2.toml: sets.X.words[0]:" in out and "gets no sentence from seat-templates.toml" in out
+    assert "lpbs-gender.toml: templates[" in out and "attribute" in out
+    assert "weat6.toml: sets.X.words[" in out and "duplicates are dropped" in out
+    assert "weat7.toml: sets.A.words: 5 stimuli, fewer than 8" in out
