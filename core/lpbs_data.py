@@ -11,7 +11,6 @@ character span of each slot, which the metric maps to tokens through the tokeniz
 
 from __future__ import annotations
 
-import unicodedata
 from collections.abc import Mapping
 from typing import Any
 
@@ -20,7 +19,7 @@ import attrs
 from bias.core import grammar
 from bias.core.grammar import FormsTable, Rendered
 from bias.core.model import LPBS, WordList, WordSetMeta
-from bias.core.templates import Template
+from bias.core.templates import Template, parse_templates
 from bias.core.wordsets import SET_KEYS, Problem, check_meta, check_word_list, meta_of, raise_on_errors, word_list
 
 SLOTS = ("target", "attribute")
@@ -63,16 +62,7 @@ def _check_when(when: Any, file: str, field: str) -> list[Problem]:
 
 
 def _templates(data: dict[str, Any]) -> list[Template]:
-    out = []
-    for entry in data.get("templates") or []:
-        if isinstance(entry, str):
-            entry = {"text": entry}
-        when = {
-            str(k): tuple(unicodedata.normalize("NFC", str(v)) for v in (w if isinstance(w, list) else [w]))
-            for k, w in (entry.get("when") or {}).items()
-        }
-        out.append(Template(unicodedata.normalize("NFC", entry["text"]), when))
-    return out
+    return parse_templates(data.get("templates"))
 
 
 def check(data: dict[str, Any], file: str) -> list[Problem]:

@@ -169,17 +169,23 @@ def build(data: dict[str, Any], name: str, path: str) -> TemplateSet:
     """A TemplateSet from a checked record; raises BiasError naming the file and field on errors."""
     raise_on_errors(check(data, path), path)
     forms, _ = grammar.forms_from_record(data.get("forms"))
-    templates = []
-    for entry in data["templates"]:
+    defaults = {str(k): str(v) for k, v in (data.get("defaults") or {}).items()}
+    return TemplateSet(meta_of(data, path, name), tuple(parse_templates(data["templates"])), forms, defaults)
+
+
+def parse_templates(entries: Any) -> list[Template]:
+    """Checked `[[templates]]` entries (a table with `text` and `when`, or a bare string) as Templates,
+    NFC-normalised; shared by every kind of file that holds templates (SEAT templates, LPBS)."""
+    out = []
+    for entry in entries or []:
         if isinstance(entry, str):
             entry = {"text": entry}
         when = {
             str(k): tuple(unicodedata.normalize("NFC", str(v)) for v in (w if isinstance(w, list) else [w]))
             for k, w in (entry.get("when") or {}).items()
         }
-        templates.append(Template(unicodedata.normalize("NFC", entry["text"]), when))
-    defaults = {str(k): str(v) for k, v in (data.get("defaults") or {}).items()}
-    return TemplateSet(meta_of(data, path, name), tuple(templates), forms, defaults)
+        out.append(Template(unicodedata.normalize("NFC", entry["text"]), when))
+    return out
 
 
-__all__ = ["Rendered", "Sentence", "SentenceSets", "Template", "TemplateSet", "build", "check", "sentence_sets"]
+__all__ = ["Rendered", "Sentence", "SentenceSets", "Template", "TemplateSet", "build", "check", "parse_templates", "sentence_sets"]

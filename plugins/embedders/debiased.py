@@ -234,8 +234,9 @@ class DebiasedEmbedder(Embedder):
                 rows.update(zip(found.words, self.transform.words(found.vectors, found.words)))
         kept = [w for w in requested if w in rows]
         dim = self.matrix.shape[1] if self.static else next(iter(rows.values())).shape[0] if rows else 0
-        vectors = np.array([rows[w] for w in kept], dtype=np.float64).reshape(len(kept), dim)
-        return WordVectors(tuple(kept), vectors, lost=lost, approximated=approximated)
+        from bias.plugins.embedders.gensim_vectors import words_to_vectors
+
+        return words_to_vectors(kept, [rows[w] for w in kept], dim, lost, approximated)
 
     def encode(
         self,

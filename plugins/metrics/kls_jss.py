@@ -102,6 +102,12 @@ def jss_mixture(mu_s: float, sigma_s: float, mu_a: float, sigma_a: float) -> tup
     return 100.0 * (1.0 - js / LN2) / (1.0 + fold(abs(sigma_s - sigma_a))), js
 
 
+_SCORE_HELP = "per-sentence score: pll (CrowS pseudo-log-likelihood, default), aul (the paper's choice), aula"
+_LOWER_HELP = "lowercase the sentences first: auto (when the model is uncased), yes, no"
+_LIKELIHOOD_HELP = "causal LMs with score = pll: sum or mean of the token log-likelihoods"
+
+
+@attrs.define
 class _Divergence(Metric):
     """What KLS, JSS and JSS-mixture share: scoring the pairs, fitting the Gaussians per bias type,
     and the count-weighted overall score. Subclasses say how one type's two Gaussians become a number."""
@@ -111,9 +117,9 @@ class _Divergence(Metric):
     data_kind: ClassVar[str] = PAIRS
     figure: ClassVar[str]
 
-    score: str
-    lowercase: str
-    likelihood: str
+    score: str = param("pll", _SCORE_HELP, validator=one_of(SCORES))
+    lowercase: str = param("auto", _LOWER_HELP, validator=one_of(LOWERCASE))
+    likelihood: str = param("sum", _LIKELIHOOD_HELP, validator=one_of(LIKELIHOODS))
 
     def type_score(self, mu_s: float, sigma_s: float, mu_a: float, sigma_a: float) -> tuple[float | None, dict[str, Any], str | None]:
         raise NotImplementedError
@@ -191,9 +197,6 @@ class _Divergence(Metric):
         )
 
 
-_SCORE_HELP = "per-sentence score: pll (CrowS pseudo-log-likelihood, default), aul (the paper's choice), aula"
-_LOWER_HELP = "lowercase the sentences first: auto (when the model is uncased), yes, no"
-_LIKELIHOOD_HELP = "causal LMs with score = pll: sum or mean of the token log-likelihoods"
 
 
 @attrs.define
@@ -212,9 +215,6 @@ class Kls(_Divergence):
     summary: ClassVar[str] = "KL-divergence score of stereotype vs anti-stereotype sentence scores (Liu 2024)."
     figure: ClassVar[str] = "kls"
 
-    score: str = param("pll", _SCORE_HELP, validator=one_of(SCORES))
-    lowercase: str = param("auto", _LOWER_HELP, validator=one_of(LOWERCASE))
-    likelihood: str = param("sum", _LIKELIHOOD_HELP, validator=one_of(LIKELIHOODS))
 
     def type_score(self, mu_s: float, sigma_s: float, mu_a: float, sigma_a: float) -> tuple[float | None, dict[str, Any], str | None]:
         value, kl_sa, kl_as = kls(mu_s, sigma_s, mu_a, sigma_a)
@@ -242,9 +242,6 @@ class Jss(_Divergence):
     summary: ClassVar[str] = "Jensen-Shannon score as defined by Liu (2024) (Gaussian M, folded terms)."
     figure: ClassVar[str] = "jss"
 
-    score: str = param("pll", _SCORE_HELP, validator=one_of(SCORES))
-    lowercase: str = param("auto", _LOWER_HELP, validator=one_of(LOWERCASE))
-    likelihood: str = param("sum", _LIKELIHOOD_HELP, validator=one_of(LIKELIHOODS))
 
     def type_score(self, mu_s: float, sigma_s: float, mu_a: float, sigma_a: float) -> tuple[float | None, dict[str, Any], str | None]:
         value, j, c = jss_reference(mu_s, sigma_s, mu_a, sigma_a)
@@ -268,9 +265,6 @@ class JssMixture(_Divergence):
     summary: ClassVar[str] = "Jensen-Shannon score with the true mixture, numerically integrated (corrected JSS)."
     figure: ClassVar[str] = "jss_mixture"
 
-    score: str = param("pll", _SCORE_HELP, validator=one_of(SCORES))
-    lowercase: str = param("auto", _LOWER_HELP, validator=one_of(LOWERCASE))
-    likelihood: str = param("sum", _LIKELIHOOD_HELP, validator=one_of(LIKELIHOODS))
 
     def type_score(self, mu_s: float, sigma_s: float, mu_a: float, sigma_a: float) -> tuple[float | None, dict[str, Any], str | None]:
         value, js = jss_mixture(mu_s, sigma_s, mu_a, sigma_a)
