@@ -228,7 +228,7 @@ def main() -> None:
     summary.append(("8 v 8 exact", ours, t_plain, t_re_full, mem))
 
     # ---- sampled, 25 v 25 and 100 v 100 --------------------------------------------------------
-    for n, target, plain_run, recompute_run in ((25, 0.060, 10_000, 200), (100, 0.250, 5_000, 20)):
+    for n, target, plain_run, recompute_run in ((25, 0.040, 10_000, 200), (100, 0.150, 5_000, 20)):
         vec = make_vectors(n, seed)
         sx = stats.association_scores(vec["X"], vec["A"], vec["B"])
         sy = stats.association_scores(vec["Y"], vec["A"], vec["B"])

@@ -26,6 +26,15 @@ app = typer.Typer(
 )
 console = Console()
 err_console = Console(stderr=True)
+_state = {"debug": False}  # --debug, as the main callback parsed it
+
+
+def _version(wanted: bool) -> None:
+    if wanted:
+        from importlib.metadata import version as installed
+
+        console.print(f"bias-framework {installed('bias-framework')}", highlight=False)
+        raise typer.Exit(0)
 
 
 @app.callback()
@@ -33,9 +42,11 @@ def _main(
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks of errors."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print only results and errors."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Print progress information."),
+    version: bool = typer.Option(False, "--version", help="Print the version and exit.", is_eager=True, callback=lambda v: _version(v)),
 ) -> None:
     from rich.logging import RichHandler
 
+    _state["debug"] = debug
     level = logging.DEBUG if debug else logging.INFO if verbose else logging.ERROR if quiet else logging.WARNING
     logging.basicConfig(level=level, format="%(message)s", handlers=[RichHandler(console=err_console, show_path=False)], force=True)
 
@@ -46,8 +57,9 @@ def list_cmd(
     language: Optional[str] = typer.Option(None, "--language", "-l", help="Only word sets of this language, e.g. en."),
     bias_type: Optional[str] = typer.Option(None, "--bias-type", help="Only word sets of this bias type, e.g. gender."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
+    long: bool = typer.Option(False, "--long", help="Whole summaries, kinds, distributions and status."),
 ) -> None:
-    """List installed plugins: name, kind, summary, distribution and status."""
+    """List installed plugins, one line each (--long: kind, whole summary, distribution, status)."""
     from bias.cli.render import plugins_table
     from bias.registry import GROUPS, list_plugins
     from bias.registry.entry_points import group_key
@@ -56,7 +68,9 @@ def list_cmd(
     if as_json:
         print(json.dumps([r.to_dict() for r in rows], indent=2, ensure_ascii=False))
         return
-    console.print(plugins_table(rows, [group_key(group)] if group else list(GROUPS)))
+    extra = sorted({r.group for r in rows} - set(GROUPS))  # e.g. a broken word-set format importer
+    title = "Word sets" + (f" ({language})" if language else "") if group and group_key(group) == "wordsets" else "Installed plugins"
+    console.print(plugins_table(rows, [group_key(group)] if group else list(GROUPS) + extra, long=long, title=title, width=console.width))
 
 
 @app.command("info")
@@ -87,7 +101,9 @@ def _parse_options(pairs: list[str], flag: str) -> dict[str, str]:
 
 @app.command("run")
 def run_cmd(
-    config: Optional[Path] = typer.Argument(None, help="An experiment TOML file (instead of the options below)."),
+    config: Optional[Path] = typer.Argument(None, help="An experiment TOML file, or a BIAS Detection Framework config .txt (instead of the options below)."),
+    datasets: Optional[Path] = typer.Option(None, "--datasets", help="Framework config: the datasets folder (<lang>/<METRIC>/<test>; default ./datasets)."),
+    models_dir: Optional[Path] = typer.Option(None, "--models", help="Framework config: the models folder (cc.<lang>.300.bin, Hub ids; default ./models)."),
     model: list[str] = typer.Option([], "--model", "-m", help="Model spec NAME:LOCATION, e.g. word2vec:vectors.bin. Repeatable."),
     wordset: list[str] = typer.Option([], "--wordset", "-w", help="Word-set name (en/weat1) or file. Repeatable."),
     metric: list[str] = typer.Option([], "--metric", help="Metric name (default weat). Repeatable."),
@@ -126,13 +142,19 @@ def run_cmd(
     ci_level: Optional[float] = typer.Option(None, "--ci-level", help="Confidence level of the bootstrap interval (default 0.95)."),
     ci_method: Optional[str] = typer.Option(None, "--ci-method", help="Bootstrap interval: bca (default) or percentile."),
     family: Optional[str] = typer.Option(None, "--family", help="Multiple-testing family: run (default), model or metric."),
-    report_format: list[str] = typer.Option([], "--format", help="Report files written with --out: all, md, csv, tex, png, svg (default md,csv,tex). Repeatable."),
+    report_format: list[str] = typer.Option([], "--format", help="Report files written with --out: all, md, csv, tex, png, svg, html (default md,csv,tex). Repeatable."),
+    wide: bool = typer.Option(False, "--wide", help="Print every column of the results table (model spec, BH p, convention, sizes, status)."),
+    executor: Optional[str] = typer.Option(None, "--executor", help="local (default: in this process) or ray (one Ray actor per model; needs the ray extra of bias-framework)."),
+    ray_address: Optional[str] = typer.Option(None, "--ray-address", help="With --executor ray: join this cluster (auto or HOST:PORT); default: start a local Ray instance."),
 ) -> None:
     """Run experiments: every combination of the repeatable options, or an experiment file."""
     from bias.cli.run import execute
 
     if seed and any(s < 0 for s in seed):
         raise BiasError("--seed must be a whole number >= 0.")
+    for flag, value in (("--batch-size", batch_size), ("--permutations", permutations), ("--samples", samples)):
+        if value is not None and value < 1:
+            raise BiasError(f"{flag} must be a whole number >= 1, not {value}.")
     model_options = _parse_options(model_option, "--model-option")
     if allow_pickle:
         model_options["allow_pickle"] = "true"
@@ -157,8 +179,13 @@ def run_cmd(
     }.items():
         if value is not None:
             params[key] = value
-    params.update(_parse_options(param, "--param"))
+    from bias.core.experiments import refuse_conflicts
+
+    given = _parse_options(param, "--param")
+    refuse_conflicts(params, given, "its own option (such as --permutations)", "--param")
+    params.update(given)
     grid = {k: v for k, v in {"ddof": ddof, "alternative": alternative, "level": level, "pooling": pooling, "layer": layer}.items() if v}
+    refuse_conflicts(params, grid, "--param", "its own option (such as --ddof)")
     # Options of the model loader apply to the models whose embedder has them (hf has a device,
     # word2vec has not); --model-option is strict and must fit every model.
     shared_model_options = {
@@ -176,6 +203,8 @@ def run_cmd(
             model_options[key] = str(value)
     code = execute(
         config=config,
+        datasets=datasets,
+        models_dir=models_dir,
         models=model,
         wordsets=[*wordset, *pairs, *analogies],
         metrics=metric or ["weat"],
@@ -189,9 +218,12 @@ def run_cmd(
         fail_fast=fail_fast,
         as_json=as_json,
         console=console,
-        debug="--debug" in sys.argv,
+        debug=_state["debug"],
         family=_family(family),
         formats=parse_formats(report_format) if report_format else ("md", "csv", "tex"),
+        executor=executor,
+        ray_address=ray_address,
+        wide=wide,
     )
     raise typer.Exit(code)
 
@@ -211,38 +243,75 @@ def parse_formats(values: list[str]) -> tuple[str, ...]:
 
 
 @app.command("validate")
-def validate_cmd(path: Path = typer.Argument(..., help="A word-set file or a language-package folder.")) -> None:
-    """Check a word-set file or a whole language package; report every problem with file and field."""
+def validate_cmd(
+    paths: list[Path] = typer.Argument(..., help="Word-set files, language-package folders or dataset folders (any number)."),
+    frequencies: Optional[Path] = typer.Option(None, "--frequencies", help="Word-frequency list (`word count` per line): warn when a set is much rarer than its counterpart."),
+) -> None:
+    """Check word-set files, language packages or folders of datasets; report every problem with file and field, and a line per file."""
     from bias.cli.render import problems
-    from bias.core.validate import validate_path
+    from bias.core.validate import validate_path, validate_paths
 
-    found, checked = validate_path(path)
+    if len(paths) == 1 and (paths[0].is_file() or (paths[0] / "pyproject.toml").exists()):
+        found, checked = validate_path(paths[0], frequencies)
+        per_file = None
+    else:
+        found, checked, per_file = validate_paths(paths, frequencies)
     problems(console, found)
+    if per_file is not None:
+        for file, errors_, warnings_ in per_file:
+            status = "[red]error[/red]" if errors_ else "[yellow]ok[/yellow]" if warnings_ else "[green]ok[/green]"
+            console.print(f"{status} {file}: {errors_} error(s), {warnings_} warning(s)", highlight=False, soft_wrap=True)
     errors = sum(p.severity == "error" for p in found)
-    warnings = len(found) - errors
+    warnings = sum(p.severity == "warning" for p in found)
     colour = "red" if errors else "green"
     console.print(f"[{colour}]{checked} file(s) checked: {errors} error(s), {warnings} warning(s).[/{colour}]")
     raise typer.Exit(USAGE if errors else 0)
 
 
+@app.command("convert")
+def convert_cmd(
+    config: Path = typer.Argument(..., help="An experiment config .txt of the BIAS Detection Framework."),
+    datasets: Path = typer.Option(Path("datasets"), "--datasets", help="The datasets folder (<lang>/<METRIC>/<test>)."),
+    models_dir: Path = typer.Option(Path("models"), "--models", help="The models folder (cc.<lang>.300.bin, Hub ids)."),
+) -> None:
+    """Print the TOML experiment file equivalent to a BIAS Detection Framework config file."""
+    from bias.core.framework_config import plan, to_toml
+
+    planned, skipped = plan(config, datasets, models_dir)
+    for problem in skipped:
+        err_console.print(f"[yellow]warning[/yellow] {problem}", highlight=False, soft_wrap=True)
+    print(to_toml(config, planned, skipped), end="")
+
+
 @app.command("report")
 def report_cmd(
     folder: Path = typer.Argument(..., help="A folder written by `bias run --out` (or its results.jsonl)."),
-    report_format: list[str] = typer.Option(["all"], "--format", help="all, md, csv, tex, png or svg. Repeatable or comma-separated."),
+    report_format: list[str] = typer.Option(["all"], "--format", help="all, md, csv, tex, png, svg or html. Repeatable or comma-separated."),
     family: Optional[str] = typer.Option(None, "--family", help="Multiple-testing family: run, model or metric (default: the run's, else run)."),
+    wide: bool = typer.Option(False, "--wide", help="Print every column of the results table."),
 ) -> None:
-    """Regenerate the report of a run from its results.jsonl: table, CSV, Markdown, LaTeX and figures."""
+    """Regenerate the report of a run from its results.jsonl: table, CSV, Markdown, LaTeX, figures, HTML."""
     from bias.cli.render import results_table
     from bias.core.reports import load_report, write_report
 
     formats = parse_formats(report_format)
     report = load_report(folder, family=_family(family))
-    for bad in report.damaged:
-        err_console.print(f"[yellow]warning[/yellow] results.jsonl {bad}: skipped.", highlight=False, soft_wrap=True)
-    console.print(results_table(report))
+    from rich.text import Text
+
+    from bias.core.text import message
+
+    if not report.results:
+        where = folder / "results.jsonl" if folder.is_dir() else folder
+        damaged = f" ({len(report.damaged):,} damaged line(s))" if report.damaged else ""
+        raise BiasError(f"{where} holds no valid result line{damaged}.", "Give the folder of a `bias run --out` that finished at least one experiment.")
+    for bad in report.damaged[:5]:
+        err_console.print(Text.assemble(("warning", "yellow"), f" results.jsonl {message(bad)}: skipped."), highlight=False, soft_wrap=True)
+    if len(report.damaged) > 5:
+        err_console.print(Text(f"... and {len(report.damaged) - 5:,} more damaged line(s) skipped."), highlight=False)
+    console.print(results_table(report, width=console.width, wide=wide))
     target = folder if folder.is_dir() else folder.parent
     written = write_report(report, target, formats)
-    console.print("Written: " + ", ".join(str(p) for p in written), highlight=False, soft_wrap=True)
+    console.print(Text("Written: " + ", ".join(str(p) for p in written)), highlight=False, soft_wrap=True)
 
 
 @app.command("debias")
@@ -281,38 +350,99 @@ def compare_cmd(
     raise typer.Exit(execute(before, after, out=out, before_model=before_model, after_model=after_model, console=console))
 
 
-def main() -> None:
-    """Entry point of the `bias` script: user errors in two lines, tracebacks only with --debug."""
+GLOBAL_FLAGS = ("-q", "--quiet", "-v", "--verbose", "--debug")
+
+
+def global_flags_first(args: list[str]) -> list[str]:
+    """`bias run ... -q` means `bias -q run ...`: the global flags are accepted after the sub-command
+    too (up to a `--`, after which every argument is the user's)."""
+    end = args.index("--") if "--" in args else len(args)
+    moved = [a for a in args[:end] if a in GLOBAL_FLAGS]
+    rest = [a for a in args[:end] if a not in GLOBAL_FLAGS]
+    return moved + rest + args[end:]
+
+
+def _click_classes(name: str) -> tuple[type, ...]:
+    """The exception class `name` of click and of the click copy inside typer (typer raises its own)."""
     import click
 
-    debug = "--debug" in sys.argv
+    found = [getattr(click.exceptions, name)]
     try:
-        code = app(standalone_mode=False)
-    except BiasError as exc:
-        if debug:
-            raise
-        err_console.print(f"[bold red]Error:[/bold red] {exc.message}", highlight=False, soft_wrap=True)
-        if exc.hint:
-            err_console.print(exc.hint, highlight=False, soft_wrap=True)
-        sys.exit(exc.exit_code)
-    except click.exceptions.Exit as exc:
-        sys.exit(exc.exit_code)
-    except click.exceptions.Abort:
-        err_console.print("Interrupted; results written so far are kept.")
-        sys.exit(130)
-    except click.ClickException as exc:
-        exc.show()
-        sys.exit(exc.exit_code)
-    except KeyboardInterrupt:
-        err_console.print("Interrupted; results written so far are kept.")
-        sys.exit(130)
+        from typer._click import exceptions as vendored
+
+        found.append(getattr(vendored, name))
+    except (ImportError, AttributeError):
+        pass
+    return tuple(found)
+
+
+def _say(message: str, hint: str | None = None, label: str = "Error") -> None:
+    """One or two lines on stderr; the text is shown as text (never read as rich markup), control and
+    invisible characters made visible, and cut when very long."""
+    from rich.text import Text
+
+    from bias.core.text import message as safe
+
+    err_console.print(Text.assemble((f"{label}: ", "bold red"), safe(message)), highlight=False, soft_wrap=True)
+    if hint:
+        err_console.print(Text(safe(hint)), highlight=False, soft_wrap=True)
+
+
+def main(args: Optional[list[str]] = None) -> None:
+    """Entry point of the `bias` script: user errors in two lines with exit 2, failures of the program
+    with exit 1 and how to report them, the whole chained traceback only with --debug."""
+    import signal
+    import traceback
+
+    from bias.core.errors import REPORT_HINT, Interrupted, recognised
+
+    argv = global_flags_first(list(sys.argv[1:] if args is None else args))
+    debug = "--debug" in argv
+    previous = {}
+    for name in ("SIGTERM", "SIGHUP"):
+        number = getattr(signal, name, None)
+        if number is not None:
+            try:
+                previous[number] = signal.signal(number, _interrupt)
+            except ValueError:  # not the main thread (an embedding application): leave signals alone
+                pass
+    try:
+        code = app(args=argv, prog_name="bias", standalone_mode=False)
+    except SystemExit:
+        raise
+    except _click_classes("Exit") as exc:
+        code = exc.exit_code
+    except (KeyboardInterrupt, *_click_classes("Abort")) as exc:
+        err_console.print("Interrupted; results written so far are kept.", highlight=False)
+        code = exc.exit_code if isinstance(exc, Interrupted) else 130
+    except _click_classes("UsageError") as exc:
+        command = exc.ctx.command_path if getattr(exc, "ctx", None) else "bias"
+        _say(exc.format_message(), f"See `{command} --help`.")
+        code = USAGE
+    except _click_classes("ClickException") as exc:
+        _say(exc.format_message())
+        code = USAGE
     except Exception as exc:
+        user = recognised(exc)
         if debug:
-            raise
-        err_console.print(f"[bold red]Failed:[/bold red] {type(exc).__name__}: {exc}", highlight=False, soft_wrap=True)
-        err_console.print("Run again with --debug for the full traceback.")
-        sys.exit(FAILURE)
+            traceback.print_exception(exc, file=sys.stderr)
+        if user is not None:
+            _say(user.message, user.hint)
+            code = user.exit_code
+        else:
+            _say(f"{type(exc).__name__}: {exc}", REPORT_HINT, label="Failed")
+            code = FAILURE
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
     sys.exit(code if isinstance(code, int) else 0)
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    """SIGTERM and SIGHUP end a run like Ctrl-C: what is finished is kept, the manifest is closed."""
+    from bias.core.errors import Interrupted
+
+    raise Interrupted(signum)
 
 
 if __name__ == "__main__":

@@ -33,7 +33,7 @@ def execute(
         (folder / "compare.md").write_text(markdown(table), encoding="utf-8")
         (folder / "compare.csv").write_text(csv_text(table), encoding="utf-8")
     except OSError as exc:
-        raise BiasError(f"Cannot write the comparison to {folder}: {exc.strerror or exc}.", "Choose another folder with --out.") from None
+        raise BiasError(f"Cannot write the comparison to {folder}: {exc.strerror or exc}.", "Choose another folder with --out.") from exc
     console.print(rich_table(table))
     for note in table.notes:
         console.print(f"[yellow]note[/yellow] {note}", highlight=False)

@@ -41,6 +41,7 @@ def describe(name: str) -> list[dict[str, Any]]:
                     "data_kind": getattr(plugin, "data_kind", None),
                     "distribution": f"{info.distribution} {info.version}",
                     "entry_point": f"{eps.GROUPS[group]}: {info.name} = {info.value}",
+                    **_method_page(group, name, info.distribution),
                 }
             )
     entries = wordset_entries()
@@ -73,6 +74,13 @@ def describe(name: str) -> list[dict[str, Any]]:
         hint = eps.suggestions(name, candidates) or "See `bias list`."
         raise BiasError(f"No plugin or word set named '{name}'.", hint)
     return found
+
+
+def _method_page(group: str, name: str, distribution: str) -> dict[str, str]:
+    """Where the framework's own metrics and debiasers are documented (definition, sign, conventions)."""
+    if distribution != "bias-framework" or group not in ("metrics", "debiasers"):
+        return {}
+    return {"method": f"docs/methods.md#{name}, in the bias-framework repository"}
 
 
 def _contents(data: Any) -> dict[str, dict[str, Any]]:
@@ -134,5 +142,7 @@ def render(console: Console, entry: dict[str, Any]) -> None:
                 table.add_row(p["name"], p["type"], "(required)" if p["default"] is None and p["name"] == "location" else repr(p["default"]), p["help"])
             console.print(table)
         console.print(f"[bold]entry point:[/bold] {entry['entry_point']}", highlight=False)
+        if entry.get("method"):
+            console.print(f"[bold]method:[/bold] {entry['method']}", highlight=False)
     console.print(f"[bold]from:[/bold] {entry['distribution']}", highlight=False)
     console.print()

@@ -5,47 +5,231 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import io
+
+from rich import box
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
+from bias.core.text import message, shown
 
 
-def plugins_table(rows: Sequence[Any], groups: Sequence[str]) -> Table:
-    table = Table(title="Installed plugins", show_lines=False, expand=False)
-    for column in ("Name", "Kind", "Summary", "Distribution", "Status"):
-        table.add_column(column, overflow="fold")
-    for i, group in enumerate(groups):
-        if i:
-            table.add_section()
+
+def plugins_table(
+    rows: Sequence[Any], groups: Sequence[str], *, long: bool = False, title: str = "Installed plugins", width: int = 80
+) -> Table:
+    """One line per plugin, names never broken (the summary is cut to the terminal instead); `long`
+    adds the whole summary, the kind, the distribution and the status."""
+    table = Table(title=title, box=None, show_header=False, expand=False, pad_edge=False)
+    longest = max([len(r.name) + 2 for r in rows] + [len(g) for g in groups])
+    table.add_column("Name", no_wrap=True, min_width=longest)
+    table.add_column("Summary", no_wrap=not long, overflow="fold" if long else "ellipsis")
+    for group in groups:
         members = [r for r in rows if r.group == group]
-        table.add_row(f"[bold]{group}[/bold]", "", "" if members else "[dim](none installed)[/dim]", "", "")
+        head = f"[bold]{group}[/bold]" + ("" if members else " [dim](none installed)[/dim]")
+        table.add_row(head, "")
         for row in members:
-            status = "[green]ok[/green]" if row.status == "ok" else f"[red]broken[/red]: {row.reason}"
-            table.add_row(f"  {row.name}", row.kind, row.summary, f"{row.distribution} {row.version}", status)
+            broken = row.status != "ok"
+            text = f"broken: {row.reason}" if broken else row.summary
+            room = max(10, width - longest - 2)
+            if not long and len(text) > room:
+                text = text[: room - 1].rstrip() + "…"
+            summary = _escape(text).replace("broken:", "[red]broken[/red]:", 1) if broken else _escape(text)
+            if long:
+                origin = " | ".join(x for x in (_escape(row.kind), f"{_escape(row.distribution)} {_escape(row.version)}") if x.strip())
+                summary += f"\n[dim]{origin}[/dim]"
+            table.add_row(f"  {_escape(row.name)}", summary)
     return table
 
 
-def results_table(results: Any, family: str = "run") -> Table:
-    """The report table for the terminal; `results` is a `Report` or a list of results."""
+def results_table(results: Any, family: str = "run", *, width: int | None = None, wide: bool = False) -> Any:
+    """The results for the terminal: a table that fits `width` columns without splitting a number or
+    a name, and the conventions shared by all rows said once below it.
+
+    Layouts, richest first, the first that fits is printed: tests as rows with each metric (and
+    setting) side by side (one model, up to four variants, as the README shows the quickstart), then
+    one row per result with the value and its interval, p and Holm p; each with cells on one line,
+    then stacked. `wide` prints every column (model spec, BH p, convention, sizes, status).
+    """
+    from rich.console import Group
+    from rich.text import Text
+
     from bias.core.reports import Report, build
 
     rep = results if isinstance(results, Report) else build(list(results), family=family)
-    results = rep.results
-    # A column whose value is the same on every row moves into the title, to keep the table narrow.
-    shared = [key for key in ("model", "metric") if results and len({getattr(r, key) for r in results}) == 1]
-    title = "Results" + "".join(f" | {key}: {getattr(results[0], key)}" for key in shared)
-    columns = [c for c in rep.columns() if c.key not in shared]
-    table = Table(title=title, expand=False)
-    for c in columns:
-        table.add_column(c.label, overflow="fold")
-    for row, result in zip(rep.rows(), results):
-        style = None if result.status == "ok" else "yellow" if result.status == "refused" else "red"
-        table.add_row(*(row[c.key] for c in columns), style=style)
-    table.caption = " ".join(rep.notes()[2:])
+    width = width or 80
+    notes = [Text(n, overflow="fold") for n in rep.notes()]
+    if wide:
+        return Group(_wide_table(rep), *notes)
+    candidates = []
+    if _pivot_fits(rep):
+        candidates += [_pivot_table(rep, stacked=False), _pivot_table(rep, stacked=True)]
+    candidates += [_long_table(rep, level=level) for level in range(4)]
+    candidates.append(_long_table(rep, level=3, fold=True))  # nothing fits: fold rather than cut
+    chosen = next((t for t in candidates if _natural_width(t) <= width), candidates[-1])
+    return Group(chosen, *notes)
+
+
+def _natural_width(table: Table) -> int:
+    console = Console(width=100_000, file=io.StringIO(), color_system=None)
+    with console.capture() as capture:
+        console.print(table)
+    return max((len(line.rstrip()) for line in capture.get().splitlines()), default=0)
+
+
+def _title(rep: Any) -> str:
+    from bias.core.reports.values import short_models
+
+    names = short_models(rep.results)
+    if len(names) == 1:
+        label, short = next(iter(names.items()))
+        return f"{rep.title} | model: {short}"
+    return rep.title
+
+
+def _variant(rep: Any, r: Any, models: dict[str, str]) -> str:
+    from bias.core.reports.values import variant_label
+
+    label = variant_label(r.metric, rep.settings.get(r.key, ""))
+    return f"{models[r.model]} {label}" if len(models) > 1 else label
+
+
+def _pivot_fits(rep: Any) -> bool:
+    from bias.core.reports.values import short_models
+
+    models = short_models(rep.results)
+    seen = {(r.wordset, _variant(rep, r, models)) for r in rep.results}
+    variants = {v for _, v in seen}
+    tests = {t for t, _ in seen}
+    full = len(seen) == len(tests) * len(variants)  # every test has every variant
+    return bool(rep.results) and full and len(seen) == len(rep.results) and 1 < len(variants) <= 4 and len(models) <= 2
+
+
+def _status_cell(r: Any) -> str:
+    return "refused" if r.status == "refused" else "failed"
+
+
+def _holm_marks(rep: Any, r: Any) -> str:
+    from bias.core.reports.values import significance
+
+    adj = rep.adjusted.get(r.key)
+    return significance(adj.holm) if adj else ""
+
+
+def _pivot_table(rep: Any, *, stacked: bool) -> Table:
+    from bias.core.reports.tables import ci_text
+    from bias.core.reports.values import kind_of, result_p, short_models, short_tests, test_title
+
+    models = short_models(rep.results)
+    short = short_tests(rep.results)
+    variants = list(dict.fromkeys(_variant(rep, r, models) for r in rep.results))
+    tests = list(dict.fromkeys(r.wordset for r in rep.results))
+    cell = {(r.wordset, _variant(rep, r, models)): r for r in rep.results}
+    table = Table(title=_title(rep), box=box.SIMPLE_HEAD, expand=False, pad_edge=False)
+    titles = {r.wordset: test_title(r) for r in rep.results}
+    table.add_column("Test", no_wrap=False, max_width=max(24, *(len(short[t]) for t in tests)))
+    for v in variants:
+        members = [r for r in rep.results if _variant(rep, r, models) == v]
+        kinds = {kind_of(r.metric).label for r in members}
+        unit = kinds.pop() if len(kinds) == 1 else "value"
+        head = (v if unit.upper() == v.upper() else f"{v} {unit}") + (f" [{rep.ci_label}]" if any(r.figures.get("ci_low") is not None for r in members) and not stacked else "")
+        table.add_column(head, no_wrap=True, justify="left")
+        if not stacked:
+            table.add_column("p", no_wrap=True)
+    for t in tests:
+        row = [_escape(short[t]) + (f"\n[dim]{_escape(titles[t])}[/dim]" if titles.get(t) else "")]
+        for v in variants:
+            r = cell.get((t, v))
+            if r is None:
+                row += ["", ""] if not stacked else [""]
+                continue
+            if r.status != "ok":
+                row += [_status_cell(r), ""] if not stacked else [_status_cell(r)]
+                continue
+            kind = kind_of(r.metric)
+            value = kind.format(r.effect_size) + ("%" if kind.unit == "%" else "")
+            ci = ci_text(r, 2) if r.figures.get("ci_low") is not None else ""
+            p = result_p(r)
+            marks = _holm_marks(rep, r)
+            if stacked:
+                lines = [f"{value} {marks}".rstrip(), ci, f"p {p}" if p != "-" else ""]
+                row.append("\n".join(x for x in lines if x))
+            else:
+                row += [f"{value} {ci}".rstrip(), f"{p} {marks}".rstrip() if p != "-" else "-"]
+        table.add_row(*row)
     return table
+
+
+def _long_table(rep: Any, *, level: int, fold: bool = False) -> Table:
+    """One row per result; `level` 0 puts everything on one line, 1 turns the model column into a
+    heading above its rows, 2 stacks the interval under the value and the settings under the metric,
+    3 also stacks the Holm p under the raw p."""
+    from bias.core.reports.tables import ci_text, value_text
+    from bias.core.reports.values import format_p, result_p, short_models, short_tests, variant_label
+
+    models = short_models(rep.results)
+    tests = short_tests(rep.results)
+    several = len(models) > 1
+    table = Table(title=_title(rep), box=box.SIMPLE_HEAD, expand=False, pad_edge=False)
+    kw: dict[str, Any] = {"overflow": "fold"} if fold else {"no_wrap": True}
+    if several and level == 0:
+        table.add_column("Model", **kw)
+    table.add_column("Test", **kw)
+    table.add_column("Metric", **kw)
+    table.add_column("Value" + ("" if level >= 2 else f" [{rep.ci_label}]"), **kw)
+    table.add_column("p" if level < 3 else "p / Holm p", **kw)
+    if level < 3:
+        table.add_column("Holm p", **kw)
+    order = sorted(range(len(rep.results)), key=lambda i: list(models).index(rep.results[i].model)) if several else range(len(rep.results))
+    current = None
+    for i in order:
+        r = rep.results[i]
+        if several and level >= 1 and r.model != current:
+            current = r.model
+            table.add_row(f"[bold]{_escape(models[r.model])}[/bold]", *([""] * (len(table.columns) - 1)))
+        row = [models[r.model]] if several and level == 0 else []
+        settings = rep.settings.get(r.key, "")
+        metric = variant_label(r.metric, settings)
+        if level >= 2 and settings:
+            head = variant_label(r.metric, ", ".join(p for p in settings.split(", ") if p.startswith("level=")))
+            rest = [p for p in settings.split(", ") if p and not p.startswith("level=")]
+            metric = head + ("\n" + "\n".join(rest) if rest else "")
+        row += [tests[r.wordset], metric]
+        cells: list[str]
+        if r.status != "ok":
+            cells = [_status_cell(r), "", ""]
+        else:
+            ci = ci_text(r, 2) if r.figures.get("ci_low") is not None else ""
+            value = value_text(r)
+            adj = rep.adjusted.get(r.key)
+            holm = (format_p(adj.holm) + " " + _holm_marks(rep, r)).rstrip() if adj else "-"
+            cells = [f"{value}\n{ci}".rstrip() if level >= 2 else f"{value} {ci}".rstrip(), result_p(r), holm]
+        if level >= 3:
+            cells = [cells[0], cells[1] + (f"\nHolm {cells[2]}" if cells[2] not in ("", "-") else "")]
+        row += cells
+        style = None if r.status == "ok" else "yellow" if r.status == "refused" else "red"
+        table.add_row(*(_escape(c) for c in row[:-len(cells)]), *(_escape(c) for c in cells), style=style)
+    return table
+
+
+def _wide_table(rep: Any) -> Table:
+    table = Table(title=rep.title, expand=False)
+    for c in rep.columns():
+        table.add_column(c.label, overflow="fold")
+    for row, result in zip(rep.rows(), rep.results):
+        style = None if result.status == "ok" else "yellow" if result.status == "refused" else "red"
+        table.add_row(*(_escape(row[c.key]) for c in rep.columns()), style=style)
+    return table
+
+
+def _escape(text: str) -> str:
+    """User or file text as rich shows it: never read as markup, control and invisible characters made
+    visible, very long text cut."""
+    return escape(shown(text))
 
 
 def problems(console: Console, found: Sequence[Any]) -> None:
     for p in found:
-        colour = "red" if p.severity == "error" else "yellow"
-        console.print(f"[{colour}]{p.severity}[/{colour}] {p}", highlight=False, soft_wrap=True)
+        colour = {"error": "red", "warning": "yellow"}.get(p.severity, "cyan")
+        console.print(f"[{colour}]{p.severity}[/{colour}] {escape(message(p))}", highlight=False, soft_wrap=True)

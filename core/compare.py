@@ -18,7 +18,10 @@ from bias.core.errors import BiasError
 from bias.core.model import OK, Result
 from bias.core.reports.tables import significance
 
-STARS = "* p < 0.05, ** p < 0.01, *** p < 0.001 (as each metric computes p, uncorrected); no mark: not significant or no p-value."
+STARS = (
+    "Marks on the Holm-adjusted p over each run's tests (as `bias run` marks them): "
+    "* p < 0.05, ** p < 0.01, *** p < 0.001; no mark: not significant or no p-value."
+)
 
 
 @attrs.frozen
@@ -129,14 +132,16 @@ def _latest(results: Sequence[Result]) -> list[Result]:
 # --- rendering (plain text cells, shared by the terminal, Markdown and CSV) ------------------------
 
 
-def effect_cell(r: Result | None) -> str:
+def effect_cell(r: Result | None, holm: dict[str, float] | None = None) -> str:
     if r is None:
         return "-"
     if r.status != OK:
         return r.status
     if r.effect_size is None:
         return "-"
-    return f"{r.effect_size:+.3f}{significance(r.p_value)}"
+    from bias.core.reports.values import kind_of
+
+    return f"{kind_of(r.metric).format(r.effect_size, 3)}{significance((holm or {}).get(r.key))}"
 
 
 def change_cell(value: float | None) -> str:
@@ -167,8 +172,8 @@ def cells(table: ComparisonTable) -> list[dict[str, str]]:
             {
                 "wordset": row.wordset,
                 "metric": row.metric + (" (" + ", ".join(f"{k}={row.params.get(k)}" for k in names) + ")" if names else ""),
-                "before": effect_cell(row.before),
-                "after": effect_cell(row.after),
+                "before": effect_cell(row.before, table.holm),
+                "after": effect_cell(row.after, table.holm),
                 "change": change_cell(row.change),
             }
         )
@@ -221,7 +226,7 @@ def csv_text(table: ComparisonTable) -> str:
             entry[f"{side}_p"] = "" if p is None else repr(p)
             holm = table.holm.get(r.key) if r is not None and p is not None else None
             entry[f"{side}_p_holm"] = "" if holm is None else repr(holm)
-            entry[f"{side}_significance"] = significance(p)
+            entry[f"{side}_significance"] = significance(holm)
         writer.writerow(entry)
     return buffer.getvalue()
 

@@ -78,7 +78,7 @@ def read_lines(path: str | Path) -> Iterator[tuple[int, str]]:
                 raise BiasError(
                     f"Corpus {path}: line {number} is not UTF-8 text (byte {exc.start + 1} of the line: {exc.reason}).",
                     "Convert the file to UTF-8, e.g. iconv -f latin1 -t utf-8.",
-                ) from None
+                ) from exc
             if number == 1:
                 line = line.removeprefix("\ufeff")
             line = line.rstrip("\r\n")

@@ -76,6 +76,7 @@ class EncodingCache:
     def get(self, keys: Sequence[str]) -> dict[str, np.ndarray]:
         """The intact rows among `keys` (float64 vectors), by key."""
         found: dict[str, np.ndarray] = {}
+        damaged = 0
         wanted = list(dict.fromkeys(keys))
         connection = self._connect()
         if connection is None or not wanted:
@@ -91,9 +92,16 @@ class EncodingCache:
                     row = _decode(dim, crc, data)
                     if row is not None:
                         found[key] = row
+                    else:
+                        damaged += 1
         except sqlite3.Error as exc:
             self._give_up("read", exc)
             found = {}
+        if damaged:
+            log.warning(
+                "The encoding cache %s held %d damaged row(s) (wrong size, checksum or non-finite numbers); "
+                "they are computed again from the model and replaced.", self.path, damaged,
+            )
         self.hits += len(found)
         self.misses += len(wanted) - len(found)
         return found
@@ -192,7 +200,9 @@ def _decode(dim: Any, crc: Any, data: Any) -> np.ndarray | None:
         return None
     if zlib.crc32(data) != crc:
         return None
-    return np.frombuffer(data, dtype="<f8").astype(np.float64)
+    row = np.frombuffer(data, dtype="<f8").astype(np.float64)
+    # A model never gives NaN or infinity; such a row was written by something else.
+    return row if np.isfinite(row).all() else None
 
 
 def lookup(cache: EncodingCache | None, keys: Sequence[str]) -> tuple[dict[str, np.ndarray], list[int]]:

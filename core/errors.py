@@ -20,3 +20,69 @@ class BiasError(Exception):
 
     def __str__(self) -> str:
         return self.message if not self.hint else f"{self.message}\n{self.hint}"
+
+
+REPORT_HINT = (
+    "This is not a problem with your input: please report it to the bias-framework maintainers, "
+    "with the output of the same command run with --debug."
+)
+
+
+def recognised(exc: BaseException) -> BiasError | None:
+    """A user error for the failures a person can act on (a missing or unreadable file, a full disk,
+    no network, too little memory), found anywhere in the exception's chain; None for anything else,
+    which is a failure of the program and is reported as one."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, BiasError):
+            return current
+        found = _recognise_one(current)
+        if found is not None:
+            return found
+        current = current.__cause__ or current.__context__
+    return None
+
+
+def _recognise_one(exc: BaseException) -> BiasError | None:
+    import errno
+
+    name = type(exc).__name__
+    where = f" {exc.filename}" if isinstance(exc, OSError) and exc.filename else ""
+    if isinstance(exc, FileNotFoundError):
+        return BiasError(f"File not found:{where or ' ' + str(exc)}", "Check the path.")
+    if isinstance(exc, IsADirectoryError):
+        return BiasError(f"{where.strip() or exc} is a folder where a file was expected.", "Give the file itself.")
+    if isinstance(exc, PermissionError):
+        return BiasError(f"Permission denied:{where or ' ' + str(exc)}", "Check the file's permissions, or choose another path.")
+    if isinstance(exc, OSError) and exc.errno == errno.ENAMETOOLONG:
+        return BiasError(f"A file name is too long for the file system ({len(str(exc.filename or ''))} characters).", "Check the path.")
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return BiasError(f"No space left on the disk{' for' + where if where else ''}.", "Free some space or write elsewhere (--out).")
+    if isinstance(exc, MemoryError) or name in ("OutOfMemoryError", "OutOfMemory"):
+        return BiasError(
+            "Not enough memory for this run.",
+            "Use a smaller --batch-size, fewer --permutations or --bootstrap resamples, or a smaller model.",
+        )
+    if isinstance(exc, ValueError) and "null byte" in str(exc):
+        return BiasError("A path holds a NUL character, which no file name can contain.", "Check the paths given in the command and the experiment file.")
+    if isinstance(exc, UnicodeDecodeError):
+        return BiasError(f"A file is not UTF-8 text ({exc.reason} at byte {exc.start}).", "Save the file as UTF-8.")
+    if isinstance(exc, (ConnectionError, TimeoutError)) or name in (
+        "OfflineModeIsEnabled", "ConnectTimeout", "ReadTimeout", "ConnectError", "NewConnectionError", "MaxRetryError",
+    ):
+        return BiasError(
+            f"No network connection ({name}).",
+            "Give a local model folder, or set HF_HUB_OFFLINE=1 to use only what is already downloaded.",
+        )
+    return None
+
+
+class Interrupted(KeyboardInterrupt):
+    """A run ended by SIGTERM or SIGHUP, handled like Ctrl-C; exits with 128 + the signal's number."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+        self.exit_code = 128 + signum

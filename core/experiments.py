@@ -2,7 +2,8 @@
 
 An experiment is (model spec + options, word set, metric + parameters, seed). Its key is a hash of the
 canonical JSON of all of these with the metric's defaults filled in, so the same experiment always
-gets the same key, whichever way it was written.
+gets the same key, whichever way it was written. Execution-only model options (batch size, device,
+cache location) are left out of the key: they do not change the result.
 """
 
 from __future__ import annotations
@@ -26,12 +27,22 @@ DEFAULT_SEED = 0
 class ModelConfig:
     spec: str
     options: dict[str, Any] = attrs.Factory(dict)
+    # Where a model runs, not what it computes: Ray actor resources (cpus, gpus), never in the key.
+    resources: dict[str, Any] = attrs.field(factory=dict, eq=False)
+    name: str = attrs.field(default="", eq=False)  # a short name for tables and figures; not part of the key
 
     def label(self) -> str:
         if not self.options:
             return self.spec
         opts = ",".join(f"{k}={v}" for k, v in sorted(self.options.items()))
         return f"{self.spec}[{opts}]"
+
+
+# Options that change how a result is computed but not its value: where the model runs, how many texts
+# go into one forward pass, where encodings are cached. They stay out of the experiment key, so a run
+# resumed with a smaller --batch-size, or moved from CPU to GPU, keeps what was done. (dtype is kept:
+# half precision changes the numbers.)
+EXECUTION_OPTIONS = frozenset({"batch_size", "device", "cache", "cache_dir"})
 
 
 @attrs.frozen
@@ -45,7 +56,7 @@ class Experiment:
     def canonical(self) -> dict[str, Any]:
         return {
             "model": self.model.spec,
-            "model_options": self.model.options,
+            "model_options": {k: v for k, v in self.model.options.items() if k not in EXECUTION_OPTIONS},
             "wordset": self.wordset,
             "metric": self.metric,
             "params": self.params,
@@ -55,6 +66,14 @@ class Experiment:
     @property
     def key(self) -> str:
         text = json.dumps(self.canonical(), sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+    @property
+    def legacy_key(self) -> str:
+        """The key as written by versions that kept execution options in it, so that a run started
+        before can still be resumed: its results are found under either key."""
+        canonical = {**self.canonical(), "model_options": self.model.options}
+        text = json.dumps(canonical, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
         return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
@@ -83,7 +102,87 @@ def _as_list(value: Any, field: str, path: Path) -> list[Any]:
     raise BiasError(f"{path}: field '{field}' must be a non-empty list.", f"For example {field} = [\"...\"].")
 
 
-KNOWN_FIELDS = ("title", "description", "out", "seed", "seeds", "family", "models", "wordsets", "metrics", "params", "grid")
+# Settings that let a model file run code. They are never read from an experiment file (a colleague's
+# file would run the colleague's code): only the command line or the Python API's own arguments set them.
+CODE_OPTIONS = {"allow_pickle": "--allow-pickle", "trust_remote_code": "--trust-remote-code"}
+# Parameters whose value is a file; in an experiment file they are relative to the file's folder.
+PATH_OPTIONS = ("corpus", "templates", "debias_corpus", "debias_lists")
+
+
+def refuse_code_options(options: dict[str, Any], where: str, path: Path) -> None:
+    for key in options:
+        flag = CODE_OPTIONS.get(str(key).replace("-", "_"))
+        if flag:
+            raise BiasError(
+                f"{path}: {where} sets {key}, which lets a model file run code; an experiment file cannot switch that on.",
+                f"If you trust this file and its models, remove {key} from it and give {flag} on the command line.",
+            )
+
+
+def relative_to_file(value: str, folder: Path, *, hub_like: bool = False) -> str:
+    """A path written in an experiment file, read against the file's folder (an absolute path, a
+    registered name or a Hub id stays as written)."""
+    if not value or value.startswith("pkg:") or Path(value).expanduser().is_absolute():
+        return value
+    candidate = folder / value
+    if candidate.exists():
+        return str(candidate)
+    explicit = value.startswith(("./", "../", ".\\", "..\\")) or Path(value).suffix.lower() in FILE_SUFFIXES
+    if explicit or (not hub_like and "/" not in value and Path(value).suffix):
+        return str(candidate)
+    return value
+
+
+FILE_SUFFIXES = (
+    ".bin", ".txt", ".vec", ".gz", ".kv", ".model", ".toml", ".json", ".csv", ".tsv", ".jsonl", ".xlsx", ".npy",
+)
+
+
+def model_spec_in_file(spec: str, folder: Path) -> str:
+    """`NAME:LOCATION` with a relative LOCATION read against the experiment file's folder."""
+    name, sep, location = spec.partition(":")
+    if not sep:
+        return spec
+    return f"{name}:{relative_to_file(location.strip(), folder, hub_like=True)}"
+
+
+def paths_in_file(options: dict[str, Any], folder: Path) -> dict[str, Any]:
+    return {k: relative_to_file(v, folder) if k in PATH_OPTIONS and isinstance(v, str) else v for k, v in options.items()}
+
+
+def refuse_conflicts(first: dict[str, Any], second: dict[str, Any], where_first: str, where_second: str) -> None:
+    """One option given two values in two places is refused, naming both; the same value is fine."""
+    for key in sorted(set(first) & set(second)):
+        a, b = first[key], second[key]
+        one = b[0] if isinstance(b, list) and len(b) == 1 else b
+        same = a == one or str(a).lower() == str(one).lower()
+        if not same:
+            raise BiasError(
+                f"{key} is given twice with different values: {a!r} in {where_first} and {b!r} in {where_second}.",
+                "Give it once (in an experiment file, [grid] tries every value listed and [params] sets one).",
+            )
+
+
+KNOWN_FIELDS = (
+    "title", "description", "out", "seed", "seeds", "family", "models", "wordsets", "metrics", "params", "grid",
+    "executor", "ray_address", "experiments", "preset", "duplicates",
+)
+EXECUTORS = ("local", "ray")
+EXPERIMENT_FIELDS = ("wordset", "metric", "model", "params")
+PRESETS = ("bias-framework",)
+DUPLICATES = ("drop", "keep")
+# What `preset = "bias-framework"` sets, for the metrics that declare each parameter: the BIAS
+# Detection Framework's effect sizes use numpy's population std, keep repeated stimuli, and its
+# CrowS-Pairs scoring lowercases every sentence.
+PRESET_PARAMS = {"bias-framework": {"ddof": 0, "duplicates": "keep", "lowercase": "yes"}}
+PRESET_NOTES = {
+    "bias-framework": (
+        "Preset bias-framework: effect sizes use the population std (ddof 0) and keep repeated stimuli, and "
+        "CrowS-Pairs sentences are lowercased, as the BIAS Detection Framework computes them; p-values are this tool's exact or seeded permutation tests. "
+        "The framework's own p-values would differ: they are sampled only (100 permutations by default), "
+        "unseeded, count from 1 (p = (k+1)/m) and so can exceed 1, and test effect sizes with a strict >."
+    ),
+}
 SELECTOR_FIELDS = ("language", "bias_type", "kind")
 FAMILIES = ("run", "model", "metric")
 
@@ -117,7 +216,63 @@ def select_wordsets(selector: dict[str, Any], path: Path, index: int) -> list[st
     return names
 
 
-def load_config(path: Path) -> tuple[list[Experiment], dict[str, Any]]:
+def _declared(metric: str) -> set[str]:
+    from bias.core.params import describe_params
+    from bias.registry.entry_points import load
+
+    return {p.name for p in describe_params(load("metrics", metric))}
+
+
+def _preset(metric: str, data: dict[str, Any], path: Path) -> dict[str, Any]:
+    """The parameters a preset (and the `duplicates` setting) give this metric, where it declares them."""
+    preset = data.get("preset")
+    out: dict[str, Any] = {}
+    if preset is not None:
+        if preset not in PRESETS:
+            raise BiasError(f"{path}: unknown preset {preset!r}.", f"Presets: {', '.join(PRESETS)}.")
+        out.update(PRESET_PARAMS[preset])
+    if "duplicates" in data:
+        if data["duplicates"] not in DUPLICATES:
+            raise BiasError(f"{path}: duplicates must be one of {', '.join(DUPLICATES)}, not {data['duplicates']!r}.")
+        out["duplicates"] = data["duplicates"]
+    if not out:
+        return {}
+    declared = _declared(metric)
+    return {k: v for k, v in out.items() if k in declared}
+
+
+def _listed_experiments(data: dict[str, Any], path: Path, shared: dict[str, Any], seeds: list[Any]) -> list[Experiment]:
+    """`[[experiments]]` entries: one experiment each (model, word set, metric, params), not a grid."""
+    entries = data["experiments"]
+    if not isinstance(entries, list) or not entries:
+        raise BiasError(f"{path}: experiments must be a non-empty list of tables with wordset, metric and model.")
+    out = []
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, dict):
+            raise BiasError(f"{path}: experiments[{i}] must be a table with wordset, metric and model.")
+        _unknown(list(entry), EXPERIMENT_FIELDS, f" in experiments[{i}]", path)
+        model = entry.get("model")
+        if isinstance(model, str):
+            config = ModelConfig(model)
+        elif isinstance(model, dict) and isinstance(model.get("spec"), str):
+            config = ModelConfig(model["spec"], {k: v for k, v in model.items() if k != "spec"})
+        else:
+            raise BiasError(f"{path}: experiments[{i}].model needs a spec such as \"fasttext:cc.de.300.bin\".")
+        metric, wordset = entry.get("metric"), entry.get("wordset")
+        if not isinstance(metric, str) or not isinstance(wordset, str):
+            raise BiasError(f"{path}: experiments[{i}] needs a wordset and a metric (strings).")
+        params = entry.get("params", {})
+        if not isinstance(params, dict):
+            raise BiasError(f"{path}: experiments[{i}].params must be a table of metric parameters.")
+        candidate = path.parent / wordset
+        if candidate.exists() and not Path(wordset).exists():
+            wordset = str(candidate)
+        merged = {**_preset(metric, data, path), **shared, **params}
+        out.extend(Experiment(config, wordset, metric, dict(merged), seed) for seed in seeds)
+    return out
+
+
+def load_config(path: Path, text: str | None = None) -> tuple[list[Experiment], dict[str, Any]]:
     """Experiments of a TOML file, and its run settings (`out`, `title`, `family`, `text`).
 
     ```toml
@@ -143,17 +298,28 @@ def load_config(path: Path) -> tuple[list[Experiment], dict[str, Any]]:
     path = Path(path)
     if not path.exists():
         raise BiasError(f"Experiment file not found: {path}", "Check the path.")
-    data = read_toml(path)
+    data = read_toml(path) if text is None else parse_toml(text, path)
     _unknown(list(data), KNOWN_FIELDS, "", path)
+    if "experiments" in data:
+        return _listed(data, path, text)
     for field in ("models", "wordsets", "metrics"):
         if field not in data:
             raise BiasError(f"{path}: field '{field}' is missing.", "An experiment file names models, wordsets and metrics.")
+    folder = path.parent
     models = []
     for i, entry in enumerate(_as_list(data["models"], "models", path)):
         if isinstance(entry, str):
-            models.append(ModelConfig(entry))
+            models.append(ModelConfig(model_spec_in_file(entry, folder)))
         elif isinstance(entry, dict) and isinstance(entry.get("spec"), str):
-            models.append(ModelConfig(entry["spec"], {k: v for k, v in entry.items() if k != "spec"}))
+            resources = entry.get("resources", {})
+            if not isinstance(resources, dict):
+                raise BiasError(f"{path}: models[{i}].resources must be a table such as {{ cpus = 4, gpus = 1 }}.")
+            name = entry.get("name", "")
+            if not isinstance(name, str):
+                raise BiasError(f"{path}: models[{i}].name must be text, a short name for tables and figures.")
+            options = {k: v for k, v in entry.items() if k not in ("spec", "resources", "name")}
+            refuse_code_options(options, f"models[{i}]", path)
+            models.append(ModelConfig(model_spec_in_file(entry["spec"], folder), paths_in_file(options, folder), resources, name))
         else:
             raise BiasError(f"{path}: models[{i}] needs a 'spec' such as \"word2vec:vectors.bin\".")
     wordsets: list[str] = []
@@ -166,14 +332,17 @@ def load_config(path: Path) -> tuple[list[Experiment], dict[str, Any]]:
                 f"{path}: wordsets[{i}] must be a name such as \"en/weat1\", a file path, or a table such as "
                 '{ language = "nl", bias_type = "gender" }.'
             )
-        # Paths in the file are relative to the file, as a reader would expect.
-        candidate = path.parent / entry
-        looks_like_file = "/" in entry or Path(entry).suffix != ""
-        wordsets.append(str(candidate) if (looks_like_file and candidate.exists() and not Path(entry).exists()) else entry)
+        # Paths in the file are relative to the file, as a reader would expect; a name such as
+        # en/weat1 that is no file there stays a name.
+        candidate = folder / entry
+        looks_like_file = Path(entry).suffix != "" or entry.startswith(".")
+        wordsets.append(str(candidate) if (candidate.exists() or looks_like_file) and not Path(entry).is_absolute() else entry)
     wordsets = list(dict.fromkeys(wordsets))
     shared = data.get("params", {})
     if not isinstance(shared, dict):
         raise BiasError(f"{path}: [params] must be a table of metric parameters.")
+    refuse_code_options(shared, "[params]", path)
+    shared = paths_in_file(shared, folder)
     grid = data.get("grid", {})
     if not isinstance(grid, dict):
         raise BiasError(f"{path}: [grid] must be a table of lists, e.g. pooling = [\"cls\", \"mean\"].")
@@ -183,14 +352,39 @@ def load_config(path: Path) -> tuple[list[Experiment], dict[str, Any]]:
                 f"{path}: grid.{key} must be a non-empty list of values (an empty list leaves nothing to run).",
                 f"For example {key} = [{values!r}]" if not isinstance(values, list) else "Remove it, or list at least one value.",
             )
+    refuse_code_options(grid, "[grid]", path)
+    refuse_conflicts(shared, grid, f"{path} [params]", f"{path} [grid]")
     metrics: list[tuple[str, dict[str, Any]]] = []
     for i, entry in enumerate(_as_list(data["metrics"], "metrics", path)):
         if isinstance(entry, str):
-            metrics.append((entry, dict(shared)))
+            metrics.append((entry, {**_preset(entry, data, path), **shared}))
         elif isinstance(entry, dict) and isinstance(entry.get("name"), str):
-            metrics.append((entry["name"], {**shared, **{k: v for k, v in entry.items() if k != "name"}}))
+            own = paths_in_file({k: v for k, v in entry.items() if k != "name"}, folder)
+            refuse_code_options(own, f"metrics[{i}]", path)
+            refuse_conflicts(own, grid, f"{path} metrics[{i}]", f"{path} [grid]")
+            metrics.append((entry["name"], {**_preset(entry["name"], data, path), **shared, **own}))
         else:
             raise BiasError(f"{path}: metrics[{i}] needs a 'name' such as \"weat\".")
+    seeds = _seeds(data, path)
+    settings = _settings(data, path, text)
+    settings.update(grid=grid)
+    return expand(models, wordsets, metrics, seeds, grid), settings
+
+
+def parse_toml(text: str, path: Path) -> dict[str, Any]:
+    import sys
+
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise BiasError(f"{path}: malformed TOML: {exc}", "Fix the syntax at that line.") from None
+
+
+def _seeds(data: dict[str, Any], path: Path) -> list[Any]:
     if "seeds" in data:
         seeds = _as_list(data["seeds"], "seeds", path)
     else:
@@ -198,12 +392,35 @@ def load_config(path: Path) -> tuple[list[Experiment], dict[str, Any]]:
     for seed in seeds:
         if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
             raise BiasError(f"{path}: seed {seed!r} must be a whole number >= 0.")
+    return seeds
+
+
+def _settings(data: dict[str, Any], path: Path, text: str | None) -> dict[str, Any]:
     family = data.get("family", "run")
     if family not in FAMILIES:
         raise BiasError(f"{path}: family must be one of {', '.join(FAMILIES)}, not {family!r}.", "The tests corrected together for multiple testing.")
-    settings = {k: data[k] for k in ("title", "out", "description") if k in data}
-    settings.update(family=family, text=path.read_text(encoding="utf-8"), path=str(path), grid=grid)
-    return expand(models, wordsets, metrics, seeds, grid), settings
+    executor = data.get("executor", "local")
+    if executor not in EXECUTORS:
+        raise BiasError(f"{path}: executor must be one of {', '.join(EXECUTORS)}, not {executor!r}.", "local runs in this process; ray on a Ray cluster.")
+    settings = {k: data[k] for k in ("title", "out", "description", "executor", "ray_address") if k in data}
+    if isinstance(settings.get("out"), str):
+        settings["out_written"] = settings["out"]
+        settings["out"] = str(path.parent / Path(settings["out"]).expanduser())
+    settings.update(family=family, text=path.read_text(encoding="utf-8") if text is None else text, path=str(path))
+    if data.get("preset") in PRESET_NOTES:
+        settings["notes"] = [PRESET_NOTES[data["preset"]]]
+    return settings
+
+
+def _listed(data: dict[str, Any], path: Path, text: str | None) -> tuple[list[Experiment], dict[str, Any]]:
+    for field in ("models", "wordsets", "metrics", "grid"):
+        if field in data:
+            raise BiasError(f"{path}: give either [[experiments]] or {field} (a grid), not both.")
+    shared = data.get("params", {})
+    if not isinstance(shared, dict):
+        raise BiasError(f"{path}: [params] must be a table of metric parameters.")
+    experiments = _listed_experiments(data, path, shared, _seeds(data, path))
+    return experiments, {**_settings(data, path, text), "grid": {}}
 
 
 def unique(experiments: Iterable[Experiment]) -> list[Experiment]:

@@ -10,10 +10,12 @@ from __future__ import annotations
 import enum
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import attrs
-import numpy as np
+
+if TYPE_CHECKING:  # annotations only: listing plugins must not import numpy
+    import numpy as np
 
 from bias.core.errors import BiasError
 from bias.core.model import WordVectors
@@ -99,9 +101,20 @@ class Embedder(ABC):
 
     def token_log_probs(self, sequences: Sequence[Sequence[int]], *, attention: bool = False) -> list[TokenScores]:
         """Per-token log-probabilities of unmasked sequences: log P(w_i | S) for a masked LM (AUL),
-        log P(w_i | w_<i) for a causal LM (None at position 0); with `attention`, the attention each
+        log P(w_i | w_<i) for a causal LM, every token scored (a start token is put before the
+        sequence when the tokenizer adds none; NaN at position 0 only when the model has no such token); with `attention`, the attention each
         token receives (mean over layers, heads and queries) for AULA."""
         raise BiasError(f"Embedder '{self.name}' gives no language-model scores.")
+
+    def check(self) -> None:
+        """Cheap checks of the model's files and settings, made for every model before any work starts
+        (a missing file, a folder without a tokenizer, an impossible device); raises BiasError."""
+        location = getattr(self, "location", None)
+        if isinstance(location, str) and location and not location.startswith("pkg:"):
+            from pathlib import Path
+
+            if not Path(location).expanduser().exists():
+                raise BiasError(f"Model file not found: {location}", "Check the path given with --model.")
 
     def fingerprint(self) -> str:
         """A string that changes whenever the model's numbers could change (for caches and manifests)."""
@@ -133,6 +146,9 @@ class MaskedRequest:
 class TokenScores:
     log_probs: np.ndarray = attrs.field(eq=False)  # float64, one per token; NaN where undefined
     attention: np.ndarray | None = attrs.field(default=None, eq=False)
+    # Causal LMs: what the first token was conditioned on (e.g. "bos token '<s>' prepended"), for the
+    # result's convention; empty for masked LMs.
+    context: str = ""
 
 
 class Metric(ABC):
@@ -167,7 +183,8 @@ class Metric(ABC):
             "metric": self.name,
             "params": self.params(),
             "seed": seed,
-            "meta": {"bias_type": meta.bias_type, "language": meta.language, "expected_direction": meta.expected_direction},
+            "meta": {"bias_type": meta.bias_type, "language": meta.language, "expected_direction": meta.expected_direction,
+                     **({"title": meta.title} if meta.title else {})},
             **extra,
         }
 

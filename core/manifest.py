@@ -74,7 +74,10 @@ def read_manifest(folder: Path) -> dict[str, Any] | None:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as exc:
-        raise BiasError(f"{path} is not readable JSON ({exc}).", "Restore it, or run into a new folder.") from None
+        raise BiasError(
+            f"{path} is damaged: not readable JSON ({exc}).",
+            "results.jsonl beside it is intact: `bias report` still reads it; to run again, give a new folder with --out.",
+        ) from exc
     return data if isinstance(data, dict) else None
 
 
@@ -83,7 +86,7 @@ def _has_results(folder: Path) -> bool:
     return path.exists() and path.stat().st_size > 0
 
 
-def check_folder(folder: Path, fingerprint: str, *, resume: bool) -> dict[str, Any] | None:
+def check_folder(folder: Path, fingerprint: str, *, resume: bool, also: tuple[str, ...] = ()) -> dict[str, Any] | None:
     """Refuse to mix runs in one folder: without --resume the folder must hold no results; with it,
     the folder's configuration fingerprint must be this run's. Returns the existing manifest."""
     folder = Path(folder)
@@ -98,7 +101,7 @@ def check_folder(folder: Path, fingerprint: str, *, resume: bool) -> dict[str, A
     if existing is None:
         return None  # a folder written before manifests existed, or a fresh one: nothing to compare
     theirs = existing.get("config_fingerprint")
-    if theirs and theirs != fingerprint:
+    if theirs and theirs != fingerprint and theirs not in also:  # `also`: the same run under older keys
         n = existing.get("experiments", "?")
         raise BiasError(
             f"Cannot resume {folder}: it holds a run of a different configuration "
@@ -130,7 +133,8 @@ class Manifest:
     ) -> Manifest:
         """Check the folder (see `check_folder`) and start a session in its manifest."""
         folder = Path(folder)
-        existing = check_folder(folder, plan.fingerprint, resume=resume)
+        legacy = getattr(plan, "legacy_fingerprint", None)
+        existing = check_folder(folder, plan.fingerprint, resume=resume, also=(legacy,) if legacy else ())
         settings = settings or {}
         seeds = sorted({p.experiment.seed for p in plan.prepared}, key=lambda s: (s is None, s))
         data = existing if (resume and existing) else {
@@ -146,6 +150,7 @@ class Manifest:
             "seeds": seeds,
             "merged_combinations": plan.merged,
             "skipped": [s.to_dict() for s in plan.skipped],
+            "notes": list(settings.get("notes", [])),
             "models": {},
             "sessions": [],
         }
@@ -172,6 +177,11 @@ class Manifest:
         if error:
             entry["error"] = error
         self.data.setdefault("models", {})[label] = entry
+        self.save()
+
+    def executor(self, name: str, **details: Any) -> None:
+        """Record how this session runs: `local`, or `ray` with the cluster's address and resources."""
+        self.data["sessions"][-1]["executor"] = {"name": name, **details}
         self.save()
 
     def finish(self, status: str, **counts: int) -> None:

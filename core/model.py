@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
-import numpy as np
+
+if TYPE_CHECKING:  # numpy is imported where vectors are made, not to list or describe word sets
+    import numpy as np
 
 ASSOCIATION = "association"
 TEMPLATES = "templates"
@@ -19,14 +21,16 @@ LPBS = "lpbs"
 PAIRS = "pairs"
 DEBIAS_LISTS = "debias-lists"
 ANALOGIES = "analogies"
-WORDSET_KINDS = (ASSOCIATION, TEMPLATES, LPBS, PAIRS, DEBIAS_LISTS, ANALOGIES)
+FISE = "fise"
+WORDSET_KINDS = (ASSOCIATION, TEMPLATES, LPBS, PAIRS, DEBIAS_LISTS, ANALOGIES, FISE)
 DIRECTIONS = ("positive", "negative", "none")
 # The social dimension a word set measures. "origin" is ethnic or migration background (the European
 # framing), "race" the US one of the published WEAT tests; "non-social" marks the validation tests
 # (flowers/insects, instruments/weapons); "mixed" a pair set whose pairs carry their own types.
+# "gender-identity" (cisgender vs transgender and non-binary) is kept apart from "gender" (men vs women).
 BIAS_TYPES = (
     "gender", "race", "origin", "nationality", "religion", "age", "disability", "health",
-    "sexual-orientation", "socioeconomic", "physical-appearance", "non-social", "mixed", "any", "unspecified",
+    "sexual-orientation", "gender-identity", "socioeconomic", "physical-appearance", "non-social", "mixed", "any", "unspecified",
 )
 STIMULI = ("words", "sentences")
 
@@ -56,9 +60,23 @@ class WordList:
     label: str
     words: tuple[str, ...]
     grammar: dict[str, dict[str, str]] = attrs.field(factory=dict, hash=False)
+    # Every stimulus as the file lists it, repeats included, when it repeats any (else empty): the
+    # `duplicates = "keep"` convention of tools that count a repeated word twice.
+    listed: tuple[str, ...] = ()
 
     def features(self, word: str) -> dict[str, str]:
         return self.grammar.get(word, {})
+
+    def repeats(self) -> dict[str, int]:
+        """Each repeated stimulus and how often the file lists it."""
+        counts: dict[str, int] = {}
+        for w in self.listed:
+            counts[w] = counts.get(w, 0) + 1
+        return {w: n for w, n in counts.items() if n > 1}
+
+    def with_duplicates(self) -> WordList:
+        """The list with repeated stimuli kept (each copy counts), as the file has it."""
+        return attrs.evolve(self, words=self.listed) if self.listed else self
 
 
 @attrs.frozen
@@ -82,6 +100,14 @@ class AssociationTest:
 
     def sets(self) -> dict[str, WordList]:
         return {"X": self.X, "Y": self.Y, "A": self.A, "B": self.B}
+
+    def with_duplicates(self) -> AssociationTest:
+        """The test with repeated stimuli kept in every set (see `WordList.with_duplicates`)."""
+        return attrs.evolve(self, **{key: wl.with_duplicates() for key, wl in self.sets().items()})
+
+    def repeats(self) -> dict[str, dict[str, int]]:
+        """Per set, the stimuli the file repeats (dropped unless duplicates are kept)."""
+        return {key: wl.repeats() for key, wl in self.sets().items() if wl.repeats()}
 
     def all_words(self) -> list[str]:
         seen: dict[str, None] = {}
@@ -164,6 +190,8 @@ class Result:
 
 def _jsonable(value: Any) -> Any:
     """Plain JSON types only: numpy scalars become Python numbers, NaN/inf become None."""
+    import numpy as np
+
     if isinstance(value, dict):
         return {str(k): _jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):

@@ -41,6 +41,7 @@ class SentencePair:
 class PairSet:
     meta: WordSetMeta
     pairs: tuple[SentencePair, ...]
+    dropped: tuple[str, ...] = ()  # rows an importer left out, "line 7: the two sentences are identical"
 
     @property
     def name(self) -> str:
@@ -63,7 +64,10 @@ def _where(entry: Any, index: int) -> str:
 
 def check(data: dict[str, Any], file: str) -> list[Problem]:
     """Every problem of a pair-set record (from TOML or the CrowS-Pairs importer)."""
-    problems = check_meta(data, file, ("pairs",))
+    problems = check_meta(data, file, ("pairs", "skipped"))
+    for entry in data.get("skipped") or []:  # rows an importer could not use (identical or empty pairs)
+        if isinstance(entry, dict):
+            problems.append(Problem(file, f"line {entry.get('line')}", f"pair skipped: {entry.get('reason')}", "warning"))
     pairs = data.get("pairs")
     if not isinstance(pairs, list) or not pairs:
         problems.append(Problem(file, "pairs", "missing or empty: give [[pairs]] tables with more, less, direction and bias_type"))
@@ -138,4 +142,5 @@ def build(data: dict[str, Any], name: str, path: str) -> PairSet:
     meta = meta_of(data, path, name)
     if meta.kind != PAIRS:
         meta = attrs.evolve(meta, kind=PAIRS)
-    return PairSet(meta, pairs)
+    dropped = tuple(f"line {e.get('line')}: {e.get('reason')}" for e in data.get("skipped") or [] if isinstance(e, dict))
+    return PairSet(meta, pairs, dropped)

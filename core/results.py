@@ -22,7 +22,22 @@ RESULTS_FILE = "results.jsonl"
 
 
 # Figures that are tables of one row per item (pair, sentence); stored as CSV files, not inline.
-DETAIL_TABLES = ("pairs",)
+DETAIL_TABLES = ("pairs", "scores")
+
+
+def detail_file_name(name: str, result: Result) -> str:
+    """`scores-en-weat1-seat-word-1a2b3c4d.csv`: which table, test and metric (with SEAT's level), and
+    the result's key (short)."""
+    import re
+
+    test = result.wordset.replace("\\", "/")
+    parts = test.split("/")
+    if not (len(parts) == 2 and "." not in parts[1]):  # a file given by path: its stem
+        test = parts[-1].rsplit(".", 1)[0]
+    level = result.params.get("level") if isinstance(result.params, dict) else None
+    metric = f"{result.metric}-{level}" if level else result.metric  # s-SEAT and w-SEAT apart
+    slug = re.sub(r"[^A-Za-z0-9_.]+", "-", f"{test}-{metric}").strip("-")
+    return f"{name}-{slug}-{result.key[:8]}.csv"
 
 
 class ResultStore:
@@ -38,7 +53,7 @@ class ResultStore:
             raise BiasError(
                 f"Cannot write to the output folder {self.folder}: {exc.strerror or exc}.",
                 "Choose another folder with --out, or fix its permissions.",
-            ) from None
+            ) from exc
 
     def append(self, result: Result) -> None:
         result = self._write_detail_tables(result)
@@ -59,7 +74,7 @@ class ResultStore:
 
         figures = dict(result.figures)
         for name, rows in tables.items():
-            target = self.folder / f"{name}-{result.key}.csv"
+            target = self.folder / detail_file_name(name, result)
             columns = list(dict.fromkeys(k for row in rows for k in row))
             temporary = target.with_suffix(".csv.tmp")
             with open(temporary, "w", encoding="utf-8", newline="") as fh:

@@ -19,7 +19,8 @@ from typing import Any
 
 import attrs
 
-from bias.core.errors import BiasError
+from bias.core import budget
+from bias.core.errors import FAILURE, BiasError
 from bias.core.experiments import Experiment
 from bias.core.interfaces import Embedder, Metric, check_compatible, missing_capabilities
 from bias.core.model import FAILED, REFUSED, Result
@@ -56,9 +57,12 @@ def route_params(experiments: Sequence[Experiment]) -> list[Experiment]:
 
         names = ", ".join(sorted(declared))
         tips = " ".join(s for s in (suggestions(u, sorted(known)) for u in unknown) if s)
+        if {"layer", "pooling"} & set(unknown):
+            tips += (" The layer and pooling of word vectors (WEAT and other word-level metrics) are the model's:"
+                     " --model-option layer=N, --model-option word_pooling=first.")
         raise BiasError(
             f"No metric of this run ({names}) has the parameter(s) {', '.join(unknown)}.",
-            (tips + " " if tips else "") + "See `bias info METRIC` for the parameters of each metric.",
+            (tips.strip() + " " if tips.strip() else "") + "See `bias info METRIC` for the parameters of each metric.",
         )
     out = []
     for exp in experiments:
@@ -102,6 +106,13 @@ class Plan:
         keys = sorted(p.experiment.key for p in self.prepared) + sorted("skipped:" + s.key for s in self.skipped)
         return hashlib.sha256("\n".join(keys).encode("utf-8")).hexdigest()[:16]
 
+    @property
+    def legacy_fingerprint(self) -> str:
+        """The fingerprint of the same configuration under the older experiment keys (see
+        `Experiment.legacy_key`), accepted when resuming a folder written before."""
+        keys = sorted(p.experiment.legacy_key for p in self.prepared) + sorted("skipped:" + s.key for s in self.skipped)
+        return hashlib.sha256("\n".join(keys).encode("utf-8")).hexdigest()[:16]
+
 
 def plan(experiments: Sequence[Experiment]) -> Plan:
     """Build every metric and load every word set up front, so bad input fails before any model loads;
@@ -125,7 +136,13 @@ def plan(experiments: Sequence[Experiment]) -> Plan:
         if exp.metric not in metric_classes:  # entry points are looked up once per name, not per experiment
             metric_classes[exp.metric] = eps.load("metrics", exp.metric)
         cls = metric_classes[exp.metric]
-        metric = cls(**coerce_params(cls, exp.params, exp.metric))
+        try:
+            metric = cls(**coerce_params(cls, exp.params, exp.metric))
+        except BiasError as exc:
+            # A combination of options that does not fit (cls pooling at word level): set aside with its
+            # reason; if no combination fits, the error below names it.
+            skipped.append(Skipped(exp.model.label(), exp.wordset, exp.metric, dict(exp.params), exc.message, exp.key))
+            continue
         if exp.wordset not in wordsets:
             wordsets[exp.wordset] = registry.load_wordset(exp.wordset)
         data = wordsets[exp.wordset]
@@ -140,10 +157,20 @@ def plan(experiments: Sequence[Experiment]) -> Plan:
         embedder_type = embedder_types[embedder_name]
         try:
             check_compatible(metric, embedder_type, data.meta.kind)
+            # A metric may know that one of its settings cannot work with a kind of model (cls pooling
+            # of static vectors): `unfit(embedder_type)` gives the reason.
+            unfit = getattr(metric, "unfit", None)
+            reason = unfit(embedder_type) if callable(unfit) else None
+            if reason:
+                raise BiasError(reason)
         except BiasError as exc:
             skipped.append(Skipped(exp.model.label(), exp.wordset, exp.metric, full.params, exc.message, full.key))
             continue
+        sizes = {k: len(getattr(data, k).words) for k in ("X", "Y", "A", "B") if hasattr(getattr(data, k, None), "words")}
+        if sizes:
+            budget.check(f"{exp.metric} on {exp.wordset}", full.params, sizes)
         prepared.append(Prepared(full, metric, data))
+    prepared = _debias_languages(prepared)
     if not prepared:
         reasons = list(dict.fromkeys(s.reason for s in skipped))
         raise BiasError(
@@ -151,6 +178,53 @@ def plan(experiments: Sequence[Experiment]) -> Plan:
             "Choose metrics that fit the models and word sets (see `bias list metrics` and `bias list wordsets`).",
         )
     return Plan(prepared, skipped, merged)
+
+
+def _debias_languages(prepared: list[Prepared]) -> list[Prepared]:
+    """A model debiased on load (`debias` without `debias_lists`) takes the debiasing lists of the
+    language of the word sets it is measured on, so a Dutch model is not debiased with English lists.
+    A model measured on word sets of several languages needs lists named by the user."""
+    languages: dict[tuple[str, str], set[str]] = {}
+    for p in prepared:
+        options = p.experiment.model.options
+        if options.get("debias") and not options.get("debias_lists") and not options.get("debias_language"):
+            key = (p.experiment.model.spec, repr(sorted(options.items())))
+            languages.setdefault(key, set()).add(str(getattr(p.data.meta, "language", "") or ""))
+    if not languages:
+        return prepared
+    for (spec, _), found in languages.items():
+        named = sorted(x for x in found if x)
+        if len(named) != 1 or len(found) != 1:
+            raise BiasError(
+                f"Cannot choose the debiasing lists for {spec}: the run's word sets are in "
+                + (f"several languages ({', '.join(named)})" if len(named) > 1 else "no stated language")
+                + ", and each language has its own lists.",
+                "Name the lists with --debias-lists (e.g. en/debias-gender, or a file), or run one language at a time.",
+            )
+    out = []
+    for p in prepared:
+        model = p.experiment.model
+        key = (model.spec, repr(sorted(model.options.items())))
+        if key in languages:
+            language = next(iter(languages[key]))
+            model = attrs.evolve(model, options={**model.options, "debias_language": language})
+            p = attrs.evolve(p, experiment=attrs.evolve(p.experiment, model=model))
+        out.append(p)
+    return out
+
+
+def check_models(prepared: Sequence[Prepared]) -> None:
+    """Each model's cheap checks (files, device, Hub reachable) before any model is loaded, so a
+    missing file or an impossible device is answered in seconds, not after the other models ran."""
+    from bias import registry
+
+    seen: set[str] = set()
+    for p in prepared:
+        model = p.experiment.model
+        if model.label() in seen:
+            continue
+        seen.add(model.label())
+        registry.build_embedder(model.spec, **model.options).check()
 
 
 def prepare(experiments: Sequence[Experiment]) -> list[Prepared]:
@@ -219,7 +293,7 @@ def run(
 
     store = ResultStore(out) if out is not None else None
     done = store.done_keys() if (store and resume and store.path.exists()) else set()
-    todo = [p for p in prepared if p.experiment.key not in done]
+    todo = [p for p in prepared if p.experiment.key not in done and p.experiment.legacy_key not in done]
     if done:
         log.info("Resuming: %d of %d experiments already finished.", len(prepared) - len(todo), len(prepared))
     by_model: dict[tuple[str, str], list[Prepared]] = {}
@@ -294,7 +368,7 @@ def _load_failure(p: Prepared, exc: BaseException, load_seconds: float) -> Resul
         seed=exp.seed,
         timings={"compute_s": 0.0, "model_load_s": round(load_seconds, 4)},
         versions=versions(),
-        meta={"exit_code": code},
+        meta={"exit_code": code, **({"model_name": exp.model.name} if exp.model.name else {})},
     )
 
 
@@ -322,6 +396,14 @@ def _check_available(metric: Metric, embedder: Embedder) -> None:
     )
 
 
+def _data_meta(data: Any) -> dict[str, Any]:
+    """What a result records of its word set even when no number came out (bias type, language)."""
+    meta = getattr(data, "meta", None)
+    if meta is None:
+        return {}
+    return {"bias_type": meta.bias_type, "language": meta.language, "expected_direction": meta.expected_direction}
+
+
 def run_one(p: Prepared, embedder: Embedder, *, debug: bool = False) -> Result:
     exp = p.experiment
     started = time.perf_counter()
@@ -331,13 +413,19 @@ def run_one(p: Prepared, embedder: Embedder, *, debug: bool = False) -> Result:
     except BiasError as exc:
         if debug:
             raise
-        result = Result(key="", model=embedder.spec, wordset=exp.wordset, metric=exp.metric, status=REFUSED, reason=exc.message)
+        # A refusal is about the input (the same input is refused again); a BiasError with the failure
+        # exit code (out of memory, ...) is about this attempt, so it is failed and --resume redoes it.
+        status = FAILED if exc.exit_code == FAILURE else REFUSED
+        reason = exc.message + (f" {exc.hint}" if status == FAILED and exc.hint else "")
+        result = Result(key="", model=embedder.spec, wordset=exp.wordset, metric=exp.metric, status=status, reason=reason,
+                        meta=_data_meta(p.data))
     except Exception as exc:  # a failing experiment is recorded and the batch goes on
         if debug:
             raise
         log.debug("experiment %s failed", exp.key, exc_info=True)
         result = Result(
-            key="", model=embedder.spec, wordset=exp.wordset, metric=exp.metric, status=FAILED, reason=f"{type(exc).__name__}: {exc}"
+            key="", model=embedder.spec, wordset=exp.wordset, metric=exp.metric, status=FAILED, reason=f"{type(exc).__name__}: {exc}",
+            meta=_data_meta(p.data),
         )
     elapsed = time.perf_counter() - started
     return attrs.evolve(
@@ -349,5 +437,8 @@ def run_one(p: Prepared, embedder: Embedder, *, debug: bool = False) -> Result:
         seed=exp.seed,
         timings={"compute_s": round(elapsed, 4)},
         versions=versions(embedder),
-        meta={**result.meta, "model_fingerprint": embedder.fingerprint(), "model_info": embedder.describe()},
+        meta={
+            **result.meta, "model_fingerprint": embedder.fingerprint(), "model_info": embedder.describe(),
+            **({"model_name": exp.model.name} if exp.model.name else {}),
+        },
     )

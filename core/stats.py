@@ -4,7 +4,7 @@ The per-word score s(w, A, B) is computed once for every target word; every part
 permutation test is then a sum over that fixed vector, so thousands of partitions are one gather and
 one sum (exact enumeration reuses a cached table of partitions).
 
-Conventions (see REFERENCE.md):
+Conventions (see docs/methods.md):
 - effect size d = (mean s(X) - mean s(Y)) / std s(X u Y), with `ddof` recorded (default 1);
 - test statistic S = sum s(X) - sum s(Y);
 - exact p = #{S_i >= S} / C(N, |X|) over all partitions, the observed one included;
@@ -18,12 +18,13 @@ from __future__ import annotations
 import functools
 import itertools
 import math
+from collections.abc import Iterator
 
 import attrs
 import numpy as np
 
 ALTERNATIVES = ("greater", "less", "two-sided")
-_CHUNK_ELEMENTS = 2_000_000  # bounds memory of sampled permutations: about 16 MB of keys at a time
+_CHUNK_ELEMENTS = 131_072  # keys per chunk of sampled permutations: 1 MiB, so a chunk stays in the CPU cache
 
 
 def unit_rows(matrix: np.ndarray) -> np.ndarray:
@@ -117,11 +118,23 @@ def permutation_test(
         method, evaluated, used_seed = "exact", count, None
     else:
         used_seed = seed if seed is not None else int(np.random.SeedSequence().entropy % (2**32))
-        null = _sampled_null(s, n_x, permutations, used_seed, total)
-        hits = _count_extreme(null, observed, center, alternative, tol)
+        # The null distribution is never held whole: each chunk is counted and folded into running
+        # moments (Chan et al.'s pairwise update), so memory stays bounded for any --permutations.
+        hits, n_seen, mean, m2 = 0, 0, 0.0, 0.0
+        for chunk in _sampled_null_chunks(s, n_x, permutations, used_seed, total):
+            hits += _count_extreme(chunk, observed, center, alternative, tol)
+            k, chunk_mean = len(chunk), float(chunk.mean())
+            chunk_m2 = float(((chunk - chunk_mean) ** 2).sum())
+            delta = chunk_mean - mean
+            both = n_seen + k
+            mean += delta * k / both
+            m2 += chunk_m2 + delta * delta * n_seen * k / both
+            n_seen = both
         p = (1 + hits) / (1 + permutations)
         method, evaluated = "sampled", permutations
-    mu, sd = float(null.mean()), float(null.std(ddof=1)) if len(null) > 1 else 0.0
+        mu, sd = mean, math.sqrt(m2 / (n_seen - 1)) if n_seen > 1 else 0.0
+    if method == "exact":
+        mu, sd = float(null.mean()), float(null.std(ddof=1)) if len(null) > 1 else 0.0
     return PermutationTest(
         p_value=float(p),
         statistic=observed,
@@ -144,24 +157,59 @@ def _count_extreme(null: np.ndarray, observed: float, center: float, alternative
 
 
 def _sampled_null(s: np.ndarray, n_x: int, permutations: int, seed: int, total: float) -> np.ndarray:
-    """S_i for `permutations` true random permutations, in chunks of bounded memory.
+    """S_i for `permutations` true random permutations, in cache-sized chunks of bounded memory.
 
     The first |X| positions of a uniform random permutation form a uniform random |X|-subset, which is
-    what the |X| smallest of N i.i.d. uniform keys select; no draw is made with replacement.
+    what the |X| smallest of N i.i.d. uniform keys select; no draw is made with replacement. The |X|
+    smallest are found with a partition (linear time per row), never a full sort: a threshold at the
+    |X|-th smallest key, one comparison and one matrix-vector product (ties between float64 keys
+    have probability ~N^2 / 2^53). The keys are drawn in one stream whatever the chunking, so a seed
+    gives the same permutations on every machine.
+
+    Speed comes from the chunk fitting in the CPU cache and from reusing four buffers (keys, their
+    partitioned copy, the subset mask as bool and as float64): about 4 MiB in all, whatever the
+    number of permutations, plus the returned 8 bytes per permutation.
     """
+    return np.concatenate(list(_sampled_null_chunks(s, n_x, permutations, seed, total)))
+
+
+def _sampled_null_chunks(s: np.ndarray, n_x: int, permutations: int, seed: int, total: float) -> Iterator[np.ndarray]:
+    """The sampled null statistics in chunks of bounded memory, in the order `_sampled_null` gives."""
     rng = np.random.default_rng(seed)
     n_total = len(s)
     chunk = max(1, min(permutations, _CHUNK_ELEMENTS // n_total))
-    out = np.empty(permutations, dtype=np.float64)
+    keys = np.empty((chunk, n_total))
+    partitioned = np.empty((chunk, n_total))
+    mask = np.empty((chunk, n_total), dtype=bool)
+    weights = np.empty((chunk, n_total))
     for start in range(0, permutations, chunk):
         rows = min(chunk, permutations - start)
-        keys = rng.random((rows, n_total))
-        # The |X| smallest keys of each row mark the subset: a threshold at the |X|-th smallest value
-        # and one matrix-vector product (ties between float64 keys have probability ~N^2 / 2^53).
-        kth = np.partition(keys, n_x - 1, axis=1)[:, n_x - 1 : n_x]
-        subset_sum = (keys <= kth).astype(np.float64) @ s
-        out[start : start + rows] = 2.0 * subset_sum - total
-    return out
+        k, part, m, w = keys[:rows], partitioned[:rows], mask[:rows], weights[:rows]
+        rng.random(out=k)
+        np.copyto(part, k)
+        part.partition(n_x - 1, axis=1)
+        np.less_equal(k, part[:, n_x - 1 : n_x], out=m)
+        np.copyto(w, m)
+        subset_sum = w @ s
+        subset_sum *= 2.0
+        subset_sum -= total
+        yield subset_sum
+
+
+def no_spread(first: np.ndarray, second: np.ndarray, unit: str, score: str) -> str | None:
+    """Why an effect size of these two groups of scores does not exist, or None.
+
+    When every score is the same, the std in d's denominator is zero (d is 0/0) and every permutation
+    gives the same statistic (p = 1). Reported as a number, such a test would read as "no bias" and
+    count in a multiple-testing family; the metrics refuse it with this reason instead."""
+    both = np.concatenate([np.asarray(first, np.float64), np.asarray(second, np.float64)])
+    if not np.isfinite(both).all():
+        return f"some {score} values are not finite"
+    spread = float(both.max() - both.min()) if both.size else 0.0
+    if spread <= 1e-12 * max(1.0, float(np.abs(both).max(initial=0.0))):
+        value = f" ({both[0]:+.6g})" if both.size else ""
+        return f"every {unit} has the same {score}{value}: the effect size is 0/0 and the permutation test cannot move"
+    return None
 
 
 def normal_p(observed: float, mean: float, std: float, alternative: str) -> float:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from bias.core import content_checks
 from bias.core.errors import BiasError
 from bias.core.wordsets import Problem, errors_of, read_toml, validate_toml_file
 
@@ -31,25 +32,60 @@ def package_language(folder: Path) -> tuple[str | None, list[Problem]]:
     return next(iter(eps)), []
 
 
-def validate_path(path: Path) -> tuple[list[Problem], int]:
-    """Problems found and the number of data files checked."""
-    path = Path(path)
+def validate_path(path: Path, frequencies: Path | None = None) -> tuple[list[Problem], int]:
+    """Problems found and the number of data files checked. `frequencies` is a word-frequency list
+    against which counterpart sets are compared (see `bias.core.content_checks`). A set below the
+    minimum size, a warning when a test is run, is an error here: a published set must say so
+    (published_small_sets = true)."""
+    import attrs
+
+    from bias.core.wordsets import SMALL_SET
+
+    found, count = _validate_path(Path(path), frequencies)
+    return [attrs.evolve(p, severity="error") if p.code == SMALL_SET else p for p in found], count
+
+
+def _validate_path(path: Path, frequencies: Path | None = None) -> tuple[list[Problem], int]:
     if not path.exists():
         raise BiasError(f"Nothing to validate at {path}: no such file or folder.", "Give a word-set file or a language-package folder.")
+    counts = load_frequencies(frequencies)
     if path.is_file():
-        return validate_file(path), 1
+        problems = validate_file(path)
+        if path.suffix.lower() == ".toml" and not errors_of(problems):
+            ambiguous = content_checks.read_ambiguous(path.parent / content_checks.AMBIGUOUS_FILE)
+            problems += content_checks.check_record_content(read_toml(path), str(path), ambiguous, counts)
+        return problems, 1
     language, problems = package_language(path)
     files = sorted(p for p in path.rglob("*.toml") if p.name != "pyproject.toml" and not any(part.startswith(".") for part in p.parts))
     if not files:
         problems.append(Problem(str(path), "", "no word-set files (*.toml) found"))
     broken = set()
+    ambiguous: dict[str, dict[str, str]] = {}
     for file in files:
         found = validate_toml_file(file, language)
         problems.extend(found)
         if errors_of(found):
             broken.add(file)
+            continue
+        if file.parent not in ambiguous:
+            ambiguous[file.parent] = content_checks.read_ambiguous(file.parent / content_checks.AMBIGUOUS_FILE)
+        problems.extend(content_checks.check_record_content(read_toml(file), str(file), ambiguous[file.parent], counts))
     problems.extend(check_template_coverage([f for f in files if f not in broken]))
     return problems, len(files)
+
+
+def load_frequencies(path: Path | None) -> dict[str, float]:
+    if path is None:
+        return {}
+    try:
+        counts = content_checks.read_frequencies(Path(path))
+    except OSError as exc:
+        raise BiasError(f"Cannot read the frequency list {path}: {exc.strerror}.", "Give a text file with `word count` per line.") from None
+    except UnicodeDecodeError:
+        raise BiasError(f"The frequency list {path} is not UTF-8 text.", "Save it as UTF-8.") from None
+    if not counts:
+        raise BiasError(f"The frequency list {path} has no words.", "Give a text file with `word count` per line.")
+    return counts
 
 
 def check_template_coverage(files: list[Path]) -> list[Problem]:
@@ -73,6 +109,11 @@ def check_template_coverage(files: list[Path]) -> list[Problem]:
         for key in SET_KEYS:
             wl = test.sets()[key]
             for i, word in enumerate(wl.words):
+                merged = {**templates.defaults, **wl.features(word)}
+                for text, placeholder in content_checks.unresolved_agreement(
+                    templates.templates, templates.forms, {"word": (word, merged)}, templates.meta.language
+                ):
+                    problems.append(content_checks.agreement_problem(str(file), f"sets.{key}.words[{i}]", word, text, placeholder, merged))
                 if not templates.render(word, wl.features(word)):
                     have = ", ".join(f"{k}={v}" for k, v in {**templates.defaults, **wl.features(word)}.items()) or "none"
                     problems.append(
@@ -93,5 +134,58 @@ def validate_file(path: Path) -> list[Problem]:
 
     importer = format_for(path)
     if importer is None:
-        return [Problem(str(path), "", f"unknown word-set format '{path.suffix}' (use .toml, WEAT .txt or SEAT .json)")]
+        what = f"'{path.suffix}' files" if path.suffix else "files without an extension"
+        return [Problem(str(path), "", f"no importer reads {what}; word sets are read from .toml, WEAT .txt and SEAT .json files")]
     return importer.validate(path)
+
+
+def data_files(folder: Path) -> list[Path]:
+    """The word-set files of a folder tree: TOML and every suffix an importer reads (hidden files skipped)."""
+    from bias.registry.resolve import format_for
+
+    out = []
+    for path in sorted(Path(folder).rglob("*")):
+        if not path.is_file() or any(part.startswith(".") for part in path.relative_to(folder).parts):
+            continue
+        if path.name == "pyproject.toml":
+            continue
+        if path.suffix.lower() == ".toml" or format_for(path) is not None:
+            out.append(path)
+    return out
+
+
+def validate_paths(paths: list[Path], frequencies: Path | None = None) -> tuple[list[Problem], int, list[tuple[str, int, int]]]:
+    """Any number of files and folders: a language package is checked as a package, any other folder
+    file by file (a folder of the BIAS Detection Framework's datasets, say). Returns the problems, the
+    number of files checked, and (file, errors, warnings) for each file; a folder named with one of
+    the framework's own language codes (tk, ne) adds a note saying which language it is read as."""
+    from bias.core.framework_layout import FOLDER_CODES, language_code
+
+    problems: list[Problem] = []
+    per_file: list[tuple[str, int, int]] = []
+    checked = 0
+    for path in paths:
+        path = Path(path)
+        if not path.exists():
+            raise BiasError(f"Nothing to validate at {path}: no such file or folder.", "Give word-set files or folders.")
+        if path.is_dir() and (path / "pyproject.toml").exists():
+            found, n = validate_path(path, frequencies)
+            problems.extend(found)
+            checked += n
+            per_file.append((str(path), len(errors_of(found)), len(found) - len(errors_of(found))))
+            continue
+        files = [path] if path.is_file() else data_files(path)
+        if not files:
+            problems.append(Problem(str(path), "", "no word-set files found"))
+        noted: set[str] = set()
+        for file in files:
+            found = validate_path(file, frequencies)[0] if file.suffix.lower() == ".toml" else validate_file(file)
+            for part in file.parts:
+                if part in FOLDER_CODES and part not in noted:
+                    noted.add(part)
+                    found = [*found, Problem(str(file.parent.parent), "", language_code(part)[1] or "", "note")]
+            problems.extend(found)
+            checked += 1
+            real = [p for p in found if p.severity != "note"]
+            per_file.append((str(file), len(errors_of(real)), len(real) - len(errors_of(real))))
+    return problems, checked, per_file

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 import re
-import sys
 import unicodedata
 from collections.abc import Iterable
 from pathlib import Path
@@ -25,6 +24,7 @@ from bias.core.model import (
     STIMULI,
     DEBIAS_LISTS,
     DIRECTIONS,
+    FISE,
     LPBS,
     PAIRS,
     TEMPLATES,
@@ -34,14 +34,13 @@ from bias.core.model import (
     WordSetMeta,
 )
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
+import tomllib  # in the standard library from Python 3.11, the oldest version this project supports
 
 log = logging.getLogger(__name__)
 
-MIN_STIMULI = 8  # Caliskan et al.'s smallest sets; fewer makes the permutation test very coarse
+MIN_STIMULI = 8  # the documented minimum; fewer makes the permutation test coarse and the effect size unstable
+SMALL_SET = "small-set"  # a warning when a test is run, an error in `bias validate` (unless published so)
+PUBLISHED_SMALL = "published_small_sets"  # metadata marker: the sets are small because the published test's are
 REQUIRED_META = ("kind", "language", "bias_type", "source", "licence")
 COMMON_META = REQUIRED_META + ("name", "title", "description", "expected_direction", "notes", "format")
 SET_KEYS = ("X", "Y", "A", "B")
@@ -54,7 +53,8 @@ class Problem:
     file: str
     field: str
     message: str
-    severity: str = "error"
+    severity: str = "error"  # error, warning, or note (a fact worth knowing, not a problem)
+    code: str = ""  # a name for problems treated differently in places (SMALL_SET)
 
     def __str__(self) -> str:
         where = f"{self.file}: {self.field}" if self.field else self.file
@@ -93,15 +93,17 @@ def normalise(word: str) -> str:
 def read_toml(path: Path) -> dict[str, Any]:
     try:
         with open(path, "rb") as fh:
-            return tomllib.load(fh)
+            raw = fh.read()
+        # Editors on Windows often start UTF-8 files with a byte-order mark, which TOML forbids.
+        return tomllib.loads(raw.removeprefix(b"\xef\xbb\xbf").decode("utf-8"))
     except FileNotFoundError:
         raise BiasError(f"File not found: {path}", "Check the path.") from None
     except IsADirectoryError:
         raise BiasError(f"{path} is a folder, not a TOML file.") from None
     except tomllib.TOMLDecodeError as exc:
-        raise BiasError(f"{path}: malformed TOML: {exc}", "Fix the syntax at that line.") from None
+        raise BiasError(f"{path}: malformed TOML: {exc}", "Fix the syntax at that line.") from exc
     except UnicodeDecodeError as exc:
-        raise BiasError(f"{path}: not UTF-8 text ({exc.reason}).", "Save the file as UTF-8.") from None
+        raise BiasError(f"{path}: not UTF-8 text ({exc.reason}).", "Save the file as UTF-8.") from exc
 
 
 def check_meta(data: dict[str, Any], file: str, known: Iterable[str] = ()) -> list[Problem]:
@@ -179,13 +181,18 @@ def check_word_list(entry: Any, file: str, field: str) -> tuple[list[Problem], i
         norm = normalise(word)
         if norm in seen:
             problems.append(
-                Problem(file, f"{field}.words[{i}]", f"'{word}' repeats word {seen[norm]} (duplicates are dropped)", "warning")
+                Problem(file, f"{field}.words[{i}]", f"'{word}' repeats word {seen[norm]} (duplicates are dropped unless a run sets duplicates = keep)", "warning")
             )
         else:
             seen[norm] = i
     if 0 < len(seen) < MIN_STIMULI:
         problems.append(
-            Problem(file, f"{field}.words", f"{len(seen)} stimuli, fewer than {MIN_STIMULI} (Caliskan's smallest sets)", "warning")
+            Problem(
+                file, f"{field}.words",
+                f"{len(seen)} stimuli, fewer than the minimum of {MIN_STIMULI}: the permutation test becomes coarse and the "
+                "effect size unstable",
+                "warning", SMALL_SET,
+            )
         )
     return problems, len(seen)
 
@@ -195,23 +202,27 @@ def word_list(entry: dict[str, Any], default_label: str) -> WordList:
     defaults = {k: str(v) for k, v in (entry.get("grammar") or {}).items()}
     kept: dict[str, str] = {}
     grammar: dict[str, dict[str, str]] = {}
+    listed: list[str] = []
     for item in entry["words"]:
         word, features = word_entry(item)
         assert word is not None
         word = unicodedata.normalize("NFC", word).strip()
         norm = normalise(word)
         if norm in kept:
+            listed.append(kept[norm])
             continue
+        listed.append(word)
         kept[norm] = word
         merged = {**defaults, **{k: unicodedata.normalize("NFC", str(v)) for k, v in features.items()}}
         if merged:
             grammar[word] = merged
-    return WordList(str(entry.get("label", default_label)), tuple(kept.values()), grammar)
+    repeated = len(listed) > len(kept)
+    return WordList(str(entry.get("label", default_label)), tuple(kept.values()), grammar, tuple(listed) if repeated else ())
 
 
 def check_association(data: dict[str, Any], file: str) -> list[Problem]:
     """Every problem of an association-test record (from TOML or an importer)."""
-    problems = check_meta(data, file, ("sets", "stimuli"))
+    problems = check_meta(data, file, ("sets", "stimuli", PUBLISHED_SMALL))
     if data.get("stimuli", "words") not in STIMULI:
         problems.append(Problem(file, "stimuli", f"must be one of {', '.join(STIMULI)}"))
     sets = data.get("sets")
@@ -231,6 +242,11 @@ def check_association(data: dict[str, Any], file: str) -> list[Problem]:
     for key in sets:
         if key not in SET_KEYS:
             problems.append(Problem(file, f"sets.{key}", "unknown set (an association test has X, Y, A, B)", "warning"))
+    if PUBLISHED_SMALL in data and not isinstance(data[PUBLISHED_SMALL], bool):
+        problems.append(Problem(file, PUBLISHED_SMALL, "must be true or false"))
+    if data.get(PUBLISHED_SMALL) is True and any(p.code == SMALL_SET for p in problems):
+        problems = [p for p in problems if p.code != SMALL_SET]
+        problems.append(Problem(file, "sets", small_set_note(sizes), "note"))
     if "X" in sizes and "Y" in sizes and sizes["X"] != sizes["Y"]:
         problems.append(
             Problem(
@@ -244,6 +260,18 @@ def check_association(data: dict[str, Any], file: str) -> list[Problem]:
     return problems
 
 
+def small_set_note(sizes: dict[str, int]) -> str:
+    """The one fact a published test with small sets needs: how coarse its permutation test is."""
+    from math import comb
+
+    shown = ", ".join(f"{k} {v}" for k, v in sizes.items())
+    note = f"the published test's sets are smaller than {MIN_STIMULI} ({shown}) and are kept as published"
+    if "X" in sizes and "Y" in sizes:
+        partitions = comb(sizes["X"] + sizes["Y"], sizes["X"])
+        note += f"; its exact permutation test has {partitions:,} partitions, so p cannot be below 1/{partitions:,}"
+    return note
+
+
 def raise_on_errors(problems: list[Problem], path: str) -> None:
     """Stop loading a file with errors (first one shown); log its warnings."""
     errors = errors_of(problems)
@@ -251,7 +279,10 @@ def raise_on_errors(problems: list[Problem], path: str) -> None:
         more = f" (and {len(errors) - 1} more; run `bias validate {path}`)" if len(errors) > 1 else ""
         raise BiasError(f"Invalid word set: {errors[0]}{more}", "Fix the file and try again.")
     for problem in problems:
-        log.warning("%s", problem)
+        if problem.severity == "note":
+            log.warning("note: %s", problem)
+        else:
+            log.warning("%s", problem)
 
 
 def association_from_record(data: dict[str, Any], name: str, path: str) -> AssociationTest:
@@ -289,6 +320,7 @@ KIND_MODULES = {
     PAIRS: "bias.core.pairs",
     DEBIAS_LISTS: "bias.core.debias_lists",
     ANALOGIES: "bias.core.analogies",
+    FISE: "bias.core.fise_data",
 }
 
 check = check_association

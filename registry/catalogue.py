@@ -1,19 +1,27 @@
 """What is installed: one row per plugin (and per word set), with its status.
 
-Listing word sets reads their TOML headers; listing other plugins imports their (light) modules to
-show the one-line summary and to find broken ones. Neither imports torch, gensim or fastText.
+Listing word sets reads only the header of each file (the metadata above its first table); listing
+other plugins reads their declared summary and needs from the source (`static_summary`) and imports a
+plugin only when that is not possible. Neither imports torch, gensim or fastText.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib  # type: ignore[no-redef]
 from typing import Any
 
 import attrs
 
 from bias.core.errors import BiasError
-from bias.core.wordsets import DataPackage, check_record, errors_of, meta_of, read_toml
+from bias.core.wordsets import KIND_MODULES, REQUIRED_META, DataPackage, check_meta, errors_of, meta_of, read_toml
 from bias.registry import entry_points as eps
+from bias.registry import static_summary
 
 OK = "ok"
 BROKEN = "broken"
@@ -39,7 +47,17 @@ class PluginInfo:
 
 def kind_of(group: str, plugin: Any) -> str:
     if group == "embedders":
-        return ", ".join(sorted(c.value for c in getattr(plugin, "capabilities", ())))
+        from bias.core.interfaces import Capability, Embedder
+
+        caps = set(getattr(plugin, "capabilities", ()))
+        # A fixed vocabulary (all_vectors) marks static vectors: they answer sentence requests with the
+        # mean of their word vectors, which is not a contextual encoding.
+        static = getattr(plugin, "all_vectors", Embedder.all_vectors) is not Embedder.all_vectors
+        names = ["static word vectors" if static else "word vectors"] if Capability.WORD_VECTORS in caps else []
+        if Capability.CONTEXTUAL in caps:
+            names.append("sentence vectors (mean)" if static else "contextual")
+        names += [c.value for c in sorted(caps - {Capability.WORD_VECTORS, Capability.CONTEXTUAL}, key=lambda c: c.value)]
+        return ", ".join(names)
     if group == "metrics":
         from bias.core.interfaces import describe_needs
 
@@ -60,13 +78,27 @@ def list_plugins(group: str | None = None, language: str | None = None, bias_typ
         dups = eps.duplicates(infos)
         for info in infos:
             rows.append(_plugin_row(key, info, dups))
+    if group is None:
+        # Word-set format importers are internal and not listed while they work; a broken one is
+        # listed, so the files it should read are not silently left without an importer.
+        infos = eps.entry_points("formats")
+        dups = eps.duplicates(infos)
+        rows.extend(r for r in (_plugin_row("formats", info, dups) for info in infos) if r.status == BROKEN)
     return rows
+
+
+# What the static reading must have found to describe a plugin without importing it.
+_NEEDED = {"embedders": ("capabilities",), "metrics": ("requires", "data_kind")}
 
 
 def _plugin_row(group: str, info: eps.EntryPointInfo, dups: dict[str, list[eps.EntryPointInfo]]) -> PluginInfo:
     base = dict(group=group, name=info.name, distribution=info.distribution, version=info.version, target=info.value)
     if info.name in dups:
         return PluginInfo(kind="", summary="", status=BROKEN, reason=eps.duplicate_error(group, info.name, dups[info.name]).message, **base)
+    declared = static_summary.describe(info.value)
+    if declared is not None and all(k in declared for k in _NEEDED.get(group, ())):
+        plugin: Any = SimpleNamespace(**declared)
+        return PluginInfo(kind=kind_of(group, plugin), summary=plugin.summary, **base)
     try:
         plugin = eps.load(group, info.name)
     except BiasError as exc:
@@ -135,12 +167,59 @@ def wordset_rows(language: str | None = None, bias_type: str | None = None) -> l
     return rows
 
 
+# The fields a listing shows or checks; long prose (notes, and the description when there is a title)
+# is not parsed to list a word set.
+LISTED_FIELDS = ("format", "kind", "language", "bias_type", "title", "source", "licence")
+
+
+def read_header(path: Path) -> dict[str, Any]:
+    """The listed metadata of a house-format file: its top-level fields above the first table, parsed
+    without the (possibly long) word lists and prose. Falls back to the whole file where the cut is not
+    clean (a value that spans lines in an unexpected way) or the metadata is not all there."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            lines = []
+            for line in fh:
+                if line.startswith("["):
+                    break
+                lines.append(line)
+        header = _listed_fields(lines)
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        header = None
+    if header is None or not all(key in header for key in REQUIRED_META):
+        return read_toml(path)
+    return header
+
+
+def _listed_fields(lines: list[str]) -> dict[str, Any]:
+    """tomllib on the lines that set a listed field at top level (lines inside a multi-line string are
+    skipped); the description only when there is no title, since the listing shows one of them."""
+    wanted = set(LISTED_FIELDS)
+    if not any(line.startswith("title") and line[5:].lstrip().startswith("=") for line in lines):
+        wanted.add("description")
+    kept, in_string = [], False
+    for line in lines:
+        key = line.split("=", 1)[0].strip() if "=" in line else ""
+        opens = line.count('"""') + line.count("'''")
+        if not in_string and key in wanted:
+            if opens % 2:  # a multi-line value of a listed field: let the full parse read it
+                return {}
+            kept.append(line)
+        if opens % 2:
+            in_string = not in_string
+    if in_string:  # the header was cut inside a multi-line string: a line of it started with "["
+        return {}
+    return tomllib.loads("".join(kept))
+
+
 def _wordset_row(name: str, path: Path, info: eps.EntryPointInfo) -> PluginInfo:
     base = dict(group="wordsets", name=name, distribution=info.distribution, version=info.version, target=path.name)
     try:
-        data = read_toml(path)
+        data = read_header(path)
         meta = meta_of(data, path, name)
-        errors = errors_of(check_record(data, str(path)))
+        errors = errors_of(check_meta(data, str(path), known=data))
+        if not errors and meta.kind not in KIND_MODULES:
+            errors = [f"{path}: kind: '{meta.kind}' is not a word-set kind"]
     except BiasError as exc:
         return PluginInfo(kind="", summary="", status=BROKEN, reason=exc.message, language=name.split("/")[0], **base)
     return PluginInfo(

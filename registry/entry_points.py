@@ -1,14 +1,16 @@
 """Discovery of plugins through entry points, loading one at a time, broken ones isolated.
 
-Names, providing distribution and version come from entry-point metadata alone; a plugin module is
-imported (through stevedore) only when it is used or described. A plugin that fails to import is
-reported with its reason and never stops the others from loading.
+Names, providing distribution and version come from entry-point metadata alone, read once per process
+(again only when `sys.path` changes, or after `refresh()`); a plugin module is imported only when it
+is used or described. A plugin that fails to import is reported with its reason and never stops the
+others from loading.
 """
 
 from __future__ import annotations
 
 import difflib
 import importlib.metadata
+import sys
 from typing import Any
 
 import attrs
@@ -46,21 +48,44 @@ class EntryPointInfo:
     version: str
 
 
+# One scan of the installed distributions per process and sys.path: {namespace: [(info, entry point)]}.
+_SCANS: dict[tuple[str, ...], dict[str, list[tuple[EntryPointInfo, Any]]]] = {}
+
+
+def refresh() -> None:
+    """Forget the scanned entry points, so that distributions installed since are seen."""
+    _SCANS.clear()
+
+
+def _scan() -> dict[str, list[tuple[EntryPointInfo, Any]]]:
+    key = tuple(sys.path)
+    found = _SCANS.get(key)
+    if found is not None:
+        return found
+    everything = importlib.metadata.entry_points()
+    dists: dict[int, tuple[str, str]] = {}  # a distribution's METADATA is parsed once, not per entry point
+    found = {}
+    for namespace in (*GROUPS.values(), FORMATS_GROUP):
+        rows = []
+        for ep in everything.select(group=namespace):
+            dist = getattr(ep, "dist", None)
+            if dist is None:
+                name, version = "?", "?"
+            else:
+                if id(dist) not in dists:
+                    dists[id(dist)] = (dist.metadata["Name"], dist.version)
+                name, version = dists[id(dist)]
+            group = next((k for k, v in GROUPS.items() if v == namespace), "formats")
+            rows.append((EntryPointInfo(group=group, name=ep.name, value=ep.value, distribution=name, version=version), ep))
+        found[namespace] = sorted(rows, key=lambda row: (row[0].name, row[0].distribution))
+    _SCANS.clear()
+    _SCANS[key] = found
+    return found
+
+
 def entry_points(group: str) -> list[EntryPointInfo]:
     """Metadata of every entry point in a group; nothing is imported."""
-    out = []
-    for ep in importlib.metadata.entry_points(group=_namespace(group)):
-        dist = getattr(ep, "dist", None)
-        out.append(
-            EntryPointInfo(
-                group=group_key(group),
-                name=ep.name,
-                value=ep.value,
-                distribution=dist.metadata["Name"] if dist is not None else "?",
-                version=dist.version if dist is not None else "?",
-            )
-        )
-    return sorted(out, key=lambda e: (e.name, e.distribution))
+    return [info for info, _ in _scan()[_namespace(group)]]
 
 
 def duplicates(infos: list[EntryPointInfo]) -> dict[str, list[EntryPointInfo]]:
@@ -88,8 +113,6 @@ def suggestions(name: str, candidates: list[str]) -> str:
 
 def load(group: str, name: str) -> Any:
     """Import the object an entry point names; errors say which plugin and distribution failed."""
-    from stevedore import NamedExtensionManager
-
     key = group_key(group)
     infos = entry_points(key)
     found = [i for i in infos if i.name == name]
@@ -98,20 +121,12 @@ def load(group: str, name: str) -> Any:
         raise BiasError(f"No {key[:-1]} named '{name}' is installed.", hint)
     if len(found) > 1:
         raise duplicate_error(key, name, found)
-    failures: list[str] = []
-
-    def on_failure(manager: Any, ep: Any, err: BaseException) -> None:
-        failures.append(f"{type(err).__name__}: {err}")
-
-    # stevedore memoises entry points per namespace for the life of the process; drop that memo so a
-    # plugin installed after the first lookup (a notebook, a test) is seen, as our listing sees it.
-    NamedExtensionManager.ENTRY_POINT_CACHE.pop(_namespace(key), None)
-    manager = NamedExtensionManager(_namespace(key), names=[name], on_load_failure_callback=on_failure)
-    if failures or name not in manager.names():
-        reason = failures[0] if failures else "the entry point could not be loaded"
+    ep = next(ep for info, ep in _scan()[_namespace(key)] if info == found[0])
+    try:
+        return ep.load()
+    except Exception as exc:  # any failure of a third party's import is reported, never raised as is
         raise BiasError(
-            f"Plugin '{name}' from {found[0].distribution} {found[0].version} is broken: {reason}",
+            f"Plugin '{name}' from {found[0].distribution} {found[0].version} is broken: {type(exc).__name__}: {exc}",
             "Reinstall or fix that distribution; other plugins still work.",
             exit_code=FAILURE,
-        )
-    return manager[name].plugin
+        ) from exc

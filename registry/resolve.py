@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -13,9 +14,11 @@ from bias.core.wordsets import load_toml_wordset
 from bias.registry import entry_points as eps
 from bias.registry.catalogue import wordset_entries
 
+log = logging.getLogger(__name__)
+
 
 def looks_like_path(value: str) -> bool:
-    return Path(value).suffix.lower() in (".toml", ".txt", ".json", ".csv", ".tsv") or Path(value).exists()
+    return Path(value).suffix.lower() in (".toml", ".txt", ".json", ".jsonl", ".csv", ".tsv", ".xlsx") or Path(value).exists()
 
 
 def wordset_names(language: str | None = None) -> list[str]:
@@ -44,7 +47,8 @@ def format_for(path: Path) -> WordSetFormat | None:
     for info in eps.entry_points("formats"):
         try:
             cls = eps.load("formats", info.name)
-        except BiasError:  # a broken importer must not stop the others
+        except BiasError as exc:  # a broken importer must not stop the others, nor go unsaid
+            log.warning("%s Files in its format cannot be read; `bias list` shows it as broken.", exc.message)
             continue
         if suffix in cls.suffixes:
             candidates.append(cls())
@@ -59,13 +63,27 @@ def load_wordset_file(path: Path) -> Any:
         raise BiasError(f"Word-set file not found: {path}", "Check the path, or give a registered name such as en/weat1.")
     if path.suffix.lower() == ".toml":
         return load_toml_wordset(path)
+    if path.is_dir():
+        raise BiasError(f"{path} is a folder; a word set is one file.", f"Give one of its files ({', '.join(readable_suffixes())}).")
     importer = format_for(path)
     if importer is None:
+        what = f"'{path.suffix}' files" if path.suffix else "files without an extension"
         raise BiasError(
-            f"{path}: no importer reads '{path.suffix}' files.",
-            "Word sets are TOML (house format) or a community format with an importer (WEAT .txt, SEAT .json, CrowS-Pairs .csv/.tsv, word2vec analogy .txt).",
+            f"{path}: no importer reads {what}.",
+            f"Word sets are read from files ending in {', '.join(readable_suffixes())} (see `bias list formats`).",
         )
     return importer.load(path)
+
+
+def readable_suffixes() -> list[str]:
+    """The file endings a word set can have: .toml and those of every installed importer."""
+    found = [".toml"]
+    for info in eps.entry_points("formats"):
+        try:
+            found.extend(s for s in eps.load("formats", info.name).suffixes if s not in found)
+        except BiasError:
+            continue
+    return found
 
 
 def embedder_class(name: str) -> type[Embedder]:
@@ -137,11 +155,17 @@ def build_debiaser(name: str, embedder: Embedder, **params: Any) -> Any:
 def debiased_on_load(
     embedder: Embedder, debias: str, debias_corpus: Any = None, debias_lists: Any = None, debias_language: Any = None
 ) -> Embedder:
-    """`embedder` wrapped so that metrics see it debiased; the lists (default `<language>/debias-gender`,
-    language `debias_language` else "en") are loaded now, the debiaser is fitted at the first load()."""
+    """`embedder` wrapped so that metrics see it debiased; the lists (`debias_lists`, else
+    `<debias_language>/debias-gender`; one of the two is needed, never a silent English default) are
+    loaded now, the debiaser is fitted at the first load()."""
     params = {"corpus": str(debias_corpus)} if debias_corpus is not None else {}
     debiaser = build_debiaser(str(debias), embedder, **params)
-    lists = load_wordset(str(debias_lists)) if debias_lists else debias_lists_for(str(debias_language or "en"))
+    if not debias_lists and not debias_language:
+        raise BiasError(
+            f"Debiasing {embedder.spec} needs lists, and no language or lists were given.",
+            "Name the lists with --debias-lists (e.g. en/debias-gender, or a file).",
+        )
+    lists = load_wordset(str(debias_lists)) if debias_lists else debias_lists_for(str(debias_language))
     wrap = getattr(debiaser, "wrap", None)
     if wrap is not None:
         return wrap(embedder, lists)

@@ -84,3 +84,26 @@ def planted_gender(tmp_path_factory: pytest.TempPathFactory):
 
     folder = tmp_path_factory.mktemp("planted-gender")
     return save_word2vec_binary(train_word2vec(gender_corpus()).wv, folder / "gender.bin")
+
+
+# Tests that train a masked LM in the session (the planted and control models, about a minute each on
+# two cores) are slow by nature: `pytest -m "not slow"` leaves them out.
+SLOW_FIXTURES = {"planted_mlm", "control_mlm"}
+# Tests of ten seconds and more on two cores (several real command runs, or a trained model reached
+# through request.getfixturevalue), measured with --durations; the rest of the suite is the fast subset.
+SLOW_TESTS = {
+    "tests/test_crows.py::test_crows_finds_the_planted_preference",
+    "tests/test_crows.py::test_cli_runs_pair_metrics_on_a_crows_csv",
+    "tests/test_crows.py::test_a_model_without_an_mlm_head_is_refused_naming_the_metrics_that_work",
+    "tests/test_cli_debias.py::test_run_debiases_encoders_on_the_fly_and_refuses_methods_that_do_not_fit",
+    "tests/test_cli_debias.py::test_debias_writes_vectors_and_record_that_bias_run_reads",
+    "tests/test_cli.py::test_run_planted_model_writes_results_and_resumes",
+    "tests/test_cli.py::test_community_formats_are_imported",
+    "tests/test_resume_kill.py::test_sigkill_then_resume",
+}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if SLOW_FIXTURES & set(getattr(item, "fixturenames", ())) or item.nodeid.split("[")[0] in SLOW_TESTS:
+            item.add_marker(pytest.mark.slow)

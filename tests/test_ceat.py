@@ -33,7 +33,7 @@ from fixtures.planted import A_WORDS, B_WORDS, X_WORDS, Y_WORDS
 
 
 def loop_random_effects(es, v):
-    """DerSimonian-Laird exactly as REFERENCE.md writes it, one term at a time."""
+    """DerSimonian-Laird exactly as docs/methods.md#ceat writes it, one term at a time."""
     n = len(es)
     w = [1.0 / vi for vi in v]
     sw = sum(w)
@@ -250,6 +250,39 @@ def test_result_records_the_convention_and_is_reproducible(planted, planted_test
     assert set(a.figures["es_quantiles"]) == {"2.5", "25", "50", "75", "97.5"}
     assert a.figures["tau2"] >= 0 and a.figures["q"] > 0
     assert isinstance(metric.corpus, str)  # a Path from the CLI is recorded as text
+    assert c["layer"] == -1 and c["layer_index"] == planted.describe()["layers"]
+
+
+@pytest.mark.parametrize("model", ["planted", "control"])
+def test_p_value_and_log10_p_follow_z_for_each_alternative(model, planted, control_mlm, planted_test, neutral_corpus):
+    """p from z = CES/SE by the normal distribution (scipy's, not the product's): two-sided by
+    default, 2 * Phi(-|z|); one-sided on request. Below 1e-300 p is given as that bound (the planted
+    model's z is in the hundreds); the control model's few samples give a moderate z, where p is exact."""
+    from scipy.stats import norm
+
+    emb = planted if model == "planted" else build_embedder(f"hf:{control_mlm}")
+    samples = 300 if model == "planted" else 3
+    seen = {}
+    for alternative in ("two-sided", "greater", "less"):
+        r = Ceat(corpus=str(neutral_corpus), samples=samples, contexts_per_word=10, alternative=alternative).compute(
+            emb, planted_test, seed=3
+        )
+        z = r.figures["z"]
+        assert z == pytest.approx(r.figures["ces"] / r.figures["se"], rel=1e-12)
+        log10 = {"two-sided": math.log10(2) + norm.logsf(abs(z)) / math.log(10),
+                 "greater": norm.logsf(z) / math.log(10), "less": norm.logcdf(z) / math.log(10)}[alternative]
+        assert r.figures["log10_p"] == pytest.approx(log10, rel=1e-9)
+        if log10 > -300:
+            assert r.p_value == pytest.approx(10**log10, rel=1e-9) and "p_bound" not in r.figures
+        else:
+            assert r.p_value == 1e-300 and r.figures["p_bound"].startswith("p < 1e-300")
+        seen[alternative] = r
+    if model == "planted":
+        assert seen["two-sided"].figures["p_bound"] and seen["less"].figures["log10_p"] > -1e-3  # the planted side
+    else:
+        assert 1e-12 < seen["two-sided"].p_value < 0.999, "the control run must test the exact branch"
+        one = min(seen["greater"].p_value, seen["less"].p_value)
+        assert seen["two-sided"].p_value == pytest.approx(2 * one, rel=1e-9)
 
 
 def test_words_without_context_are_lost_then_refused(planted, planted_test, tmp_path):
@@ -285,3 +318,18 @@ def test_sentence_stimuli_and_bad_parameters_are_refused(planted, planted_test):
     tiny = AssociationTest(meta, WordList("x", ("rose",)), WordList("y", ("ant",)), WordList("a", ("joy",)), WordList("b", ("war",)))
     refused = Ceat(samples=10).compute(planted, tiny, seed=0)
     assert refused.status == REFUSED and "at least 3" in refused.reason
+
+
+def test_an_underflowing_p_is_shown_as_its_bound_in_every_report():
+    """A CEAT result whose p is below 1e-300 carries p_value = 1e-300 and p_bound: the tables print
+    the bound, never 0 or a number that reads as exact."""
+    from bias.core.model import Result
+    from bias.core.reports.latex import to_latex
+    from bias.core.reports.tables import build, to_markdown
+
+    r = Result(key="k", model="m", wordset="w", metric="ceat", status="ok", effect_size=1.2, p_value=1e-300,
+               figures={"p_bound": "p < 1e-300 (log10 p = -6291.5)", "log10_p": -6291.5})
+    report = build([r])
+    assert report.rows()[0]["p_value"] == "< 1e-300"
+    assert "< 1e-300" in to_markdown(report)
+    assert "$<10^{-300}$" in to_latex(report)

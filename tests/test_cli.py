@@ -128,7 +128,7 @@ def test_run_table_shows_convention_sizes_and_lost_words(planted_files, tmp_path
     proc = bias("run", "--model", f"word2vec:{planted_files.word2vec_bin}", "--wordset", str(ws), "--permutations", "5000",
                 "--exact-limit", "0", "--alternative", "two-sided")
     assert proc.returncode == 0, proc.stderr
-    for fragment in ("sampled (5000)", "ddof=1", "two-sided", "seed=0", "8/8/8/8"):
+    for fragment in ("sampled permutation test (5,000 permutations, seed 0)", "ddof=1", "two-sided", "8/8/8/8"):
         assert fragment in proc.stdout, fragment
     assert "zzunknownword" in proc.stdout  # lost words are listed under the table
 
@@ -279,3 +279,22 @@ def test_community_formats_are_imported(planted_files, tmp_path):
     broken = tmp_path / "broken.json"
     broken.write_text('{"targ1": ')
     assert_user_error(bias("run", "--model", "word2vec:x", "--wordset", str(broken)), "broken.json", "line 1")
+
+
+def test_info_cites_the_method_documentation_of_every_first_party_metric():
+    """`bias info` points at docs/methods.md, and that page has a section for every metric and
+    debiaser the framework ships (a new metric without documentation fails here)."""
+    import re
+
+    from bias.cli.info import describe
+    from bias.registry import entry_points as eps
+
+    root = Path(__file__).resolve().parents[1]
+    headings = set(re.findall(r"^#{2,3} (\S+)$", (root / "docs" / "methods.md").read_text(encoding="utf-8"), re.M))
+    for group in ("metrics", "debiasers"):
+        for info in eps.entry_points(group):
+            if info.distribution != "bias-framework":
+                continue
+            (entry,) = [e for e in describe(info.name) if e["group"] == group]
+            assert entry["method"].startswith(f"docs/methods.md#{info.name}")
+            assert info.name in headings, f"docs/methods.md has no section for {info.name}"

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import attrs
 import numpy as np
 import pytest
 from bias.registry import build_embedder
@@ -123,6 +124,38 @@ def test_run_debiases_encoders_on_the_fly_and_refuses_methods_that_do_not_fit(tm
     assert refused.returncode == 2
     assert "Hard-Debias needs a static model with a vocabulary" in refused.stdout + refused.stderr
     assert "inlp, sent" in refused.stdout + refused.stderr
-    done = bias("run", "--model", model, "--debias", "sent", "--wordset", "en/weat1", "--permutations", "200", "--json")
+    # The tiny vocabulary sees some of the words only as [UNK]: those are lost, and a loss is allowed here.
+    done = bias("run", "--model", model, "--debias", "sent", "--wordset", "en/weat1", "--permutations", "200", "--lost-threshold", "1", "--json")
     row = json.loads(next(line for line in done.stdout.splitlines() if line.startswith("{")))
     assert done.returncode == 0 and row["status"] == "ok" and "debias=sent" in row["model"]
+
+
+def test_run_debias_takes_the_lists_of_the_word_sets_language(planted_gender, files, tmp_path, monkeypatch):
+    """`--debias` without lists used the English lists for every language; now the lists follow the
+    language of the run's word sets, and a run that mixes languages must name its lists."""
+    from bias.core import runner
+    from bias.core.errors import BiasError
+    from bias.core.experiments import Experiment, ModelConfig
+    import bias.registry.resolve as resolve
+    from bias.registry.resolve import debiased_on_load
+
+    model = ModelConfig(f"word2vec:{planted_gender}", {"debias": "hard"})
+    german = tmp_path / "german.toml"
+    german.write_text(files["test"].read_text(encoding="utf-8").replace('language = "en"', 'language = "de"'), encoding="utf-8")
+    plan = runner.plan([Experiment(model, str(german), "weat", {"permutations": 100, "exact_limit": 0})])
+    options = plan.prepared[0].experiment.model.options
+    assert options["debias_language"] == "de"
+    chosen = []
+    real = resolve.debias_lists_for
+    monkeypatch.setattr(resolve, "debias_lists_for", lambda language: chosen.append(language) or real(language))
+    debiased_on_load(build_embedder(f"word2vec:{planted_gender}"), **{k: v for k, v in options.items() if k.startswith("debias")})
+    assert chosen == ["de"]
+
+    mixed = [Experiment(model, str(german), "weat", {}), Experiment(model, str(files["test"]), "weat", {})]
+    with pytest.raises(BiasError, match=r"several languages \(de, en\)") as err:
+        runner.plan(mixed)
+    assert "--debias-lists" in (err.value.hint or "")
+    named = ModelConfig(model.spec, {"debias": "hard", "debias_lists": str(files["lists"])})
+    assert len(runner.plan([attrs.evolve(e, model=named) for e in mixed]).prepared) == 2
+    with pytest.raises(BiasError, match="needs lists"):
+        debiased_on_load(build_embedder(f"word2vec:{planted_gender}"), debias="hard")

@@ -130,6 +130,26 @@ def test_cluster_accuracy_is_symmetric_in_the_cluster_names() -> None:
     assert cluster_accuracy(blobs, labels, seed=0)[1] in (0.0, 1.0)
 
 
+def test_clusters_are_found_on_unit_vectors_not_on_raw_lengths() -> None:
+    """Two directions, each word's length drawn from {0.2, 5}: on raw vectors KMeans splits long from
+    short words; on unit vectors (Gonen & Goldberg cluster normalised embeddings) it finds the two
+    directions, exactly as scikit-learn's KMeans on rows normalised here."""
+    from sklearn.cluster import KMeans
+
+    rng = np.random.default_rng(4)
+    labels = np.array([1] * 12 + [0] * 12)
+    directions = np.where(labels[:, None] == 1, [1.0, 0.2, 0.0], [0.2, 1.0, 0.0]) + 0.05 * rng.normal(size=(24, 3))
+    lengths = rng.permutation(np.repeat([0.2, 5.0], 12))[:, None]
+    vectors = directions * lengths
+    score, _, predicted = cluster_accuracy(vectors, labels, seed=0)
+    unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    expected = KMeans(n_clusters=2, random_state=0, n_init=10).fit_predict(unit)
+    assert score == 1.0 and np.array_equal(predicted, expected)
+    raw = KMeans(n_clusters=2, random_state=0, n_init=10).fit_predict(vectors)
+    raw_acc = float(np.mean(raw == labels))
+    assert max(raw_acc, 1 - raw_acc) < 0.8  # the raw vectors would have told a different story
+
+
 # --- hand-made spaces: words chosen in the original space, clustered in the measured one ------------
 
 

@@ -60,11 +60,13 @@ def test_results_are_paired_by_test_and_the_change_is_after_minus_before() -> No
 
 def test_significance_marks_and_their_definition() -> None:
     text = markdown(compare(BEFORE, AFTER))
-    assert "| en/weat6 | weat | +1.500*** | -0.100 | -1.600 |" in text
-    assert "| en/weat7 | weat | +1.200** | +1.000* | -0.200 |" in text
-    assert "| en/weat8 | weat | +0.900* | +0.200 | -0.700 |" in text
+    # marks on Holm within each run: before 0.0004, 0.004, 0.03, 0.2 -> 0.0016, 0.012, 0.06, 0.2;
+    # after 0.01, 0.3, 0.4, 0.6 -> 0.04, 0.9, 0.9, 0.9 (the same p `bias run` marks)
+    assert "| en/weat6 | weat | +1.500** | -0.100 | -1.600 |" in text
+    assert "| en/weat7 | weat | +1.200* | +1.000* | -0.200 |" in text
+    assert "| en/weat8 | weat | +0.900 | +0.200 | -0.700 |" in text
     assert "| en/weat9 | weat | +0.500 | - | - |" in text
-    assert "* p < 0.05, ** p < 0.01, *** p < 0.001" in text
+    assert "* p < 0.05, ** p < 0.01, *** p < 0.001" in text and "Holm-adjusted" in text
 
 
 def test_csv_keeps_full_precision() -> None:
@@ -130,7 +132,7 @@ def test_cli_prints_the_table_and_writes_markdown_and_csv(tmp_path: Path) -> Non
     after = write_run(tmp_path / "after", AFTER)
     done = bias("compare", str(before), str(after / "results.jsonl"))
     assert done.returncode == 0, done.stderr
-    assert "en/weat6" in done.stdout and "+1.500***" in done.stdout and "p < 0.001" in done.stdout
+    assert "en/weat6" in done.stdout and "+1.500**" in done.stdout and "p < 0.001" in done.stdout
     assert (after / "compare.md").read_text(encoding="utf-8") == markdown(compare(BEFORE, AFTER))
     assert (after / "compare.csv").exists()
     elsewhere = tmp_path / "report"

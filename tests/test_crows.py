@@ -279,10 +279,49 @@ def test_aul_and_aula_match_the_reference(uncased_dir: Path) -> None:
             assert row["score_less"] == pytest.approx(ref.aul(pair.less.lower(), attention), abs=TOL)
 
 
-def test_causal_lm_compares_sentence_log_likelihoods(tmp_path: Path) -> None:
+def causal_terms(folder: Path, text: str) -> list[float]:
+    """log P(w_i | BOS, w_<i) for every token of `text`, by a plain transformers forward with the
+    model's BOS token written in front by hand (GPT-2's tokenizer adds none)."""
     import torch
-    from fixtures.tiny_bert import build_tiny_gpt2
     from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    model = AutoModelForCausalLM.from_pretrained(folder).eval()
+    ids = tokenizer(text)["input_ids"]
+    assert ids[0] != tokenizer.bos_token_id  # the tokenizer itself adds no start token
+    full = [tokenizer.bos_token_id] + ids
+    with torch.no_grad():
+        lp = torch.log_softmax(model(input_ids=torch.tensor([full])).logits[0].double(), -1)
+    return [lp[i - 1, full[i]].item() for i in range(1, len(full))]
+
+
+def test_causal_lm_scores_the_first_word(tmp_path: Path) -> None:
+    """Pairs that differ only in their first word: without a start token that word has no context
+    and was never scored, so both sentences scored the same and every pair was a tie."""
+    from fixtures.tiny_bert import build_tiny_gpt2
+
+    folder = build_tiny_gpt2(tmp_path / "gpt2")
+    e = embedder(folder)
+    data = pair_set(
+        [
+            SentencePair("He likes the doctor.", "She likes the doctor.", "stereo", "gender"),
+            SentencePair("Men work here.", "Women work here.", "stereo", "gender"),
+            SentencePair("Flowers are good.", "Insects are good.", "antistereo", "non-social"),
+        ]
+    )
+    for metric in (Crows(), Aul()):
+        result = metric.compute(e, data, seed=0)
+        assert result.figures["ties"] == 0
+        for row, pair in zip(rows(result), data.pairs):
+            for key, text in (("score_more", pair.more), ("score_less", pair.less)):
+                terms = causal_terms(folder, text)
+                expected = sum(terms) if metric.name == "crows" else float(np.mean(terms))
+                assert row[key] == pytest.approx(expected, abs=TOL)
+            assert row["score_more"] != pytest.approx(row["score_less"], abs=1e-9)
+
+
+def test_causal_lm_compares_sentence_log_likelihoods(tmp_path: Path) -> None:
+    from fixtures.tiny_bert import build_tiny_gpt2
 
     folder = build_tiny_gpt2(tmp_path / "gpt2")
     e = embedder(folder)
@@ -290,14 +329,10 @@ def test_causal_lm_compares_sentence_log_likelihoods(tmp_path: Path) -> None:
     summed, mean = Crows().compute(e, data, seed=0), Crows(likelihood="mean").compute(e, data, seed=0)
     assert summed.convention["model_kind"] == "causal" and summed.convention["likelihood"] == "sum"
     assert mean.convention["likelihood"] == "mean"
-    tokenizer = AutoTokenizer.from_pretrained(folder)
-    model = AutoModelForCausalLM.from_pretrained(folder).eval()
+    assert "prepended" in summed.convention["causal_start"]
     for row_sum, row_mean, pair in zip(rows(summed), rows(mean), data.pairs):
         for key, text in (("score_more", pair.more), ("score_less", pair.less)):
-            ids = tokenizer(text)["input_ids"]
-            with torch.no_grad():
-                lp = torch.log_softmax(model(input_ids=torch.tensor([ids])).logits[0].double(), -1)
-            terms = [lp[i - 1, ids[i]].item() for i in range(1, len(ids))]
+            terms = causal_terms(folder, text)
             assert row_sum[key] == pytest.approx(sum(terms), abs=TOL)
             assert row_mean[key] == pytest.approx(np.mean(terms), abs=TOL)
     with pytest.raises(BiasError) as err:
@@ -365,7 +400,16 @@ def test_english_sample_runs_end_to_end(uncased_dir: Path) -> None:
     data = load_wordset("en/crows-sample")
     result = Crows().compute(embedder(uncased_dir), data, seed=0)
     assert result.ok and result.figures["n"] + len(result.figures["skipped"]) == len(data.pairs)
-    assert 0.0 <= result.effect_size <= 100.0
+    rows = result.figures["pairs"]
+    biased = sum(r["score_more"] > r["score_less"] for r in rows)
+    assert result.effect_size == pytest.approx(100 * biased / len(rows))
+    # the shipped pairs through the naive reference (lowercased: the tiny model is uncased)
+    ref = Reference(uncased_dir)
+    by_index = {r["index"]: r for r in rows}
+    for k in sorted(by_index)[:6]:
+        pair = data.pairs[k]
+        more, less = ref.pll(pair.more.lower(), pair.less.lower())
+        assert by_index[k]["score_more"] == pytest.approx(more, abs=TOL) and by_index[k]["score_less"] == pytest.approx(less, abs=TOL)
     assert set(result.figures["by_bias_type"]) <= {p.bias_type for p in data.pairs}
     assert result.to_json()  # every figure is plain JSON
 
@@ -430,7 +474,8 @@ def test_cli_runs_pair_metrics_on_a_crows_csv(uncased_dir: Path, tmp_path: Path)
     assert sorted(r["metric"] for r in results) == ["crows", "kls"]
     crows = next(r for r in results if r["metric"] == "crows")
     # Per-pair scores are written to a CSV beside the results, named in the result.
-    assert crows["status"] == "ok" and crows["figures"]["pairs"] == f"pairs-{crows['key']}.csv"
+    assert crows["status"] == "ok" and crows["figures"]["pairs"] == f"pairs-pairs-crows-{crows['key'][:8]}.csv"
+    assert crows["figures"]["pairs"] in proc.stdout.split("Written to", 1)[1]  # listed with the files written
     import csv
 
     with open(out / crows["figures"]["pairs"], encoding="utf-8", newline="") as fh:

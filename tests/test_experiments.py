@@ -212,3 +212,88 @@ def test_identical_reruns_give_identical_results_apart_from_timings(planted_file
     assert all("ci_low" in r["figures"] for r in rows[0])
     csvs = [(tmp_path / name / "results.csv").read_text() for name in ("one", "two")]
     assert csvs[0] == csvs[1]
+
+
+def test_execution_options_are_not_part_of_the_experiment_key():
+    """Batch size, device and cache location change how a result is computed, not its value: resuming
+    with a smaller --batch-size or on another device must find the experiments already done."""
+    from bias.core.experiments import Experiment, ModelConfig
+
+    def key(**options):
+        return Experiment(ModelConfig("hf:some/folder", options), "en/weat1", "seat", {"ddof": 1}, 0).key
+
+    base = key(batch_size=32, device="cpu")
+    assert key(batch_size=8, device="cuda", cache="off", cache_dir="elsewhere") == base == key()
+    assert key(dtype="float16") != base  # half precision changes the numbers
+    assert key(layer="-2") != base
+
+
+def test_a_failure_that_is_not_the_input_is_failed_and_resume_redoes_it(planted_files, tmp_path, sets, monkeypatch):
+    """Out of memory (a BiasError with the failure exit code) is not a refusal: it is recorded as
+    failed, and --resume computes it again; a refusal of the input stays done."""
+    from bias.core.errors import FAILURE
+    from bias.plugins.metrics.weat import Weat
+
+    path = config(tmp_path, f"word2vec:{planted_files.word2vec_bin}", GRID)
+    out = tmp_path / "out"
+    real = Weat.compute
+    calls = []
+
+    def flaky(self, embedder, data, *, seed=None):
+        calls.append(self.ddof)
+        if len(calls) == 1:
+            raise BiasError("The device ran out of memory while scoring a batch.", "Use a smaller --batch-size.", exit_code=FAILURE)
+        if len(calls) == 2:
+            raise BiasError("Too many words lost.")  # a refusal: the same input is refused again
+        return real(self, embedder, data, seed=seed)
+
+    monkeypatch.setattr(Weat, "compute", flaky)
+    _execute(path, out)
+    first = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert [r["status"] for r in first] == ["failed", "refused", "ok", "ok"]
+    assert "smaller --batch-size" in first[0]["reason"]
+    assert first[0]["meta"]["language"] == "en" and first[1]["meta"]["bias_type"] == "non-social"
+    code, text = _execute(path, out, resume=True)
+    assert len(calls) == 5, "only the failed experiment is computed again"
+    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert rows[-1]["key"] == first[0]["key"] and rows[-1]["status"] == "ok"
+
+
+def test_resume_with_another_batch_size_keeps_what_was_done_also_in_older_folders(tmp_path, sets):
+    """An experiment's key leaves out batch size and device: a run resumed with a smaller
+    --batch-size finds its experiments done. A folder written by a version that still keyed them
+    (results and manifest under the old keys, written out here) resumes too."""
+    import hashlib
+
+    from fixtures.tiny_bert import build_tiny_bert
+
+    folder = build_tiny_bert(tmp_path / "bert")
+
+    def write(batch: int, name: str) -> Path:
+        path = tmp_path / name
+        path.write_text(
+            'title = "batch"\nwordsets = ["planted.toml"]\nmetrics = ["seat"]\n'
+            f'[[models]]\nspec = "hf:{folder}"\nbatch_size = {batch}\ndevice = "cpu"\n'
+            "[params]\npermutations = 200\nexact_limit = 0\nbootstrap = 0\n[grid]\nlevel = [\"sentence\", \"word\"]\n"
+        )
+        return path
+
+    out = tmp_path / "out"
+    assert _execute(write(16, "a.toml"), out)[0] == 0
+    code, text = _execute(write(4, "b.toml"), out, resume=True)
+    assert code == 0 and "2 already finished" in text, text
+
+    # the same folder as the older versions wrote it: keys over every model option
+    def old_key(row):
+        canonical = {"model": f"hf:{folder}", "model_options": {"batch_size": 16, "device": "cpu"}, "wordset": row["wordset"],
+                     "metric": row["metric"], "params": row["params"], "seed": row["seed"]}
+        text = json.dumps(canonical, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    (out / "results.jsonl").write_text("".join(json.dumps({**r, "key": old_key(r)}) + "\n" for r in rows))
+    manifest = read_manifest(out)
+    manifest["config_fingerprint"] = hashlib.sha256("\n".join(sorted(old_key(r) for r in rows)).encode("utf-8")).hexdigest()[:16]
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    code, text = _execute(write(16, "a.toml"), out, resume=True)
+    assert code == 0 and "2 already finished" in text, text

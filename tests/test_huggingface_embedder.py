@@ -7,6 +7,8 @@ SEAT-era bugs: `list.index` of a token id, word index + 1, dropped [CLS]) shows 
 
 from __future__ import annotations
 
+import os
+
 import importlib.util
 import subprocess
 import sys
@@ -122,11 +124,14 @@ def test_word_vector_matches_model_run_by_hand(tiny_dir: Path, by_hand: ByHand, 
     np.testing.assert_allclose(wv.vectors[0], expected, atol=ATOL)
 
 
-def test_word_vectors_keep_order_and_lose_only_empty_words(embedder: HuggingFaceEmbedder, by_hand: ByHand) -> None:
+def test_word_vectors_keep_order_and_lose_empty_and_unknown_words(embedder: HuggingFaceEmbedder, by_hand: ByHand) -> None:
+    """A word the model sees only as [UNK] would share one vector with every other such word: lost."""
+    unk = by_hand.tokenizer.unk_token_id
+    assert set(by_hand.tokenizer("zzzqqq", add_special_tokens=False)["input_ids"]) == {unk}
     wv = embedder.word_vectors(["nurse", "", SPLIT, "doctor", "   ", "nurse", "zzzqqq"])
-    assert wv.words == ("nurse", SPLIT, "doctor", "zzzqqq")
-    assert wv.lost == ("", "   ")
-    assert wv.vectors.shape == (4, 32)
+    assert wv.words == ("nurse", SPLIT, "doctor")
+    assert wv.lost == ("", "   ", "zzzqqq")
+    assert wv.vectors.shape == (3, 32)
     single = embedder.word_vectors(["doctor"]).vectors[0]
     np.testing.assert_allclose(wv.as_dict()["doctor"], single, atol=ATOL)
     assert np.all(np.isfinite(wv.vectors))
@@ -237,10 +242,37 @@ def test_describe_and_fingerprint(embedder: HuggingFaceEmbedder, tiny_dir: Path)
     info = embedder.describe()
     assert info["model_type"] == "bert" and info["hidden_size"] == 32 and info["layers"] == 2
     assert info["device"] == "cpu" and info["dtype"] == "float32"
-    assert embedder.fingerprint() == embedder.fingerprint()
     assert embedder.fingerprint().startswith(f"hf:{tiny_dir}")
     other = HuggingFaceEmbedder(location=str(tiny_dir), word_pooling="first", device="cpu")
     assert other.fingerprint() != embedder.fingerprint()
+
+
+def test_fingerprint_is_stable_across_processes_and_follows_the_weights(tmp_path: Path) -> None:
+    """The fingerprint keys caches and manifests: another process must compute the same string for
+    the same files, and rewriting the weights (other values, same size) must change it."""
+    import shutil
+    import subprocess
+    import sys
+
+    from fixtures.tiny_bert import build_tiny_bert
+
+    folder = build_tiny_bert(tmp_path / "bert")
+    here = HuggingFaceEmbedder(location=str(folder), device="cpu", cache=False).fingerprint()
+    code = (
+        "from bias.plugins.embedders.huggingface import HuggingFaceEmbedder as H;"
+        f"print(H(location={str(folder)!r}, device='cpu', cache=False).fingerprint())"
+    )
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    there = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env).stdout.strip()
+    assert there == here
+    other = build_tiny_bert(tmp_path / "other", seed=5)  # same architecture and sizes, other weights
+    for name in folder.iterdir():
+        if name.suffix in (".safetensors", ".bin"):
+            before = name.stat()
+            shutil.copyfile(other / name.name, name)
+            os.utime(name, ns=(before.st_atime_ns, before.st_mtime_ns))  # only the content differs
+            assert name.stat().st_size == before.st_size
+    assert HuggingFaceEmbedder(location=str(folder), device="cpu", cache=False).fingerprint() != here
 
 
 # ---------------------------------------------------------------- bad input
@@ -248,9 +280,10 @@ def test_describe_and_fingerprint(embedder: HuggingFaceEmbedder, tiny_dir: Path)
 
 def _assert_user_error(err: pytest.ExceptionInfo[BiasError]) -> None:
     assert type(err.value) is BiasError and err.value.exit_code == 2
-    # No library exception chained behind it, so not even `--debug` shows a transformers traceback.
-    assert err.value.__cause__ is None
-    assert err.value.__context__ is None or err.value.__suppress_context__
+    # A library's exception, where there is one, is chained behind the message (`raise ... from exc`),
+    # so that `--debug` shows the whole chain; the message itself never needs it.
+    cause = err.value.__cause__
+    assert cause is None or (not isinstance(cause, BiasError) and str(cause) not in err.value.message.split(": ")[0])
 
 
 def test_hub_id_while_offline_fails_fast() -> None:
@@ -513,7 +546,7 @@ def test_remote_code_is_not_run_unless_trusted(tmp_path: Path, tiny_dir: Path) -
     with pytest.raises(BiasError) as err:
         HuggingFaceEmbedder(location=str(folder), device="cpu").load()
     _assert_user_error(err)
-    assert "trust_remote_code" in str(err.value)
+    assert "--trust-remote-code" in str(err.value) and "auto_map" in str(err.value)
     assert not marker.exists()
 
 
@@ -707,7 +740,7 @@ def test_out_of_memory_becomes_a_batch_size_hint(tiny_dir: Path, monkeypatch: py
     with pytest.raises(BiasError) as err:
         emb.encode(["the rose"])
     assert "batch-size" in str(err.value) and "64" in str(err.value)
-    assert err.value.__cause__ is None
+    assert isinstance(err.value.__cause__, RuntimeError)  # chained, for --debug
 
 
 def test_lm_scores_are_delegated_with_the_loaded_head(embedders: dict[str, HuggingFaceEmbedder], hands: dict[str, ByHandLM]) -> None:
@@ -727,8 +760,52 @@ def test_lm_scores_are_delegated_with_the_loaded_head(embedders: dict[str, Huggi
     gpt2, hand = embedders["gpt2"], hands["gpt2"]
     ids = list(gpt2.tokenize([TEXT])[0].ids)
     (scores,) = gpt2.token_log_probs([ids])
+    full = [hand.tokenizer.bos_token_id] + ids  # GPT-2 adds no start token: BOS is put in front
     with torch.no_grad():
-        logp = torch.log_softmax(hand.model(input_ids=torch.tensor([ids])).logits[0].double(), -1)
-    expected = [logp[i - 1, ids[i]].item() for i in range(1, len(ids))]
-    assert np.isnan(scores.log_probs[0])
-    np.testing.assert_allclose(scores.log_probs[1:], expected, atol=1e-6)
+        logp = torch.log_softmax(hand.model(input_ids=torch.tensor([full])).logits[0].double(), -1)
+    expected = [logp[i - 1, full[i]].item() for i in range(1, len(full))]
+    np.testing.assert_allclose(scores.log_probs, expected, atol=1e-6)
+
+
+def test_encoding_shrinks_the_batch_when_the_device_runs_out_of_memory(tiny_dir: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """A forward call larger than the device holds fails as CUDA does ("out of memory"); the embedder
+    halves its batch, keeps the size that fitted and gives the same rows as unhindered batches."""
+    texts = [f"the {w} sat near the river today" for w in ("cat", "dog", "man", "woman", "nurse", "doctor", "child", "teacher", "farmer")]
+    plain = HuggingFaceEmbedder(location=str(tiny_dir), batch_size=8, cache=False)
+    plain.load()
+    expected = plain.encode(texts, pooling="mean")
+    hindered = HuggingFaceEmbedder(location=str(tiny_dir), batch_size=8, cache=False)
+    hindered.load()
+    encoder, sizes = hindered._encoder, []
+
+    def small_device(**inputs: Any) -> Any:
+        sizes.append(int(inputs["input_ids"].shape[0]))
+        if sizes[-1] > 3:
+            raise RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB")
+        return encoder(**inputs)
+
+    hindered._encoder = small_device
+    with caplog.at_level("WARNING"):
+        got = hindered.encode(texts, pooling="mean")
+    np.testing.assert_allclose(got, expected, atol=1e-6, rtol=0)
+    assert sizes[:3] == [8, 4, 2] and max(sizes[3:]) <= 2 and "out of memory" in caplog.text
+
+
+
+def test_roberta_length_limit_leaves_out_the_positions_before_padding(tmp_path: Path) -> None:
+    """RoBERTa's position ids start at padding_idx + 1, so max_position_embeddings = 66 with pad id 1
+    leaves 64 tokens. With the tokenizer giving no limit of its own, the embedder must cut to 64
+    (65 would index past the position table) and the model must run on the cut text."""
+    from fixtures.tiny_bert import build_tiny_roberta
+    from transformers import AutoTokenizer
+
+    folder = build_tiny_roberta(tmp_path / "roberta")
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    tokenizer.model_max_length = int(1e30)  # as saved by tokenizers that state no limit
+    tokenizer.save_pretrained(folder)
+    emb = HuggingFaceEmbedder(location=str(folder), device="cpu", cache=False)
+    text = " ".join(["the good nurse works here and"] * 20)
+    assert len(tokenizer(text)["input_ids"]) > 66
+    assert len(emb.tokenize([text])[0].ids) == 64
+    row = emb.encode([text], pooling="mean")
+    assert row.shape == (1, 32) and np.isfinite(row).all()

@@ -117,3 +117,27 @@ def test_sentence_level_projects_every_encoding(tmp_path):
     cls = debiased.encode(texts, pooling="cls")
     assert "sentence:cls:None" in debiased.info["fitted"]
     assert np.allclose(cls, encoder.encode(texts, pooling="cls") @ debiased.transform.get(("sentence", "cls", None)).matrix)
+
+
+def test_convergence_warnings_are_counted_and_other_warnings_pass(monkeypatch, caplog):
+    """INLP silenced every warning of its classifiers. Only convergence warnings are expected (and
+    counted in the report); any other warning reaches the user."""
+    import warnings
+
+    from sklearn.linear_model import LogisticRegression
+
+    import bias.plugins.debiasers.inlp as module
+
+    class Hasty(LogisticRegression):
+        def fit(self, X, y, sample_weight=None):
+            warnings.warn("an unexpected condition", UserWarning)
+            return super().fit(X, y, sample_weight)
+
+    monkeypatch.setattr(module, "make_classifier", lambda kind, seed: Hasty(max_iter=1, random_state=seed))
+    rng = np.random.default_rng(2)
+    y = np.repeat([0, 1], 60)
+    X = rng.normal(size=(120, 6)) + (2 * y[:, None] - 1) * 3.0
+    with pytest.warns(UserWarning, match="an unexpected condition"), caplog.at_level("WARNING"):
+        _, report = inlp(X, y, iterations=3, classifier="logistic", seed=0)
+    assert report["classifiers_not_converged"] >= 1
+    assert any("did not converge" in r.getMessage() or "stopped before converging" in r.getMessage() for r in caplog.records)

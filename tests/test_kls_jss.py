@@ -158,22 +158,51 @@ def test_metrics_recombine_the_crows_pair_scores(tiny: HuggingFaceEmbedder, metr
             kl_as = math.log(s_s / s_a) + (s_a**2 + (mu_a - mu_s) ** 2) / (2 * s_s**2) - 0.5
             expected[t] = 100 * max(kl_sa, kl_as) / (kl_sa + kl_as)
         elif metric.name == "jss":
-            expected[t] = jss_reference(mu_s, s_s, mu_a, s_a)[0]
+            # Liu's JSS written out: M = N((mu_s + mu_a) / 2, (s_s^2 + s_a^2) / 2), J and C folded to [0, 1]
+            mu_m, s_m = (mu_s + mu_a) / 2, math.sqrt((s_s**2 + s_a**2) / 2)
+            kl_sm = math.log(s_m / s_s) + (s_s**2 + (mu_s - mu_m) ** 2) / (2 * s_m**2) - 0.5
+            kl_am = math.log(s_m / s_a) + (s_a**2 + (mu_a - mu_m) ** 2) / (2 * s_m**2) - 0.5
+            j, c = (kl_sm + kl_am) / 2, abs(s_s - s_a)
+            expected[t] = 100 * (1 - min(j, 1) / max(j, 1)) / (1 + min(c, 1) / max(c, 1))
         else:
-            expected[t] = jss_mixture(mu_s, s_s, mu_a, s_a)[0]
-        assert by_type[t]["value"] == pytest.approx(expected[t], rel=1e-9)
+            # the true mixture M = (P + Q) / 2, JS by plain quadrature of the densities
+            def kl_to_mixture(mu, s, mu_o, s_o):
+                def f(x):
+                    p, q = pdf(np.array(x), mu, s), pdf(np.array(x), mu_o, s_o)
+                    return float(p * math.log(2 * p / (p + q))) if p > 0 else 0.0
+
+                lo, hi = min(mu, mu_o) - 12 * max(s, s_o), max(mu, mu_o) + 12 * max(s, s_o)
+                return integrate.quad(f, lo, hi, points=[mu, mu_o], limit=500)[0]
+
+            js = 0.5 * kl_to_mixture(mu_s, s_s, mu_a, s_a) + 0.5 * kl_to_mixture(mu_a, s_a, mu_s, s_s)
+            c = abs(s_s - s_a)
+            expected[t] = 100 * (1 - js / math.log(2)) / (1 + min(c, 1) / max(c, 1))
+        tolerance = 1e-9 if metric.name != "jss-mixture" else 1e-6
+        assert by_type[t]["value"] == pytest.approx(expected[t], rel=tolerance)
         assert by_type[t]["sigma_s"] == pytest.approx(s_s, rel=1e-9)
     weights = {t: fitted[t][0] for t in expected}
     overall = sum(expected[t] * weights[t] for t in expected) / sum(weights.values())
-    assert result.effect_size == pytest.approx(overall, rel=1e-9)
+    assert result.effect_size == pytest.approx(overall, rel=1e-9 if metric.name != "jss-mixture" else 1e-6)
     assert result.figures["scored_in_overall"] == 5
     assert any("left out" in w for w in result.warnings)
 
 
 def test_aul_as_the_per_sentence_score(tiny: HuggingFaceEmbedder) -> None:
+    """score = aul: the Gaussians are fitted to the AUL metric's own per-pair scores, recombined here."""
+    from bias.plugins.metrics.aul import Aul
+
     result = Kls(score="aul").compute(tiny, DATA, seed=0)
     assert result.ok and result.convention["per_sentence_score"] == "aul"
     assert result.convention["score"].startswith("AUL")
+    fitted = per_type(Aul().compute(tiny, DATA, seed=0).figures["pairs"])
+    by_type = result.figures["by_bias_type"]
+    for t, (n, mu_s, s_s, mu_a, s_a) in fitted.items():
+        assert by_type[t]["mu_s"] == pytest.approx(mu_s, rel=1e-12) and by_type[t]["sigma_a"] == pytest.approx(s_a, rel=1e-12)
+        kl_sa = math.log(s_a / s_s) + (s_s**2 + (mu_s - mu_a) ** 2) / (2 * s_a**2) - 0.5
+        kl_as = math.log(s_s / s_a) + (s_a**2 + (mu_a - mu_s) ** 2) / (2 * s_s**2) - 0.5
+        assert by_type[t]["value"] == pytest.approx(100 * max(kl_sa, kl_as) / (kl_sa + kl_as), rel=1e-9)
+    pll = Kls().compute(tiny, DATA, seed=0)
+    assert pll.effect_size != pytest.approx(result.effect_size)
 
 
 def test_no_type_with_two_pairs_is_refused(tiny: HuggingFaceEmbedder) -> None:

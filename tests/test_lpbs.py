@@ -138,40 +138,54 @@ class Reference:
         with torch.no_grad():
             return torch.log_softmax(self.model(input_ids=x).logits[0].double(), -1).numpy()
 
+    def pair(self, template: str, t: str, a: str, policy: str) -> tuple[float, float]:
+        """log p_tgt(t | a) and log p_prior(t) of one sentence, one forward call per masking."""
+        words = template.split()
+        t_word, a_word = words.index("{target}"), words.index("{attribute}")
+        text = template.replace("{target}", t).replace("{attribute}", a)
+        ids = self.tokenizer(text)["input_ids"]
+        tp, ap = self.word_tokens(text, t_word), self.word_tokens(text, a_word)
+        if policy == "first":
+            one = ids[: tp[0] + 1] + ids[tp[-1] + 1 :]
+            tgt = self.log_probs(one, [tp[0]])[tp[0], ids[tp[0]]]
+            a0 = ap[0] - (len(tp) - 1) if ap[0] > tp[0] else ap[0]
+            t0 = tp[0] - (len(ap) - 1) if tp[0] > ap[0] else tp[0]
+            both = one[: a0 + 1] + one[a0 + len(ap) :]
+            return float(tgt), float(self.log_probs(both, [t0, a0])[t0, ids[tp[0]]])
+        lp = self.log_probs(ids, tp)
+        tgt = sum(lp[p, ids[p]] for p in tp)
+        lp = self.log_probs(ids, tp + ap)
+        return float(tgt), float(sum(lp[p, ids[p]] for p in tp))
+
     def scores(self, test: LpbsTest, policy: str) -> dict[str, float]:
         """score(a) = mean over templates of the logsumexp group difference, target minus prior."""
         out = {}
-        mask = self.tokenizer.mask_token_id
         for a in test.A.words + test.B.words:
             per_template = []
             for template in test.templates:
-                words = template.text.split()
-                t_word, a_word = words.index("{target}"), words.index("{attribute}")
                 tgt: dict[str, list[float]] = {"X": [], "Y": []}
                 prior: dict[str, list[float]] = {"X": [], "Y": []}
                 for key in ("X", "Y"):
                     for t in getattr(test, key).words:
-                        text = template.text.replace("{target}", t).replace("{attribute}", a)
-                        ids = self.tokenizer(text)["input_ids"]
-                        tp, ap = self.word_tokens(text, t_word), self.word_tokens(text, a_word)
-                        if policy == "first":
-                            one = ids[: tp[0] + 1] + ids[tp[-1] + 1 :]
-                            tgt[key].append(self.log_probs(one, [tp[0]])[tp[0], ids[tp[0]]])
-                            both = [*one]
-                            a0 = ap[0] - (len(tp) - 1) if ap[0] > tp[0] else ap[0]
-                            t0 = tp[0] - (len(ap) - 1) if tp[0] > ap[0] else tp[0]
-                            both = both[: a0 + 1] + both[a0 + len(ap) :]
-                            prior[key].append(self.log_probs(both, [t0, a0])[t0, ids[tp[0]]])
-                        else:
-                            lp = self.log_probs(ids, tp)
-                            tgt[key].append(sum(lp[p, ids[p]] for p in tp))
-                            lp = self.log_probs(ids, tp + ap)
-                            prior[key].append(sum(lp[p, ids[p]] for p in tp))
+                        one, both = self.pair(template.text, t, a, policy)
+                        tgt[key].append(one)
+                        prior[key].append(both)
                 per_template.append(
                     logsumexp(tgt["X"]) - logsumexp(tgt["Y"]) - (logsumexp(prior["X"]) - logsumexp(prior["Y"]))
                 )
-                assert mask is not None
             out[a] = float(np.mean(per_template))
+        return out
+
+    def target_scores(self, test: LpbsTest, policy: str) -> dict[str, float]:
+        """The target-unit variant: s(t) = mean over A of asc(t, a) - mean over B of asc(t, b), with
+        asc(t, a) = mean over templates of log p_tgt(t | a) - log p_prior(t)."""
+        out = {}
+        for t in test.X.words + test.Y.words:
+            asc = {}
+            for a in test.A.words + test.B.words:
+                values = [self.pair(tpl.text, t, a, policy) for tpl in test.templates]
+                asc[a] = float(np.mean([one - both for one, both in values]))
+            out[t] = float(np.mean([asc[a] for a in test.A.words]) - np.mean([asc[b] for b in test.B.words]))
         return out
 
 
@@ -206,6 +220,7 @@ def test_attribute_scores_match_the_reference(tiny_dir: Path, policy: str) -> No
     p = np.mean([abs(s) >= abs(observed) - 1e-12 for s in stats])
     assert result.p_value == pytest.approx(p)
     assert result.convention["multi_token"] == policy and result.convention["alternative"] == "two-sided"
+    assert ("collapse to a single mask" in result.convention["prior_attribute_slot"]) is (policy == "first")
     assert "unbelievableness" in result.figures["multi_token_words"]["X"]
 
 
@@ -218,12 +233,20 @@ def test_reduce_drops_multi_token_words_and_reports_them(tiny_dir: Path) -> None
     assert refused.status == "refused" and "lost 1 of 3" in refused.reason
 
 
-def test_target_unit_is_weat_like(tiny_dir: Path) -> None:
+def test_target_unit_matches_the_reference(tiny_dir: Path) -> None:
+    """Each target's score from the naive reference (one forward per masking, prior subtracted), and
+    d over X u Y from those reference scores: a target unit that drops the prior fails here."""
     result = Lpbs(unit="target").compute(embedder(tiny_dir), HAND, seed=0)
+    expected = Reference(tiny_dir).target_scores(HAND, "joint")
     s = result.figures["target_scores"]
-    sx, sy = np.array(list(s["X"].values())), np.array(list(s["Y"].values()))
-    assert len(sx) == 3 and len(sy) == 3
-    assert result.effect_size == pytest.approx((sx.mean() - sy.mean()) / np.concatenate([sx, sy]).std(ddof=1))
+    got = {**s["X"], **s["Y"]}
+    assert set(got) == set(expected)
+    for word, value in expected.items():
+        assert got[word] == pytest.approx(value, abs=TOL), word
+    sx = np.array([expected[t] for t in HAND.X.words])
+    sy = np.array([expected[t] for t in HAND.Y.words])
+    # d divides by a small std, which magnifies the 1e-6 differences of batched vs single forward calls
+    assert result.effect_size == pytest.approx((sx.mean() - sy.mean()) / np.concatenate([sx, sy]).std(ddof=1), rel=1e-4)
     assert result.convention["unit"] == "target"
 
 
@@ -312,3 +335,20 @@ def test_slots_sharing_a_token_are_refused(tiny_dir: Path) -> None:
     with pytest.raises(BiasError) as err:
         Lpbs().compute(embedder(tiny_dir), test, seed=0)
     assert "share a token" in err.value.message
+
+
+def test_scores_without_spread_are_refused(tiny_dir: Path) -> None:
+    """A model that gives every word the same probability whatever the context: every score is 0, d is
+    0/0 and p = 1. The test is refused rather than reported as "no bias"."""
+    real = embedder(tiny_dir)
+
+    class Flat:
+        def __getattr__(self, name):
+            return getattr(real, name)
+
+        def masked_log_probs(self, requests):
+            return [np.full(len(r.positions), -3.0) for r in requests]
+
+    for unit in ("attribute", "target"):
+        result = Lpbs(unit=unit).compute(Flat(), HAND, seed=0)
+        assert result.status == "refused" and "0/0" in result.reason, unit

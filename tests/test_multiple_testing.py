@@ -89,3 +89,29 @@ def test_families_group_tests_and_leave_out_results_without_p():
     assert by_metric["b"].size == 1 and by_metric["a"].size == 2 and by_metric["a"].family == "metric=weat"
     with pytest.raises(ValueError):
         adjust(results, "language")
+
+
+def test_seeds_of_one_hypothesis_count_once_with_their_largest_p():
+    """Three seeds of one test are one hypothesis, not three: the family has two members, the repeated
+    test enters with the largest of its p-values, and every seed shows that hypothesis's adjusted p."""
+    from bias.core.multiple_testing import spread_over_seeds
+
+    import attrs
+
+    repeated = [attrs.evolve(_r(k, "m1", "weat", p), seed=seed, effect_size=d)
+                for k, p, seed, d in (("s0", 0.004, 0, 1.1), ("s1", 0.010, 1, 1.3), ("s2", 0.002, 2, 0.9))]
+    other = attrs.evolve(_r("o", "m1", "weat", 0.03), wordset="en/weat2")
+    run = adjust([*repeated, other])
+    assert {a.size for a in run.values()} == {2}
+    expected = holm([0.010, 0.03])  # max over the seeds, then Holm over two hypotheses
+    assert [run[k].holm for k in ("s0", "s1", "s2")] == pytest.approx([expected[0]] * 3)
+    assert run["o"].holm == pytest.approx(expected[1]) and run["s0"].seeds == 3 and run["o"].seeds == 1
+    differs = attrs.evolve(repeated[0], key="x", params={"ddof": 0})  # other settings: another hypothesis
+    assert adjust([*repeated, other, differs])["x"].size == 3
+    (spread,) = spread_over_seeds([*repeated, other])
+    assert spread.seeds == (0, 1, 2) and (spread.effect_min, spread.effect_max) == (0.9, 1.3)
+    assert (spread.p_min, spread.p_max) == (0.002, 0.010)
+    from bias.core.reports.tables import build, to_markdown
+
+    text = to_markdown(build([*repeated, other]))
+    assert "## Spread over seeds" in text and "(seeds 0, 1, 2): effect size +0.900 to +1.300" in text

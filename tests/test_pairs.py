@@ -140,14 +140,17 @@ def test_unknown_bias_type_gives_the_line(tmp_path: Path) -> None:
     assert "line 2" in err.value.message and "hair-colour" in err.value.message
 
 
-def test_identical_sentences_in_a_csv_name_the_line(tmp_path: Path) -> None:
+def test_identical_sentences_in_a_csv_are_skipped_naming_the_line(tmp_path: Path) -> None:
+    """A published file may hold pairs that cannot be scored; they are left out and reported, and the
+    rest of the file still runs (a TOML pair set with such a pair stays an error: it was written here)."""
     rows = [ROWS[0], ["1", "The man ran.", "The man ran.", "stereo", "age", "[]"]]
     path = write_csv(tmp_path / "same.csv", rows)
-    problems = errors_of(CrowsCsvFormat().validate(path))
-    assert len(problems) == 1 and "line 3" in problems[0].message and problems[0].field == "pairs[1]"
-    with pytest.raises(BiasError) as err:
-        load_wordset(str(path))
-    assert "identical" in err.value.message
+    found = CrowsCsvFormat().validate(path)
+    assert errors_of(found) == []
+    skipped = [p for p in found if "skipped" in p.message]
+    assert len(skipped) == 1 and skipped[0].field == "line 3" and "identical" in skipped[0].message
+    pairs = load_wordset(str(path))
+    assert len(pairs.pairs) == 1 and pairs.dropped == ("line 3: the two sentences are identical ('The man ran.')",)
 
 
 def test_importer_is_registered_for_pairs() -> None:

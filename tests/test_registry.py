@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from bias import registry
@@ -70,7 +71,7 @@ def test_unknown_names_suggest_close_matches():
         registry.get("gizmos", "weat")
 
 
-def test_third_party_metric_is_discovered_and_runs(tmp_path, monkeypatch):
+def test_third_party_metric_is_discovered_and_runs(tmp_path, monkeypatch, planted_files, planted_test):
     root = make_distribution(
         tmp_path / "site",
         "bias-demo-plugin",
@@ -84,6 +85,18 @@ def test_third_party_metric_is_discovered_and_runs(tmp_path, monkeypatch):
     assert rows["mean-cosine-gap"].status == "ok", rows["mean-cosine-gap"].reason
     metric = registry.build_metric("mean-cosine-gap", scale="2")
     assert metric.scale == 2.0  # converted from the CLI's string through the declared type
+    # it runs on a real model: twice the gap of mean cosines, computed here from gensim's own vectors
+    from gensim.models import KeyedVectors
+
+    embedder = registry.build_embedder(f"word2vec:{planted_files.word2vec_bin}")
+    result = metric.compute(embedder, planted_test, seed=0)
+    kv = KeyedVectors.load_word2vec_format(str(planted_files.word2vec_bin), binary=True)
+
+    def mean_cos(targets):
+        return np.mean([kv.similarity(t, a) for t in targets for a in planted_test.A.words])
+
+    expected = 2 * (mean_cos(planted_test.X.words) - mean_cos(planted_test.Y.words))
+    assert result.effect_size == pytest.approx(expected, abs=1e-6) and result.effect_size > 0.01
 
     # The same discovery from the command line, in a fresh process.
     proc = run_bias(["list", "metrics", "--json"], extra_path=root)
@@ -148,3 +161,18 @@ def test_data_package_from_a_third_party(tmp_path, monkeypatch):
     assert [r.name for r in rows] == ["xx/gendered"] and rows[0].distribution == "bias-lang-xx"
     test = registry.load_wordset("xx/gendered")
     assert test.meta.language == "xx" and len(test.X.words) == 8
+
+
+def test_a_broken_format_importer_is_listed_as_broken_not_skipped(tmp_path, monkeypatch, caplog):
+    root = make_distribution(tmp_path / "site", "bias-broken-format", {"bias.formats": {"oddformat": "bias_no_such_module:Odd"}})
+    monkeypatch.syspath_prepend(str(root))
+    rows = [r for r in registry.list_plugins() if r.group == "formats"]
+    assert [(r.name, r.status) for r in rows] == [("oddformat", "broken")] and "bias_no_such_module" in rows[0].reason
+    from bias.registry.resolve import format_for
+
+    with caplog.at_level("WARNING", logger="bias.registry.resolve"):
+        format_for(tmp_path / "words.txt")
+    assert any("oddformat" in r.getMessage() and "bias list" in r.getMessage() for r in caplog.records)
+    proc = run_bias(["list"], extra_path=root)
+    assert proc.returncode == 0, proc.stderr
+    assert "oddformat" in proc.stdout and "broken" in proc.stdout

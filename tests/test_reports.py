@@ -54,7 +54,7 @@ def run_folder(tmp_path):
     return tmp_path
 
 
-COLUMNS = ["Model", "Test", "Metric", "Effect size", "95% CI", "p", "p (Holm)", "p (BH)", "Convention", "X/Y/A/B", "Lost", "Status"]
+COLUMNS = ["Model", "Test", "Metric", "Value", "95% CI", "p", "p (Holm)", "p (BH)", "Convention", "X/Y/A/B", "Lost", "Status"]
 
 
 def test_report_structure_and_corrected_p(run_folder):
@@ -66,7 +66,7 @@ def test_report_structure_and_corrected_p(run_folder):
     assert [report.adjusted[r.key].holm for r in ok] == pytest.approx(list(holm(p)))
     assert [report.adjusted[r.key].bh for r in ok] == pytest.approx(list(benjamini_hochberg(p)))
     rows = report.rows()
-    assert rows[0]["p_holm"] == "0.0050**" and rows[0]["ci"] == "[+0.900, +1.450]" and rows[0]["effect_size"] == "+1.200"
+    assert rows[0]["p_holm"] == "0.0050**" and rows[0]["ci"] == "[+0.900, +1.450]" and rows[0]["effect_size"] == "d=+1.200"
     assert rows[-2]["status"].startswith("refused: set Y") and rows[-2]["p_holm"] == "-"
     by_model = build(report.results, family="model")
     first = [r.p_value for r in ok if r.model == MODELS[0]]
@@ -111,12 +111,13 @@ def test_latex_is_escaped_and_structured(run_folder):
     lines = tex.splitlines()
     assert lines.index("\\toprule") < lines.index("\\midrule") < lines.index("\\bottomrule")
     body = lines[lines.index("\\midrule") + 1 : lines.index("\\bottomrule")]
-    assert len(body) == 6 and all(line.endswith("\\\\") and line.count(" & ") == 8 for line in body)
-    assert "$0.0050^{**}$" in body[0] and "$+1.200$" in body[0]
-    assert "2 experiment(s) refused or failed" in tex and "$^{*}\\,p<0.05$" in tex
+    assert len(body) == 6 and all(line.endswith("\\\\") and line.count(" & ") == 6 for line in body)
+    assert "$0.0050$\\textsuperscript{**}" in body[0] and "$+1.20$" in body[0]
+    assert "2 experiment(s) refused or failed" in tex and "\\textsuperscript{*}\\,$p<0.05$" in tex
     for env in ("table", "tabular", "minipage"):
         assert tex.count(f"\\begin{{{env}}}") == tex.count(f"\\end{{{env}}}") == 1
     assert "\\newcommand" not in tex and "\\usepackage" not in tex.split("\n", 1)[1]
+    assert "planted\\_v1\\&co &" in tex and "Models: " in tex  # short names, the legend in the notes
     stripped = tex.replace("\\{", "").replace("\\}", "")
     assert stripped.count("{") == stripped.count("}")
     if shutil.which("pdflatex"):
@@ -131,7 +132,8 @@ def test_figures_in_png_and_svg_are_reproducible(run_folder):
     report = load_report(run_folder)
     written = write_report(report, run_folder, parse_formats(["png,svg"]))
     names = sorted(p.name for p in written)
-    assert names == sorted(f"{n}.{ext}" for n in ("forest", "heatmap", "p-vs-effect") for ext in ("png", "svg"))
+    # no per-item scores here: no word plot; en/ and nl/ tests: a languages panel
+    assert names == sorted(f"{n}.{ext}" for n in ("forest", "heatmap", "languages", "p-vs-effect") for ext in ("png", "svg"))
     for path in written:
         if path.suffix == ".png":
             assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and path.stat().st_size > 5000
@@ -146,7 +148,7 @@ def test_figures_in_png_and_svg_are_reproducible(run_folder):
 
 
 def test_format_names():
-    assert parse_formats(["all"]) == ("md", "csv", "tex", "png", "svg")
+    assert parse_formats(["all"]) == ("md", "csv", "tex", "png", "svg", "html")
     assert parse_formats(["md,csv", "md"]) == ("md", "csv")
     from bias.core.errors import BiasError
 
@@ -161,7 +163,7 @@ def test_bias_report_command_warns_about_damaged_lines(run_folder):
         capture_output=True, text=True, timeout=120, env={**__import__("os").environ, "COLUMNS": "250"},
     )
     assert proc.returncode == 0, proc.stderr
-    assert "line 4" in proc.stderr and "p (Holm)" in proc.stdout
+    assert "line 4" in proc.stderr and "cc.nl.300 WEAT" in proc.stdout
     assert (run_folder / "report.md").exists() and (run_folder / "results.csv").exists() and (run_folder / "results.tex").exists()
     assert "Family: model" in (run_folder / "report.md").read_text()
     bad = subprocess.run([sys.executable, "-m", "bias.cli.app", "report", str(run_folder), "--format", "pdf"], capture_output=True, text=True, timeout=120)

@@ -95,8 +95,8 @@ def test_per_pair_rows_go_to_a_csv_beside_the_results(tmp_path):
     store = ResultStore(tmp_path)
     store.append(Result(key="k1", model="m", wordset="w", metric="crows", effect_size=50.0, figures={"pairs": rows, "n": 2}))
     stored = read_results(tmp_path)[0]
-    assert stored.figures == {"pairs": "pairs-k1.csv", "n": 2}
-    with open(tmp_path / "pairs-k1.csv", encoding="utf-8", newline="") as fh:
+    assert stored.figures == {"pairs": "pairs-w-crows-k1.csv", "n": 2}  # table, test, metric, key
+    with open(tmp_path / "pairs-w-crows-k1.csv", encoding="utf-8", newline="") as fh:
         back = list(csv.DictReader(fh))
     assert [r["more"] for r in back] == ["A, with a comma", "C"] and back[1]["less"] == 'D "quoted"'
     assert back[0]["tie"] == "" and back[1]["tie"] == "True"

@@ -99,17 +99,33 @@ def test_effect_size_matches_direct_computation(planted, planted_test, level, po
     assert result.sizes == {k: len(v) for k, v in built.sentences.items()}
     assert result.convention["level"] == level and result.convention["pooling"] == pooling
     assert result.convention["templates"] == "en/seat-templates"
-    assert result.convention["layer"] == "model setting"
+    layers = planted.describe()["layers"]
+    assert result.convention["layer"] == -1 and result.convention["layer_index"] == layers  # the last hidden state
+    if level == "sentence" and pooling == "mean":
+        assert "special tokens ([CLS]/[SEP], <s>/</s>) included" in result.convention["pooled_tokens"]
     assert result.figures["words"] == {"X": 8, "Y": 8, "A": 8, "B": 8}
 
 
-def test_word_and_sentence_levels_differ_and_layers_are_passed(planted, planted_test):
-    a = Seat(level="sentence", permutations=200).compute(planted, planted_test, seed=0)
-    b = Seat(level="word", permutations=200).compute(planted, planted_test, seed=0)
+def test_the_layer_asked_for_is_the_layer_used_and_recorded(planted, planted_test):
+    """layer=0 (the embedding output) must reach the embedder: the effect size equals WEAT's d on
+    vectors taken from hidden state 0 directly, and differs from the last layer's."""
+    ts = load_wordset("en/seat-templates")
+    built = sentence_sets(planted_test, ts)
+    vectors = {}
+    for key, sentences in built.sentences.items():
+        spans = []
+        for s in sentences:
+            (hit,) = re.finditer(rf"(?<!\w){re.escape(s.word)}(?!\w)", s.text, re.IGNORECASE)
+            spans.append(hit.span())
+        vectors[key] = planted.encode([s.text for s in sentences], spans, pooling="mean", layer=0)
     c = Seat(level="word", layer=0, permutations=200).compute(planted, planted_test, seed=0)
-    assert len({a.effect_size, b.effect_size, c.effect_size}) == 3
-    assert c.convention["layer"] == 0
-    assert Seat(layer="mean-last-4").layer == "mean-last-4"
+    last = Seat(level="word", permutations=200).compute(planted, planted_test, seed=0)
+    assert c.effect_size == pytest.approx(direct_d(*(list(vectors[k]) for k in "XYAB")), rel=1e-9, abs=1e-12)
+    assert abs(c.effect_size - last.effect_size) > 1e-6
+    assert c.convention["layer"] == 0 and c.convention["layer_index"] == 0
+    layers = planted.describe()["layers"]
+    second_last = Seat(level="sentence", layer=-2, permutations=200, bootstrap=0).compute(planted, planted_test, seed=0)
+    assert second_last.convention["layer"] == -2 and second_last.convention["layer_index"] == layers - 1
 
 
 def _sentence_test() -> AssociationTest:
@@ -193,5 +209,15 @@ def test_english_weat_runs_end_to_end(planted):
     data = load_wordset("en/weat7")
     result = Seat(level="word", permutations=300).compute(planted, data, seed=0)
     assert result.status == OK and not result.lost
-    assert result.sizes == {k: len(v) for k, v in sentence_sets(data, load_wordset("en/seat-templates")).sentences.items()}
+    built = sentence_sets(data, load_wordset("en/seat-templates"))
+    assert result.sizes == {k: len(v) for k, v in built.sentences.items()}
     assert math.isfinite(result.effect_size) and 0 < result.p_value <= 1
+    # d from the word's vector in each shipped sentence, the word located here by a whole-word search
+    vectors = {}
+    for key, sentences in built.sentences.items():
+        spans = []
+        for s in sentences:
+            (hit,) = re.finditer(rf"(?<!\w){re.escape(s.word)}(?!\w)", s.text, re.IGNORECASE)
+            spans.append(hit.span())
+        vectors[key] = planted.encode([s.text for s in sentences], spans, pooling="mean")
+    assert result.effect_size == pytest.approx(direct_d(*(list(vectors[k]) for k in "XYAB")), rel=1e-9, abs=1e-12)

@@ -129,3 +129,35 @@ def test_planted_association_is_reduced(planted_mlm):
     after = seat.compute(debiased, association_test(), seed=0)
     assert abs(after.effect_size) < 0.3 and after.p_value > 0.05
     assert debiased.info["subspaces"]["sentence:mean:None"]["explained_variance"][0] > 0.5
+
+
+def test_templates_that_fail_to_load_are_an_error_not_a_switch_to_bare_words(tmp_path, monkeypatch, caplog):
+    """A language whose template file is broken got English bare-word frames without a word; a
+    language without templates gets them with a warning, and the source is recorded."""
+    import shutil
+
+    from bias.plugins.debiasers.sent import template_sentences
+    from bias.registry import load_wordset
+
+    root = tmp_path / "site"
+    pkg = root / "bias_lang_xq_broken_templates"
+    (pkg / "data").mkdir(parents=True)
+    (pkg / "__init__.py").write_text(
+        "from pathlib import Path\nfrom bias.core.wordsets import DataPackage\n"
+        "PACKAGE = DataPackage(language='xq', root=Path(__file__).parent / 'data')\n"
+    )
+    shutil.copy(load_wordset("en/seat-templates").meta.path, pkg / "data" / "seat-templates.toml")
+    text = (pkg / "data" / "seat-templates.toml").read_text(encoding="utf-8").replace('language = "en"', 'language = "xq"')
+    (pkg / "data" / "seat-templates.toml").write_text(text + "\n[[templates]]\ntext = 42\n", encoding="utf-8")
+    info = root / "bias_lang_xq_broken_templates-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: bias-lang-xq-broken-templates\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[bias.wordsets]\nxq = bias_lang_xq_broken_templates:PACKAGE\n")
+    monkeypatch.syspath_prepend(str(root))  # a module name no other test imports: sys.modules holds no stale copy
+    with pytest.raises(BiasError, match="xq/seat-templates") as err:
+        template_sentences(lists_of_pairs([("he", "she"), ("man", "woman")], language="xq"))
+    assert "--debias-corpus" in (err.value.hint or "")
+    with caplog.at_level("WARNING"):
+        sentences, origin = template_sentences(lists_of_pairs([("he", "she"), ("man", "woman")], language="zz"))
+    assert origin == "bare words" and sentences
+    assert any("no sentence templates" in r.getMessage() for r in caplog.records)

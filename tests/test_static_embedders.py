@@ -169,10 +169,10 @@ def test_vec_notices_a_truncated_file(planted_files: PlantedFiles, tmp_path: Pat
     path = tmp_path / "cut.vec"
     path.write_text("".join(lines[:-10]), encoding="utf-8")  # header still announces every row
     embedder = StreamedTextEmbedder(str(path))
-    assert embedder.word_vectors(["rose"]).words == ("rose",)  # rows that are there still load
     with pytest.raises(BiasError) as caught:
-        embedder.word_vectors([MISSING[0]])  # a full scan meets the end too early
+        embedder.word_vectors(["rose"])  # refused on opening, as word2vec refuses the same file
     assert str(path) in caught.value.message and "header" in caught.value.message
+    assert f"announces {len(lines) - 1} rows, but the file holds {len(lines) - 11}" in caught.value.message
 
 
 # --- gensim pickles -------------------------------------------------------------------------------

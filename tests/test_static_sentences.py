@@ -154,3 +154,24 @@ def test_fasttext_vocabulary_and_all_vectors(planted_files: PlantedFiles) -> Non
     some = emb.all_vectors(10)
     assert some.words == tuple(model.get_words()[:10]) and some.vectors.dtype == np.float32
     np.testing.assert_allclose(some.vectors, np.array([model.get_word_vector(w) for w in some.words]), atol=1e-6)
+
+
+def test_sentence_first_pooling_on_a_static_model_is_refused_as_degenerate(planted_files: PlantedFiles, planted_test: Any) -> None:
+    """Every template sentence starts with the same word, so `first` pooling gives every stimulus one
+    vector: SEAT's effect size is 0/0. That test was reported ok with d = NaN and p = 1."""
+    from bias.plugins.metrics.seat import Seat
+
+    import attrs
+    from bias.core.model import WordList
+
+    emb = Word2VecEmbedder(str(planted_files.word2vec_bin))
+    emb.load()
+    sentences = attrs.evolve(
+        planted_test,
+        stimuli="sentences",
+        **{key: WordList(wl.label, tuple(f"the {w} is here" for w in wl.words)) for key, wl in planted_test.sets().items()},
+    )
+    result = Seat(level="sentence", pooling="first", permutations=100, bootstrap=0).compute(emb, sentences, seed=0)
+    assert result.status == "refused" and "same association score" in (result.reason or "")
+    ok = Seat(level="sentence", pooling="mean", permutations=100, bootstrap=0).compute(emb, sentences, seed=0)
+    assert ok.status == "ok" and ok.effect_size is not None and np.isfinite(ok.effect_size)

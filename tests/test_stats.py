@@ -360,9 +360,21 @@ def test_sampled_p_estimator(alternative):
     sx, sy = shifted_sets(9, 9, 0.4, seed=43)
     m, seed = 1000, 8
     result = sampled(sx, sy, alternative, m=m, seed=seed)
-    k = round(result.p_value * (m + 1)) - 1
+    # k counted here from the same seeded null statistics, with the test's definitions written out
+    s = np.concatenate([sx, sy])
+    total = float(s.sum())
+    null = stats._sampled_null(s, len(sx), m, seed, total)
+    observed = float(np.sum(sx) - np.sum(sy))
+    centre = (2 * len(sx) / len(s) - 1) * total
+    tol = 1e-12 * max(1.0, float(np.abs(s).sum()))
+    if alternative == "greater":
+        k = sum(1 for v in null if v >= observed - tol)
+    elif alternative == "less":
+        k = sum(1 for v in null if v <= observed + tol)
+    else:
+        k = sum(1 for v in null if abs(v - centre) >= abs(observed - centre) - tol)
+    assert 0 < k < m, "the example must sit inside the null distribution"
     assert result.p_value == pytest.approx((k + 1) / (m + 1), abs=1e-15)
-    assert 0 <= k <= m
 
 
 def _subset_sums_from_sampler(s, n_x, m, seed):
@@ -434,6 +446,22 @@ def test_sampler_chunks_cover_every_row():
     lo, hi = 2 * sum(range(20)) - s.sum(), 2 * sum(range(20, 40)) - s.sum()
     assert null.min() >= lo and null.max() <= hi
     assert abs(null.mean()) < 5 * null.std() / math.sqrt(m)
+
+
+@pytest.mark.parametrize(("n_x", "n_y", "m"), [(25, 25, 20_000), (9, 14, 7_001), (100, 100, 3_000)])
+def test_sampled_null_is_the_first_x_of_a_full_sort_of_the_seeded_keys(n_x, n_y, m):
+    """The partition picks exactly the subsets a full argsort of the same seeded uniform keys picks,
+    so a seed gives the same permutations (and p-values) as the sort-based definition."""
+    rng = np.random.default_rng(n_x * 1000 + n_y)
+    s = rng.normal(size=n_x + n_y)
+    keys = np.random.default_rng(99).random((m, n_x + n_y))  # one stream, in row order
+    first_x = np.argsort(keys, axis=1)[:, :n_x]
+    brute = np.array([2.0 * math.fsum(s[row]) - math.fsum(s) for row in first_x])
+    null = stats._sampled_null(s, n_x, m, 99, float(s.sum()))
+    assert np.allclose(null, brute, rtol=0, atol=1e-12)
+    observed = float(s[:n_x].sum() - s[n_x:].sum())
+    result = stats.permutation_test(s[:n_x], s[n_x:], permutations=m, exact_limit=0, seed=99)
+    assert result.p_value == (1 + np.count_nonzero(brute >= observed - 1e-12 * np.abs(s).sum())) / (1 + m)
 
 
 def test_sampled_null_moments_agree_with_exact():

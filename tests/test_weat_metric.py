@@ -204,6 +204,10 @@ def test_unequal_targets_run_with_a_warning():
     assert "8/6" in result.convention["partitions"]
     assert len(result.warnings) == 1
     assert "size" in result.warnings[0] and "8" in result.warnings[0] and "6" in result.warnings[0]
+    assert "two-sided" not in result.warnings[0]  # a one-sided run is not told about the two-sided test
+    both = Weat(alternative="two-sided", bootstrap=0).compute(DictEmbedder(table=table), make_test(words), seed=0)
+    assert "two-sided test measures distance from the null mean" in both.warnings[0]
+    assert "normal approximation" in result.convention["parametric_p"]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -338,16 +342,12 @@ def test_refused_result_json_round_trip():
 
 
 def test_nan_figures_become_null_in_json():
-    # Every target word has the same vector: s(w) has no spread, so d and the parametric p are NaN.
+    # A figure that is not a number (a parametric p of a null distribution without spread, say) is
+    # written as null: the JSON writer forbids NaN.
     words, table = make_case(5, 5, seed=14)
-    same = table[words["X"][0]]
-    for w in words["X"] + words["Y"]:
-        table[w] = same
-    result = Weat().compute(DictEmbedder(table=table), make_test(words))
-    assert result.status == OK
-    assert math.isnan(result.effect_size)
-    assert math.isnan(result.figures["parametric_p"])
-    assert result.p_value == 1.0
+    result = Weat(bootstrap=0).compute(DictEmbedder(table=table), make_test(words))
+    result = attrs.evolve(result, effect_size=float("nan"), figures={**result.figures, "parametric_p": float("nan")})
+    assert result.status == OK and 0 < result.p_value <= 1
 
     line = result.to_json()  # must not raise: the writer forbids NaN
     data = json.loads(line)
@@ -356,7 +356,7 @@ def test_nan_figures_become_null_in_json():
     assert "NaN" not in line and "Infinity" not in line
     back = Result.from_json(line)
     assert back.effect_size is None
-    assert back.p_value == 1.0
+    assert back.p_value == result.p_value
 
 
 def test_non_finite_values_anywhere_become_null():
@@ -372,3 +372,19 @@ def test_non_finite_values_anywhere_become_null():
     data = json.loads(result.to_json())
     assert data["effect_size"] is None and data["p_value"] is None
     assert data["figures"] == {"a": None, "b": [1.0, None], "c": [0.5, None], "n": 3}
+
+
+def test_a_degenerate_test_is_refused_and_never_enters_a_correction_family():
+    """All targets sharing one vector: the std of s is zero, d is 0/0 and the permutation p is 1.
+    Reported as ok, it read as "no bias" and counted in the Holm family; it must be refused."""
+    from bias.core.multiple_testing import adjust
+
+    words, table = make_case(seed=4)
+    shared = table[words["X"][0]]
+    flat = {**table, **{w: shared for w in words["X"] + words["Y"]}}
+    result = Weat(permutations=200, bootstrap=0).compute(DictEmbedder(table=flat), make_test(words), seed=0)
+    assert result.status == REFUSED and "same association score" in result.reason and "0/0" in result.reason
+    assert result.effect_size is None and result.p_value is None
+    normal = attrs.evolve(Weat(permutations=200, bootstrap=0).compute(DictEmbedder(table=table), make_test(words), seed=0), key="k1")
+    family = adjust([attrs.evolve(result, key="k0"), normal])
+    assert set(family) == {"k1"} and family["k1"].size == 1

@@ -175,8 +175,18 @@ def test_rnsb_orientation_and_figures(tmp_path: Path) -> None:
     result = run("rnsb", spec, make_test(words["x"], words["y"], words["a"], words["b"]))
     assert result.figures["training_accuracy"] == 1.0
     assert result.figures["mean_p_B_Y"] > 0.5 > result.figures["mean_p_B_X"]
-    p = np.array(list(result.figures["p_B"].values()))
-    assert result.effect_size == pytest.approx(rnsb_divergence(p)[0], abs=1e-12) and result.effect_size > 0.1
+    # independently: scikit-learn's classifier on the vectors as written (not unit-normalised, the
+    # recorded convention), P normalised over the identity words, KL to uniform written out
+    from sklearn.linear_model import LogisticRegression
+
+    vec = {w: np.array(v, dtype=np.float64) for w, v in table.items()}
+    train = np.array([vec[w] for w in words["a"] + words["b"]])
+    clf = LogisticRegression(C=1.0, max_iter=5000).fit(train, [0] * 6 + [1] * 6)
+    p = clf.predict_proba(np.array([vec[w] for w in words["x"] + words["y"]]))[:, 1]
+    P = p / p.sum()
+    kl = float(sum(q * np.log(q * len(P)) for q in P))
+    assert result.effect_size == pytest.approx(kl, abs=1e-6) and result.effect_size > 0.1
+    assert "not unit-normalised" in result.convention["vectors"]
 
 
 # --- common behaviour ------------------------------------------------------------------------------
@@ -226,3 +236,57 @@ def test_planted_model_is_more_biased_than_the_controls(planted_files: PlantedFi
     assert _planted("rnsb", planted, planted_test).effect_size > max(rnsb)
     ect = [_planted("ect", c, planted_test).effect_size for c in controls]
     assert _planted("ect", planted, planted_test).effect_size < min(ect)
+
+
+# --- normalisation, with vectors of different lengths ----------------------------------------------
+
+SCALED = {
+    "x1": (3.0, 0.5, 0.2), "x2": (0.4, 0.1, 0.05), "y1": (0.2, 2.5, 0.1), "y2": (0.05, 0.3, 0.6),
+    "a1": (5.0, 1.0, 0.5), "a2": (0.3, 0.9, 0.0), "b1": (0.1, 0.2, 4.0), "b2": (1.0, 0.1, 0.2),
+}
+
+
+def _arr(*words: str, unit: bool) -> np.ndarray:
+    m = np.array([SCALED[w] for w in words], dtype=np.float64)
+    return m / np.linalg.norm(m, axis=1, keepdims=True) if unit else m
+
+
+@pytest.mark.parametrize("normalise", [True, False])
+def test_rnd_normalises_only_when_asked(tmp_path: Path, normalise: bool) -> None:
+    """Vectors of very different lengths: unit-normalising first (Garg et al.) or not gives different
+    sums; each is checked against the definition written here."""
+    spec = write_vectors(tmp_path / "rnd.txt", SCALED)
+    result = run("rnd", spec, make_test(["x1", "x2"], ["y1", "y2"], ["a1", "a2"], ["b1", "b2"]), normalise=normalise)
+    mx, my = _arr("x1", "x2", unit=normalise).mean(axis=0), _arr("y1", "y2", unit=normalise).mean(axis=0)
+    expected = sum(float(np.linalg.norm(v - mx) - np.linalg.norm(v - my)) for v in _arr("a1", "a2", "b1", "b2", unit=normalise))
+    assert result.effect_size == pytest.approx(expected, abs=1e-5)
+    other = run("rnd", spec, make_test(["x1", "x2"], ["y1", "y2"], ["a1", "a2"], ["b1", "b2"]), normalise=not normalise)
+    assert abs(other.effect_size - result.effect_size) > 0.05
+    assert result.convention["normalise"] is normalise
+
+
+def test_ect_unit_normalises_before_taking_the_group_means(tmp_path: Path) -> None:
+    """Two words per group with very different lengths: the group vector is the mean of *unit*
+    vectors, so the long word does not dominate. Spearman's rho written out (no ties)."""
+    table = dict(SCALED, a3=(1.0, 1.0, 1.0), b3=(2.0, 0.2, 1.0))
+    spec = write_vectors(tmp_path / "ect.txt", table)
+    result = run("ect", spec, make_test(["x1", "x2"], ["y1", "y2"], ["a1", "a2", "a3"], ["b1", "b2", "b3"]))
+
+    def unit(v):
+        v = np.asarray(v, dtype=np.float64)
+        return v / np.linalg.norm(v)
+
+    gx = np.mean([unit(table[w]) for w in ("x1", "x2")], axis=0)
+    gy = np.mean([unit(table[w]) for w in ("y1", "y2")], axis=0)
+    attrs_ = [unit(table[w]) for w in ("a1", "a2", "a3", "b1", "b2", "b3")]
+    sx = [float(a @ unit(gx)) for a in attrs_]
+    sy = [float(a @ unit(gy)) for a in attrs_]
+    rank = lambda xs: [sorted(xs).index(x) + 1 for x in xs]  # noqa: E731
+    n = len(sx)
+    rho = 1 - 6 * sum((p - q) ** 2 for p, q in zip(rank(sx), rank(sy))) / (n * (n * n - 1))
+    assert result.effect_size == pytest.approx(rho, abs=1e-12)
+    # the raw-vector means rank the attributes differently here, so a missing normalisation shows
+    rx = np.array([table[w] for w in ("x1", "x2")]).mean(axis=0)
+    ry = np.array([table[w] for w in ("y1", "y2")]).mean(axis=0)
+    raw = 1 - 6 * sum((p - q) ** 2 for p, q in zip(rank([float(a @ unit(rx)) for a in attrs_]), rank([float(a @ unit(ry)) for a in attrs_]))) / (n * (n * n - 1))
+    assert raw != pytest.approx(rho)

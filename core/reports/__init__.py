@@ -3,8 +3,8 @@
     from bias.core.reports import write_report
     write_report("runs/2026-nl", formats=("md", "csv", "tex", "png", "svg"))
 
-Outputs in the run folder: report.md, results.csv, results.tex, and forest / heatmap / p-vs-effect
-as .png and .svg. The multiple-testing family and the skipped combinations come from the run's
+Outputs in the run folder: report.md, results.csv, results.tex, report.html (one self-contained
+file), and forest / heatmap / words / languages / p-vs-effect as .png and .svg. The multiple-testing family and the skipped combinations come from the run's
 manifest.json when there is one (the family can be overridden).
 """
 
@@ -16,7 +16,7 @@ from pathlib import Path
 from bias.core.errors import BiasError
 from bias.core.reports.tables import Report, build, to_csv, to_markdown
 
-FORMATS = ("md", "csv", "tex", "png", "svg")
+FORMATS = ("md", "csv", "tex", "png", "svg", "html")
 TABLE_FILES = {"md": "report.md", "csv": "results.csv", "tex": "results.tex"}
 
 
@@ -49,13 +49,20 @@ def load_report(folder: Path, *, family: str | None = None, title: str | None = 
     from bias.core.results import scan_results
 
     found = scan_results(folder)
-    manifest = read_manifest(found.path.parent) or {}
+    try:
+        manifest = read_manifest(found.path.parent) or {}
+    except BiasError as exc:  # the results alone make the report; the manifest adds title and family
+        import logging
+
+        logging.getLogger(__name__).warning("%s The report is built from results.jsonl alone.", exc.message)
+        manifest = {}
     return build(
         found.latest(),
         family=family or manifest.get("family") or "run",
         title=title or manifest.get("title") or "Bias report",
         skipped=manifest.get("skipped", []),
         damaged=found.damaged,
+        notes=manifest.get("notes", []),
     )
 
 
@@ -76,6 +83,15 @@ def write_report(report: Report, folder: Path, formats: Sequence[str] = FORMATS)
         from bias.core.reports.figures import write_figures
 
         written += write_figures(report, folder, images)
+        from bias.core.reports.fise_figure import write_fise_figures
+
+        written += write_fise_figures(report, folder, images)
+    if "html" in formats:
+        from bias.core.reports.html import to_html
+
+        path = folder / "report.html"
+        path.write_text(to_html(report, folder), encoding="utf-8")
+        written.append(path)
     return written
 
 

@@ -1,25 +1,34 @@
 """Figures of a report (matplotlib, Agg backend, PNG and SVG), drawn from the same `Report` as the tables.
 
-- forest plot: each test's effect size with its bootstrap interval, per model; filled markers are
-  significant after Holm correction;
-- heat map: models (and settings) x tests, effect size as colour on a scale symmetric around 0, the
-  value and its Holm significance marks written in each cell (one panel per metric);
-- p-value against effect size (the view of the BIAS Detection Framework's report): -log10 p against d,
-  the 0.05 line drawn, Holm-significant points filled.
+- forest: each test's value with its bootstrap interval, one facet per metric with that metric's own
+  reference line (0 for d, 50% for CrowS-style scores); tests (with their titles) as rows, settings as
+  sub-labels, models as a legend of distinct colour-and-marker pairs; filled: significant after Holm;
+- heatmap: one panel per metric, models (and settings) x tests, the colour scale symmetric around the
+  metric's reference and labelled with its unit, values written in the cells while they are legible;
+- words: the per-item association s(w) of every target word, sorted, coloured by set (WEAT/SEAT);
+- languages: for runs over several languages, languages x tests (weat6 in nl, de, ...) per metric;
+- p-vs-effect: -log10 p against the value, the 0.05 line and the sampled test's p floor marked.
 
-matplotlib is imported here only, so the rest of the framework stays fast to import.
+Every figure grows with what it shows and stays readable for a 100-experiment grid. matplotlib is
+imported here only, so the rest of the framework stays fast to import.
 """
 
 from __future__ import annotations
 
+import csv
 import math
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
-from bias.core.model import OK
+from bias.core.model import OK, Result
 from bias.core.reports.tables import Report, ci_of, significance
+from bias.core.reports.values import kind_of, p_floor, short_models, short_tests, test_title, variant_label
 
 FORMATS = ("png", "svg")
-FIGURES = ("forest", "heatmap", "p-vs-effect")
+FIGURES = ("forest", "heatmap", "words", "languages", "p-vs-effect")
+_COLOURS = ("#1b6ca8", "#d1495b", "#2e933c", "#edae49", "#6a4c93", "#00798c", "#8d6346", "#444444")
+_MARKERS = ("o", "s", "D", "^", "v", "P", "X", "<", ">", "h")
 
 
 def _pyplot():
@@ -32,52 +41,95 @@ def _pyplot():
     return plt
 
 
-def _label(report: Report, r) -> str:
-    extra = report.settings.get(r.key, "")
-    return f"{r.model}" + (f" ({extra})" if extra else "")
+def model_styles(models: Sequence[str]) -> dict[str, tuple[str, str]]:
+    """A distinct (colour, marker) pair per model: colours cycle fastest, markers change after every
+    full round of colours, so no two models look alike up to 80 models."""
+    return {m: (_COLOURS[i % len(_COLOURS)], _MARKERS[(i // len(_COLOURS)) % len(_MARKERS)]) for i, m in enumerate(models)}
 
 
-def _holm_significant(report: Report, r, alpha: float = 0.05) -> bool:
+def _holm_significant(report: Report, r: Result, alpha: float = 0.05) -> bool:
     adj = report.adjusted.get(r.key)
     return bool(adj and adj.holm < alpha)
 
 
-def _plotted(report: Report) -> list:
+def _plotted(report: Report) -> list[Result]:
     return [r for r in report.results if r.status == OK and r.effect_size is not None]
 
 
 def _save(fig, folder: Path, name: str, formats: tuple[str, ...]) -> list[Path]:
     written = []
-    for fmt in formats:
+    # SVG first: a layout engine settles on a fresh figure, so an SVG is the same bytes whether or not a
+    # PNG is written in the same call.
+    for fmt in sorted(formats, key=lambda f: f != "svg"):
         path = folder / f"{name}.{fmt}"
         # No dates or software versions inside the files: the same results give the same bytes.
         metadata = {"Date": None, "Creator": None} if fmt == "svg" else {"Software": None}
-        fig.savefig(path, format=fmt, dpi=150, bbox_inches="tight", metadata=metadata)
+        fig.savefig(path, format=fmt, dpi=110, bbox_inches="tight", metadata=metadata)
         written.append(path)
     return written
 
 
+def _test_label(r: Result, tests: dict[str, str], with_title: bool = True) -> str:
+    title = test_title(r) if with_title else ""
+    if title and len(title) > 38:
+        title = title[:37] + "…"
+    return f"{tests[r.wordset]}  {title}" if title else tests[r.wordset]
+
+
 def forest(report: Report, folder: Path, formats: tuple[str, ...] = FORMATS) -> list[Path]:
     plt = _pyplot()
-    rows = sorted(_plotted(report), key=lambda r: (r.wordset, r.metric, _label(report, r)))
-    fig, ax = plt.subplots(figsize=(8, 1.2 + 0.32 * len(rows)))
-    models = sorted({_label(report, r) for r in rows})
-    colours = {m: plt.get_cmap("tab10")(i % 10) for i, m in enumerate(models)}
-    for y, r in enumerate(reversed(rows)):
-        colour = colours[_label(report, r)]
-        ci = ci_of(r)
-        if ci is not None:
-            ax.plot(ci, [y, y], color=colour, linewidth=1.6)
-        filled = _holm_significant(report, r)
-        ax.plot([r.effect_size], [y], "o", color=colour, markerfacecolor=colour if filled else "white", markersize=6)
-    ax.set_yticks(range(len(rows)))
-    ax.set_yticklabels([f"{r.wordset} [{r.metric}]" for r in reversed(rows)], fontsize=8)
-    ax.axvline(0.0, color="grey", linewidth=0.8, linestyle="--")
-    ax.set_xlabel("effect size (bootstrap interval)")
-    ax.set_title(report.title, fontsize=10)
-    handles = [plt.Line2D([], [], color=colours[m], marker="o", label=m) for m in models]
-    handles.append(plt.Line2D([], [], color="black", marker="o", markerfacecolor="white", linestyle="", label="not significant (Holm)"))
-    ax.legend(handles=handles, fontsize=7, loc="best")
+    rows = _plotted(report)
+    metrics = list(dict.fromkeys(r.metric for r in rows))
+    names = short_models(report.results)
+    tests = short_tests(report.results)
+    models = list(dict.fromkeys(names[r.model] for r in rows))
+    styles = model_styles(models)
+    # One facet per metric; within it one row per (test, settings), models side by side in the row.
+    facets = []
+    for metric in metrics:
+        members = [r for r in rows if r.metric == metric]
+        keys = list(dict.fromkeys((r.wordset, report.settings.get(r.key, "")) for r in members))
+        keys.sort(key=lambda k: (k[0], k[1]))
+        facets.append((metric, members, keys))
+    heights = [max(1.5, len(k)) for _, _, k in facets]
+    per_row = 0.28 + 0.07 * min(len(models), 6)
+    fig_h = 1.2 + per_row * sum(heights) + 0.7 * len(facets) + 0.2 * math.ceil((len(models) + 1) / 3)
+    fig, axes = plt.subplots(len(facets), 1, figsize=(8.5, fig_h), squeeze=False, gridspec_kw={"height_ratios": heights},
+                             layout="constrained")
+    for ax, (metric, members, keys) in zip(axes[:, 0], facets):
+        kind = kind_of(metric)
+        index = {k: i for i, k in enumerate(keys)}
+        n = len(models)
+        for r in members:
+            y = len(keys) - 1 - index[(r.wordset, report.settings.get(r.key, ""))]
+            offset = (models.index(names[r.model]) - (n - 1) / 2) * (0.7 / max(n, 1)) if n > 1 else 0.0
+            colour, marker = styles[names[r.model]]
+            ci = ci_of(r)
+            if ci is not None:
+                ax.plot(ci, [y + offset, y + offset], color=colour, linewidth=1.4)
+            filled = _holm_significant(report, r)
+            ax.plot([r.effect_size], [y + offset], marker, color=colour, markerfacecolor=colour if filled else "white", markersize=5.5)
+        labels = []
+        for wordset, settings in keys:
+            example = next(r for r in members if r.wordset == wordset)
+            label = _test_label(example, tests, with_title=len(keys) <= 40)
+            if settings:
+                label += f"\n{settings}"
+            labels.append(label)
+        ax.set_yticks(range(len(keys)))
+        ax.set_yticklabels(list(reversed(labels)), fontsize=7 if len(keys) > 20 else 8)
+        ax.set_ylim(-0.7, len(keys) - 0.3)
+        if kind.reference is not None:
+            ax.axvline(kind.reference, color="grey", linewidth=0.8, linestyle="--")
+        for y in range(len(keys) - 1):
+            ax.axhline(y + 0.5, color="#eeeeee", linewidth=0.6, zorder=0)
+        ax.set_xlabel(kind.axis + ("  (bars: bootstrap interval)" if any(ci_of(r) for r in members) else ""), fontsize=8)
+        ax.set_title(variant_label(metric, ""), fontsize=9, loc="left")
+        ax.tick_params(axis="x", labelsize=8)
+    handles = [plt.Line2D([], [], color=styles[m][0], marker=styles[m][1], linestyle="", label=m) for m in models]
+    handles.append(plt.Line2D([], [], color="black", marker="o", markerfacecolor="white", linestyle="", label="hollow: not significant (Holm)"))
+    fig.suptitle(report.title, fontsize=10)
+    fig.legend(handles=handles, fontsize=7, loc="outside lower center", ncol=min(3, len(handles)), frameon=False)
     written = _save(fig, folder, "forest", formats)
     plt.close(fig)
     return written
@@ -88,41 +140,172 @@ def heatmap(report: Report, folder: Path, formats: tuple[str, ...] = FORMATS) ->
 
     plt = _pyplot()
     rows = _plotted(report)
-    metrics = sorted({r.metric for r in rows})
+    names = short_models(report.results)
+    tests = short_tests(report.results)
+    metrics = list(dict.fromkeys(r.metric for r in rows))
     panels = []
     for metric in metrics:
         members = [r for r in rows if r.metric == metric]
-        models = sorted({_label(report, r) for r in members})
-        tests = sorted({r.wordset for r in members})
-        panels.append((metric, members, models, tests))
-    width = max(5.0, 2.5 + 1.2 * max(len(p[3]) for p in panels))
-    height = sum(1.2 + 0.45 * len(p[2]) for p in panels)
-    fig, axes = plt.subplots(len(panels), 1, figsize=(width, height), squeeze=False)
-    limit = max(abs(r.effect_size) for r in rows)
-    limit = limit if limit > 0 else 1.0
-    for ax, (metric, members, models, tests) in zip(axes[:, 0], panels):
-        grid = np.full((len(models), len(tests)), np.nan)
-        text = [["" for _ in tests] for _ in models]
+        row_keys = sorted({_row_key(report, names, r) for r in members})
+        cols = sorted({tests[r.wordset] for r in members})
+        panels.append((metric, members, row_keys, cols))
+    max_cols = max(len(p[3]) for p in panels)
+    cell_w = 0.62 if max_cols <= 12 else 0.36
+    width = max(6.0, 2.8 + cell_w * max_cols)
+    heights = [1.3 + 0.3 * len(p[2]) + 0.06 * max(len(c) for c in p[3]) for p in panels]
+    fig, axes = plt.subplots(len(panels), 1, figsize=(width, sum(heights)), squeeze=False,
+                             gridspec_kw={"height_ratios": heights}, layout="constrained")
+    for ax, (metric, members, row_keys, cols) in zip(axes[:, 0], panels):
+        kind = kind_of(metric)
+        grid = np.full((len(row_keys), len(cols)), np.nan)
+        text = [["" for _ in cols] for _ in row_keys]
         for r in members:
-            i, j = models.index(_label(report, r)), tests.index(r.wordset)
+            i, j = row_keys.index(_row_key(report, names, r)), cols.index(tests[r.wordset])
             grid[i, j] = r.effect_size
             adj = report.adjusted.get(r.key)
-            text[i][j] = f"{r.effect_size:+.2f}{significance(adj.holm) if adj else ''}"
-        cmap = plt.get_cmap("RdBu_r").with_extremes(bad="#dddddd")  # grey: no result for that cell
-        image = ax.imshow(np.ma.masked_invalid(grid), cmap=cmap, vmin=-limit, vmax=limit, aspect="auto")
-        for i in range(len(models)):
-            for j in range(len(tests)):
-                if text[i][j]:
-                    dark = abs(grid[i, j]) > 0.6 * limit
-                    ax.text(j, i, text[i][j], ha="center", va="center", fontsize=7, color="white" if dark else "black")
-        ax.set_xticks(range(len(tests)))
-        ax.set_xticklabels(tests, rotation=45, ha="right", fontsize=8)
-        ax.set_yticks(range(len(models)))
-        ax.set_yticklabels(models, fontsize=8)
-        ax.set_title(f"{metric}: effect size (* Holm p<0.05, ** <0.01, *** <0.001)", fontsize=9)
-        fig.colorbar(image, ax=ax, fraction=0.04)
-    fig.tight_layout()
+            text[i][j] = f"{kind.format(r.effect_size, min(kind.digits, 2) if kind.unit != '%' else 0)}{significance(adj.holm) if adj else ''}"
+        ref = kind.reference if kind.reference is not None else float(np.nanmean(grid))
+        spread = float(np.nanmax(np.abs(grid - ref))) if np.isfinite(grid).any() else 1.0
+        spread = spread if spread > 0 else 1.0
+        cmap = plt.get_cmap("RdBu_r").with_extremes(bad="#dddddd")
+        image = ax.imshow(np.ma.masked_invalid(grid), cmap=cmap, vmin=ref - spread, vmax=ref + spread, aspect="auto")
+        legible = max_cols <= 14 and len(row_keys) <= 40
+        if legible:
+            for i in range(len(row_keys)):
+                for j in range(len(cols)):
+                    if text[i][j]:
+                        dark = abs(grid[i, j] - ref) > 0.6 * spread
+                        ax.text(j, i, text[i][j], ha="center", va="center", fontsize=6.5, color="white" if dark else "black")
+        ax.set_xticks(range(len(cols)))
+        ax.set_xticklabels(cols, rotation=40, ha="right", fontsize=7)
+        ax.set_yticks(range(len(row_keys)))
+        ax.set_yticklabels(row_keys, fontsize=7)
+        marks = " (* Holm p<0.05, ** <0.01, *** <0.001)" if any(report.adjusted.get(r.key) for r in members) and legible else ""
+        grey = "; grey: no result (refused, failed or not run)" if np.isnan(grid).any() else ""
+        ax.set_title(f"{variant_label(metric, '')}: {kind.name}{marks}{grey}", fontsize=8, loc="left")
+        bar = fig.colorbar(image, ax=ax, fraction=0.05, pad=0.01)
+        bar.set_label(kind.label + (f" ({kind.unit})" if kind.unit and kind.unit != kind.label else ""), fontsize=7)
+        bar.ax.tick_params(labelsize=6)
     written = _save(fig, folder, "heatmap", formats)
+    plt.close(fig)
+    return written
+
+
+def _row_key(report: Report, names: dict[str, str], r: Result) -> str:
+    settings = report.settings.get(r.key, "")
+    return names[r.model] + (f" ({settings})" if settings else "")
+
+
+def _scores_of(folder: Path, r: Result) -> list[dict[str, str]]:
+    name = r.figures.get("scores")
+    if not isinstance(name, str) or not (folder / name).exists():
+        return []
+    with open(folder / name, encoding="utf-8", newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def words(report: Report, folder: Path, formats: tuple[str, ...] = FORMATS, limit: int = 12) -> list[Path]:
+    """Each target word's s(w), sorted, coloured by set: one panel per WEAT/SEAT result (the first
+    `limit`); SEAT's sentences are averaged per word."""
+    plt = _pyplot()
+    names = short_models(report.results)
+    tests = short_tests(report.results)
+    panels = []
+    for r in _plotted(report):
+        rows = _scores_of(folder, r)
+        if not rows or "s" not in rows[0]:
+            continue
+        per: dict[tuple[str, str], list[float]] = {}
+        for row in rows:
+            per.setdefault((row["set"], row.get("word") or row["item"]), []).append(float(row["s"]))
+        items = sorted(((k[0], k[1], sum(v) / len(v)) for k, v in per.items()), key=lambda t: t[2])
+        panels.append((r, items))
+        if len(panels) == limit:
+            break
+    if not panels:
+        return []
+    cols = min(3, len(panels))
+    nrows = math.ceil(len(panels) / cols)
+    tallest = max(len(items) for _, items in panels)
+    fig, axes = plt.subplots(nrows, cols, figsize=(3.6 * cols, 0.9 + (0.8 + 0.13 * tallest) * nrows), squeeze=False,
+                             layout="constrained")
+    set_colour = {"X": _COLOURS[0], "Y": _COLOURS[1]}
+    for ax, (r, items) in zip(axes.flat, panels):
+        ax.barh(range(len(items)), [s for _, _, s in items], color=[set_colour.get(k, "grey") for k, _, _ in items])
+        ax.set_yticks(range(len(items)))
+        ax.set_yticklabels([w for _, w, _ in items], fontsize=6 if len(items) > 20 else 7)
+        ax.axvline(0, color="grey", linewidth=0.6)
+        settings = report.settings.get(r.key, "")
+        title = f"{tests[r.wordset]} {variant_label(r.metric, settings)}" + (f" | {names[r.model]}" if len(names) > 1 else "")
+        ax.set_title(title, fontsize=7.5, loc="left")
+        ax.set_xlabel("s(w) = mean cos(w, A) - mean cos(w, B)", fontsize=6.5)
+        ax.tick_params(axis="x", labelsize=6)
+    for ax in list(axes.flat)[len(panels):]:
+        ax.axis("off")
+    handles = [plt.Rectangle((0, 0), 1, 1, color=set_colour["X"], label="X (first target set)"),
+               plt.Rectangle((0, 0), 1, 1, color=set_colour["Y"], label="Y (second target set)")]
+    fig.legend(handles=handles, loc="outside lower center", ncol=2, fontsize=7, frameon=False)
+    fig.suptitle("Association of each target word with A rather than B", fontsize=9)
+    written = _save(fig, folder, "words", formats)
+    plt.close(fig)
+    return written
+
+
+def _language(r: Result) -> str:
+    lang = (r.meta or {}).get("language")
+    if lang:
+        return str(lang)
+    head, sep, _ = r.wordset.partition("/")
+    return head if sep and len(head) <= 3 else ""
+
+
+def languages(report: Report, folder: Path, formats: tuple[str, ...] = FORMATS) -> list[Path]:
+    """Languages x tests for runs over several languages: `nl/weat6` and `de/weat6` share a column."""
+    import numpy as np
+
+    plt = _pyplot()
+    rows = [r for r in _plotted(report) if _language(r)]
+    if len({_language(r) for r in rows}) < 2:
+        return []
+    names = short_models(report.results)
+    several = len({names[r.model] for r in rows}) > 1
+    groups = list(dict.fromkeys((r.metric, report.settings.get(r.key, "")) for r in rows))[:8]
+
+    def row_of(r: Result) -> str:
+        return _language(r) + (f" | {names[r.model]}" if several else "")
+
+    all_rows = sorted({row_of(r) for r in rows})
+    all_tests = sorted({r.wordset.split("/")[-1] for r in rows})
+    fig, axes = plt.subplots(len(groups), 1, squeeze=False, layout="constrained",
+                             figsize=(max(6.0, 3.0 + 0.6 * len(all_tests)), sum(1.5 + 0.3 * len(all_rows) for _ in groups)))
+    for ax, (metric, settings) in zip(axes[:, 0], groups):
+        kind = kind_of(metric)
+        members = [r for r in rows if r.metric == metric and report.settings.get(r.key, "") == settings]
+        labels = sorted({row_of(r) for r in members})
+        tests = sorted({r.wordset.split("/")[-1] for r in members})
+        grid = np.full((len(labels), len(tests)), np.nan)
+        for r in members:
+            grid[labels.index(row_of(r)), tests.index(r.wordset.split("/")[-1])] = r.effect_size
+        ref = kind.reference if kind.reference is not None else float(np.nanmean(grid))
+        spread = float(np.nanmax(np.abs(grid - ref))) or 1.0
+        image = ax.imshow(np.ma.masked_invalid(grid), cmap=plt.get_cmap("RdBu_r").with_extremes(bad="#dddddd"),
+                          vmin=ref - spread, vmax=ref + spread, aspect="auto")
+        if len(tests) <= 16 and len(labels) <= 30:
+            for i in range(len(labels)):
+                for j in range(len(tests)):
+                    if np.isfinite(grid[i, j]):
+                        dark = abs(grid[i, j] - ref) > 0.6 * spread
+                        ax.text(j, i, kind.format(grid[i, j], 2 if kind.unit != "%" else 0), ha="center", va="center",
+                                fontsize=6.5, color="white" if dark else "black")
+        ax.set_xticks(range(len(tests)))
+        ax.set_xticklabels(tests, rotation=30, ha="right", fontsize=7)
+        ax.set_yticks(range(len(labels)))
+        ax.set_yticklabels(labels, fontsize=7)
+        ax.set_title(f"{variant_label(metric, settings)}: {kind.name}, by language", fontsize=8, loc="left")
+        bar = fig.colorbar(image, ax=ax, fraction=0.05, pad=0.01)
+        bar.set_label(kind.label, fontsize=7)
+        bar.ax.tick_params(labelsize=6)
+    written = _save(fig, folder, "languages", formats)
     plt.close(fig)
     return written
 
@@ -130,32 +313,39 @@ def heatmap(report: Report, folder: Path, formats: tuple[str, ...] = FORMATS) ->
 def p_vs_effect(report: Report, folder: Path, formats: tuple[str, ...] = FORMATS) -> list[Path]:
     plt = _pyplot()
     rows = [r for r in _plotted(report) if r.p_value is not None]
-    fig, ax = plt.subplots(figsize=(6, 4.5))
-    metrics = sorted({r.metric for r in rows})
-    markers = "osD^v<>"
-    for k, metric in enumerate(metrics):
-        members = [r for r in rows if r.metric == metric]
+    fig, ax = plt.subplots(figsize=(6.5, 4.8))
+    variants = list(dict.fromkeys(variant_label(r.metric, report.settings.get(r.key, "")) for r in rows))[:16]
+    styles = model_styles(variants)
+    for v in variants:
+        members = [r for r in rows if variant_label(r.metric, report.settings.get(r.key, "")) == v]
         xs = [r.effect_size for r in members]
         ys = [-math.log10(max(r.p_value, 1e-300)) for r in members]
-        colour = plt.get_cmap("tab10")(k % 10)
+        colour, marker = styles[v]
         faces = [colour if _holm_significant(report, r) else "white" for r in members]
-        ax.scatter(xs, ys, marker=markers[k % len(markers)], facecolors=faces, edgecolors=[colour], label=metric, s=30)
+        ax.scatter(xs, ys, marker=marker, facecolors=faces, edgecolors=[colour], label=v, s=26, linewidths=0.9)
     ax.axhline(-math.log10(0.05), color="grey", linestyle="--", linewidth=0.8, label="p = 0.05 (raw)")
-    ax.axvline(0.0, color="grey", linewidth=0.6)
-    ax.set_xlabel("effect size")
-    ax.set_ylabel("-log10 p (raw)")
-    ax.set_title("p-value against effect size (filled: significant after Holm)", fontsize=9)
+    floors = sorted({f for f in (p_floor(r) for r in rows) if f})
+    for f in floors[:2]:
+        ax.axhline(-math.log10(f), color="#b07000", linestyle=":", linewidth=1.0,
+                   label=f"p floor of a sampled test: {f:.1e} (true p may be smaller)")
+    kinds = {kind_of(r.metric).axis for r in rows}
+    ax.set_xlabel(kinds.pop() if len(kinds) == 1 else "value as each metric defines it", fontsize=8)
+    ax.set_ylabel("-log10 p (raw)", fontsize=8)
+    ax.set_title("p-value against value (filled: significant after Holm)", fontsize=9)
     if rows:
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=6.5, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     written = _save(fig, folder, "p-vs-effect", formats)
     plt.close(fig)
     return written
 
 
 def write_figures(report: Report, folder: Path, formats: tuple[str, ...] = FORMATS) -> list[Path]:
-    """Every figure in every format; nothing when no result has an effect size."""
+    """Every figure that has something to show, in every format; nothing when no result has a value."""
     if not _plotted(report):
         return []
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    return [*forest(report, folder, formats), *heatmap(report, folder, formats), *p_vs_effect(report, folder, formats)]
+    out: list[Any] = []
+    for draw in (forest, heatmap, words, languages, p_vs_effect):
+        out += draw(report, folder, formats)
+    return out

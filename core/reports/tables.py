@@ -16,28 +16,25 @@ from typing import Any
 import attrs
 
 from bias.core.model import OK, Result
-from bias.core.multiple_testing import FAMILIES, Adjusted, adjust
+from bias.core.multiple_testing import FAMILIES, Adjusted, adjust, spread_over_seeds
 
-ALPHA_MARKS = ((0.001, "***"), (0.01, "**"), (0.05, "*"))
+from bias.core.reports.values import (  # noqa: F401  (format_p, significance: the one definition, re-exported)
+    MARKS_NOTE, convention_text, format_p, kind_of, p_floor, result_p, short_models, short_tests, significance,
+)
 
 
-def format_p(p: float | None) -> str:
-    if p is None:
+def format_effect(d: float | None, metric: str = "weat") -> str:
+    """The value with the metric's sign convention (a sign only where it says which way), 3 decimals."""
+    return kind_of(metric).format(d, digits=max(kind_of(metric).digits, 3) if kind_of(metric).unit != "%" else 1)
+
+
+def value_text(result: Result, digits: int | None = None) -> str:
+    """The value labelled with its own name and unit: `d=+1.44`, `52.1%`, `accuracy=0.40`."""
+    kind = kind_of(result.metric)
+    if result.effect_size is None:
         return "-"
-    return f"{p:.2e}" if p < 1e-3 else f"{p:.4f}"
-
-
-def significance(p: float | None) -> str:
-    if p is None:
-        return ""
-    for alpha, mark in ALPHA_MARKS:
-        if p < alpha:
-            return mark
-    return ""
-
-
-def format_effect(d: float | None) -> str:
-    return "-" if d is None else f"{d:+.3f}"
+    number = kind.format(result.effect_size, digits)
+    return f"{number}%" if kind.unit == "%" else f"{kind.label}={number}"
 
 
 def sizes_text(result: Result) -> str:
@@ -53,7 +50,8 @@ def method_text(result: Result) -> str:
     if not c or "method" not in c:
         return "-"
     seed = f", seed={c.get('seed')}" if c.get("method") == "sampled" else ""
-    return f"{c.get('method')} ({c.get('permutations')}), ddof={c.get('ddof')}, {c.get('alternative')}{seed}"
+    ddof = f", ddof={c.get('ddof')}" if "ddof" in c else ""
+    return f"{c.get('method')} ({c.get('permutations')}){ddof}, {c.get('alternative')}{seed}"
 
 
 def ci_of(result: Result) -> tuple[float, float] | None:
@@ -63,9 +61,10 @@ def ci_of(result: Result) -> tuple[float, float] | None:
     return float(low), float(high)
 
 
-def ci_text(result: Result) -> str:
+def ci_text(result: Result, digits: int = 3) -> str:
     ci = ci_of(result)
-    return "-" if ci is None else f"[{ci[0]:+.3f}, {ci[1]:+.3f}]"
+    kind = kind_of(result.metric)
+    return "-" if ci is None else f"[{kind.format(ci[0], digits)}, {kind.format(ci[1], digits)}]"
 
 
 def settings_of(results: Sequence[Result]) -> dict[str, str]:
@@ -105,6 +104,7 @@ class Report:
     settings: dict[str, str]
     skipped: list[dict[str, Any]] = attrs.Factory(list)
     damaged: list[str] = attrs.Factory(list)
+    run_notes: list[str] = attrs.Factory(list)  # notes of the run's settings (e.g. a preset), from its manifest
 
     @property
     def has_settings(self) -> bool:
@@ -120,7 +120,7 @@ class Report:
         if self.has_settings:
             cols.append(Column("settings", "Settings"))
         cols += [
-            Column("effect_size", "Effect size"),
+            Column("effect_size", "Value"),
             Column("ci", self.ci_label),
             Column("p_value", "p"),
             Column("p_holm", "p (Holm)"),
@@ -133,21 +133,23 @@ class Report:
         return cols
 
     def rows(self) -> list[dict[str, str]]:
+        """Formatted cells; models by their short names (the notes give the full specs)."""
         out = []
+        names = short_models(self.results)
         for r in self.results:
             adj = self.adjusted.get(r.key)
             out.append(
                 {
-                    "model": r.model,
+                    "model": names[r.model],
                     "wordset": r.wordset,
                     "metric": r.metric,
                     "settings": self.settings.get(r.key, ""),
-                    "effect_size": format_effect(r.effect_size),
+                    "effect_size": value_text(r, 3 if kind_of(r.metric).unit != "%" else 1),
                     "ci": ci_text(r),
-                    "p_value": format_p(r.p_value),
+                    "p_value": result_p(r),
                     "p_holm": format_p(adj.holm) + significance(adj.holm) if adj else "-",
                     "p_bh": format_p(adj.bh) if adj else "-",
-                    "convention": method_text(r),
+                    "convention": convention_text(r) or "-",
                     "sizes": sizes_text(r),
                     "lost": lost_text(r),
                     "status": r.status if r.status == OK else f"{r.status}: {r.reason}",
@@ -179,6 +181,7 @@ class Report:
                     "p_bh": adj.bh if adj else None,
                     "family": adj.family if adj else None,
                     "family_size": adj.size if adj else None,
+                    "seeds_in_hypothesis": adj.seeds if adj else None,
                     "p_method": c.get("method"),
                     "permutations": c.get("permutations"),
                     "ddof": c.get("ddof"),
@@ -196,20 +199,69 @@ class Report:
         return out
 
     def notes(self) -> list[str]:
+        """Everything shared by the rows, said once: what each value is, the interval, the p-value
+        convention(s), the p floor, the correction and the marks, the short model names."""
         families = sorted({a.family for a in self.adjusted.values()})
         sizes = {a.family: a.size for a in self.adjusted.values()}
         fam = ", ".join(f"{f} ({sizes[f]} tests)" for f in families) or "none (no p-values)"
-        notes = [
-            "Effect size: as defined by each metric; WEAT/SEAT: Cohen's d of the association "
-            "(positive: X closer to A and Y closer to B).",
-            f"{self.ci_label}: bootstrap interval of the effect size, stimuli resampled within each set "
-            "(method and resamples in results.jsonl).",
-            "p: raw p-value as the metric defines it (WEAT/SEAT: permutation test, one-sided unless stated).",
-            f"p (Holm): Holm-Bonferroni adjusted, family-wise error; p (BH): Benjamini-Hochberg adjusted, "
-            f"false discovery rate. Family: {self.family}: {fam}.",
-            "Significance marks on p (Holm): * p < 0.05, ** p < 0.01, *** p < 0.001.",
-        ]
-        return notes
+        ok = [r for r in self.results if r.status == OK]
+        notes = []
+        kinds: dict[str, list[str]] = {}
+        for metric in dict.fromkeys(r.metric for r in ok):
+            k = kind_of(metric)
+            ref = "" if k.reference is None else f"{k.reference:g}{k.unit} = no bias"
+            sign = "the sign says which way" if k.signed and k.reference == 0.0 else ""
+            extra = "; ".join(x for x in (ref, sign) if x)
+            text = f"{k.label} = {k.name}" + (f" ({extra})" if extra else "")
+            kinds.setdefault(text, []).append(metric)
+        for text, metrics in kinds.items():
+            notes.append(f"{', '.join(metrics)}: {text}.")
+        if any(kind_of(r.metric).label == "d" for r in ok):
+            notes.append("d > 0: X closer to A and Y closer to B (Cohen's d of the association s(w)).")
+        if any(ci_of(r) for r in ok):
+            methods = {{"bca": "BCa"}.get(str(r.figures.get("ci_method", "")), str(r.figures.get("ci_method", ""))) for r in ok if ci_of(r)}
+            resamples = {r.figures.get("ci_resamples") for r in ok if ci_of(r)}
+            detail = ", ".join(m for m in methods if m)
+            if len(resamples) == 1 and None not in resamples:
+                detail += f", {int(resamples.pop()):,} resamples"
+            notes.append(f"{self.ci_label}: bootstrap interval ({detail}), stimuli resampled within each set.")
+        conventions: dict[str, list[str]] = {}
+        for r in ok:
+            text = convention_text(r)
+            if text and r.metric not in conventions.setdefault(text, []):
+                conventions[text].append(r.metric)
+        for text, metrics in conventions.items():
+            notes.append(f"p ({', '.join(metrics)}): {text}." if len(conventions) > 1 else f"p: {text}.")
+        sizes_seen = {sizes_text(r) for r in ok if r.sizes and all(k in r.sizes for k in "XYAB")}
+        if len(sizes_seen) == 1:
+            notes.append(f"Stimuli used (X/Y/A/B): {sizes_seen.pop()} in every test.")
+        elif sizes_seen:
+            notes.append("Stimuli used (X/Y/A/B) differ between tests: see --wide or report.md.")
+        floors = sorted({f for f in (p_floor(r) for r in ok) if f})
+        if floors:
+            notes.append(
+                f"p <={floors[0]:.1e}: the smallest p a sampled test can report, (0+1)/(m+1); the true p may be smaller."
+            )
+        if not self.adjusted:
+            notes.append("No p-values: these metrics give none.")
+        else:
+            notes.append(
+                f"Adjusted p: Holm-Bonferroni (family-wise error) and Benjamini-Hochberg (false discovery rate). "
+                f"Family: {self.family}: {fam}."
+            )
+            notes.append(f"Significance marks on the Holm-adjusted p: {MARKS_NOTE}.")
+        if spread_over_seeds(self.results):
+            notes.append(
+                "A test run with several seeds is one hypothesis: it counts once in its family, with the largest "
+                "p-value over its seeds (spread over seeds below)."
+            )
+        tests = {n: s for n, s in short_tests(self.results).items() if n != s}
+        if tests:
+            notes.append("Tests: " + "; ".join(f"{s} = {n}" for n, s in tests.items()) + ".")
+        names = short_models(self.results)
+        if any(short != label for label, short in names.items()):
+            notes.append("Models: " + "; ".join(f"{short} = {label}" for label, short in names.items()) + ".")
+        return notes + list(self.run_notes)
 
     def counts(self) -> dict[str, int]:
         out = {"ok": 0, "refused": 0, "failed": 0}
@@ -225,6 +277,7 @@ def build(
     title: str = "Bias report",
     skipped: Sequence[dict[str, Any]] = (),
     damaged: Sequence[Any] = (),
+    notes: Sequence[str] = (),
 ) -> Report:
     """The report of `results` (one per key, e.g. `ResultsFile.latest()`)."""
     if family not in FAMILIES:
@@ -240,6 +293,7 @@ def build(
         settings=settings_of(results),
         skipped=list(skipped),
         damaged=[str(d) for d in damaged],
+        run_notes=[str(n) for n in notes],
     )
 
 
@@ -256,7 +310,7 @@ def to_csv(report: Report) -> str:
 
 _CSV_FIELDS = (
     "model", "wordset", "metric", "settings", "status", "effect_size", "ci_low", "ci_high", "ci_level", "ci_method",
-    "ci_resamples", "p_value", "p_holm", "p_bh", "family", "family_size", "p_method", "permutations", "ddof",
+    "ci_resamples", "p_value", "p_holm", "p_bh", "family", "family_size", "seeds_in_hypothesis", "p_method", "permutations", "ddof",
     "alternative", "seed", "n_X", "n_Y", "n_A", "n_B", "lost", "reason", "key",
 )
 
@@ -279,6 +333,15 @@ def to_markdown(report: Report) -> str:
         lines.append("| " + " | ".join(_md_cell(row[c.key]) for c in cols) + " |")
     lines += ["", "Notes:", ""]
     lines += [f"- {n}" for n in report.notes()]
+    spread = spread_over_seeds(report.results)
+    if spread:
+        lines += ["", "## Spread over seeds", ""]
+        for h in spread:
+            seeds = ", ".join(str(x) for x in h.seeds)
+            lines.append(
+                f"- {h.model} / {h.wordset} / {h.metric} (seeds {seeds}): effect size "
+                f"{format_effect(h.effect_min)} to {format_effect(h.effect_max)}, p {format_p(h.p_min)} to {format_p(h.p_max)}"
+            )
     if report.skipped:
         lines += ["", "## Skipped combinations", ""]
         for s in report.skipped:

@@ -5,7 +5,9 @@
    by exact SVD; the first k components, each signed so that the male word of the pairs projects
    higher on average (male minus female is positive), which makes runs and machines agree.
 3. Neutralise every word not in the gender-specific list: v <- v - proj_B(v), renormalise.
-4. Equalise each equalize pair in file order: mu = (a + b) / 2, nu = mu - proj_B(mu),
+4. Equalise each equalize pair in file order, from the pair's unit vectors as they were before step 3
+   (as the paper defines it; a pair missing from the specific list would otherwise have lost the
+   projection that says which side each word belongs to): mu = (a + b) / 2, nu = mu - proj_B(mu),
    a <- nu + sqrt(1 - |nu|^2) u, b <- nu - sqrt(1 - |nu|^2) u with u the unit vector of
    proj_B(a) - proj_B(b) (for k = 1: the direction g signed by (a - b).g, Bolukbasi's formula; when
    that difference vanishes, u = b_1 as in the reference code).
@@ -74,10 +76,15 @@ def case_forms(word: str) -> list[str]:
     return list(dict.fromkeys([word, word.lower(), word.title(), word.upper()]))
 
 
-def equalise_pair_(matrix: np.ndarray, i: int, j: int, basis: np.ndarray) -> None:
-    """Move rows i and j to unit vectors symmetric about the orthogonal complement of the subspace."""
-    a = matrix[i].astype(np.float64)
-    b = matrix[j].astype(np.float64)
+def equalise_pair_(matrix: np.ndarray, i: int, j: int, basis: np.ndarray, a: np.ndarray, b: np.ndarray) -> None:
+    """Set rows i and j to unit vectors symmetric about the orthogonal complement of the subspace,
+    from the pair's vectors `a` and `b` as they were before neutralising (float64).
+
+    Bolukbasi et al. equalise the original vectors: each word ends on its own side of the bias
+    direction. Read back after neutralising, a pair missing from the gender-specific list has lost its
+    projection, and float32 rounding of what is left picked the side at random."""
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
     mu = (a + b) / 2
     nu = mu - basis.T @ (basis @ mu)
     spread = basis.T @ (basis @ (a - b)) / 2
@@ -207,16 +214,22 @@ class HardDebias(FitOnLoad, Debiaser):
         keep = np.zeros(len(words), dtype=bool)
         protected = [index[w] for w in specific if w in index]
         keep[protected] = True
+        pairs = [(a, b) for a, b in self._equalize_pairs(lists) if a in index and b in index]
+        before = {index[w]: matrix[index[w]].astype(np.float64) for pair in pairs for w in pair}
         remove_subspace_(matrix, basis, keep)
         unit_rows_(matrix)
         timed(info, "neutralise_s", started)
         started = time.perf_counter()
         equalised = []
-        candidates = self._equalize_pairs(lists)
-        for a, b in candidates:
-            if a in index and b in index:
-                equalise_pair_(matrix, index[a], index[b], basis)
-                equalised.append([a, b])
+        for a, b in pairs:
+            i, j = index[a], index[b]
+            equalise_pair_(matrix, i, j, basis, before[i], before[j])
+            equalised.append([a, b])
+        info["order"] = (
+            "unit-normalise; bias subspace from the definitional pairs; neutralise (and renormalise) every word "
+            "not in the specific list; equalise each equalize pair in list order from its unit vectors as they were "
+            "before neutralising, so each member ends on its own side of the bias direction"
+        )
         timed(info, "equalise_s", started)
         absent_pairs = [list(p) for p in lists.equalize if p[0] not in index or p[1] not in index]
         info["neutralised"] = int(len(words) - keep.sum())

@@ -22,6 +22,7 @@ iterations on 300-d GloVe; the default here is 10, a parameter.
 
 from __future__ import annotations
 
+import logging
 import time
 import warnings
 from collections.abc import Hashable
@@ -96,12 +97,22 @@ def inlp(X: np.ndarray, y: np.ndarray, *, iterations: int, classifier: str, seed
     directions: list[np.ndarray] = []
     P = np.eye(dim)
     accuracies = []
+    not_converged = 0
+    from sklearn.exceptions import ConvergenceWarning
+
     for i in range(iterations):
         projected = X @ P
         clf = make_classifier(classifier, seed + i)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # convergence warnings on nearly separable toy data
+        with warnings.catch_warnings(record=True) as caught:
+            # only convergence warnings are expected (nearly separable data); they are counted and
+            # reported, and every other warning is passed on
+            warnings.simplefilter("always")
             clf.fit(projected[train], y[train])
+        for w in caught:
+            if issubclass(w.category, ConvergenceWarning):
+                not_converged += 1
+            else:
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
         accuracies.append(float(clf.score(projected[dev], y[dev])))
         w = np.asarray(clf.coef_, dtype=np.float64).reshape(-1, dim)
         norms = np.linalg.norm(w, axis=1)
@@ -109,12 +120,18 @@ def inlp(X: np.ndarray, y: np.ndarray, *, iterations: int, classifier: str, seed
             break  # nothing left to remove
         directions.extend(w[norms > 1e-12] / norms[norms > 1e-12, None])
         P = nullspace_projection(directions, dim)
+    if not_converged:
+        logging.getLogger(__name__).warning(
+            "INLP: %d of %d classifiers stopped before converging (recorded as classifiers_not_converged); "
+            "their directions are still removed.", not_converged, len(accuracies),
+        )
     majority = float(max(np.mean(y[dev] == c) for c in np.unique(y)))
     return P, {
         "accuracy_per_iteration": accuracies,
         "majority_baseline": majority,
         "removed_rank": round(dim - np.trace(P)),
         "training_vectors": len(y),
+        "classifiers_not_converged": not_converged,
     }
 
 

@@ -138,28 +138,36 @@ def read_corpus(path: str | Path) -> list[str]:
                 if len(lines) >= MAX_CORPUS_LINES:
                     break
     except UnicodeDecodeError as exc:
-        raise BiasError(f"{file}: not UTF-8 text ({exc.reason}).", "Save the corpus as UTF-8.") from None
+        raise BiasError(f"{file}: not UTF-8 text ({exc.reason}).", "Save the corpus as UTF-8.") from exc
     return lines
 
 
 def template_sentences(lists: DebiasLists) -> tuple[list[str], str]:
     """Sentences with the definitional words (male side; pairing writes the female side): from the
-    language's SEAT templates when its package has them, else the bare-word templates."""
+    language's SEAT templates when its package has them, else (said in a warning and recorded) the
+    bare-word templates. A template set that exists but cannot be loaded is an error, never a silent
+    switch to English sentence frames."""
+    from bias.registry import load_wordset, names
+
     words = [m for m, _ in lists.definitional]
     language = lists.meta.language or "en"
     name = f"{language}/seat-templates"
-    try:
-        from bias.registry import load_wordset
-
-        template_set = load_wordset(name)
-    except BiasError:
-        template_set = None
-    render = getattr(template_set, "render", None)
-    if render is not None:
+    if name in names("wordsets"):
+        try:
+            template_set = load_wordset(name)
+        except BiasError as exc:
+            raise BiasError(
+                f"Sent-Debias cannot read the sentence templates {name}: {exc.message}",
+                "Fix the language package's template file, or give sentences with --debias-corpus.",
+            ) from exc
+        render = getattr(template_set, "render", None)
         # The lists carry no grammar, so the words get the set's generic templates (its default class).
-        rendered = [r.text for w in words for r in render(w)]
+        rendered = [r.text for w in words for r in render(w)] if render is not None else []
         if len(rendered) >= 2:
             return rendered, name
+        log.warning("The templates %s fit fewer than 2 definitional words; Sent-Debias uses bare-word sentences instead.", name)
+    else:
+        log.warning("Language '%s' has no sentence templates (%s); Sent-Debias uses bare-word sentences.", language, name)
     out = []
     for word in words:
         for template in BARE_TEMPLATES:

@@ -130,7 +130,7 @@ class FastTextEmbedder(Embedder):
             raise BiasError(
                 f"Cannot load {path} with {self.name}: the fastText library could not read it ({reason}).",
                 "The file may be truncated or damaged; fastText .bin files are read whole.",
-            ) from None
+            ) from error
         self._model, self._path = model, path
 
     def word_vectors(self, words: Sequence[str]) -> WordVectors:

@@ -116,7 +116,7 @@ def sniff_format(path: Path) -> FileFormat:
     try:
         head, compressed = _read_head(path)
     except OSError as error:
-        raise BiasError(f"Cannot read model file {path}: {error.strerror or error}.", "Check that the file is readable.") from None
+        raise BiasError(f"Cannot read model file {path}: {error.strerror or error}.", "Check that the file is readable.") from error
     if compressed and not head:
         return FileFormat(UNKNOWN, "it is a damaged gzip file", compressed=True)
     if not head:
@@ -134,6 +134,11 @@ def sniff_format(path: Path) -> FileFormat:
         rest = head[end + 1 :] if end >= 0 else b""
         if dim <= 0:
             return FileFormat(UNKNOWN, f"its header line announces {dim}-dimensional vectors", compressed=compressed)
+        if dim > 100_000:  # no embedding is this wide: the header line itself is damaged
+            return FileFormat(
+                UNKNOWN, f"its header line (line 1: \"{count} {dim}\") announces {dim:,}-dimensional vectors, which no model has; "
+                "the header is damaged", compressed=compressed,
+            )
         row_end = rest.find(b"\n")
         row = _text_row(rest if row_end < 0 else rest[:row_end])
         fields = dict(dim=dim, count=count, compressed=compressed, header_bytes=end + 1)
@@ -419,6 +424,54 @@ def _check_header_fits(path: Path, found: FileFormat, loader: str, limit: int = 
         )
 
 
+def check_text_rows(path: Path, found: FileFormat, loader: str, limit: int = 0) -> None:
+    """One pass over a text vector file: every row holds a word and `dim` numbers, and a header's row
+    count is the number of rows. A header announcing fewer rows would make gensim stop early and
+    silently drop the rest; a short row would fail deep inside numpy without its line number."""
+    dim = found.dim
+    opener = gzip.open if found.compressed else open
+    rows = 0
+    header = found.count is not None
+    with opener(path, "rb") as handle:
+        if header:
+            handle.readline()
+        for line_no, line in enumerate(handle, start=2 if header else 1):
+            if not line.strip():
+                continue
+            rows += 1
+            if limit and rows > limit:
+                return
+            width = len(line.split()) - 1
+            if width != dim:
+                where = "the header line" if header else "the first row"
+                raise BiasError(
+                    f"Cannot load {path} with {loader}: line {line_no} holds {width} numbers after its word, but {where} "
+                    f"says vectors have {dim}.",
+                    "Every row must hold a word and the same number of values; the file may be damaged or cut.",
+                )
+    if header and rows != found.count:
+        raise BiasError(
+            f"Cannot load {path} with {loader}: its header line (line 1: \"{found.count} {dim}\") announces {found.count} "
+            f"rows, but the file holds {rows} (lines 2 to {rows + 1}).",
+            f"Correct the header to \"{rows} {dim}\", or restore the missing rows.",
+        )
+
+
+def check_binary_rest(path: Path, found: FileFormat, kv: Any, loader: str) -> None:
+    """A binary word2vec file with bytes left after the rows its header announces holds more vectors
+    than the header says; reading only the announced ones would silently drop the others."""
+    if found.compressed or found.count is None or found.dim is None or len(kv.index_to_key) != found.count:
+        return
+    used = found.header_bytes + sum(len(w.encode("utf-8", "replace")) + 1 + 4 * found.dim for w in kv.index_to_key)
+    left = path.stat().st_size - used
+    if left > found.count + 4 * found.dim:  # one newline per row is allowed; a whole further row is not
+        raise BiasError(
+            f"Cannot load {path} with {loader}: its header line announces {found.count} vectors of dimension {found.dim}, "
+            f"but {left:,} bytes follow the last of them (more rows than the header says).",
+            "Correct the header's row count, or write the file again.",
+        )
+
+
 @attrs.define
 class Word2VecEmbedder(_GensimStatic):
     """Reads both word2vec layouts; binary or text is decided from the bytes after the header, so a
@@ -443,12 +496,16 @@ class Word2VecEmbedder(_GensimStatic):
             raise BiasError(f"Cannot load {path} with {self.name}: it is gzip-compressed but not named .gz.", "Rename it to end in .gz, or use vec: which reads it as it is.")
         _check_header_fits(path, found, self.name, self.limit)
         binary = found.kind == WORD2VEC_BINARY
+        if not binary:
+            check_text_rows(path, found, self.name, self.limit)
         from gensim.models import KeyedVectors
 
         try:
             kv = KeyedVectors.load_word2vec_format(str(path), binary=binary, limit=self.limit or None, unicode_errors=self.unicode_errors)
         except Exception as error:  # gensim raises ValueError, EOFError, UnicodeDecodeError, struct.error...
-            raise _gensim_failure(path, self.name, "word2vec " + ("binary" if binary else "text") + " file", error) from None
+            raise _gensim_failure(path, self.name, "word2vec " + ("binary" if binary else "text") + " file", error) from error
+        if binary and not self.limit:
+            check_binary_rest(path, found, kv, self.name)
         self._format = found.kind
         return kv
 
@@ -470,12 +527,13 @@ class GloveEmbedder(_GensimStatic):
             raise wrong_format(path, self.name, found, "a GloVe text file")
         if found.compressed and path.suffix != ".gz":
             raise BiasError(f"Cannot load {path} with {self.name}: it is gzip-compressed but not named .gz.", "Rename it to end in .gz, or use vec: which reads it as it is.")
+        check_text_rows(path, found, self.name, self.limit)
         from gensim.models import KeyedVectors
 
         try:
             kv = KeyedVectors.load_word2vec_format(str(path), binary=False, no_header=True, limit=self.limit or None)
         except Exception as error:
-            raise _gensim_failure(path, self.name, "GloVe text file", error) from None
+            raise _gensim_failure(path, self.name, "GloVe text file", error) from error
         self._format = found.kind
         return kv
 
@@ -511,9 +569,9 @@ class KeyedVectorsEmbedder(_GensimStatic):
             raise BiasError(
                 f"Cannot load {path} with kv: a file saved beside it is missing ({Path(str(error.filename or error)).name}).",
                 "gensim saves large arrays as separate .npy files next to the .kv/.model file; copy them along.",
-            ) from None
+            ) from error
         except Exception as error:
-            raise _gensim_failure(path, self.name, "gensim .kv/.model file", error) from None
+            raise _gensim_failure(path, self.name, "gensim .kv/.model file", error) from error
         kv = getattr(loaded, "wv", loaded)
         if not isinstance(kv, KeyedVectors):
             raise BiasError(

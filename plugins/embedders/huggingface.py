@@ -2,7 +2,7 @@
 
 Word vectors are "word encodings": each word is fed alone between the tokenizer's own special tokens
 (`[CLS] word [SEP]`) and its sub-token vectors are pooled, which is how WEAT is applied to contextual
-models. Sentence and span vectors follow REFERENCE.md ("How a contextual vector is taken"): a span is
+models. Sentence and span vectors follow docs/methods.md (seat): a span is
 found through the fast tokenizer's character offsets, never by searching token ids, because an id that
 occurs twice or an earlier word that splits into several pieces would otherwise shift the position.
 
@@ -50,7 +50,6 @@ LAYER_MEANS = {"mean-last-4": 4}
 _AUTO_CLASSES = {"masked": "AutoModelForMaskedLM", "causal": "AutoModelForCausalLM", "none": "AutoModel"}
 # Encoders whose position ids start after the padding index, so they hold two positions fewer than
 # max_position_embeddings says.
-_OFFSET_POSITIONS = ("roberta", "xlm-roberta", "camembert", "longformer", "data2vec-text", "xmod", "roberta-prelayernorm")
 _TRUTHY = {"1", "true", "yes", "on"}
 # What a Hub repository id looks like ("bert-base-uncased", "GroNLP/bert-base-dutch-cased"); anything
 # else that is not an existing folder can only be a mistyped path.
@@ -81,6 +80,54 @@ def _layer_value(value: Any) -> int | str:
     )
 
 
+# Files from which transformers builds a tokenizer: without one of them it builds an empty tokenizer
+# that maps every word to [UNK], and every number computed from it is meaningless.
+_VOCABULARY_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "sentencepiece.bpe.model", "spiece.model", "tokenizer.model")
+
+
+def _check_folder_files(folder: Path) -> None:
+    """A model folder needs config.json, weights and a tokenizer's vocabulary; say which are missing."""
+    files = {p.name for p in folder.iterdir() if p.is_file()}
+    if "config.json" not in files:
+        raise BiasError(
+            f"Folder '{folder}' holds no Hugging Face model: config.json is missing.",
+            "Give the folder written by save_pretrained (config.json, weights and tokenizer files).",
+        )
+    if not any(Path(name).suffix in _WEIGHT_SUFFIXES for name in files):
+        raise BiasError(
+            f"Folder '{folder}' has a config.json but no model weights (model.safetensors or pytorch_model.bin).",
+            "Copy the weight files written by save_pretrained into it.",
+        )
+    if not files & set(_VOCABULARY_FILES):
+        raise BiasError(
+            f"Folder '{folder}' has no tokenizer files (none of {', '.join(_VOCABULARY_FILES)}); every word would be an unknown token.",
+            "Save the model's tokenizer next to it: tokenizer.save_pretrained(folder).",
+        )
+    if "pytorch_model.bin" in files and not any(name.endswith(".safetensors") for name in files):
+        log.warning(
+            "'%s' holds only pytorch_model.bin, a pickle; it is opened with torch's weights-only loader. "
+            "Prefer model.safetensors (save_pretrained writes it by default), which cannot hold code.",
+            folder,
+        )
+
+
+def _check_reachable(repo_id: str) -> None:
+    """A Hub id that must be downloaded: fail within two seconds when the Hub cannot be reached,
+    instead of waiting on the network's retries."""
+    import socket
+    from urllib.parse import urlparse
+
+    endpoint = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co"))
+    host = endpoint.hostname or "huggingface.co"
+    try:
+        socket.create_connection((host, endpoint.port or (80 if endpoint.scheme == "http" else 443)), timeout=2).close()
+    except OSError as exc:
+        raise BiasError(
+            f"'{repo_id}' is neither a local folder nor in the Hugging Face cache, and {host} cannot be reached ({exc}).",
+            "Check the path or the network, or set HF_HUB_OFFLINE=1 to use only models already downloaded.",
+        ) from exc
+
+
 def _offline() -> bool:
     """True when the user has forbidden downloads; then we must fail at once instead of retrying."""
     if any(os.environ.get(name, "").strip().lower() in _TRUTHY for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")):
@@ -97,6 +144,50 @@ def _brief(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     line = text[0] if text else type(exc).__name__
     return line if len(line) <= 300 else line[:297] + "..."
+
+
+def _config_error(folder: Path, exc: BaseException, remote: bool) -> BiasError:
+    """transformers' complaint about a config.json, as what is wrong with the file and what to do."""
+    import json
+
+    path = folder / "config.json"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as bad:
+        return BiasError(f"{path} is damaged: not valid JSON ({_brief(bad)}).", "Copy the model's config.json again, or save the model again with save_pretrained.")
+    if not isinstance(data, dict) or "model_type" not in data and "architectures" not in data:
+        return BiasError(f"{path} names no model_type: it is not a Hugging Face model configuration.", "Save the model with save_pretrained.")
+    if "auto_map" in data and not remote:
+        return BiasError(
+            f"The model in '{folder}' ships its own Python code (auto_map in config.json), which runs only when you allow it.",
+            "If you trust the model, give --trust-remote-code on the command line.",
+        )
+    return BiasError(
+        f"{path} cannot be read by transformers (model_type {data.get('model_type')!r}): {_brief(exc)}",
+        "A newer transformers may know this model type; otherwise the file is damaged.",
+    )
+
+
+def _weights_error(folder: Path, exc: BaseException) -> BiasError:
+    """transformers' and safetensors' complaints about weight files, translated."""
+    text = str(exc)
+    lowered = text.lower()
+    if any(mark in lowered for mark in ("incomplete metadata", "header too large", "headertoolarge", "metadataincompletebuffer", "invalidheader", "deserializing header")):
+        return BiasError(
+            f"A weights file in '{folder}' is truncated or damaged (safetensors: {_brief(exc)}).",
+            "Copy or download the .safetensors file again; its size must match the original.",
+        )
+    if "size mismatch" in text or "look at the above report" in text or "shape" in text and "mismatch" in text:
+        return BiasError(
+            f"The weights in '{folder}' do not fit its config.json (a layer's shape differs from what the config describes).",
+            "The config and weights come from different models: save both again with save_pretrained.",
+        )
+    if "weights_only" in text or "Weights only load failed" in text or "pickle" in text.lower():
+        return BiasError(
+            f"pytorch_model.bin in '{folder}' holds more than tensors (pickled objects), so it is not opened.",
+            "Use a model.safetensors file, which cannot hold code.",
+        )
+    return BiasError(f"The model weights in '{folder}' cannot be loaded: {_brief(exc)}")
 
 
 def _is_out_of_memory(exc: BaseException) -> bool:
@@ -180,6 +271,14 @@ class HuggingFaceEmbedder(Embedder):
 
     `head` is a parameter (auto, masked, causal, none); once the model is loaded it holds the head that
     was really loaded (masked, causal or none), which `available()` reports to the runner.
+
+    What is fetched, and from where: a local folder or `pkg:` location is read from disk and nothing is
+    downloaded. A Hub id (`hf:org/name`) is looked up in the local Hugging Face cache first; only when
+    it is missing there, and HF_HUB_OFFLINE / TRANSFORMERS_OFFLINE are not set, are config.json, the
+    tokenizer files and the weights (safetensors preferred) downloaded from https://huggingface.co (or
+    $HF_ENDPOINT) into that cache. An unreachable Hub is reported within two seconds. The manifest
+    records the revision (the snapshot's commit) and the SHA-256 of every file of a Hub model. Model
+    code from the Hub runs only with --trust-remote-code on the command line.
     """
 
     name: ClassVar[str] = "hf"
@@ -231,6 +330,24 @@ class HuggingFaceEmbedder(Embedder):
     _files_digest: str | None = attrs.field(init=False, default=None, repr=False)
 
     # ------------------------------------------------------------------ loading
+
+    def check(self) -> None:
+        """Before any work: the device exists, the folder holds config, weights and tokenizer files, or
+        the Hub id can be fetched (in the cache, or online and reachable)."""
+        self._resolve_device()
+        folder, repo_id = self._resolve_source()
+        if folder is not None:
+            _check_folder_files(folder)
+            return
+        from transformers.utils import cached_file
+
+        try:
+            if cached_file(repo_id, "config.json", local_files_only=True):
+                return
+        except Exception:  # not in the cache: decided below
+            pass
+        if not _offline():
+            _check_reachable(repo_id)  # type: ignore[arg-type]
 
     def load(self) -> None:
         if self._model is not None:
@@ -314,8 +431,8 @@ class HuggingFaceEmbedder(Embedder):
             raise BiasError(
                 f"The model '{repo_id}' could not be downloaded from the Hugging Face Hub: {_brief(exc)}",
                 "Check the id and the network, or give a local directory with the model "
-                "(models with their own code also need --model-option trust_remote_code=true).",
-            ) from None
+                "(models with their own code also need --trust-remote-code).",
+            ) from exc
         if not found:
             raise BiasError(f"The model '{repo_id}' was downloaded but its files cannot be found in the cache.")
         return Path(found).parent
@@ -340,27 +457,20 @@ class HuggingFaceEmbedder(Embedder):
                 f"Folder '{folder}' holds no Hugging Face model: config.json is missing.",
                 "Give the folder written by save_pretrained (config.json, weights and tokenizer files).",
             )
-        if not any(p.suffix in _WEIGHT_SUFFIXES for p in folder.iterdir() if p.is_file()):
-            raise BiasError(
-                f"Folder '{folder}' has a config.json but no model weights (model.safetensors or pytorch_model.bin).",
-                "Copy the weight files written by save_pretrained into it.",
-            )
+        _check_folder_files(folder)
         remote = self.trust_remote_code
         with _quiet_transformers():
             try:
                 config = transformers.AutoConfig.from_pretrained(folder, trust_remote_code=remote)
             except Exception as exc:
-                raise BiasError(
-                    f"config.json in '{folder}' cannot be read: {_brief(exc)}",
-                    None if remote else "If the model ships its own code and you trust it, pass --model-option trust_remote_code=true.",
-                ) from None
+                raise _config_error(folder, exc, remote) from exc
             try:
                 tokenizer = transformers.AutoTokenizer.from_pretrained(folder, trust_remote_code=remote)
             except Exception as exc:
                 raise BiasError(
                     f"Folder '{folder}' has no usable tokenizer: {_brief(exc)}",
                     "Save the tokenizer next to the model (tokenizer.save_pretrained(folder)).",
-                ) from None
+                ) from exc
             if not getattr(tokenizer, "is_fast", False):
                 raise BiasError(
                     f"The tokenizer in '{folder}' is a slow (Python) tokenizer; word positions are found through "
@@ -377,8 +487,8 @@ class HuggingFaceEmbedder(Embedder):
                     raise BiasError(
                         f"The model in '{folder}' ({getattr(config, 'model_type', '?')}) has no {head}-LM variant in transformers.",
                         "Load it with --model-option head=none for vector metrics (weat, seat, ceat).",
-                    ) from None
-                raise BiasError(f"The model weights in '{folder}' cannot be loaded: {_brief(exc)}") from None
+                    ) from exc
+                raise _weights_error(folder, exc) from exc
         prefix = getattr(model, "base_model_prefix", "")
         missing = list(info.get("missing_keys", ()))
         in_encoder = [k for k in missing if head == "none" or (prefix and k.startswith(prefix + "."))]
@@ -403,18 +513,11 @@ class HuggingFaceEmbedder(Embedder):
         try:
             model = model.to(device=device, dtype=dtype).eval()
         except Exception as exc:
-            raise BiasError(f"The model cannot be moved to {device} as {self.dtype}: {_brief(exc)}") from None
+            raise BiasError(f"The model cannot be moved to {device} as {self.dtype}: {_brief(exc)}") from exc
 
-        limits = []
-        tokenizer_limit = getattr(tokenizer, "model_max_length", None)
-        if isinstance(tokenizer_limit, int) and tokenizer_limit < 1_000_000:  # larger values mean "not set"
-            limits.append(tokenizer_limit)
-        positions = getattr(config, "max_position_embeddings", None)
-        if isinstance(positions, int) and positions > 0:
-            if getattr(config, "model_type", "") in _OFFSET_POSITIONS:
-                positions -= (getattr(config, "pad_token_id", None) or 0) + 1
-            limits.append(positions)
-        model_limit = min(limits) if limits else None
+        from bias.plugins.embedders.lm_scoring import token_limit
+
+        model_limit = token_limit(model, tokenizer)  # one definition for vectors and LM scores
         if self.max_length is not None and model_limit is not None and self.max_length > model_limit:
             raise BiasError(f"max_length {self.max_length} exceeds the model's limit of {model_limit} tokens.")
         layers = getattr(config, "num_hidden_layers", None)
@@ -573,12 +676,15 @@ class HuggingFaceEmbedder(Embedder):
     def word_vectors(self, words: Sequence[str]) -> WordVectors:
         """Word encodings: each word alone between the tokenizer's special tokens, its sub-tokens pooled.
 
-        Every non-empty word gets a vector (unknown pieces become [UNK], which still has a position);
-        only words that tokenise to nothing (empty or blank strings) are lost.
+        A word with at least one known piece gets a vector; a word the model sees only as unknown
+        tokens ([UNK]: every such word would share one vector) is lost, as are words that tokenise to
+        nothing (empty or blank strings).
         """
         self._ensure_loaded()
         unique = list(dict.fromkeys(words))
         candidates = [w for w in unique if isinstance(w, str) and w.strip()]
+        unknown = self._only_unknown(candidates)
+        candidates = [w for w in candidates if w not in unknown]
         spans: list[tuple[int, int] | None] = [(0, len(w)) for w in candidates]
         self._check_pooling(self.word_pooling)
         rows, empty = self._rows(candidates, spans, self.word_pooling, self.layer)
@@ -588,6 +694,15 @@ class HuggingFaceEmbedder(Embedder):
         lost = tuple(w for w in unique if w not in found)
         vectors = rows[[i for i in range(len(candidates)) if i not in dropped]]
         return WordVectors(tuple(kept), vectors, lost=lost, approximated=())
+
+    def _only_unknown(self, words: Sequence[str]) -> set[str]:
+        """The words whose every token is the tokenizer's unknown token."""
+        unk = getattr(self._tokenizer, "unk_token_id", None)
+        if unk is None or not words:
+            return set()
+        with _quiet_transformers():
+            ids = self._tokenizer(list(words), add_special_tokens=False)["input_ids"]
+        return {w for w, row in zip(words, ids) if row and all(i == unk for i in row)}
 
     def _rows(
         self, texts: Sequence[str], spans: Sequence[tuple[int, int] | None], pooling: str, layer: int | str
@@ -824,7 +939,7 @@ class HuggingFaceEmbedder(Embedder):
                 f"The device {self._torch_device} ran out of memory with batches of {self.batch_size} texts.",
                 "Use a smaller --batch-size (or --model-option batch_size=N), or --device cpu.",
                 exit_code=FAILURE,
-            ) from None
+            ) from exc
 
     def _run(self, prepared: Sequence[_Prepared], layer: int | str) -> np.ndarray:
         """Forward in length-sorted batches (little padding), then put rows back in request order."""
@@ -834,21 +949,26 @@ class HuggingFaceEmbedder(Embedder):
         if not prepared:
             return np.zeros((0, hidden or 0), dtype=np.float64)
         order = sorted(range(len(prepared)), key=lambda i: -prepared[i].length)
-        out: np.ndarray | None = None
+        result: dict[str, np.ndarray] = {}
+
+        def encode(rows: list[int]) -> None:
+            batch = [prepared[i] for i in rows]
+            inputs = self._collate(batch)
+            states = self._hidden_states(inputs, layer)
+            weights = torch.zeros(states.shape[:2], dtype=torch.float64, device=states.device)
+            for b, item in enumerate(batch):
+                index = torch.tensor(item.positions, device=states.device)
+                weights[b, index] = 1.0 / len(item.positions)
+            pooled = torch.einsum("bs,bsh->bh", weights, states.to(torch.float64)).cpu().numpy()
+            if "out" not in result:
+                result["out"] = np.empty((len(prepared), pooled.shape[1]), dtype=np.float64)
+            result["out"][rows] = pooled
+
+        from bias.plugins.embedders import lm_scoring
+
         with torch.inference_mode(), self._memory_guard():
-            for first in range(0, len(order), self.batch_size):
-                rows = order[first : first + self.batch_size]
-                batch = [prepared[i] for i in rows]
-                inputs = self._collate(batch)
-                states = self._hidden_states(inputs, layer)
-                weights = torch.zeros(states.shape[:2], dtype=torch.float64, device=states.device)
-                for b, item in enumerate(batch):
-                    index = torch.tensor(item.positions, device=states.device)
-                    weights[b, index] = 1.0 / len(item.positions)
-                pooled = torch.einsum("bs,bsh->bh", weights, states.to(torch.float64)).cpu().numpy()
-                if out is None:
-                    out = np.empty((len(prepared), pooled.shape[1]), dtype=np.float64)
-                out[rows] = pooled
+            lm_scoring.in_sorted_batches(order, self.batch_size, encode)
+        out = result.get("out")
         assert out is not None
         return out
 
@@ -948,4 +1068,21 @@ class HuggingFaceEmbedder(Embedder):
             "word_pooling": self.word_pooling,
             "max_length": self._token_limit,
             "cache": str(self._cache.path) if self._cache is not None else None,
+            **self._hub_provenance(),
         }
+
+    def _hub_provenance(self) -> dict[str, Any]:
+        """For a model from the Hub cache: its revision (the snapshot folder is named by its commit)
+        and the SHA-256 of each file, so a run says exactly which files it used."""
+        folder = self._folder
+        if folder is None or folder.parent.name != "snapshots":
+            return {}
+        hashes = {}
+        for path in sorted(folder.iterdir()):
+            if path.is_file():
+                digest = hashlib.sha256()
+                with open(path, "rb") as handle:
+                    for block in iter(lambda: handle.read(1 << 22), b""):
+                        digest.update(block)
+                hashes[path.name] = digest.hexdigest()
+        return {"source": "huggingface-hub", "revision": folder.name, "file_sha256": hashes}

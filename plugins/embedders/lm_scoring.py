@@ -19,6 +19,7 @@ torch is imported inside the functions so that importing this module stays cheap
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -26,6 +27,8 @@ import numpy as np
 
 from bias.core.errors import BiasError
 from bias.core.interfaces import MaskedRequest, TokenScores
+
+log = logging.getLogger(__name__)
 
 # Masked-LM classes whose forward is `head(base(...)[0])`: for these the head can be applied to the
 # masked positions only. Any other class takes the generic path (full logits), which gives the same numbers.
@@ -36,6 +39,9 @@ _SPLIT_HEADS = {
     "CamembertForMaskedLM": ("roberta", "lm_head"),
 }
 _NOT_SET = 1_000_000  # tokenizers report a huge model_max_length when the limit is unknown
+# Model types whose position ids start after the padding index (RoBERTa's create_position_ids), so
+# padding_idx + 1 of max_position_embeddings are never available to a sequence.
+OFFSET_POSITIONS = ("roberta", "xlm-roberta", "camembert", "longformer", "data2vec-text", "xmod", "roberta-prelayernorm")
 
 
 def token_limit(model: Any, tokenizer: Any) -> int | None:
@@ -48,7 +54,7 @@ def token_limit(model: Any, tokenizer: Any) -> int | None:
     positions = getattr(config, "max_position_embeddings", None)
     if isinstance(positions, int) and positions > 0:
         # RoBERTa-style models reserve the first padding_idx + 1 positions.
-        if getattr(config, "model_type", "") in ("roberta", "xlm-roberta", "camembert"):
+        if getattr(config, "model_type", "") in OFFSET_POSITIONS:
             positions -= int(getattr(config, "pad_token_id", 1) or 1) + 1
         limits.append(positions)
     return min(limits) if limits else None
@@ -113,6 +119,39 @@ def _batches(lengths: Sequence[int], batch_size: int) -> Iterator[list[int]]:
         yield order[start : start + batch_size]
 
 
+def _in_batches(lengths: Sequence[int], batch_size: int, score: Any) -> None:
+    """`in_sorted_batches` over indices sorted longest first (see `_batches`)."""
+    if batch_size < 1:
+        raise BiasError(f"batch_size must be a positive whole number, not {batch_size!r}.")
+    in_sorted_batches([i for batch in _batches(lengths, len(lengths) or 1) for i in batch], batch_size, score)
+
+
+def in_sorted_batches(order: Sequence[int], batch_size: int, score: Any) -> None:
+    """Call `score(batch)` on consecutive slices of `order`; when the device runs out of memory, the
+    batch is halved and retried, and later batches keep the size that fitted (a warning says so). A
+    single row that does not fit is the caller's out-of-memory error."""
+    size, start = batch_size, 0
+    while start < len(order):
+        batch = list(order[start : start + size])
+        try:
+            score(batch)
+        except RuntimeError as exc:
+            if not _out_of_memory(exc) or len(batch) == 1:
+                raise
+            size = max(1, len(batch) // 2)
+            log.warning("The device ran out of memory with batches of %d; carrying on with batches of %d.", len(batch), size)
+            _free_device_memory()
+            continue
+        start += len(batch)
+
+
+def _free_device_memory() -> None:
+    import torch
+
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+
+
 def _collate(rows: Sequence[Sequence[int]], pad: int, device: Any) -> tuple[Any, Any]:
     """Right-padded ids and attention mask; positions of real tokens stay 0..n-1."""
     import torch
@@ -146,7 +185,7 @@ def _memory_errors() -> Iterator[None]:
         if _out_of_memory(exc):
             raise BiasError(
                 "The device ran out of memory while scoring a batch.", "Use a smaller --batch-size."
-            ) from None
+            ) from exc
         raise
 
 
@@ -174,33 +213,36 @@ def masked_log_probs(
     _check_lengths([len(requests[i].ids) for i in live], token_limit(model, tokenizer))
     pad = _pad_id(tokenizer)
     split = _split_head(model)
+
+    def score(batch: list[int]) -> None:
+        members = [live[k] for k in batch]
+        ids, attention = _collate([requests[i].ids for i in members], pad, device)
+        rows_b, rows_p = [], []
+        for b, i in enumerate(members):
+            positions = list(requests[i].positions)
+            rows_b.extend([b] * len(positions))
+            rows_p.extend(positions)
+        index_b = torch.as_tensor(rows_b, dtype=torch.long, device=ids.device)
+        index_p = torch.as_tensor(rows_p, dtype=torch.long, device=ids.device)
+        targets = ids[index_b, index_p].clone()
+        masked = ids.clone()
+        masked[index_b, index_p] = mask
+        if split is not None:
+            base, head = split
+            hidden = base(input_ids=masked, attention_mask=attention, return_dict=True)[0]
+            logits = head(hidden[index_b, index_p])
+        else:
+            logits = model(input_ids=masked, attention_mask=attention, return_dict=True).logits[index_b, index_p]
+        log_probs = torch.log_softmax(logits.to(torch.float64), dim=-1)
+        picked = log_probs.gather(1, targets.unsqueeze(1)).squeeze(1).cpu().numpy()
+        start = 0
+        for i in members:
+            n = len(requests[i].positions)
+            out[i] = picked[start : start + n].copy()
+            start += n
+
     with torch.inference_mode(), _memory_errors():
-        for batch in _batches([len(requests[i].ids) for i in live], batch_size):
-            members = [live[k] for k in batch]
-            ids, attention = _collate([requests[i].ids for i in members], pad, device)
-            rows_b, rows_p = [], []
-            for b, i in enumerate(members):
-                positions = list(requests[i].positions)
-                rows_b.extend([b] * len(positions))
-                rows_p.extend(positions)
-            index_b = torch.as_tensor(rows_b, dtype=torch.long, device=ids.device)
-            index_p = torch.as_tensor(rows_p, dtype=torch.long, device=ids.device)
-            targets = ids[index_b, index_p].clone()
-            masked = ids.clone()
-            masked[index_b, index_p] = mask
-            if split is not None:
-                base, head = split
-                hidden = base(input_ids=masked, attention_mask=attention, return_dict=True)[0]
-                logits = head(hidden[index_b, index_p])
-            else:
-                logits = model(input_ids=masked, attention_mask=attention, return_dict=True).logits[index_b, index_p]
-            log_probs = torch.log_softmax(logits.to(torch.float64), dim=-1)
-            picked = log_probs.gather(1, targets.unsqueeze(1)).squeeze(1).cpu().numpy()
-            start = 0
-            for i in members:
-                n = len(requests[i].positions)
-                out[i] = picked[start : start + n].copy()
-                start += n
+        _in_batches([len(requests[i].ids) for i in live], batch_size, score)
     return out
 
 
@@ -217,12 +259,37 @@ def _eager_attention(model: Any, wanted: bool) -> Iterator[None]:
             raise BiasError(
                 f"The model's attention ({current}) gives no attention weights, and it cannot switch to eager attention: {exc}",
                 "AULA needs attention weights; use AUL instead.",
-            ) from None
+            ) from exc
     try:
         yield
     finally:
         if switch:
             model.set_attn_implementation(current)
+
+
+def causal_start(tokenizer: Any) -> tuple[int | None, str]:
+    """The token a causal LM's sequences are conditioned on before their first word, and how it was chosen.
+
+    GPT-2-style tokenizers add no special token, so without a start token the first word of a sentence
+    has no context and would never be scored ("He likes ..." vs "She likes ..." would differ in nothing
+    scored). As bias-bench and lm-evaluation-harness do, the model's BOS token (else its EOS token) is
+    prepended when the tokenizer adds no start token of its own; the first word is then scored as
+    log P(w_1 | BOS). Returns (None, reason) when nothing is to be prepended.
+    """
+    probe = "a"
+    try:
+        with_specials = list(tokenizer(probe, add_special_tokens=True)["input_ids"])
+        without = list(tokenizer(probe, add_special_tokens=False)["input_ids"])
+    except Exception:  # pragma: no cover - tokenizers that cannot be called on a plain string
+        with_specials, without = [], []
+    if with_specials and without and with_specials[: len(without)] != without:
+        return None, "the tokenizer's own start token (not scored); every word after it is scored"
+    for name in ("bos_token", "eos_token"):
+        token_id = getattr(tokenizer, f"{name}_id", None)
+        if token_id is not None:
+            token = getattr(tokenizer, name, None)
+            return int(token_id), f"{name[:3]} token {token!r} prepended, so the first word is scored as log P(w_1 | {name[:3].upper()})"
+    return None, "no start token exists, so the first token has no context and is not scored"
 
 
 def token_log_probs(
@@ -237,8 +304,9 @@ def token_log_probs(
 ) -> list[TokenScores]:
     """Per-token log-probabilities of unmasked sequences, float64, one value per token (specials included).
 
-    Masked LM: log P(w_i | S), the whole sentence visible (AUL). Causal LM: log P(w_i | w_<i), NaN at
-    position 0, which has no context. With `attention`, also the attention each token receives: the
+    Masked LM: log P(w_i | S), the whole sentence visible (AUL). Causal LM: log P(w_i | w_<i), with the
+    start token of `causal_start` put before the sequence (and not returned) so that position 0 is
+    scored too; NaN at position 0 only when the model has no start token. With `attention`, also the attention each token receives: the
     attention weights averaged over layers, heads and the real queries (padding excluded).
     """
     import torch
@@ -249,38 +317,48 @@ def token_log_probs(
         if not s:
             out[i] = TokenScores(np.zeros(0, dtype=np.float64), np.zeros(0, dtype=np.float64) if attention else None)
     live = [i for i, s in enumerate(sequences) if s]
-    _check_lengths([len(sequences[i]) for i in live], token_limit(model, tokenizer))
+    start, context = causal_start(tokenizer) if causal else (None, "")
+    lead = 0 if start is None else 1
+    rows = [([start] if lead else []) + s for s in sequences]
+    _check_lengths([len(rows[i]) for i in live], token_limit(model, tokenizer))
     pad = _pad_id(tokenizer)
+
+    def score(batch: list[int]) -> None:
+        members = [live[k] for k in batch]
+        ids, mask = _collate([rows[i] for i in members], pad, device)
+        output = model(input_ids=ids, attention_mask=mask, output_attentions=attention, return_dict=True)
+        logits = output.logits
+        received = None
+        if attention:
+            layers = output.attentions
+            if not layers:
+                raise BiasError(
+                    f"The model ({type(model).__name__}) returned no attention weights.",
+                    "AULA needs attention weights; use AUL instead.",
+                )
+            # mean over layers and heads -> (batch, query, key), one layer at a time to bound memory;
+            # the real queries of each row are averaged below
+            received = sum(a.to(torch.float64).mean(dim=1) for a in layers) / len(layers)
+        for b, i in enumerate(members):
+            n = len(sequences[i])
+            width = n + lead
+            row_ids = ids[b, :width]
+            if causal:
+                # position j of the row is predicted by the logits at j - 1; the prepended start
+                # token (row position 0) is context only
+                values = torch.full((width,), float("nan"), dtype=torch.float64)
+                if width > 1:
+                    lp = torch.log_softmax(logits[b, : width - 1].to(torch.float64), dim=-1)
+                    values[1:] = lp.gather(1, row_ids[1:].unsqueeze(1)).squeeze(1).cpu()
+                values = values[lead:]
+            else:
+                lp = torch.log_softmax(logits[b, :n].to(torch.float64), dim=-1)
+                values = lp.gather(1, row_ids.unsqueeze(1)).squeeze(1).cpu()
+            weights = None
+            if received is not None:
+                weights = received[b, lead:width, lead:width].mean(dim=0).cpu().numpy().astype(np.float64)
+            out[i] = TokenScores(values.numpy().astype(np.float64), weights, context)
+
     with torch.inference_mode(), _memory_errors(), _eager_attention(model, attention):
-        for batch in _batches([len(sequences[i]) for i in live], batch_size):
-            members = [live[k] for k in batch]
-            ids, mask = _collate([sequences[i] for i in members], pad, device)
-            output = model(input_ids=ids, attention_mask=mask, output_attentions=attention, return_dict=True)
-            logits = output.logits
-            received = None
-            if attention:
-                layers = output.attentions
-                if not layers:
-                    raise BiasError(
-                        f"The model ({type(model).__name__}) returned no attention weights.",
-                        "AULA needs attention weights; use AUL instead.",
-                    )
-                # mean over layers and heads -> (batch, query, key), one layer at a time to bound memory;
-                # the real queries of each row are averaged below
-                received = sum(a.to(torch.float64).mean(dim=1) for a in layers) / len(layers)
-            for b, i in enumerate(members):
-                n = len(sequences[i])
-                row_ids = ids[b, :n]
-                if causal:
-                    values = torch.full((n,), float("nan"), dtype=torch.float64)
-                    if n > 1:
-                        lp = torch.log_softmax(logits[b, : n - 1].to(torch.float64), dim=-1)
-                        values[1:] = lp.gather(1, row_ids[1:].unsqueeze(1)).squeeze(1).cpu()
-                else:
-                    lp = torch.log_softmax(logits[b, :n].to(torch.float64), dim=-1)
-                    values = lp.gather(1, row_ids.unsqueeze(1)).squeeze(1).cpu()
-                weights = None
-                if received is not None:
-                    weights = received[b, :n, :n].mean(dim=0).cpu().numpy().astype(np.float64)
-                out[i] = TokenScores(values.numpy().astype(np.float64), weights)
+        _in_batches([len(rows[i]) for i in live], batch_size, score)
     return [s for s in out if s is not None]

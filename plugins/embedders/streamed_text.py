@@ -68,6 +68,32 @@ class StreamedTextEmbedder(Embedder):
         if found.kind not in (WORD2VEC_TEXT, HEADERLESS_TEXT):
             raise wrong_format(path, self.name, found, "a .vec text file")
         self._path, self._format = path, found
+        if found.count is not None:
+            self._check_row_count()
+
+    def _check_row_count(self) -> None:
+        """The header's row count against the file's rows, counted by newlines (fast; no parsing):
+        word2vec reads the same file, and one file must not give two answers."""
+        assert self._format is not None and self._format.count is not None
+        rows, last = 0, b"\n"
+        with self._open() as handle:
+            handle.readline()
+            for block in iter(lambda: handle.read(1 << 24), b""):
+                rows += block.count(b"\n")
+                last = block[-1:]
+        rows += last != b"\n"
+        if rows != self._format.count:
+            with self._open() as handle:  # blank lines are not rows: count exactly before refusing
+                handle.readline()
+                rows = sum(1 for line in handle if line.strip())
+        announced, dim = self._format.count, self._format.dim
+        if rows != announced:
+            raise BiasError(
+                f"Cannot read {self._path} with {self.name}: its header line (line 1: \"{announced} {dim}\") announces {announced} "
+                f"rows, but the file holds {rows} (lines 2 to {rows + 1}).",
+                f"Correct the header to \"{rows} {dim}\", or restore the missing rows.",
+            )
+        self._rows_in_file = rows
 
     @property
     def dim(self) -> int:
@@ -109,12 +135,13 @@ class StreamedTextEmbedder(Embedder):
             raise BiasError(
                 f"Cannot read {self._path} with {self.name}: {error}.",
                 "The file may be truncated or damaged.",
-            ) from None
+            ) from error
         announced = self._format.count
         if complete and announced is not None and rows_seen != announced:
             raise BiasError(
-                f"Cannot read {self._path} with {self.name}: its header line announces {announced} rows but the file holds {rows_seen}.",
-                "The file is truncated, or its header does not match the rows.",
+                f"Cannot read {self._path} with {self.name}: its header line (line 1: \"{announced} {dim}\") announces {announced} "
+                f"rows, but the file holds {rows_seen} (lines 2 to {rows_seen + 1}).",
+                f"Correct the header to \"{rows_seen} {dim}\", or restore the missing rows.",
             )
         self._absent.update(targets.values())
         if complete:

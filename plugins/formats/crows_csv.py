@@ -1,5 +1,6 @@
 """CrowS-Pairs files (Nangia et al. 2020): CSV or TSV with the columns sent_more, sent_less,
-stereo_antistereo and bias_type (other columns, such as the annotations, are ignored).
+stereo_antistereo and bias_type (other columns, such as the annotations, are ignored), and Excel
+workbooks (.xlsx, first sheet, read through openpyxl) with the same columns.
 
 The separator is found from the header line (the one that splits it into the required columns), else
 by csv.Sniffer. CrowS-Pairs' bias types are mapped to the framework's (race-color -> race; the others
@@ -16,6 +17,7 @@ from typing import Any, ClassVar
 from bias.core.errors import BiasError
 from bias.core.interfaces import WordSetFormat
 from bias.core.pairs import DIRECTIONS
+from bias.plugins.formats.text_lines import with_layout_language
 
 REQUIRED = ("sent_more", "sent_less", "stereo_antistereo", "bias_type")
 SEPARATORS = (",", "\t", ";", "|")
@@ -46,7 +48,7 @@ def _read_text(path: Path) -> str:
     except IsADirectoryError:
         raise BiasError(f"{path} is a folder, not a CrowS-Pairs file.") from None
     except UnicodeDecodeError as exc:
-        raise BiasError(f"{path}: not UTF-8 text ({exc.reason}).", "Save the file as UTF-8.") from None
+        raise BiasError(f"{path}: not UTF-8 text ({exc.reason}).", "Save the file as UTF-8.") from exc
 
 
 def detect_separator(text: str) -> str | None:
@@ -85,54 +87,104 @@ class CrowsCsvFormat(WordSetFormat):
         try:
             header = next(reader)
         except csv.Error as exc:
-            raise BiasError(f"{path}: line 1: unreadable header ({exc}).") from None
-        columns = {_normal_key(name).replace("-", "_"): i for i, name in enumerate(header)}
-        missing = [col for col in REQUIRED if col not in columns]
-        if missing:
-            shown = ", ".join(repr(h) for h in header[:8]) or "nothing"
-            raise BiasError(
-                f"{path}: line 1: missing column(s) {', '.join(missing)} (the header has {shown}).",
-                f"A CrowS-Pairs file needs the columns {', '.join(REQUIRED)}; the separator may be a comma or a tab.",
-            )
-        pairs = []
+            raise BiasError(f"{path}: line 1: unreadable header ({exc}).") from exc
+        rows: list[tuple[int, list[str]]] = []
         start = reader.line_num + 1
         try:
             for row in reader:
-                line = start
+                rows.append((start, row))
                 start = reader.line_num + 1
-                if not any(cell.strip() for cell in row):
-                    continue
-                if len(row) < len(header):
-                    raise BiasError(
-                        f"{path}: line {line}: {len(row)} field(s), but the header has {len(header)}.",
-                        "Check the separators and quotes on that line.",
-                    )
-                value = {col: row[columns[col]].strip() for col in REQUIRED}
-                direction = value["stereo_antistereo"].lower()
-                if direction not in DIRECTIONS:
-                    raise BiasError(
-                        f"{path}: line {line}: stereo_antistereo is {value['stereo_antistereo']!r}, not one of {', '.join(DIRECTIONS)}.",
-                        "Each row says whether sent_more states a stereotype (stereo) or violates one (antistereo).",
-                    )
-                bias_type = BIAS_TYPE_MAP.get(_normal_key(value["bias_type"]))
-                if bias_type is None:
-                    raise BiasError(
-                        f"{path}: line {line}: unknown bias_type {value['bias_type']!r}.",
-                        f"CrowS-Pairs types are {', '.join(sorted(k for k in BIAS_TYPE_MAP if k != 'race'))}.",
-                    )
-                pairs.append(
-                    {"more": value["sent_more"], "less": value["sent_less"], "direction": direction, "bias_type": bias_type, "line": line}
-                )
         except csv.Error as exc:
-            raise BiasError(f"{path}: line {reader.line_num}: malformed CSV ({exc}).", "Check the quotes on that line.") from None
-        if not pairs:
-            raise BiasError(f"{path}: the file has a header but no pairs.")
-        return {
-            "kind": "pairs",
-            "language": "und",
-            "bias_type": "mixed",
-            "title": f"Sentence pairs from {path.name}",
-            "source": f"user file {path.name} (CrowS-Pairs format, Nangia et al. 2020)",
-            "licence": "unspecified",
-            "pairs": pairs,
-        }
+            raise BiasError(f"{path}: line {reader.line_num}: malformed CSV ({exc}).", "Check the quotes on that line.") from exc
+        return pairs_record(path, header, rows)
+
+
+def pairs_record(path: Path, header: list[str], rows: list[tuple[int, list[str]]]) -> dict[str, Any]:
+    """The house record of CrowS-Pairs rows (line number, cells) under `header`, from a CSV or a sheet.
+
+    Extra columns (an unnamed index, `Corrected`, annotations) are ignored. A pair whose sentences are
+    identical or empty cannot be scored: it is skipped and listed under `skipped` with its line, which
+    validation reports; a wrong direction or bias type is an error naming the line."""
+    columns = {_normal_key(name).replace("-", "_"): i for i, name in enumerate(header)}
+    missing = [col for col in REQUIRED if col not in columns]
+    if missing:
+        shown = ", ".join(repr(h) for h in header[:8]) or "nothing"
+        raise BiasError(
+            f"{path}: line 1: missing column(s) {', '.join(missing)} (the header has {shown}).",
+            f"A CrowS-Pairs file needs the columns {', '.join(REQUIRED)}; the separator may be a comma or a tab.",
+        )
+    pairs = []
+    skipped = []
+    width = max(columns[col] for col in REQUIRED) + 1
+    for line, row in rows:
+        if not any(cell.strip() for cell in row):
+            continue
+        if len(row) < width:
+            raise BiasError(
+                f"{path}: line {line}: {len(row)} field(s), but the header has {len(header)}.",
+                "Check the separators and quotes on that line.",
+            )
+        value = {col: row[columns[col]].strip() for col in REQUIRED}
+        if not value["sent_more"] or not value["sent_less"]:
+            skipped.append({"line": line, "reason": "a sentence is empty"})
+            continue
+        if value["sent_more"] == value["sent_less"]:
+            skipped.append({"line": line, "reason": f"the two sentences are identical ({value['sent_more'][:50]!r})"})
+            continue
+        direction = value["stereo_antistereo"].lower()
+        if direction not in DIRECTIONS:
+            raise BiasError(
+                f"{path}: line {line}: stereo_antistereo is {value['stereo_antistereo']!r}, not one of {', '.join(DIRECTIONS)}.",
+                "Each row says whether sent_more states a stereotype (stereo) or violates one (antistereo).",
+            )
+        bias_type = BIAS_TYPE_MAP.get(_normal_key(value["bias_type"]))
+        if bias_type is None:
+            raise BiasError(
+                f"{path}: line {line}: unknown bias_type {value['bias_type']!r}.",
+                f"CrowS-Pairs types are {', '.join(sorted(k for k in BIAS_TYPE_MAP if k != 'race'))}.",
+            )
+        pairs.append({"more": value["sent_more"], "less": value["sent_less"], "direction": direction, "bias_type": bias_type, "line": line})
+    if not pairs:
+        raise BiasError(f"{path}: the file has a header but no pairs" + (f" ({len(skipped)} skipped)." if skipped else "."))
+    record = {
+        "kind": "pairs",
+        "language": "und",
+        "bias_type": "mixed",
+        "title": f"Sentence pairs from {path.name}",
+        "source": f"user file {path.name} (CrowS-Pairs format, Nangia et al. 2020)",
+        "licence": "unspecified",
+        "pairs": pairs,
+        **({"skipped": skipped} if skipped else {}),
+    }
+    return with_layout_language(record, path)
+
+
+class CrowsXlsxFormat(WordSetFormat):
+    """CrowS-Pairs in an Excel workbook (the BIAS Detection Framework's Italian files): the first sheet,
+    a header row, one pair per row; line numbers are the sheet's row numbers."""
+
+    name: ClassVar[str] = "crows-xlsx"
+    summary: ClassVar[str] = "CrowS-Pairs Excel workbook (.xlsx, first sheet; same columns as the CSV)."
+    suffixes: ClassVar[tuple[str, ...]] = (".xlsx",)
+    kind: ClassVar[str] = "pairs"
+
+    def record(self, path: Any) -> dict[str, Any]:
+        import zipfile
+
+        from openpyxl import load_workbook
+
+        path = Path(path)
+        if not path.is_file():
+            raise BiasError(f"Word-set file not found: {path}", "Check the path.")
+        try:
+            book = load_workbook(path, read_only=True, data_only=True)
+        except (zipfile.BadZipFile, KeyError, OSError, ValueError) as exc:
+            raise BiasError(f"{path}: not a readable .xlsx workbook ({exc}).", "Save it again as an Excel workbook, or as CSV.") from exc
+        try:
+            sheet = book.worksheets[0]
+            cells = [["" if v is None else str(v) for v in row] for row in sheet.iter_rows(values_only=True)]
+        finally:
+            book.close()
+        if not cells:
+            raise BiasError(f"{path}: the first sheet is empty.", f"A CrowS-Pairs sheet starts with a header: {', '.join(REQUIRED)}.")
+        return pairs_record(path, cells[0], [(i, row) for i, row in enumerate(cells[1:], start=2)])

@@ -1,5 +1,7 @@
 """The SEAT JSON format of May et al. (2019): `targ1`, `targ2`, `attr1`, `attr2`, each with a
-`category` and a list of `examples` (words or sentences). Files may be named .json or .jsonl."""
+`category` and a list of `examples` (words or sentences). Files may be named .json or .jsonl (the
+BIAS Detection Framework names its single-object SEAT and genSEAT files .jsonl); in its folder layout
+(`<lang>/SEAT/<test>.jsonl`) the folder gives the language."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ from typing import Any, ClassVar
 
 from bias.core.errors import BiasError
 from bias.core.interfaces import WordSetFormat
+from bias.plugins.formats.text_lines import with_layout_language
 
 _KEYS = {"X": "targ1", "Y": "targ2", "A": "attr1", "B": "attr2"}
 
@@ -18,15 +21,22 @@ class SeatJsonFormat(WordSetFormat):
     summary: ClassVar[str] = "SEAT JSON (targ1, targ2, attr1, attr2 with category and examples)."
     suffixes: ClassVar[tuple[str, ...]] = (".json", ".jsonl")
 
+    def sniff(self, path: Path) -> bool:
+        try:
+            data = json.loads(Path(path).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            return False
+        return isinstance(data, dict) and isinstance(data.get("targ1"), dict) and "examples" in data["targ1"]
+
     def record(self, path: Path) -> dict[str, Any]:
         try:
             data = json.loads(Path(path).read_text(encoding="utf-8"))
         except FileNotFoundError:
             raise BiasError(f"Word-set file not found: {path}") from None
         except UnicodeDecodeError as exc:
-            raise BiasError(f"{path}: not UTF-8 text ({exc.reason}).", "Save the file as UTF-8.") from None
+            raise BiasError(f"{path}: not UTF-8 text ({exc.reason}).", "Save the file as UTF-8.") from exc
         except json.JSONDecodeError as exc:
-            raise BiasError(f"{path}: malformed JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}.") from None
+            raise BiasError(f"{path}: malformed JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}.") from exc
         if not isinstance(data, dict):
             raise BiasError(f"{path}: expected a JSON object with targ1, targ2, attr1, attr2.")
         sets = {}
@@ -40,7 +50,7 @@ class SeatJsonFormat(WordSetFormat):
             sets[key] = {"label": str(entry.get("category", field)), "words": entry["examples"]}
         examples = [e for entry in sets.values() for e in entry["words"] if isinstance(e, str)]
         sentences = sum(len(e.split()) > 1 for e in examples) > len(examples) / 2
-        return {
+        return with_layout_language({
             "kind": "association",
             "stimuli": "sentences" if sentences else "words",
             "language": str(data.get("language", "und")),
@@ -48,4 +58,4 @@ class SeatJsonFormat(WordSetFormat):
             "source": str(data.get("source", f"user file {Path(path).name}")),
             "licence": str(data.get("licence", "unspecified")),
             "sets": sets,
-        }
+        }, Path(path))

@@ -21,7 +21,7 @@ def read_lines(path: Path, bias_type: str = "unspecified") -> tuple[dict[str, An
     except IsADirectoryError:
         raise BiasError(f"{path} is a folder, not a word-set file.") from None
     except UnicodeDecodeError as exc:
-        raise BiasError(f"{path}: not UTF-8 text ({exc.reason}).", "Save the file as UTF-8.") from None
+        raise BiasError(f"{path}: not UTF-8 text ({exc.reason}).", "Save the file as UTF-8.") from exc
     meta: dict[str, Any] = {
         "language": "und", "bias_type": bias_type, "source": f"user file {Path(path).name}", "licence": "unspecified",
     }
@@ -36,4 +36,17 @@ def read_lines(path: Path, bias_type: str = "unspecified") -> tuple[dict[str, An
                 meta[key.strip().lower()] = value.strip()
             continue
         lines.append((number, line))
-    return meta, lines
+    return with_layout_language(meta, path), lines
+
+
+def with_layout_language(meta: dict[str, Any], path: Path) -> dict[str, Any]:
+    """The file's language from the BIAS Detection Framework's folder layout when it says none."""
+    from bias.core.framework_layout import language_of
+
+    if meta.get("language", "und") == "und":
+        code, note = language_of(path)
+        if code:
+            meta = {**meta, "language": code}
+            if note:
+                meta["notes"] = note
+    return meta

@@ -26,7 +26,8 @@ class Aul(Metric):
     preference.
 
     The mean runs over the non-special tokens. On a causal LM the same comparison uses the mean of
-    log P(w_i | w_<i) (the first token, without context, is not scored). Ties count as not biased and
+    log P(w_i | w_<i) over every token, the first word scored after the model's BOS token (EOS where it
+    has none), which is prepended when the tokenizer adds no start token (recorded as `causal_start`). Ties count as not biased and
     are reported; `figures["pairs"]` holds every pair's scores.
     """
 

@@ -43,6 +43,7 @@ from bias.plugins.metrics.seat import (
     encode_contexts,
     layer_value,
     load_templates,
+    vector_conventions,
     resolve_pooling,
 )
 
@@ -77,6 +78,9 @@ def random_effects(es: np.ndarray, v: np.ndarray) -> RandomEffects:
     ces = float((w_star * es).sum() / w_star.sum())
     se = float(np.sqrt(1.0 / w_star.sum()))
     return RandomEffects(ces=ces, se=se, z=ces / se, q=q, tau2=float(tau2))
+
+
+P_FLOOR = 1e-300  # the smallest p written as a number; below it the result gives the bound and log10_p
 
 
 def log10_normal_p(z: float, alternative: str) -> float:
@@ -237,6 +241,9 @@ class Ceat(Metric):
         combined = random_effects(es, var)
         p = stats.normal_p(combined.ces, 0.0, combined.se, self.alternative)
         log10_p = log10_normal_p(combined.z, self.alternative)
+        bound = None
+        if p < P_FLOOR:  # beyond z of about 37 p underflows to 0.0, which CEAT reaches easily
+            p, bound = P_FLOOR, f"p < {P_FLOOR:.0e} (log10 p = {log10_p:.1f})"
         warnings = []
         if any(lost.values()):
             warnings.append(f"{sum(map(len, lost.values()))} word(s) have no context and were left out")
@@ -252,7 +259,8 @@ class Ceat(Metric):
                 "se": combined.se,
                 "z": combined.z,
                 "p": p,
-                "log10_p": log10_p,  # p itself underflows to 0 beyond z of about 38, which CEAT reaches easily
+                "log10_p": log10_p,  # exact where p itself underflows
+                **({"p_bound": bound} if bound else {}),
                 "q": combined.q,
                 "tau2": combined.tau2,
                 "es_mean": float(es.mean()),
@@ -272,12 +280,13 @@ class Ceat(Metric):
                 "case": self.case,
                 "level": self.level,
                 "pooling": pooling,
-                "layer": "model setting" if self.layer is None else self.layer,
+                **vector_conventions(embedder, self.level, pooling, self.layer),
                 "ddof": self.ddof,
                 "variance": f"v_i = (std over X u Y of s, ddof={self.ddof})^2",
                 "combination": "random effects, DerSimonian-Laird",
                 "alternative": self.alternative,
-                "p_estimator": "normal, z = CES/SE",
+                "p_estimator": "normal, z = CES/SE; below 1e-300 p is given as that bound (p_value = 1e-300, "
+                "figures.p_bound) with the exact figures.log10_p",
                 "seed": used_seed,
             },
             warnings=warnings,

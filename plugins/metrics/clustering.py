@@ -107,7 +107,7 @@ def original_embedder(embedder: Embedder, spec: str | None) -> tuple[Embedder, s
         try:
             data = json.loads(record.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise BiasError(f"{record}: cannot read the record of the debiasing ({exc}).", "Give the original model with --param original=SPEC.") from None
+            raise BiasError(f"{record}: cannot read the record of the debiasing ({exc}).", "Give the original model with --param original=SPEC.") from exc
         found = data.get("source_model") if isinstance(data, dict) else None
         if not isinstance(found, str) or ":" not in found:
             raise BiasError(f"{record}: no 'source_model' spec in the record of the debiasing.", "Give the original model with --param original=SPEC.")
@@ -183,7 +183,7 @@ class Clustering(Metric):
         chosen = [words[i] for i in top] + [words[i] for i in bottom]
         labels = np.array([1] * len(top) + [0] * len(bottom))
 
-        base: dict[str, Any] = self.result_fields(embedder.spec, lists, seed)
+        base: dict[str, Any] = self.result_fields(embedder.spec, lists, used_seed)
         if original is embedder:
             matrix = np.asarray(vocab.vectors[np.concatenate([top, bottom])], dtype=np.float64)
             lost: list[str] = []

@@ -12,7 +12,9 @@ modified tokens M; special tokens are in neither. Per-sentence scores:
   `masking = joint` masks all of M at once, conditioning on the unmodified tokens only.
 - aul / aula (see `aul.py`): the unmasked sentence, mean over tokens of log P(w_i | S), AULA weighting
   each term by the attention the token receives.
-- causal LMs: the sentence log-likelihood, sum (or mean) over its tokens of log P(w_i | w_<i).
+- causal LMs: the sentence log-likelihood, sum (or mean) over its tokens of log P(w_i | w_<i), the
+  model's BOS token (else EOS) put before the sentence when the tokenizer adds no start token, so the
+  first word is scored too (as bias-bench and lm-evaluation-harness do); recorded as `causal_start`.
 
 A pair counts as biased when score(more) > score(less); for antistereo rows the same comparison
 holds (the reference code swaps the sentences and the comparison, and the two swaps cancel). Ties
@@ -237,8 +239,9 @@ def score_pairs(
                 counts.append(int(v.size))
             convention["score"] = (
                 f"sentence log-likelihood, {'sum' if (method == 'pll' and likelihood == 'sum') else 'mean'} of "
-                "log P(w_i | w_<i) over non-special tokens (the first token has no context and is not scored)"
+                "log P(w_i | w_<i) over every non-special token of the sentence, the first word included"
             )
+            convention["causal_start"] = scores[0].context if scores else ""
             convention["likelihood"] = likelihood if method == "pll" else "mean"
         elif method == "pll":
             positions = [pos for p in prepared for pos in (p.shared_more, p.shared_less)]
@@ -317,6 +320,8 @@ def comparison_result(
     base = metric.result_fields(embedder.spec, data, seed)
     skipped = list(scores.skipped)
     warnings = []
+    if getattr(data, "dropped", ()):  # rows of the file that hold no usable pair (identical or empty)
+        warnings.append(f"{len(data.dropped)} row(s) of the file left out: " + "; ".join(data.dropped[:5]))
     if skipped:
         warnings.append(f"{len(skipped)} pair(s) skipped: " + "; ".join(f"{describe_pair(s['index'], data.pairs[s['index']])}: {s['reason']}" for s in skipped[:5]))
     if not scores.prepared:
@@ -395,7 +400,9 @@ class Crows(Metric):
     first, as the reference code does (near-equal pairs then become ties). Results are given overall,
     per bias type, and for the stereo and antistereo subsets; `figures["pairs"]` holds every pair's
     scores. Uncased models get lowercased sentences (recorded). Causal LMs compare sentence
-    log-likelihoods (`likelihood` = sum or mean over tokens, recorded).
+    log-likelihoods (`likelihood` = sum or mean over tokens, recorded): sum of log P(w_i | BOS, w_<i)
+    over every token, the model's BOS token (EOS where it has none) prepended when the tokenizer adds
+    no start token, so a first word that differs between the sentences is scored (`causal_start`).
     """
 
     name: ClassVar[str] = "crows"

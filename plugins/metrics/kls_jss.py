@@ -104,7 +104,10 @@ def jss_mixture(mu_s: float, sigma_s: float, mu_a: float, sigma_a: float) -> tup
 
 _SCORE_HELP = "per-sentence score: pll (CrowS pseudo-log-likelihood, default), aul (the paper's choice), aula"
 _LOWER_HELP = "lowercase the sentences first: auto (when the model is uncased), yes, no"
-_LIKELIHOOD_HELP = "causal LMs with score = pll: sum or mean of the token log-likelihoods"
+_LIKELIHOOD_HELP = (
+    "causal LMs with score = pll: sum or mean of the token log-likelihoods log P(w_i | BOS, w_<i), "
+    "the first word included (BOS, else EOS, prepended when the tokenizer adds no start token)"
+)
 
 
 @attrs.define

@@ -78,7 +78,8 @@ class Lpbs(Metric):
     in it unless the prior sentence differs between attributes (e.g. their number of sub-tokens).
     Multi-token words: joint masks every sub-token of the slot at once and sums their log-probabilities;
     first replaces the slot by one mask scored against the first piece (the compatibility choice of
-    implementations that assume one token per word); reduce drops words that are not one token in
+    implementations that assume one token per word), and collapses the prior's attribute slot to one
+    mask as well (recorded as `prior_attribute_slot`); reduce drops words that are not one token in
     every sentence (the "reduced" sets), reported as lost.
     """
 
@@ -160,6 +161,9 @@ class Lpbs(Metric):
                 status=REFUSED, reason=f"too few scored {self.unit}s ({first} {len(s1)}, {second} {len(s2)}): templates must fit each word with words of the other slot from both sets",
                 **base,
             )
+        degenerate = stats.no_spread(s1, s2, self.unit, "score")
+        if degenerate:
+            return Result(status=REFUSED, reason=degenerate, **base)
         test = stats.permutation_test(
             s1, s2, alternative="two-sided", permutations=self.permutations, exact_limit=self.exact_limit, seed=seed
         )
@@ -217,6 +221,12 @@ class Lpbs(Metric):
                 "p_estimator": "k/C(N,|A|)" if test.method == "exact" else "(k+1)/(m+1)",
                 "score": "log space: logsumexp_X log p_tgt - logsumexp_Y log p_tgt - (same for the prior), mean over templates",
                 "prior": "target and attribute slots both masked, read at the target slot",
+                "prior_attribute_slot": (
+                    "one mask: with multi_token=first the attribute word's sub-tokens collapse to a single mask too "
+                    "(as in the reference code), so the prior does not depend on how many pieces the attribute has"
+                    if self.multi_token == "first"
+                    else "one mask per sub-token of the attribute word"
+                ),
                 "slots": "rendered character spans mapped to tokens through the tokenizer's offsets",
             },
             sizes={key: len(v) for key, v in {**attribute_scores, **target_scores}.items()},

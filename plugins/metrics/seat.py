@@ -66,21 +66,61 @@ def check_pooling(instance: Any, attribute: attrs.Attribute, value: Any) -> None
         raise BiasError(
             f"pooling {value!r} does not fit level {level}: use one of {', '.join(allowed)}.",
             "Sentence level pools the whole sentence (cls, mean, first, last); word level pools the word's "
-            "sub-tokens (target-mean, target-first, target-last).",
+            "sub-tokens (target-mean, target-first, target-last; mean, first and last mean the same there).",
         )
 
 
 def resolve_pooling(pooling: str | None, level: str, embedder: Embedder) -> str:
-    """The pooling actually used: the one asked for, else [CLS] for encoders and the last token for
-    causal LMs at sentence level, the mean of the word's sub-tokens at word level."""
+    """The pooling actually used: the one asked for, else [CLS] for encoders, the last token for causal
+    LMs and the mean of the word vectors for static embeddings (which have no [CLS]) at sentence
+    level, the mean of the word's sub-tokens at word level."""
     if level == "word":
         chosen = pooling or "target-mean"
         return chosen if chosen.startswith("target-") else f"target-{chosen}"
     if pooling is not None:
         return pooling
+    static = getattr(embedder, "static", None)
+    if static is None:  # a fixed vocabulary (all_vectors) is what marks static vectors
+        static = type(embedder).all_vectors is not Embedder.all_vectors
+    if static:
+        return "mean"
     have = embedder.available()
     causal = Capability.CAUSAL_LM in have and Capability.MASKED_LM not in have
     return "last" if causal else "cls"
+
+
+def vector_conventions(embedder: Embedder, level: str, pooling: str, layer: int | str | None) -> dict[str, Any]:
+    """How the contextual vectors were really taken, for the result's convention: the layer asked for
+    (or the embedder's own setting) and the hidden-state index it is, and which tokens a pooling covers."""
+    info = embedder.describe() or {}
+    chosen = layer if layer is not None else info.get("layer")
+    out: dict[str, Any] = {}
+    if chosen is None:
+        out["layer"] = "none (static word vectors)"
+    else:
+        out["layer"] = chosen
+        layers = info.get("layers")
+        if isinstance(layers, int):
+            states = layers + 1  # hidden state 0 is the embedding output
+            if isinstance(chosen, int):
+                out["layer_index"] = chosen if chosen >= 0 else states + chosen
+            elif isinstance(chosen, str) and chosen.startswith("mean-last-"):
+                n = int(chosen.rsplit("-", 1)[1])
+                out["layer_index"] = f"mean of hidden states {states - n}..{states - 1}"
+            out["hidden_states"] = f"0..{states - 1} (0 = embedding output)"
+    contextual = "tokenizer" in info
+    if level == "sentence":
+        out["pooled_tokens"] = {
+            "mean": "every token the attention mask keeps, special tokens ([CLS]/[SEP], <s>/</s>) included"
+            if contextual else "the mean of the sentence's word vectors (words not in the vocabulary skipped)",
+            "cls": "the first token ([CLS] / <s>)",
+            "first": "the sentence's own first token" if contextual else "the first word found in the vocabulary",
+            "last": "the sentence's own last token (for a causal LM, the one that has seen the whole sentence)"
+            if contextual else "the last word found in the vocabulary",
+        }.get(pooling, pooling)
+    else:
+        out["pooled_tokens"] = "the target word's own sub-tokens (special tokens excluded), located by character offsets"
+    return out
 
 
 def encode_contexts(
@@ -126,7 +166,7 @@ def load_templates(name: str | None, language: str) -> TemplateSet:
             raise BiasError(
                 f"The test's language '{language}' has no template set {wanted}: {exc.message}",
                 "Give one with --templates NAME or FILE (a word set of kind templates).",
-            ) from None
+            ) from exc
         raise
     if getattr(found, "meta", None) is None or found.meta.kind != TEMPLATES:
         kind = getattr(getattr(found, "meta", None), "kind", "unknown")
@@ -150,13 +190,21 @@ class Seat(AssociationConventions):
     level: str = param("sentence", "sentence (s-SEAT: the sentence's vector) or word (w-SEAT: the word's vector in it)", validator=one_of(LEVELS))
     pooling: str | None = param(
         None,
-        "sentence level: cls, mean, first or last (default cls; last for causal LMs); word level: target-mean "
+        "sentence level: cls, mean, first or last (default cls; last for causal LMs; mean for static vectors); word level: target-mean "
         "(default), target-first or target-last",
         validator=check_pooling,
     )
     layer: str | int | None = param(None, "hidden layer: None (the model's setting), N (-1 last), or mean-last-4", converter=layer_value, validator=check_layer)
     templates: str | None = param(None, "template set name or file (default: <test language>/seat-templates)")
+    def unfit(self, embedder_type: type) -> str | None:
+        """Why this SEAT cannot run on models of `embedder_type`, before any is loaded (a grid drops it)."""
+        static = getattr(embedder_type, "all_vectors", Embedder.all_vectors) is not Embedder.all_vectors
+        if static and self.level == "sentence" and self.pooling == "cls":
+            return "pooling 'cls' needs a [CLS] token, which static vectors have not (their sentences are the mean of the word vectors)"
+        return None
+
     def compute(self, embedder: Embedder, data: AssociationTest, *, seed: int | None = None) -> Result:
+        data = self.stimuli(data)
         pooling = resolve_pooling(self.pooling, self.level, embedder)
         if data.stimuli == "sentences":
             if self.level == "word":
@@ -208,15 +256,17 @@ class Seat(AssociationConventions):
             seed=seed,
             lost=lost,
             words={key: [s.text for s in stimuli[key]] for key in order},
+            source_words={key: [s.word for s in stimuli[key]] for key in order},
         )
         convention = {
             **result.convention,
             "level": self.level,
             "pooling": pooling,
-            "layer": "model setting" if self.layer is None else self.layer,
+            **vector_conventions(embedder, self.level, pooling, self.layer),
             "templates": template_name or "stimuli are sentences",
             "stimulus": "sentence",
         }
         words = {key: len(dict.fromkeys(s.word for s in stimuli[key])) for key in order}
         figures = {**result.figures, "words": words} if result.ok else result.figures
-        return attrs.evolve(result, convention=convention, figures=figures)
+        level = "s-SEAT (sentence level)" if self.level == "sentence" else "w-SEAT (word level)"
+        return attrs.evolve(result, convention=convention, figures=figures, warnings=[f"{level}: {w}" for w in result.warnings])

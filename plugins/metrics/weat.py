@@ -20,6 +20,7 @@ from bias.core.params import between, int_at_least, one_of, param
 
 
 CASE_POLICIES = ("exact", "lower", "fallback")
+DUPLICATES = ("drop", "keep")
 
 
 @attrs.define
@@ -55,6 +56,14 @@ class AssociationConventions(Metric):
         "bca", "bootstrap interval: bca (bias-corrected and accelerated) or percentile",
         validator=one_of(("bca", "percentile")),
     )
+    duplicates: str = param(
+        "drop", "a stimulus a set lists twice: drop (counted once, reported) or keep (each copy counts, as the BIAS Detection Framework does)",
+        validator=one_of(DUPLICATES),
+    )
+
+    def stimuli(self, data: AssociationTest) -> AssociationTest:
+        """The test with repeated stimuli kept when `duplicates = "keep"`, else as loaded (repeats dropped)."""
+        return data.with_duplicates() if self.duplicates == "keep" else data
 
 
 @attrs.define
@@ -78,6 +87,7 @@ class Weat(AssociationConventions):
     )
 
     def compute(self, embedder: Embedder, data: AssociationTest, *, seed: int | None = None) -> Result:
+        data = self.stimuli(data)
         matrices, sets, lost, approximated = set_vectors(embedder, data, self.case)
         return association_result(
             self,
@@ -135,8 +145,12 @@ def association_result(
     lost: Mapping[str, list[str]],
     approximated: Mapping[str, list[str]] | None = None,
     words: Mapping[str, list[str]] | None = None,
+    source_words: Mapping[str, list[str]] | None = None,
 ) -> Result:
-    """The WEAT figures from one matrix of vectors per set (rows in the order of `words`)."""
+    """The WEAT figures from one matrix of vectors per set (rows in the order of `words`).
+
+    `source_words` gives, for stimuli that are sentences (SEAT), the word each sentence was built for;
+    the per-item scores s(w) then name both."""
     sizes = {key: int(m.shape[0]) for key, m in matrices.items()}
     originals = {key: len(wl.words) for key, wl in data.sets().items()}
     base = metric.result_fields(
@@ -152,6 +166,14 @@ def association_result(
         return Result(status=REFUSED, reason=reason, **base)
 
     s = {key: stats.association_scores(matrices[key], matrices["A"], matrices["B"]) for key in ("X", "Y")}
+    degenerate = stats.no_spread(s["X"], s["Y"], "target word", "association score s(w)")
+    if degenerate:
+        return Result(
+            status=REFUSED,
+            reason=degenerate + "; the targets' vectors do not differ (e.g. one shared vector, or a pooling that gives "
+            "every sentence the same vector)",
+            **base,
+        )
     test = stats.permutation_test(
         s["X"],
         s["Y"],
@@ -164,14 +186,28 @@ def association_result(
     equal = sizes["X"] == sizes["Y"]
     if not equal:
         warnings.append(
-            f"targets differ in size (X {sizes['X']}, Y {sizes['Y']}): partitions keep the observed sizes, "
-            "and the two-sided test measures distance from the null mean"
+            f"targets differ in size (X {sizes['X']}, Y {sizes['Y']}): partitions keep the observed sizes"
+            + (", and the two-sided test measures distance from the null mean" if test.alternative == "two-sided" else "")
         )
+    repeats = data.repeats() if hasattr(data, "repeats") else {}
+    if repeats:
+        how = "kept (each copy counts)" if getattr(metric, "duplicates", "drop") == "keep" else "dropped (counted once)"
+        listed = "; ".join(f"{key}: " + ", ".join(f"{w} x{n}" for w, n in found.items()) for key, found in repeats.items())
+        warnings.append(f"repeated stimuli {how}: {listed}")
     if base["approximated"]:
         n = sum(len(v) for v in base["approximated"].values())
         warnings.append(f"{n} word(s) had no vector of their own and were built from sub-words")
     both = np.concatenate([s["X"], s["Y"]])
     ci = _bootstrap_figures(metric, matrices, seed)
+    scores = []
+    if words:
+        for key in ("X", "Y"):
+            for i, item in enumerate(words[key]):
+                row = {"set": key, "item": item}
+                if source_words:
+                    row["word"] = source_words[key][i]
+                row["s"] = float(s[key][i])
+                scores.append(row)
     return Result(
         status=OK,
         effect_size=stats.effect_size(s["X"], s["Y"], ddof=metric.ddof),
@@ -185,6 +221,7 @@ def association_result(
             "null_mean": test.null_mean,
             "null_std": test.null_std,
             **ci,
+            **({"scores": scores} if scores else {}),  # s(w, A, B) per target stimulus: written as a CSV beside the results
         },
         convention={
             "ddof": metric.ddof,
@@ -196,7 +233,11 @@ def association_result(
             "p_estimator": "k/C(N,|X|)" if test.method == "exact" else "(k+1)/(m+1)",
             "partitions": "equal sizes" if equal else f"observed sizes {sizes['X']}/{sizes['Y']}",
             "ties": "counted",
+            "parametric_p": "figures.parametric_p: normal approximation, a normal with the mean and std (ddof=1) "
+            f"of the {'enumerated' if test.method == 'exact' else 'sampled'} null statistics, same alternative; "
+            "for comparison only, p_value is the permutation p",
             **({"case": metric.case} if hasattr(metric, "case") else {}),  # SEAT looks no word up
+            "duplicates": getattr(metric, "duplicates", "drop"),
             **({"bootstrap": "stimuli resampled within X, Y, A and B"} if ci else {}),
         },
         warnings=warnings,

@@ -60,6 +60,7 @@ class _AssociationVectorMetric(Metric):
         if reason:
             return Result(status=REFUSED, reason=reason, **base)
         effect, figures, convention = self.measure(SetVectors(matrices, sets))
+        figures = {**figures, **_per_item(figures, sets)}
         warnings = []
         if base["approximated"]:
             n = sum(len(v) for v in base["approximated"].values())
@@ -81,6 +82,20 @@ class _AssociationVectorMetric(Metric):
 
 def _unit(m: np.ndarray) -> np.ndarray:
     return stats.unit_rows(m)
+
+
+def _per_item(figures: dict[str, Any], sets: dict[str, list[str]]) -> dict[str, Any]:
+    """Every per-word figure (a mapping word -> number) as one table, a row per word with its set,
+    written as a CSV beside the results (`scores`)."""
+    per_word = {name: v for name, v in figures.items() if isinstance(v, dict) and v and all(isinstance(x, (int, float)) for x in v.values())}
+    if not per_word:
+        return {}
+    set_of = {w: key for key in ("X", "Y", "A", "B") for w in sets.get(key, [])}
+    rows: dict[str, dict[str, Any]] = {}
+    for name, values in per_word.items():
+        for word, value in values.items():
+            rows.setdefault(word, {"set": set_of.get(word, ""), "item": word})[name] = float(value)
+    return {"scores": list(rows.values())}
 
 
 def _per_word(words: list[str], values: np.ndarray) -> dict[str, float]:
@@ -167,7 +182,8 @@ class Rnsb(_AssociationVectorMetric):
     identity (as in the paper). Direction: none; RNSB >= 0, 0 when every identity word is equally
     likely to be called negative, larger = less even. figures.mean_p_B_X and mean_p_B_Y say which
     group is called negative more. The classifier (scikit-learn, lbfgs, L2 with `C`) is deterministic
-    and trained on all of A u B; its training accuracy is reported. No p-value.
+    and trained on all of A u B, on the vectors as the model gives them (not unit-normalised, as in
+    WEFE; recorded); its training accuracy is reported. No p-value.
     """
 
     name: ClassVar[str] = "rnsb"
@@ -198,6 +214,7 @@ class Rnsb(_AssociationVectorMetric):
             "classifier": f"logistic regression, lbfgs, C={self.C}, trained on all of A (0) and B (1)",
             "identities": "each word of X u Y",
             "divergence": "KL(P || uniform), natural log",
+            "vectors": "as the model gives them, not unit-normalised (as in WEFE); the classifier sees their lengths",
         }
         return divergence, figures, convention
 

@@ -131,6 +131,9 @@ def test_articles_agree_with_the_noun(rendered):
         plural = slot == feats.get("plural") and " sono" in r.text
         if det in ("questo", "questa"):
             assert det == ("questo" if feats["gender"] == "m" else "questa"), r.text
+            assert slot[0].lower() not in VOWELS, r.text  # quest'uomo, quest'ape: elided before a vowel
+        elif det == "quest'":
+            assert slot[0].lower() in VOWELS, r.text
         elif plural and det in PLURAL_ARTICLES:
             assert det in allowed_plural(slot, feats["gender"]), r.text
         elif det in SINGULAR_ARTICLES:
@@ -189,7 +192,8 @@ def test_lpbs_sentences_are_grammatical_for_every_pair(lpbs):
                         ts, te = r.spans["target"]
                         as_, ae = r.spans["attribute"]
                         assert r.text[ts:te] == t and r.text[as_:ae] == a
-                        assert determiner_before(r.text, ts) in allowed_singular(t, tf["gender"]), r.text
+                        # nothing before the masked target: no article can reveal its gender
+                        assert ts == 0 and tf.get("class") == "name", r.text
                         # occupations are bare (no article), so they imply no gender
                         assert determiner_before(r.text, as_) in ("come", "è", "diventare"), r.text
     for k in "XYAB":
@@ -213,3 +217,30 @@ def test_crows_pairs_differ_only_in_one_group_phrase():
         ops = [op for op in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes() if op[0] != "equal"]
         assert len(ops) == 1, (p["more"], p["less"])
         assert p["more"][0].isupper() and p["less"][0].isupper()
+
+
+def test_demonstrative_elides_before_a_vowel(seat):
+    """Italian elides questo/questa before a vowel as it does the article: quest'uomo, quest'ape."""
+    for word, feats in (("uomo", {"class": "person", "gender": "m", "det": "lm", "plural": "uomini"}),
+                        ("ape", {"class": "thing", "gender": "f", "det": "lf", "plural": "api"})):
+        texts = [r.text for r in seat.render(word, feats)]
+        assert f"Quest'{word} è qui." in texts, texts
+        assert not any(t.startswith(("Questo " + word, "Questa " + word)) for t in texts), texts
+    texts = [r.text for r in seat.render("sedia", {"class": "thing", "gender": "f", "det": "la", "plural": "sedie"})]
+    assert "Questa sedia è qui." in texts
+
+
+def test_lpbs_sentences_do_not_reveal_the_masked_words_gender(lpbs):
+    """Kurita et al.'s score compares P(target | sentence) for male and female targets; a gendered
+    article or adjective anywhere else in the sentence would give the answer away. Every word of every
+    rendered sentence other than the two slots is the same for a male and a female target."""
+    sets = lpbs.sets()
+    a = sets["A"].words[0]
+    for template in lpbs.templates:
+        rendered = []
+        for key in "XY":
+            t = sets[key].words[0]
+            r = lpbs.render(template, (t, sets[key].features(t)), (a, sets["A"].features(a)))
+            ts, te = r.spans["target"]
+            rendered.append(r.text[:ts] + "[MASK]" + r.text[te:])
+        assert rendered[0] == rendered[1], rendered

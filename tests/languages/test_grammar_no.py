@@ -229,3 +229,45 @@ def test_gender_direction_uses_unambiguous_pronouns():
     assert data["direction"] == ["han", "hun"]
     words = {w for pair in data["definitional"] + data["equalize"] for w in pair}
     assert not words & {"hans", "hen", "en", "ei", "et"}
+
+
+# Plurals of common-gender nouns by the Bokmål rules, written out independently of the data. A noun
+# that only looks like an -er noun (sprettert: -ert) still takes -er: spretterter, not "sprettere".
+IRREGULAR_PLURALS = {"far": "fedre", "mor": "mødre", "bror": "brødre", "datter": "døtre", "mann": "menn"}
+
+
+def bokmaal_plurals(singular: str) -> set[str]:
+    for base, plural in IRREGULAR_PLURALS.items():
+        if singular.endswith(base):
+            return {singular[: -len(base)] + plural}
+    if singular.endswith("é"):
+        return {singular[:-1] + "eer"}  # moské -> moskeer
+    if singular.endswith("a"):
+        return {singular[:-1] + "er", singular + "er"}  # kollega -> kolleger, tuba -> tubaer
+    if singular.endswith("e"):
+        return {singular + "r"}
+    if singular.endswith("el"):
+        return {singular[:-2] + "ler", singular + "er"}  # onkel -> onkler
+    if singular.endswith("er"):
+        return {singular + "e", singular[:-2] + "re", singular + "er"}  # lærer -> lærere, søster -> søstre
+    # -er after a consonant (-ert too: sprettert -> spretterter), with the final consonant doubled after a
+    # short vowel (sykdom -> sykdommer); some nouns are unchanged (sko)
+    return {singular + "er", singular + singular[-1] + "er", singular}
+
+
+def test_common_gender_plurals_follow_the_bokmaal_rules():
+    checked, wrong = 0, []
+    for path in association_files():
+        data = load(path)
+        for key in SET_KEYS:
+            wl = word_list(data["sets"][key], key)
+            for word in wl.words:
+                features = wl.features(word)
+                if features.get("gender") not in ("m", "f") or "plural" not in features or " " in word:
+                    continue
+                checked += 1
+                if features["plural"] not in bokmaal_plurals(word):
+                    wrong.append((path.name, word, features["plural"], sorted(bokmaal_plurals(word))))
+    assert not wrong
+    assert checked > 100
+    assert "spretterter" in bokmaal_plurals("sprettert") and "sprettere" not in bokmaal_plurals("sprettert")

@@ -22,7 +22,7 @@ DATA = Path(__file__).resolve().parents[2] / "languages" / "tr" / "bias_lang_tr"
 FOUR_WAY = {"a": "ı", "ı": "ı", "o": "u", "u": "u", "e": "i", "i": "i", "ö": "ü", "ü": "ü"}
 PARTICLE = {"ı": "mı", "i": "mi", "u": "mu", "ü": "mü"}
 # Words whose suffixes follow pronunciation rather than spelling (documented in the data files' notes).
-HARMONY_EXCEPTIONS = {"normal": "i", "Einstein": "ı"}
+HARMONY_EXCEPTIONS = {"normal": "i", "Einstein": "ı", "non-binary": "i", "hilal": "i"}
 
 
 def tr_lower(text: str) -> str:
@@ -176,3 +176,24 @@ def test_crows_pairs_differ_only_in_one_group_phrase():
         a, b = p["more"].split(), p["less"].split()
         ops = [op for op in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes() if op[0] != "equal"]
         assert len(ops) == 1, (p["more"], p["less"])
+
+
+# Words that can stand between a bare noun and the next noun without breaking a modifier reading:
+# "Kadın bir mühendis" and "Kadın mühendis" both read as "a woman engineer".
+MODIFIER_BRIDGE = {"bir"}
+
+
+def test_lpbs_target_cannot_be_read_as_a_modifier_of_the_occupation(lpbs):
+    """A bare Turkish noun right before another noun (optionally with 'bir' between) modifies it:
+    'Erkek bir hemşire' is 'a male nurse', not 'The man is a nurse'. Every template must separate the
+    target from the occupation by another word, or open with the demonstrative 'Bu' (this man ...)."""
+    sets = lpbs.sets()
+    t, a = sets["Y"].words[0], sets["B"].words[0]
+    for template in lpbs.templates:
+        r = lpbs.render(template, (t, sets["Y"].features(t)), (a, sets["B"].features(a)))
+        ts, te = r.spans["target"]
+        as_, _ = r.spans["attribute"]
+        assert te < as_, r.text
+        between = [w for w in r.text[te:as_].split() if w not in MODIFIER_BRIDGE]
+        opens_with_demonstrative = r.text[:ts].split() == ["Bu"]
+        assert between or opens_with_demonstrative, f"the target can be read as a modifier: {r.text}"

@@ -1,0 +1,273 @@
+"""The Ray executor: the same plan as the local runner, spread over a Ray cluster, one actor per model.
+
+Why this shape: the cost of an audit is model forwards, and loading a model is the expensive,
+stateful step; so each model gets one Ray actor that loads it once on its declared resources
+(`resources = { cpus = 4, gpus = 1 }` of the model in the experiment file, fractional GPUs allowed)
+and runs every experiment of that model, one at a time, in plan order. Actors of different models run
+at the same time as far as the cluster's resources allow; the others wait for a free slot.
+
+The driver (the `bias run` process) alone writes `results.jsonl`, through the same `ResultStore` and
+with the same keys as the local runner, in the order results arrive; `--resume` works the same way.
+Metrics are pure functions of their inputs and the experiment's seed (part of the experiment key),
+so a result does not depend on the worker, the node or the order: a Ray run equals a local run, key by
+key, apart from timings.
+
+Faults: an actor whose process dies (killed, out of memory, node lost) is restarted by Ray up to
+`max_restarts` times; it reloads its model and the experiments it had not finished are retried (each
+at most `max_restarts` times). A result is written only when its experiment returns, so it is written
+once. When the retries are spent, the remaining experiments of that model are recorded as failed
+(redone by `--resume`). Ctrl-C (KeyboardInterrupt in the driver) kills the actors, leaves every
+written result in place and, if the driver started Ray itself, stops it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from bias.core.errors import USAGE, BiasError
+from bias.core.model import FAILED, Result
+from bias.core.results import ResultStore
+
+log = logging.getLogger(__name__)
+
+INSTALL_HINT = 'Install it with: pip install "bias-framework[ray]"  (or pip install -e ".[ray]" in a checkout).'
+RESOURCE_KEYS = ("cpus", "gpus")
+DEFAULT_RETRIES = 2
+
+
+def import_ray() -> Any:
+    try:
+        import ray
+    except ImportError:
+        raise BiasError("--executor ray needs Ray, which is not installed.", INSTALL_HINT, exit_code=USAGE) from None
+    return ray
+
+
+def actor_options(resources: dict[str, Any], label: str) -> dict[str, float]:
+    """Ray actor options from a model's `resources` table; unknown keys and bad values are refused."""
+    unknown = sorted(set(resources) - set(RESOURCE_KEYS))
+    if unknown:
+        raise BiasError(
+            f"Model {label}: unknown resource(s) {', '.join(unknown)}.",
+            "A model's resources are cpus and gpus, e.g. resources = { cpus = 4, gpus = 0.5 }.",
+        )
+    out = {"num_cpus": 1.0, "num_gpus": 0.0}
+    for key, option in (("cpus", "num_cpus"), ("gpus", "num_gpus")):
+        if key in resources:
+            value = resources[key]
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+                raise BiasError(f"Model {label}: resources.{key} must be a number >= 0, not {value!r}.")
+            out[option] = float(value)
+    return out
+
+
+class ModelWorker:
+    """Holds one loaded model in a Ray worker process and runs that model's experiments.
+
+    The model is loaded in `__init__`, so a restarted actor reloads it before its retried work; a
+    model that cannot be loaded is not an error of the actor: each experiment then returns the same
+    failed result the local runner records."""
+
+    def __init__(self, spec: str, options: dict[str, Any], debug: bool = False) -> None:
+        from bias import registry
+
+        self.debug = debug
+        self.error: BaseException | None = None
+        started = time.perf_counter()
+        try:
+            self.embedder = registry.build_embedder(spec, **dict(options))
+            self.embedder.load()
+        except Exception as exc:  # recorded for each experiment of the model, as in a local run
+            self.error = exc
+        self.load_s = time.perf_counter() - started
+
+    def loaded(self) -> dict[str, Any]:
+        from bias.core.runner import _reason
+
+        if self.error is not None:
+            return {"error": _reason(self.error), "load_s": self.load_s, "pid": os.getpid()}
+        return {"fingerprint": self.embedder.fingerprint(), "info": self.embedder.describe(), "load_s": self.load_s, "pid": os.getpid()}
+
+    def run(self, prepared: Any) -> Result:
+        from bias.core.runner import _load_failure, run_one
+
+        if self.error is not None:
+            return _load_failure(prepared, self.error, self.load_s)
+        result = run_one(prepared, self.embedder, debug=self.debug)
+        return attrs.evolve(result, timings={**result.timings, "model_load_s": round(self.load_s, 4)})
+
+
+@attrs.define
+class Cluster:
+    """A connection to Ray: joined (an address) or started here (stopped again by `close`)."""
+
+    ray: Any
+    started_here: bool
+    address: str
+
+    @classmethod
+    def connect(cls, address: str | None, num_cpus: int | None = None) -> Cluster:
+        ray = import_ray()
+        if ray.is_initialized():  # a program (or a test) that already holds a connection
+            return cls(ray, False, ray.get_runtime_context().gcs_address)
+        if address and address != "auto":
+            _check_reachable(address)
+        quiet = {"include_dashboard": False, "log_to_driver": False, "configure_logging": True, "logging_level": logging.ERROR}
+        try:
+            if address:
+                ray.init(address=address, log_to_driver=False, configure_logging=True, logging_level=logging.ERROR)
+            else:
+                ray.init(address="local", num_cpus=num_cpus, **quiet)
+        except (ConnectionError, RuntimeError, ValueError) as exc:
+            where = f"the Ray cluster at {address}" if address else "a local Ray instance"
+            raise BiasError(
+                f"Could not connect to {where}: {exc}",
+                "Start one with `ray start --head` (then --ray-address auto), or leave out --ray-address to start one here.",
+            ) from None
+        return cls(ray, not address, ray.get_runtime_context().gcs_address)
+
+    def resources(self) -> dict[str, Any]:
+        """What the manifest records: the cluster's total resources and its live nodes."""
+        total = {k: v for k, v in self.ray.cluster_resources().items() if not k.startswith("node:")}
+        nodes = [n for n in self.ray.nodes() if n.get("Alive")]
+        return {"address": self.address, "started_here": self.started_here, "nodes": len(nodes), "resources": total}
+
+    def close(self) -> None:
+        if self.started_here and self.ray.is_initialized():
+            self.ray.shutdown()
+
+
+def _check_reachable(address: str, timeout: float = 5.0) -> None:
+    """Ray retries an unreachable head for minutes, printing warnings; say it at once instead."""
+    import socket
+
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    try:
+        with socket.create_connection((host or "127.0.0.1", int(port)), timeout=timeout):
+            return
+    except ValueError:
+        raise BiasError(f"--ray-address '{address}' is not auto or HOST:PORT.", "For example --ray-address 10.0.0.5:6379.") from None
+    except OSError as exc:
+        raise BiasError(
+            f"No Ray cluster answers at {address} ({exc.strerror or exc}).",
+            "Check the address printed by `ray start --head`, or leave out --ray-address to start Ray here.",
+        ) from None
+
+
+def run(
+    prepared: Sequence[Any],
+    *,
+    out: Path | None = None,
+    resume: bool = False,
+    on_event: Callable[[Any], None] | None = None,
+    fail_fast: bool = False,
+    debug: bool = False,
+    manifest: Any = None,
+    address: str | None = None,
+    max_retries: int = DEFAULT_RETRIES,
+    num_cpus: int | None = None,
+) -> Iterator[Result]:
+    """Yield each result as it arrives from the cluster (and append it to `out/results.jsonl` first);
+    the same contract as `bias.core.runner.run`."""
+    from bias.core.runner import Event
+
+    store = ResultStore(out) if out is not None else None
+    done = store.done_keys() if (store and resume and store.path.exists()) else set()
+    todo = [p for p in prepared if p.experiment.key not in done]
+    if done:
+        log.info("Resuming: %d of %d experiments already finished.", len(prepared) - len(todo), len(prepared))
+    groups: dict[tuple[str, str], list[Any]] = {}
+    for p in todo:
+        model = p.experiment.model
+        groups.setdefault((model.spec, repr(sorted(model.options.items()))), []).append(p)
+    options = {key: actor_options(getattr(g[0].experiment.model, "resources", {}) or {}, g[0].experiment.model.label()) for key, g in groups.items()}
+    if not todo:
+        return
+    cluster = Cluster.connect(address, num_cpus=num_cpus)
+    ray = cluster.ray
+    if manifest is not None:
+        manifest.executor("ray", **cluster.resources(), max_retries=max_retries)
+    total, finished = len(todo), 0
+    worker_class = ray.remote(ModelWorker)
+    actors: dict[tuple[str, str], Any] = {}
+    pending: dict[Any, tuple[tuple[str, str], Any]] = {}  # object ref -> (model group, prepared)
+    left = {key: len(group) for key, group in groups.items()}
+    load_refs: dict[Any, tuple[str, str]] = {}
+
+    def emit(kind: str, model: str, experiment: Any = None, result: Result | None = None) -> None:
+        if on_event:
+            on_event(Event(kind, finished, total, model, experiment, result))
+
+    try:
+        for key, group in groups.items():
+            model = group[0].experiment.model
+            emit("loading", model.label())
+            actor = worker_class.options(max_restarts=max_retries, max_task_retries=max_retries, **options[key]).remote(
+                model.spec, dict(model.options), debug
+            )
+            actors[key] = actor
+            load_refs[actor.loaded.remote()] = key
+            for p in group:  # an actor runs its calls one at a time, in the order they were sent
+                pending[actor.run.remote(p)] = (key, p)
+        while pending or load_refs:
+            ready, _ = ray.wait([*load_refs, *pending], num_returns=1)
+            ref = ready[0]
+            if ref in load_refs:
+                key = load_refs.pop(ref)
+                try:
+                    state = ray.get(ref)
+                except ray.exceptions.RayError as exc:
+                    state = {"error": f"the worker died: {type(exc).__name__}"}
+                if manifest is not None:
+                    label = groups[key][0].experiment.model.label()
+                    manifest.model_loaded(label, fingerprint=state.get("fingerprint"), info=state.get("info"),
+                                          load_s=state.get("load_s"), error=state.get("error"))
+                continue
+            key, p = pending.pop(ref)
+            try:
+                result = ray.get(ref)
+            except ray.exceptions.RayError as exc:  # retries spent: recorded as failed, redone by --resume
+                result = _worker_failure(p, exc, max_retries)
+            if store:
+                store.append(result)
+            finished += 1
+            left[key] -= 1
+            if left[key] == 0:  # free the model's resources for the models still waiting
+                ray.kill(actors.pop(key))
+            emit("result", p.experiment.model.label(), p.experiment, result)
+            yield result
+            if fail_fast and result.status == FAILED:
+                return
+    finally:
+        for actor in actors.values():
+            try:
+                ray.kill(actor)
+            except Exception:  # the cluster may already be gone; nothing is left to save
+                pass
+        cluster.close()
+
+
+def _worker_failure(p: Any, exc: BaseException, retries: int) -> Result:
+    from bias.core.runner import versions
+
+    exp = p.experiment
+    first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return Result(
+        key=exp.key,
+        model=exp.model.label(),
+        wordset=exp.wordset,
+        metric=exp.metric,
+        status=FAILED,
+        reason=f"the Ray worker running it died and {retries} retries were spent ({type(exc).__name__}: {first_line[:200]})",
+        params=exp.params,
+        seed=exp.seed,
+        timings={"compute_s": 0.0},
+        versions=versions(),
+    )

@@ -1,0 +1,73 @@
+"""The quadrant scatter of each FISE result: every trait at (association with axis x, with axis y),
+the four quadrants named after their groups, the top traits of each quadrant labelled, and points
+coloured by valence when the test had affect stimuli. Drawn from results.jsonl alone."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from bias.core.model import OK, Result
+from bias.core.reports.tables import Report
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-")[-60:] or "test"
+
+
+def fise_results(report: Report) -> list[Result]:
+    return [r for r in report.results if r.metric == "fise" and r.status == OK and r.figures.get("points")]
+
+
+def quadrant_scatter(result: Result, folder: Path, formats: tuple[str, ...]) -> list[Path]:
+    from bias.core.reports.figures import _pyplot, _save
+
+    plt = _pyplot()
+    figures = result.figures
+    x_name, y_name = figures["axes"]
+    (x_pos, x_neg), (y_pos, y_neg) = figures["groups"][x_name], figures["groups"][y_name]
+    points = figures["points"]
+    xs = [p[1] for p in points]
+    ys = [p[2] for p in points]
+    fig, ax = plt.subplots(figsize=(7.5, 6.5))
+    valence = figures.get("valence")
+    if valence:
+        colours = ["#c0392b" if valence.get(p[0], 0) > 0 else "#2471a3" for p in points]
+        ax.scatter(xs, ys, c=colours, s=22, alpha=0.8, zorder=3)
+        ax.scatter([], [], c="#c0392b", label="positive valence")
+        ax.scatter([], [], c="#2471a3", label="negative valence")
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=2, fontsize=8, frameon=False)
+    else:
+        ax.scatter(xs, ys, s=22, alpha=0.8, color="#34495e", zorder=3)
+    span_x = max(abs(v) for v in xs) * 1.25 or 1.0
+    span_y = max(abs(v) for v in ys) * 1.25 or 1.0
+    ax.set_xlim(-span_x, span_x)
+    ax.set_ylim(-span_y, span_y)
+    ax.axhline(0, color="grey", lw=0.8, zorder=1)
+    ax.axvline(0, color="grey", lw=0.8, zorder=1)
+    corners = {(1, 1): f"{x_pos} {y_pos}", (-1, 1): f"{x_neg} {y_pos}", (-1, -1): f"{x_neg} {y_neg}", (1, -1): f"{x_pos} {y_neg}"}
+    quadrants = figures.get("quadrants", {})
+    for (sx, sy), name in corners.items():
+        share = quadrants.get(name, {}).get("share")
+        text = name + (f"\n{share:.0%} of traits" if share is not None else "")
+        ax.text(sx * span_x * 0.97, sy * span_y * 0.95, text, ha="right" if sx > 0 else "left", va="top" if sy > 0 else "bottom", color="grey", fontsize=9)
+    where = {p[0]: (p[1], p[2]) for p in points}
+    for name, entry in quadrants.items():
+        for label, _strength in entry.get("top", []):
+            if label in where:
+                ax.annotate(label, where[label], xytext=(4, 3), textcoords="offset points", fontsize=8, zorder=4)
+    ax.set_xlabel(f"{x_name}: {x_pos} (+) vs {x_neg} (-), mean cosine difference")
+    ax.set_ylabel(f"{y_name}: {y_pos} (+) vs {y_neg} (-), mean cosine difference")
+    p = f", p = {result.p_value:.3g}" if result.p_value is not None else ""
+    ax.set_title(f"FISE {result.wordset.split('/')[-1]} on {result.model.split('/')[-1]}{p}", fontsize=10)
+    written = _save(fig, folder, f"fise-{_slug(result.wordset)}-{result.key[:8]}", formats)
+    plt.close(fig)
+    return written
+
+
+def write_fise_figures(report: Report, folder: Path, formats: tuple[str, ...]) -> list[Path]:
+    out: list[Path] = []
+    for result in fise_results(report):
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        out += quadrant_scatter(result, Path(folder), formats)
+    return out

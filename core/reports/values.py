@@ -1,0 +1,217 @@
+"""What each metric's number is, and how every output writes numbers and p-values.
+
+A WEAT d, a CrowS-Pairs percentage and an analogy accuracy are different quantities: each gets its
+own label, unit, reference value (the value an unbiased model would give) and a sign only where the
+sign means something. Every output (terminal, Markdown, LaTeX, figures, HTML) takes them from here,
+so they cannot disagree. Metrics not listed (third-party plugins) are shown as a plain "value".
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from pathlib import PurePosixPath
+from typing import Any
+
+import attrs
+
+from bias.core.model import Result
+
+
+@attrs.frozen
+class ValueKind:
+    label: str  # short column or axis name: "d", "% stereo", "accuracy"
+    name: str  # what it is, for notes and axis titles
+    unit: str = ""  # "%" or "" (unitless)
+    reference: float | None = 0.0  # the value of an unbiased model; None: no such value
+    signed: bool = True  # write a + sign: the sign says which way the bias goes
+    digits: int = 2
+
+    def format(self, value: float | None, digits: int | None = None) -> str:
+        if value is None or (isinstance(value, float) and not math.isfinite(value)):
+            return "-"
+        d = self.digits if digits is None else digits
+        text = f"{value:+.{d}f}" if self.signed else f"{value:.{d}f}"
+        return text
+
+    @property
+    def axis(self) -> str:
+        """Axis title of a figure: name, unit and the reference value."""
+        ref = "" if self.reference is None else f"; {_plain(self.reference)}{self.unit} = no bias"
+        unit = f" ({self.unit})" if self.unit else ""
+        return f"{self.name}{unit}{ref}"
+
+
+def _plain(x: float) -> str:
+    return f"{x:g}"
+
+
+_D = ValueKind("d", "effect size d")
+_PCT = ValueKind("%", "% of pairs preferring the stereotype", unit="%", reference=50.0, signed=False, digits=1)
+KINDS: dict[str, ValueKind] = {
+    "weat": _D,
+    "seat": _D,
+    "lpbs": _D,
+    "ceat": ValueKind("CES", "combined effect size (CES)"),
+    "crows": _PCT,
+    "sss": ValueKind("%", "% of pairs preferring the stereotype (group tokens)", unit="%", reference=50.0, signed=False, digits=1),
+    "aul": _PCT,
+    "aula": _PCT,
+    "kls": ValueKind("KLS", "KL-divergence score (nats)", reference=0.0, signed=False, digits=3),
+    "jss": ValueKind("JSS", "Jensen-Shannon score (nats)", reference=0.0, signed=False, digits=3),
+    "jss-mixture": ValueKind("JSS", "Jensen-Shannon score, true mixture (nats)", reference=0.0, signed=False, digits=3),
+    "rnd": ValueKind("RND", "relative norm distance (+: closer to Y)", digits=3),
+    "rnsb": ValueKind("RNSB", "RNSB, KL from uniform (nats)", reference=0.0, signed=False, digits=3),
+    "mac": ValueKind("MAC", "mean average cosine distance", reference=None, signed=False, digits=3),
+    "ect": ValueKind("ECT rho", "ECT rank correlation (1 = no bias)", reference=1.0, signed=True, digits=3),
+    "ripa": ValueKind("RIPA", "RIPA, mean inner product with the X-Y relation", digits=3),
+    "direct-bias": ValueKind("DB", "direct bias", reference=0.0, signed=False, digits=3),
+    "clustering": ValueKind("accuracy", "clustering accuracy (0.5 = chance)", reference=0.5, signed=False, digits=2),
+    "analogy": ValueKind("accuracy", "analogy accuracy", reference=None, signed=False, digits=2),
+}
+_VALUE = ValueKind("value", "value as the metric defines it", reference=None)
+
+
+def kind_of(metric: str) -> ValueKind:
+    return KINDS.get(metric, _VALUE)
+
+
+# --- p-values -------------------------------------------------------------------------------------
+
+
+def p_floor(result: Result) -> float | None:
+    """The smallest p a sampled permutation test can report, (0+1)/(m+1): a p there is a bound."""
+    c = result.convention or {}
+    if c.get("method") == "sampled" and isinstance(c.get("permutations"), int) and c["permutations"] > 0:
+        return 1.0 / (c["permutations"] + 1)
+    return None
+
+
+def format_p(p: float | None, floor: float | None = None, *, log10_p: float | None = None) -> str:
+    """One format everywhere: two significant digits, scientific below 0.001; at a sampled test's
+    floor the value is a bound (`<=1.0e-05`); a p that underflows is written from its log10."""
+    if p is None:
+        return "-"
+    if floor is not None and p <= floor * (1 + 1e-9):
+        return f"<={floor:.1e}"
+    if p == 0.0:
+        if log10_p is not None and math.isfinite(log10_p):
+            return f"1e{math.floor(log10_p)}"
+        return "<1e-300"
+    if p < 1e-3:
+        return f"{p:.1e}"
+    return f"{p:#.2g}"
+
+
+def result_p(result: Result) -> str:
+    return format_p(result.p_value, p_floor(result), log10_p=(result.figures or {}).get("log10_p"))
+
+
+ALPHA_MARKS = ((0.001, "***"), (0.01, "**"), (0.05, "*"))
+MARKS_NOTE = "* p < 0.05, ** p < 0.01, *** p < 0.001"
+
+
+def significance(p: float | None) -> str:
+    if p is None:
+        return ""
+    for alpha, mark in ALPHA_MARKS:
+        if p < alpha:
+            return mark
+    return ""
+
+
+# --- models, tests and settings -------------------------------------------------------------------
+
+_GENERIC = {"model", "models", "vectors", "embeddings", "snapshot", "checkpoint", "final", "main", "out", "output"}
+
+
+def _base_name(spec: str) -> str:
+    spec = re.sub(r"\[.*\]$", "", spec)
+    _, _, location = spec.partition(":")
+    location = location or spec
+    if location.startswith("pkg:"):
+        location = location[4:]
+    parts = [p for p in PurePosixPath(location.replace("\\", "/")).parts if p not in ("/", ".")]
+    if not parts:
+        return spec
+    last = parts[-1]
+    stem = last.rsplit(".", 1)[0] if "." in last and not last.startswith(".") else last
+    if stem.lower() in _GENERIC and len(parts) > 1:
+        stem = f"{parts[-2]}/{stem}"
+    return stem
+
+
+def short_models(results: Sequence[Result]) -> dict[str, str]:
+    """Model label -> a short, distinct name: the `name` given in the experiment file, else the
+    file's or folder's base name (with the options in brackets where two would look the same)."""
+    labels = list(dict.fromkeys(r.model for r in results))
+    given = {r.model: r.meta.get("model_name") for r in results if r.meta.get("model_name")}
+    out = {label: given.get(label) or _base_name(label) for label in labels}
+    counts: dict[str, int] = {}
+    for name in out.values():
+        counts[name] = counts.get(name, 0) + 1
+    for label, name in list(out.items()):
+        if counts[name] > 1:
+            options = re.search(r"\[(.*)\]$", label)
+            out[label] = f"{name}[{options.group(1)}]" if options else name
+    # Still the same (two folders with one base name): number them.
+    seen: dict[str, int] = {}
+    for label, name in list(out.items()):
+        if list(out.values()).count(name) > 1:
+            seen[name] = seen.get(name, 0) + 1
+            out[label] = f"{name}#{seen[name]}"
+    return out
+
+
+def short_test(name: str) -> str:
+    """An installed word set keeps its name (`en/weat6`); a file given by path is shown by its stem."""
+    parts = name.replace("\\", "/").split("/")
+    if len(parts) == 2 and "." not in parts[1] and parts[0]:
+        return name
+    last = parts[-1]
+    return last.rsplit(".", 1)[0] if "." in last else last
+
+
+def short_tests(results: Sequence[Result]) -> dict[str, str]:
+    """Word-set name -> short name, distinct (a path stays whole where two stems would collide)."""
+    names = list(dict.fromkeys(r.wordset for r in results))
+    out = {n: short_test(n) for n in names}
+    values = list(out.values())
+    return {n: (s if values.count(s) == 1 else n) for n, s in out.items()}
+
+
+def test_title(result: Result) -> str:
+    """The word set's own title ("flowers/insects, pleasant/unpleasant"), recorded with the result."""
+    return str((result.meta or {}).get("title") or "")
+
+
+def variant_label(metric: str, settings: str) -> str:
+    """A column name for one metric with its varying settings: SEAT's levels get May et al.'s names."""
+    parts = [p for p in settings.split(", ") if p]
+    name = metric.upper() if len(metric) <= 5 else metric
+    level = next((p for p in parts if p.startswith("level=")), None)
+    if metric in ("seat", "ceat") and level:
+        name = f"{level.split('=', 1)[1][0]}-{name}"
+        parts.remove(level)
+    return name + (f" {', '.join(parts)}" if parts else "")
+
+
+def convention_text(result: Result) -> str:
+    """The p-value convention in words: exact or sampled, permutations, ddof, sidedness, seed."""
+    c = result.convention or {}
+    if not c.get("method"):
+        return ""
+    bits = []
+    if c.get("method") == "exact":
+        bits.append(f"exact test over {c.get('permutations'):,} partitions" if c.get("permutations") else "exact test")
+    elif c.get("method") == "sampled":
+        bits.append(f"sampled permutation test ({c.get('permutations'):,} permutations, seed {c.get('seed')})")
+    else:
+        bits.append(str(c.get("method")))
+    if c.get("ddof") is not None:
+        bits.append(f"ddof={c.get('ddof')}")
+    alt = c.get("alternative")
+    if alt:
+        bits.append({"greater": "one-sided (greater)", "less": "one-sided (less)", "two-sided": "two-sided"}.get(alt, alt))
+    return ", ".join(bits)

@@ -1,0 +1,50 @@
+"""User and file text made safe to show: invisible, control and right-to-left characters made
+visible, long words, sentences and lists cut with how much was left out.
+
+Every word, path or name that came from a user or a file passes through here before it reaches the
+terminal, so that a million-word set prints one line and a bidi override cannot reorder a message.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Iterable
+
+MAX_TEXT = 200  # characters of one word, path or sentence shown
+MAX_ITEMS = 10  # items of a list shown
+# Characters that change how surrounding text is drawn without being seen themselves.
+_BIDI = set("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c")
+_INVISIBLE = set("\u200b\u200c\u200d\u2060\ufeff\u00ad\u180e")
+
+
+def visible(text: object) -> str:
+    """`text` with control, bidi-override and zero-width characters written as <U+XXXX>."""
+    out = []
+    for ch in str(text):
+        if ch in _BIDI or ch in _INVISIBLE or (unicodedata.category(ch) in ("Cc", "Cf", "Co", "Cs") and ch not in "\t"):
+            out.append(f"<U+{ord(ch):04X}>")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def shown(text: object, limit: int = MAX_TEXT) -> str:
+    """One piece of user text, visible and at most `limit` characters (plus a note of its length)."""
+    value = str(text)
+    if len(value) > limit:
+        return visible(value[:limit]) + f"... ({len(value):,} characters)"
+    return visible(value)
+
+
+def listed(items: Iterable[object], limit: int = MAX_ITEMS, each: int = 60) -> str:
+    """The first `limit` items, each shown, then 'and N more'."""
+    items = list(items)
+    head = ", ".join(shown(i, each) for i in items[:limit])
+    rest = len(items) - limit
+    return head + (f" and {rest:,} more" if rest > 0 else "")
+
+
+def message(text: object, limit: int = 2000) -> str:
+    """A whole message (which may hold several pieces of user text): visible, newlines kept, cut."""
+    lines = str(text).splitlines() or [""]
+    return "\n".join(shown(line, limit) for line in lines[:4]) + ("\n..." if len(lines) > 4 else "")

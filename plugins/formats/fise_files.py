@@ -1,0 +1,110 @@
+"""The FISE files of the BIAS Detection Framework (`<lang>/FISE/`):
+
+- the test, `.json`: its axes, `{"gender": {"male": [...], "female": [...]}, "race": {...}}`, the first
+  group of each axis its positive end; a group word may be a list of variants;
+- trait lists, `.txt`: one trait per line, a line may be a list literal of grammatical-gender variants;
+- affect stimuli, `.csv`: a header, then a positive and a negative column.
+
+A test imports as a word set of kind `fise`; trait lists and affect files are what the `fise` metric's
+`traits` and `affect` parameters name, so they are checked by `bias validate` but are not word sets.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, ClassVar
+
+from bias.core import fise_data
+from bias.core.errors import BiasError
+from bias.core.interfaces import WordSetFormat
+from bias.core.model import FISE
+from bias.plugins.formats.text_lines import with_layout_language
+
+
+class FiseJsonFormat(WordSetFormat):
+    name: ClassVar[str] = "fise-json"
+    summary: ClassVar[str] = "FISE test of the BIAS Detection Framework: axes of two word groups each (.json)."
+    suffixes: ClassVar[tuple[str, ...]] = (".json", ".jsonl")
+    kind: ClassVar[str] = FISE
+
+    def sniff(self, path: Path) -> bool:
+        try:
+            return fise_data.looks_like_fise(json.loads(Path(path).read_text(encoding="utf-8-sig")))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            return False
+
+    def record(self, path: Path) -> dict[str, Any]:
+        path = Path(path)
+        axes = fise_data.axes_from_json(path)
+        record = {
+            "kind": FISE,
+            "language": "und",
+            "bias_type": "mixed",
+            "source": f"user file {path.name} (FISE test of the BIAS Detection Framework)",
+            "licence": "unspecified",
+            "axes": axes,
+        }
+        return with_layout_language(record, path)
+
+
+class _Companion(WordSetFormat):
+    """A file the `fise` metric reads through a parameter: validated, never loaded as a word set."""
+
+    kind: ClassVar[str] = FISE
+    parameter: ClassVar[str]
+
+    def record(self, path: Any) -> dict[str, Any]:
+        raise BiasError(
+            f"{path} is a FISE {self.parameter} file, not a test.",
+            f"Run the fise metric on a FISE test (.json) with --param {self.parameter}={Path(path).name}.",
+        )
+
+    def read(self, path: Path) -> Any:
+        raise NotImplementedError
+
+    def validate(self, path: Any) -> list[Any]:
+        from bias.core.wordsets import Problem
+
+        try:
+            self.read(Path(path))
+        except BiasError as exc:
+            return [Problem(str(path), "", exc.message)]
+        return []
+
+
+class FiseTraitsFormat(_Companion):
+    name: ClassVar[str] = "fise-traits"
+    summary: ClassVar[str] = "FISE trait list: one trait per line, or a list literal of variants (.txt)."
+    suffixes: ClassVar[tuple[str, ...]] = (".txt",)
+    parameter: ClassVar[str] = "traits"
+
+    def sniff(self, path: Path) -> bool:
+        """One trait per line: no comma outside a list literal, no analogy section lines."""
+        try:
+            text = Path(path).read_text(encoding="utf-8-sig")
+        except (OSError, UnicodeDecodeError):
+            return False
+        lines = [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.strip().startswith("#")]
+        return bool(lines) and all(ln.startswith("[") or ("," not in ln and not ln.startswith(":")) for ln in lines)
+
+    def read(self, path: Path) -> Any:
+        return fise_data.read_traits(path)
+
+
+class FiseAffectFormat(_Companion):
+    name: ClassVar[str] = "fise-affect"
+    summary: ClassVar[str] = "FISE affect stimuli: a header, then positive and negative columns (.csv)."
+    suffixes: ClassVar[tuple[str, ...]] = (".csv",)
+    parameter: ClassVar[str] = "affect"
+
+    def sniff(self, path: Path) -> bool:
+        try:
+            head = Path(path).read_text(encoding="utf-8-sig", errors="replace")[:4096]
+        except OSError:
+            return False
+        first = head.split("\n", 1)[0]
+        return "sent_more" not in head and first.count(",") == 1
+
+    def read(self, path: Path) -> Any:
+        return fise_data.read_affect(path)

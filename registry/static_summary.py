@@ -1,0 +1,166 @@
+"""A plugin's one-line summary and kind read from its source file, without importing it.
+
+`bias list` must answer in a fraction of a second, yet plugin modules import numpy, scipy or
+torch. Their class attributes (`summary`, `capabilities`, `requires`, `requires_any`, `data_kind`) are
+plain declarations, so they are read from the module's syntax tree instead: string literals,
+`frozenset({Capability.X, ...})` and names bound to strings (in the module, or imported from a
+module of `bias.core`). Attributes declared on a base class of the same module are followed.
+
+Anything not that simple answers None, and the caller imports the plugin as before: the static path
+is an optimisation, never a second definition. A module whose file or top-level imports cannot be
+found is also left to the import, so that a broken plugin is still reported with its real reason.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import importlib.util
+import sys
+from pathlib import Path
+from typing import Any
+
+ATTRIBUTES = ("summary", "capabilities", "requires", "requires_any", "data_kind")
+_UNKNOWN = object()
+_TREES: dict[str, ast.Module | None] = {}
+
+
+def describe(value: str) -> dict[str, Any] | None:
+    """The declared attributes of the class an entry point `module:Class` names, or None when they
+    cannot be read without importing it."""
+    module_name, _, qualname = value.partition(":")
+    if not qualname or "." in qualname or module_name in sys.modules:
+        return None  # already imported: the caller reads the real class at no cost
+    tree = _tree(module_name.strip())
+    if tree is None:
+        return None
+    found: dict[str, Any] = {}
+    if not _collect(tree, qualname.strip(), found, depth=0):
+        return None
+    if "summary" not in found:
+        return None
+    return found
+
+
+def _tree(module_name: str) -> ast.Module | None:
+    if module_name in _TREES:
+        return _TREES[module_name]
+    tree = None
+    try:
+        spec = importlib.util.find_spec(module_name)
+        origin = spec.origin if spec is not None else None
+        if origin and origin.endswith(".py"):
+            source = Path(origin).read_text(encoding="utf-8")
+            try:
+                parsed = ast.parse(_outline(source), filename=origin)
+            except SyntaxError:  # an outline that does not parse: the whole module, slower but sure
+                parsed = ast.parse(source, filename=origin)
+            tree = parsed if _imports_resolve(parsed) else None
+    except (ImportError, ValueError, OSError, SyntaxError, UnicodeDecodeError):
+        tree = None
+    _TREES[module_name] = tree
+    return tree
+
+
+def _outline(source: str) -> str:
+    """The module without its functions and methods: top-level imports, assignments and classes with
+    their class-level statements. Parsing a large plugin module whole costs more than the rest of
+    `bias list`; its declarations are a few lines. Top-level statements are told apart by starting
+    at column 0 outside a multi-line string; inside a class, a `def` or decorator at the class's
+    indentation starts a method, skipped up to the next statement at that indentation."""
+    kept: list[str] = []
+    in_string = in_method = keep_block = False
+    for line in source.splitlines():
+        quotes = line.count('"""') + line.count("'''")
+        stripped = line.strip()
+        if not in_string and line and not line[0].isspace() and line[0] not in ")]}#":
+            keep_block = line.startswith(("import ", "from ", "class ")) or ("=" in line and not line.startswith(("def ", "async def ", "@", "if ", "try", "with ", "for ", "while ")))
+            in_method = False
+        elif not in_string and keep_block and line.startswith("    ") and not line.startswith("     ") and stripped and stripped[0] not in ")]}#":
+            in_method = stripped.startswith(("def ", "async def ", "@"))
+        if keep_block and not in_method:
+            kept.append(line)
+        if quotes % 2:
+            in_string = not in_string
+    return "\n".join(kept) + "\n"
+
+
+def _imports_resolve(tree: ast.Module) -> bool:
+    """Whether every top-level absolute import names an installed module (a missing dependency is
+    the usual reason a plugin is broken; the import will then say so)."""
+    for node in tree.body:
+        names = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module and node.module != "__future__":
+            names = [node.module]
+        for name in names:
+            try:
+                if importlib.util.find_spec(name.split(".")[0]) is None:
+                    return False
+            except (ImportError, ValueError):
+                return False
+    return True
+
+
+def _collect(tree: ast.Module, class_name: str, found: dict[str, Any], depth: int) -> bool:
+    """Fill `found` from the class and then its bases (the class's own declarations win)."""
+    node = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == class_name), None)
+    if node is None or depth > 5:
+        return False
+    for statement in node.body:
+        target, value = _assignment(statement)
+        if target in ATTRIBUTES and target not in found:
+            evaluated = _evaluate(value, tree)
+            if evaluated is _UNKNOWN:
+                return False
+            found[target] = evaluated
+    for base in node.bases:
+        if isinstance(base, ast.Name) and any(isinstance(n, ast.ClassDef) and n.name == base.id for n in tree.body):
+            if not _collect(tree, base.id, found, depth + 1):
+                return False
+    return True
+
+
+def _assignment(statement: ast.stmt) -> tuple[str | None, ast.expr | None]:
+    if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name) and statement.value is not None:
+        return statement.target.id, statement.value
+    if isinstance(statement, ast.Assign) and len(statement.targets) == 1 and isinstance(statement.targets[0], ast.Name):
+        return statement.targets[0].id, statement.value
+    return None, None
+
+
+def _evaluate(node: ast.expr | None, tree: ast.Module) -> Any:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "frozenset" and not node.keywords:
+        if not node.args:
+            return frozenset()
+        if len(node.args) == 1 and isinstance(node.args[0], (ast.Set, ast.Tuple, ast.List)):
+            members = [_capability(element) for element in node.args[0].elts]
+            return _UNKNOWN if _UNKNOWN in members else frozenset(members)
+    if isinstance(node, ast.Name):
+        return _name(node.id, tree)
+    return _UNKNOWN
+
+
+def _capability(node: ast.expr) -> Any:
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "Capability":
+        from bias.core.interfaces import Capability
+
+        return Capability.__members__.get(node.attr, _UNKNOWN)
+    return _UNKNOWN
+
+
+def _name(name: str, tree: ast.Module) -> Any:
+    """A module-level string constant, or one imported from a module of bias.core."""
+    for node in tree.body:
+        target, value = _assignment(node)
+        if target == name and isinstance(value, ast.Constant) and isinstance(value.value, str):
+            return value.value
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("bias.core"):
+            for alias in node.names:
+                if (alias.asname or alias.name) == name:
+                    value = getattr(importlib.import_module(node.module or ""), alias.name, _UNKNOWN)
+                    return value if isinstance(value, str) else _UNKNOWN
+    return _UNKNOWN

@@ -1,0 +1,179 @@
+"""Helpers of the bad-input corpus: tiny real models and files built once per session, and the `bias` command
+run in-process (its own `main`, exit code, stdout and stderr captured) so hundreds of bad inputs take
+seconds, not one interpreter start each."""
+
+from __future__ import annotations
+
+import re
+
+import contextlib
+import hashlib
+import io
+import os
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import attrs
+import pytest
+
+from fixtures.planted import A_WORDS, B_WORDS, X_WORDS, Y_WORDS, corpus, save_word2vec_binary, save_word2vec_text, train_word2vec
+
+
+@attrs.frozen
+class Outcome:
+    code: int
+    out: str
+    err: str
+
+    @property
+    def both(self) -> str:
+        return self.out + self.err
+
+    def err_lines(self) -> list[str]:
+        return [line for line in self.err.splitlines() if line.strip()]
+
+
+def cli(*args: str, cwd: Path | None = None) -> Outcome:
+    """`bias ARGS` through the script's own entry point, in this process."""
+    from bias.cli import app, run
+    from bias.cli.app import main
+
+    # Wide consoles: a message is checked whole, not as the terminal would wrap it.
+    for console in (app.console, app.err_console, run.err_console):
+        console.width = 1000
+    out, err = io.StringIO(), io.StringIO()
+    old = Path.cwd()
+    if cwd is not None:
+        os.chdir(cwd)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                main(list(args))
+                code = 0
+            except SystemExit as exc:
+                code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    finally:
+        os.chdir(old)
+    return Outcome(code, out.getvalue(), err.getvalue())
+
+
+def words_toml(path: Path, X=X_WORDS, Y=Y_WORDS, A=A_WORDS, B=B_WORDS, extra: str = "") -> Path:
+    """A house-format association test written by the tests (TOML strings escaped as TOML wants)."""
+
+    def words(ws):
+        return "[" + ", ".join('"' + w.replace("\\", "\\\\").replace('"', '\\"') + '"' for w in ws) + "]"
+
+    path.write_text(
+        f'kind = "association"\nlanguage = "en"\nbias_type = "non-social"\nsource = "written by the tests"\n'
+        f'licence = "CC0-1.0"\n{extra}\n[sets.X]\nwords = {words(X)}\n[sets.Y]\nwords = {words(Y)}\n'
+        f"[sets.A]\nwords = {words(A)}\n[sets.B]\nwords = {words(B)}\n",
+        encoding="utf-8",
+    )
+    return path
+
+
+@attrs.frozen
+class World:
+    """Files every case may read (never write): a planted word2vec model in both layouts, a word set
+    of its words, a tiny BERT and a finished run."""
+
+    root: Path
+    w2v_bin: Path
+    w2v_txt: Path
+    wordset: Path
+    bert: Path
+    finished: Path
+
+
+_BUILT: list[World] = []  # the fixture is imported by several modules; the world is built once
+
+
+@pytest.fixture(scope="session")
+def world(tmp_path_factory: pytest.TempPathFactory) -> World:
+    if not _BUILT:
+        _BUILT.append(_build_world(tmp_path_factory))
+    return _BUILT[0]
+
+
+def _build_world(tmp_path_factory: pytest.TempPathFactory) -> World:
+    from fixtures.tiny_bert import build_tiny_bert
+
+    root = tmp_path_factory.mktemp("bad-input-world")
+    kv = train_word2vec(corpus(sentences=600), dim=10).wv
+    w2v_bin = save_word2vec_binary(kv, root / "planted.bin")
+    w2v_txt = save_word2vec_text(kv, root / "planted.txt")
+    wordset = words_toml(root / "planted.toml")
+    bert = build_tiny_bert(root / "bert")
+    finished = root / "finished"
+    done = cli("run", "-m", f"word2vec:{w2v_bin}", "-w", str(wordset), "--bootstrap", "0", "--out", str(finished))
+    assert done.code == 0, done.both
+    return World(root, w2v_bin, w2v_txt, wordset, bert, finished)
+
+
+def snapshot(*folders: Path) -> dict[str, str]:
+    """SHA-256 of every file under the folders: what a bad input must leave as it was."""
+    found = {}
+    for folder in folders:
+        for path in sorted(folder.rglob("*")):
+            if path.is_file() and path.name != ".bias-run.lock":  # the lock notes who holds it
+                found[str(path)] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return found
+
+
+def unchanged(before: dict[str, str]) -> list[str]:
+    """The files of `before` that are gone or differ now."""
+    changed = []
+    for name, digest in before.items():
+        path = Path(name)
+        if not path.is_file() or hashlib.sha256(path.read_bytes()).hexdigest() != digest:
+            changed.append(name)
+    return changed
+
+
+@attrs.frozen
+class Case:
+    """One bad input: `build(world, folder)` writes the files and returns the arguments; the run must
+    exit with `code`, print no traceback, answer in at most `lines` lines of stderr naming every one
+    of `names`, never show any of `absent`, and leave every file that existed before unchanged."""
+
+    name: str
+    build: Callable[[World, Path], list[str]]
+    code: int = 2
+    names: tuple[str, ...] = ()
+    absent: tuple[str, ...] = ()
+    lines: int = 2
+    check: Callable[[Outcome, Path], None] | None = None
+    stream: str = "err"  # where the answer is printed: stderr, or stdout for `bias validate`'s report
+
+
+def copy_model(world: World, folder: Path, name: str = "bert") -> Path:
+    target = folder / name
+    shutil.copytree(world.bert, target)
+    return target
+
+
+def assert_answered(case: Case, world: World, folder: Path) -> Outcome:
+    """Run a case and check everything every bad input must satisfy."""
+    folder.mkdir(parents=True, exist_ok=True)
+    args = case.build(world, folder)
+    before = snapshot(folder, world.root)
+    result = cli(*args, cwd=folder)
+    assert result.code == case.code, f"exit {result.code}, expected {case.code}\n{result.both}"
+    assert "Traceback" not in result.both, result.both
+    shown = result.err if case.stream == "err" else result.out
+    if case.code != 0:
+        # the "[k/N] test metric: status (time)" progress lines of a run off a terminal are not the answer
+        lines = [line for line in shown.splitlines() if line.strip() and not re.match(r"\[\d+/\d+\] ", line)]
+        assert lines, f"no message on std{case.stream}"
+        assert len(lines) <= case.lines, shown
+        assert "Results" not in result.out, "a results table under a refusal:\n" + result.out
+    for fragment in case.names:
+        assert fragment in shown, f"{fragment!r} not named in:\n{shown}"
+    for fragment in case.absent:
+        assert fragment not in result.both, f"{fragment!r} shown in:\n{result.both}"
+    changed = unchanged(before)
+    assert not changed, f"files changed by a bad input: {changed}"
+    if case.check is not None:
+        case.check(result, folder)
+    return result

@@ -1,0 +1,107 @@
+"""`[[experiments]]` lists, `preset = "bias-framework"` and `duplicates` in experiment files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bias.core.errors import BiasError
+from bias.core.experiments import load_config
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "run.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_listed_experiments_each_run_once_with_their_own_options(tmp_path: Path) -> None:
+    path = _write(tmp_path, '''
+seed = 3
+[[experiments]]
+wordset = "en/weat1"
+metric = "weat"
+model = "word2vec:a.bin"
+
+[[experiments]]
+wordset = "en/weat2"
+metric = "seat"
+model = { spec = "hf:bert", word_pooling = "first" }
+params = { pooling = "mean" }
+''')
+    experiments, settings = load_config(path)
+    assert [(e.wordset, e.metric, e.model.spec, e.model.options, e.params, e.seed) for e in experiments] == [
+        ("en/weat1", "weat", "word2vec:a.bin", {}, {}, 3),
+        ("en/weat2", "seat", "hf:bert", {"word_pooling": "first"}, {"pooling": "mean"}, 3),
+    ]
+    assert "notes" not in settings
+
+
+def test_the_preset_sets_only_what_each_metric_declares(tmp_path: Path) -> None:
+    path = _write(tmp_path, '''
+preset = "bias-framework"
+[[experiments]]
+wordset = "en/weat1"
+metric = "weat"
+model = "word2vec:a.bin"
+[[experiments]]
+wordset = "en/crows-sample"
+metric = "crows"
+model = "hf:bert"
+[[experiments]]
+wordset = "x.jsonl"
+metric = "lpbs"
+model = "hf:bert"
+[[experiments]]
+wordset = "en/weat1"
+metric = "weat"
+model = "word2vec:a.bin"
+params = { ddof = 1 }
+''')
+    experiments, settings = load_config(path)
+    assert [e.params for e in experiments] == [{"ddof": 0, "duplicates": "keep"}, {"lowercase": "yes"}, {"ddof": 0}, {"ddof": 1, "duplicates": "keep"}]
+    assert "can exceed 1" in settings["notes"][0]
+
+
+def test_duplicates_setting_in_a_grid_file(tmp_path: Path) -> None:
+    path = _write(tmp_path, 'duplicates = "keep"\nmodels = ["word2vec:a.bin"]\nwordsets = ["en/weat1"]\nmetrics = ["weat", "rnd"]\n')
+    experiments, _ = load_config(path)
+    assert {e.metric: e.params for e in experiments} == {"weat": {"duplicates": "keep"}, "rnd": {}}
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('preset = "wefe"\nmodels = ["word2vec:a.bin"]\nwordsets = ["en/weat1"]\nmetrics = ["weat"]\n', "unknown preset 'wefe'"),
+        ('duplicates = "twice"\nmodels = ["word2vec:a.bin"]\nwordsets = ["en/weat1"]\nmetrics = ["weat"]\n', "duplicates must be one of drop, keep"),
+        ('[[experiments]]\nwordset = "en/weat1"\nmetric = "weat"\n', r"experiments\[0\]\.model needs a spec"),
+        ('models = ["word2vec:a.bin"]\n[[experiments]]\nwordset = "en/weat1"\nmetric = "weat"\nmodel = "x:y"\n', "not both"),
+        ('[[experiments]]\nwordset = "en/weat1"\nmetric = "weat"\nmodel = "x:y"\nmetrik = 1\n', r"unknown field\(s\) metrik in experiments\[0\]"),
+    ],
+)
+def test_mistakes_name_the_field(tmp_path: Path, text: str, message: str) -> None:
+    with pytest.raises(BiasError, match=message):
+        load_config(_write(tmp_path, text))
+
+
+def test_weat_with_duplicates_kept_counts_each_copy(planted_files) -> None:
+    """The same test with a repeated attribute: kept, the copy weighs in the effect size; dropped,
+    the result equals the test without the repeat."""
+    from bias.core.model import WordList
+    from bias.registry.resolve import build_embedder, build_metric
+    from fixtures.planted import association_test
+
+    test = association_test()
+    a = test.A
+    repeated = WordList(a.label, a.words, a.grammar, (*a.words, a.words[0], a.words[0]))
+    doubled = __import__("attrs").evolve(test, A=repeated)
+    embedder = build_embedder(f"word2vec:{planted_files.word2vec_bin}")
+    drop = build_metric("weat", bootstrap=0).compute(embedder, doubled, seed=0)
+    keep = build_metric("weat", bootstrap=0, duplicates="keep").compute(embedder, doubled, seed=0)
+    plain = build_metric("weat", bootstrap=0).compute(embedder, test, seed=0)
+    assert drop.effect_size == pytest.approx(plain.effect_size)
+    assert keep.sizes["A"] == len(a.words) + 2 and drop.sizes["A"] == len(a.words)
+    assert keep.effect_size != pytest.approx(plain.effect_size)
+    assert any("repeated stimuli kept" in w for w in keep.warnings)
+    assert any("repeated stimuli dropped" in w for w in drop.warnings)
