@@ -209,7 +209,8 @@ def _long_table(rep: Any, *, level: int, fold: bool = False) -> Table:
             cells = [cells[0], cells[1] + (f"\nHolm {cells[2]}" if cells[2] not in ("", "-") else "")]
         row += cells
         style = None if r.status == "ok" else "yellow" if r.status == "refused" else "red"
-        table.add_row(*(_escape(c) for c in row[:-len(cells)]), *(_escape(c) for c in cells), style=style)
+        lead = [_escape(c) for c in row[:-len(cells) - 1]] + [_escape_lines(row[-len(cells) - 1])]
+        table.add_row(*lead, *(_escape_lines(c) for c in cells), style=style)
     return table
 
 
@@ -227,6 +228,11 @@ def _escape(text: str) -> str:
     """User or file text as rich shows it: never read as markup, control and invisible characters made
     visible, very long text cut."""
     return escape(shown(text))
+
+
+def _escape_lines(text: str) -> str:
+    """A cell the layout stacks on several lines: each line escaped, the line breaks kept."""
+    return "\n".join(_escape(line) for line in text.split("\n"))
 
 
 def problems(console: Console, found: Sequence[Any]) -> None:

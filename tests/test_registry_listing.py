@@ -105,7 +105,7 @@ def test_summary_not_declared_as_a_literal_is_taken_from_the_import(tmp_path, mo
     monkeypatch.syspath_prepend(str(root))
     assert static_summary.describe("bias_computed_summary:Computed") is None
     row = next(r for r in registry.list_plugins("embedders") if r.name == "computed")
-    assert row.status == "ok" and row.summary == "built at import" and row.kind == "word-vectors"
+    assert row.status == "ok" and row.summary == "built at import" and row.kind == "word vectors"
 
 
 def test_header_of_every_installed_word_set_equals_its_full_parse():
@@ -169,4 +169,37 @@ def test_outline_of_every_first_party_plugin_parses_and_keeps_the_declarations()
                 return [ast.dump(n) for n in node.body if isinstance(n, (ast.Assign, ast.AnnAssign))]
 
             assert declarations(outline) == declarations(whole), info.value
-            assert not any(isinstance(n, ast.FunctionDef) for n in ast.walk(outline)), info.value
+            kept = [n.name for n in ast.walk(outline) if isinstance(n, ast.FunctionDef)]
+            assert set(kept) <= set(static_summary.METHODS), info.value  # only the marked methods' names
+
+
+def test_static_kind_of_every_first_party_embedder_is_the_kind_of_the_imported_class():
+    """The static reading must describe a plugin as its import would (static vectors included). It
+    runs in a fresh process: a module already imported is read from the import instead."""
+    import importlib
+    import json
+    from types import SimpleNamespace
+
+    from bias.registry.catalogue import kind_of
+
+    code = textwrap.dedent(
+        """
+        import json
+        from types import SimpleNamespace
+        from bias.registry import entry_points as eps, static_summary
+        from bias.registry.catalogue import kind_of
+        out = {}
+        for info in eps.entry_points("embedders"):
+            declared = static_summary.describe(info.value)
+            out[info.value] = None if declared is None else kind_of("embedders", SimpleNamespace(**declared))
+        print(json.dumps(out))
+        """
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    static_kinds = json.loads(proc.stdout)
+    assert static_kinds and all(v is not None for v in static_kinds.values()), static_kinds
+    for value, kind in static_kinds.items():
+        module, _, cls = value.partition(":")
+        assert kind == kind_of("embedders", getattr(importlib.import_module(module), cls)), value
+    assert any(k.startswith("static word vectors") for k in static_kinds.values())
