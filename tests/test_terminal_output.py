@@ -100,7 +100,8 @@ def test_one_p_format_with_the_floor_as_a_bound():
     assert format_p(1 / 100_001, 1 / 100_001) == "<=1.0e-05"
     assert format_p(2.0e-05, 1 / 100_001) == "2.0e-05"
     assert format_p(0.0344) == "0.034" and format_p(0.5) == "0.50" and format_p(0.0075) == "0.0075"
-    assert format_p(0.0, log10_p=-65677.7) == "1e-65678"
+    assert format_p(0.0, log10_p=-65677.7) == "<1e-65677"  # 10^-65677.7 < 10^-65677: a true bound
+    assert format_p(1e-300, log10_p=-6291.5) == "<1e-6291" and format_p(0.0) == "<1e-300"
 
 
 def test_short_model_names():

@@ -88,6 +88,9 @@ def p_floor(result: Result) -> float | None:
     return None
 
 
+UNDERFLOW = 1e-300  # below it a p-value is reported as this bound (CEAT gives log10_p beside it)
+
+
 def format_p(p: float | None, floor: float | None = None, *, log10_p: float | None = None) -> str:
     """One format everywhere: two significant digits, scientific below 0.001; at a sampled test's
     floor the value is a bound (`<=1.0e-05`); a p that underflows is written from its log10."""
@@ -95,10 +98,10 @@ def format_p(p: float | None, floor: float | None = None, *, log10_p: float | No
         return "-"
     if floor is not None and p <= floor * (1 + 1e-9):
         return f"<={floor:.1e}"
+    if log10_p is not None and math.isfinite(log10_p) and p <= UNDERFLOW and log10_p < math.log10(UNDERFLOW):
+        return f"<1e{math.ceil(log10_p)}"  # a bound from the exact log10 p, never a number that reads as exact
     if p == 0.0:
-        if log10_p is not None and math.isfinite(log10_p):
-            return f"1e{math.floor(log10_p)}"
-        return "<1e-300"
+        return f"<{UNDERFLOW:.0e}"
     if p < 1e-3:
         return f"{p:.1e}"
     return f"{p:#.2g}"
