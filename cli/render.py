@@ -71,6 +71,25 @@ def results_table(results: Any, family: str = "run", *, width: int | None = None
     return Group(chosen, *notes)
 
 
+def robustness_table(curves: Sequence[Any], *, width: int = 80) -> Table:
+    """One row per specification curve: how many specifications, how many agree in sign and are
+    significant after correction, the median and range of the value. Fits 80 columns: the concept and
+    model fold rather than the numbers."""
+    table = Table(title="Robustness to design choices", box=box.SIMPLE_HEAD, pad_edge=False)
+    longest = max([len(c.concept) for c in curves] + [4])
+    table.add_column("Test", overflow="fold", min_width=min(longest, max(12, width - 62)))
+    table.add_column("Model", overflow="fold")
+    for name in ("Specs", "Same sign", "Signif.", "Median", "Range"):
+        table.add_column(name, justify="right", no_wrap=True)
+    for c in curves:
+        share = lambda x: "-" if x is None else f"{x:.0%}"  # noqa: E731
+        table.add_row(
+            _escape(c.concept), _escape(c.model), str(c.n), share(c.same_sign_share), share(c.significant_share),
+            c.scale.format(c.median, 2), f"{c.scale.format(c.low, 2)}..{c.scale.format(c.high, 2)}",
+        )
+    return table
+
+
 def _natural_width(table: Table) -> int:
     console = Console(width=100_000, file=io.StringIO(), color_system=None)
     with console.capture() as capture:
