@@ -334,7 +334,9 @@ def _robustness_report(report: Any, folder: Path, formats: tuple[str, ...]) -> N
     console.print(robustness_table(found, width=console.width))
     for note in notes(report, found):
         console.print(Text(note), highlight=False)
-    console.print(Text("Written: " + ", ".join(str(p) for p in written)), highlight=False, soft_wrap=True)
+    # Wrapped between names, never inside one, so the output keeps to the terminal's width.
+    console.print(Text(f"Written to {target}{'/' if not str(target).endswith('/') else ''}: " + ", ".join(p.name for p in written)),
+                  highlight=False)
 
 
 @app.command("debias")

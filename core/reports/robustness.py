@@ -307,7 +307,7 @@ def notes(report: Report, found: Sequence[Curve]) -> list[str]:
 
 
 def to_markdown(report: Report, found: Sequence[Curve], figures: dict[str, str] | None = None) -> str:
-    lines = [f"# Robustness: {report.title}", ""]
+    lines = ["# Robustness to design choices", "", f"Run: {report.title}.", ""]
     lines += ["| Concept | Model | Value | Specs | Same sign | Significant | Median | Range | Choices varied |",
               "|---|---|---|---|---|---|---|---|---|"]
     for c in found:
