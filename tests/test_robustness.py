@@ -259,3 +259,16 @@ def test_english_gender_career_variants_differ_only_in_their_targets():
     assert not set(names.X.words) & set(terms.X.words)
     assert len(terms.X.words) == len(terms.Y.words) == 8
     assert "bias-framework" in terms.meta.source and terms.meta.licence
+
+
+def test_a_parameter_left_unset_takes_the_models_option_and_files_show_by_name():
+    rows = [
+        result("a", "en/x", "seat", 0.2, 0.5, model="hf:m[layer=3]", params={"layer": None, "templates": "/data/t/mine.toml"}),
+        result("b", "en/x", "seat", 0.4, 0.5, model="hf:m[layer=3]", params={"layer": 5, "templates": "/data/t/mine.toml"}),
+        result("c", "en/x", "seat", 0.6, 0.5, model="hf:m[layer=-1]", params={"layer": None, "templates": "en/seat-templates"}),
+    ]
+    curve = robust_curves(build(rows))[0]
+    assert curve.dimensions == ["layer", "templates"]
+    assert [s.choices for s in curve.specifications] == [
+        {"layer": "3", "templates": "mine"}, {"layer": "5", "templates": "mine"}, {"layer": "-1", "templates": "en/seat-templates"},
+    ]

@@ -44,6 +44,7 @@ _D_SCALE = ValueKind("d", "effect size (Cohen's d; CEAT: combined d)")
 _D_METRICS = frozenset({"weat", "seat", "lpbs", "ceat"})
 # The order in which choices are listed under a curve; others follow alphabetically, the seed last.
 _ORDER = ("test", "metric", "level", "pooling", "word_pooling", "layer", "templates", "corpus")
+_FILES = frozenset({"templates", "corpus"})
 _MODEL_OPTIONS = re.compile(r"^(?P<spec>.*)\[(?P<options>[^\[\]]*)\]$")
 
 
@@ -170,7 +171,8 @@ def _all_choices(r: Result) -> dict[str, str]:
     for key, value in params.items():
         if value is None and key in options:
             continue
-        out[key] = _text(value)
+        # A file given as a parameter (templates, corpus) is told apart by its name, not its whole path.
+        out[key] = short_test(value) if key in _FILES and isinstance(value, str) else _text(value)
     if r.seed is not None:
         out["seed"] = str(r.seed)
     return out
