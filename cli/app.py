@@ -289,6 +289,7 @@ def report_cmd(
     report_format: list[str] = typer.Option(["all"], "--format", help="all, md, csv, tex, png, svg or html. Repeatable or comma-separated."),
     family: Optional[str] = typer.Option(None, "--family", help="Multiple-testing family: run, model or metric (default: the run's, else run)."),
     wide: bool = typer.Option(False, "--wide", help="Print every column of the results table."),
+    robustness: bool = typer.Option(False, "--robustness", help="Specification curves instead: each test across the design choices the run varied (metric, level, pooling, layer, test variant), as robustness-*.png, robustness.md and robustness.csv."),
 ) -> None:
     """Regenerate the report of a run from its results.jsonl: table, CSV, Markdown, LaTeX, figures, HTML."""
     from bias.cli.render import results_table
@@ -296,6 +297,9 @@ def report_cmd(
 
     formats = parse_formats(report_format)
     report = load_report(folder, family=_family(family))
+    if robustness and report.results:
+        _robustness_report(report, folder, formats)
+        return
     from rich.text import Text
 
     from bias.core.text import message
@@ -312,6 +316,27 @@ def report_cmd(
     target = folder if folder.is_dir() else folder.parent
     written = write_report(report, target, formats)
     console.print(Text("Written: " + ", ".join(str(p) for p in written)), highlight=False, soft_wrap=True)
+
+
+def _robustness_report(report: Any, folder: Path, formats: tuple[str, ...]) -> None:
+    """`bias report --robustness`: the table per test on the terminal, figures and tables in the folder."""
+    from rich.text import Text
+
+    from bias.cli.render import robustness_table
+    from bias.core.reports.robustness import notes, write_robustness
+
+    target = folder if folder.is_dir() else folder.parent
+    chosen = tuple(f for f in formats if f in ("md", "csv", "png", "svg"))
+    if not chosen:
+        raise BiasError("--robustness writes md, csv, png or svg files; none of them is among the formats asked for.",
+                        "Leave out --format, or give e.g. --format png,md.")
+    found, written = write_robustness(report, target, chosen)
+    console.print(robustness_table(found, width=console.width))
+    for note in notes(report, found):
+        console.print(Text(note), highlight=False)
+    # Wrapped between names, never inside one, so the output keeps to the terminal's width.
+    console.print(Text(f"Written to {target}{'/' if not str(target).endswith('/') else ''}: " + ", ".join(p.name for p in written)),
+                  highlight=False)
 
 
 @app.command("debias")

@@ -62,6 +62,8 @@ def describe(name: str) -> list[dict[str, Any]]:
                 "language": meta.language,
                 "bias_type": meta.bias_type,
                 "expected_direction": meta.expected_direction,
+                "concept": getattr(meta, "concept", ""),
+                "descriptor": getattr(meta, "descriptor", ""),
                 "source": meta.source,
                 "licence": meta.licence,
                 "notes": meta.notes,
@@ -119,7 +121,7 @@ def render(console: Console, entry: dict[str, Any]) -> None:
         console.print(entry["doc"], highlight=False)
     console.print()
     if entry["group"] == "wordsets":
-        for key in ("kind", "language", "bias_type", "expected_direction", "source", "licence", "notes"):
+        for key in ("kind", "language", "bias_type", "expected_direction", "concept", "descriptor", "source", "licence", "notes"):
             if entry.get(key):
                 console.print(f"[bold]{key.replace('_', ' ')}:[/bold] {entry[key]}", highlight=False)
         table = Table(title="Sets")

@@ -71,6 +71,27 @@ def results_table(results: Any, family: str = "run", *, width: int | None = None
     return Group(chosen, *notes)
 
 
+def robustness_table(curves: Sequence[Any], *, width: int = 80) -> Table:
+    """One row per specification curve: how many specifications, how many agree in sign and are
+    significant after correction, the median and range of the value. Fits 80 columns: the numbers
+    never break; the test's name (with its model below it when a run has several) folds instead."""
+    models = list(dict.fromkeys(c.model for c in curves))
+    title = "Robustness to design choices" + (f" (model {models[0]})" if len(models) == 1 else "")
+    table = Table(title=_escape(title), box=box.SIMPLE_HEAD, pad_edge=False)
+    longest = max([len(c.concept) for c in curves] + [len(c.model) for c in curves if len(models) > 1] + [4])
+    table.add_column("Test" if len(models) == 1 else "Test / model", overflow="fold", min_width=min(longest, max(8, width - 56)))
+    for name in ("Specs", "Same sign", "Signif.", "Median", "Range"):
+        table.add_column(name, justify="right", no_wrap=True)
+    for c in curves:
+        share = lambda x: "-" if x is None else f"{x:.0%}"  # noqa: E731
+        label = _escape(c.concept) + (f"\n[dim]{_escape(c.model)}[/dim]" if len(models) > 1 else "")
+        table.add_row(
+            label, str(c.n), share(c.same_sign_share), share(c.significant_share),
+            c.scale.format(c.median, 2), f"{c.scale.format(c.low, 2)}..{c.scale.format(c.high, 2)}",
+        )
+    return table
+
+
 def _natural_width(table: Table) -> int:
     console = Console(width=100_000, file=io.StringIO(), color_system=None)
     with console.capture() as capture:

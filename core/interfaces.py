@@ -184,9 +184,14 @@ class Metric(ABC):
             "params": self.params(),
             "seed": seed,
             "meta": {"bias_type": meta.bias_type, "language": meta.language, "expected_direction": meta.expected_direction,
-                     **({"title": meta.title} if meta.title else {})},
+                     **({"title": meta.title} if meta.title else {}), **variant_meta(meta)},
             **extra,
         }
+
+
+def variant_meta(meta: Any) -> dict[str, str]:
+    """The concept and descriptor of a word set that is a variant of a test, for its results' meta."""
+    return {k: v for k in ("concept", "descriptor") if (v := getattr(meta, k, ""))}
 
 
 class Debiaser(ABC):

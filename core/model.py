@@ -50,6 +50,11 @@ class WordSetMeta:
     expected_direction: str = "positive"
     notes: str = ""
     path: str = ""  # the file it was read from, for error messages
+    # Variants of one test: word sets that ask the same question with other stimuli (WEAT 6 with first
+    # names, and with group terms) share a `concept`; `descriptor` says how each describes the groups
+    # ("names", "terms"). The robustness report puts variants of a concept side by side.
+    concept: str = ""
+    descriptor: str = ""
 
 
 @attrs.frozen

@@ -22,7 +22,7 @@ import attrs
 from bias.core import budget
 from bias.core.errors import FAILURE, BiasError
 from bias.core.experiments import Experiment
-from bias.core.interfaces import Embedder, Metric, check_compatible, missing_capabilities
+from bias.core.interfaces import Embedder, Metric, check_compatible, missing_capabilities, variant_meta
 from bias.core.model import FAILED, REFUSED, Result
 from bias.core.results import ResultStore
 from bias.core.specs import parse_spec
@@ -401,7 +401,8 @@ def _data_meta(data: Any) -> dict[str, Any]:
     meta = getattr(data, "meta", None)
     if meta is None:
         return {}
-    return {"bias_type": meta.bias_type, "language": meta.language, "expected_direction": meta.expected_direction}
+    return {"bias_type": meta.bias_type, "language": meta.language, "expected_direction": meta.expected_direction,
+            **variant_meta(meta)}
 
 
 def run_one(p: Prepared, embedder: Embedder, *, debug: bool = False) -> Result:

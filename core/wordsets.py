@@ -42,7 +42,11 @@ MIN_STIMULI = 8  # the documented minimum; fewer makes the permutation test coar
 SMALL_SET = "small-set"  # a warning when a test is run, an error in `bias validate` (unless published so)
 PUBLISHED_SMALL = "published_small_sets"  # metadata marker: the sets are small because the published test's are
 REQUIRED_META = ("kind", "language", "bias_type", "source", "licence")
-COMMON_META = REQUIRED_META + ("name", "title", "description", "expected_direction", "notes", "format")
+COMMON_META = REQUIRED_META + ("name", "title", "description", "expected_direction", "notes", "format", "concept", "descriptor")
+# Usual descriptors of a test's groups (Husse & Spitz 2022): first names, or group terms (woman, man).
+# Others are allowed (e.g. "pronouns"); they are words, not sentences.
+DESCRIPTORS = ("names", "terms")
+VARIANT_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 SET_KEYS = ("X", "Y", "A", "B")
 
 
@@ -127,9 +131,24 @@ def check_meta(data: dict[str, Any], file: str, known: Iterable[str] = ()) -> li
     bias_type = data.get("bias_type")
     if isinstance(bias_type, str) and bias_type.strip() and bias_type not in BIAS_TYPES:
         problems.append(Problem(file, "bias_type", f"'{bias_type}' is not a known bias type ({', '.join(BIAS_TYPES)})"))
+    problems.extend(check_variant(data, file))
     direction = data.get("expected_direction", "positive")
     if direction not in DIRECTIONS:
         problems.append(Problem(file, "expected_direction", f"'{direction}' must be one of {', '.join(DIRECTIONS)}"))
+    return problems
+
+
+def check_variant(data: dict[str, Any], file: str) -> list[Problem]:
+    """`concept` and `descriptor` mark variants of one test (see `WordSetMeta`): short lower-case names,
+    and a descriptor only beside a concept (alone it would group nothing)."""
+    problems = []
+    for key in ("concept", "descriptor"):
+        if key in data and (not isinstance(data[key], str) or not VARIANT_NAME.match(data[key])):
+            problems.append(Problem(file, key, f"{data[key]!r} must be a short lower-case name such as "
+                                    + ('"gender-career"' if key == "concept" else '"names" or "terms"')))
+    if "descriptor" in data and "concept" not in data:
+        problems.append(Problem(file, "descriptor", "given without `concept`: name the concept this test is a variant of",
+                                "warning"))
     return problems
 
 
@@ -308,6 +327,8 @@ def meta_of(data: dict[str, Any], path: Path | str, name: str) -> WordSetMeta:
         expected_direction=str(data.get("expected_direction", "positive")),
         notes=str(data.get("notes", "")),
         path=str(path),
+        concept=str(data.get("concept", "") or ""),
+        descriptor=str(data.get("descriptor", "") or ""),
     )
 
 

@@ -84,8 +84,9 @@ def test_incompatible_combinations_are_skipped_with_a_reason(planted_files, tmp_
 def test_wordset_selectors(tmp_path, sets):
     experiments, _ = load_config(config(tmp_path, "word2vec:x.bin", "", '[{ language = "en", bias_type = "gender", kind = "association" }, "planted.toml"]'))
     names = [e.wordset for e in experiments]
-    assert {"en/weat6", "en/weat7", "en/weat8"} <= set(names) and names[-1].endswith("planted.toml")
-    assert all(not n.startswith("en/") or n in ("en/weat6", "en/weat7", "en/weat8") for n in names)
+    gender = ("en/weat6", "en/weat7", "en/weat8", "en/gender-career-terms")
+    assert set(gender) <= set(names) and names[-1].endswith("planted.toml")
+    assert all(not n.startswith("en/") or n in gender for n in names)
     with pytest.raises(BiasError, match="langauge") as err:
         load_config(config(tmp_path, "word2vec:x.bin", "", '[{ langauge = "en" }]'))
     assert "language" in err.value.hint

@@ -54,7 +54,7 @@ def test_first_party_plugins_are_registered_through_entry_points():
 def test_wordset_lookup_by_language_and_bias_type():
     gender = registry.wordsets(language="en", bias_type="gender")
     association = {r.name for r in gender if r.kind == "association"}
-    assert association == {"en/weat6", "en/weat7", "en/weat8"}
+    assert association == {"en/weat6", "en/weat7", "en/weat8", "en/gender-career-terms"}
     assert {"en/lpbs-gender", "en/debias-gender"} <= {r.name for r in gender}
     assert all(r.language == "en" and r.status == "ok" and r.bias_type == "gender" for r in gender)
     assert registry.wordsets(language="xx") == []

@@ -1,0 +1,274 @@
+"""`bias report --robustness`: specification curves of one test across design choices.
+
+The table's numbers are checked against a hand computation on results with known values and
+p-values (Holm written out from its textbook definition here); the command end to end on a run of
+the planted word2vec model; the figure file; the error when nothing varies; and the word-set fields
+that mark variants of one test.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bias.core.errors import BiasError
+from bias.core.model import Result
+from bias.core.reports import build
+from bias.core.reports.robustness import curves, robust_curves, to_csv, to_markdown, write_robustness
+
+from fixtures.planted import A_WORDS, B_WORDS, X_WORDS, Y_WORDS
+
+
+def result(key, wordset, metric, effect, p, *, model="word2vec:m.bin", params=None, meta=None, status="ok"):
+    return Result(
+        key=key, model=model, wordset=wordset, metric=metric, status=status, effect_size=effect, p_value=p,
+        params=params or {}, seed=0, meta={"language": "en", **(meta or {})},
+    )
+
+
+def holm_by_hand(p):
+    """Holm (1979): sort ascending, multiply the i-th smallest (0-based) by m - i, keep the running maximum, cap at 1."""
+    m = len(p)
+    order = sorted(range(m), key=lambda i: p[i])
+    out, running = [0.0] * m, 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * p[i]))
+        out[i] = running
+    return out
+
+
+NAMES = {"concept": "career", "descriptor": "names"}
+TERMS = {"concept": "career", "descriptor": "terms"}
+# (wordset, metric, params, model options, effect, p): six specifications of one concept.
+SPECS = [
+    ("en/a", "weat", {}, "[layer=-1]", 0.8, 0.001),
+    ("en/a", "seat", {"level": "sentence"}, "[layer=-1]", -0.3, 0.2),
+    ("en/a", "seat", {"level": "word"}, "[layer=3]", 1.2, 0.0001),
+    ("en/b", "weat", {}, "[layer=3]", 0.5, 0.01),
+    ("en/b", "seat", {"level": "sentence"}, "[layer=-1]", 0.1, 0.6),
+    ("en/b", "seat", {"level": "word"}, "[layer=3]", 0.9, 0.004),
+]
+
+
+def synthetic():
+    rows = []
+    for i, (ws, metric, params, options, effect, p) in enumerate(SPECS):
+        meta = NAMES if ws == "en/a" else TERMS
+        rows.append(result(f"k{i}", ws, metric, effect, p, model=f"hf:mini{options}", params=params, meta=meta))
+    rows.append(result("solo", "en/other", "weat", 0.4, 0.03, model="hf:mini[layer=-1]"))  # one specification only
+    rows.append(result("refused", "en/a", "weat", None, None, model="hf:mini[layer=1]", meta=NAMES, status="refused"))
+    rows.append(result("crows", "en/a", "crows", 61.0, 0.02, model="hf:mini[layer=-1]", meta=NAMES))  # a % is another scale
+    rows.append(result("other-model", "en/a", "weat", 0.7, 0.5, model="hf:other[layer=-1]", meta=NAMES))
+    return rows
+
+
+def test_table_numbers_match_a_hand_computation():
+    rows = synthetic()
+    report = build(rows, family="run")
+    found = {(c.concept, c.model, c.scale.label): c for c in curves(report)}
+    career = found[("en/career", "mini", "d")]
+    # Every result with a p-value is one hypothesis of the run's family.
+    ps = [r.p_value for r in rows if r.p_value is not None]
+    holm = dict(zip([r.key for r in rows if r.p_value is not None], holm_by_hand(ps)))
+    assert holm["k2"] == pytest.approx(9 * 0.0001)  # the smallest of nine p-values
+    effects = [s[4] for s in SPECS]
+    significant = [holm[f"k{i}"] < 0.05 for i in range(6)]
+    assert career.n == 6
+    assert career.median == pytest.approx(float(np.median(effects))) == pytest.approx(0.65)
+    assert (career.low, career.high) == (pytest.approx(-0.3), pytest.approx(1.2))
+    assert career.same_sign_share == pytest.approx(5 / 6)
+    assert career.significant_share == pytest.approx(sum(significant) / 6)
+    assert career.significant_share == pytest.approx(3 / 6)  # 0.0001, 0.001, 0.004 survive nine tests; 0.01 (x6) does not
+    # Sorted by value; the choices that vary, in display order; variants of the concept side by side.
+    assert [s.effect for s in career.specifications] == sorted(effects)
+    assert career.dimensions == ["test", "metric", "level", "layer"]
+    top = career.specifications[-1]
+    assert top.choices == {"test": "names (en/a)", "metric": "seat", "level": "word", "layer": "3"}
+    assert career.specifications[0].choices == {"test": "names (en/a)", "metric": "seat", "level": "sentence", "layer": "-1"}
+    weat_terms = next(s for s in career.specifications if s.result.key == "k3")
+    assert weat_terms.choices == {"test": "terms (en/b)", "metric": "weat", "layer": "3"}  # WEAT has no level
+    # The lone test, the % scale and the other model are curves of their own; the refused result is in none.
+    assert found[("en/other", "mini", "d")].n == 1
+    assert found[("en/career", "mini", "%")].n == 1
+    assert found[("en/career", "other", "d")].n == 1
+    assert sum(c.n for c in found.values()) == 9
+    assert [c.n for c in robust_curves(report)] == [6]
+    # The CSV and Markdown say the same numbers.
+    record = next(csv.DictReader(io.StringIO(to_csv(robust_curves(report)))))
+    assert int(record["specifications"]) == 6 and float(record["median"]) == pytest.approx(0.65)
+    assert float(record["same_sign_share"]) == pytest.approx(5 / 6) and float(record["significant_share"]) == pytest.approx(0.5)
+    assert float(record["min"]) == pytest.approx(-0.3) and float(record["max"]) == pytest.approx(1.2)
+    md = to_markdown(report, robust_curves(report))
+    assert "| en/career | mini | d | 6 | 83% | 50% | +0.65 | -0.30 to +1.20 | test, metric, level, layer |" in md
+
+
+def test_sign_is_taken_against_the_metrics_no_bias_value():
+    rows = [result(f"c{i}", "en/pairs", "crows", v, 0.5, params={"lowercase": lc}) for i, (v, lc) in
+            enumerate([(55.0, "no"), (60.0, "yes"), (45.0, "no"), (58.0, "yes")])]
+    curve = robust_curves(build(rows))[0]
+    assert curve.median == pytest.approx(56.5)
+    assert curve.same_sign_share == pytest.approx(3 / 4)  # 45% is below 50%, the others above
+    assert curve.significant_share == 0.0
+
+
+def test_no_test_with_two_specifications_is_a_user_error():
+    rows = [result("a", "en/x", "weat", 0.5, 0.01), result("b", "en/y", "weat", 0.2, 0.3)]
+    with pytest.raises(BiasError) as err:
+        robust_curves(build(rows))
+    assert "two or more specifications" in err.value.message and err.value.exit_code == 2
+    with pytest.raises(BiasError):
+        robust_curves(build([result("r", "en/x", "weat", None, None, status="refused")]))
+
+
+def test_figure_is_a_png_with_content(tmp_path):
+    report = build(synthetic())
+    found, written = write_robustness(report, tmp_path, ("png", "svg", "md", "csv"))
+    names = sorted(p.name for p in written)
+    assert names == sorted(["robustness-en-career-mini.png", "robustness-en-career-mini.svg", "robustness.md",
+                            "robustness.csv", "robustness-specifications.csv"])
+    png = (tmp_path / "robustness-en-career-mini.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
+    width, height = int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
+    assert 600 < width < 3000 and 400 < height < 3000
+    svg = (tmp_path / "robustness-en-career-mini.svg").read_text()
+    for label in ("test: names (en/a)", "level: word", "layer: 3", "specification, sorted by value"):
+        assert label in svg, label
+    rows = list(csv.DictReader(io.StringIO((tmp_path / "robustness-specifications.csv").read_text())))
+    assert [float(r["effect_size"]) for r in rows] == sorted(s[4] for s in SPECS)
+
+
+# --- end to end on a run of the planted word2vec model --------------------------------------------
+
+
+def bias_cli(*args: str, cwd: Path | None = None, columns: int = 80) -> subprocess.CompletedProcess:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "COLUMNS": str(columns), "PYTHONWARNINGS": "ignore"}
+    return subprocess.run([sys.executable, "-m", "bias.cli.app", *args], capture_output=True, text=True, env=env,
+                          cwd=cwd, timeout=300)
+
+
+def wordset_file(path: Path, descriptor: str) -> Path:
+    def words(ws):
+        return "[" + ", ".join(f'"{w}"' for w in ws) + "]"
+
+    path.write_text(
+        f"""kind = "association"
+language = "en"
+bias_type = "non-social"
+concept = "flowers-pleasant"
+descriptor = "{descriptor}"
+source = "generated for the tests"
+licence = "CC0-1.0"
+[sets.X]
+words = {words(X_WORDS)}
+[sets.Y]
+words = {words(Y_WORDS)}
+[sets.A]
+words = {words(A_WORDS)}
+[sets.B]
+words = {words(B_WORDS)}
+""",
+        encoding="utf-8",
+    )
+    return path
+
+
+def test_cli_end_to_end_on_a_tiny_run(planted_files, tmp_path):
+    wordset_file(tmp_path / "names.toml", "names")
+    wordset_file(tmp_path / "terms.toml", "terms")
+    (tmp_path / "grid.toml").write_text(
+        f"""title = "tiny robustness"
+out = "run"
+wordsets = ["names.toml", "terms.toml"]
+metrics = ["weat", {{ name = "seat", level = "sentence" }}]
+models = ["word2vec:{planted_files.word2vec_bin}"]
+[params]
+bootstrap = 200
+[grid]
+ddof = [0, 1]
+""",
+        encoding="utf-8",
+    )
+    proc = bias_cli("run", str(tmp_path / "grid.toml"))
+    assert proc.returncode == 0, proc.stderr
+    run = tmp_path / "run"
+    lines = [json.loads(x) for x in (run / "results.jsonl").read_text().splitlines()]
+    assert len(lines) == 8 and all(x["status"] == "ok" for x in lines)
+    assert {x["meta"]["concept"] for x in lines} == {"flowers-pleasant"}
+    assert {x["meta"]["descriptor"] for x in lines} == {"names", "terms"}
+
+    proc = bias_cli("report", str(run), "--robustness")
+    assert proc.returncode == 0, proc.stderr
+    assert max(len(line) for line in proc.stdout.splitlines()) <= 80
+    assert "en/flowers-pleasant" in proc.stdout
+    pngs = list(run.glob("robustness-en-flowers-pleasant-*.png"))  # named by concept and model
+    assert len(pngs) == 1, sorted(p.name for p in run.iterdir())
+    assert pngs[0].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and pngs[0].stat().st_size > 10_000
+    record = next(csv.DictReader(io.StringIO((run / "robustness.csv").read_text())))
+    effects = [x["effect_size"] for x in lines]
+    assert int(record["specifications"]) == 8
+    assert float(record["median"]) == pytest.approx(float(np.median(effects)))
+    assert float(record["min"]) == pytest.approx(min(effects)) and float(record["max"]) == pytest.approx(max(effects))
+    assert float(record["same_sign_share"]) == pytest.approx(np.mean(np.array(effects) > 0) if np.median(effects) > 0 else np.mean(np.array(effects) < 0))
+    assert record["choices_varied"] == "test; metric; ddof"
+    assert not (run / "forest.png").exists()  # --robustness writes its own outputs only
+
+
+def test_cli_refuses_a_run_without_variation(planted_files, tmp_path):
+    ws = wordset_file(tmp_path / "names.toml", "names")
+    out = tmp_path / "run"
+    proc = bias_cli("run", "--model", f"word2vec:{planted_files.word2vec_bin}", "--wordset", str(ws), "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    proc = bias_cli("report", str(out), "--robustness")
+    assert proc.returncode == 2, (proc.stdout, proc.stderr)
+    assert "Traceback" not in proc.stderr
+    assert "No test in this run has two or more specifications" in proc.stderr + proc.stdout
+
+
+# --- word-set fields marking variants ----------------------------------------------------------------
+
+
+def test_variant_fields_are_checked(tmp_path):
+    from bias.core.wordsets import validate_toml_file
+
+    good = wordset_file(tmp_path / "good.toml", "names")
+    assert not [p for p in validate_toml_file(good) if p.severity != "note"]
+    text = good.read_text()
+    (tmp_path / "bad.toml").write_text(text.replace('concept = "flowers-pleasant"', 'concept = "Flowers and pleasant words!"'))
+    problems = validate_toml_file(tmp_path / "bad.toml")
+    assert any(p.field == "concept" and p.severity == "error" for p in problems)
+    (tmp_path / "alone.toml").write_text(text.replace('concept = "flowers-pleasant"\n', ""))
+    problems = validate_toml_file(tmp_path / "alone.toml")
+    assert any(p.field == "descriptor" and p.severity == "warning" and "concept" in p.message for p in problems)
+
+
+def test_english_gender_career_variants_differ_only_in_their_targets():
+    from bias import registry
+
+    names, terms = registry.load_wordset("en/weat6"), registry.load_wordset("en/gender-career-terms")
+    assert (names.meta.concept, names.meta.descriptor) == ("gender-career", "names")
+    assert (terms.meta.concept, terms.meta.descriptor) == ("gender-career", "terms")
+    assert names.A.words == terms.A.words and names.B.words == terms.B.words
+    assert not set(names.X.words) & set(terms.X.words)
+    assert len(terms.X.words) == len(terms.Y.words) == 8
+    assert "bias-framework" in terms.meta.source and terms.meta.licence
+
+
+def test_a_parameter_left_unset_takes_the_models_option_and_files_show_by_name():
+    rows = [
+        result("a", "en/x", "seat", 0.2, 0.5, model="hf:m[layer=3]", params={"layer": None, "templates": "/data/t/mine.toml"}),
+        result("b", "en/x", "seat", 0.4, 0.5, model="hf:m[layer=3]", params={"layer": 5, "templates": "/data/t/mine.toml"}),
+        result("c", "en/x", "seat", 0.6, 0.5, model="hf:m[layer=-1]", params={"layer": None, "templates": "en/seat-templates"}),
+    ]
+    curve = robust_curves(build(rows))[0]
+    assert curve.dimensions == ["layer", "templates"]
+    assert [s.choices for s in curve.specifications] == [
+        {"layer": "3", "templates": "mine"}, {"layer": "5", "templates": "mine"}, {"layer": "-1", "templates": "en/seat-templates"},
+    ]
