@@ -332,3 +332,42 @@ def test_compare_says_when_the_splits_differ(files) -> None:
     done = bias("compare", str(one), str(two))
     assert done.returncode == 0, done.stderr
     assert "seed" in done.stdout
+
+
+# --- mode=finetune --------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_finetune_learns_the_planted_label_and_is_seeded(tmp_path: Path) -> None:
+    from fixtures.tiny_bert import COMMON_WORDS, build_tiny_bert
+
+    model = build_tiny_bert(tmp_path / "bert")
+    r = random.Random(3)
+    filler = [w for w in COMMON_WORDS if w.lower() not in ("good", "bad")]
+    rows = []
+    for i in range(80):
+        label = "pos" if i % 2 else "neg"
+        words = r.sample(filler, 5) + ["good" if label == "pos" else "bad"]
+        r.shuffle(words)
+        rows.append((" ".join(words), label))
+    data = registry.load_wordset(str(write_csv(tmp_path / "texts.csv", rows)))
+    embedder = registry.build_embedder(f"hf:{model}")
+    params = {"mode": "finetune", "folds": 1, "test_size": 0.2, "epochs": 10, "learning_rate": 1e-3, "train_batch_size": 8}
+    first = registry.build_metric("probe", **params).compute(embedder, data, seed=0)
+    assert first.ok and first.effect_size >= 0.8, first.figures.get("accuracy")
+    assert first.convention["mode"] == "finetune" and "epoch" in first.convention["classifier"]
+    assert len(first.figures["predictions"]) == 16
+    again = registry.build_metric("probe", **params).compute(embedder, data, seed=0)
+    assert [p["predicted"] for p in again.figures["predictions"]] == [p["predicted"] for p in first.figures["predictions"]]
+    # the embedder's own weights are untouched: the frozen probe gives what it gave before fine-tuning
+    frozen = registry.build_metric("probe", pooling="mean", folds=1).compute(embedder, data, seed=0)
+    fresh = registry.build_metric("probe", pooling="mean", folds=1).compute(registry.build_embedder(f"hf:{model}"), data, seed=0)
+    assert [p["predicted"] for p in frozen.figures["predictions"]] == [p["predicted"] for p in fresh.figures["predictions"]]
+
+
+def test_finetune_is_refused_for_static_and_debiased_models(files) -> None:
+    for extra in ((), ("--debias", "hard", "--debias-lists", "en/debias-gender")):
+        done = bias("run", "--model", f"word2vec:{files['model']}", *extra, "--wordset", str(files["reviews"]),
+                    "--metric", "probe", "--param", "mode=finetune")
+        assert done.returncode == 2, done.stdout + done.stderr
+        assert "mode=finetune" in done.stdout + done.stderr and "mode=probe" in done.stdout + done.stderr

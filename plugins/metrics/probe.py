@@ -24,6 +24,7 @@ from bias.core.model import LABELLED_TEXTS, OK, REFUSED, Result
 from bias.core.params import int_at_least, one_of, param
 
 POOLINGS = ("cls", "mean", "first", "last")
+MODES = ("probe", "finetune")
 AUTO_CV_BELOW = 200  # with fewer texts, folds = 0 means k-fold cross-validation
 AUTO_FOLDS = 5
 Z95 = 1.959963984540054  # the 97.5% point of the standard normal
@@ -126,6 +127,14 @@ class Probe(Metric):
     C: float = param(1.0, "inverse regularisation strength of the logistic regression (scikit-learn's C)")
     max_iter: int = param(2000, "iterations of the logistic regression's solver (lbfgs)", validator=int_at_least(1))
     standardize: bool = param(True, "scale each dimension to mean 0 and variance 1 (fitted on the training part only)")
+    mode: str = param(
+        "probe", "probe (logistic regression on frozen encodings) or finetune (train the encoder and a classification head; hf models only)",
+        validator=one_of(MODES),
+    )
+    epochs: int = param(3, "finetune: passes over the training texts", validator=int_at_least(1))
+    learning_rate: float = param(5e-5, "finetune: AdamW learning rate")
+    train_batch_size: int = param(16, "finetune: texts per training step", validator=int_at_least(1))
+    max_length: int = param(128, "finetune: truncate texts to this many tokens", validator=int_at_least(2))
 
     def unfit(self, embedder_type: type) -> str | None:
         if _is_static(embedder_type) and self.pooling == "cls":
@@ -153,16 +162,101 @@ class Probe(Metric):
                 f"use --param folds={smallest}" + (" or more texts" if smallest < 2 else ""),
                 **base,
             )
-        pooling = sentence_pooling(self.pooling, embedder)
-        vectors = self._encode(embedder, texts, pooling)
-        if not np.all(np.isfinite(vectors)):
-            bad = int((~np.isfinite(vectors).all(axis=1)).sum())
-            return Result(status=REFUSED, reason=f"{bad} text(s) got a vector that is not finite", **base)
+        if self.mode == "finetune":
+            fit_predict = self._finetuner(embedder, texts, seed)
+            pooling = "the sequence-classification head's own ([CLS] pooler for BERT-like models)"
+        else:
+            pooling = sentence_pooling(self.pooling, embedder)
+            vectors = self._encode(embedder, texts, pooling)
+            if not np.all(np.isfinite(vectors)):
+                bad = int((~np.isfinite(vectors).all(axis=1)).sum())
+                return Result(status=REFUSED, reason=f"{bad} text(s) got a vector that is not finite", **base)
+            fit_predict = self._regression(vectors, seed)
         try:
-            predicted, fold_of, train_sizes = self._predict(vectors, labels, folds, seed)
+            predicted, fold_of, train_sizes = self._predict(fit_predict, labels, folds, seed)
         except ValueError as exc:  # scikit-learn's word for a split the data cannot give
             return Result(status=REFUSED, reason=f"the labels cannot be split as asked ({exc})", **base)
         return self._result(embedder, data, labels, predicted, fold_of, train_sizes, folds, pooling, seed, base)
+
+    def _regression(self, vectors: np.ndarray, seed: int) -> Any:
+        """fit_predict(train, test, labels) of the probe: logistic regression on the frozen vectors."""
+        import warnings
+
+        from sklearn.exceptions import ConvergenceWarning
+
+        def fit_predict(train: np.ndarray, test: np.ndarray, labels: np.ndarray) -> np.ndarray:
+            model = self._classifier(seed)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", ConvergenceWarning)
+                model.fit(vectors[train], labels[train])
+            return model.predict(vectors[test])
+
+        return fit_predict
+
+    def _finetuner(self, embedder: Embedder, texts: list[str], seed: int) -> Any:
+        """fit_predict of mode=finetune: a fresh copy of the model's weights with a new classification
+        head (transformers' AutoModelForSequenceClassification), trained for `epochs` with AdamW in
+        seeded shuffled batches on the embedder's device, then asked for the held-out texts."""
+        source = getattr(embedder, "finetune_source", None)
+        if source is None:
+            raise BiasError(
+                "mode=finetune trains the weights of a Hugging Face model (hf:...); static and debiased models have none "
+                "to train: use mode=probe (the default), which works on every model.",
+                f"The model was {embedder.spec}.",
+            )
+        folder, device, remote = source()
+
+        def fit_predict(train: np.ndarray, test: np.ndarray, labels: np.ndarray) -> np.ndarray:
+            import torch
+            import transformers
+
+            names = sorted(set(labels[train].tolist()))
+            index = {name: i for i, name in enumerate(names)}
+            torch.manual_seed(seed)
+            verbosity = transformers.logging.get_verbosity()
+            transformers.logging.set_verbosity_error()  # "some weights were newly initialised": the head, as intended
+            bar = transformers.logging.is_progress_bar_enabled()
+            transformers.logging.disable_progress_bar()
+            try:
+                tokenizer = transformers.AutoTokenizer.from_pretrained(folder, trust_remote_code=remote)
+                model = transformers.AutoModelForSequenceClassification.from_pretrained(
+                    folder, num_labels=len(names), trust_remote_code=remote
+                )
+            finally:
+                transformers.logging.set_verbosity(verbosity)
+                if bar:
+                    transformers.logging.enable_progress_bar()
+            if tokenizer.pad_token is None and tokenizer.eos_token is not None:  # GPT-2 style tokenizers
+                tokenizer.pad_token = tokenizer.eos_token
+            if getattr(model.config, "pad_token_id", None) is None:
+                model.config.pad_token_id = tokenizer.pad_token_id
+            model.to(device)
+
+            def batch(rows: Any) -> dict[str, Any]:
+                encoded = tokenizer([texts[i] for i in rows], padding=True, truncation=True, max_length=self.max_length, return_tensors="pt")
+                return {k: v.to(device) for k, v in encoded.items()}
+
+            optimiser = torch.optim.AdamW(model.parameters(), lr=self.learning_rate)
+            generator = torch.Generator().manual_seed(seed)
+            targets = torch.tensor([index[label] for label in labels[train]], dtype=torch.long)
+            model.train()
+            for _ in range(self.epochs):
+                order = torch.randperm(len(train), generator=generator)
+                for start in range(0, len(train), self.train_batch_size):
+                    picked = order[start : start + self.train_batch_size]
+                    out = model(**batch(train[picked.numpy()]), labels=targets[picked].to(device))
+                    optimiser.zero_grad()
+                    out.loss.backward()
+                    optimiser.step()
+            model.eval()
+            predicted = []
+            with torch.inference_mode():
+                for start in range(0, len(test), self.train_batch_size):
+                    logits = model(**batch(test[start : start + self.train_batch_size])).logits
+                    predicted.extend(names[int(i)] for i in logits.argmax(dim=-1).cpu())
+            return np.array(predicted, dtype=object)
+
+        return fit_predict
 
     def _encode(self, embedder: Embedder, texts: list[str], pooling: str) -> np.ndarray:
         """One call for every distinct text (the embedder batches and caches)."""
@@ -184,12 +278,9 @@ class Probe(Metric):
         model = LogisticRegression(C=self.C, max_iter=self.max_iter, random_state=seed)
         return make_pipeline(StandardScaler(), model) if self.standardize else model
 
-    def _predict(self, vectors: np.ndarray, labels: np.ndarray, folds: int, seed: int) -> tuple[np.ndarray, np.ndarray, list[int]]:
+    def _predict(self, fit_predict: Any, labels: np.ndarray, folds: int, seed: int) -> tuple[np.ndarray, np.ndarray, list[int]]:
         """Held-out predictions (None where a text was in the training part), the fold of each text
         (-1: training only; 0: the test part of a single split), and the training sizes."""
-        import warnings
-
-        from sklearn.exceptions import ConvergenceWarning
         from sklearn.model_selection import StratifiedKFold, train_test_split
 
         n = len(labels)
@@ -202,11 +293,7 @@ class Probe(Metric):
             splits = [(np.sort(train), np.sort(test))]
         sizes = []
         for k, (train, test) in enumerate(splits):
-            model = self._classifier(seed)
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", ConvergenceWarning)
-                model.fit(vectors[train], labels[train].astype(str))
-            predicted[test] = model.predict(vectors[test])
+            predicted[test] = fit_predict(train, test, labels.astype(str))
             fold_of[test] = k
             sizes.append(int(len(train)))
         return predicted, fold_of, sizes
@@ -275,16 +362,28 @@ class Probe(Metric):
                 "predictions": rows,
             },
             convention={
-                "classifier": "logistic regression (scikit-learn, lbfgs)"
-                + (", dimensions standardised on the training part" if self.standardize else "")
-                + f", C={self.C}",
-                "encodings": "frozen sentence vectors of the model (no fine-tuning)",
+                "mode": self.mode,
+                **(
+                    {
+                        "classifier": "the model's sequence-classification head (transformers), a new head on a fresh copy of "
+                        f"the weights for each split or fold, encoder and head trained: {self.epochs} epoch(s), AdamW lr "
+                        f"{self.learning_rate}, batches of {self.train_batch_size} in seeded order, texts cut at {self.max_length} tokens",
+                        "encodings": "fine-tuned (the model's served weights are not changed)",
+                    }
+                    if self.mode == "finetune"
+                    else {
+                        "classifier": "logistic regression (scikit-learn, lbfgs)"
+                        + (", dimensions standardised on the training part" if self.standardize else "")
+                        + f", C={self.C}",
+                        "encodings": "frozen sentence vectors of the model (no fine-tuning)",
+                    }
+                ),
                 "evaluation": evaluation,
                 "folds": folds,
                 "test_size": self.test_size if folds < 2 else None,
                 "seed": seed,
                 "pooling": pooling,
-                "layer": self.layer if self.layer is not None else info.get("layer", "none (static word vectors)"),
+                "layer": "all (fine-tuned)" if self.mode == "finetune" else self.layer if self.layer is not None else info.get("layer", "none (static word vectors)"),
                 "interval": "95% normal approximation p +- 1.96 sqrt(p(1-p)/n) over the held-out texts, clipped to [0, 1]; "
                 "Wilson's score interval in figures",
                 "f1": "macro-F1: the unweighted mean of the per-label F1",
