@@ -91,11 +91,8 @@ def build_reader_files(home: Path) -> dict[str, str]:
         "She cooked dinner for them.,He cooked dinner for them.,stereo,gender\n",
         encoding="utf-8",
     )
-    career, family = registry.load_wordset("en/weat6").A.words, registry.load_wordset("en/weat6").B.words
-    reviews = ["text,label"] + [
-        f"{' '.join(rng.sample(weat6, 4))} {rng.choice(career if i % 2 else family)},{'career' if i % 2 else 'family'}" for i in range(40)
-    ]
-    (home / "reviews.csv").write_text("\n".join(reviews) + "\n", encoding="utf-8")
+    (home / "examples").mkdir()
+    (home / "examples" / "reviews-en.toml").write_bytes((ROOT / "examples" / "reviews-en.toml").read_bytes())
     analogies = registry.load_wordset("en/analogies")
     lines = []
     for section, questions in ((s.name, s.questions) for s in analogies.sections):
