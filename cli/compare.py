@@ -4,18 +4,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bias.core.compare import COLUMNS, STARS, ComparisonTable, cells
+from bias.core.compare import PAIRED_NOTE, STARS, ComparisonTable, cells, columns, has_paired
 from rich.console import Console
 from rich.table import Table
 
 
 def rich_table(table: ComparisonTable) -> Table:
     out = Table(title=f"Before: {table.before_model}  ->  After: {table.after_model}", expand=False)
-    for key, label in COLUMNS:
+    shown = columns(table)
+    for key, label in shown:
         out.add_column(label, overflow="fold", justify="right" if key in ("before", "after", "change") else "left")
     for row in cells(table):
-        out.add_row(*(row[key] for key, _ in COLUMNS))
-    out.caption = f"Change = after - before. {STARS}"
+        out.add_row(*(row[key] for key, _ in shown))
+    out.caption = f"Change = after - before. {STARS}" + (f" {PAIRED_NOTE}" if has_paired(table) else "")
     return out
 
 
@@ -26,7 +27,12 @@ def execute(
     from bias.core.errors import BiasError
     from bias.core.results import read_results
 
-    table = compare(read_results(before), read_results(after), before_model=before_model, after_model=after_model)
+    from bias.core.results import results_path
+
+    table = compare(
+        read_results(before), read_results(after), before_model=before_model, after_model=after_model,
+        before_folder=results_path(before).parent, after_folder=results_path(after).parent,
+    )
     folder = out or (after if after.is_dir() else after.parent)
     try:
         folder.mkdir(parents=True, exist_ok=True)

@@ -11,10 +11,12 @@ import csv
 import io
 import json
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import attrs
 from bias.core.errors import BiasError
+from bias.core.mcnemar import McNemar, mcnemar
 from bias.core.model import OK, Result
 from bias.core.reports.tables import significance
 
@@ -33,6 +35,7 @@ class Comparison:
     params: dict[str, Any]
     before: Result | None
     after: Result | None
+    paired: McNemar | None = None  # McNemar's test on the per-item predictions (probe results)
 
     @property
     def change(self) -> float | None:
@@ -83,12 +86,20 @@ def single_model(results: Sequence[Result], side: str, model: str | None) -> tup
 
 
 def compare(
-    before: Sequence[Result], after: Sequence[Result], *, before_model: str | None = None, after_model: str | None = None
+    before: Sequence[Result],
+    after: Sequence[Result],
+    *,
+    before_model: str | None = None,
+    after_model: str | None = None,
+    before_folder: Path | None = None,
+    after_folder: Path | None = None,
 ) -> ComparisonTable:
     """Pair the results of two runs by (word set, metric, parameters), in the order of the before run.
 
     Where one side has several results of the same test (several seeds, or a test run twice), results
-    are paired by seed; otherwise the last result of each side is taken, and a note says so.
+    are paired by seed; otherwise the last result of each side is taken, and a note says so. Results
+    with per-item predictions (the probe; kept in a CSV beside the results, found in the run folders)
+    also get McNemar's test on the texts both runs predicted.
     """
     before_results, before_label = single_model(before, "before", before_model)
     after_results, after_label = single_model(after, "after", after_model)
@@ -115,6 +126,7 @@ def compare(
         else:
             rows.append(Comparison(wordset, metric, params, b[-1] if b else None, a[-1] if a else None))
             notes.append(f"{wordset} / {metric}: several results without a shared seed; the last of each run is compared")
+    rows = [_with_paired_test(row, before_folder, after_folder, notes) for row in rows]
     only = [r for r in rows if r.before is None or r.after is None]
     if only:
         notes.append(f"{len(only)} test(s) ran in one run only (shown with '-' on the other side)")
@@ -122,6 +134,51 @@ def compare(
 
     holm = {key: a.holm for results in (before_results, after_results) for key, a in adjust(_latest(results)).items()}
     return ComparisonTable(before_label, after_label, tuple(rows), tuple(notes), holm)
+
+
+def predictions_of(result: Result, folder: Path | None) -> list[dict[str, Any]] | None:
+    """The per-item predictions of a result: inline rows, or the CSV the result store wrote beside
+    results.jsonl (named in figures["predictions"]); None when there are none or the file is gone."""
+    found = (result.figures or {}).get("predictions")
+    if isinstance(found, list):
+        return found
+    if not isinstance(found, str) or folder is None:
+        return None
+    path = Path(folder) / found
+    try:
+        with open(path, encoding="utf-8", newline="") as fh:
+            return list(csv.DictReader(fh))
+    except OSError:
+        return None
+
+
+def _truth(value: Any) -> bool:
+    return value is True or str(value).strip().lower() in ("true", "1", "yes")
+
+
+def _with_paired_test(row: Comparison, before_folder: Path | None, after_folder: Path | None, notes: list[str]) -> Comparison:
+    if row.before is None or row.after is None or row.before.status != OK or row.after.status != OK:
+        return row
+    if "predictions" not in (row.before.figures or {}) or "predictions" not in (row.after.figures or {}):
+        return row
+    where = f"{row.wordset} / {row.metric}"
+    sides = [predictions_of(row.before, before_folder), predictions_of(row.after, after_folder)]
+    if sides[0] is None or sides[1] is None:
+        notes.append(f"{where}: the per-item predictions file of a run is missing; no paired test")
+        return row
+    keyed = [{str(r.get("index")): r for r in side} for side in sides]
+    shared = [k for k in keyed[0] if k in keyed[1]]
+    differ = [k for k in shared if (keyed[0][k].get("text"), str(keyed[0][k].get("label"))) != (keyed[1][k].get("text"), str(keyed[1][k].get("label")))]
+    if differ or not shared:
+        notes.append(
+            f"{where}: the two runs predicted different texts (item {differ[0]} differs)" if differ
+            else f"{where}: the two runs share no predicted text (different splits: same seed and test_size are needed)"
+        )
+        return row
+    if len(shared) < max(len(keyed[0]), len(keyed[1])):
+        notes.append(f"{where}: McNemar on the {len(shared)} texts both runs held out (the splits differ; use the same seed and test_size)")
+    test = mcnemar([_truth(keyed[0][k].get("correct")) for k in shared], [_truth(keyed[1][k].get("correct")) for k in shared])
+    return attrs.evolve(row, paired=test)
 
 
 def _latest(results: Sequence[Result]) -> list[Result]:
@@ -146,6 +203,32 @@ def effect_cell(r: Result | None, holm: dict[str, float] | None = None) -> str:
 
 def change_cell(value: float | None) -> str:
     return "-" if value is None else f"{value:+.3f}"
+
+
+def paired_cell(test: McNemar | None) -> str:
+    """McNemar's p with its counts: `p=0.031 (b=9, c=2; exact)`."""
+    if test is None:
+        return ""
+    from bias.core.reports.values import format_p
+
+    form = "exact" if test.statistic is None else "chi2"
+    return f"p={format_p(test.p_value)} (b={test.before_only}, c={test.after_only}; {form})"
+
+
+PAIRED_NOTE = (
+    "McNemar: paired test of the per-text predictions; b = texts right before and wrong after, c = wrong "
+    "before and right after; exact = two-sided exact binomial test of b among b + c (used when b + c < 25), "
+    "chi2 = chi-square with continuity correction (|b - c| - 1)^2 / (b + c), 1 degree of freedom."
+)
+
+
+def has_paired(table: ComparisonTable) -> bool:
+    return any(row.paired is not None for row in table.rows)
+
+
+def columns(table: ComparisonTable) -> tuple[tuple[str, str], ...]:
+    """The table's columns: McNemar's only when some row has a paired test."""
+    return COLUMNS + ((("paired", "McNemar"),) if has_paired(table) else ())
 
 
 def varying_params(table: ComparisonTable) -> dict[tuple[str, str], list[str]]:
@@ -175,6 +258,7 @@ def cells(table: ComparisonTable) -> list[dict[str, str]]:
                 "before": effect_cell(row.before, table.holm),
                 "after": effect_cell(row.after, table.holm),
                 "change": change_cell(row.change),
+                "paired": paired_cell(row.paired),
             }
         )
     return out
@@ -185,11 +269,14 @@ COLUMNS = (("wordset", "Test"), ("metric", "Metric"), ("before", "Before"), ("af
 
 def markdown(table: ComparisonTable, title: str = "Before and after") -> str:
     lines = [f"# {title}", "", f"Before: {table.before_model}  ", f"After: {table.after_model}", ""]
-    lines.append("| " + " | ".join(label for _, label in COLUMNS) + " |")
-    lines.append("|" + "|".join("---" for _ in COLUMNS) + "|")
+    shown = columns(table)
+    lines.append("| " + " | ".join(label for _, label in shown) + " |")
+    lines.append("|" + "|".join("---" for _ in shown) + "|")
     for row in cells(table):
-        lines.append("| " + " | ".join(row[k].replace("|", "\\|") for k, _ in COLUMNS) + " |")
+        lines.append("| " + " | ".join(row[k].replace("|", "\\|") for k, _ in shown) + " |")
     lines += ["", f"Effect sizes as each metric defines them (see `bias info METRIC`); change = after - before. {STARS}"]
+    if has_paired(table):
+        lines += ["", PAIRED_NOTE]
     if table.notes:
         lines += ["", "## Notes", ""] + [f"- {n}" for n in table.notes]
     return "\n".join(lines) + "\n"
@@ -200,6 +287,7 @@ CSV_FIELDS = (
     "before_status", "before_effect", "before_p", "before_p_holm", "before_significance",
     "after_status", "after_effect", "after_p", "after_p_holm", "after_significance",
     "change", "magnitude_change",
+    "paired_test", "paired_n", "paired_before_only", "paired_after_only", "paired_statistic", "paired_p",
 )
 
 
@@ -219,6 +307,17 @@ def csv_text(table: ComparisonTable) -> str:
             "change": "" if row.change is None else repr(row.change),
             "magnitude_change": "" if row.magnitude_change is None else repr(row.magnitude_change),
         }
+        test = row.paired
+        entry.update(
+            {
+                "paired_test": "" if test is None else f"McNemar, {test.method}",
+                "paired_n": "" if test is None else test.n,
+                "paired_before_only": "" if test is None else test.before_only,
+                "paired_after_only": "" if test is None else test.after_only,
+                "paired_statistic": "" if test is None or test.statistic is None else repr(test.statistic),
+                "paired_p": "" if test is None else repr(test.p_value),
+            }
+        )
         for side, r in (("before", row.before), ("after", row.after)):
             entry[f"{side}_status"] = "missing" if r is None else r.status
             entry[f"{side}_effect"] = "" if _effect(r) is None else repr(_effect(r))
@@ -231,4 +330,4 @@ def csv_text(table: ComparisonTable) -> str:
     return buffer.getvalue()
 
 
-__all__ = ["Comparison", "ComparisonTable", "compare", "markdown", "csv_text", "cells", "STARS"]
+__all__ = ["Comparison", "ComparisonTable", "compare", "markdown", "csv_text", "cells", "columns", "STARS", "PAIRED_NOTE"]

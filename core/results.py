@@ -22,7 +22,7 @@ RESULTS_FILE = "results.jsonl"
 
 
 # Figures that are tables of one row per item (pair, sentence); stored as CSV files, not inline.
-DETAIL_TABLES = ("pairs", "scores")
+DETAIL_TABLES = ("pairs", "scores", "predictions")
 
 
 def detail_file_name(name: str, result: Result) -> str:

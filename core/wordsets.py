@@ -25,6 +25,7 @@ from bias.core.model import (
     DEBIAS_LISTS,
     DIRECTIONS,
     FISE,
+    LABELLED_TEXTS,
     LPBS,
     PAIRS,
     TEMPLATES,
@@ -342,6 +343,7 @@ KIND_MODULES = {
     DEBIAS_LISTS: "bias.core.debias_lists",
     ANALOGIES: "bias.core.analogies",
     FISE: "bias.core.fise_data",
+    LABELLED_TEXTS: "bias.core.labelled_texts",
 }
 
 check = check_association

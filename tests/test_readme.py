@@ -93,6 +93,8 @@ def build_reader_files(home: Path) -> dict[str, str]:
         "She cooked dinner for them.,He cooked dinner for them.,stereo,gender\n",
         encoding="utf-8",
     )
+    (home / "examples").mkdir()
+    (home / "examples" / "reviews-en.toml").write_bytes((ROOT / "examples" / "reviews-en.toml").read_bytes())
     analogies = registry.load_wordset("en/analogies")
     lines = []
     for section, questions in ((s.name, s.questions) for s in analogies.sections):

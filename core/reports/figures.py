@@ -107,7 +107,7 @@ def forest(report: Report, folder: Path, formats: tuple[str, ...] = FORMATS) -> 
             ci = ci_of(r)
             if ci is not None:
                 ax.plot(ci, [y + offset, y + offset], color=colour, linewidth=1.4)
-            filled = _holm_significant(report, r)
+            filled = r.p_value is None or _holm_significant(report, r)  # hollow only for a p that is not significant
             ax.plot([r.effect_size], [y + offset], marker, color=colour, markerfacecolor=colour if filled else "white", markersize=5.5)
         labels = []
         for wordset, settings in keys:
@@ -123,7 +123,9 @@ def forest(report: Report, folder: Path, formats: tuple[str, ...] = FORMATS) -> 
             ax.axvline(kind.reference, color="grey", linewidth=0.8, linestyle="--")
         for y in range(len(keys) - 1):
             ax.axhline(y + 0.5, color="#eeeeee", linewidth=0.6, zorder=0)
-        ax.set_xlabel(kind.axis + ("  (bars: bootstrap interval)" if any(ci_of(r) for r in members) else ""), fontsize=8)
+        bars = {"normal" if r.figures.get("ci_method") == "normal" else "bootstrap" for r in members if ci_of(r)}
+        bars_text = {"normal": "95% normal-approximation interval", "bootstrap": "bootstrap interval"}
+        ax.set_xlabel(kind.axis + (f"  (bars: {', '.join(bars_text[b] for b in sorted(bars))})" if bars else ""), fontsize=8)
         ax.set_title(variant_label(metric, ""), fontsize=9, loc="left")
         ax.tick_params(axis="x", labelsize=8)
     handles = [plt.Line2D([], [], color=styles[m][0], marker=styles[m][1], linestyle="", label=m) for m in models]

@@ -218,13 +218,17 @@ class Report:
             notes.append(f"{', '.join(metrics)}: {text}.")
         if any(kind_of(r.metric).label == "d" for r in ok):
             notes.append("d > 0: X closer to A and Y closer to B (Cohen's d of the association s(w)).")
-        if any(ci_of(r) for r in ok):
-            methods = {{"bca": "BCa"}.get(str(r.figures.get("ci_method", "")), str(r.figures.get("ci_method", ""))) for r in ok if ci_of(r)}
-            resamples = {r.figures.get("ci_resamples") for r in ok if ci_of(r)}
+        booted = [r for r in ok if ci_of(r) and r.figures.get("ci_method") != "normal"]
+        if booted:
+            methods = {{"bca": "BCa"}.get(str(r.figures.get("ci_method", "")), str(r.figures.get("ci_method", ""))) for r in booted}
+            resamples = {r.figures.get("ci_resamples") for r in booted}
             detail = ", ".join(m for m in methods if m)
             if len(resamples) == 1 and None not in resamples:
                 detail += f", {int(resamples.pop()):,} resamples"
             notes.append(f"{self.ci_label}: bootstrap interval ({detail}), stimuli resampled within each set.")
+        normal = sorted({r.metric for r in ok if ci_of(r) and r.figures.get("ci_method") == "normal"})
+        if normal:
+            notes.append(f"{self.ci_label} ({', '.join(normal)}): normal approximation p +- 1.96 sqrt(p(1-p)/n) over the held-out texts.")
         conventions: dict[str, list[str]] = {}
         for r in ok:
             text = convention_text(r)

@@ -546,6 +546,14 @@ class HuggingFaceEmbedder(Embedder):
 
     # ------------------------------------------------------------------ what the loaded model offers
 
+    def finetune_source(self) -> tuple[Path, Any, bool]:
+        """The local folder the model was loaded from, its torch device and whether remote code is
+        trusted: where fine-tuning (the probe's mode=finetune) starts, so it trains a fresh copy of the
+        weights and never changes the model this embedder serves."""
+        self._ensure_loaded()
+        assert self._folder is not None
+        return self._folder, self._torch_device, bool(self.trust_remote_code)
+
     def available(self) -> frozenset[Capability]:
         self._ensure_loaded()
         offered = {Capability.WORD_VECTORS, Capability.CONTEXTUAL}

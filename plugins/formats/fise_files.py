@@ -104,7 +104,9 @@ class FiseAffectFormat(_Companion):
         except OSError:
             return False
         first = head.split("\n", 1)[0]
-        return "sent_more" not in head and first.count(",") == 1
+        # A header naming `text` or `label` is a labelled-texts file (the probe's), not affect columns.
+        labelled = {c.strip().lower() for c in first.split(",")} & {"text", "label"}
+        return "sent_more" not in head and first.count(",") == 1 and not labelled
 
     def read(self, path: Path) -> Any:
         return fise_data.read_affect(path)

@@ -238,6 +238,30 @@ def _(world, folder):
     return ["run", "-m", f"hf:{world.bert}", "--pairs", "pairs.csv", "--metric", "crows"]
 
 
+@case("labelled-csv-without-label-column", names=("reviews.csv", "label"))
+def _(world, folder):
+    (folder / "reviews.csv").write_text("text,score\nfine,1\ndull,0\n", encoding="utf-8")
+    return ["run", "-m", f"word2vec:{world.w2v_bin}", "-w", "reviews.csv", "--metric", "probe"]
+
+
+@case("labelled-csv-empty", names=("reviews.tsv", "empty"))
+def _(world, folder):
+    (folder / "reviews.tsv").write_text("", encoding="utf-8")
+    return ["run", "-m", f"word2vec:{world.w2v_bin}", "-w", "reviews.tsv", "--metric", "probe"]
+
+
+@case("labelled-csv-one-label", names=("reviews.csv", "2 labels"))
+def _(world, folder):
+    (folder / "reviews.csv").write_text("text,label\nfine,pos\ngood,pos\ngreat,pos\n", encoding="utf-8")
+    return ["run", "-m", f"word2vec:{world.w2v_bin}", "-w", "reviews.csv", "--metric", "probe"]
+
+
+@case("probe-finetune-on-static-vectors", names=("mode=finetune", "mode=probe"))
+def _(world, folder):
+    (folder / "reviews.csv").write_text("text,label\n" + "".join(f"w{i} x,{'a' if i % 2 else 'b'}\n" for i in range(10)), encoding="utf-8")
+    return ["run", "-m", f"word2vec:{world.w2v_bin}", "-w", "reviews.csv", "--metric", "probe", "--param", "mode=finetune"]
+
+
 @case("validate-unknown-extension", names=("list.docx", ".toml"), stream="out")
 def _(world, folder):
     (folder / "list.docx").write_text("rose\n", encoding="utf-8")
