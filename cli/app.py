@@ -48,7 +48,24 @@ def _main(
 
     _state["debug"] = debug
     level = logging.DEBUG if debug else logging.INFO if verbose else logging.ERROR if quiet else logging.WARNING
-    logging.basicConfig(level=level, format="%(message)s", handlers=[RichHandler(console=err_console, show_path=False)], force=True)
+    handler = RichHandler(console=err_console, show_path=False, show_time=False, markup=False)
+    handler.addFilter(_OncePerMessage())
+    logging.basicConfig(level=level, format="%(message)s", handlers=[handler], force=True)
+
+
+class _OncePerMessage(logging.Filter):
+    """A warning that several experiments or files raise alike is printed once, not once per caller."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: set[tuple[int, str]] = set()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        key = (record.levelno, record.getMessage())
+        if key in self.seen:
+            return False
+        self.seen.add(key)
+        return True
 
 
 @app.command("list")
