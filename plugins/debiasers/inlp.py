@@ -40,7 +40,7 @@ from bias.plugins.debiasers.sent import (
     sentence_pairs,
     template_sentences,
 )
-from bias.plugins.embedders.debiased import (
+from bias.core.debiased import (
     CHUNK_ROWS,
     DebiasedEmbedder,
     FitOnLoad,
