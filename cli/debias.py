@@ -16,7 +16,7 @@ from typing import Any
 from bias.core.errors import BiasError
 from rich.console import Console
 
-WRITABLE = ("hard", "inlp")
+WRITABLE = ("hard", "inlp", "leace")
 
 
 def execute(
