@@ -22,7 +22,8 @@ PAIRS = "pairs"
 DEBIAS_LISTS = "debias-lists"
 ANALOGIES = "analogies"
 FISE = "fise"
-WORDSET_KINDS = (ASSOCIATION, TEMPLATES, LPBS, PAIRS, DEBIAS_LISTS, ANALOGIES, FISE)
+SIMILARITY_PAIRS = "similarity-pairs"
+WORDSET_KINDS = (ASSOCIATION, TEMPLATES, LPBS, PAIRS, DEBIAS_LISTS, ANALOGIES, FISE, SIMILARITY_PAIRS)
 DIRECTIONS = ("positive", "negative", "none")
 # The social dimension a word set measures. "origin" is ethnic or migration background (the European
 # framing), "race" the US one of the published WEAT tests; "non-social" marks the validation tests

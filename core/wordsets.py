@@ -27,6 +27,7 @@ from bias.core.model import (
     FISE,
     LPBS,
     PAIRS,
+    SIMILARITY_PAIRS,
     TEMPLATES,
     WORDSET_KINDS,
     AssociationTest,
@@ -321,6 +322,7 @@ KIND_MODULES = {
     DEBIAS_LISTS: "bias.core.debias_lists",
     ANALOGIES: "bias.core.analogies",
     FISE: "bias.core.fise_data",
+    SIMILARITY_PAIRS: "bias.core.similarity_pairs",
 }
 
 check = check_association
