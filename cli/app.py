@@ -132,6 +132,7 @@ def run_cmd(
     debias: Optional[str] = typer.Option(None, "--debias", help="Debias the model on the fly before measuring: hard, inlp, sent or leace."),
     debias_corpus: Optional[Path] = typer.Option(None, "--debias-corpus", help="Corpus (one sentence per line) for --debias sent / inlp on sentence encodings."),
     debias_lists: Optional[str] = typer.Option(None, "--debias-lists", help="Debiasing lists (name such as en/debias-gender, or file)."),
+    with_original: bool = typer.Option(False, "--with-original", help="With --debias: also measure the original model and print a before/after table (bias tests and utility such as word-similarity or analogy side by side)."),
     model_option: list[str] = typer.Option([], "--model-option", help="Embedder parameter KEY=VALUE, e.g. word_pooling=first. Repeatable."),
     allow_pickle: bool = typer.Option(False, "--allow-pickle", help="Allow formats that unpickle (gensim .kv/.model); only for files you trust."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Folder for results.jsonl and report.md."),
@@ -224,6 +225,7 @@ def run_cmd(
         executor=executor,
         ray_address=ray_address,
         wide=wide,
+        with_original=with_original,
     )
     raise typer.Exit(code)
 

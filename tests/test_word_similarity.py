@@ -138,3 +138,69 @@ def test_cli_run_word_similarity(tmp_path):
     assert row["status"] == "ok" and -1 <= row["effect_size"] <= 1
     record = json.loads((tmp_path / "run" / "results.jsonl").read_text(encoding="utf-8").splitlines()[0])
     assert record["figures"]["pairs_lost"] >= 3 and sorted(record["lost"]["pairs"]) == sorted(words[-3:])
+
+
+def test_run_with_original_reports_bias_and_similarity_before_and_after(planted_gender, tmp_path):
+    """`bias run --debias METHOD --with-original`: one table with the bias test and the utility on the
+    original and the debiased model. The values are checked against runs of each model alone and
+    against rho computed here with scipy from the vectors `bias debias` writes."""
+    import csv
+
+    from conftest import GENDER_CAREER, GENDER_FAMILY, GENDER_FEMALE, GENDER_MALE
+    from gensim.models import KeyedVectors
+
+    def words(ws) -> str:
+        return "[" + ", ".join(f'"{w}"' for w in ws) + "]"
+
+    head = 'language = "en"\nbias_type = "gender"\nsource = "generated for the tests"\nlicence = "CC0-1.0"\n'
+    pairs = "[" + ", ".join(f'["{m}", "{f}"]' for m, f in zip(GENDER_MALE, GENDER_FEMALE)) + "]"
+    lists = tmp_path / "lists.toml"
+    lists.write_text(f'kind = "debias-lists"\n{head}definitional = {pairs}\nequalize = {pairs}\nspecific = {words(GENDER_MALE + GENDER_FEMALE)}\n', encoding="utf-8")
+    weat = tmp_path / "weat.toml"
+    weat.write_text(
+        f'kind = "association"\n{head}'
+        + "".join(f"[sets.{k}]\nwords = {words(ws)}\n" for k, ws in zip("XYAB", (GENDER_MALE, GENDER_FEMALE, GENDER_CAREER, GENDER_FAMILY))),
+        encoding="utf-8",
+    )
+    rows = [
+        ("small", "little", 9), ("big", "high", 6), ("good", "right", 6), ("day", "time", 5), ("old", "long", 3),
+        ("children", "parents", 6), ("business", "career", 7), ("home", "family", 7), ("wedding", "marriage", 9),
+        ("office", "management", 6), ("cousins", "relatives", 8), ("one", "other", 2), ("he", "she", 4), ("salary", "money", 7),
+    ]
+    sim = pairs_file(tmp_path, rows)
+    out = tmp_path / "run"
+    done = bias(
+        "run", "--model", f"word2vec:{planted_gender}", "--debias", "hard", "--debias-lists", str(lists), "--with-original",
+        "--wordset", str(weat), "--wordset", str(sim), "--metric", "weat", "--metric", "word-similarity",
+        "--permutations", "200", "--out", str(out),
+    )
+    assert done.returncode == 0, done.stderr
+    text = " ".join(done.stdout.split())
+    assert "debias=hard" in text and "Change" in text
+    table = {row["metric"]: row for row in csv.DictReader((out / "compare.csv").open(encoding="utf-8"))}
+    assert set(table) == {"weat", "word-similarity"}
+
+    def value(row: dict, side: str) -> float:
+        return float(row[f"{side}_effect"])
+
+    # the bias measure: the same as runs of each model alone
+    alone = [json.loads(line) for line in bias("run", "--model", f"word2vec:{planted_gender}", "--wordset", str(weat), "--permutations", "200", "--json").stdout.splitlines() if line.startswith("{")]
+    assert value(table["weat"], "before") == pytest.approx(alone[0]["effect_size"], abs=1e-3)
+    assert value(table["weat"], "after") < value(table["weat"], "before") - 1.0  # Hard-Debias removes the planted bias
+    # the utility: rho from the vectors themselves (original file; debiased vectors written by `bias debias`)
+    assert bias("debias", "--model", f"word2vec:{planted_gender}", "--method", "hard", "--lists", str(lists), "--out", str(tmp_path / "hard")).returncode == 0
+
+    def rho(path: Path) -> float:
+        kv = KeyedVectors.load_word2vec_format(str(path), binary=True)
+        kept = [(a, b, s) for a, b, s in rows if a in kv.key_to_index and b in kv.key_to_index]
+        cos = [float(np.dot(kv[a], kv[b]) / np.linalg.norm(kv[a]) / np.linalg.norm(kv[b])) for a, b, _ in kept]
+        return spearmanr(cos, [s for *_, s in kept]).statistic
+
+    assert value(table["word-similarity"], "before") == pytest.approx(rho(planted_gender), abs=1e-3)
+    assert value(table["word-similarity"], "after") == pytest.approx(rho(tmp_path / "hard" / "vectors.bin"), abs=1e-3)
+    assert float(table["word-similarity"]["change"]) == pytest.approx(value(table["word-similarity"], "after") - value(table["word-similarity"], "before"), abs=2e-3)
+
+
+def test_with_original_needs_one_debiased_model(tmp_path):
+    done = bias("run", "--model", "word2vec:none.bin", "--wordset", "en/weat6", "--with-original")
+    assert done.returncode == 2 and "Give one --model and --debias METHOD" in " ".join(done.stderr.split())

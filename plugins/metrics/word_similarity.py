@@ -81,7 +81,7 @@ class WordSimilarity(Metric):
     data_kind: ClassVar[str] = SIMILARITY_PAIRS
 
     resamples: int = param(DEFAULT_RESAMPLES, "bootstrap resamples of the pairs for the interval (0: none)", validator=int_at_least(0))
-    level: float = param(0.95, "confidence level of the bootstrap interval", validator=between(0.5, 0.999))
+    ci_level: float = param(0.95, "confidence level of the bootstrap interval", validator=between(0.5, 0.999))
 
     def compute(self, embedder: Embedder, data: SimilarityPairs, *, seed: int | None = None) -> Result:
         base = self.result_fields(embedder.spec, data, seed)
@@ -117,7 +117,7 @@ class WordSimilarity(Metric):
         }
         if self.resamples:
             boot = bootstrap_rho(sims, human, self.resamples, seed)
-            ci = interval(boot, rho, level=self.level, method="percentile", seed=seed)
+            ci = interval(boot, rho, level=self.ci_level, method="percentile", seed=seed)
             figures.update(ci.figures())
         warnings = []
         if lost_pairs:
