@@ -327,6 +327,8 @@ def debias_cmd(
     limit: Optional[int] = typer.Option(None, "--limit", help="Debias only the N most frequent words (list words always)."),
     components: Optional[int] = typer.Option(None, "--components", help="hard: dimensions of the bias subspace (default 1)."),
     model_option: list[str] = typer.Option([], "--model-option", help="Embedder parameter KEY=VALUE. Repeatable."),
+    wordset: list[str] = typer.Option([], "--wordset", "-w", help="Measure the original and the debiased vectors on this word set (a bias test, word-similarity pairs, analogies) and print a before/after table. Repeatable."),
+    metric: list[str] = typer.Option([], "--metric", help="With --wordset: metrics to run (default: weat, word-similarity or analogy, by the word set's kind). Repeatable."),
 ) -> None:
     """Debias a static model once and write the vectors plus debias.json (what was done)."""
     from bias.cli.debias import execute
@@ -334,6 +336,7 @@ def debias_cmd(
     code = execute(
         model=model, method=method, language=language, lists=lists, out=out, fmt=fmt, limit=limit,
         components=components, model_options=_parse_options(model_option, "--model-option"), console=console,
+        wordsets=wordset, metrics=metric,
     )
     raise typer.Exit(code)
 

@@ -188,7 +188,17 @@ def test_run_with_original_reports_bias_and_similarity_before_and_after(planted_
     assert value(table["weat"], "before") == pytest.approx(alone[0]["effect_size"], abs=1e-3)
     assert value(table["weat"], "after") < value(table["weat"], "before") - 1.0  # Hard-Debias removes the planted bias
     # the utility: rho from the vectors themselves (original file; debiased vectors written by `bias debias`)
-    assert bias("debias", "--model", f"word2vec:{planted_gender}", "--method", "hard", "--lists", str(lists), "--out", str(tmp_path / "hard")).returncode == 0
+    # `bias debias --wordset` measures the written vectors beside the original: the same table
+    written = bias(
+        "debias", "--model", f"word2vec:{planted_gender}", "--method", "hard", "--lists", str(lists), "--out", str(tmp_path / "hard"),
+        "--wordset", str(weat), "--wordset", str(sim),
+    )
+    assert written.returncode == 0, written.stderr
+    measured = {row["metric"]: row for row in csv.DictReader((tmp_path / "hard" / "measures" / "compare.csv").open(encoding="utf-8"))}
+    assert set(measured) == {"weat", "word-similarity"}
+    for metric in measured:
+        for side in ("before", "after"):
+            assert value(measured[metric], side) == pytest.approx(value(table[metric], side), abs=1e-4)
 
     def rho(path: Path) -> float:
         kv = KeyedVectors.load_word2vec_format(str(path), binary=True)
@@ -204,3 +214,10 @@ def test_run_with_original_reports_bias_and_similarity_before_and_after(planted_
 def test_with_original_needs_one_debiased_model(tmp_path):
     done = bias("run", "--model", "word2vec:none.bin", "--wordset", "en/weat6", "--with-original")
     assert done.returncode == 2 and "Give one --model and --debias METHOD" in " ".join(done.stderr.split())
+
+
+def test_debias_measure_options_refused_clearly(planted_gender, tmp_path):
+    lone = bias("debias", "--model", f"word2vec:{planted_gender}", "--language", "en", "--out", str(tmp_path / "a"), "--metric", "weat")
+    assert lone.returncode == 2 and "--metric goes with --wordset" in " ".join(lone.stderr.split())
+    no_default = bias("debias", "--model", f"word2vec:{planted_gender}", "--language", "en", "--out", str(tmp_path / "b"), "--wordset", "en/debias-gender")
+    assert no_default.returncode == 2 and "No default metric for the word set en/debias-gender" in " ".join(no_default.stderr.split())
