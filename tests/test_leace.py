@@ -138,3 +138,33 @@ def test_cli_debias_and_run_with_leace(planted_gender, files, tmp_path):  # noqa
     )
     assert on_the_fly == pytest.approx(written, abs=1e-4)
     assert before > 1.0 and abs(written) < before - 0.5  # the planted association shrinks
+
+
+def test_contextual_encodings_erased_per_pooling(tmp_path):
+    """Sentence level: an eraser fitted on the swapped sentence pairs' encodings, one per way of
+    taking them; after it the male and female versions have the same mean encoding."""
+    from bias.core.sentence_pairs import sentence_pairs
+    from fixtures.tiny_bert import build_tiny_bert
+
+    encoder = build_embedder(f"hf:{build_tiny_bert(tmp_path / 'bert')}")
+    meta = WordSetMeta("pairs", "debias-lists", "en", "gender")
+    lists = DebiasLists(meta, (("he", "she"), ("man", "woman")))
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text(
+        "the man works here.\nshe sees a rose.\nhe is good and the woman is bad.\na tulip is here.\nhe reads.\nthe woman sings.\n",
+        encoding="utf-8",
+    )
+    debiased = Leace(corpus=str(corpus)).fit(encoder, lists).transform(encoder)
+    pairs = sentence_pairs(corpus.read_text(encoding="utf-8").splitlines(), lists)
+    assert debiased.info["level"] == "sentences" and debiased.info["sentence_pairs"] == len(pairs) == 5
+    for pooling in ("mean", "cls"):
+        male = debiased.encode([p.male.text for p in pairs], pooling=pooling)
+        female = debiased.encode([p.female.text for p in pairs], pooling=pooling)
+        assert np.abs(male.mean(axis=0) - female.mean(axis=0)).max() < 1e-8
+        raw = encoder.encode([p.male.text for p in pairs], pooling=pooling) - encoder.encode([p.female.text for p in pairs], pooling=pooling)
+        assert np.abs(raw.mean(axis=0)).max() > 1e-3  # there was a difference to erase
+    assert {"sentence:mean:None", "sentence:cls:None"} <= set(debiased.info["fitted"])
+    # an unrelated sentence is moved by the same affine map the definition gives
+    eraser = debiased.transform.get(("sentence", "mean", None))
+    e = encoder.encode(["the doctor is good."])
+    assert np.allclose(debiased.encode(["the doctor is good."]), e - (e - eraser.mean) @ eraser.matrix().T, atol=1e-10)
