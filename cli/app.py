@@ -146,9 +146,10 @@ def run_cmd(
     dtype: Optional[str] = typer.Option(None, "--dtype", help="Model weights' precision: float32, float16, bfloat16."),
     batch_size: Optional[int] = typer.Option(None, "--batch-size", help="Texts per forward pass."),
     trust_remote_code: bool = typer.Option(False, "--trust-remote-code", help="Allow a Hub model to run its own Python code (only for models you trust)."),
-    debias: Optional[str] = typer.Option(None, "--debias", help="Debias the model on the fly before measuring: hard, inlp or sent."),
+    debias: Optional[str] = typer.Option(None, "--debias", help="Debias the model on the fly before measuring: hard, inlp, sent or leace."),
     debias_corpus: Optional[Path] = typer.Option(None, "--debias-corpus", help="Corpus (one sentence per line) for --debias sent / inlp on sentence encodings."),
     debias_lists: Optional[str] = typer.Option(None, "--debias-lists", help="Debiasing lists (name such as en/debias-gender, or file)."),
+    with_original: bool = typer.Option(False, "--with-original", help="With --debias: also measure the original model and print a before/after table (bias tests and utility such as word-similarity or analogy side by side)."),
     model_option: list[str] = typer.Option([], "--model-option", help="Embedder parameter KEY=VALUE, e.g. word_pooling=first. Repeatable."),
     allow_pickle: bool = typer.Option(False, "--allow-pickle", help="Allow formats that unpickle (gensim .kv/.model); only for files you trust."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Folder for results.jsonl and report.md."),
@@ -241,6 +242,7 @@ def run_cmd(
         executor=executor,
         ray_address=ray_address,
         wide=wide,
+        with_original=with_original,
     )
     raise typer.Exit(code)
 
@@ -359,7 +361,7 @@ def _robustness_report(report: Any, folder: Path, formats: tuple[str, ...]) -> N
 @app.command("debias")
 def debias_cmd(
     model: str = typer.Option(..., "--model", "-m", help="Static model spec NAME:LOCATION, e.g. word2vec:vectors.bin."),
-    method: str = typer.Option("hard", "--method", help="hard (Hard-Debias) or inlp."),
+    method: str = typer.Option("hard", "--method", help="hard (Hard-Debias), inlp or leace."),
     language: Optional[str] = typer.Option(None, "--language", "-l", help="Use the language's lists <language>/debias-gender, e.g. en."),
     lists: Optional[str] = typer.Option(None, "--lists", help="Debiasing lists: a name such as en/debias-gender, or a file."),
     out: Path = typer.Option(..., "--out", "-o", help="Folder for vectors.bin (or vectors.txt) and debias.json."),
@@ -367,6 +369,8 @@ def debias_cmd(
     limit: Optional[int] = typer.Option(None, "--limit", help="Debias only the N most frequent words (list words always)."),
     components: Optional[int] = typer.Option(None, "--components", help="hard: dimensions of the bias subspace (default 1)."),
     model_option: list[str] = typer.Option([], "--model-option", help="Embedder parameter KEY=VALUE. Repeatable."),
+    wordset: list[str] = typer.Option([], "--wordset", "-w", help="Measure the original and the debiased vectors on this word set (a bias test, word-similarity pairs, analogies) and print a before/after table. Repeatable."),
+    metric: list[str] = typer.Option([], "--metric", help="With --wordset: metrics to run (default: weat, word-similarity or analogy, by the word set's kind). Repeatable."),
 ) -> None:
     """Debias a static model once and write the vectors plus debias.json (what was done)."""
     from bias.cli.debias import execute
@@ -374,6 +378,7 @@ def debias_cmd(
     code = execute(
         model=model, method=method, language=language, lists=lists, out=out, fmt=fmt, limit=limit,
         components=components, model_options=_parse_options(model_option, "--model-option"), console=console,
+        wordsets=wordset, metrics=metric,
     )
     raise typer.Exit(code)
 

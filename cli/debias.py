@@ -16,7 +16,7 @@ from typing import Any
 from bias.core.errors import BiasError
 from rich.console import Console
 
-WRITABLE = ("hard", "inlp")
+WRITABLE = ("hard", "inlp", "leace")
 
 
 def execute(
@@ -31,6 +31,8 @@ def execute(
     components: int | None,
     model_options: dict[str, str],
     console: Console,
+    wordsets: list[str] | None = None,
+    metrics: list[str] | None = None,
 ) -> int:
     from bias.core.runner import versions
     from bias.registry.resolve import (
@@ -45,6 +47,8 @@ def execute(
             "Sent-Debias changes sentence encodings as they are made; there are no vectors to write.",
             "Use it on the fly: bias run --model SPEC --debias sent.",
         )
+    if metrics and not wordsets:
+        raise BiasError("--metric goes with --wordset (the word sets to measure before and after).")
     if (language is None) == (lists is None):
         raise BiasError("Give the debiasing lists with either --language (e.g. en) or --lists (a name or a file).")
     if fmt not in ("word2vec", "text"):
@@ -112,4 +116,29 @@ def execute(
             console.print(f"[yellow]not in the model[/yellow] ({what}): {shown}{' ...' if len(words) > 12 else ''}", highlight=False)
     console.print(f"Debiased {fitted.info.get('vocabulary', '?')} words with {method}; record: {out / 'debias.json'}", highlight=False)
     console.print(f"Use the debiased model with: --model word2vec:{path}", highlight=False, soft_wrap=True)
+    if wordsets:
+        return measure(model, f"word2vec:{path}", wordsets, metrics or [], model_options, out / "measures", console)
     return 0
+
+
+DEFAULT_METRICS = {"association": "weat", "similarity-pairs": "word-similarity", "analogies": "analogy"}
+
+
+def measure(original: str, debiased: str, wordsets: list[str], metrics: list[str], model_options: dict[str, str], out: Path, console: Console) -> int:
+    """`bias debias --wordset`: the word sets on the original and the written vectors in one run
+    (results and report in OUT/measures), then the before/after table (bias down by X, similarity
+    down by Y)."""
+    from bias.cli.run import execute as run
+    from bias.registry.resolve import load_wordset
+
+    if not metrics:
+        kinds = [getattr(getattr(load_wordset(w), "meta", None), "kind", None) for w in wordsets]
+        unknown = [w for w, k in zip(wordsets, kinds) if k not in DEFAULT_METRICS]
+        if unknown:
+            raise BiasError(f"No default metric for the word set {unknown[0]}.", "Name the metrics with --metric.")
+        metrics = list(dict.fromkeys(DEFAULT_METRICS[k] for k in kinds))  # type: ignore[index]
+    return run(
+        config=None, models=[original, debiased], wordsets=wordsets, metrics=metrics, seeds=[], params={}, grid={},
+        model_options={}, shared_model_options=model_options, out=out, resume=False, fail_fast=False, as_json=False,
+        console=console, debug=False, before_after=True,
+    )

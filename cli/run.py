@@ -58,12 +58,17 @@ def _execute(
     executor: str | None = None,
     ray_address: str | None = None,
     wide: bool = False,
+    with_original: bool = False,
+    before_after: bool = False,
 ) -> int:
     from bias.core import runner
     from bias.core.manifest import Manifest, command_line
     from bias.core.reports import build, load_report, write_report
 
     settings: dict[str, Any] = {}
+    after_model: ModelConfig | None = None  # --with-original, bias debias --wordset: the model "after"
+    if with_original and config is not None:
+        raise BiasError("--with-original goes with --model and --debias, not with an experiment file.", "List the original and the debiased model in the file's [[models]] instead.")
     if config is not None:
         if models or wordsets:
             raise BiasError("Give either an experiment file or --model/--wordset, not both.")
@@ -81,6 +86,10 @@ def _execute(
         if not wordsets:
             raise BiasError("No word set given.", "Use --wordset NAME (see `bias list wordsets`) or a file path.")
         configs = [ModelConfig(m, {**_fitting(m, shared_model_options or {}), **model_options}) for m in models]
+        if with_original:
+            configs = _with_original(configs)
+        if with_original or before_after:
+            after_model = configs[-1]
         experiments = expand(configs, wordsets, [(m, dict(params)) for m in metrics], list(seeds) or [DEFAULT_SEED], grid)
     experiments = unique(same_models(experiments))
     if out is None and settings.get("out"):
@@ -167,6 +176,8 @@ def _execute(
             console.print(results_table(shown_report, width=console.width, wide=wide))
         for line in messages(shown_report, results):
             console.print(line, highlight=False, soft_wrap=True)
+        if after_model is not None:
+            _before_after(shown, plan.prepared, after_model, out, console)
         if out is not None:
             finished = len(plan.prepared) - len(results) if status == "finished" else 0
             note = f" ({finished} already finished, skipped)" if finished else ""
@@ -183,6 +194,40 @@ def _execute(
     if failed or any(r.status == REFUSED for r in results):
         return USAGE
     return 0
+
+
+def _with_original(configs: Sequence[ModelConfig]) -> list[ModelConfig]:
+    """The original model first, then the debiased one (`--with-original`)."""
+    if len(configs) != 1 or not configs[0].options.get("debias"):
+        raise BiasError("--with-original compares one model with its debiased version.", "Give one --model and --debias METHOD.")
+    debiased = configs[0]
+    original = ModelConfig(debiased.spec, {k: v for k, v in debiased.options.items() if not k.startswith("debias")})
+    return [original, debiased]
+
+
+def _before_after(results: Sequence[Any], prepared: Sequence[Any], after_model: ModelConfig, out: Path | None, console: Console) -> None:
+    """The before/after table of `--with-original` (and `bias debias --wordset`): every test (bias
+    measures and utilities alike) on the original and on the debiased model, with the change, written
+    beside the report with --out."""
+    from bias.cli.compare import rich_table
+    from bias.core.compare import compare, csv_text, markdown
+
+    def is_after(model: ModelConfig) -> bool:  # the planner adds options (debias_language), so not by equality
+        return model.spec == after_model.spec and model.options.get("debias") == after_model.options.get("debias")
+
+    debiased = {p.experiment.key for p in prepared if is_after(p.experiment.model)}
+    before = [r for r in results if r.key not in debiased]
+    after = [r for r in results if r.key in debiased]
+    if not before or not after:
+        return
+    table = compare(before, after)
+    console.print(rich_table(table))
+    for note in table.notes:
+        console.print(f"[yellow]note[/yellow] {note}", highlight=False)
+    if out is not None:
+        (out / "compare.md").write_text(markdown(table, title="Original and debiased"), encoding="utf-8")
+        (out / "compare.csv").write_text(csv_text(table), encoding="utf-8")
+        console.print(f"Before/after written to {out / 'compare.md'}, {out / 'compare.csv'}", highlight=False, soft_wrap=True)
 
 
 def _executor(executor: str, address: str | None) -> tuple[str, str | None]:

@@ -23,7 +23,8 @@ DEBIAS_LISTS = "debias-lists"
 ANALOGIES = "analogies"
 FISE = "fise"
 LABELLED_TEXTS = "labelled-texts"  # texts with a class label: what the probe metric classifies
-WORDSET_KINDS = (ASSOCIATION, TEMPLATES, LPBS, PAIRS, DEBIAS_LISTS, ANALOGIES, FISE, LABELLED_TEXTS)
+SIMILARITY_PAIRS = "similarity-pairs"  # word pairs with human similarity scores
+WORDSET_KINDS = (ASSOCIATION, TEMPLATES, LPBS, PAIRS, DEBIAS_LISTS, ANALOGIES, FISE, LABELLED_TEXTS, SIMILARITY_PAIRS)
 DIRECTIONS = ("positive", "negative", "none")
 # The social dimension a word set measures. "origin" is ethnic or migration background (the European
 # framing), "race" the US one of the published WEAT tests; "non-social" marks the validation tests

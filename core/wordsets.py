@@ -28,6 +28,7 @@ from bias.core.model import (
     LABELLED_TEXTS,
     LPBS,
     PAIRS,
+    SIMILARITY_PAIRS,
     TEMPLATES,
     WORDSET_KINDS,
     AssociationTest,
@@ -344,6 +345,7 @@ KIND_MODULES = {
     ANALOGIES: "bias.core.analogies",
     FISE: "bias.core.fise_data",
     LABELLED_TEXTS: "bias.core.labelled_texts",
+    SIMILARITY_PAIRS: "bias.core.similarity_pairs",
 }
 
 check = check_association

@@ -105,7 +105,7 @@ def build_embedder(spec: str, **options: Any) -> Embedder:
     embedder = cls(location=parsed.location, **kwargs)
     if not debias.get("debias"):
         if len(debias) > ("debias" in debias):
-            raise BiasError(f"{', '.join(sorted(debias))} given without --debias.", "Add --debias hard, inlp or sent.")
+            raise BiasError(f"{', '.join(sorted(debias))} given without --debias.", "Add --debias hard, inlp, sent or leace.")
         return embedder
     return debiased_on_load(embedder, **debias)
 

@@ -70,6 +70,7 @@ KINDS: dict[str, ValueKind] = {
     "clustering": ValueKind("accuracy", "clustering accuracy (0.5 = chance)", reference=0.5, signed=False, digits=2),
     "analogy": ValueKind("accuracy", "analogy accuracy", reference=None, signed=False, digits=2),
     "probe": ValueKind("accuracy", "probe accuracy on held-out texts", reference=None, signed=False, digits=3),
+    "word-similarity": ValueKind("rho", "word similarity, Spearman's rho with human scores", reference=None, signed=True, digits=3),
 }
 _VALUE = ValueKind("value", "value as the metric defines it", reference=None)
 

@@ -33,7 +33,7 @@ from bias.core.debias_lists import DebiasLists, lists_of
 from bias.core.errors import BiasError
 from bias.core.interfaces import Capability, Debiaser, Embedder
 from bias.core.params import int_at_least, one_of, param
-from bias.plugins.embedders.debiased import (
+from bias.core.debiased import (
     DebiasedEmbedder,
     FitOnLoad,
     SubspaceRemoval,

@@ -40,7 +40,7 @@ from bias.plugins.debiasers.sent import (
     sentence_pairs,
     template_sentences,
 )
-from bias.plugins.embedders.debiased import (
+from bias.core.debiased import (
     CHUNK_ROWS,
     DebiasedEmbedder,
     FitOnLoad,
@@ -49,6 +49,7 @@ from bias.plugins.embedders.debiased import (
     check_dtype,
     has_vocabulary,
     timed,
+    labelled_words,
     vocabulary_matrix,
 )
 
@@ -213,35 +214,7 @@ class Inlp(FitOnLoad, Debiaser):
         return self
 
     def _word_training(self, words: list[str], matrix: np.ndarray, lists: DebiasLists) -> tuple[np.ndarray, np.ndarray, tuple[list[str], list[str]]]:
-        index = {w: i for i, w in enumerate(words)}
-        if self.training == "pairs":
-            pairs = [(a, b) for a, b in (*lists.definitional, *lists.equalize) if a in index and b in index]
-            male = list(dict.fromkeys(a for a, _ in pairs))
-            female = list(dict.fromkeys(b for _, b in pairs if b not in male))
-            if len(male) < 2 or len(female) < 2:
-                raise BiasError(f"INLP found only {len(pairs)} list pairs in the model to train on.", "Use training = projection.")
-        else:
-            a, b = lists.ranking_pair
-            if a not in index or b not in index:
-                missing = [w for w in (a, b) if w not in index]
-                raise BiasError(f"The direction pair ({a}, {b}) of {lists.name} is not in the model: {', '.join(missing)} missing.", "Use training = pairs, or lists whose direction pair the model has.")
-            g = matrix[index[a]].astype(np.float64) - matrix[index[b]].astype(np.float64)
-            g /= np.linalg.norm(g)
-            norms = np.sqrt(np.einsum("ij,ij->i", matrix, matrix)).astype(np.float64)
-            scores = np.empty(len(words))
-            for first in range(0, len(words), CHUNK_ROWS):
-                block = matrix[first : first + CHUNK_ROWS].astype(np.float64)
-                scores[first : first + CHUNK_ROWS] = block @ g
-            scores /= np.where(norms > 0, norms, 1.0)
-            candidates = np.array([i for i in range(len(words)) if words[i] not in (a, b) and norms[i] > 0])
-            k = min(self.per_class, len(candidates) // 2)
-            order = candidates[np.argsort(-scores[candidates], kind="stable")]
-            male = [words[i] for i in order[:k]]
-            female = [words[i] for i in order[len(order) - k :]]
-        rows = [index[w] for w in male] + [index[w] for w in female]
-        X = matrix[rows].astype(np.float64)
-        y = np.array([1] * len(male) + [0] * len(female))
-        return X, y, (male, female)
+        return labelled_words(words, matrix, lists, self.training, self.per_class, "INLP")
 
     def _fit_encodings(self, embedder: Embedder, key: Hashable) -> LinearProjection:
         assert self._state is not None

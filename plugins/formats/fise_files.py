@@ -73,6 +73,18 @@ class _Companion(WordSetFormat):
         return []
 
 
+def _scored(line: str) -> bool:
+    """Two words then a number among the later fields (SimLex has a part of speech before it)."""
+    fields = line.split()
+    for field in fields[2:]:
+        try:
+            float(field)
+        except ValueError:
+            continue
+        return True
+    return False
+
+
 class FiseTraitsFormat(_Companion):
     name: ClassVar[str] = "fise-traits"
     summary: ClassVar[str] = "FISE trait list: one trait per line, or a list literal of variants (.txt)."
@@ -86,6 +98,8 @@ class FiseTraitsFormat(_Companion):
         except (OSError, UnicodeDecodeError):
             return False
         lines = [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.strip().startswith("#")]
+        if len(lines) > 1 and all(_scored(ln) for ln in lines[1:]):
+            return False  # word pairs with scores (word1 word2 score): the similarity-tsv layout
         return bool(lines) and all(ln.startswith("[") or ("," not in ln and not ln.startswith(":")) for ln in lines)
 
     def read(self, path: Path) -> Any:
