@@ -135,7 +135,8 @@ def render(console: Console, entry: dict[str, Any]) -> None:
         if entry.get("capabilities"):
             console.print(f"[bold]capabilities:[/bold] {', '.join(entry['capabilities'])}")
         if entry.get("requires"):
-            console.print(f"[bold]requires:[/bold] {', '.join(entry['requires'])}; data kind: {entry.get('data_kind')}")
+            kind = f"; data kind: {entry['data_kind']}" if entry.get("data_kind") else ""
+            console.print(f"[bold]requires:[/bold] {', '.join(entry['requires'])}{kind}")
         if entry["parameters"]:
             table = Table(title="Parameters")
             for column in ("Name", "Type", "Default", "Description"):
