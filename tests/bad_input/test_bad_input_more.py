@@ -11,19 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from bad_input_helpers import (  # noqa: F401 (world is a fixture)
-    Case,
-    Outcome,
-    World,
-    assert_answered,
-    basic_experiment,
-    case_decorator,
-    cli,
-    copy_model,
-    words_toml,
-    world,
-    write_experiment,
-)
+from bad_input_helpers import Case, Outcome, World, assert_answered, cli, copy_model, words_toml, world  # noqa: F401 (world is a fixture)
+from bad_input_helpers import basic_experiment, case_decorator, write_experiment
 from fixtures.planted import X_WORDS
 
 CASES: list[Case] = []
