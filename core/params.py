@@ -112,3 +112,29 @@ def between(low: float, high: float) -> Any:
             raise BiasError(f"{attribute.name} must lie between {low} and {high}, not {value!r}.")
 
     return check
+
+
+# The hidden layer a metric takes encodings from (SEAT, CEAT, the probe): None (the model's own
+# setting), a layer number (-1 the last) or the mean of the last four.
+
+MEAN_LAST_4 = "mean-last-4"
+
+
+def layer_value(value: Any) -> int | str | None:
+    """The layer as the embedder takes it: None, an int (a CLI string "-2" becomes -2) or "mean-last-4"."""
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        text = value.strip()
+        if text.lower() in ("none", "null", ""):
+            return None
+        try:
+            return int(text)
+        except ValueError:
+            return text
+    return value
+
+
+def is_layer(value: Any) -> bool:
+    """Whether a converted layer value is one the embedders take (each metric words its own refusal)."""
+    return value is None or value == MEAN_LAST_4 or (isinstance(value, int) and not isinstance(value, bool))

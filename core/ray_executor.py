@@ -255,19 +255,8 @@ def run(
 
 
 def _worker_failure(p: Any, exc: BaseException, retries: int) -> Result:
-    from bias.core.runner import versions
+    from bias.core.runner import failed_before_metric
 
-    exp = p.experiment
     first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-    return Result(
-        key=exp.key,
-        model=exp.model.label(),
-        wordset=exp.wordset,
-        metric=exp.metric,
-        status=FAILED,
-        reason=f"the Ray worker running it died and {retries} retries were spent ({type(exc).__name__}: {first_line[:200]})",
-        params=exp.params,
-        seed=exp.seed,
-        timings={"compute_s": 0.0},
-        versions=versions(),
-    )
+    reason = f"the Ray worker running it died and {retries} retries were spent ({type(exc).__name__}: {first_line[:200]})"
+    return failed_before_metric(p.experiment, reason, {"compute_s": 0.0})

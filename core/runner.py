@@ -353,22 +353,33 @@ def _reason(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-def _load_failure(p: Prepared, exc: BaseException, load_seconds: float) -> Result:
-    """The result of an experiment whose model could not be opened: failed (redone on resume)."""
-    exp = p.experiment
-    code = exc.exit_code if isinstance(exc, BiasError) else 1
+def failed_before_metric(exp: Experiment, reason: str, timings: dict[str, float], meta: dict[str, Any] | None = None) -> Result:
+    """The failed result of an experiment whose metric never ran (its model did not open, or its Ray
+    worker died): recorded under the experiment's own key so that --resume redoes it."""
     return Result(
         key=exp.key,
         model=exp.model.label(),
         wordset=exp.wordset,
         metric=exp.metric,
         status=FAILED,
-        reason=f"the model could not be loaded: {_reason(exc)}",
+        reason=reason,
         params=exp.params,
         seed=exp.seed,
-        timings={"compute_s": 0.0, "model_load_s": round(load_seconds, 4)},
+        timings=timings,
         versions=versions(),
-        meta={"exit_code": code, **({"model_name": exp.model.name} if exp.model.name else {})},
+        meta=meta or {},
+    )
+
+
+def _load_failure(p: Prepared, exc: BaseException, load_seconds: float) -> Result:
+    """The result of an experiment whose model could not be opened: failed (redone on resume)."""
+    exp = p.experiment
+    code = exc.exit_code if isinstance(exc, BiasError) else 1
+    return failed_before_metric(
+        exp,
+        f"the model could not be loaded: {_reason(exc)}",
+        {"compute_s": 0.0, "model_load_s": round(load_seconds, 4)},
+        {"exit_code": code, **({"model_name": exp.model.name} if exp.model.name else {})},
     )
 
 

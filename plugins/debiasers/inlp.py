@@ -23,39 +23,21 @@ iterations on 300-d GloVe; the default here is 10, a parameter.
 from __future__ import annotations
 
 import logging
-import time
 import warnings
-from collections.abc import Hashable
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import attrs
 import numpy as np
-from bias.core.debias_lists import DebiasLists, lists_of
+from bias.core.debias_lists import DebiasLists
+from bias.core.debiased import LinearProjection, VectorTransform
 from bias.core.errors import BiasError
-from bias.core.interfaces import Capability, Debiaser, Embedder
+from bias.core.interfaces import Capability
+from bias.core.linear_erasure import LinearErasure, params_in_order
 from bias.core.params import int_at_least, one_of, param
-from bias.plugins.debiasers.sent import (
-    check_pairs,
-    read_corpus,
-    sentence_pairs,
-    template_sentences,
-)
-from bias.core.debiased import (
-    CHUNK_ROWS,
-    DebiasedEmbedder,
-    FitOnLoad,
-    LinearProjection,
-    PerEncoding,
-    check_dtype,
-    has_vocabulary,
-    timed,
-    labelled_words,
-    vocabulary_matrix,
-)
+from bias.core.sentence_pairs import template_sentences
 
 CLASSIFIERS = ("svm", "logistic")
-TRAINING = ("projection", "pairs")
-LEVELS = ("auto", "words", "sentences")
 DEV_SHARE = 0.3
 
 
@@ -136,128 +118,38 @@ def inlp(X: np.ndarray, y: np.ndarray, *, iterations: int, classifier: str, seed
     }
 
 
-@attrs.define
-class Inlp(FitOnLoad, Debiaser):
+@attrs.define(field_transformer=params_in_order(
+    "iterations", "classifier", "training", "per_class", "level", "corpus", "limit", "seed", "precision",
+))
+class Inlp(LinearErasure):
     """Project out, one classifier at a time, every linear direction that predicts gender."""
 
     name: ClassVar[str] = "inlp"
     summary: ClassVar[str] = "INLP: iterative nullspace projection of linear gender classifiers (Ravfogel et al. 2020)."
     requires: ClassVar[frozenset[Capability]] = frozenset({Capability.WORD_VECTORS})
+    label: ClassVar[str] = "INLP"
+    methods_hint: ClassVar[str] = "Methods: hard and inlp for static vectors, sent and inlp for contextual models."
+    apply_timing: ClassVar[str] = "project_s"
+    check_word_pairs: ClassVar[bool] = False
 
     iterations: int = param(10, "classifiers trained and projected out (the paper used 35 on 300-d GloVe)", validator=int_at_least(1))
     classifier: str = param("svm", "linear classifier: svm (LinearSVC, as in the paper) or logistic", validator=one_of(CLASSIFIERS))
-    training: str = param(
-        "projection", "word-level training words: projection (most male/female by the direction pair) or pairs (the lists' pairs)",
-        validator=one_of(TRAINING),
-    )
-    per_class: int = param(1000, "training words per class when training = projection (at most half the vocabulary)", validator=int_at_least(1))
-    level: str = param("auto", "words (static vectors), sentences (encodings of sentence pairs), or auto", validator=one_of(LEVELS))
-    corpus: str | None = param(None, "sentence level: text file, one sentence per line (default: templates)")
-    limit: int | None = param(None, "debias only the first N words of the vocabulary (None: all)", validator=attrs.validators.optional(int_at_least(1)))
     seed: int = param(0, "seed of the data split and the classifiers", validator=int_at_least(0))
-    precision: str = param("float32", "dtype of the debiased matrix: float32 or float64", validator=check_dtype)
 
-    _state: dict[str, Any] | None = attrs.field(default=None, init=False, repr=False)
-
-    @classmethod
-    def supports(cls, embedder: Embedder) -> str | None:
-        if has_vocabulary(embedder) or Capability.CONTEXTUAL in embedder.capabilities:
-            return None
-        return f"INLP needs a static model with a vocabulary or a model that encodes sentences; {embedder.spec} offers neither"
-
-    def params(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in attrs.fields(type(self)) if f.init}
-
-    def _level(self, embedder: Embedder) -> str:
-        if self.level != "auto":
-            return self.level
-        return "words" if has_vocabulary(embedder) else "sentences"
-
-    def fit(self, embedder: Embedder, lists: Any) -> Inlp:
-        lists = lists_of(lists, "INLP")
-        reason = self.supports(embedder)
-        if reason:
-            raise BiasError(reason + ".", "Methods: hard and inlp for static vectors, sent and inlp for contextual models.")
-        level = self._level(embedder)
-        info: dict[str, Any] = {
-            "method": self.name,
-            "parameters": self.params(),
-            "level": level,
-            "lists": {"name": lists.name, "file": lists.meta.path},
-        }
-        self._state = {"lists": lists, "info": info, "source": embedder, "level": level}
-        started = time.perf_counter()
-        if level == "words":
-            if not has_vocabulary(embedder):
-                raise BiasError(f"INLP at word level needs a static model with a vocabulary; {embedder.spec} has none.", "Use level = sentences.")
-            words, matrix = vocabulary_matrix(embedder, self.limit, lists.all_words(), self.precision)
-            timed(info, "read_s", started)
-            started = time.perf_counter()
-            X, y, chosen = self._word_training(words, matrix, lists)
-            P, report = inlp(X, y, iterations=self.iterations, classifier=self.classifier, seed=self.seed)
-            info.update(report, training_words={"male": chosen[0][:50], "female": chosen[1][:50]})
-            info["accuracy"] = report["accuracy_per_iteration"]
-            self._state.update(words=words, matrix=matrix, projection=P)
-        else:
-            if Capability.CONTEXTUAL not in embedder.capabilities:
-                raise BiasError(f"INLP at sentence level needs a model that encodes sentences; {embedder.spec} does not.", "Use level = words.")
-            sentences, origin = (read_corpus(self.corpus), str(self.corpus)) if self.corpus else template_sentences(lists)
-            pairs = sentence_pairs(sentences, lists)
-            check_pairs(pairs, 2, origin)
-            info.update(sentences_from=origin, sentence_pairs=len(pairs), fitted={})
-            self._state["pairs"] = pairs
-            embedder.load()
-            default = ("sentence", "mean", None)
-            self._state["fitted"] = {default: self._fit_encodings(embedder, default)}
-            info["accuracy"] = info["fitted"]["sentence:mean:None"]["accuracy_per_iteration"]
-        timed(info, "fit_s", started)
-        return self
-
-    def _word_training(self, words: list[str], matrix: np.ndarray, lists: DebiasLists) -> tuple[np.ndarray, np.ndarray, tuple[list[str], list[str]]]:
-        return labelled_words(words, matrix, lists, self.training, self.per_class, "INLP")
-
-    def _fit_encodings(self, embedder: Embedder, key: Hashable) -> LinearProjection:
-        assert self._state is not None
-        lists: DebiasLists = self._state["lists"]
-        if key == ("words",):
-            pairs = [(a, b) for a, b in (*lists.definitional, *lists.equalize)]
-            found = embedder.word_vectors([w for p in pairs for w in p]).as_dict()
-            pairs = [(a, b) for a, b in pairs if a in found and b in found]
-            X = np.array([found[a] for a, _ in pairs] + [found[b] for _, b in pairs])
-        else:
-            level, pooling, layer = key  # type: ignore[misc]
-            pairs = self._state["pairs"]
-            kwargs: dict[str, Any] = {"pooling": pooling}
-            if layer is not None:
-                kwargs["layer"] = layer
-            texts = [p.male.text for p in pairs] + [p.female.text for p in pairs]
-            spans = [p.male.span for p in pairs] + [p.female.span for p in pairs] if level == "span" else None
-            X = embedder.encode(texts, spans, **kwargs)
-        y = np.array([1] * len(pairs) + [0] * len(pairs))
+    def _fit_map(self, X: np.ndarray, y: np.ndarray) -> tuple[LinearProjection, dict[str, Any]]:
         P, report = inlp(X, y, iterations=self.iterations, classifier=self.classifier, seed=self.seed)
-        self._state["info"].setdefault("fitted", {})[":".join(map(str, key))] = report
-        return LinearProjection(P)
+        return LinearProjection(P), report
 
-    def transform(self, embedder: Embedder) -> DebiasedEmbedder:
-        if self._state is None:
-            raise BiasError("INLP must be fitted before transform().", "Call fit(embedder, lists) first.")
-        state = self._state
-        info = dict(state["info"])
-        if state["level"] == "sentences":
-            fitted = dict(state["fitted"]) if embedder is state["source"] else {}
-            return DebiasedEmbedder(source=embedder, method=self.name, transform=PerEncoding(lambda key: self._fit_encodings(embedder, key), fitted), info=info)
-        started = time.perf_counter()
-        P = state["projection"]
-        if embedder is state["source"] and state.get("matrix") is not None:
-            words, matrix = state["words"], state["matrix"]
-            state["matrix"] = None
-        else:
-            words, matrix = vocabulary_matrix(embedder, self.limit, state["lists"].all_words(), self.precision)
-        projection = P.astype(matrix.dtype)
-        for first in range(0, matrix.shape[0], CHUNK_ROWS):
-            block = matrix[first : first + CHUNK_ROWS]
-            block[...] = block @ projection
-        info["timings"] = {**info.get("timings", {})}
-        timed(info, "project_s", started)
-        info["vocabulary"] = len(words)
-        return DebiasedEmbedder(source=embedder, method=self.name, transform=LinearProjection(P), vocab=tuple(words), matrix=matrix, info=info)
+    def _headline(self, report: dict[str, Any]) -> dict[str, Any]:
+        return {"accuracy": report["accuracy_per_iteration"]}
+
+    def _block_map(self, fitted: VectorTransform, dtype: np.dtype) -> Callable[[np.ndarray], np.ndarray]:
+        assert isinstance(fitted, LinearProjection)
+        projection = fitted.matrix.astype(dtype)  # in the matrix's own precision
+        return lambda block: block @ projection
+
+    def _installed_templates(self, lists: DebiasLists) -> tuple[list[str], str]:
+        """Sentences from the language's installed SEAT templates (as Sent-Debias)."""
+        from bias.registry import load_wordset, names
+
+        return template_sentences(lists, lambda name: name in names("wordsets"), load_wordset)

@@ -29,32 +29,18 @@ The eraser is affine and applied to every vector the model gives, words of the l
 
 from __future__ import annotations
 
-import time
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 import attrs
 import numpy as np
-from bias.core.debias_lists import DebiasLists, lists_of
-from bias.core.debiased import (
-    CHUNK_ROWS,
-    DebiasedEmbedder,
-    FitOnLoad,
-    PerEncoding,
-    VectorTransform,
-    check_dtype,
-    has_vocabulary,
-    labelled_words,
-    timed,
-    vocabulary_matrix,
-)
+from bias.core.debias_lists import DebiasLists
+from bias.core.debiased import VectorTransform
 from bias.core.errors import BiasError
-from bias.core.interfaces import Capability, Debiaser, Embedder
-from bias.core.params import int_at_least, one_of, param
-from bias.core.sentence_pairs import check_pairs, read_corpus, sentence_pairs, template_sentences
+from bias.core.interfaces import Capability
+from bias.core.linear_erasure import LinearErasure
+from bias.core.sentence_pairs import template_sentences
 
-TRAINING = ("projection", "pairs")
-LEVELS = ("auto", "words", "sentences")
 RELATIVE_TOLERANCE = 1e-10  # eigenvalues (and singular values) below this share of the largest count as zero
 
 
@@ -128,89 +114,21 @@ def class_mean_gap(X: np.ndarray, labels: np.ndarray) -> float:
     return float(np.abs(X[labels == classes[0]].mean(axis=0) - X[labels == classes[-1]].mean(axis=0)).max())
 
 
-def installed_templates(lists: DebiasLists) -> tuple[list[str], str]:
-    """Sentences from the language's installed SEAT templates, else bare words (as Sent-Debias)."""
-    from bias.registry import load_wordset, names
-
-    return template_sentences(lists, lambda name: name in names("wordsets"), load_wordset)
-
-
 @attrs.define
-class Leace(FitOnLoad, Debiaser):
+class Leace(LinearErasure):
     """Erase the linearly encoded gender concept in closed form, moving the vectors least."""
 
     name: ClassVar[str] = "leace"
     summary: ClassVar[str] = "LEACE: closed-form least-squares linear concept erasure; no linear classifier beats chance (Belrose et al. 2023)."
     requires: ClassVar[frozenset[Capability]] = frozenset({Capability.WORD_VECTORS})
+    label: ClassVar[str] = "LEACE"
+    methods_hint: ClassVar[str] = "Methods: hard, inlp and leace for static vectors; sent, inlp and leace for contextual models."
+    apply_timing: ClassVar[str] = "erase_s"
 
-    training: str = param(
-        "projection", "word-level training words: projection (most male/female by the direction pair) or pairs (the lists' pairs)",
-        validator=one_of(TRAINING),
-    )
-    per_class: int = param(1000, "training words per class when training = projection (at most half the vocabulary)", validator=int_at_least(1))
-    level: str = param("auto", "words (static vectors), sentences (encodings of sentence pairs), or auto", validator=one_of(LEVELS))
-    corpus: str | None = param(None, "sentence level: text file, one sentence per line (default: templates)")
-    limit: int | None = param(None, "debias only the first N words of the vocabulary (None: all)", validator=attrs.validators.optional(int_at_least(1)))
-    precision: str = param("float32", "dtype of the debiased matrix: float32 or float64", validator=check_dtype)
-
-    _state: dict[str, Any] | None = attrs.field(default=None, init=False, repr=False)
-
-    @classmethod
-    def supports(cls, embedder: Embedder) -> str | None:
-        if has_vocabulary(embedder) or Capability.CONTEXTUAL in embedder.capabilities:
-            return None
-        return f"LEACE needs a static model with a vocabulary or a model that encodes sentences; {embedder.spec} offers neither"
-
-    def params(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in attrs.fields(type(self)) if f.init}
-
-    def _level(self, embedder: Embedder) -> str:
-        if self.level != "auto":
-            return self.level
-        return "words" if has_vocabulary(embedder) else "sentences"
-
-    def fit(self, embedder: Embedder, lists: Any) -> Leace:
-        lists = lists_of(lists, "LEACE")
-        reason = self.supports(embedder)
-        if reason:
-            raise BiasError(reason + ".", "Methods: hard, inlp and leace for static vectors; sent, inlp and leace for contextual models.")
-        level = self._level(embedder)
-        info: dict[str, Any] = {
-            "method": self.name,
-            "parameters": self.params(),
-            "level": level,
-            "lists": {"name": lists.name, "file": lists.meta.path},
-        }
-        self._state = {"lists": lists, "info": info, "source": embedder, "level": level}
-        started = time.perf_counter()
-        if level == "words":
-            if not has_vocabulary(embedder):
-                raise BiasError(f"LEACE at word level needs a static model with a vocabulary; {embedder.spec} has none.", "Use level = sentences.")
-            words, matrix = vocabulary_matrix(embedder, self.limit, lists.all_words(), self.precision)
-            timed(info, "read_s", started)
-            started = time.perf_counter()
-            X, y, chosen = labelled_words(words, matrix, lists, self.training, self.per_class, "LEACE")
-            eraser = fit_leace(X, y)
-            info.update(self._report(eraser, X, y), training_words={"male": chosen[0][:50], "female": chosen[1][:50]})
-            self._state.update(words=words, matrix=matrix, eraser=eraser)
-        else:
-            if Capability.CONTEXTUAL not in embedder.capabilities:
-                raise BiasError(f"LEACE at sentence level needs a model that encodes sentences; {embedder.spec} does not.", "Use level = words.")
-            sentences, origin = (read_corpus(self.corpus), str(self.corpus)) if self.corpus else installed_templates(lists)
-            pairs = sentence_pairs(sentences, lists)
-            check_pairs(pairs, 2, origin)
-            info.update(sentences_from=origin, sentence_pairs=len(pairs), fitted={})
-            self._state["pairs"] = pairs
-            embedder.load()
-            default = ("sentence", "mean", None)
-            self._state["fitted"] = {default: self._fit_encodings(embedder, default)}
-        timed(info, "fit_s", started)
-        return self
-
-    @staticmethod
-    def _report(eraser: LeaceEraser, X: np.ndarray, y: np.ndarray) -> dict[str, Any]:
+    def _fit_map(self, X: np.ndarray, y: np.ndarray) -> tuple[LeaceEraser, dict[str, Any]]:
+        eraser = fit_leace(X, y)
         erased = eraser.apply(X)
-        return {
+        return eraser, {
             "erased_rank": eraser.rank,
             "training_vectors": len(y),
             "class_mean_gap_before": class_mean_gap(X, y),
@@ -218,48 +136,12 @@ class Leace(FitOnLoad, Debiaser):
             "mean_squared_change": float(np.mean(np.sum((erased - X) ** 2, axis=1))),
         }
 
-    def _fit_encodings(self, embedder: Embedder, key: Hashable) -> LeaceEraser:
-        assert self._state is not None
-        lists: DebiasLists = self._state["lists"]
-        if key == ("words",):
-            pairs = [(a, b) for a, b in (*lists.definitional, *lists.equalize)]
-            found = embedder.word_vectors([w for p in pairs for w in p]).as_dict()
-            pairs = [(a, b) for a, b in pairs if a in found and b in found]
-            check_pairs(pairs, 2, "the list pairs the model has")
-            X = np.array([found[a] for a, _ in pairs] + [found[b] for _, b in pairs])
-        else:
-            level, pooling, layer = key  # type: ignore[misc]
-            pairs = self._state["pairs"]
-            kwargs: dict[str, Any] = {"pooling": pooling}
-            if layer is not None:
-                kwargs["layer"] = layer
-            texts = [p.male.text for p in pairs] + [p.female.text for p in pairs]
-            spans = [p.male.span for p in pairs] + [p.female.span for p in pairs] if level == "span" else None
-            X = embedder.encode(texts, spans, **kwargs)
-        y = np.array([1] * len(pairs) + [0] * len(pairs))
-        eraser = fit_leace(X, y)
-        self._state["info"].setdefault("fitted", {})[":".join(map(str, key))] = self._report(eraser, np.asarray(X, dtype=np.float64), y)
-        return eraser
+    def _block_map(self, fitted: VectorTransform, dtype: np.dtype) -> Callable[[np.ndarray], np.ndarray]:
+        assert isinstance(fitted, LeaceEraser)
+        return fitted.apply
 
-    def transform(self, embedder: Embedder) -> DebiasedEmbedder:
-        if self._state is None:
-            raise BiasError("LEACE must be fitted before transform().", "Call fit(embedder, lists) first.")
-        state = self._state
-        info = dict(state["info"])
-        if state["level"] == "sentences":
-            fitted = dict(state["fitted"]) if embedder is state["source"] else {}
-            return DebiasedEmbedder(source=embedder, method=self.name, transform=PerEncoding(lambda key: self._fit_encodings(embedder, key), fitted), info=info)
-        started = time.perf_counter()
-        eraser: LeaceEraser = state["eraser"]
-        if embedder is state["source"] and state.get("matrix") is not None:
-            words, matrix = state["words"], state["matrix"]
-            state["matrix"] = None
-        else:
-            words, matrix = vocabulary_matrix(embedder, self.limit, state["lists"].all_words(), self.precision)
-        for first in range(0, matrix.shape[0], CHUNK_ROWS):
-            block = matrix[first : first + CHUNK_ROWS]
-            block[...] = eraser.apply(block)
-        info["timings"] = {**info.get("timings", {})}
-        timed(info, "erase_s", started)
-        info["vocabulary"] = len(words)
-        return DebiasedEmbedder(source=embedder, method=self.name, transform=eraser, vocab=tuple(words), matrix=matrix, info=info)
+    def _installed_templates(self, lists: DebiasLists) -> tuple[list[str], str]:
+        """Sentences from the language's installed SEAT templates, else bare words (as Sent-Debias)."""
+        from bias.registry import load_wordset, names
+
+        return template_sentences(lists, lambda name: name in names("wordsets"), load_wordset)

@@ -21,7 +21,7 @@ from bias.core.errors import BiasError
 from bias.core.interfaces import Capability, Embedder, Metric
 from bias.core.labelled_texts import LabelledTexts
 from bias.core.model import LABELLED_TEXTS, OK, REFUSED, Result
-from bias.core.params import int_at_least, one_of, param
+from bias.core.params import int_at_least, is_layer, layer_value, one_of, param
 
 POOLINGS = ("cls", "mean", "first", "last")
 MODES = ("probe", "finetune")
@@ -43,21 +43,8 @@ def wilson_interval(accuracy: float, n: int, z: float = Z95) -> tuple[float, flo
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
-def _layer(value: Any) -> Any:
-    """A CLI string "-2" becomes -2; "none" the embedder's own setting; "mean-last-4" stays."""
-    if isinstance(value, str):
-        text = value.strip()
-        if text.lower() in ("none", "null", ""):
-            return None
-        try:
-            return int(text)
-        except ValueError:
-            return text
-    return value
-
-
 def _check_layer(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
-    if value is None or (isinstance(value, int) and not isinstance(value, bool)) or value == "mean-last-4":
+    if is_layer(value):
         return
     raise BiasError(f"layer must be a layer number (-1 is the last), mean-last-4, or none, not {value!r}.")
 
@@ -118,7 +105,7 @@ class Probe(Metric):
         None, "sentence vector: cls, mean, first or last (default cls; last for causal LMs; mean for static vectors)",
         validator=_check_pooling,
     )
-    layer: str | int | None = param(None, "hidden layer: None (the model's setting), N (-1 last), or mean-last-4", converter=_layer, validator=_check_layer)
+    layer: str | int | None = param(None, "hidden layer: None (the model's setting), N (-1 last), or mean-last-4", converter=layer_value, validator=_check_layer)
     test_size: float = param(0.2, "share of the texts held out for testing in the single split", validator=_check_test_size)
     folds: int = param(
         0, "0: 5-fold cross-validation below 200 texts, else one split; 1: always one split; k >= 2: k-fold cross-validation",

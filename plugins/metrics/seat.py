@@ -22,7 +22,7 @@ import numpy as np
 from bias.core.errors import BiasError
 from bias.core.interfaces import Capability, Embedder
 from bias.core.model import ASSOCIATION, TEMPLATES, AssociationTest, Result
-from bias.core.params import one_of, param
+from bias.core.params import MEAN_LAST_4, is_layer, layer_value, one_of, param
 from bias.core.templates import Sentence, TemplateSet, sentence_sets
 from bias.plugins.metrics.weat import AssociationConventions, association_result
 
@@ -30,26 +30,10 @@ LEVELS = ("sentence", "word")
 SENTENCE_POOLINGS = ("cls", "mean", "first", "last")
 WORD_POOLINGS = ("target-mean", "target-first", "target-last", "mean", "first", "last")
 POOLINGS = ("cls", "mean", "first", "last", "target-mean", "target-first", "target-last")
-MEAN_LAST_4 = "mean-last-4"
-
-
-def layer_value(value: Any) -> int | str | None:
-    """The layer as the embedder takes it: None, an int (a CLI string "-2" becomes -2) or "mean-last-4"."""
-    if value is None or isinstance(value, bool):
-        return value
-    if isinstance(value, str):
-        text = value.strip()
-        if text.lower() in ("none", "null", ""):
-            return None
-        try:
-            return int(text)
-        except ValueError:
-            return text
-    return value
 
 
 def check_layer(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
-    if value is None or value == MEAN_LAST_4 or (isinstance(value, int) and not isinstance(value, bool)):
+    if is_layer(value):
         return
     raise BiasError(
         f"{attribute.name} must be a layer number (-1 is the last), {MEAN_LAST_4}, or none, not {value!r}.",

@@ -147,6 +147,31 @@ class Case:
     stream: str = "err"  # where the answer is printed: stderr, or stdout for `bias validate`'s report
 
 
+def case_decorator(cases: list[Case]) -> Callable[..., Callable[[Callable[[World, Path], list[str]]], Callable[[World, Path], list[str]]]]:
+    """The `@case(name, ...)` decorator of a test module: each builder it decorates joins `cases`
+    (the module's own list, which its parametrized test runs)."""
+
+    def case(name: str, code: int = 2, names: tuple[str, ...] = (), absent: tuple[str, ...] = (), lines: int = 2, check=None, stream: str = "err"):
+        def register(build: Callable[[World, Path], list[str]]) -> Callable[[World, Path], list[str]]:
+            cases.append(Case(name, build, code, names, absent, lines, check, stream))
+            return build
+
+        return register
+
+    return case
+
+
+def write_experiment(folder: Path, body: str, name: str = "exp.toml") -> Path:
+    path = folder / name
+    path.write_text(body, encoding="utf-8")
+    return path
+
+
+def basic_experiment(world: World) -> str:
+    """An experiment file's body that runs: the planted word2vec model, the planted word set, WEAT."""
+    return f'models = ["word2vec:{world.w2v_bin}"]\nwordsets = ["{world.wordset}"]\nmetrics = ["weat"]\n'
+
+
 def copy_model(world: World, folder: Path, name: str = "bert") -> Path:
     target = folder / name
     shutil.copytree(world.bert, target)

@@ -10,27 +10,11 @@ from pathlib import Path
 import pytest
 
 from bad_input_helpers import Case, Outcome, World, assert_answered, cli, copy_model, words_toml, world  # noqa: F401 (world is a fixture)
+from bad_input_helpers import basic_experiment, case_decorator, write_experiment
 from fixtures.planted import A_WORDS, B_WORDS, X_WORDS, Y_WORDS
 
 CASES: list[Case] = []
-
-
-def case(name: str, code: int = 2, names: tuple[str, ...] = (), absent: tuple[str, ...] = (), lines: int = 2, check=None, stream: str = "err"):
-    def register(build):
-        CASES.append(Case(name, build, code, names, absent, lines, check, stream))
-        return build
-
-    return register
-
-
-def experiment(folder: Path, body: str, name: str = "exp.toml") -> Path:
-    path = folder / name
-    path.write_text(body, encoding="utf-8")
-    return path
-
-
-def model_and_set(world: World) -> str:
-    return f'models = ["word2vec:{world.w2v_bin}"]\nwordsets = ["{world.wordset}"]\nmetrics = ["weat"]\n'
+case = case_decorator(CASES)
 
 
 # 1. Settings that run code never come from an experiment file -------------------------------------
@@ -39,18 +23,18 @@ def model_and_set(world: World) -> str:
 @case("toml-allow-pickle", names=("models[0]", "allow_pickle", "--allow-pickle"))
 def _(world, folder):
     body = f'models = [{{ spec = "kv:{world.root / "x.kv"}", allow_pickle = true }}]\nwordsets = ["{world.wordset}"]\nmetrics = ["weat"]\n'
-    return ["run", str(experiment(folder, body))]
+    return ["run", str(write_experiment(folder, body))]
 
 
 @case("toml-trust-remote-code", names=("trust_remote_code", "--trust-remote-code"))
 def _(world, folder):
     body = f'models = [{{ spec = "hf:{world.bert}", trust_remote_code = true }}]\nwordsets = ["{world.wordset}"]\nmetrics = ["weat"]\n'
-    return ["run", str(experiment(folder, body))]
+    return ["run", str(write_experiment(folder, body))]
 
 
 @case("toml-params-trust-remote-code", names=("[params]", "--trust-remote-code"))
 def _(world, folder):
-    return ["run", str(experiment(folder, model_and_set(world) + "[params]\ntrust_remote_code = true\n"))]
+    return ["run", str(write_experiment(folder, basic_experiment(world) + "[params]\ntrust_remote_code = true\n"))]
 
 
 # 2. A Hugging Face folder without tokenizer files --------------------------------------------------
@@ -112,7 +96,7 @@ def _(world, folder):
 
 @case("hint-with-params-and-grid", names=("[params]", "[grid]"))
 def _(world, folder):
-    return ["run", str(experiment(folder, model_and_set(world))), "--ddof", "0"]
+    return ["run", str(write_experiment(folder, basic_experiment(world))), "--ddof", "0"]
 
 
 def _markup_word_shown(result: Outcome, folder: Path) -> None:
@@ -228,7 +212,7 @@ def _(world, folder):
 @case("toml-out-outside", names=("out = '../../elsewhere'", "--out"))
 def _(world, folder):
     (folder / "sub").mkdir()
-    return ["run", str(experiment(folder / "sub", model_and_set(world) + 'out = "../../elsewhere"\n'))]
+    return ["run", str(write_experiment(folder / "sub", basic_experiment(world) + 'out = "../../elsewhere"\n'))]
 
 
 def _written_beside_the_file(result: Outcome, folder: Path) -> None:
@@ -245,7 +229,7 @@ def _(world, folder):
     shutil.copy(world.w2v_bin, exps / "model.bin")
     words_toml(exps / "ws.toml")
     body = 'models = ["word2vec:model.bin"]\nwordsets = ["ws.toml"]\nmetrics = ["weat"]\nout = "runs/r1"\n[params]\nbootstrap = 0\n'
-    experiment(exps, body)
+    write_experiment(exps, body)
     return ["run", "exps/exp.toml"]
 
 
@@ -279,7 +263,7 @@ def _(world, folder):
 
 @case("ddof-in-params-and-grid", names=("ddof", "[params]", "[grid]"))
 def _(world, folder):
-    return ["run", str(experiment(folder, model_and_set(world) + "[params]\nddof = 0\n[grid]\nddof = [1]\n"))]
+    return ["run", str(write_experiment(folder, basic_experiment(world) + "[params]\nddof = 0\n[grid]\nddof = [1]\n"))]
 
 
 @case("param-and-option-disagree", names=("permutations", "--param"))
@@ -290,7 +274,7 @@ def _(world, folder):
 @case("file-model-option-and-command-line-disagree", names=("batch_size", "the command line"))
 def _(world, folder):
     body = f'models = [{{ spec = "hf:{world.bert}", batch_size = 8 }}]\nwordsets = ["{world.wordset}"]\nmetrics = ["weat"]\n'
-    return ["run", str(experiment(folder, body)), "--batch-size", "16"]
+    return ["run", str(write_experiment(folder, body)), "--batch-size", "16"]
 
 
 # 14. Refusals name the part at fault --------------------------------------------------------------------
