@@ -156,7 +156,8 @@ def test_interval_is_the_normal_approximation_and_f1_the_macro_mean(files) -> No
     assert result.figures["macro_f1"] == pytest.approx(sum(f1s) / 2)
 
 
-def test_probe_on_a_tiny_bert_reads_the_label_from_frozen_encodings(tmp_path: Path) -> None:
+def planted_texts_on_a_tiny_bert(tmp_path: Path):
+    """A tiny BERT and 80 texts whose label is planted as one word ('good' or 'bad') among filler."""
     from fixtures.tiny_bert import COMMON_WORDS, build_tiny_bert
 
     model = build_tiny_bert(tmp_path / "bert")
@@ -169,7 +170,11 @@ def test_probe_on_a_tiny_bert_reads_the_label_from_frozen_encodings(tmp_path: Pa
         r.shuffle(words)
         rows.append((" ".join(words), label))
     data = registry.load_wordset(str(write_csv(tmp_path / "texts.csv", rows)))
-    embedder = registry.build_embedder(f"hf:{model}")
+    return registry.build_embedder(f"hf:{model}"), data, rows
+
+
+def test_probe_on_a_tiny_bert_reads_the_label_from_frozen_encodings(tmp_path: Path) -> None:
+    embedder, data, rows = planted_texts_on_a_tiny_bert(tmp_path)
     result = registry.build_metric("probe", pooling="mean").compute(embedder, data, seed=0)
     assert result.ok and result.effect_size >= 0.9, result.figures.get("accuracy")
     assert result.convention["pooling"] == "mean" and result.convention["layer"] == -1
@@ -339,19 +344,7 @@ def test_compare_says_when_the_splits_differ(files) -> None:
 
 @pytest.mark.slow
 def test_finetune_learns_the_planted_label_and_is_seeded(tmp_path: Path) -> None:
-    from fixtures.tiny_bert import COMMON_WORDS, build_tiny_bert
-
-    model = build_tiny_bert(tmp_path / "bert")
-    r = random.Random(3)
-    filler = [w for w in COMMON_WORDS if w.lower() not in ("good", "bad")]
-    rows = []
-    for i in range(80):
-        label = "pos" if i % 2 else "neg"
-        words = r.sample(filler, 5) + ["good" if label == "pos" else "bad"]
-        r.shuffle(words)
-        rows.append((" ".join(words), label))
-    data = registry.load_wordset(str(write_csv(tmp_path / "texts.csv", rows)))
-    embedder = registry.build_embedder(f"hf:{model}")
+    embedder, data, rows = planted_texts_on_a_tiny_bert(tmp_path)
     params = {"mode": "finetune", "folds": 1, "test_size": 0.2, "epochs": 10, "learning_rate": 1e-3, "train_batch_size": 8}
     first = registry.build_metric("probe", **params).compute(embedder, data, seed=0)
     assert first.ok and first.effect_size >= 0.8, first.figures.get("accuracy")
@@ -361,7 +354,7 @@ def test_finetune_learns_the_planted_label_and_is_seeded(tmp_path: Path) -> None
     assert [p["predicted"] for p in again.figures["predictions"]] == [p["predicted"] for p in first.figures["predictions"]]
     # the embedder's own weights are untouched: the frozen probe gives what it gave before fine-tuning
     frozen = registry.build_metric("probe", pooling="mean", folds=1).compute(embedder, data, seed=0)
-    fresh = registry.build_metric("probe", pooling="mean", folds=1).compute(registry.build_embedder(f"hf:{model}"), data, seed=0)
+    fresh = registry.build_metric("probe", pooling="mean", folds=1).compute(registry.build_embedder(embedder.spec), data, seed=0)
     assert [p["predicted"] for p in frozen.figures["predictions"]] == [p["predicted"] for p in fresh.figures["predictions"]]
 
 

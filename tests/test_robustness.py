@@ -25,6 +25,7 @@ from bias.core.reports import build
 from bias.core.reports.robustness import curves, robust_curves, to_csv, to_markdown, write_robustness
 
 from fixtures.planted import A_WORDS, B_WORDS, X_WORDS, Y_WORDS
+from test_cli import wordset_toml
 
 
 def result(key, wordset, metric, effect, p, *, model="word2vec:m.bin", params=None, meta=None, status="ok"):
@@ -155,29 +156,8 @@ def bias_cli(*args: str, cwd: Path | None = None, columns: int = 80) -> subproce
 
 
 def wordset_file(path: Path, descriptor: str) -> Path:
-    def words(ws):
-        return "[" + ", ".join(f'"{w}"' for w in ws) + "]"
-
-    path.write_text(
-        f"""kind = "association"
-language = "en"
-bias_type = "non-social"
-concept = "flowers-pleasant"
-descriptor = "{descriptor}"
-source = "generated for the tests"
-licence = "CC0-1.0"
-[sets.X]
-words = {words(X_WORDS)}
-[sets.Y]
-words = {words(Y_WORDS)}
-[sets.A]
-words = {words(A_WORDS)}
-[sets.B]
-words = {words(B_WORDS)}
-""",
-        encoding="utf-8",
-    )
-    return path
+    """The planted association test, marked as one descriptor variant of the concept 'flowers-pleasant'."""
+    return wordset_toml(path, extra=f'concept = "flowers-pleasant"\ndescriptor = "{descriptor}"')
 
 
 def test_cli_end_to_end_on_a_tiny_run(planted_files, tmp_path):
