@@ -51,6 +51,9 @@ def _main(
     handler = RichHandler(console=err_console, show_path=False, show_time=False, markup=False)
     handler.addFilter(_OncePerMessage())
     logging.basicConfig(level=level, format="%(message)s", handlers=[handler], force=True)
+    if not debug:  # -v is about this tool's progress; the libraries' own INFO lines only with --debug
+        for library in ("gensim", "smart_open", "urllib3", "filelock"):
+            logging.getLogger(library).setLevel(max(level, logging.WARNING))
 
 
 class _OncePerMessage(logging.Filter):

@@ -203,7 +203,7 @@ class Report:
         convention(s), the p floor, the correction and the marks, the short model names."""
         families = sorted({a.family for a in self.adjusted.values()})
         sizes = {a.family: a.size for a in self.adjusted.values()}
-        fam = ", ".join(f"{f} ({sizes[f]} tests)" for f in families) or "none (no p-values)"
+        fam = ", ".join(f"{f} ({sizes[f]} test{'' if sizes[f] == 1 else 's'})" for f in families) or "none (no p-values)"
         ok = [r for r in self.results if r.status == OK]
         notes = []
         kinds: dict[str, list[str]] = {}
