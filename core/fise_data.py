@@ -30,6 +30,7 @@ import attrs
 from bias.core.errors import BiasError
 from bias.core.model import FISE, WordSetMeta
 from bias.core.wordsets import Problem, check_meta, meta_of, raise_on_errors
+from bias.core.wordsets import read_text
 
 KNOWN_FIELDS = ("axes", "traits", "affect")
 
@@ -155,15 +156,6 @@ def build(data: dict[str, Any], name: str, path: str) -> FiseTest:
 # -- the framework's separate files ---------------------------------------------------------------
 
 
-def _read(path: Path) -> str:
-    try:
-        return Path(path).read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise BiasError(f"File not found: {path}", "Check the path.") from None
-    except IsADirectoryError:
-        raise BiasError(f"{path} is a folder, not a file.") from None
-    except UnicodeDecodeError as exc:
-        raise BiasError(f"{path}: not UTF-8 text ({exc.reason}).", "Save the file as UTF-8.") from None
 
 
 def parse_trait_line(line: str, where: str) -> Stimulus:
@@ -188,7 +180,7 @@ def parse_trait_line(line: str, where: str) -> Stimulus:
 def read_traits(path: Path) -> list[Stimulus]:
     """A trait list: one trait per line, blank lines and `#` comments skipped."""
     traits = []
-    for number, raw in enumerate(_read(path).splitlines(), start=1):
+    for number, raw in enumerate(read_text(path, "file").splitlines(), start=1):
         line = raw.strip()
         if not line or line.startswith("#"):
             continue
@@ -200,7 +192,7 @@ def read_traits(path: Path) -> list[Stimulus]:
 
 def read_affect(path: Path) -> tuple[list[str], list[str]]:
     """Affect stimuli: a header row, then a positive and a negative column (either may run shorter)."""
-    text = _read(path)
+    text = read_text(path, "file")
     rows = list(csv.reader(io.StringIO(text, newline="")))
     if len(rows) < 2 or len(rows[0]) < 2:
         raise BiasError(f"{path}: expected a header and rows of two columns (positive, negative).")
@@ -214,7 +206,7 @@ def read_affect(path: Path) -> tuple[list[str], list[str]]:
 def axes_from_json(path: Path) -> dict[str, Any]:
     """The axes of a framework FISE `.json`: { axis: { group: [words] , group: [words] }, ... }."""
     try:
-        data = json.loads(_read(path))
+        data = json.loads(read_text(path, "file"))
     except json.JSONDecodeError as exc:
         raise BiasError(f"{path}: malformed JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}.") from None
     if not isinstance(data, dict):

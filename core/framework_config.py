@@ -28,6 +28,7 @@ import attrs
 
 from bias.core.errors import BiasError
 from bias.core.framework_layout import FOLDER_CODES, language_code
+from bias.core.wordsets import read_text
 
 PRESET = "bias-framework"
 METRICS = {"WEAT": "weat", "SEAT": "seat", "LPBS": "lpbs", "CROWS": "crows", "FISE": "fise"}
@@ -88,12 +89,7 @@ def is_framework_config(path: Path) -> bool:
 
 def read_lines(path: Path) -> tuple[list[ConfigLine], list[str]]:
     """The well-formed lines, and a problem for each line that is not `dataset,metric,embedding,language,modelname`."""
-    try:
-        text = Path(path).read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise BiasError(f"Experiment file not found: {path}", "Check the path.") from None
-    except UnicodeDecodeError as exc:
-        raise BiasError(f"{path}: not UTF-8 text ({exc.reason}).", "Save the file as UTF-8.") from None
+    text = read_text(path, "experiment file")
     lines, problems = [], []
     for number, raw in enumerate(text.splitlines(), start=1):
         line = raw.strip()

@@ -96,6 +96,19 @@ def normalise(word: str) -> str:
     return unicodedata.normalize("NFC", word).strip().casefold()
 
 
+def read_text(path: str | Path, kind: str = "word-set file") -> str:
+    """A UTF-8 text file (a byte-order mark dropped), or a BiasError naming the file and what to do:
+    every importer of the plain-text and CSV formats reads through here, so they fail alike."""
+    try:
+        return Path(path).read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise BiasError(f"{kind[0].upper() + kind[1:]} not found: {path}", "Check the path.") from None
+    except IsADirectoryError:
+        raise BiasError(f"{path} is a folder, not a {kind}.") from None
+    except UnicodeDecodeError as exc:
+        raise BiasError(f"{path}: not UTF-8 text ({exc.reason}).", "Save the file as UTF-8.") from None
+
+
 def read_toml(path: Path) -> dict[str, Any]:
     try:
         with open(path, "rb") as fh:

@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 from bias.core.errors import BiasError
 from bias.core.interfaces import WordSetFormat
 from bias.core.pairs import DIRECTIONS
+from bias.core.wordsets import read_text
 from bias.plugins.formats.text_lines import with_layout_language
 
 REQUIRED = ("sent_more", "sent_less", "stereo_antistereo", "bias_type")
@@ -40,15 +41,6 @@ def _normal_key(value: str) -> str:
     return value.strip().lower().replace("_", "-").replace(" ", "-")
 
 
-def _read_text(path: Path) -> str:
-    try:
-        return Path(path).read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise BiasError(f"Word-set file not found: {path}", "Check the path.") from None
-    except IsADirectoryError:
-        raise BiasError(f"{path} is a folder, not a CrowS-Pairs file.") from None
-    except UnicodeDecodeError as exc:
-        raise BiasError(f"{path}: not UTF-8 text ({exc.reason}).", "Save the file as UTF-8.") from exc
 
 
 def detect_separator(text: str) -> str | None:
@@ -79,7 +71,7 @@ class CrowsCsvFormat(WordSetFormat):
 
     def record(self, path: Any) -> dict[str, Any]:
         path = Path(path)
-        text = _read_text(path)
+        text = read_text(path, "CrowS-Pairs file")
         if not text.strip():
             raise BiasError(f"{path}: the file is empty.", f"A CrowS-Pairs file starts with a header: {', '.join(REQUIRED)}.")
         sep = detect_separator(text) or ("\t" if path.suffix.lower() == ".tsv" else ",")

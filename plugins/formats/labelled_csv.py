@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 
 from bias.core.errors import BiasError
 from bias.core.interfaces import WordSetFormat
+from bias.core.wordsets import read_text
 
 REQUIRED = ("text", "label")
 SEPARATORS = (",", "\t", ";", "|")
@@ -24,15 +25,6 @@ def _names(header: str, sep: str) -> list[str]:
     return [n.strip().lower() for n in next(csv.reader([header], delimiter=sep), [])]
 
 
-def _read(path: Path) -> str:
-    try:
-        return Path(path).read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise BiasError(f"Word-set file not found: {path}", "Check the path.") from None
-    except IsADirectoryError:
-        raise BiasError(f"{path} is a folder, not a CSV file.") from None
-    except UnicodeDecodeError as exc:
-        raise BiasError(f"{path}: not UTF-8 text ({exc.reason}).", "Save the file as UTF-8.") from exc
 
 
 class LabelledCsvFormat(WordSetFormat):
@@ -52,7 +44,7 @@ class LabelledCsvFormat(WordSetFormat):
 
     def record(self, path: Any) -> dict[str, Any]:
         path = Path(path)
-        text = _read(path)
+        text = read_text(path, "CSV file")
         if not text.strip():
             raise BiasError(f"{path}: the file is empty.", "A labelled-texts file starts with a header line: text,label.")
         header_line = text.split("\n", 1)[0].rstrip("\r")

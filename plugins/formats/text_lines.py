@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from bias.core.errors import BiasError
+from bias.core.wordsets import read_text
 
 META_KEYS = ("language", "bias_type", "source", "licence", "title")
 
@@ -14,14 +14,7 @@ META_KEYS = ("language", "bias_type", "source", "licence", "title")
 def read_lines(path: Path, bias_type: str = "unspecified") -> tuple[dict[str, Any], list[tuple[int, str]]]:
     """The file's metadata (defaults for what its comments do not say) and its content lines with
     their line numbers, for error messages that point at the line."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise BiasError(f"Word-set file not found: {path}") from None
-    except IsADirectoryError:
-        raise BiasError(f"{path} is a folder, not a word-set file.") from None
-    except UnicodeDecodeError as exc:
-        raise BiasError(f"{path}: not UTF-8 text ({exc.reason}).", "Save the file as UTF-8.") from exc
+    text = read_text(path)
     meta: dict[str, Any] = {
         "language": "und", "bias_type": bias_type, "source": f"user file {Path(path).name}", "licence": "unspecified",
     }
