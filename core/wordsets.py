@@ -109,6 +109,33 @@ def read_text(path: str | Path, kind: str = "word-set file") -> str:
         raise BiasError(f"{path}: not UTF-8 text ({exc.reason}).", "Save the file as UTF-8.") from None
 
 
+def file_head(path: str | Path, chars: int = 4096) -> str | None:
+    """The first `chars` characters of a text file (undecodable bytes replaced), or None when it
+    cannot be read: what a format's `sniff` looks at, without reading a large file whole."""
+    try:
+        with open(path, encoding="utf-8-sig", errors="replace") as fh:
+            return fh.read(chars)
+    except OSError:
+        return None
+
+
+def content_lines(path: str | Path, count: int = 20) -> list[str] | None:
+    """The first `count` lines that are neither blank nor `#` comments (without their line ends), or
+    None when the file cannot be read as UTF-8: what the line-based formats sniff."""
+    lines: list[str] = []
+    try:
+        with open(path, encoding="utf-8") as fh:
+            for raw in fh:
+                stripped = raw.strip()
+                if stripped and not stripped.startswith("#"):
+                    lines.append(raw.rstrip("\n"))
+                    if len(lines) >= count:
+                        break
+    except (OSError, UnicodeDecodeError):
+        return None
+    return lines
+
+
 def read_toml(path: Path) -> dict[str, Any]:
     try:
         with open(path, "rb") as fh:

@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 from bias.core.errors import BiasError
 from bias.core.interfaces import WordSetFormat
 from bias.core.model import ANALOGIES
+from bias.core.wordsets import content_lines
 from bias.plugins.formats.text_lines import read_lines
 
 _SNIFF_LINES = 20
@@ -27,19 +28,10 @@ class AnalogyTxtFormat(WordSetFormat):
 
     def sniff(self, path: Path) -> bool:
         """An analogy file starts with a section line, or its first lines are four words without commas."""
-        try:
-            with open(path, encoding="utf-8") as fh:
-                lines = []
-                for raw in fh:
-                    line = raw.strip()
-                    if line and not line.startswith("#"):
-                        lines.append(line)
-                    if len(lines) >= _SNIFF_LINES:
-                        break
-        except (OSError, UnicodeDecodeError):
+        found = content_lines(path, _SNIFF_LINES)
+        if not found:
             return False
-        if not lines:
-            return False
+        lines = [line.strip() for line in found]
         if lines[0].startswith(":"):  # a WEAT line may hold a colon, but never starts with one
             return True
         return all(line.startswith(":") or (len(line.split()) == 4 and "," not in line) for line in lines)

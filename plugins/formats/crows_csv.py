@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 from bias.core.errors import BiasError
 from bias.core.interfaces import WordSetFormat
 from bias.core.pairs import DIRECTIONS
-from bias.core.wordsets import read_text
+from bias.core.wordsets import file_head, read_text
 from bias.plugins.formats.text_lines import with_layout_language
 
 REQUIRED = ("sent_more", "sent_less", "stereo_antistereo", "bias_type")
@@ -63,9 +63,8 @@ class CrowsCsvFormat(WordSetFormat):
     kind: ClassVar[str] = "pairs"
 
     def sniff(self, path: Any) -> bool:
-        try:
-            head = Path(path).read_text(encoding="utf-8-sig", errors="replace")[:4096]
-        except OSError:
+        head = file_head(path)
+        if head is None:
             return False
         return "sent_more" in head and "sent_less" in head
 

@@ -19,6 +19,7 @@ from bias.core import fise_data
 from bias.core.errors import BiasError
 from bias.core.interfaces import WordSetFormat
 from bias.core.model import FISE
+from bias.core.wordsets import file_head
 from bias.plugins.formats.text_lines import with_layout_language
 
 
@@ -113,9 +114,8 @@ class FiseAffectFormat(_Companion):
     parameter: ClassVar[str] = "affect"
 
     def sniff(self, path: Path) -> bool:
-        try:
-            head = Path(path).read_text(encoding="utf-8-sig", errors="replace")[:4096]
-        except OSError:
+        head = file_head(path)
+        if head is None:
             return False
         first = head.split("\n", 1)[0]
         # A header naming `text` or `label` is a labelled-texts file (the probe's), not affect columns.

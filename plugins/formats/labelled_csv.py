@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 
 from bias.core.errors import BiasError
 from bias.core.interfaces import WordSetFormat
-from bias.core.wordsets import read_text
+from bias.core.wordsets import file_head, read_text
 
 REQUIRED = ("text", "label")
 SEPARATORS = (",", "\t", ";", "|")
@@ -35,9 +35,8 @@ class LabelledCsvFormat(WordSetFormat):
 
     def sniff(self, path: Any) -> bool:
         """A header naming `text` or `label` (so a file missing one of them gets this format's error)."""
-        try:
-            head = Path(path).read_text(encoding="utf-8-sig", errors="replace")[:4096]
-        except OSError:
+        head = file_head(path)
+        if head is None:
             return False
         first = head.split("\n", 1)[0]
         return any(col in _names(first, sep) for sep in SEPARATORS for col in REQUIRED)

@@ -19,6 +19,7 @@ from typing import Any, ClassVar
 from bias.core.errors import BiasError
 from bias.core.interfaces import WordSetFormat
 from bias.core.model import SIMILARITY_PAIRS
+from bias.core.wordsets import content_lines
 from bias.plugins.formats.text_lines import read_lines
 
 SCORE_NAMES = ("score", "similarity", "relatedness", "human", "mean", "simlex999")
@@ -58,17 +59,7 @@ class SimilarityTsvFormat(WordSetFormat):
     def sniff(self, path: Path) -> bool:
         """A pairs file: past an optional header, at least half its first lines have three fields or
         more and a number in the score column."""
-        try:
-            with open(path, encoding="utf-8") as fh:
-                lines = []
-                for raw in fh:
-                    line = raw.strip()
-                    if line and not line.startswith("#"):
-                        lines.append(raw.rstrip("\n"))
-                    if len(lines) >= _SNIFF_LINES:
-                        break
-        except (OSError, UnicodeDecodeError):
-            return False
+        lines = content_lines(path, _SNIFF_LINES)
         if not lines:
             return False
         tabs = any("\t" in line for line in lines)
