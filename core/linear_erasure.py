@@ -39,7 +39,7 @@ from bias.core.debiased import (
 from bias.core.errors import BiasError
 from bias.core.interfaces import Capability, Debiaser, Embedder
 from bias.core.params import int_at_least, one_of, param
-from bias.core.sentence_pairs import check_pairs, read_corpus, sentence_pairs
+from bias.core.sentence_pairs import check_pairs, encode_pairs, read_corpus, sentence_pairs
 
 TRAINING = ("projection", "pairs")
 LEVELS = ("auto", "words", "sentences")
@@ -161,14 +161,8 @@ class LinearErasure(FitOnLoad, Debiaser):
                 check_pairs(pairs, 2, "the list pairs the model has")
             X = np.array([found[a] for a, _ in pairs] + [found[b] for _, b in pairs])
         else:
-            level, pooling, layer = key  # type: ignore[misc]
             pairs = self._state["pairs"]
-            kwargs: dict[str, Any] = {"pooling": pooling}
-            if layer is not None:
-                kwargs["layer"] = layer
-            texts = [p.male.text for p in pairs] + [p.female.text for p in pairs]
-            spans = [p.male.span for p in pairs] + [p.female.span for p in pairs] if level == "span" else None
-            X = embedder.encode(texts, spans, **kwargs)
+            X = encode_pairs(embedder, pairs, key)  # type: ignore[arg-type]
         y = np.array([1] * len(pairs) + [0] * len(pairs))
         fitted, report = self._fit_map(np.asarray(X, dtype=np.float64), y)
         self._state["info"].setdefault("fitted", {})[":".join(map(str, key))] = report

@@ -154,6 +154,19 @@ def template_sentences(lists: DebiasLists, find: Callable[[str], bool], load: Ca
     return out, "bare words"
 
 
+def encode_pairs(embedder: Any, pairs: Sequence[SentencePair], key: tuple[str, str, Any]) -> Any:
+    """The encodings of the pairs' male versions, then of their female versions (2 x len(pairs) rows),
+    for one way of taking vectors `key` = (sentence or span, pooling, layer): what every debiaser
+    fitted on sentence pairs trains on."""
+    level, pooling, layer = key
+    kwargs: dict[str, Any] = {"pooling": pooling}
+    if layer is not None:
+        kwargs["layer"] = layer
+    texts = [p.male.text for p in pairs] + [p.female.text for p in pairs]
+    spans = [p.male.span for p in pairs] + [p.female.span for p in pairs] if level == "span" else None
+    return embedder.encode(texts, spans, **kwargs)
+
+
 def check_pairs(pairs: Sequence[Any], needed: int, where: str) -> None:
     if len(pairs) < max(2, needed):
         raise BiasError(

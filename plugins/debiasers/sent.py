@@ -42,6 +42,7 @@ from bias.core.sentence_pairs import (  # noqa: F401  (re-exported: older code i
     SentencePair,
     Version,
     check_pairs,
+    encode_pairs,
     partners,
     read_corpus,
     sentence_pairs,
@@ -123,13 +124,7 @@ class SentDebias(FitOnLoad, Debiaser):
             first = np.array([found[a] for a, _ in kept])
             second = np.array([found[b] for _, b in kept])
         else:
-            level, pooling, layer = key  # type: ignore[misc]
-            kwargs: dict[str, Any] = {"pooling": pooling}
-            if layer is not None:
-                kwargs["layer"] = layer
-            texts = [p.male.text for p in pairs] + [p.female.text for p in pairs]
-            spans = [p.male.span for p in pairs] + [p.female.span for p in pairs] if level == "span" else None
-            encoded = embedder.encode(texts, spans, **kwargs)
+            encoded = encode_pairs(embedder, pairs, key)  # type: ignore[arg-type]
             first, second = encoded[: len(pairs)], encoded[len(pairs) :]
         first = first / np.linalg.norm(first, axis=1, keepdims=True)
         second = second / np.linalg.norm(second, axis=1, keepdims=True)
