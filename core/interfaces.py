@@ -151,11 +151,53 @@ class TokenScores:
     context: str = ""
 
 
+WORDSET_INPUT = "wordset"
+MODEL_INPUT = "model"
+
+
+@attrs.frozen
+class InputRequest:
+    """A secondary input a metric needs beside its data (SEAT's template set, the clustering test's
+    original model). The planner resolves every request before the run starts, so a missing one stops
+    the run with its `hint` instead of refusing results half-way, and loads each model once per run.
+
+    `kind` is WORDSET_INPUT (`name`: a word-set name or file, which must be of `data_kind`) or
+    MODEL_INPUT (`name`: an embedder spec; None means "the original of the model measured": the source
+    of a debiased model, the `source_model` of the debias.json beside it, or the model itself).
+    """
+
+    kind: str
+    name: str | None = None
+    data_kind: str | None = None
+    hint: str = ""
+
+
+@attrs.frozen
+class ResolvedModel:
+    """A model input as the planner found it: the loaded embedder and how it was found (for the result)."""
+
+    embedder: Embedder
+    how: str
+
+
+@attrs.frozen
+class Measured:
+    """What a metric's own arithmetic found; the base classes turn it into a Result."""
+
+    effect_size: float | None
+    p_value: float | None = None
+    figures: dict[str, Any] = attrs.field(factory=dict)
+    convention: dict[str, Any] = attrs.field(factory=dict)
+    warnings: list[str] = attrs.field(factory=list)
+
+
 class Metric(ABC):
     """Computes a bias measure from an embedder and one piece of test data.
 
     Metrics are pure: the same embedder, data, parameters and seed give the same Result. They know
-    nothing of files; the runner writes what they return.
+    nothing of files or of other plugins; what they need beside their data they ask for in `inputs`,
+    and the runner passes it, resolved and loaded, as `compute(..., inputs={name: value})` (a word set,
+    or a `ResolvedModel`). Metrics whose `inputs` is empty are called without that keyword.
     """
 
     name: ClassVar[str]
@@ -168,6 +210,17 @@ class Metric(ABC):
     @abstractmethod
     def compute(self, embedder: Embedder, data: Any, *, seed: int | None = None) -> Any:
         """Return a `bias.core.model.Result` (the runner fills in the key and timings)."""
+
+    def inputs(self, data: Any) -> dict[str, InputRequest]:
+        """What this metric needs beside `data`, by the name `compute` receives it under (see InputRequest)."""
+        return {}
+
+    def make_result(self, model: str, data: Any, seed: int | None, **fields: Any) -> Any:
+        """The one way to build a Result: the fields every result shares (model, word set, metric,
+        parameters, seed, meta) plus `fields` (status, effect_size, p_value, figures, ...)."""
+        from bias.core.model import Result
+
+        return Result(**{**self.result_fields(model, data, seed), **fields})
 
     def params(self) -> dict[str, Any]:
         """The parameter values, defaults included: part of every result and of the experiment key."""
