@@ -15,7 +15,7 @@ from bias.core.errors import BiasError
 from bias.core.interfaces import WordSetFormat
 from bias.core.model import ANALOGIES
 from bias.core.wordsets import content_lines
-from bias.plugins.formats.text_lines import read_lines
+from bias.core.text_formats import read_lines
 
 _SNIFF_LINES = 20
 

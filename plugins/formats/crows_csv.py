@@ -18,7 +18,7 @@ from bias.core.errors import BiasError
 from bias.core.interfaces import WordSetFormat
 from bias.core.pairs import DIRECTIONS
 from bias.core.wordsets import file_head, read_text
-from bias.plugins.formats.text_lines import with_layout_language
+from bias.core.text_formats import with_layout_language
 
 REQUIRED = ("sent_more", "sent_less", "stereo_antistereo", "bias_type")
 SEPARATORS = (",", "\t", ";", "|")

@@ -20,7 +20,7 @@ from bias.core.errors import BiasError
 from bias.core.interfaces import WordSetFormat
 from bias.core.model import FISE
 from bias.core.wordsets import file_head
-from bias.plugins.formats.text_lines import with_layout_language
+from bias.core.text_formats import with_layout_language
 
 
 class FiseJsonFormat(WordSetFormat):

@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 from bias.core.errors import BiasError
 from bias.core.interfaces import WordSetFormat
 from bias.core.model import LPBS
-from bias.plugins.formats.text_lines import with_layout_language
+from bias.core.text_formats import with_layout_language
 
 NUMBERS = ("singular", "plural")
 

@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 
 from bias.core.errors import BiasError
 from bias.core.interfaces import WordSetFormat
-from bias.plugins.formats.text_lines import with_layout_language
+from bias.core.text_formats import with_layout_language
 
 _KEYS = {"X": "targ1", "Y": "targ2", "A": "attr1", "B": "attr2"}
 

@@ -20,7 +20,7 @@ from bias.core.errors import BiasError
 from bias.core.interfaces import WordSetFormat
 from bias.core.model import SIMILARITY_PAIRS
 from bias.core.wordsets import content_lines
-from bias.plugins.formats.text_lines import read_lines
+from bias.core.text_formats import read_lines
 
 SCORE_NAMES = ("score", "similarity", "relatedness", "human", "mean", "simlex999")
 _SNIFF_LINES = 20

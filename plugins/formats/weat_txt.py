@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 
 from bias.core.errors import BiasError
 from bias.core.interfaces import WordSetFormat
-from bias.plugins.formats.text_lines import read_lines
+from bias.core.text_formats import read_lines
 
 
 

@@ -1,0 +1,104 @@
+"""The layers point one way. Every import of every product module is read from its source, including
+imports inside functions (the usual way a cycle is hidden), and checked against the layer rules that
+docs/architecture.md describes:
+
+    cli -> engine -> registry -> core;  plugins -> core;  api -> core;  testing -> engine, registry, core
+
+A plugin never imports another plugin module (not even a sibling): shared code belongs in core.
+"""
+
+from __future__ import annotations
+
+import ast
+import tomllib
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# The layers each layer may import from (besides itself, except plugins: see below).
+ALLOWED = {
+    "core": {"core"},
+    "registry": {"registry", "core"},
+    "engine": {"engine", "registry", "core"},
+    "plugins": {"core"},
+    "api": {"api", "core"},
+    "testing": {"testing", "engine", "registry", "core"},
+    "cli": {"cli", "engine", "registry", "core"},
+}
+MAX_LINES = 500
+
+
+def _package_dirs() -> dict[str, Path]:
+    """bias.<layer> -> its folder, read from pyproject so a new top-level package cannot escape the check."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    mapping = config["tool"]["setuptools"]["package-dir"]
+    return {name.removeprefix("bias."): ROOT / folder for name, folder in mapping.items() if name.count(".") == 1}
+
+
+def _modules() -> list[tuple[str, Path]]:
+    out = []
+    for layer, folder in _package_dirs().items():
+        for path in sorted(folder.rglob("*.py")):
+            parts = path.relative_to(folder).with_suffix("").parts
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            out.append((".".join(("bias", layer, *parts)), path))
+    return out
+
+
+def imported_modules(module: str, path: Path) -> list[tuple[int, str]]:
+    """(line, absolute module name) of every `bias.` import in the file, relative ones resolved."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                name = ".".join(base + ([node.module] if node.module else []))
+            else:
+                name = node.module or ""
+            if name in ("bias", "bias.plugins"):  # `from bias import registry` imports a module
+                found += [(node.lineno, f"{name}.{alias.name}") for alias in node.names]
+            if name != "bias":
+                found.append((node.lineno, name))
+    return [(line, name) for line, name in found if name.startswith("bias.")]
+
+
+def violations() -> list[str]:
+    problems = []
+    for module, path in _modules():
+        layer = module.split(".")[1]
+        for line, target in imported_modules(module, path):
+            to = target.split(".")[1]
+            if to not in ALLOWED[layer]:
+                problems.append(f"{path.relative_to(ROOT)}:{line} ({layer}) imports {target} ({to})")
+            elif layer == "plugins" and to == "plugins":
+                problems.append(f"{path.relative_to(ROOT)}:{line} imports another plugin module {target}")
+    return problems
+
+
+def test_the_checker_sees_imports_inside_functions_and_relative_ones(tmp_path: Path) -> None:
+    source = tmp_path / "mod.py"
+    source.write_text(
+        "import os\nfrom bias.core import stats\n\ndef f():\n    from bias.registry.resolve import x\n"
+        "    from . import sibling\n    from ..metrics import weat\n    from bias import engine\n"
+    )
+    found = [name for _, name in imported_modules("bias.plugins.embedders.mod", source)]
+    assert found == ["bias.core", "bias.registry.resolve", "bias.plugins.embedders", "bias.plugins.metrics", "bias.engine"]
+
+
+def test_layers_point_one_way() -> None:
+    assert len(_modules()) > 80  # the walk found the product
+    problems = violations()
+    assert not problems, "imports against the layering (see docs/architecture.md):\n" + "\n".join(problems)
+
+
+@pytest.mark.parametrize("module,path", _modules(), ids=lambda v: v if isinstance(v, str) else "")
+def test_no_module_over_500_lines(module: str, path: Path) -> None:
+    lines = len(path.read_text(encoding="utf-8").splitlines())
+    assert lines <= MAX_LINES, f"{module} has {lines} lines; split it by job (see docs/architecture.md)"
