@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from bias.core.errors import BiasError
+from bias.core.errors import FAILURE, BiasError
 from bias.core.interfaces import MaskedRequest
 from bias.core.hf import batching, lm_scoring
 
@@ -300,7 +300,8 @@ def test_out_of_memory_on_a_single_sequence_is_a_clear_error(bert: tuple[Any, An
     monkeypatch.setattr(lm_scoring, "_SPLIT_HEADS", {})
     with pytest.raises(BiasError) as err:
         lm_scoring.masked_log_probs(_DeviceWithRoomFor(model, rows=0), tokenizer, "cpu", requests_for(tokenizer)[:3], 8)
-    assert "out of memory" in err.value.message
+    assert err.value.message == "The device cpu ran out of memory with batches of 8 texts."  # as for vectors
+    assert err.value.exit_code == FAILURE and isinstance(err.value.__cause__, RuntimeError)
 
 
 def test_bfloat16_scores_agree_with_float32_within_the_stated_tolerance(bert: tuple[Any, Any]) -> None:

@@ -16,6 +16,7 @@ from typing import Any
 import attrs
 import numpy as np
 
+from bias.core import encoding_cache
 from bias.core.errors import BiasError
 from bias.core.hf import spans as span_math
 from bias.core.hf.batching import in_length_batches, memory_guard, right_pad
@@ -95,6 +96,18 @@ def check_texts(texts: Sequence[Any], spans: Sequence[tuple[int, int] | None] | 
                     f"The span {tuple(span)} does not lie inside the text {text!r} ({len(text)} characters).",
                     "A span is (start, end) in characters with 0 <= start < end <= the text's length.",
                 )
+
+
+def checked_spans(texts: Sequence[Any], spans: Sequence[Any] | None) -> list[tuple[int, int] | None]:
+    """One checked (start, end) of plain ints, or None (the whole text), per text; numpy ints
+    become ints so that they key the encoding cache alike."""
+    if spans is None:
+        spans = [None] * len(texts)
+    spans = [None if s is None else tuple(s) for s in spans]
+    if len(spans) != len(texts):
+        raise BiasError(f"encode got {len(texts)} texts but {len(spans)} spans.")
+    check_texts(texts, spans)
+    return [None if s is None else (int(s[0]), int(s[1])) for s in spans]
 
 
 def check_pooling(loaded: LoadedModel, pooling: str, spec: str) -> None:
@@ -261,3 +274,37 @@ def pooled_rows(
     with torch.inference_mode(), memory_guard(loaded.device, batch_size):
         in_length_batches([item.length for item in items], batch_size, encode)
     return result["out"]
+
+
+def cached_rows(
+    loaded: LoadedModel,
+    cache: encoding_cache.EncodingCache | None,
+    texts: Sequence[str],
+    spans: Sequence[tuple[int, int] | None],
+    pooling: str,
+    layer: int | str,
+    compute: Callable[[Sequence[PooledInput], int | str], np.ndarray],
+) -> tuple[np.ndarray, list[int]]:
+    """Rows for every request, from the cache where it has them and from `compute` otherwise (new
+    rows go into the cache); also the indices of requests that cover no token (their rows are zeros)."""
+    keys = [encoding_cache.row_key(text, span, pooling, layer) for text, span in zip(texts, spans)]
+    found, missing = encoding_cache.lookup(cache, keys)
+    empty_keys: set[str] = set()
+    if missing:
+        prepared = prepare(loaded, [texts[i] for i in missing], [spans[i] for i in missing], pooling)
+        computed = [(keys[i], item) for i, item in zip(missing, prepared) if item is not None]
+        empty_keys = {keys[i] for i, item in zip(missing, prepared) if item is None}
+        rows = compute([item for _, item in computed], layer)
+        new = {key: rows[j] for j, (key, _) in enumerate(computed)}
+        if cache is not None and new:
+            cache.put(new)
+        found.update(new)
+    dim = next(iter(found.values())).shape[0] if found else int(getattr(loaded.model.config, "hidden_size", 0) or 0)
+    out = np.zeros((len(texts), dim), dtype=np.float64)
+    empty = []
+    for i, key in enumerate(keys):
+        if key in empty_keys:
+            empty.append(i)
+        else:
+            out[i] = found[key]
+    return out, empty

@@ -14,6 +14,7 @@ This class only holds the options and the loaded model; the work is done in `bia
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -25,7 +26,7 @@ from bias.core.errors import BiasError
 from bias.core.hf import fingerprint as files
 from bias.core.hf import loading, vectors
 from bias.core.hf.loading import HEADS, LoadedModel
-from bias.core.hf.vectors import LAYER_MEANS, POOLINGS, PooledInput
+from bias.core.hf.vectors import POOLINGS, PooledInput
 from bias.core.interfaces import Capability, Embedder, MaskedRequest, Tokens, TokenScores
 from bias.core.model import WordVectors
 from bias.core.params import int_at_least, one_of, param
@@ -116,10 +117,6 @@ class HuggingFaceEmbedder(Embedder):
         assert self._loaded is not None
         return self._loaded
 
-    @property
-    def _encoder(self) -> Any:
-        return self.loaded.encoder
-
     def finetune_source(self) -> tuple[Path, Any, bool]:
         """The local folder the model was loaded from, its torch device and whether remote code is
         trusted: where fine-tuning (the probe's mode=finetune) starts, so it trains a fresh copy of the
@@ -208,15 +205,9 @@ class HuggingFaceEmbedder(Embedder):
         layer = self.layer if layer is None else vectors.layer_value(layer)
         vectors.check_layer(layer, loaded.num_states)
         texts = list(texts)
-        if spans is None:
-            spans = [None] * len(texts)
-        spans = [None if s is None else tuple(s) for s in spans]
-        if len(spans) != len(texts):
-            raise BiasError(f"encode got {len(texts)} texts but {len(spans)} spans.")
-        vectors.check_texts(texts, spans)
-        spans = [None if s is None else (int(s[0]), int(s[1])) for s in spans]  # numpy ints key the cache alike
+        spans = vectors.checked_spans(texts, spans)
         vectors.check_pooling(loaded, pooling, self.spec)
-        rows, empty = self._rows(texts, spans, pooling, layer)  # type: ignore[arg-type]
+        rows, empty = self._rows(texts, spans, pooling, layer)
         if empty:
             i = empty[0]
             what = f"The span {spans[i]} of the text" if spans[i] is not None else "The text"
@@ -250,30 +241,7 @@ class HuggingFaceEmbedder(Embedder):
     def _rows(
         self, texts: Sequence[str], spans: Sequence[tuple[int, int] | None], pooling: str, layer: int | str
     ) -> tuple[np.ndarray, list[int]]:
-        """Rows for every request, from the cache where it has them and from the model otherwise;
-        also the indices of requests that cover no token (their rows are zeros)."""
-        loaded = self.loaded
-        keys = [encoding_cache.row_key(text, span, pooling, layer) for text, span in zip(texts, spans)]
-        found, missing = encoding_cache.lookup(self._cache, keys)
-        empty_keys: set[str] = set()
-        if missing:
-            prepared = vectors.prepare(loaded, [texts[i] for i in missing], [spans[i] for i in missing], pooling)
-            computed = [(keys[i], item) for i, item in zip(missing, prepared) if item is not None]
-            empty_keys = {keys[i] for i, item in zip(missing, prepared) if item is None}
-            rows = self._run([item for _, item in computed], layer)
-            new = {key: rows[j] for j, (key, _) in enumerate(computed)}
-            if self._cache is not None and new:
-                self._cache.put(new)
-            found.update(new)
-        dim = next(iter(found.values())).shape[0] if found else int(getattr(loaded.model.config, "hidden_size", 0) or 0)
-        out = np.zeros((len(texts), dim), dtype=np.float64)
-        empty = []
-        for i, key in enumerate(keys):
-            if key in empty_keys:
-                empty.append(i)
-            else:
-                out[i] = found[key]
-        return out, empty
+        return vectors.cached_rows(self.loaded, self._cache, texts, spans, pooling, layer, self._run)
 
     def _run(self, items: Sequence[PooledInput], layer: int | str) -> np.ndarray:
         return vectors.pooled_rows(self.loaded, items, layer, self.batch_size, self._hidden_states)
@@ -293,8 +261,6 @@ class HuggingFaceEmbedder(Embedder):
         """Changes with the model's files (config and tokenizer content, weight file sizes, times and
         partial hashes) and with every option that changes the numbers; the device is left out on
         purpose (see `bias.core.hf.fingerprint.cache_fingerprint`)."""
-        import hashlib
-
         loaded = self.loaded
         digest = hashlib.sha256(self._files().encode())
         options = f"dtype={self.dtype};layer={self.layer};pooling={self.word_pooling};max_length={loaded.token_limit};head={loaded.head}"
