@@ -24,7 +24,7 @@ import numpy as np
 from bias.core import encoding_cache
 from bias.core.errors import BiasError
 from bias.core.hf import fingerprint as files
-from bias.core.hf import loading, vectors
+from bias.core.hf import lm_scoring, loading, vectors
 from bias.core.hf.loading import HEADS, LoadedModel
 from bias.core.hf.vectors import POOLINGS, PooledInput
 from bias.core.interfaces import Capability, Embedder, MaskedRequest, Tokens, TokenScores
@@ -95,6 +95,7 @@ class HuggingFaceEmbedder(Embedder):
     _files_digest: str | None = attrs.field(init=False, default=None, repr=False)
 
     def check(self) -> None:
+        """Before any work: the device, and the folder's files or the Hub id's reachability."""
         loading.check_source(self.location, self.device)
 
     def load(self) -> None:
@@ -135,8 +136,6 @@ class HuggingFaceEmbedder(Embedder):
     def uncased(self) -> bool:
         """Whether the model's tokenizer lowercases its input: pair metrics then lowercase sentences
         first, as CrowS-Pairs does for uncased models."""
-        from bias.core.hf import lm_scoring
-
         return lm_scoring.is_uncased(self.loaded.tokenizer)
 
     # ------------------------------------------------------------------ language-model scores
@@ -152,14 +151,10 @@ class HuggingFaceEmbedder(Embedder):
         return vectors.tokens(loaded, texts)
 
     def masked_log_probs(self, requests: Sequence[MaskedRequest]) -> list[np.ndarray]:
-        from bias.core.hf import lm_scoring
-
         loaded = self._need_head("masked", "masked-LM probabilities")
         return lm_scoring.masked_log_probs(loaded.model, loaded.tokenizer, loaded.device, requests, self.batch_size)
 
     def token_log_probs(self, sequences: Sequence[Sequence[int]], *, attention: bool = False) -> list[TokenScores]:
-        from bias.core.hf import lm_scoring
-
         loaded = self._need_head(None, "token log-probabilities")
         return lm_scoring.token_log_probs(
             loaded.model, loaded.tokenizer, loaded.device, sequences, self.batch_size,
