@@ -88,7 +88,7 @@ class Embedder(ABC):
         no masked-LM scores although the embedder type could. Checked by the runner after loading."""
         return self.capabilities
 
-    # -- language-model scores (Capability.MASKED_LM / CAUSAL_LM); see plugins/embedders/lm_scoring.py
+    # -- language-model scores (Capability.MASKED_LM / CAUSAL_LM); see bias.core.hf.lm_scoring
 
     def tokenize(self, texts: Sequence[str]) -> list[Tokens]:
         """The model's own tokenisation of each text: ids, character offsets and special-token flags."""

@@ -45,14 +45,14 @@ class Counter:
         emb.load()
         self.calls = 0
         self.rows = 0
-        real = emb._encoder.forward
+        real = emb.loaded.encoder.forward
 
         def counted(*args: Any, **kwargs: Any) -> Any:
             self.calls += 1
             self.rows += int(kwargs["input_ids"].shape[0])
             return real(*args, **kwargs)
 
-        emb._encoder.forward = counted
+        emb.loaded.encoder.forward = counted
 
 
 def _embedder(folder: Path, cache_dir: Path, **options: Any) -> tuple[HuggingFaceEmbedder, Counter]:

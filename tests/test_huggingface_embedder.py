@@ -465,23 +465,25 @@ def embedders(lm_dirs: dict[str, Path]) -> dict[str, HuggingFaceEmbedder]:
 
 
 def test_heads_and_capabilities_follow_the_checkpoint(
-    embedders: dict[str, HuggingFaceEmbedder], encoder_only_dir: Path
+    embedders: dict[str, HuggingFaceEmbedder], encoder_only_dir: Path, lm_dirs: dict[str, Path]
 ) -> None:
     assert HuggingFaceEmbedder.capabilities == frozenset(Capability)  # all four, before loading
     base = {Capability.WORD_VECTORS, Capability.CONTEXTUAL}
     expected = {"bert": "masked", "bert-cased": "masked", "roberta": "masked", "gpt2": "causal"}
     for kind, head in expected.items():
         emb = embedders[kind]
-        assert emb.head == head, kind
+        assert emb.head == "auto", kind  # the option asked for is never rewritten; the loaded head is reported
         lm = Capability.MASKED_LM if head == "masked" else Capability.CAUSAL_LM
         assert emb.available() == frozenset(base | {lm}), kind
         assert emb.describe()["head"] == head
-    assert embedders["bert"].mask_token_id == embedders["bert"]._tokenizer.convert_tokens_to_ids("[MASK]")
-    assert embedders["gpt2"].mask_token_id is None and embedders["gpt2"].is_causal and not embedders["roberta"].is_causal
+    # A causal LM has no [CLS]-like vector; an encoder with a [CLS] token has.
+    with pytest.raises(BiasError, match="causal language model"):
+        embedders["gpt2"].encode([TEXT], pooling="cls")
+    assert embedders["roberta"].encode([TEXT], pooling="cls").shape == (1, 32)
 
     bare = HuggingFaceEmbedder(location=str(encoder_only_dir), device="cpu")
-    assert bare.available() == frozenset(base) and bare.head == "none"
-    forced = HuggingFaceEmbedder(location=str(embedders["bert"]._folder), device="cpu", head="none")
+    assert bare.available() == frozenset(base) and bare.describe()["head"] == "none" and bare.head == "auto"
+    forced = HuggingFaceEmbedder(location=str(lm_dirs["bert"]), device="cpu", head="none")
     assert forced.available() == frozenset(base)
     np.testing.assert_allclose(  # the same encoder, with or without its head
         forced.encode([TEXT]), embedders["bert"].encode([TEXT]), atol=ATOL
@@ -691,7 +693,7 @@ def test_long_text_is_cut_to_a_window_that_keeps_the_span(
     suffix = [ids[-1]] if kind == "bert" else []
     budget = limit - len(prefix) - len(suffix)
 
-    with caplog.at_level(logging.WARNING, logger="bias.plugins.embedders.huggingface"):
+    with caplog.at_level(logging.WARNING, logger="bias.core.hf.vectors"):
         rows = emb.encode([text, "a rose", text], [(start, start + 4), None, None], pooling="mean")
     warnings = [r for r in caplog.records if "longer than the model's limit" in r.getMessage()]
     assert len(warnings) == 1 and "2 of 3 texts" in warnings[0].getMessage()
@@ -736,7 +738,7 @@ def test_out_of_memory_becomes_a_batch_size_hint(tiny_dir: Path, monkeypatch: py
     def exhausted(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB")
 
-    monkeypatch.setattr(emb._encoder, "forward", exhausted)
+    monkeypatch.setattr(emb.loaded.encoder, "forward", exhausted)
     with pytest.raises(BiasError) as err:
         emb.encode(["the rose"])
     assert "batch-size" in str(err.value) and "64" in str(err.value)
@@ -752,7 +754,7 @@ def test_lm_scores_are_delegated_with_the_loaded_head(embedders: dict[str, Huggi
     position = ids.index(hand.tokenizer.convert_tokens_to_ids("rose"))
     (got,) = bert.masked_log_probs([MaskedRequest(ids, (position,))])
     masked = list(ids)
-    masked[position] = bert.mask_token_id
+    masked[position] = hand.tokenizer.mask_token_id
     with torch.no_grad():
         logits = hand.model(input_ids=torch.tensor([masked])).logits[0, position].double()
     np.testing.assert_allclose(got, [torch.log_softmax(logits, -1)[ids[position]].item()], atol=1e-6)
@@ -776,15 +778,16 @@ def test_encoding_shrinks_the_batch_when_the_device_runs_out_of_memory(tiny_dir:
     expected = plain.encode(texts, pooling="mean")
     hindered = HuggingFaceEmbedder(location=str(tiny_dir), batch_size=8, cache=False)
     hindered.load()
-    encoder, sizes = hindered._encoder, []
+    encoder = hindered.loaded.encoder
+    forward, sizes = encoder.forward, []
 
-    def small_device(**inputs: Any) -> Any:
+    def small_device(*args: Any, **inputs: Any) -> Any:
         sizes.append(int(inputs["input_ids"].shape[0]))
         if sizes[-1] > 3:
             raise RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB")
-        return encoder(**inputs)
+        return forward(*args, **inputs)
 
-    hindered._encoder = small_device
+    encoder.forward = small_device
     with caplog.at_level("WARNING"):
         got = hindered.encode(texts, pooling="mean")
     np.testing.assert_allclose(got, expected, atol=1e-6, rtol=0)

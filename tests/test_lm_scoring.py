@@ -1,4 +1,4 @@
-"""The batched LM scoring engine (plugins/embedders/lm_scoring.py) against plain, unbatched
+"""The batched LM scoring engine (bias.core.hf.lm_scoring) against plain, unbatched
 transformers computations on tiny real models (BERT WordPiece, RoBERTa byte-level BPE, GPT-2).
 
 Every expected number is recomputed here one sequence at a time with a plain forward call, so a
@@ -13,9 +13,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from bias.core.errors import BiasError
+from bias.core.errors import FAILURE, BiasError
 from bias.core.interfaces import MaskedRequest
-from bias.plugins.embedders import lm_scoring
+from bias.core.hf import batching, lm_scoring
 
 TOL = 1e-6
 TEXTS = (
@@ -235,7 +235,7 @@ def test_tokenizer_without_mask_token_is_refused(gpt2: tuple[Any, Any]) -> None:
 
 def test_sequences_longer_than_the_model_are_refused(bert: tuple[Any, Any]) -> None:
     model, tokenizer = bert
-    limit = lm_scoring.token_limit(model, tokenizer)
+    limit = batching.token_limit(model, tokenizer)
     assert limit == 128
     long = tuple([2] + [10] * limit + [3])
     with pytest.raises(BiasError) as err:
@@ -247,7 +247,7 @@ def test_sequences_longer_than_the_model_are_refused(bert: tuple[Any, Any]) -> N
 
 def test_roberta_limit_leaves_out_the_padding_offset(roberta: tuple[Any, Any]) -> None:
     model, tokenizer = roberta
-    assert lm_scoring.token_limit(model, tokenizer) == 64
+    assert batching.token_limit(model, tokenizer) == 64
 
 
 def test_uncased_is_read_from_the_tokenizer(bert: tuple[Any, Any], tmp_path: Path) -> None:
@@ -300,7 +300,8 @@ def test_out_of_memory_on_a_single_sequence_is_a_clear_error(bert: tuple[Any, An
     monkeypatch.setattr(lm_scoring, "_SPLIT_HEADS", {})
     with pytest.raises(BiasError) as err:
         lm_scoring.masked_log_probs(_DeviceWithRoomFor(model, rows=0), tokenizer, "cpu", requests_for(tokenizer)[:3], 8)
-    assert "out of memory" in err.value.message
+    assert err.value.message == "The device cpu ran out of memory with batches of 8 texts."  # as for vectors
+    assert err.value.exit_code == FAILURE and isinstance(err.value.__cause__, RuntimeError)
 
 
 def test_bfloat16_scores_agree_with_float32_within_the_stated_tolerance(bert: tuple[Any, Any]) -> None:

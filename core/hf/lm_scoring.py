@@ -4,7 +4,8 @@ The `hf` embedder delegates `masked_log_probs` and `token_log_probs` here, with 
 tokenizer and device. Everything a metric asks for is turned into as few forward calls as possible:
 
 - requests are sorted by length and cut into batches of similar length, padded by hand on the right
-  with an attention mask (so models without a pad token work too), then put back in request order;
+  with an attention mask (so models without a pad token work too), then put back in request order,
+  all through `bias.core.hf.batching`, as the embedder's vectors are;
 - a pseudo-log-likelihood that masks one token at a time becomes one *row* per masked variant, all
   variants of all sentences sharing the batches, never one forward call per mask;
 - log-probabilities are taken with `log_softmax` on logits cast to float64 (max-subtracted, no
@@ -19,16 +20,14 @@ torch is imported inside the functions so that importing this module stays cheap
 from __future__ import annotations
 
 import contextlib
-import logging
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
 
 from bias.core.errors import BiasError
+from bias.core.hf.batching import id_rows, in_length_batches, memory_guard, right_pad, token_limit
 from bias.core.interfaces import MaskedRequest, TokenScores
-
-log = logging.getLogger(__name__)
 
 # Masked-LM classes whose forward is `head(base(...)[0])`: for these the head can be applied to the
 # masked positions only. Any other class takes the generic path (full logits), which gives the same numbers.
@@ -38,26 +37,6 @@ _SPLIT_HEADS = {
     "XLMRobertaForMaskedLM": ("roberta", "lm_head"),
     "CamembertForMaskedLM": ("roberta", "lm_head"),
 }
-_NOT_SET = 1_000_000  # tokenizers report a huge model_max_length when the limit is unknown
-# Model types whose position ids start after the padding index (RoBERTa's create_position_ids), so
-# padding_idx + 1 of max_position_embeddings are never available to a sequence.
-OFFSET_POSITIONS = ("roberta", "xlm-roberta", "camembert", "longformer", "data2vec-text", "xmod", "roberta-prelayernorm")
-
-
-def token_limit(model: Any, tokenizer: Any) -> int | None:
-    """The longest sequence (special tokens included) the model accepts, when it says so."""
-    limits = []
-    tokenizer_limit = getattr(tokenizer, "model_max_length", None)
-    if isinstance(tokenizer_limit, int) and 0 < tokenizer_limit < _NOT_SET:
-        limits.append(tokenizer_limit)
-    config = getattr(model, "config", None)
-    positions = getattr(config, "max_position_embeddings", None)
-    if isinstance(positions, int) and positions > 0:
-        # RoBERTa-style models reserve the first padding_idx + 1 positions.
-        if getattr(config, "model_type", "") in OFFSET_POSITIONS:
-            positions -= int(getattr(config, "pad_token_id", 1) or 1) + 1
-        limits.append(positions)
-    return min(limits) if limits else None
 
 
 def is_uncased(tokenizer: Any) -> bool:
@@ -89,14 +68,6 @@ def mask_id(tokenizer: Any) -> int:
     return int(found)
 
 
-def _pad_id(tokenizer: Any) -> int:
-    for name in ("pad_token_id", "eos_token_id", "unk_token_id"):
-        value = getattr(tokenizer, name, None)
-        if value is not None:
-            return int(value)
-    return 0
-
-
 def _check_lengths(lengths: Sequence[int], limit: int | None) -> None:
     if limit is None:
         return
@@ -110,83 +81,12 @@ def _check_lengths(lengths: Sequence[int], limit: int | None) -> None:
         )
 
 
-def _batches(lengths: Sequence[int], batch_size: int) -> Iterator[list[int]]:
-    """Indices grouped into batches of similar length (longest first, so memory peaks at once)."""
-    if batch_size < 1:
-        raise BiasError(f"batch_size must be a positive whole number, not {batch_size!r}.")
-    order = sorted(range(len(lengths)), key=lambda i: (-lengths[i], i))
-    for start in range(0, len(order), batch_size):
-        yield order[start : start + batch_size]
-
-
-def _in_batches(lengths: Sequence[int], batch_size: int, score: Any) -> None:
-    """`in_sorted_batches` over indices sorted longest first (see `_batches`)."""
-    if batch_size < 1:
-        raise BiasError(f"batch_size must be a positive whole number, not {batch_size!r}.")
-    in_sorted_batches([i for batch in _batches(lengths, len(lengths) or 1) for i in batch], batch_size, score)
-
-
-def in_sorted_batches(order: Sequence[int], batch_size: int, score: Any) -> None:
-    """Call `score(batch)` on consecutive slices of `order`; when the device runs out of memory, the
-    batch is halved and retried, and later batches keep the size that fitted (a warning says so). A
-    single row that does not fit is the caller's out-of-memory error."""
-    size, start = batch_size, 0
-    while start < len(order):
-        batch = list(order[start : start + size])
-        try:
-            score(batch)
-        except RuntimeError as exc:
-            if not _out_of_memory(exc) or len(batch) == 1:
-                raise
-            size = max(1, len(batch) // 2)
-            log.warning("The device ran out of memory with batches of %d; carrying on with batches of %d.", len(batch), size)
-            _free_device_memory()
-            continue
-        start += len(batch)
-
-
-def _free_device_memory() -> None:
-    import torch
-
-    if torch.cuda.is_available():
-        torch.cuda.empty_cache()
-
-
-def _collate(rows: Sequence[Sequence[int]], pad: int, device: Any) -> tuple[Any, Any]:
-    """Right-padded ids and attention mask; positions of real tokens stay 0..n-1."""
-    import torch
-
-    width = max(len(r) for r in rows)
-    ids = torch.full((len(rows), width), pad, dtype=torch.long)
-    attention = torch.zeros((len(rows), width), dtype=torch.long)
-    for b, r in enumerate(rows):
-        ids[b, : len(r)] = torch.as_tensor(list(r), dtype=torch.long)
-        attention[b, : len(r)] = 1
-    return ids.to(device), attention.to(device)
-
-
 def _split_head(model: Any) -> tuple[Any, Any] | None:
     names = _SPLIT_HEADS.get(type(model).__name__)
     if names is None:
         return None
     base, head = getattr(model, names[0], None), getattr(model, names[1], None)
     return (base, head) if base is not None and head is not None else None
-
-
-def _out_of_memory(exc: BaseException) -> bool:
-    return "out of memory" in str(exc).lower()
-
-
-@contextlib.contextmanager
-def _memory_errors() -> Iterator[None]:
-    try:
-        yield
-    except RuntimeError as exc:
-        if _out_of_memory(exc):
-            raise BiasError(
-                "The device ran out of memory while scoring a batch.", "Use a smaller --batch-size."
-            ) from exc
-        raise
 
 
 def masked_log_probs(
@@ -211,12 +111,12 @@ def masked_log_probs(
         if bad:
             raise BiasError(f"Masked request {i} asks for position {bad[0]} of a sequence of {n} tokens.")
     _check_lengths([len(requests[i].ids) for i in live], token_limit(model, tokenizer))
-    pad = _pad_id(tokenizer)
     split = _split_head(model)
 
     def score(batch: list[int]) -> None:
         members = [live[k] for k in batch]
-        ids, attention = _collate([requests[i].ids for i in members], pad, device)
+        inputs = right_pad(id_rows([requests[i].ids for i in members]), tokenizer, device)
+        ids, attention = inputs["input_ids"], inputs["attention_mask"]
         rows_b, rows_p = [], []
         for b, i in enumerate(members):
             positions = list(requests[i].positions)
@@ -241,8 +141,8 @@ def masked_log_probs(
             out[i] = picked[start : start + n].copy()
             start += n
 
-    with torch.inference_mode(), _memory_errors():
-        _in_batches([len(requests[i].ids) for i in live], batch_size, score)
+    with torch.inference_mode(), memory_guard(device, batch_size):
+        in_length_batches([len(requests[i].ids) for i in live], batch_size, score)
     return out
 
 
@@ -321,11 +221,11 @@ def token_log_probs(
     lead = 0 if start is None else 1
     rows = [([start] if lead else []) + s for s in sequences]
     _check_lengths([len(rows[i]) for i in live], token_limit(model, tokenizer))
-    pad = _pad_id(tokenizer)
 
     def score(batch: list[int]) -> None:
         members = [live[k] for k in batch]
-        ids, mask = _collate([rows[i] for i in members], pad, device)
+        inputs = right_pad(id_rows([rows[i] for i in members]), tokenizer, device)
+        ids, mask = inputs["input_ids"], inputs["attention_mask"]
         output = model(input_ids=ids, attention_mask=mask, output_attentions=attention, return_dict=True)
         logits = output.logits
         received = None
@@ -359,6 +259,6 @@ def token_log_probs(
                 weights = received[b, lead:width, lead:width].mean(dim=0).cpu().numpy().astype(np.float64)
             out[i] = TokenScores(values.numpy().astype(np.float64), weights, context)
 
-    with torch.inference_mode(), _memory_errors(), _eager_attention(model, attention):
-        _in_batches([len(rows[i]) for i in live], batch_size, score)
+    with torch.inference_mode(), memory_guard(device, batch_size), _eager_attention(model, attention):
+        in_length_batches([len(rows[i]) for i in live], batch_size, score)
     return [s for s in out if s is not None]
