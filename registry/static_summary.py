@@ -4,7 +4,9 @@
 torch. Their class attributes (`summary`, `capabilities`, `requires`, `requires_any`, `data_kind`) are
 plain declarations, so they are read from the module's syntax tree instead: string literals,
 `frozenset({Capability.X, ...})` and names bound to strings (in the module, or imported from a
-module of `bias.core`). Attributes declared on a base class of the same module are followed.
+module of `bias.core`). Attributes declared on a base class of the same module are followed. An
+embedder's declared capabilities also tell static vectors (Capability.VOCABULARY) from contextual
+models, so each plugin class states them itself rather than inheriting them from core.
 
 Anything not that simple answers None, and the caller imports the plugin as before: the static path
 is an optimisation, never a second definition. A module whose file or top-level imports cannot be
