@@ -39,7 +39,7 @@ class MatrixEmbedder(Embedder):
 
     name: ClassVar[str] = "matrix"
     summary: ClassVar[str] = "in-memory vectors (benchmark)"
-    capabilities: ClassVar[frozenset[Capability]] = frozenset({Capability.WORD_VECTORS})
+    capabilities: ClassVar[frozenset[Capability]] = frozenset({Capability.WORD_VECTORS, Capability.VOCABULARY})
 
     location: str
     words: list[str]

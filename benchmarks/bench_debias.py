@@ -33,7 +33,7 @@ class InMemoryVectors(Embedder):
 
     name: ClassVar[str] = "in-memory"
     summary: ClassVar[str] = "vectors held in memory"
-    capabilities: ClassVar[frozenset[Capability]] = frozenset({Capability.WORD_VECTORS})
+    capabilities: ClassVar[frozenset[Capability]] = frozenset({Capability.WORD_VECTORS, Capability.VOCABULARY})
 
     def __init__(self, kv: Any) -> None:
         self.kv = kv

@@ -28,6 +28,9 @@ class Capability(str, enum.Enum):
     CONTEXTUAL = "contextual"  # sentence vectors and vectors of a span inside a sentence
     MASKED_LM = "masked-lm"  # log-probabilities of masked tokens
     CAUSAL_LM = "causal-lm"  # sequence log-likelihoods
+    # A fixed list of words with one vector each (static vectors, and debiased ones): `vocabulary()` and
+    # `all_vectors()` answer. Whole-vocabulary methods (Hard-Debias, clustering, analogies) need it.
+    VOCABULARY = "vocabulary"
 
     def __str__(self) -> str:
         return self.value
@@ -58,7 +61,8 @@ class Embedder(ABC):
         raise BiasError(f"Embedder '{self.name}' gives no word vectors.")
 
     def vocabulary(self, limit: int | None = None) -> list[str]:
-        """The model's words, most frequent first where the file says so (static embedders only)."""
+        """The model's words, most frequent first where the file says so (embedders that declare
+        Capability.VOCABULARY only)."""
         raise BiasError(f"Embedder '{self.name}' has no fixed vocabulary.", "Use a static embedding (fasttext, word2vec, glove, kv, vec).")
 
     def all_vectors(self, limit: int | None = None) -> WordVectors:

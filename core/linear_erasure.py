@@ -24,14 +24,13 @@ from typing import Any, ClassVar, Self
 import attrs
 import numpy as np
 from bias.core.debias_lists import DebiasLists, lists_of
-from bias.core.debiased import (
+from bias.core.debiasing import (
     CHUNK_ROWS,
     DebiasedEmbedder,
     FitOnLoad,
     PerEncoding,
     VectorTransform,
     check_dtype,
-    has_vocabulary,
     labelled_words,
     timed,
     vocabulary_matrix,
@@ -97,7 +96,7 @@ class LinearErasure(FitOnLoad, Debiaser):
 
     @classmethod
     def supports(cls, embedder: Embedder) -> str | None:
-        if has_vocabulary(embedder) or Capability.CONTEXTUAL in embedder.capabilities:
+        if Capability.VOCABULARY in embedder.capabilities or Capability.CONTEXTUAL in embedder.capabilities:
             return None
         return f"{cls.label} needs a static model with a vocabulary or a model that encodes sentences; {embedder.spec} offers neither"
 
@@ -107,7 +106,7 @@ class LinearErasure(FitOnLoad, Debiaser):
     def _level(self, embedder: Embedder) -> str:
         if self.level != "auto":
             return self.level
-        return "words" if has_vocabulary(embedder) else "sentences"
+        return "words" if Capability.VOCABULARY in embedder.capabilities else "sentences"
 
     def fit(self, embedder: Embedder, lists: Any) -> Self:
         lists = lists_of(lists, self.label)
@@ -124,7 +123,7 @@ class LinearErasure(FitOnLoad, Debiaser):
         self._state = {"lists": lists, "info": info, "source": embedder, "level": level}
         started = time.perf_counter()
         if level == "words":
-            if not has_vocabulary(embedder):
+            if Capability.VOCABULARY not in embedder.capabilities:
                 raise BiasError(f"{self.label} at word level needs a static model with a vocabulary; {embedder.spec} has none.", "Use level = sentences.")
             words, matrix = vocabulary_matrix(embedder, self.limit, lists.all_words(), self.precision)
             timed(info, "read_s", started)

@@ -47,16 +47,17 @@ class PluginInfo:
 
 def kind_of(group: str, plugin: Any) -> str:
     if group == "embedders":
-        from bias.core.interfaces import Capability, Embedder
+        from bias.core.interfaces import Capability
 
         caps = set(getattr(plugin, "capabilities", ()))
-        # A fixed vocabulary (all_vectors) marks static vectors: they answer sentence requests with the
-        # mean of their word vectors, which is not a contextual encoding.
-        static = getattr(plugin, "all_vectors", Embedder.all_vectors) is not Embedder.all_vectors
+        # A fixed vocabulary marks static vectors: they answer sentence requests with the mean of
+        # their word vectors, which is not a contextual encoding.
+        static = Capability.VOCABULARY in caps
         names = ["static word vectors" if static else "word vectors"] if Capability.WORD_VECTORS in caps else []
         if Capability.CONTEXTUAL in caps:
             names.append("sentence vectors (mean)" if static else "contextual")
-        names += [c.value for c in sorted(caps - {Capability.WORD_VECTORS, Capability.CONTEXTUAL}, key=lambda c: c.value)]
+        shown = caps - {Capability.WORD_VECTORS, Capability.CONTEXTUAL, Capability.VOCABULARY}
+        names += [c.value for c in sorted(shown, key=lambda c: c.value)]
         return ", ".join(names)
     if group == "metrics":
         from bias.core.interfaces import describe_needs

@@ -4,7 +4,9 @@
 torch. Their class attributes (`summary`, `capabilities`, `requires`, `requires_any`, `data_kind`) are
 plain declarations, so they are read from the module's syntax tree instead: string literals,
 `frozenset({Capability.X, ...})` and names bound to strings (in the module, or imported from a
-module of `bias.core`). Attributes declared on a base class of the same module are followed.
+module of `bias.core`). Attributes declared on a base class of the same module are followed. An
+embedder's declared capabilities also tell static vectors (Capability.VOCABULARY) from contextual
+models, so each plugin class states them itself rather than inheriting them from core.
 
 Anything not that simple answers None, and the caller imports the plugin as before: the static path
 is an optimisation, never a second definition. A module whose file or top-level imports cannot be
@@ -21,9 +23,6 @@ from pathlib import Path
 from typing import Any
 
 ATTRIBUTES = ("summary", "capabilities", "requires", "requires_any", "data_kind")
-# Methods whose presence is part of a plugin's description (an embedder overriding `all_vectors` holds
-# static vectors); the static reading records them as True.
-METHODS = ("all_vectors",)
 _UNKNOWN = object()
 _TREES: dict[str, ast.Module | None] = {}
 
@@ -83,10 +82,6 @@ def _outline(source: str) -> str:
             in_method = stripped.startswith(("def ", "async def ", "@"))
         if keep_block and not in_method:
             kept.append(line)
-        elif keep_block and not in_string and stripped.startswith(("def ", "async def ")) and line.startswith("    ") and not line.startswith("     "):
-            name = stripped.split("def ", 1)[1].split("(", 1)[0].strip()
-            if name in METHODS:
-                kept.append(f"    def {name}(): pass")  # the method's name only
         if quotes % 2:
             in_string = not in_string
     return "\n".join(kept) + "\n"
@@ -116,9 +111,6 @@ def _collect(tree: ast.Module, class_name: str, found: dict[str, Any], depth: in
     if node is None or depth > 5:
         return False
     for statement in node.body:
-        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)) and statement.name in METHODS:
-            found.setdefault(statement.name, True)
-            continue
         target, value = _assignment(statement)
         if target in ATTRIBUTES and target not in found:
             evaluated = _evaluate(value, tree)

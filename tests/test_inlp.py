@@ -13,7 +13,7 @@ from bias.plugins.debiasers.inlp import (
     make_classifier,
     nullspace_projection,
 )
-from bias.plugins.embedders.debiased import vocabulary_matrix
+from bias.core.debiasing import vocabulary_matrix
 from bias.registry import build_embedder, load_wordset
 from conftest import GENDER_CAREER, GENDER_FAMILY, GENDER_FEMALE, GENDER_MALE
 

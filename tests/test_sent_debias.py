@@ -14,7 +14,7 @@ from bias.core.errors import BiasError
 from bias.core.interfaces import Capability, Embedder
 from bias.core.model import WordSetMeta
 from bias.plugins.debiasers.sent import SentDebias, sentence_pairs
-from bias.plugins.embedders.debiased import DebiasedEmbedder
+from bias.core.debiasing import DebiasedEmbedder
 from bias.registry import build_embedder, build_metric
 from bias.registry.resolve import build_debiaser
 from fixtures.planted import X_WORDS, Y_WORDS, association_test

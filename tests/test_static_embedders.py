@@ -390,12 +390,13 @@ def test_plugins_are_declared_and_import_no_heavy_library() -> None:
     found = {ep.name: ep for ep in entry_points(group="bias.embedders")}
     for cls in (Word2VecEmbedder, GloveEmbedder, KeyedVectorsEmbedder, StreamedTextEmbedder, FastTextEmbedder):
         assert found[cls.name].load() is cls
-        assert cls.capabilities == frozenset({Capability.WORD_VECTORS, Capability.CONTEXTUAL})
+        assert cls.capabilities == frozenset({Capability.WORD_VECTORS, Capability.CONTEXTUAL, Capability.VOCABULARY})
         assert cls.summary and "\n" not in cls.summary
         assert [p.name for p in describe_params(cls)][0] == "location"
     code = (
         "import sys\n"
         "import bias.plugins.embedders.gensim_vectors, bias.plugins.embedders.fasttext_bin, bias.plugins.embedders.streamed_text\n"
+        "import bias.core.static.base, bias.core.static.formats, bias.core.debiasing\n"
         "heavy = [m for m in ('gensim', 'fasttext', 'torch', 'scipy') if m in sys.modules]\n"
         "assert not heavy, heavy\n"
     )

@@ -33,12 +33,12 @@ from bias.core.debias_lists import DebiasLists, lists_of
 from bias.core.errors import BiasError
 from bias.core.interfaces import Capability, Debiaser, Embedder
 from bias.core.params import int_at_least, one_of, param
-from bias.core.debiased import (
+from bias.core.debiasing import (
     DebiasedEmbedder,
     FitOnLoad,
     SubspaceRemoval,
     check_dtype,
-    has_vocabulary,
+    pair_subspace,
     remove_subspace_,
     timed,
     unit_rows_,
@@ -48,37 +48,15 @@ from bias.core.debiased import (
 CASE_VARIANTS = ("all", "equalize", "none")
 
 
-def bias_subspace(first: np.ndarray, second: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """The first k principal directions of pair-centred rows, and the explained-variance ratio of
-    every component.
-
-    Rows i of `first` and `second` form a pair; each contributes first_i - c_i and second_i - c_i with
-    c_i their mean. The stacked rows already have mean zero, so PCA is the SVD of that matrix. Each
-    direction is signed so that mean((first - second) . v) >= 0.
-    """
-    first = np.asarray(first, dtype=np.float64)
-    second = np.asarray(second, dtype=np.float64)
-    centre = (first + second) / 2
-    stacked = np.concatenate([first - centre, second - centre])
-    _, singular, vt = np.linalg.svd(stacked, full_matrices=False)
-    power = singular**2
-    ratio = power / power.sum() if power.sum() > 0 else np.zeros_like(power)
-    basis = vt[:k].copy()
-    order = (first - second).mean(axis=0) @ basis.T
-    # A direction the pairs do not order (a tie) takes the sign of its largest coordinate instead.
-    largest = basis[np.arange(len(basis)), np.argmax(np.abs(basis), axis=1)]
-    signs = np.where(order > 0, 1.0, np.where(order < 0, -1.0, np.sign(largest)))
-    return basis * signs[:, None], ratio
-
-
 def case_forms(word: str) -> list[str]:
     """The word and its lower, Title and UPPER forms, in that order, once each."""
     return list(dict.fromkeys([word, word.lower(), word.title(), word.upper()]))
 
 
 def equalise_pair_(matrix: np.ndarray, i: int, j: int, basis: np.ndarray, a: np.ndarray, b: np.ndarray) -> None:
-    """Set rows i and j to unit vectors symmetric about the orthogonal complement of the subspace,
-    from the pair's vectors `a` and `b` as they were before neutralising (float64).
+    """Set rows i and j of `matrix` (in place, as the trailing underscore says) to unit vectors
+    symmetric about the orthogonal complement of the subspace, from the pair's vectors `a` and `b` as
+    they were before neutralising (float64).
 
     Bolukbasi et al. equalise the original vectors: each word ends on its own side of the bias
     direction. Read back after neutralising, a pair missing from the gender-specific list has lost its
@@ -123,7 +101,7 @@ class HardDebias(FitOnLoad, Debiaser):
 
     name: ClassVar[str] = "hard"
     summary: ClassVar[str] = "Hard-Debias: remove the bias subspace from neutral words, equalise pairs (Bolukbasi et al. 2016)."
-    requires: ClassVar[frozenset[Capability]] = frozenset({Capability.WORD_VECTORS})
+    requires: ClassVar[frozenset[Capability]] = frozenset({Capability.WORD_VECTORS, Capability.VOCABULARY})
 
     components: int = param(1, "dimensions of the bias subspace (principal components of the definitional pairs)", validator=int_at_least(1))
     limit: int | None = param(
@@ -141,7 +119,7 @@ class HardDebias(FitOnLoad, Debiaser):
     @classmethod
     def supports(cls, embedder: Embedder) -> str | None:
         """Why this method cannot debias `embedder`, or None."""
-        if not has_vocabulary(embedder):
+        if Capability.VOCABULARY not in embedder.capabilities:
             return f"Hard-Debias needs a static model with a vocabulary; {embedder.spec} has none"
         return None
 
@@ -170,7 +148,7 @@ class HardDebias(FitOnLoad, Debiaser):
             )
         first = matrix[[index[a] for a, _ in kept]]
         second = matrix[[index[b] for _, b in kept]]
-        basis, ratio = bias_subspace(first, second, self.components)
+        basis, ratio = pair_subspace(first, second, self.components)
         timed(info, "subspace_s", started)
         info["definitional_used"] = [list(p) for p in kept]
         info["missing"] = {"definitional": missing}

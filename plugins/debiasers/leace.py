@@ -35,7 +35,7 @@ from typing import Any, ClassVar
 import attrs
 import numpy as np
 from bias.core.debias_lists import DebiasLists
-from bias.core.debiased import VectorTransform
+from bias.core.debiasing import VectorTransform
 from bias.core.errors import BiasError
 from bias.core.interfaces import Capability
 from bias.core.linear_erasure import LinearErasure

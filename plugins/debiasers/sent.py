@@ -25,13 +25,14 @@ from typing import Any, ClassVar
 
 import attrs
 import numpy as np
-from bias.core.debiased import (
+from bias.core.debiasing import (
     DebiasedEmbedder,
     FitOnLoad,
     PerEncoding,
     SubspaceRemoval,
     timed,
 )
+from bias.core.debiasing import pair_subspace as bias_subspace
 from bias.core.debias_lists import DebiasLists, lists_of
 from bias.core.errors import BiasError
 from bias.core.interfaces import Capability, Debiaser, Embedder
@@ -48,7 +49,6 @@ from bias.core.sentence_pairs import (  # noqa: F401  (re-exported: older code i
     sentence_pairs,
 )
 from bias.core.sentence_pairs import template_sentences as _template_sentences
-from bias.plugins.debiasers.hard import bias_subspace
 
 
 def template_sentences(lists: DebiasLists) -> tuple[list[str], str]:

@@ -17,22 +17,10 @@ from typing import Any, ClassVar
 import attrs
 import numpy as np
 from bias.core.errors import BiasError
-from bias.core.interfaces import Capability, Embedder
+from bias.core.interfaces import Capability
 from bias.core.model import WordVectors
-from bias.core.specs import resolve_location
-from bias.plugins.embedders.gensim_vectors import (
-    FASTTEXT_BIN,
-    check_limit,
-    check_static_request,
-    existing_file,
-    file_fingerprint,
-    sniff_format,
-    static_encode,
-    text_words,
-    unique,
-    words_to_vectors,
-    wrong_format,
-)
+from bias.core.static.base import StaticEmbedder, check_static_request, static_encode, text_words
+from bias.core.static.formats import FASTTEXT_BIN, existing_file, sniff_format, wrong_format
 
 _MAX_VERSION = 12  # the newest .bin layout fastText writes
 _HEADER = struct.Struct("<2i12id3i2q")  # magic, version, Args (12 int32 + a double), Dictionary counts
@@ -93,12 +81,12 @@ def _askable(word: str) -> bool:
 
 
 @attrs.define
-class FastTextEmbedder(Embedder):
+class FastTextEmbedder(StaticEmbedder):
     """A fastText `.bin` (or `.ftz`): vectors for every word, from sub-words when it is unknown."""
 
     name: ClassVar[str] = "fasttext"
     summary: ClassVar[str] = "fastText .bin model (official library); unknown words get sub-word vectors and are reported."
-    capabilities: ClassVar[frozenset[Capability]] = frozenset({Capability.WORD_VECTORS, Capability.CONTEXTUAL})
+    capabilities: ClassVar[frozenset[Capability]] = frozenset({Capability.WORD_VECTORS, Capability.CONTEXTUAL, Capability.VOCABULARY})
 
     location: str = attrs.field(metadata={"help": "path of the fastText .bin file"})
     _model: Any = attrs.field(default=None, init=False, repr=False)
@@ -108,7 +96,7 @@ class FastTextEmbedder(Embedder):
     def load(self) -> None:
         if self._model is not None:
             return
-        path = existing_file(resolve_location(self.location))
+        path = existing_file(self._resolved())
         found = sniff_format(path)
         if found.kind == FASTTEXT_BIN and found.compressed:
             raise BiasError(f"Cannot load {path} with {self.name}: it is a gzip-compressed fastText model.", "Decompress it first (gunzip); fastText reads .bin files as they are.")
@@ -133,25 +121,21 @@ class FastTextEmbedder(Embedder):
             ) from error
         self._model, self._path = model, path
 
-    def word_vectors(self, words: Sequence[str]) -> WordVectors:
+    @property
+    def dim(self) -> int:
         self.load()
+        return int(self._model.get_dimension())
+
+    def _vector(self, word: str) -> tuple[np.ndarray, bool] | None:
+        if not _askable(word):
+            return None
         model = self._model
-        found, rows, lost, approximated = [], [], [], []
-        for word in unique(words):
-            if not _askable(word):
-                lost.append(word)
-                continue
-            vector = np.asarray(model.get_word_vector(word), dtype=np.float64)
-            if model.get_word_id(word) >= 0:
-                found.append(word)
-                rows.append(vector)
-            elif word and np.isfinite(vector).all() and vector.any():
-                found.append(word)
-                rows.append(vector)
-                approximated.append(word)
-            else:  # no known n-gram: fastText answers with zeros, which is no vector at all
-                lost.append(word)
-        return words_to_vectors(found, rows, model.get_dimension(), lost, approximated)
+        vector = np.asarray(model.get_word_vector(word), dtype=np.float64)
+        if model.get_word_id(word) >= 0:
+            return vector, False
+        if word and np.isfinite(vector).all() and vector.any():
+            return vector, True
+        return None  # no known n-gram: fastText answers with zeros, which is no vector at all
 
     def encode(
         self,
@@ -189,24 +173,19 @@ class FastTextEmbedder(Embedder):
             out[row] = vector
         return out
 
-    def vocabulary(self, limit: int | None = None) -> list[str]:
+    def _words(self, limit: int | None) -> list[str]:
         """The model's words in the order of its dictionary (most frequent first)."""
-        self.load()
-        return list(self._model.get_words(on_unicode_error="replace")[: check_limit(limit)])
+        return list(self._model.get_words(on_unicode_error="replace")[:limit])
 
-    def all_vectors(self, limit: int | None = None) -> WordVectors:
-        """The first `limit` words and their fastText vectors (each the mean of its word and n-gram
-        rows, as `get_word_vector` gives it), built into one float32 matrix: one copy of the rows asked for."""
-        self.load()
+    def _vectors(self, limit: int | None) -> WordVectors:
+        """The words and their fastText vectors (each the mean of its word and n-gram rows, as
+        `get_word_vector` gives it), built into one float32 matrix: one copy of the rows asked for."""
         model = self._model
-        words = self.vocabulary(limit)
+        words = self._words(limit)
         matrix = np.empty((len(words), model.get_dimension()), dtype=np.float32)
         for i, word in enumerate(words):
             matrix[i] = model.get_word_vector(word)
         return WordVectors(tuple(words), matrix)
-
-    def fingerprint(self) -> str:
-        return file_fingerprint(self.name, resolve_location(self.location))
 
     def describe(self) -> dict[str, Any]:
         self.load()

@@ -16,22 +16,10 @@ from typing import IO, Any, ClassVar
 import attrs
 import numpy as np
 from bias.core.errors import BiasError
-from bias.core.interfaces import Capability, Embedder
+from bias.core.interfaces import Capability
 from bias.core.model import WordVectors
-from bias.core.specs import resolve_location
-from bias.plugins.embedders.gensim_vectors import (
-    HEADERLESS_TEXT,
-    WORD2VEC_TEXT,
-    FileFormat,
-    check_limit,
-    existing_file,
-    file_fingerprint,
-    sniff_format,
-    static_encode,
-    unique,
-    words_to_vectors,
-    wrong_format,
-)
+from bias.core.static.base import StaticEmbedder, unique, words_to_vectors
+from bias.core.static.formats import HEADERLESS_TEXT, WORD2VEC_TEXT, FileFormat, existing_file, sniff_format, wrong_format
 
 
 def _key(word: str) -> bytes | None:
@@ -44,12 +32,12 @@ def _key(word: str) -> bytes | None:
 
 
 @attrs.define
-class StreamedTextEmbedder(Embedder):
+class StreamedTextEmbedder(StaticEmbedder):
     """word2vec/fastText text vectors, with or without a header line, plain or gzip-compressed."""
 
     name: ClassVar[str] = "vec"
     summary: ClassVar[str] = "word2vec/fastText .vec text vectors, streamed: only the rows of requested words are kept."
-    capabilities: ClassVar[frozenset[Capability]] = frozenset({Capability.WORD_VECTORS, Capability.CONTEXTUAL})
+    capabilities: ClassVar[frozenset[Capability]] = frozenset({Capability.WORD_VECTORS, Capability.CONTEXTUAL, Capability.VOCABULARY})
 
     location: str = attrs.field(metadata={"help": "path of the .vec text file (header line optional, .gz accepted)"})
     _path: Path | None = attrs.field(default=None, init=False, repr=False)
@@ -63,7 +51,7 @@ class StreamedTextEmbedder(Embedder):
         """Only the format is checked here; rows are read when words are asked for."""
         if self._format is not None:
             return
-        path = existing_file(resolve_location(self.location))
+        path = existing_file(self._resolved())
         found = sniff_format(path)
         if found.kind not in (WORD2VEC_TEXT, HEADERLESS_TEXT):
             raise wrong_format(path, self.name, found, "a .vec text file")
@@ -173,19 +161,6 @@ class StreamedTextEmbedder(Embedder):
         lost = [w for w in requested if w not in self._rows]
         return words_to_vectors(found, [self._rows[w] for w in found], self.dim, lost)
 
-    def encode(
-        self,
-        texts: Sequence[str],
-        spans: Sequence[tuple[int, int] | None] | None = None,
-        *,
-        pooling: str = "mean",
-        layer: int | str | None = None,
-    ) -> np.ndarray:
-        """Mean of the vectors of the text's words, or of the words in the span; all the words of all
-        the texts are found in one scan of the file."""
-        self.load()
-        return static_encode(self.name, self.word_vectors, self.dim, texts, spans, pooling, layer)
-
     def _rows_of_file(self, limit: int | None) -> Any:
         """(word, unparsed numbers, line number) of the file's rows in order, the first `limit` of them
         (all when None); only the rows wanted are ever parsed."""
@@ -205,17 +180,14 @@ class StreamedTextEmbedder(Embedder):
                 taken += 1
                 yield key.decode("utf-8", "replace"), rest, line_no
 
-    def vocabulary(self, limit: int | None = None) -> list[str]:
+    def _words(self, limit: int | None) -> list[str]:
         """The words in the file's order, read by streaming (only the words are kept)."""
-        self.load()
-        return [word for word, _, _ in self._rows_of_file(check_limit(limit))]
+        return [word for word, _, _ in self._rows_of_file(limit)]
 
-    def all_vectors(self, limit: int | None = None) -> WordVectors:
+    def _vectors(self, limit: int | None) -> WordVectors:
         """The first `limit` rows as one float32 matrix. The rows are counted first (one cheap pass)
         so the matrix is allocated once: memory is about one copy of the vectors, never a list of
         rows plus the matrix."""
-        self.load()
-        limit = check_limit(limit)
         count = sum(1 for _ in self._rows_of_file(limit))
         matrix = np.empty((count, self.dim), dtype=np.float32)
         words = []
@@ -225,9 +197,6 @@ class StreamedTextEmbedder(Embedder):
             matrix[i] = self._parse(rest, line_no, self.dim)
             words.append(word)
         return WordVectors(tuple(words), matrix[: len(words)])
-
-    def fingerprint(self) -> str:
-        return file_fingerprint(self.name, resolve_location(self.location))
 
     def describe(self) -> dict[str, Any]:
         self.load()

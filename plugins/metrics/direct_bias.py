@@ -13,6 +13,7 @@ import attrs
 import numpy as np
 from bias.core import stats
 from bias.core.debias_lists import DebiasLists, lists_of
+from bias.core.debiasing import pair_subspace
 from bias.core.errors import BiasError
 from bias.core.interfaces import Capability, Embedder, Metric
 from bias.core.model import DEBIAS_LISTS, OK, REFUSED, Result
@@ -27,26 +28,15 @@ _SHOWN = 10
 
 def gender_direction(pairs: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, float]:
     """Unit first principal component of the pair-centred, unit-normalised definitional vectors
-    (for each pair a, b: a - c and b - c with c = (a + b) / 2), and its share of the variance.
-
-    The rows are centred pair by pair, so their mean is zero and the SVD of the stacked rows is the
-    PCA. The sign is fixed so that the first word of the pairs (male, by the lists' convention) lies
-    on the positive side: sum over pairs of g . (a - b) > 0.
-    """
+    (`pair_subspace`, signed so that the first, male words of the pairs lie on the positive side), and
+    its share of the variance (1 when the pairs do not differ at all)."""
     if not pairs:
         raise ValueError("no pairs")
-    rows = []
-    for a, b in pairs:
-        a, b = a / np.linalg.norm(a), b / np.linalg.norm(b)
-        centre = (a + b) / 2
-        rows += [a - centre, b - centre]
-    matrix = np.array(rows, dtype=np.float64)
-    _, s, vt = np.linalg.svd(matrix, full_matrices=False)
-    g = vt[0]
-    if sum(float(g @ (a / np.linalg.norm(a) - b / np.linalg.norm(b))) for a, b in pairs) < 0:
-        g = -g
-    explained = float(s[0] ** 2 / (s**2).sum()) if (s**2).sum() > 0 else 1.0
-    return g / np.linalg.norm(g), explained
+    first = np.array([a / np.linalg.norm(a) for a, _ in pairs], dtype=np.float64)
+    second = np.array([b / np.linalg.norm(b) for _, b in pairs], dtype=np.float64)
+    basis, ratio = pair_subspace(first, second, 1)
+    explained = float(ratio[0]) if ratio.any() else 1.0
+    return basis[0], explained
 
 
 def direct_bias(vectors: np.ndarray, g: np.ndarray, c: float = 1.0) -> tuple[float, np.ndarray]:
