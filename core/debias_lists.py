@@ -63,6 +63,14 @@ class DebiasLists:
         seen.update(dict.fromkeys(self.neutral))
         return list(seen)
 
+    def gendered_words(self) -> set[str]:
+        """The normalised forms of every gendered word (all but the neutral list): the words that
+        whole-vocabulary measures (direct bias over the vocabulary, the clustering test) leave out."""
+        words = set(self.specific)
+        for pair in (*self.definitional, *self.equalize, *([self.direction] if self.direction else [])):
+            words.update(pair)
+        return {normalise(w) for w in words}
+
 
 def _word(value: Any) -> str | None:
     if isinstance(value, str) and value.strip():

@@ -27,6 +27,7 @@ from bias.plugins.metrics.ceat import (
     sample_indices,
 )
 from bias.registry.resolve import build_embedder, build_metric
+from fixtures.inputs import compute_with_inputs
 from fixtures.planted import A_WORDS, B_WORDS, X_WORDS, Y_WORDS
 
 # --- the statistics, against the formulas written out -----------------------------------------------
@@ -223,7 +224,7 @@ def planted(planted_mlm):
 
 def test_planted_direction_found_and_control_near_zero(planted, control_mlm, planted_test, neutral_corpus):
     metric = Ceat(corpus=str(neutral_corpus), samples=2000, contexts_per_word=20)
-    found = metric.compute(planted, planted_test, seed=1)
+    found = compute_with_inputs(metric, planted, planted_test, seed=1)
     assert found.status == OK
     f = found.figures
     assert f["ces"] > 0.8 and found.effect_size == f["ces"]  # flowers ~ pleasant, as planted
@@ -231,7 +232,7 @@ def test_planted_direction_found_and_control_near_zero(planted, control_mlm, pla
     assert found.p_value < 1e-6 and f["z"] == pytest.approx(f["ces"] / f["se"])
     assert f["contexts_found"]["X"]["rose"] > 20 and f["contexts_used"]["X"]["rose"] == 20
     control = build_embedder(f"hf:{control_mlm}")
-    null = metric.compute(control, planted_test, seed=1)
+    null = compute_with_inputs(metric, control, planted_test, seed=1)
     assert abs(null.figures["ces"]) < 0.3 and abs(null.figures["ces"]) < found.figures["ces"] / 3
     # samples share words, so p is small even for small effects: the spread of ES_i straddles zero
     assert null.figures["es_quantiles"]["2.5"] < 0 < null.figures["es_quantiles"]["97.5"]
@@ -239,9 +240,9 @@ def test_planted_direction_found_and_control_near_zero(planted, control_mlm, pla
 
 def test_result_records_the_convention_and_is_reproducible(planted, planted_test, neutral_corpus):
     metric = build_metric("ceat", corpus=neutral_corpus, samples="500", contexts_per_word="10", window="3")
-    a = metric.compute(planted, planted_test, seed=7)
-    assert a.to_dict() == metric.compute(planted, planted_test, seed=7).to_dict()
-    b = metric.compute(planted, planted_test, seed=8)
+    a = compute_with_inputs(metric, planted, planted_test, seed=7)
+    assert a.to_dict() == compute_with_inputs(metric, planted, planted_test, seed=7).to_dict()
+    b = compute_with_inputs(metric, planted, planted_test, seed=8)
     assert b.figures["ces"] != a.figures["ces"]
     c = a.convention
     assert c["samples"] == 500 and c["contexts_per_word"] == 10 and c["window"] == "3 words either side"
@@ -264,8 +265,8 @@ def test_p_value_and_log10_p_follow_z_for_each_alternative(model, planted, contr
     samples = 300 if model == "planted" else 3
     seen = {}
     for alternative in ("two-sided", "greater", "less"):
-        r = Ceat(corpus=str(neutral_corpus), samples=samples, contexts_per_word=10, alternative=alternative).compute(
-            emb, planted_test, seed=3
+        r = compute_with_inputs(
+            Ceat(corpus=str(neutral_corpus), samples=samples, contexts_per_word=10, alternative=alternative), emb, planted_test, seed=3
         )
         z = r.figures["z"]
         assert z == pytest.approx(r.figures["ces"] / r.figures["se"], rel=1e-12)
@@ -289,15 +290,15 @@ def test_words_without_context_are_lost_then_refused(planted, planted_test, tmp_
     text = [f"the {w} is here ." for w in X_WORDS[:7] + Y_WORDS + A_WORDS + B_WORDS] * 3
     path = tmp_path / "partial.txt"
     path.write_text("\n".join(text), encoding="utf-8")
-    result = Ceat(corpus=str(path), samples=200).compute(planted, planted_test, seed=0)
+    result = compute_with_inputs(Ceat(corpus=str(path), samples=200), planted, planted_test, seed=0)
     assert result.status == OK and result.lost == {"X": [X_WORDS[7]]} and result.sizes["X"] == 7
     assert result.figures["contexts_found"]["X"][X_WORDS[7]] == 0
-    refused = Ceat(corpus=str(path), samples=200, lost_threshold=0.1).compute(planted, planted_test, seed=0)
+    refused = compute_with_inputs(Ceat(corpus=str(path), samples=200, lost_threshold=0.1), planted, planted_test, seed=0)
     assert refused.status == REFUSED and X_WORDS[7] in refused.reason and "set X" in refused.reason
 
 
 def test_template_contexts_when_no_corpus(planted, planted_test):
-    result = Ceat(samples=300).compute(planted, planted_test, seed=0)
+    result = compute_with_inputs(Ceat(samples=300), planted, planted_test, seed=0)
     assert result.status == OK and result.convention["contexts"] == "templates en/seat-templates"
     assert result.figures["contexts_used"]["X"]["rose"] == 6  # the generic templates for words without grammar
     assert result.figures["ces"] > 0.5
@@ -307,7 +308,7 @@ def test_sentence_stimuli_and_bad_parameters_are_refused(planted, planted_test):
     import attrs
 
     with pytest.raises(BiasError, match="already are sentences"):
-        Ceat().compute(planted, attrs.evolve(planted_test, stimuli="sentences"), seed=0)
+        compute_with_inputs(Ceat(), planted, attrs.evolve(planted_test, stimuli="sentences"), seed=0)
     with pytest.raises(BiasError, match="samples"):
         Ceat(samples=1)
     with pytest.raises(BiasError, match="case"):
@@ -316,7 +317,7 @@ def test_sentence_stimuli_and_bad_parameters_are_refused(planted, planted_test):
         Ceat(pooling="cls")
     meta = WordSetMeta(name="t", kind=ASSOCIATION, language="en", bias_type="non-social")
     tiny = AssociationTest(meta, WordList("x", ("rose",)), WordList("y", ("ant",)), WordList("a", ("joy",)), WordList("b", ("war",)))
-    refused = Ceat(samples=10).compute(planted, tiny, seed=0)
+    refused = compute_with_inputs(Ceat(samples=10), planted, tiny, seed=0)
     assert refused.status == REFUSED and "at least 3" in refused.reason
 
 

@@ -4,7 +4,6 @@ original space, bad input, and the "lipstick on a pig" finding on a planted-gend
 from __future__ import annotations
 
 import itertools
-import json
 import random
 from pathlib import Path
 
@@ -13,14 +12,13 @@ import pytest
 from bias import registry
 from bias.core import debias_lists
 from bias.core.errors import BiasError
-from bias.core.interfaces import Embedder
+from bias.core.interfaces import MODEL_INPUT, Embedder, ResolvedModel
 from bias.core.model import OK, Result
 from bias.plugins.debiasers import hard
 from bias.plugins.metrics.clustering import (
     alignment_p,
     cluster_accuracy,
     most_biased,
-    original_embedder,
     projections,
 )
 from fixtures.planted import save_word2vec_binary, train_word2vec
@@ -79,10 +77,24 @@ def write_vectors(path: Path, words: list[str], matrix: np.ndarray) -> str:
     return f"word2vec:{path}"
 
 
+def resolved_original(embedder: Embedder, spec: str | None) -> ResolvedModel:
+    """The original space as the planner gives it (its debias.json lookup is tested with the planner)."""
+    if spec:
+        original = registry.build_embedder(spec)
+        original.load()
+        return ResolvedModel(original, f"parameter original = {spec}")
+    source = getattr(embedder, "source", None)
+    if isinstance(source, Embedder):
+        return ResolvedModel(source, f"the source of the debiased model ({source.spec})")
+    return ResolvedModel(embedder, "same")
+
+
 def clustering(embedder: Embedder | str, lists, **params) -> Result:
     if isinstance(embedder, str):
         embedder = registry.build_embedder(embedder)
-    return registry.build_metric("clustering", **params).compute(embedder, lists, seed=0)
+    metric = registry.build_metric("clustering", **params)
+    original = resolved_original(embedder, params.get("original"))
+    return metric.compute(embedder, lists, seed=0, inputs={"original": original})
 
 
 # --- parts against brute force ---------------------------------------------------------------------
@@ -190,19 +202,13 @@ def test_same_space_is_said_in_the_warnings(gender_model: Path) -> None:
     assert result.effect_size == 1.0
 
 
-def test_original_space_from_debias_json(tmp_path: Path) -> None:
-    folder = tmp_path / "debiased"
-    folder.mkdir()
-    (folder / "vectors.bin").write_bytes(b"")
-    (tmp_path / "orig.bin").write_bytes(b"")
-    (folder / "debias.json").write_text(json.dumps({"source_model": "word2vec:../orig.bin"}), encoding="utf-8")
-    found, how = original_embedder(registry.build_embedder(f"word2vec:{folder / 'vectors.bin'}"), None)
-    assert Path(found.location) == folder / "../orig.bin" and "debias.json" in how
-    (folder / "debias.json").write_text("{not json", encoding="utf-8")
-    with pytest.raises(BiasError, match="debias.json"):
-        original_embedder(registry.build_embedder(f"word2vec:{folder / 'vectors.bin'}"), None)
-    found, how = original_embedder(registry.build_embedder(f"word2vec:{folder / 'vectors.bin'}"), "word2vec:elsewhere.bin")
-    assert found.location == "elsewhere.bin" and how.startswith("parameter")
+def test_the_original_space_is_an_input_resolved_before_the_run(gender_model: Path) -> None:
+    lists = gender_lists()
+    asked = registry.build_metric("clustering", original="word2vec:orig.bin").inputs(lists)
+    assert set(asked) == {"original"} and asked["original"].kind == MODEL_INPUT and asked["original"].name == "word2vec:orig.bin"
+    assert registry.build_metric("clustering").inputs(lists)["original"].name is None  # the planner finds it
+    with pytest.raises(BiasError, match="original model"):
+        registry.build_metric("clustering", k=10).compute(registry.build_embedder(f"word2vec:{gender_model}"), lists, seed=0)
 
 
 def test_missing_direction_words_and_too_large_k_are_user_errors(gender_model: Path) -> None:

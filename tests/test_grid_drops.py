@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from bias.core.experiments import ModelConfig, expand
 from bias.core.runner import plan
-from bias.plugins.metrics.seat import resolve_pooling
+from bias.core.association.contexts import resolve_pooling
 
 
 def test_grid_of_levels_and_poolings_drops_what_does_not_fit():

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from bias.core.debias_lists import DebiasLists
 from bias.core.errors import BiasError
+from bias.core.interfaces import ResolvedModel
 from bias.core.model import AssociationTest, WordList, WordSetMeta
 from bias.core.debiasing import vocabulary_matrix
 from bias.plugins.debiasers.hard import HardDebias
@@ -211,7 +212,8 @@ def test_planted_gender_effect_is_removed_but_the_words_still_cluster(planted_ge
     assert max(accuracy, 1 - accuracy) > 0.9
     # the clustering metric (it reads the whole vocabulary) finds the same residual structure
     clustering = build_metric("clustering", k=8, vocabulary_limit=0)
-    residual = clustering.compute(debiased, planted_lists(), seed=0)
+    source = ResolvedModel(debiased.source, f"the source of the debiased model ({debiased.source.spec})")  # as a run resolves it
+    residual = clustering.compute(debiased, planted_lists(), seed=0, inputs={"original": source})
     assert residual.ok and residual.convention["original"].startswith("the source")
     assert residual.effect_size > 0.9 and residual.p_value < 0.01
 

@@ -14,10 +14,12 @@ import re
 import numpy as np
 import pytest
 from bias.core.errors import BiasError
+from bias.core.interfaces import WORDSET_INPUT
 from bias.core.model import (
     ASSOCIATION,
     OK,
     REFUSED,
+    TEMPLATES,
     AssociationTest,
     WordList,
     WordSetMeta,
@@ -25,6 +27,7 @@ from bias.core.model import (
 from bias.core.templates import sentence_sets
 from bias.plugins.metrics.seat import Seat
 from bias.registry.resolve import build_embedder, build_metric, load_wordset
+from fixtures.inputs import compute_with_inputs
 
 
 @pytest.fixture(scope="module")
@@ -64,12 +67,12 @@ def test_planted_association_found_and_control_not(planted, control, planted_tes
     mean over tokens gave 1.1-1.7 (planted) and -0.3 to -0.2 (control); word level gave 1.8-1.9 and
     -0.7 to -0.2."""
     metric = Seat(level=level, pooling=pooling, permutations=2000)
-    found = metric.compute(planted, planted_test, seed=3)
+    found = compute_with_inputs(metric, planted, planted_test, seed=3)
     assert found.status == OK
     # planted: flowers ~ pleasant, in the expected (positive) direction, at a small p
     assert found.effect_size > 0.8
     assert found.p_value < 0.01
-    null = metric.compute(control, planted_test, seed=3)
+    null = compute_with_inputs(metric, control, planted_test, seed=3)
     assert null.status == OK
     # The control's sentences are not independent stimuli (six per word), so a two-sided test can
     # over-state a chance association of one trained model; the expected direction is not found, and
@@ -94,7 +97,7 @@ def test_effect_size_matches_direct_computation(planted, planted_test, level, po
                 spans.append(hit.span())
             vectors[key] = planted.encode([s.text for s in sentences], spans, pooling=pooling.removeprefix("target-"))
     expected = direct_d(*(list(vectors[k]) for k in "XYAB"))
-    result = Seat(level=level, pooling=pooling, permutations=500).compute(planted, planted_test, seed=1)
+    result = compute_with_inputs(Seat(level=level, pooling=pooling, permutations=500), planted, planted_test, seed=1)
     assert result.effect_size == pytest.approx(expected, rel=1e-9, abs=1e-12)
     assert result.sizes == {k: len(v) for k, v in built.sentences.items()}
     assert result.convention["level"] == level and result.convention["pooling"] == pooling
@@ -118,13 +121,13 @@ def test_the_layer_asked_for_is_the_layer_used_and_recorded(planted, planted_tes
             (hit,) = re.finditer(rf"(?<!\w){re.escape(s.word)}(?!\w)", s.text, re.IGNORECASE)
             spans.append(hit.span())
         vectors[key] = planted.encode([s.text for s in sentences], spans, pooling="mean", layer=0)
-    c = Seat(level="word", layer=0, permutations=200).compute(planted, planted_test, seed=0)
-    last = Seat(level="word", permutations=200).compute(planted, planted_test, seed=0)
+    c = compute_with_inputs(Seat(level="word", layer=0, permutations=200), planted, planted_test, seed=0)
+    last = compute_with_inputs(Seat(level="word", permutations=200), planted, planted_test, seed=0)
     assert c.effect_size == pytest.approx(direct_d(*(list(vectors[k]) for k in "XYAB")), rel=1e-9, abs=1e-12)
     assert abs(c.effect_size - last.effect_size) > 1e-6
     assert c.convention["layer"] == 0 and c.convention["layer_index"] == 0
     layers = planted.describe()["layers"]
-    second_last = Seat(level="sentence", layer=-2, permutations=200, bootstrap=0).compute(planted, planted_test, seed=0)
+    second_last = compute_with_inputs(Seat(level="sentence", layer=-2, permutations=200, bootstrap=0), planted, planted_test, seed=0)
     assert second_last.convention["layer"] == -2 and second_last.convention["layer_index"] == layers - 1
 
 
@@ -143,13 +146,13 @@ def _sentence_test() -> AssociationTest:
 
 def test_sentence_stimuli_are_used_as_they_are(planted):
     data = _sentence_test()
-    result = Seat(permutations=200).compute(planted, data, seed=0)
+    result = compute_with_inputs(Seat(permutations=200), planted, data, seed=0)
     assert result.status == OK
     assert result.convention["templates"] == "stimuli are sentences"
     vectors = {k: planted.encode(list(wl.words), pooling="cls") for k, wl in data.sets().items()}
     assert result.effect_size == pytest.approx(direct_d(*(list(vectors[k]) for k in "XYAB")), rel=1e-9)
     with pytest.raises(BiasError, match="already are sentences"):
-        Seat(level="word").compute(planted, data, seed=0)
+        compute_with_inputs(Seat(level="word"), planted, data, seed=0)
 
 
 def test_words_without_sentence_are_lost_and_refuse_beyond_threshold(planted, tmp_path):
@@ -172,10 +175,10 @@ def test_words_without_sentence_are_lost_and_refuse_beyond_threshold(planted, tm
         wl(("joy", "love", "peace", "warm", "lucky", "honest")),
         wl(("pain", "war", "grief", "ugly", "filthy", "rotten")),
     )
-    result = Seat(templates=str(path), permutations=200).compute(planted, data, seed=0)
+    result = compute_with_inputs(Seat(templates=str(path), permutations=200), planted, data, seed=0)
     assert result.status == OK and result.lost == {"X": ["iris"]}
     assert result.sizes == {"X": 5, "Y": 6, "A": 6, "B": 6}
-    strict = Seat(templates=str(path), permutations=200, lost_threshold=0.1).compute(planted, data, seed=0)
+    strict = compute_with_inputs(Seat(templates=str(path), permutations=200, lost_threshold=0.1), planted, data, seed=0)
     assert strict.status == REFUSED and "iris" in strict.reason and "set X" in strict.reason
 
 
@@ -195,19 +198,23 @@ def test_parameters_are_checked_with_clear_errors(planted_test):
 
 
 def test_default_templates_follow_the_test_language(planted, planted_test):
+    """The template set is asked for, by name and kind, before the run; compute never loads it."""
     import attrs
 
     data = attrs.evolve(planted_test, meta=attrs.evolve(planted_test.meta, language="zz"))
-    with pytest.raises(BiasError, match="zz/seat-templates"):
-        Seat().compute(planted, data, seed=0)
-    with pytest.raises(BiasError, match="not a template set"):
-        Seat(templates="en/weat1").compute(planted, planted_test, seed=0)
+    request = Seat().inputs(data)["templates"]
+    assert (request.kind, request.name, request.data_kind) == (WORDSET_INPUT, "zz/seat-templates", TEMPLATES)
+    assert "--templates" in request.hint
+    assert Seat(templates="en/weat1").inputs(planted_test)["templates"].name == "en/weat1"
+    assert Seat().inputs(_sentence_test()) == {}  # sentences need no templates
+    with pytest.raises(BiasError, match="template set"):
+        Seat().compute(planted, planted_test, seed=0)
 
 
 def test_english_weat_runs_end_to_end(planted):
     """A real English test with grammar (names, pronouns, plurals) through the default template set."""
     data = load_wordset("en/weat7")
-    result = Seat(level="word", permutations=300).compute(planted, data, seed=0)
+    result = compute_with_inputs(Seat(level="word", permutations=300), planted, data, seed=0)
     assert result.status == OK and not result.lost
     built = sentence_sets(data, load_wordset("en/seat-templates"))
     assert result.sizes == {k: len(v) for k, v in built.sentences.items()}

@@ -17,6 +17,7 @@ from bias.plugins.debiasers.sent import SentDebias, sentence_pairs
 from bias.core.debiasing import DebiasedEmbedder
 from bias.registry import build_embedder, build_metric
 from bias.registry.resolve import build_debiaser
+from fixtures.inputs import compute_with_inputs
 from fixtures.planted import X_WORDS, Y_WORDS, association_test
 
 
@@ -123,10 +124,10 @@ def test_planted_association_is_reduced(planted_mlm):
     embedder = build_embedder(f"hf:{planted_mlm}")
     lists = lists_of_pairs(zip(X_WORDS, Y_WORDS))
     seat = build_metric("seat", permutations=2000, pooling="mean")  # the tiny model's [CLS] is never trained
-    before = seat.compute(embedder, association_test(), seed=0)
+    before = compute_with_inputs(seat, embedder, association_test(), seed=0)
     assert before.effect_size > 0.8 and before.p_value < 0.01
     debiased = SentDebias().fit(embedder, lists).transform(embedder)
-    after = seat.compute(debiased, association_test(), seed=0)
+    after = compute_with_inputs(seat, debiased, association_test(), seed=0)
     assert abs(after.effect_size) < 0.3 and after.p_value > 0.05
     assert debiased.info["subspaces"]["sentence:mean:None"]["explained_variance"][0] > 0.5
 

@@ -12,11 +12,12 @@ from typing import Any, ClassVar
 import attrs
 import numpy as np
 from bias.core.analogies import Analogies
+from bias.core.association import case_param
 from bias.core.interfaces import Capability, Embedder, Metric
 from bias.core.model import ANALOGIES, OK, REFUSED, Result
-from bias.core.params import int_at_least, one_of, param
+from bias.core.params import int_at_least, param
 
-CASES = ("exact", "lower", "insensitive")
+CASES = ("exact", "lower", "insensitive")  # of the shared vocabulary (bias.core.association.CASES)
 _SHOWN_ERRORS = 20
 
 
@@ -94,9 +95,7 @@ class Analogy(Metric):
     vocabulary_limit: int = param(
         30_000, "search the answer among this many most frequent words (0: the whole vocabulary)", validator=int_at_least(0)
     )
-    case: str = param(
-        "insensitive", "insensitive (fold case, as word2vec), exact, or lower (lowercase question words)", validator=one_of(CASES)
-    )
+    case: str = case_param("insensitive", CASES)
     batch_size: int = param(512, "questions per matrix product (memory: batch x vocabulary floats)", validator=int_at_least(1))
 
     def compute(self, embedder: Embedder, data: Analogies, *, seed: int | None = None) -> Result:

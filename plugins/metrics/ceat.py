@@ -25,29 +25,32 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Mapping, Sequence
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import attrs
 import numpy as np
 from bias.core import stats
-from bias.core.corpus import CASES, Context, Contexts, corpus_contexts
-from bias.core.corpus import window as cut_window
-from bias.core.errors import BiasError
-from bias.core.interfaces import Capability, Embedder, Metric
-from bias.core.model import ASSOCIATION, OK, REFUSED, AssociationTest, Result
-from bias.core.params import between, int_at_least, one_of, param
-from bias.plugins.metrics.seat import (
+from bias.core.association import case_param, lost_threshold_param, too_many_lost
+from bias.core.association.contexts import (
     LEVELS,
     check_layer,
     check_pooling,
     encode_contexts,
-    layer_value,
-    load_templates,
-    vector_conventions,
+    given_templates,
     resolve_pooling,
+    template_request,
+    vector_conventions,
 )
+from bias.core.corpus import Context, Contexts, corpus_contexts
+from bias.core.corpus import window as cut_window
+from bias.core.errors import BiasError
+from bias.core.interfaces import Capability, Embedder, InputRequest, Metric
+from bias.core.model import ASSOCIATION, OK, REFUSED, AssociationTest, Result
+from bias.core.params import int_at_least, layer_value, one_of, param
 
 SET_ORDER = ("X", "Y", "A", "B")
+CASES = ("exact", "insensitive")  # a corpus is matched as written or case-folded on both sides
+CORPUS_CASE = {"exact": "exact", "insensitive": "lower"}  # the names bias.core.corpus gives them
 QUANTILES = (2.5, 25.0, 50.0, 75.0, 97.5)
 _GATHER_ELEMENTS = 4_000_000  # bounds the memory of one chunk of samples (~32 MB of float64)
 _COSINE_LIMIT = 25_000_000  # largest target x attribute cosine table kept in memory (~200 MB)
@@ -176,7 +179,7 @@ class Ceat(Metric):
         None, "keep only this many words either side of the target (None: the whole line)",
         validator=attrs.validators.optional(int_at_least(0)),
     )
-    case: str = param("exact", "matching stimuli in the corpus: exact, or lower (ignore case)", validator=one_of(CASES))
+    case: str = case_param("exact", CASES, "To ignore case in the corpus use insensitive.")
     level: str = param("word", "word (the target's vector in its context) or sentence (the context's vector)", validator=one_of(LEVELS))
     pooling: str | None = param(
         None, "word level: target-mean (default), target-first, target-last; sentence level: cls (default), mean, first, last",
@@ -185,9 +188,17 @@ class Ceat(Metric):
     layer: str | int | None = param(None, "hidden layer: None (the model's setting), N (-1 last), or mean-last-4", converter=layer_value, validator=check_layer)
     ddof: int = param(1, "delta degrees of freedom of the std in ES_i and v_i (1: the original's convention)", validator=one_of((0, 1)))
     alternative: str = param("two-sided", "p of z = CES/SE: two-sided, greater (X~A) or less", validator=one_of(stats.ALTERNATIVES))
-    lost_threshold: float = param(0.2, "refuse a test if a set has no context for more than this share of its words", validator=between(0.0, 1.0))
+    lost_threshold: float = lost_threshold_param()
 
-    def compute(self, embedder: Embedder, data: AssociationTest, *, seed: int | None = None) -> Result:
+    def inputs(self, data: AssociationTest) -> dict[str, InputRequest]:
+        """The template set the contexts come from when no corpus is given."""
+        if self.corpus is not None or data.stimuli == "sentences":
+            return {}
+        return {"templates": template_request(self.templates, data.meta.language)}
+
+    def compute(
+        self, embedder: Embedder, data: AssociationTest, *, seed: int | None = None, inputs: Mapping[str, Any] | None = None
+    ) -> Result:
         if data.stimuli == "sentences":
             raise BiasError(
                 f"CEAT needs words to find in contexts, but the stimuli of {data.name} already are sentences.",
@@ -195,7 +206,7 @@ class Ceat(Metric):
             )
         used_seed = seed if seed is not None else int(np.random.SeedSequence().entropy % (2**32))
         pooling = resolve_pooling(self.pooling, self.level, embedder)
-        contexts, source = self._contexts(data, used_seed)
+        contexts, source = self._contexts(data, used_seed, inputs)
         sets = {key: list(data.sets()[key].words) for key in SET_ORDER}
         kept = {key: [w for w in words if contexts.kept.get(w)] for key, words in sets.items()}
         lost = {key: [w for w in words if not contexts.kept.get(w)] for key, words in sets.items()}
@@ -293,14 +304,14 @@ class Ceat(Metric):
             **base,
         )
 
-    def _contexts(self, data: AssociationTest, seed: int) -> tuple[Contexts, str]:
+    def _contexts(self, data: AssociationTest, seed: int, inputs: Mapping[str, Any] | None) -> tuple[Contexts, str]:
         words = data.all_words()
         if self.corpus is not None:
             found = corpus_contexts(
-                self.corpus, words, per_word=self.contexts_per_word, seed=seed, case=self.case, window_words=self.window
+                self.corpus, words, per_word=self.contexts_per_word, seed=seed, case=CORPUS_CASE[self.case], window_words=self.window
             )
             return found, f"corpus {self.corpus}"
-        template_set = load_templates(self.templates, data.meta.language)
+        template_set = given_templates(inputs, "CEAT", data)
         rng = random.Random(seed)
         kept: dict[str, tuple[Context, ...]] = {}
         counted: dict[str, int] = {}
@@ -317,15 +328,11 @@ class Ceat(Metric):
 
     def _refusal(self, sets: Mapping[str, Sequence[str]], lost: Mapping[str, list[str]], kept: Mapping[str, list[str]]) -> str | None:
         for key in SET_ORDER:
-            n = len(sets[key])
-            share = len(lost[key]) / n if n else 1.0
             if not kept[key]:
                 return f"no word of set {key} occurs in the contexts ({', '.join(lost[key][:8])})"
-            if share > self.lost_threshold:
-                return (
-                    f"set {key}: {len(lost[key])} of {n} words have no context ({share:.0%} > {self.lost_threshold:.0%} allowed): "
-                    f"{', '.join(lost[key][:8])}"
-                )
+            why = too_many_lost(lost[key], len(sets[key]), self.lost_threshold)
+            if why:
+                return f"set {key}: {len(lost[key])} of {len(sets[key])} words have no context {why}"
         if len(kept["X"]) + len(kept["Y"]) < 3:
             return "X and Y together need at least 3 words with contexts for the spread of s(w)"
         return None

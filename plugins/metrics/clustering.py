@@ -9,8 +9,7 @@ the matrix, so a 200,000-word vocabulary is ranked in well under a second (bench
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import attrs
@@ -18,14 +17,11 @@ import numpy as np
 from bias.core import stats
 from bias.core.debias_lists import DebiasLists, lists_of
 from bias.core.errors import BiasError
-from bias.core.interfaces import Capability, Embedder, Metric
+from bias.core.interfaces import MODEL_INPUT, Capability, Embedder, InputRequest, Metric, ResolvedModel
 from bias.core.model import DEBIAS_LISTS, OK, REFUSED, Result
 from bias.core.params import int_at_least, param
-from bias.core.specs import parse_spec, resolve_location
 from bias.core.wordsets import normalise
-from bias.plugins.metrics.direct_bias import list_words
 
-DEBIAS_RECORD = "debias.json"
 _SHOWN = 20
 _CHUNK = 16_384  # rows per block: temporaries stay small next to the matrix itself
 
@@ -93,44 +89,6 @@ def alignment_p(labels: np.ndarray, predicted: np.ndarray) -> float:
     return float(min(1.0, pmf[score >= obs - 1e-12].sum()))
 
 
-def original_embedder(embedder: Embedder, spec: str | None) -> tuple[Embedder, str]:
-    """The space in which words are ranked, and how it was found (see Clustering)."""
-    from bias.registry import build_embedder
-
-    if spec:
-        return build_embedder(spec), f"parameter original = {spec}"
-    source = getattr(embedder, "source", None)
-    if isinstance(source, Embedder):
-        return source, f"the source of the debiased model ({source.spec})"
-    record = _debias_record(embedder)
-    if record is not None:
-        try:
-            data = json.loads(record.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise BiasError(f"{record}: cannot read the record of the debiasing ({exc}).", "Give the original model with --param original=SPEC.") from exc
-        found = data.get("source_model") if isinstance(data, dict) else None
-        if not isinstance(found, str) or ":" not in found:
-            raise BiasError(f"{record}: no 'source_model' spec in the record of the debiasing.", "Give the original model with --param original=SPEC.")
-        parsed = parse_spec(found)
-        location = parsed.location
-        if not location.startswith("pkg:") and not Path(location).exists() and (record.parent / location).exists():
-            location = str(record.parent / location)
-        return build_embedder(f"{parsed.embedder}:{location}"), f"source_model of {record.name} ({found})"
-    return embedder, "same"
-
-
-def _debias_record(embedder: Embedder) -> Path | None:
-    location = getattr(embedder, "location", None)
-    if not isinstance(location, str):
-        return None
-    try:
-        path = resolve_location(location)
-    except BiasError:
-        return None
-    record = (path if path.is_dir() else path.parent) / DEBIAS_RECORD
-    return record if record.is_file() else None
-
-
 def _row_of(words: list[str], word: str) -> int | None:
     try:
         return words.index(word)
@@ -151,9 +109,11 @@ class Clustering(Metric):
     p_value: exact test of the score under random labels given the clusters (hypergeometric); small p
     means the clusters still follow gender.
 
-    The original space is `original` (a model spec) if given; else the measured model's `source` (a
-    model debiased on the fly); else the `source_model` recorded in a debias.json next to the model
-    file (written by `bias debias`); else the measured model itself, which the result's warnings say.
+    The original space is an input resolved and loaded once before the run (`inputs`): `original` (a
+    model spec) if given; else the measured model's `source` (a model debiased on the fly); else the
+    `source_model` recorded in a debias.json next to the model file (written by `bias debias`); else
+    the measured model itself ("same"), which the result's warnings say. How it was found is recorded
+    as convention.original.
     """
 
     name: ClassVar[str] = "clustering"
@@ -166,17 +126,34 @@ class Clustering(Metric):
     original: str | None = param(None, "model spec of the original (not debiased) space; found automatically when omitted")
     n_init: int = param(10, "KMeans restarts", validator=int_at_least(1))
 
-    def compute(self, embedder: Embedder, data: Any, *, seed: int | None = None) -> Result:
+    def inputs(self, data: Any) -> dict[str, InputRequest]:
+        """The original space the words are ranked in (see the class docstring for how it is found)."""
+        return {
+            "original": InputRequest(
+                MODEL_INPUT,
+                self.original,
+                hint="Give the original (not debiased) model with --param original=SPEC.",
+            )
+        }
+
+    def compute(
+        self, embedder: Embedder, data: Any, *, seed: int | None = None, inputs: Mapping[str, Any] | None = None
+    ) -> Result:
         lists = lists_of(data, "The clustering test")
         used_seed = 0 if seed is None else seed
-        original, how = original_embedder(embedder, self.original)
-        original.load()
+        resolved = (inputs or {}).get("original")
+        if not isinstance(resolved, ResolvedModel):
+            raise BiasError(
+                f"The clustering test on {lists.name} needs its original model, resolved before the run, as inputs['original'].",
+                "Run it through `bias run`, or pass the ResolvedModel the metric's inputs() asks for.",
+            )
+        original, how = resolved.embedder, resolved.how
         vocab = original.all_vectors(self.vocabulary_limit or None)
         words = list(vocab.words)
         male_word, female_word = lists.ranking_pair
         pair_vectors = self._pair_vectors(original, vocab, words, male_word, female_word, lists)
 
-        banned = list_words(lists)
+        banned = lists.gendered_words()
         eligible = np.array([normalise(w) not in banned for w in words], dtype=bool)
         scores = projections(vocab.vectors, *pair_vectors)
         top, bottom = most_biased(scores, eligible, self.k)

@@ -12,6 +12,7 @@ from typing import Any, ClassVar
 import attrs
 import numpy as np
 from bias.core import stats
+from bias.core.association import LOOKUP_CASES, UNCASED_HINT, case_param, lookup, lost_threshold_param, too_many_lost
 from bias.core.debias_lists import DebiasLists, lists_of
 from bias.core.debiasing import pair_subspace
 from bias.core.errors import BiasError
@@ -19,7 +20,6 @@ from bias.core.interfaces import Capability, Embedder, Metric
 from bias.core.model import DEBIAS_LISTS, OK, REFUSED, Result
 from bias.core.params import between, int_at_least, one_of, param
 from bias.core.wordsets import normalise
-from bias.plugins.metrics.weat import CASE_POLICIES, lookup
 
 DIRECTIONS = ("definitional", "pair")
 WORDS = ("neutral", "vocabulary")
@@ -45,14 +45,6 @@ def direct_bias(vectors: np.ndarray, g: np.ndarray, c: float = 1.0) -> tuple[flo
     return float(np.mean(np.abs(cos) ** c)), cos
 
 
-def list_words(lists: DebiasLists) -> set[str]:
-    """The normalised forms of every gendered word of the lists (all but the neutral list)."""
-    words = set(lists.specific)
-    for pair in (*lists.definitional, *lists.equalize, *([lists.direction] if lists.direction else [])):
-        words.update(pair)
-    return {normalise(w) for w in words}
-
-
 @attrs.define
 class DirectBias(Metric):
     """Direct bias DB_c = mean over gender-neutral words w of |cos(w, g)|^c (Bolukbasi et al. 2016).
@@ -75,13 +67,12 @@ class DirectBias(Metric):
     direction: str = param("definitional", "g from the definitional pairs (first principal component) or the direction pair", validator=one_of(DIRECTIONS))
     words: str = param("neutral", "neutral words: the lists' neutral list, or the vocabulary minus the lists' words", validator=one_of(WORDS))
     vocabulary_limit: int = param(50_000, "with words = vocabulary: this many most frequent words (0: all)", validator=int_at_least(0))
-    lost_threshold: float = param(0.2, "refuse if more than this share of the neutral words is missing", validator=between(0.0, 1.0))
-    case: str = param("exact", "word lookup: exact, lower, or fallback (lowercase words not found)", validator=one_of(CASE_POLICIES))
+    lost_threshold: float = lost_threshold_param()
+    case: str = case_param("exact", LOOKUP_CASES, UNCASED_HINT)
 
     def compute(self, embedder: Embedder, data: Any, *, seed: int | None = None) -> Result:
         lists = lists_of(data, "direct-bias")
         g, explained, used_pairs, lost = self._direction(embedder, lists)
-        base: dict[str, Any] = self.result_fields(embedder.spec, lists, seed)
         if self.words == "neutral":
             if not lists.neutral:
                 raise BiasError(
@@ -93,19 +84,22 @@ class DirectBias(Metric):
             missing = [w for w in lists.neutral if w not in vectors]
             if missing:
                 lost["neutral"] = missing
-            share = len(missing) / len(lists.neutral)
-            if not neutral or share > self.lost_threshold:
-                return Result(
+            why = too_many_lost(missing, len(lists.neutral), self.lost_threshold)
+            if why is None and not neutral:  # even lost_threshold = 1 needs one word to average over
+                why = f"(100%, none left): {', '.join(missing[:8])}"
+            if why:
+                return self.make_result(
+                    embedder.spec,
+                    lists,
+                    seed,
                     status=REFUSED,
-                    reason=f"neutral words: {len(missing)} of {len(lists.neutral)} missing from the model "
-                    f"({share:.0%} > {self.lost_threshold:.0%} allowed): {', '.join(missing[:8])}",
+                    reason=f"neutral words: {len(missing)} of {len(lists.neutral)} missing from the model {why}",
                     lost=lost,
-                    **base,
                 )
             matrix = np.array([vectors[w] for w in neutral], dtype=np.float64).reshape(len(neutral), dim)
         else:
             found = embedder.all_vectors(self.vocabulary_limit or None)
-            banned = list_words(lists)
+            banned = lists.gendered_words()
             keep = [i for i, w in enumerate(found.words) if normalise(w) not in banned]
             neutral = [found.words[i] for i in keep]
             matrix = np.asarray(found.vectors[keep], dtype=np.float64)
@@ -118,7 +112,10 @@ class DirectBias(Metric):
         warnings = []
         if len(used_pairs) < 2 and self.direction == "definitional":
             warnings.append("only one definitional pair was found in the model: g is that pair's difference")
-        return Result(
+        return self.make_result(
+            embedder.spec,
+            lists,
+            seed,
             status=OK,
             effect_size=db,
             p_value=None,
@@ -141,7 +138,6 @@ class DirectBias(Metric):
             sizes={"neutral": len(neutral), "pairs": len(used_pairs)},
             lost=lost,
             warnings=warnings,
-            **base,
         )
 
     def _direction(self, embedder: Embedder, lists: DebiasLists) -> tuple[np.ndarray, float, list[tuple[str, str]], dict[str, list[str]]]:

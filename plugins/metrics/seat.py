@@ -1,8 +1,9 @@
 """SEAT, the Sentence Encoder Association Test (May, Wang, Bordia, Bowman & Rudinger 2019, NAACL-HLT).
 
 Each word of a WEAT test is put into bleached template sentences ("This is the rose.") and every
-sentence becomes one stimulus; the WEAT statistics (`association_result` of the WEAT plugin: effect size,
-permutation test and every convention option) then run unchanged on the sentence vectors.
+sentence becomes one stimulus; the WEAT statistics (`bias.core.association.association_result`: effect
+size, permutation test and every convention option) then run unchanged on the sentence vectors. The
+template set is an input the runner resolves before the run (`inputs`), never loaded here.
 
 - s-SEAT (`level = "sentence"`): the sentence's vector, with an explicit pooling ([CLS], mean over
   tokens, first or last token; "last" by default for causal LMs, whose last token has seen the sentence).
@@ -19,143 +20,22 @@ from typing import Any, ClassVar
 
 import attrs
 import numpy as np
+from bias.core.association import AssociationConventions, association_result
+from bias.core.association.contexts import (
+    LEVELS,
+    check_layer,
+    check_pooling,
+    encode_contexts,
+    given_templates,
+    resolve_pooling,
+    template_request,
+    vector_conventions,
+)
 from bias.core.errors import BiasError
-from bias.core.interfaces import Capability, Embedder
-from bias.core.model import ASSOCIATION, TEMPLATES, AssociationTest, Result
-from bias.core.params import MEAN_LAST_4, is_layer, layer_value, one_of, param
-from bias.core.templates import Sentence, TemplateSet, sentence_sets
-from bias.plugins.metrics.weat import AssociationConventions, association_result
-
-LEVELS = ("sentence", "word")
-SENTENCE_POOLINGS = ("cls", "mean", "first", "last")
-WORD_POOLINGS = ("target-mean", "target-first", "target-last", "mean", "first", "last")
-POOLINGS = ("cls", "mean", "first", "last", "target-mean", "target-first", "target-last")
-
-
-def check_layer(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
-    if is_layer(value):
-        return
-    raise BiasError(
-        f"{attribute.name} must be a layer number (-1 is the last), {MEAN_LAST_4}, or none, not {value!r}.",
-        "None uses the model's own setting.",
-    )
-
-
-def check_pooling(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
-    if value is None:
-        return
-    level = getattr(instance, "level", "sentence")
-    allowed = SENTENCE_POOLINGS if level == "sentence" else WORD_POOLINGS
-    if value not in allowed:
-        raise BiasError(
-            f"pooling {value!r} does not fit level {level}: use one of {', '.join(allowed)}.",
-            "Sentence level pools the whole sentence (cls, mean, first, last); word level pools the word's "
-            "sub-tokens (target-mean, target-first, target-last; mean, first and last mean the same there).",
-        )
-
-
-def resolve_pooling(pooling: str | None, level: str, embedder: Embedder) -> str:
-    """The pooling actually used: the one asked for, else [CLS] for encoders, the last token for causal
-    LMs and the mean of the word vectors for static embeddings (which have no [CLS]) at sentence
-    level, the mean of the word's sub-tokens at word level."""
-    if level == "word":
-        chosen = pooling or "target-mean"
-        return chosen if chosen.startswith("target-") else f"target-{chosen}"
-    if pooling is not None:
-        return pooling
-    static = getattr(embedder, "static", None)
-    if static is None:  # a fixed vocabulary (all_vectors) is what marks static vectors
-        static = type(embedder).all_vectors is not Embedder.all_vectors
-    if static:
-        return "mean"
-    have = embedder.available()
-    causal = Capability.CAUSAL_LM in have and Capability.MASKED_LM not in have
-    return "last" if causal else "cls"
-
-
-def vector_conventions(embedder: Embedder, level: str, pooling: str, layer: int | str | None) -> dict[str, Any]:
-    """How the contextual vectors were really taken, for the result's convention: the layer asked for
-    (or the embedder's own setting) and the hidden-state index it is, and which tokens a pooling covers."""
-    info = embedder.describe() or {}
-    chosen = layer if layer is not None else info.get("layer")
-    out: dict[str, Any] = {}
-    if chosen is None:
-        out["layer"] = "none (static word vectors)"
-    else:
-        out["layer"] = chosen
-        layers = info.get("layers")
-        if isinstance(layers, int):
-            states = layers + 1  # hidden state 0 is the embedding output
-            if isinstance(chosen, int):
-                out["layer_index"] = chosen if chosen >= 0 else states + chosen
-            elif isinstance(chosen, str) and chosen.startswith("mean-last-"):
-                n = int(chosen.rsplit("-", 1)[1])
-                out["layer_index"] = f"mean of hidden states {states - n}..{states - 1}"
-            out["hidden_states"] = f"0..{states - 1} (0 = embedding output)"
-    contextual = "tokenizer" in info
-    if level == "sentence":
-        out["pooled_tokens"] = {
-            "mean": "every token the attention mask keeps, special tokens ([CLS]/[SEP], <s>/</s>) included"
-            if contextual else "the mean of the sentence's word vectors (words not in the vocabulary skipped)",
-            "cls": "the first token ([CLS] / <s>)",
-            "first": "the sentence's own first token" if contextual else "the first word found in the vocabulary",
-            "last": "the sentence's own last token (for a causal LM, the one that has seen the whole sentence)"
-            if contextual else "the last word found in the vocabulary",
-        }.get(pooling, pooling)
-    else:
-        out["pooled_tokens"] = "the target word's own sub-tokens (special tokens excluded), located by character offsets"
-    return out
-
-
-def encode_contexts(
-    embedder: Embedder,
-    texts: Sequence[str],
-    spans: Sequence[tuple[int, int]],
-    *,
-    level: str,
-    pooling: str,
-    layer: int | str | None,
-) -> np.ndarray:
-    """One call to the embedder for every context: whole sentences at sentence level, the word's span at
-    word level. Identical requests are encoded once."""
-    if level == "word":
-        keys = list(zip(texts, spans))
-        how = pooling.removeprefix("target-")
-    else:
-        keys = [(t, None) for t in texts]
-        how = pooling
-    unique = list(dict.fromkeys(keys))
-    kwargs: dict[str, Any] = {"pooling": how}
-    if layer is not None:
-        kwargs["layer"] = layer
-    vectors = np.asarray(
-        embedder.encode([t for t, _ in unique], [s for _, s in unique] if level == "word" else None, **kwargs),
-        dtype=np.float64,
-    )
-    if vectors.ndim != 2 or vectors.shape[0] != len(unique):
-        raise BiasError(f"Embedder '{embedder.name}' returned {vectors.shape} vectors for {len(unique)} texts.")
-    row = {k: i for i, k in enumerate(unique)}
-    return vectors[[row[k] for k in keys]] if keys else vectors.reshape(0, vectors.shape[1] if vectors.ndim == 2 else 0)
-
-
-def load_templates(name: str | None, language: str) -> TemplateSet:
-    """The template set named (or the file given), by default the test language's `seat-templates`."""
-    from bias.registry.resolve import load_wordset
-
-    wanted = name or f"{language}/seat-templates"
-    try:
-        found = load_wordset(wanted)
-    except BiasError as exc:
-        if name is None:
-            raise BiasError(
-                f"The test's language '{language}' has no template set {wanted}: {exc.message}",
-                "Give one with --templates NAME or FILE (a word set of kind templates).",
-            ) from exc
-        raise
-    if getattr(found, "meta", None) is None or found.meta.kind != TEMPLATES:
-        kind = getattr(getattr(found, "meta", None), "kind", "unknown")
-        raise BiasError(f"'{wanted}' is a word set of kind {kind}, not a template set.", "Give a word set of kind templates.")
-    return found
+from bias.core.interfaces import Capability, Embedder, InputRequest
+from bias.core.model import ASSOCIATION, AssociationTest, Result
+from bias.core.params import layer_value, one_of, param
+from bias.core.templates import Sentence, sentence_sets
 
 
 @attrs.define
@@ -180,6 +60,7 @@ class Seat(AssociationConventions):
     )
     layer: str | int | None = param(None, "hidden layer: None (the model's setting), N (-1 last), or mean-last-4", converter=layer_value, validator=check_layer)
     templates: str | None = param(None, "template set name or file (default: <test language>/seat-templates)")
+
     def unfit(self, embedder_type: type) -> str | None:
         """Why this SEAT cannot run on models of `embedder_type`, before any is loaded (a grid drops it)."""
         static = getattr(embedder_type, "all_vectors", Embedder.all_vectors) is not Embedder.all_vectors
@@ -187,7 +68,15 @@ class Seat(AssociationConventions):
             return "pooling 'cls' needs a [CLS] token, which static vectors have not (their sentences are the mean of the word vectors)"
         return None
 
-    def compute(self, embedder: Embedder, data: AssociationTest, *, seed: int | None = None) -> Result:
+    def inputs(self, data: AssociationTest) -> dict[str, InputRequest]:
+        """The template set the words are put into; none for stimuli that already are sentences."""
+        if data.stimuli == "sentences":
+            return {}
+        return {"templates": template_request(self.templates, data.meta.language)}
+
+    def compute(
+        self, embedder: Embedder, data: AssociationTest, *, seed: int | None = None, inputs: Mapping[str, Any] | None = None
+    ) -> Result:
         data = self.stimuli(data)
         pooling = resolve_pooling(self.pooling, self.level, embedder)
         if data.stimuli == "sentences":
@@ -202,7 +91,7 @@ class Seat(AssociationConventions):
             lost: dict[str, list[str]] = {key: [] for key in stimuli}
             template_name = None
         else:
-            template_set = load_templates(self.templates, data.meta.language)
+            template_set = given_templates(inputs, "SEAT", data)
             built = sentence_sets(data, template_set)
             stimuli = dict(built.sentences)
             lost = {key: list(words) for key, words in built.lost.items()}

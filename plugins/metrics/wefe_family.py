@@ -10,92 +10,29 @@ it), and RIPA's relation vector never pairs X and Y words by their position in t
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import attrs
 import numpy as np
 from bias.core import stats
+from bias.core.association import AssociationMetric, SetVectors
 from bias.core.errors import BiasError
-from bias.core.interfaces import Capability, Embedder, Metric
-from bias.core.model import ASSOCIATION, OK, REFUSED, AssociationTest, Result
+from bias.core.interfaces import Capability, Measured
+from bias.core.model import ASSOCIATION
 from bias.core.params import between, one_of, param
-from bias.plugins.metrics.weat import CASE_POLICIES, _refusal, set_vectors
-
-
-@attrs.frozen
-class SetVectors:
-    """The vectors of X, Y, A and B found in the model (rows in the order of `words`)."""
-
-    matrices: dict[str, np.ndarray]
-    words: dict[str, list[str]]
 
 
 @attrs.define
-class _AssociationVectorMetric(Metric):
-    """Shared lookup, lost-word policy and result shape of the WEFE-family metrics."""
+class _WefeMetric(AssociationMetric):
+    """What AssociationMetric declares, restated in this module: `bias list` reads a plugin's needs
+    from its own source, without importing it (and numpy)."""
 
     requires: ClassVar[frozenset[Capability]] = frozenset({Capability.WORD_VECTORS})
     data_kind: ClassVar[str] = ASSOCIATION
 
-    lost_threshold: float = param(
-        0.2, "refuse a test if a set loses more than this share of its words", validator=between(0.0, 1.0)
-    )
-    case: str = param(
-        "exact", "word lookup: exact, lower (lowercase every word), or fallback (lowercase only words not found)",
-        validator=one_of(CASE_POLICIES, "Use lower or fallback for uncased vocabularies such as GloVe."),
-    )
-
-    def compute(self, embedder: Embedder, data: AssociationTest, *, seed: int | None = None) -> Result:
-        matrices, sets, lost, approximated = set_vectors(embedder, data, self.case)
-        base: dict[str, Any] = self.result_fields(
-            embedder.spec,
-            data,
-            seed,
-            sizes={key: len(ws) for key, ws in sets.items()},
-            lost={k: v for k, v in lost.items() if v},
-            approximated={k: v for k, v in approximated.items() if v},
-        )
-        originals = {key: len(wl.words) for key, wl in data.sets().items()}
-        reason = _refusal(matrices, originals, lost, self.lost_threshold, sets)
-        if reason:
-            return Result(status=REFUSED, reason=reason, **base)
-        effect, figures, convention = self.measure(SetVectors(matrices, sets))
-        figures = {**figures, **_per_item(figures, sets)}
-        warnings = []
-        if base["approximated"]:
-            n = sum(len(v) for v in base["approximated"].values())
-            warnings.append(f"{n} word(s) had no vector of their own and were built from sub-words")
-        return Result(
-            status=OK,
-            effect_size=effect,
-            p_value=None,
-            figures=figures,
-            convention={**convention, "case": self.case},
-            warnings=warnings,
-            **base,
-        )
-
-    def measure(self, v: SetVectors) -> tuple[float, dict[str, Any], dict[str, Any]]:
-        """(effect size, figures, convention) from the found vectors."""
-        raise NotImplementedError
-
 
 def _unit(m: np.ndarray) -> np.ndarray:
     return stats.unit_rows(m)
-
-
-def _per_item(figures: dict[str, Any], sets: dict[str, list[str]]) -> dict[str, Any]:
-    """Every per-word figure (a mapping word -> number) as one table, a row per word with its set,
-    written as a CSV beside the results (`scores`)."""
-    per_word = {name: v for name, v in figures.items() if isinstance(v, dict) and v and all(isinstance(x, (int, float)) for x in v.values())}
-    if not per_word:
-        return {}
-    set_of = {w: key for key in ("X", "Y", "A", "B") for w in sets.get(key, [])}
-    rows: dict[str, dict[str, Any]] = {}
-    for name, values in per_word.items():
-        for word, value in values.items():
-            rows.setdefault(word, {"set": set_of.get(word, ""), "item": word})[name] = float(value)
-    return {"scores": list(rows.values())}
 
 
 def _per_word(words: list[str], values: np.ndarray) -> dict[str, float]:
@@ -121,7 +58,7 @@ def relative_norm_distance(neutral: np.ndarray, group_x: np.ndarray, group_y: np
 
 
 @attrs.define
-class Rnd(_AssociationVectorMetric):
+class Rnd(_WefeMetric):
     """Relative Norm Distance (Garg et al. 2018): RND = sum over neutral words v of
     ||v - mean(X)|| - ||v - mean(Y)||, the two groups' vectors being the means of their words.
 
@@ -138,8 +75,8 @@ class Rnd(_AssociationVectorMetric):
     distance: str = param("euclidean", "euclidean (Garg et al.) or cosine (1 - cos; same sign convention)", validator=one_of(DISTANCES))
     normalise: bool = param(True, "unit-normalise every vector before averaging groups (Garg et al.)")
 
-    def measure(self, v: SetVectors) -> tuple[float, dict[str, Any], dict[str, Any]]:
-        m = {k: (_unit(x) if self.normalise else x) for k, x in v.matrices.items()}
+    def measure(self, sets: SetVectors, *, seed: int | None) -> Measured:
+        m = {k: (_unit(x) if self.normalise else x) for k, x in sets.matrices.items()}
         per_a = relative_norm_distance(m["A"], m["X"], m["Y"], self.distance)
         per_b = relative_norm_distance(m["B"], m["X"], m["Y"], self.distance)
         total = float(per_a.sum() + per_b.sum())
@@ -148,7 +85,7 @@ class Rnd(_AssociationVectorMetric):
             "rnd_A": float(per_a.sum()),
             "rnd_B": float(per_b.sum()),
             "mean_per_word": total / (len(per_a) + len(per_b)),
-            "per_word": {**_per_word(v.words["A"], per_a), **_per_word(v.words["B"], per_b)},
+            "per_word": {**_per_word(sets.words["A"], per_a), **_per_word(sets.words["B"], per_b)},
         }
         convention = {
             "distance": self.distance,
@@ -156,7 +93,7 @@ class Rnd(_AssociationVectorMetric):
             "sign": "positive: neutral words (A u B) closer to Y than to X",
             "neutral": "A u B",
         }
-        return total, figures, convention
+        return Measured(total, figures=figures, convention=convention)
 
 
 # --- RNSB ------------------------------------------------------------------------------------------
@@ -173,7 +110,7 @@ def rnsb_divergence(probabilities: np.ndarray) -> tuple[float, np.ndarray]:
 
 
 @attrs.define
-class Rnsb(_AssociationVectorMetric):
+class Rnsb(_WefeMetric):
     """Relative Negative Sentiment Bias (Sweeney & Najafian 2019): a logistic regression is trained
     to tell attribute set B (the "negative" words, label 1) from A (label 0); each target word t of
     X u Y gets p(t) = P(B | t); P = p / sum p over all target words; RNSB = KL(P || uniform), in nats.
@@ -191,10 +128,10 @@ class Rnsb(_AssociationVectorMetric):
 
     C: float = param(1.0, "inverse L2 regularisation strength of the logistic regression", validator=between(1e-9, 1e9))
 
-    def measure(self, v: SetVectors) -> tuple[float, dict[str, Any], dict[str, Any]]:
+    def measure(self, sets: SetVectors, *, seed: int | None) -> Measured:
         from sklearn.linear_model import LogisticRegression
 
-        m = v.matrices
+        m = sets.matrices
         train = np.vstack([m["A"], m["B"]])
         labels = np.concatenate([np.zeros(len(m["A"])), np.ones(len(m["B"]))])
         model = LogisticRegression(C=self.C, max_iter=5000)
@@ -208,7 +145,7 @@ class Rnsb(_AssociationVectorMetric):
             "mean_p_B_X": float(p[:nx].mean()),
             "mean_p_B_Y": float(p[nx:].mean()),
             "training_accuracy": float(model.score(train, labels)),
-            "p_B": _per_word(v.words["X"] + v.words["Y"], p),
+            "p_B": _per_word(sets.words["X"] + sets.words["Y"], p),
         }
         convention = {
             "classifier": f"logistic regression, lbfgs, C={self.C}, trained on all of A (0) and B (1)",
@@ -216,7 +153,7 @@ class Rnsb(_AssociationVectorMetric):
             "divergence": "KL(P || uniform), natural log",
             "vectors": "as the model gives them, not unit-normalised (as in WEFE); the classifier sees their lengths",
         }
-        return divergence, figures, convention
+        return Measured(divergence, figures=figures, convention=convention)
 
 
 # --- MAC -------------------------------------------------------------------------------------------
@@ -228,7 +165,7 @@ def mean_cosine_distances(targets: np.ndarray, attributes: np.ndarray) -> np.nda
 
 
 @attrs.define
-class Mac(_AssociationVectorMetric):
+class Mac(_WefeMetric):
     """Mean Average Cosine distance (Manzini et al. 2019): MAC = mean over target words t and
     attribute sets A_j of S(t, A_j), where S(t, A_j) = mean over a in A_j of 1 - cos(t, a).
 
@@ -242,8 +179,8 @@ class Mac(_AssociationVectorMetric):
     name: ClassVar[str] = "mac"
     summary: ClassVar[str] = "Mean Average Cosine distance of targets to attribute sets (Manzini et al. 2019)."
 
-    def measure(self, v: SetVectors) -> tuple[float, dict[str, Any], dict[str, Any]]:
-        m = v.matrices
+    def measure(self, sets: SetVectors, *, seed: int | None) -> Measured:
+        m = sets.matrices
         targets = np.vstack([m["X"], m["Y"]])
         s_a = mean_cosine_distances(targets, m["A"])
         s_b = mean_cosine_distances(targets, m["B"])
@@ -257,14 +194,14 @@ class Mac(_AssociationVectorMetric):
             "S_Y_B": float(s_b[nx:].mean()),
         }
         convention = {"targets": "X u Y", "attribute_sets": "A, B", "distance": "1 - cos"}
-        return mac, figures, convention
+        return Measured(mac, figures=figures, convention=convention)
 
 
 # --- ECT -------------------------------------------------------------------------------------------
 
 
 @attrs.define
-class Ect(_AssociationVectorMetric):
+class Ect(_WefeMetric):
     """Embedding Coherence Test (Dev & Phillips 2019): the Spearman rank correlation between the
     cosine similarities of each attribute word with the mean vector of X and with the mean vector
     of Y (words unit-normalised first).
@@ -278,10 +215,10 @@ class Ect(_AssociationVectorMetric):
     name: ClassVar[str] = "ect"
     summary: ClassVar[str] = "Embedding Coherence Test: rank correlation of attribute similarities to two groups (Dev & Phillips 2019)."
 
-    def measure(self, v: SetVectors) -> tuple[float, dict[str, Any], dict[str, Any]]:
+    def measure(self, sets: SetVectors, *, seed: int | None) -> Measured:
         from scipy.stats import spearmanr
 
-        m = {k: _unit(x) for k, x in v.matrices.items()}
+        m = {k: _unit(x) for k, x in sets.matrices.items()}
         attributes = np.vstack([m["A"], m["B"]])
         mx, my = m["X"].mean(axis=0), m["Y"].mean(axis=0)
         sim_x = attributes @ (mx / np.linalg.norm(mx))
@@ -289,7 +226,7 @@ class Ect(_AssociationVectorMetric):
         if len(attributes) < 2 or np.ptp(sim_x) == 0 or np.ptp(sim_y) == 0:
             raise BiasError("ECT needs at least two attribute words whose similarities differ.", "Check sets A and B.")
         rho, p = spearmanr(sim_x, sim_y)
-        words = v.words["A"] + v.words["B"]
+        words = sets.words["A"] + sets.words["B"]
         figures = {
             "ect": float(rho),
             "spearman_p": float(p),
@@ -297,7 +234,7 @@ class Ect(_AssociationVectorMetric):
             "similarity_to_Y": _per_word(words, sim_y),
         }
         convention = {"groups": "mean of unit vectors of X and of Y", "attributes": "A u B", "correlation": "Spearman, ties averaged"}
-        return float(rho), figures, convention
+        return Measured(float(rho), figures=figures, convention=convention)
 
 
 # --- RIPA ------------------------------------------------------------------------------------------
@@ -342,7 +279,7 @@ def relation_vector(x: np.ndarray, y: np.ndarray, relation: str = "all-pairs") -
 
 
 @attrs.define
-class Ripa(_AssociationVectorMetric):
+class Ripa(_WefeMetric):
     """Relational Inner Product Association (Ethayarajh et al. 2019): RIPA(w) = w . b, the inner
     product of a word vector with the unit relation vector b that points from Y to X.
 
@@ -361,8 +298,8 @@ class Ripa(_AssociationVectorMetric):
     relation: str = param("all-pairs", "relation vector from all-pairs (first PC of every x - y), means, or paired (i-th with i-th)", validator=one_of(RELATIONS))
     normalise: bool = param(False, "unit-normalise word vectors first (the paper uses them as they are)")
 
-    def measure(self, v: SetVectors) -> tuple[float, dict[str, Any], dict[str, Any]]:
-        m = {k: (_unit(x) if self.normalise else x) for k, x in v.matrices.items()}
+    def measure(self, sets: SetVectors, *, seed: int | None) -> Measured:
+        m = {k: (_unit(x) if self.normalise else x) for k, x in sets.matrices.items()}
         b, explained = relation_vector(m["X"], m["Y"], self.relation)
         ra, rb = m["A"] @ b, m["B"] @ b
         effect = float(ra.mean() - rb.mean())
@@ -370,11 +307,11 @@ class Ripa(_AssociationVectorMetric):
             "mean_ripa_A": float(ra.mean()),
             "mean_ripa_B": float(rb.mean()),
             "explained": explained,
-            "ripa": {**_per_word(v.words["A"], ra), **_per_word(v.words["B"], rb)},
+            "ripa": {**_per_word(sets.words["A"], ra), **_per_word(sets.words["B"], rb)},
         }
         convention = {
             "relation": self.relation,
             "normalise": self.normalise,
             "sign": "b points from Y to X; positive effect: A further towards X than B",
         }
-        return effect, figures, convention
+        return Measured(effect, figures=figures, convention=convention)
