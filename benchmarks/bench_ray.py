@@ -24,8 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
-from bias.core import ray_executor, runner
-from bias.core.experiments import Experiment, ModelConfig
+from bias.engine import ray_executor, runner
+from bias.engine.experiments import Experiment, ModelConfig
 
 WORDS = {
     "X": ["rose", "tulip", "daisy", "lily", "orchid", "violet", "poppy", "iris"],

@@ -21,8 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
-from bias.core import runner
-from bias.core.experiments import Experiment, ModelConfig
+from bias.engine import runner
+from bias.engine.experiments import Experiment, ModelConfig
 
 WORDS = {
     "X": ["rose", "tulip", "daisy", "lily", "orchid", "violet", "poppy", "iris"],

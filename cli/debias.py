@@ -34,7 +34,7 @@ def execute(
     wordsets: list[str] | None = None,
     metrics: list[str] | None = None,
 ) -> int:
-    from bias.core.runner import versions
+    from bias.engine.runner import versions
     from bias.registry.resolve import (
         build_debiaser,
         build_embedder,

@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.text import Text
 
 from bias.core.errors import FAILURE, USAGE, BiasError
-from bias.core.experiments import DEFAULT_SEED, ModelConfig, expand, load_config, refuse_conflicts, unique
+from bias.engine.experiments import DEFAULT_SEED, ModelConfig, expand, load_config, refuse_conflicts, unique
 from bias.core.duplicates import same_models
 from bias.core.model import FAILED, OK, REFUSED
 from bias.core.text import listed, message
@@ -61,8 +61,8 @@ def _execute(
     with_original: bool = False,
     before_after: bool = False,
 ) -> int:
-    from bias.core import runner
-    from bias.core.manifest import Manifest, command_line
+    from bias.engine import runner
+    from bias.engine.manifest import Manifest, command_line
     from bias.core.reports import build, load_report, write_report
 
     settings: dict[str, Any] = {}
@@ -116,7 +116,7 @@ def _execute(
             settings=settings, family=family, resume=resume,
         )
     if executor == "ray":
-        from bias.core import ray_executor
+        from bias.engine import ray_executor
 
         ray_executor.import_ray()  # a missing extra is said before any work
         run_plan: Any = functools.partial(ray_executor.run, address=ray_address)
@@ -231,7 +231,7 @@ def _before_after(results: Sequence[Any], prepared: Sequence[Any], after_model: 
 
 
 def _executor(executor: str, address: str | None) -> tuple[str, str | None]:
-    from bias.core.experiments import EXECUTORS
+    from bias.engine.experiments import EXECUTORS
 
     if executor not in EXECUTORS:
         raise BiasError(f"--executor must be one of {', '.join(EXECUTORS)}, not '{executor}'.", "local runs in this process; ray on a Ray cluster.")

@@ -6,6 +6,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from bias.core.did_you_mean import suggestions
 from bias.core.errors import BiasError
 from bias.core.interfaces import Embedder, Metric, WordSetFormat
 from bias.core.params import coerce_params
@@ -33,7 +34,7 @@ def load_wordset(name_or_path: str) -> Any:
     entry = entries.get(name_or_path)
     if entry is None:
         names = sorted(entries)
-        hint = eps.suggestions(name_or_path, names) or (
+        hint = suggestions(name_or_path, names) or (
             "See `bias list wordsets`." if names else "No word sets are installed: install a language package, e.g. bias-lang-en."
         )
         raise BiasError(f"No word set named '{name_or_path}'.", hint)

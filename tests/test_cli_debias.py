@@ -134,9 +134,9 @@ def test_run_debiases_encoders_on_the_fly_and_refuses_methods_that_do_not_fit(tm
 def test_run_debias_takes_the_lists_of_the_word_sets_language(planted_gender, files, tmp_path, monkeypatch):
     """`--debias` without lists used the English lists for every language; now the lists follow the
     language of the run's word sets, and a run that mixes languages must name its lists."""
-    from bias.core import runner
+    from bias.engine import runner
     from bias.core.errors import BiasError
-    from bias.core.experiments import Experiment, ModelConfig
+    from bias.engine.experiments import Experiment, ModelConfig
     import bias.registry.resolve as resolve
     from bias.registry.resolve import debiased_on_load
 

@@ -252,8 +252,8 @@ def test_a_damaged_cache_file_does_not_change_results(tiny_dir: Path, tmp_path: 
 
 def test_a_repeated_weat_run_runs_the_model_once(tiny_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Two `bias run --metric weat` runs of the same experiment, through the runner the CLI uses."""
-    from bias.core import runner
-    from bias.core.experiments import Experiment, ModelConfig
+    from bias.engine import runner
+    from bias.engine.experiments import Experiment, ModelConfig
 
     wordset = tmp_path / "flowers.toml"
     wordset.write_text(

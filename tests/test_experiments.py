@@ -12,10 +12,11 @@ from rich.console import Console
 
 from fixtures.planted import A_WORDS, B_WORDS, X_WORDS, Y_WORDS
 
-from bias.core import runner
+from bias.engine import runner
 from bias.core.errors import BiasError
-from bias.core.experiments import load_config
-from bias.core.manifest import Manifest, read_manifest
+from bias.engine.experiments import load_config
+from bias.core.run_manifest import read_manifest
+from bias.engine.manifest import Manifest
 
 PAIRS = """kind = "pairs"
 language = "en"
@@ -218,7 +219,7 @@ def test_identical_reruns_give_identical_results_apart_from_timings(planted_file
 def test_execution_options_are_not_part_of_the_experiment_key():
     """Batch size, device and cache location change how a result is computed, not its value: resuming
     with a smaller --batch-size or on another device must find the experiments already done."""
-    from bias.core.experiments import Experiment, ModelConfig
+    from bias.engine.experiments import Experiment, ModelConfig
 
     def key(**options):
         return Experiment(ModelConfig("hf:some/folder", options), "en/weat1", "seat", {"ddof": 1}, 0).key

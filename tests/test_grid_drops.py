@@ -3,8 +3,8 @@ pooling at word level, `cls` pooling of static vectors; SEAT on static vectors p
 
 from __future__ import annotations
 
-from bias.core.experiments import ModelConfig, expand
-from bias.core.runner import plan
+from bias.engine.experiments import ModelConfig, expand
+from bias.engine.runner import plan
 from bias.plugins.metrics.seat import resolve_pooling
 
 

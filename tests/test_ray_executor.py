@@ -20,8 +20,8 @@ import pytest
 
 import ray  # the test extra installs it, so these tests run in CI and never skip
 
-from bias.core import ray_executor, runner
-from bias.core.experiments import Experiment, ModelConfig
+from bias.engine import ray_executor, runner
+from bias.engine.experiments import Experiment, ModelConfig
 from bias.core.model import FAILED, OK
 from test_registry import make_distribution
 
@@ -262,7 +262,7 @@ def test_resources_are_checked_and_become_actor_options():
 
 def test_executor_and_resources_in_the_experiment_file(tmp_path):
     from bias.core.errors import BiasError
-    from bias.core.experiments import load_config
+    from bias.engine.experiments import load_config
 
     config = tmp_path / "exp.toml"
     config.write_text(

@@ -7,10 +7,10 @@ import json
 import pytest
 
 from bias.core.errors import BiasError
-from bias.core.experiments import Experiment, ModelConfig, load_config
+from bias.engine.experiments import Experiment, ModelConfig, load_config
 from bias.core.model import Result
 from bias.core.results import ResultStore, read_results, scan_results
-from bias.core.runner import prepare
+from bias.engine.runner import prepare
 
 
 def result(key: str, d: float = 0.5) -> Result:

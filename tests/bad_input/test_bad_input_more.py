@@ -452,7 +452,7 @@ def test_debug_shows_the_whole_chain(world: World, tmp_path: Path) -> None:
 
 
 def test_an_unexpected_failure_exits_1_and_says_how_to_report_it(monkeypatch: pytest.MonkeyPatch, world: World) -> None:
-    from bias.core import runner
+    from bias.engine import runner
 
     def broken(*args, **kwargs):
         raise ZeroDivisionError("a bug")

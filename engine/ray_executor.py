@@ -89,14 +89,14 @@ class ModelWorker:
         self.load_s = time.perf_counter() - started
 
     def loaded(self) -> dict[str, Any]:
-        from bias.core.runner import _reason
+        from bias.engine.runner import _reason
 
         if self.error is not None:
             return {"error": _reason(self.error), "load_s": self.load_s, "pid": os.getpid()}
         return {"fingerprint": self.embedder.fingerprint(), "info": self.embedder.describe(), "load_s": self.load_s, "pid": os.getpid()}
 
     def run(self, prepared: Any) -> Result:
-        from bias.core.runner import _load_failure, run_one
+        from bias.engine.runner import _load_failure, run_one
 
         if self.error is not None:
             return _load_failure(prepared, self.error, self.load_s)
@@ -175,8 +175,8 @@ def run(
     num_cpus: int | None = None,
 ) -> Iterator[Result]:
     """Yield each result as it arrives from the cluster (and append it to `out/results.jsonl` first);
-    the same contract as `bias.core.runner.run`."""
-    from bias.core.runner import Event
+    the same contract as `bias.engine.runner.run`."""
+    from bias.engine.runner import Event
 
     store = ResultStore(out) if out is not None else None
     done = store.done_keys() if (store and resume and store.path.exists()) else set()
@@ -255,7 +255,7 @@ def run(
 
 
 def _worker_failure(p: Any, exc: BaseException, retries: int) -> Result:
-    from bias.core.runner import failed_before_metric
+    from bias.engine.runner import failed_before_metric
 
     first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
     reason = f"the Ray worker running it died and {retries} retries were spent ({type(exc).__name__}: {first_line[:200]})"

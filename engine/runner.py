@@ -21,7 +21,7 @@ import attrs
 
 from bias.core import budget
 from bias.core.errors import FAILURE, BiasError
-from bias.core.experiments import Experiment
+from bias.engine.experiments import Experiment
 from bias.core.interfaces import Embedder, Metric, check_compatible, missing_capabilities, variant_meta
 from bias.core.model import FAILED, REFUSED, Result
 from bias.core.results import ResultStore
