@@ -106,7 +106,7 @@ def execute(
         "missing": info.pop("missing", None),
         "timings": {**info.pop("timings", {}), **timings},
         "details": {k: v for k, v in info.items() if k not in ("method", "lists")},
-        "versions": versions(embedder),
+        "versions": versions(),
     }
     (out / "debias.json").write_text(json.dumps(record, indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
     missing = record["missing"] or {}

@@ -61,7 +61,7 @@ def _execute(
     with_original: bool = False,
     before_after: bool = False,
 ) -> int:
-    from bias.engine import runner
+    from bias.engine import planning, runner
     from bias.engine.manifest import Manifest, command_line
     from bias.core.reports import build, load_report, write_report
 
@@ -101,8 +101,8 @@ def _execute(
     family = family or settings.get("family", "run")
     executor, ray_address = _executor(executor or settings.get("executor", "local"), ray_address or settings.get("ray_address"))
 
-    plan = runner.plan(experiments)
-    runner.check_models(plan.prepared)
+    plan = planning.plan(experiments)
+    planning.check_models(plan)
     for line in skipped_lines(plan.skipped):
         (err_console if as_json else console).print(line, highlight=False, soft_wrap=True)
     manifest = None
@@ -121,7 +121,7 @@ def _execute(
         ray_executor.import_ray()  # a missing extra is said before any work
         run_plan: Any = functools.partial(ray_executor.run, address=ray_address)
     else:
-        run_plan = runner.run
+        run_plan = functools.partial(runner.run, input_models=plan.input_models)
         if manifest is not None:
             manifest.executor("local")
     results: list[Any] = []
@@ -136,7 +136,7 @@ def _execute(
     try:
         with _progress(console, show_progress, plain=plain_lines) as progress:
             for result in run_plan(
-                plan.prepared, out=out, resume=resume, fail_fast=fail_fast, debug=debug, on_event=progress.event, manifest=manifest
+                plan.runnable, out=out, resume=resume, fail_fast=fail_fast, debug=debug, on_event=progress.event, manifest=manifest
             ):
                 results.append(result)
                 if as_json:
@@ -151,7 +151,7 @@ def _execute(
         raise
     finally:
         if manifest is not None:
-            manifest.finish(status, computed=len(results), planned=len(plan.prepared), skipped=len(plan.skipped))
+            manifest.finish(status, computed=len(results), planned=len(plan.runnable), skipped=len(plan.skipped))
         if out is not None and (out / "results.jsonl").exists():
             report = load_report(out, family=family, title=settings.get("title"))
             written = write_report(report, out, formats)
@@ -163,7 +163,7 @@ def _execute(
     shown = results
     if out is not None:
         # On resume, the table shows this run's experiments, whether computed now or before.
-        wanted = {p.experiment.key for p in plan.prepared}
+        wanted = {p.experiment.key for p in plan.runnable}
         shown = [r for r in report.results if r.key in wanted]
     if not as_json:
         from bias.cli.render import results_table
@@ -177,9 +177,9 @@ def _execute(
         for line in messages(shown_report, results):
             console.print(line, highlight=False, soft_wrap=True)
         if after_model is not None:
-            _before_after(shown, plan.prepared, after_model, out, console)
+            _before_after(shown, plan.runnable, after_model, out, console)
         if out is not None:
-            finished = len(plan.prepared) - len(results) if status == "finished" else 0
+            finished = len(plan.runnable) - len(results) if status == "finished" else 0
             note = f" ({finished} already finished, skipped)" if finished else ""
             from bias.core.results import DETAIL_TABLES
 

@@ -122,13 +122,13 @@ class Manifest:
         legacy = getattr(plan, "legacy_fingerprint", None)
         existing = check_folder(folder, plan.fingerprint, resume=resume, also=(legacy,) if legacy else ())
         settings = settings or {}
-        seeds = sorted({p.experiment.seed for p in plan.prepared}, key=lambda s: (s is None, s))
+        seeds = sorted({p.experiment.seed for p in plan.runnable}, key=lambda s: (s is None, s))
         data = existing if (resume and existing) else {
             "format": FORMAT,
             "title": settings.get("title", ""),
             "description": settings.get("description", ""),
             "config_fingerprint": plan.fingerprint,
-            "experiments": len(plan.prepared),
+            "experiments": len(plan.runnable),
             "config_file": config_path,
             "config_text": config_text,
             "grid": settings.get("grid", {}),

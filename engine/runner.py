@@ -1,4 +1,4 @@
-"""Runs experiments: checks everything before work starts, loads each model once, writes each result
+"""Runs a plan (see `bias.engine.planning`) in this process: loads each model once, writes each result
 the moment it exists, and skips finished experiments on `resume`.
 
 The runner knows nothing of the terminal: it reports through callbacks, and the CLI renders them.
@@ -7,7 +7,6 @@ The runner knows nothing of the terminal: it reports through callbacks, and the 
 from __future__ import annotations
 
 import functools
-import hashlib
 import logging
 import platform
 import sys
@@ -19,220 +18,20 @@ from typing import Any
 
 import attrs
 
-from bias.core import budget
+from bias import registry
 from bias.core.errors import FAILURE, BiasError
-from bias.engine.experiments import Experiment
-from bias.core.interfaces import Embedder, Metric, check_compatible, missing_capabilities, variant_meta
+from bias.core.interfaces import Embedder, Metric, missing_capabilities, variant_meta
 from bias.core.model import FAILED, REFUSED, Result
 from bias.core.results import ResultStore
-from bias.core.specs import parse_spec
+from bias.engine.experiments import Experiment
+from bias.engine.inputs import InputModels
+from bias.engine.planning import PlannedExperiment
+from bias.registry import entry_points as eps
 
 log = logging.getLogger(__name__)
 
 
-@attrs.define
-class Prepared:
-    """An experiment with its metric built and its data loaded, checked against its embedder type."""
-
-    experiment: Experiment
-    metric: Metric
-    data: Any
-
-
-def route_params(experiments: Sequence[Experiment]) -> list[Experiment]:
-    """Give each metric only the parameters it declares, so one command can run WEAT and CrowS with
-    options meant for one of them; a parameter no chosen metric has is a mistake, and is refused."""
-    from bias.core.params import describe_params
-    from bias.registry.entry_points import load
-
-    declared: dict[str, set[str]] = {}
-    for exp in experiments:
-        if exp.metric not in declared:
-            declared[exp.metric] = {p.name for p in describe_params(load("metrics", exp.metric))}
-    given = {k.replace("-", "_") for exp in experiments for k in exp.params}
-    known = set().union(*declared.values()) if declared else set()
-    unknown = sorted(given - known)
-    if unknown:
-        from bias.registry.entry_points import suggestions
-
-        names = ", ".join(sorted(declared))
-        tips = " ".join(s for s in (suggestions(u, sorted(known)) for u in unknown) if s)
-        if {"layer", "pooling"} & set(unknown):
-            tips += (" The layer and pooling of word vectors (WEAT and other word-level metrics) are the model's:"
-                     " --model-option layer=N, --model-option word_pooling=first.")
-        raise BiasError(
-            f"No metric of this run ({names}) has the parameter(s) {', '.join(unknown)}.",
-            (tips.strip() + " " if tips.strip() else "") + "See `bias info METRIC` for the parameters of each metric.",
-        )
-    out = []
-    for exp in experiments:
-        params = {k.replace("-", "_"): v for k, v in exp.params.items()}
-        out.append(attrs.evolve(exp, params={k: v for k, v in params.items() if k in declared[exp.metric]}))
-    return out
-
-
-@attrs.frozen
-class Skipped:
-    """A combination of the grid that cannot run (a pair set given to WEAT, a masked-LM metric on
-    word2vec), listed with its reason instead of stopping the batch."""
-
-    model: str
-    wordset: str
-    metric: str
-    params: dict[str, Any]
-    reason: str
-    key: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return attrs.asdict(self)
-
-    def __str__(self) -> str:
-        return f"{self.metric} on {self.wordset} with {self.model}: {self.reason}"
-
-
-@attrs.define
-class Plan:
-    """What a batch will do: the runnable experiments, the skipped combinations and how many grid
-    combinations collapsed into one (an option that the metric does not declare)."""
-
-    prepared: list[Prepared]
-    skipped: list[Skipped] = attrs.Factory(list)
-    merged: int = 0
-
-    @property
-    def fingerprint(self) -> str:
-        """A hash of the experiment keys (runnable and skipped): the same configuration, however
-        written, has the same fingerprint; a resumed run must match it."""
-        keys = sorted(p.experiment.key for p in self.prepared) + sorted("skipped:" + s.key for s in self.skipped)
-        return hashlib.sha256("\n".join(keys).encode("utf-8")).hexdigest()[:16]
-
-    @property
-    def legacy_fingerprint(self) -> str:
-        """The fingerprint of the same configuration under the older experiment keys (see
-        `Experiment.legacy_key`), accepted when resuming a folder written before."""
-        keys = sorted(p.experiment.legacy_key for p in self.prepared) + sorted("skipped:" + s.key for s in self.skipped)
-        return hashlib.sha256("\n".join(keys).encode("utf-8")).hexdigest()[:16]
-
-
-def plan(experiments: Sequence[Experiment]) -> Plan:
-    """Build every metric and load every word set up front, so bad input fails before any model loads;
-    set aside the combinations that cannot run, with their reason. Raises if nothing is left."""
-    from bias import registry
-    from bias.registry.resolve import embedder_class
-
-    if not experiments:
-        raise BiasError("Nothing to run: the grid has no experiments.", "Name at least one model, word set and metric.")
-    from bias.core.params import coerce_params
-    from bias.registry import entry_points as eps
-
-    wordsets: dict[str, Any] = {}
-    metric_classes: dict[str, Any] = {}
-    embedder_types: dict[str, Any] = {}
-    prepared: list[Prepared] = []
-    skipped: list[Skipped] = []
-    seen: set[str] = set()
-    merged = 0
-    for exp in route_params(experiments):
-        if exp.metric not in metric_classes:  # entry points are looked up once per name, not per experiment
-            metric_classes[exp.metric] = eps.load("metrics", exp.metric)
-        cls = metric_classes[exp.metric]
-        try:
-            metric = cls(**coerce_params(cls, exp.params, exp.metric))
-        except BiasError as exc:
-            # A combination of options that does not fit (cls pooling at word level): set aside with its
-            # reason; if no combination fits, the error below names it.
-            skipped.append(Skipped(exp.model.label(), exp.wordset, exp.metric, dict(exp.params), exc.message, exp.key))
-            continue
-        if exp.wordset not in wordsets:
-            wordsets[exp.wordset] = registry.load_wordset(exp.wordset)
-        data = wordsets[exp.wordset]
-        full = attrs.evolve(exp, params=metric.params())
-        if full.key in seen:  # the same experiment reached twice through a grid of another metric's options
-            merged += 1
-            continue
-        seen.add(full.key)
-        embedder_name = parse_spec(exp.model.spec).embedder
-        if embedder_name not in embedder_types:
-            embedder_types[embedder_name] = embedder_class(embedder_name)  # unknown names are errors
-        embedder_type = embedder_types[embedder_name]
-        try:
-            check_compatible(metric, embedder_type, data.meta.kind)
-            # A metric may know that one of its settings cannot work with a kind of model (cls pooling
-            # of static vectors): `unfit(embedder_type)` gives the reason.
-            unfit = getattr(metric, "unfit", None)
-            reason = unfit(embedder_type) if callable(unfit) else None
-            if reason:
-                raise BiasError(reason)
-        except BiasError as exc:
-            skipped.append(Skipped(exp.model.label(), exp.wordset, exp.metric, full.params, exc.message, full.key))
-            continue
-        sizes = {k: len(getattr(data, k).words) for k in ("X", "Y", "A", "B") if hasattr(getattr(data, k, None), "words")}
-        if sizes:
-            budget.check(f"{exp.metric} on {exp.wordset}", full.params, sizes)
-        prepared.append(Prepared(full, metric, data))
-    prepared = _debias_languages(prepared)
-    if not prepared:
-        reasons = list(dict.fromkeys(s.reason for s in skipped))
-        raise BiasError(
-            f"Nothing to run: every combination was skipped ({len(skipped)}). " + " ".join(reasons[:3]),
-            "Choose metrics that fit the models and word sets (see `bias list metrics` and `bias list wordsets`).",
-        )
-    return Plan(prepared, skipped, merged)
-
-
-def _debias_languages(prepared: list[Prepared]) -> list[Prepared]:
-    """A model debiased on load (`debias` without `debias_lists`) takes the debiasing lists of the
-    language of the word sets it is measured on, so a Dutch model is not debiased with English lists.
-    A model measured on word sets of several languages needs lists named by the user."""
-    languages: dict[tuple[str, str], set[str]] = {}
-    for p in prepared:
-        options = p.experiment.model.options
-        if options.get("debias") and not options.get("debias_lists") and not options.get("debias_language"):
-            key = (p.experiment.model.spec, repr(sorted(options.items())))
-            languages.setdefault(key, set()).add(str(getattr(p.data.meta, "language", "") or ""))
-    if not languages:
-        return prepared
-    for (spec, _), found in languages.items():
-        named = sorted(x for x in found if x)
-        if len(named) != 1 or len(found) != 1:
-            raise BiasError(
-                f"Cannot choose the debiasing lists for {spec}: the run's word sets are in "
-                + (f"several languages ({', '.join(named)})" if len(named) > 1 else "no stated language")
-                + ", and each language has its own lists.",
-                "Name the lists with --debias-lists (e.g. en/debias-gender, or a file), or run one language at a time.",
-            )
-    out = []
-    for p in prepared:
-        model = p.experiment.model
-        key = (model.spec, repr(sorted(model.options.items())))
-        if key in languages:
-            language = next(iter(languages[key]))
-            model = attrs.evolve(model, options={**model.options, "debias_language": language})
-            p = attrs.evolve(p, experiment=attrs.evolve(p.experiment, model=model))
-        out.append(p)
-    return out
-
-
-def check_models(prepared: Sequence[Prepared]) -> None:
-    """Each model's cheap checks (files, device, Hub reachable) before any model is loaded, so a
-    missing file or an impossible device is answered in seconds, not after the other models ran."""
-    from bias import registry
-
-    seen: set[str] = set()
-    for p in prepared:
-        model = p.experiment.model
-        if model.label() in seen:
-            continue
-        seen.add(model.label())
-        registry.build_embedder(model.spec, **model.options).check()
-
-
-def prepare(experiments: Sequence[Experiment]) -> list[Prepared]:
-    """The runnable experiments (see `plan`)."""
-    return plan(experiments).prepared
-
-
-def versions(embedder: Embedder | None = None) -> dict[str, str]:
+def versions() -> dict[str, str]:
     """Versions that could change a number: Python, the framework, numpy, and the model libraries
     loaded so far (read from package metadata once per set of loaded libraries)."""
     return dict(_versions(tuple(m for m in ("torch", "transformers", "gensim", "fasttext") if m in sys.modules)))
@@ -272,31 +71,32 @@ class Event:
 
 
 def run(
-    prepared: Sequence[Prepared],
+    planned: Sequence[PlannedExperiment],
     *,
     out: Path | None = None,
     resume: bool = False,
-    on_start: Callable[[Prepared], None] | None = None,
+    on_start: Callable[[PlannedExperiment], None] | None = None,
     on_event: Callable[[Event], None] | None = None,
     fail_fast: bool = False,
     debug: bool = False,
     manifest: Any = None,
+    input_models: InputModels | None = None,
 ) -> Iterator[Result]:
     """Yield each result as it is computed (and append it to `out/results.jsonl` first).
 
-    Each model is loaded once for all its experiments. A model that fails to load gives a failed
+    Each model is loaded once for all its experiments, and each model a metric asked for as an input
+    once for the run (`input_models`: those the plan built). A model that fails to load gives a failed
     result for each of its experiments and the batch goes on (`fail_fast` stops it). On resume,
     experiments whose key already has a result other than "failed" are skipped. An interrupt
     (KeyboardInterrupt) simply ends the iteration: every result written so far is on disk.
     """
-    from bias import registry
-
+    input_models = input_models if input_models is not None else InputModels()
     store = ResultStore(out) if out is not None else None
     done = store.done_keys() if (store and resume and store.path.exists()) else set()
-    todo = [p for p in prepared if p.experiment.key not in done and p.experiment.legacy_key not in done]
+    todo = [p for p in planned if p.experiment.key not in done and p.experiment.legacy_key not in done]
     if done:
-        log.info("Resuming: %d of %d experiments already finished.", len(prepared) - len(todo), len(prepared))
-    by_model: dict[tuple[str, str], list[Prepared]] = {}
+        log.info("Resuming: %d of %d experiments already finished.", len(planned) - len(todo), len(planned))
+    by_model: dict[tuple[str, str], list[PlannedExperiment]] = {}
     for p in todo:
         model = p.experiment.model
         by_model.setdefault((model.spec, repr(sorted(model.options.items()))), []).append(p)
@@ -336,7 +136,7 @@ def run(
             if on_start:
                 on_start(p)
             emit("start", model.label(), p.experiment)
-            result = run_one(p, embedder, debug=debug)
+            result = run_one(p, embedder, debug=debug, input_models=input_models)
             result = attrs.evolve(result, timings={**result.timings, "model_load_s": round(load_seconds, 4)})
             if store:
                 store.append(result)
@@ -371,7 +171,7 @@ def failed_before_metric(exp: Experiment, reason: str, timings: dict[str, float]
     )
 
 
-def _load_failure(p: Prepared, exc: BaseException, load_seconds: float) -> Result:
+def _load_failure(p: PlannedExperiment, exc: BaseException, load_seconds: float) -> Result:
     """The result of an experiment whose model could not be opened: failed (redone on resume)."""
     exp = p.experiment
     code = exc.exit_code if isinstance(exc, BiasError) else 1
@@ -390,8 +190,6 @@ def _check_available(metric: Metric, embedder: Embedder) -> None:
     missing = missing_capabilities(metric, have)
     if not missing:
         return
-    from bias.registry import entry_points as eps
-
     fitting = []
     for info in eps.entry_points("metrics"):
         try:
@@ -416,12 +214,18 @@ def _data_meta(data: Any) -> dict[str, Any]:
             **variant_meta(meta)}
 
 
-def run_one(p: Prepared, embedder: Embedder, *, debug: bool = False) -> Result:
+def run_one(p: PlannedExperiment, embedder: Embedder, *, debug: bool = False, input_models: InputModels | None = None) -> Result:
+    """One experiment on its loaded model, always as a Result: a refusal or a failure (of the metric,
+    or of loading a model it asked for) is recorded, not raised (unless `debug`)."""
     exp = p.experiment
     started = time.perf_counter()
     try:
         _check_available(p.metric, embedder)
-        result = p.metric.compute(embedder, p.data, seed=exp.seed)
+        if p.inputs:
+            inputs = (input_models if input_models is not None else InputModels()).resolve(p.inputs, embedder)
+            result = p.metric.compute(embedder, p.data, seed=exp.seed, inputs=inputs)
+        else:
+            result = p.metric.compute(embedder, p.data, seed=exp.seed)
     except BiasError as exc:
         if debug:
             raise
@@ -448,7 +252,7 @@ def run_one(p: Prepared, embedder: Embedder, *, debug: bool = False) -> Result:
         params=exp.params,
         seed=exp.seed,
         timings={"compute_s": round(elapsed, 4)},
-        versions=versions(embedder),
+        versions=versions(),
         meta={
             **result.meta, "model_fingerprint": embedder.fingerprint(), "model_info": embedder.describe(),
             **({"model_name": exp.model.name} if exp.model.name else {}),

@@ -20,7 +20,7 @@ import pytest
 
 import ray  # the test extra installs it, so these tests run in CI and never skip
 
-from bias.engine import ray_executor, runner
+from bias.engine import planning, ray_executor, runner
 from bias.engine.experiments import Experiment, ModelConfig
 from bias.core.model import FAILED, OK
 from test_registry import make_distribution
@@ -128,7 +128,7 @@ def lines(path: Path) -> list[dict]:
 
 
 def test_ray_run_equals_local_run_key_by_key(cluster, tmp_path):
-    prepared = runner.plan(grid(cluster)).prepared
+    prepared = planning.plan(grid(cluster)).runnable
     local = {r.key: comparable(r) for r in runner.run(prepared, out=tmp_path / "local")}
     on_ray = {r.key: comparable(r) for r in ray_executor.run(prepared, out=tmp_path / "ray")}
     assert len(local) == 6 and local.keys() == on_ray.keys()
@@ -152,7 +152,7 @@ def test_killed_worker_is_retried_and_each_result_written_once(cluster, tmp_path
     marker = tmp_path / "tickets"
     marker.write_text("1")  # the first attempt kills its worker; the restarted actor succeeds
     experiments = grid(cluster, seeds=range(2))[:2] + grid(cluster, seeds=[5], metric="kill-worker", params={"marker": str(marker)})[:1]
-    prepared = runner.plan(experiments).prepared
+    prepared = planning.plan(experiments).runnable
     results = list(ray_executor.run(prepared, out=tmp_path / "out"))
     assert marker.read_text() == "0"  # the worker really was killed once
     assert [r.status for r in results] == [OK, OK, OK], [r.reason for r in results]
@@ -164,7 +164,7 @@ def test_retries_are_bounded_and_the_failure_is_recorded(cluster, tmp_path):
     marker = tmp_path / "tickets"
     marker.write_text("100")  # always kills: the retries run out
     experiments = grid(cluster, seeds=[7], metric="kill-worker", params={"marker": str(marker)})[:1]
-    prepared = runner.plan(experiments).prepared
+    prepared = planning.plan(experiments).runnable
     results = list(ray_executor.run(prepared, out=tmp_path / "out", max_retries=1))
     assert len(results) == 1 and results[0].status == FAILED and "retries" in results[0].reason
     assert 100 - int(marker.read_text()) == 2  # the first attempt and one retry, no more
