@@ -142,6 +142,27 @@ def test_ray_run_equals_local_run_key_by_key(cluster, tmp_path):
     assert bare.key == attrs_evolve_resources(bare).key
 
 
+def test_secondary_inputs_reach_the_workers_and_match_a_local_run(cluster, tmp_path):
+    """A metric asking for a word set and another model gets them on Ray as in a local run."""
+    from bias.registry import entry_points
+    from test_engine_inputs import INPUTS_PLUGIN
+
+    (cluster["site"] / "bias_needs_inputs.py").write_text(INPUTS_PLUGIN)  # on the workers' PYTHONPATH
+    make_distribution(cluster["site"], "bias-needs-inputs", {"bias.metrics": {"needs-inputs": "bias_needs_inputs:NeedsInputs"}})
+    entry_points.refresh()
+    other = write_model(tmp_path / "other.txt", 9)
+    experiments = [
+        Experiment(ModelConfig(f"word2vec:{m}", resources={"cpus": 0.5}), str(cluster["wordset"]), "needs-inputs", {"original": f"word2vec:{other}"}, seed)
+        for m in cluster["models"]
+        for seed in range(2)
+    ]
+    planned = planning.plan(experiments)
+    local = {r.key: (r.status, r.effect_size, r.figures) for r in runner.run(planned.runnable, input_models=planned.input_models)}
+    on_ray = {r.key: (r.status, r.effect_size, r.figures) for r in ray_executor.run(planned.runnable)}
+    assert len(local) == 4 and on_ray == local
+    assert all(status == OK and figures["original"] == f"word2vec:{other}" for status, _, figures in on_ray.values())
+
+
 def attrs_evolve_resources(exp: Experiment) -> Experiment:
     import attrs
 
