@@ -24,8 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
-from bias.core import ray_executor, runner
-from bias.core.experiments import Experiment, ModelConfig
+from bias.engine import planning, ray_executor, runner
+from bias.engine.experiments import Experiment, ModelConfig
 
 WORDS = {
     "X": ["rose", "tulip", "daisy", "lily", "orchid", "violet", "poppy", "iris"],
@@ -75,7 +75,7 @@ def main() -> None:
             for m in models
             for seed in range(args.seeds)
         ]
-        prepared = runner.plan(experiments).prepared
+        prepared = planning.plan(experiments).runnable
         n = len(prepared)
         print(f"grid: {args.models} models x {args.seeds} seeds = {n} WEAT experiments (8 v 8, {args.permutations:,} sampled permutations)")
 

@@ -21,8 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
-from bias.core import runner
-from bias.core.experiments import Experiment, ModelConfig
+from bias.engine import planning, runner
+from bias.engine.experiments import Experiment, ModelConfig
 
 WORDS = {
     "X": ["rose", "tulip", "daisy", "lily", "orchid", "violet", "poppy", "iris"],
@@ -59,10 +59,10 @@ def main() -> None:
             for seed in range(args.experiments)
         ]
         started = time.perf_counter()
-        plan = runner.plan(experiments)
+        plan = planning.plan(experiments)
         planned = time.perf_counter() - started
         started = time.perf_counter()
-        results = list(runner.run(plan.prepared, out=folder / "out"))
+        results = list(runner.run(plan.runnable, out=folder / "out"))
         wall = time.perf_counter() - started
     n = len(results)
     compute = sum(r.timings["compute_s"] for r in results)

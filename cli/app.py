@@ -200,7 +200,7 @@ def run_cmd(
     }.items():
         if value is not None:
             params[key] = value
-    from bias.core.experiments import refuse_conflicts
+    from bias.engine.experiments import refuse_conflicts
 
     given = _parse_options(param, "--param")
     refuse_conflicts(params, given, "its own option (such as --permutations)", "--param")
@@ -271,7 +271,7 @@ def validate_cmd(
 ) -> None:
     """Check word-set files, language packages or folders of datasets; report every problem with file and field, and a line per file."""
     from bias.cli.render import problems
-    from bias.core.validate import validate_path, validate_paths
+    from bias.engine.validate import validate_path, validate_paths
 
     if len(paths) == 1 and (paths[0].is_file() or (paths[0] / "pyproject.toml").exists()):
         found, checked = validate_path(paths[0], frequencies)

@@ -34,7 +34,7 @@ def execute(
     wordsets: list[str] | None = None,
     metrics: list[str] | None = None,
 ) -> int:
-    from bias.core.runner import versions
+    from bias.engine.runner import versions
     from bias.registry.resolve import (
         build_debiaser,
         build_embedder,
@@ -106,7 +106,7 @@ def execute(
         "missing": info.pop("missing", None),
         "timings": {**info.pop("timings", {}), **timings},
         "details": {k: v for k, v in info.items() if k not in ("method", "lists")},
-        "versions": versions(embedder),
+        "versions": versions(),
     }
     (out / "debias.json").write_text(json.dumps(record, indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
     missing = record["missing"] or {}

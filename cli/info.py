@@ -8,6 +8,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from bias.core.did_you_mean import suggestions
 from bias.core.errors import BiasError
 
 
@@ -73,7 +74,7 @@ def describe(name: str) -> list[dict[str, Any]]:
             }
         )
     if not found:
-        hint = eps.suggestions(name, candidates) or "See `bias list`."
+        hint = suggestions(name, candidates) or "See `bias list`."
         raise BiasError(f"No plugin or word set named '{name}'.", hint)
     return found
 

@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.text import Text
 
 from bias.core.errors import FAILURE, USAGE, BiasError
-from bias.core.experiments import DEFAULT_SEED, ModelConfig, expand, load_config, refuse_conflicts, unique
+from bias.engine.experiments import DEFAULT_SEED, ModelConfig, expand, load_config, refuse_conflicts, unique
 from bias.core.duplicates import same_models
 from bias.core.model import FAILED, OK, REFUSED
 from bias.core.text import listed, message
@@ -61,8 +61,8 @@ def _execute(
     with_original: bool = False,
     before_after: bool = False,
 ) -> int:
-    from bias.core import runner
-    from bias.core.manifest import Manifest, command_line
+    from bias.engine import planning, runner
+    from bias.engine.manifest import Manifest, command_line
     from bias.core.reports import build, load_report, write_report
 
     settings: dict[str, Any] = {}
@@ -101,8 +101,8 @@ def _execute(
     family = family or settings.get("family", "run")
     executor, ray_address = _executor(executor or settings.get("executor", "local"), ray_address or settings.get("ray_address"))
 
-    plan = runner.plan(experiments)
-    runner.check_models(plan.prepared)
+    plan = planning.plan(experiments)
+    planning.check_models(plan)
     for line in skipped_lines(plan.skipped):
         (err_console if as_json else console).print(line, highlight=False, soft_wrap=True)
     manifest = None
@@ -116,12 +116,12 @@ def _execute(
             settings=settings, family=family, resume=resume,
         )
     if executor == "ray":
-        from bias.core import ray_executor
+        from bias.engine import ray_executor
 
         ray_executor.import_ray()  # a missing extra is said before any work
         run_plan: Any = functools.partial(ray_executor.run, address=ray_address)
     else:
-        run_plan = runner.run
+        run_plan = functools.partial(runner.run, input_models=plan.input_models)
         if manifest is not None:
             manifest.executor("local")
     results: list[Any] = []
@@ -136,7 +136,7 @@ def _execute(
     try:
         with _progress(console, show_progress, plain=plain_lines) as progress:
             for result in run_plan(
-                plan.prepared, out=out, resume=resume, fail_fast=fail_fast, debug=debug, on_event=progress.event, manifest=manifest
+                plan.runnable, out=out, resume=resume, fail_fast=fail_fast, debug=debug, on_event=progress.event, manifest=manifest
             ):
                 results.append(result)
                 if as_json:
@@ -151,7 +151,7 @@ def _execute(
         raise
     finally:
         if manifest is not None:
-            manifest.finish(status, computed=len(results), planned=len(plan.prepared), skipped=len(plan.skipped))
+            manifest.finish(status, computed=len(results), planned=len(plan.runnable), skipped=len(plan.skipped))
         if out is not None and (out / "results.jsonl").exists():
             report = load_report(out, family=family, title=settings.get("title"))
             written = write_report(report, out, formats)
@@ -163,7 +163,7 @@ def _execute(
     shown = results
     if out is not None:
         # On resume, the table shows this run's experiments, whether computed now or before.
-        wanted = {p.experiment.key for p in plan.prepared}
+        wanted = {p.experiment.key for p in plan.runnable}
         shown = [r for r in report.results if r.key in wanted]
     if not as_json:
         from bias.cli.render import results_table
@@ -177,9 +177,9 @@ def _execute(
         for line in messages(shown_report, results):
             console.print(line, highlight=False, soft_wrap=True)
         if after_model is not None:
-            _before_after(shown, plan.prepared, after_model, out, console)
+            _before_after(shown, plan.runnable, after_model, out, console)
         if out is not None:
-            finished = len(plan.prepared) - len(results) if status == "finished" else 0
+            finished = len(plan.runnable) - len(results) if status == "finished" else 0
             note = f" ({finished} already finished, skipped)" if finished else ""
             from bias.core.results import DETAIL_TABLES
 
@@ -231,7 +231,7 @@ def _before_after(results: Sequence[Any], prepared: Sequence[Any], after_model: 
 
 
 def _executor(executor: str, address: str | None) -> tuple[str, str | None]:
-    from bias.core.experiments import EXECUTORS
+    from bias.engine.experiments import EXECUTORS
 
     if executor not in EXECUTORS:
         raise BiasError(f"--executor must be one of {', '.join(EXECUTORS)}, not '{executor}'.", "local runs in this process; ray on a Ray cluster.")

@@ -22,6 +22,7 @@ import unicodedata
 from typing import Any
 
 import attrs
+from bias.core.errors import BiasError
 from bias.core.model import DEBIAS_LISTS, WordSetMeta
 from bias.core.wordsets import Problem, check_meta, meta_of, normalise, raise_on_errors
 
@@ -32,8 +33,23 @@ Pair = tuple[str, str]
 
 
 @attrs.frozen
+class SentenceTemplates:
+    """The SEAT templates of the lists' language, as whoever loaded the lists found them: debiasers
+    fitted on sentences (Sent-Debias, and INLP and LEACE at sentence level) fill them with the
+    definitional words. The lookup is done by the caller, which knows the installed word sets; a set
+    that is installed but cannot be read is kept as its error, raised only if sentences are needed."""
+
+    name: str  # <language>/seat-templates
+    templates: Any = None  # the loaded template set; None when the language has none installed
+    error: BiasError | None = None  # why the installed set could not be read
+
+
+@attrs.frozen
 class DebiasLists:
-    """Checked, NFC-normalised lists; duplicates dropped (first kept), file order preserved."""
+    """Checked, NFC-normalised lists; duplicates dropped (first kept), file order preserved.
+
+    `templates` is attached when the lists are loaded through the registry (None for lists built by
+    hand: the debiasers then use bare-word sentences); it is no part of the lists' identity."""
 
     meta: WordSetMeta
     definitional: tuple[Pair, ...]
@@ -41,6 +57,7 @@ class DebiasLists:
     specific: tuple[str, ...] = ()
     direction: Pair | None = None
     neutral: tuple[str, ...] = ()
+    templates: SentenceTemplates | None = attrs.field(default=None, eq=False, repr=False)
 
     @property
     def name(self) -> str:
@@ -203,8 +220,6 @@ def build(data: dict[str, Any], name: str, path: str) -> DebiasLists:
 
 def lists_of(value: Any, what: str = "debiasing") -> DebiasLists:
     """`value` if it is debiasing lists; otherwise a user error naming the kind that was given."""
-    from bias.core.errors import BiasError
-
     if isinstance(value, DebiasLists):
         return value
     kind = getattr(getattr(value, "meta", None), "kind", type(value).__name__)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -122,29 +122,33 @@ def read_corpus(path: str | Path) -> list[str]:
     return lines
 
 
-def template_sentences(lists: DebiasLists, find: Callable[[str], bool], load: Callable[[str], Any]) -> tuple[list[str], str]:
+def template_sentences(lists: DebiasLists) -> tuple[list[str], str]:
     """Sentences with the definitional words (male side; pairing writes the female side): from the
-    language's SEAT templates when its package has them, else (said in a warning and recorded) the
-    bare-word templates. A template set that exists but cannot be loaded is an error, never a silent
-    switch to English sentence frames. `find(name)` says whether a word set is installed and
-    `load(name)` loads it (the registry's, passed in by the caller: core does not import it)."""
+    language's SEAT templates attached to the lists (`lists.templates`, looked up by whoever loaded
+    them) when its package has them, else (said in a warning and recorded) the bare-word templates. A
+    template set that exists but cannot be loaded is an error, never a silent switch to English
+    sentence frames."""
     words = [m for m, _ in lists.definitional]
     language = lists.meta.language or "en"
-    name = f"{language}/seat-templates"
-    if find(name):
-        try:
-            template_set = load(name)
-        except BiasError as exc:
-            raise BiasError(
-                f"Sent-Debias cannot read the sentence templates {name}: {exc.message}",
-                "Fix the language package's template file, or give sentences with --debias-corpus.",
-            ) from exc
-        render = getattr(template_set, "render", None)
+    found = lists.templates
+    name = found.name if found is not None else f"{language}/seat-templates"
+    if found is not None and found.error is not None:
+        raise BiasError(
+            f"Sent-Debias cannot read the sentence templates {name}: {found.error.message}",
+            "Fix the language package's template file, or give sentences with --debias-corpus.",
+        ) from found.error
+    if found is not None and found.templates is not None:
+        render = getattr(found.templates, "render", None)
         # The lists carry no grammar, so the words get the set's generic templates (its default class).
         rendered = [r.text for w in words for r in render(w)] if render is not None else []
         if len(rendered) >= 2:
             return rendered, name
         log.warning("The templates %s fit fewer than 2 definitional words; Sent-Debias uses bare-word sentences instead.", name)
+    elif found is None:
+        log.warning(
+            "The lists %s come without their language's sentence templates (lists loaded through bias.registry have them); "
+            "Sent-Debias uses bare-word sentences.", lists.name,
+        )
     else:
         log.warning("Language '%s' has no sentence templates (%s); Sent-Debias uses bare-word sentences.", language, name)
     out = []

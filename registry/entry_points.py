@@ -8,13 +8,13 @@ others from loading.
 
 from __future__ import annotations
 
-import difflib
 import importlib.metadata
 import sys
 from typing import Any
 
 import attrs
 
+from bias.core.did_you_mean import suggestions
 from bias.core.errors import FAILURE, BiasError
 
 GROUPS: dict[str, str] = {
@@ -102,13 +102,6 @@ def duplicate_error(group: str, name: str, found: list[EntryPointInfo]) -> BiasE
         "Uninstall one of them; plugin names must be unique.",
         exit_code=FAILURE,
     )
-
-
-def suggestions(name: str, candidates: list[str]) -> str:
-    close = difflib.get_close_matches(name, candidates, n=3, cutoff=0.5)
-    if not close:
-        close = [c for c in candidates if name.lower() in c.lower()][:3]
-    return f"Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
 
 
 def load(group: str, name: str) -> Any:

@@ -6,6 +6,10 @@ import logging
 from pathlib import Path
 from typing import Any
 
+import attrs
+
+from bias.core.debias_lists import DebiasLists, SentenceTemplates
+from bias.core.did_you_mean import suggestions
 from bias.core.errors import BiasError
 from bias.core.interfaces import Embedder, Metric, WordSetFormat
 from bias.core.params import coerce_params
@@ -26,14 +30,35 @@ def wordset_names(language: str | None = None) -> list[str]:
 
 
 def load_wordset(name_or_path: str) -> Any:
-    """A registered word set (`en/weat1`) or a file (house TOML, or any format with an importer)."""
+    """A registered word set (`en/weat1`) or a file (house TOML, or any format with an importer).
+    Debiasing lists come with their language's sentence templates attached (see `sentence_templates`)."""
+    found = _load_wordset(name_or_path)
+    if isinstance(found, DebiasLists):
+        return attrs.evolve(found, templates=sentence_templates(found.meta.language or "en"))
+    return found
+
+
+def sentence_templates(language: str) -> SentenceTemplates:
+    """The installed `<language>/seat-templates`, for debiasers that fit on sentences; a set that is
+    installed but cannot be read is kept as its error (raised only if sentences are needed), so a
+    broken file is never mistaken for a language without templates."""
+    name = f"{language}/seat-templates"
+    if name not in wordset_entries():
+        return SentenceTemplates(name)
+    try:
+        return SentenceTemplates(name, _load_wordset(name))
+    except BiasError as exc:
+        return SentenceTemplates(name, error=exc)
+
+
+def _load_wordset(name_or_path: str) -> Any:
     if looks_like_path(name_or_path):
         return load_wordset_file(Path(name_or_path))
     entries = wordset_entries()
     entry = entries.get(name_or_path)
     if entry is None:
         names = sorted(entries)
-        hint = eps.suggestions(name_or_path, names) or (
+        hint = suggestions(name_or_path, names) or (
             "See `bias list wordsets`." if names else "No word sets are installed: install a language package, e.g. bias-lang-en."
         )
         raise BiasError(f"No word set named '{name_or_path}'.", hint)

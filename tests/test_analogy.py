@@ -14,7 +14,7 @@ from bias import registry
 from bias.core import analogies
 from bias.core.errors import BiasError
 from bias.core.model import OK, REFUSED, Result
-from bias.core.validate import validate_path
+from bias.engine.validate import validate_path
 from bias.plugins.formats.analogy_txt import AnalogyTxtFormat
 from bias.plugins.metrics.analogy import solve_3cosadd, unit_matrix
 

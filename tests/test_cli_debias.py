@@ -134,17 +134,17 @@ def test_run_debiases_encoders_on_the_fly_and_refuses_methods_that_do_not_fit(tm
 def test_run_debias_takes_the_lists_of_the_word_sets_language(planted_gender, files, tmp_path, monkeypatch):
     """`--debias` without lists used the English lists for every language; now the lists follow the
     language of the run's word sets, and a run that mixes languages must name its lists."""
-    from bias.core import runner
+    from bias.engine import planning
     from bias.core.errors import BiasError
-    from bias.core.experiments import Experiment, ModelConfig
+    from bias.engine.experiments import Experiment, ModelConfig
     import bias.registry.resolve as resolve
     from bias.registry.resolve import debiased_on_load
 
     model = ModelConfig(f"word2vec:{planted_gender}", {"debias": "hard"})
     german = tmp_path / "german.toml"
     german.write_text(files["test"].read_text(encoding="utf-8").replace('language = "en"', 'language = "de"'), encoding="utf-8")
-    plan = runner.plan([Experiment(model, str(german), "weat", {"permutations": 100, "exact_limit": 0})])
-    options = plan.prepared[0].experiment.model.options
+    plan = planning.plan([Experiment(model, str(german), "weat", {"permutations": 100, "exact_limit": 0})])
+    options = plan.runnable[0].experiment.model.options
     assert options["debias_language"] == "de"
     chosen = []
     real = resolve.debias_lists_for
@@ -154,9 +154,9 @@ def test_run_debias_takes_the_lists_of_the_word_sets_language(planted_gender, fi
 
     mixed = [Experiment(model, str(german), "weat", {}), Experiment(model, str(files["test"]), "weat", {})]
     with pytest.raises(BiasError, match=r"several languages \(de, en\)") as err:
-        runner.plan(mixed)
+        planning.plan(mixed)
     assert "--debias-lists" in (err.value.hint or "")
     named = ModelConfig(model.spec, {"debias": "hard", "debias_lists": str(files["lists"])})
-    assert len(runner.plan([attrs.evolve(e, model=named) for e in mixed]).prepared) == 2
+    assert len(planning.plan([attrs.evolve(e, model=named) for e in mixed]).runnable) == 2
     with pytest.raises(BiasError, match="needs lists"):
         debiased_on_load(build_embedder(f"word2vec:{planted_gender}"), debias="hard")

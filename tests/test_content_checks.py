@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from bias.core.content_checks import read_frequencies, shared_stem
-from bias.core.validate import validate_path
+from bias.engine.validate import validate_path
 
 PYPROJECT = """[project]
 name = "bias-lang-xx"

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from bias.core.errors import BiasError
-from bias.core.experiments import load_config
+from bias.engine.experiments import load_config
 
 
 def _write(tmp_path: Path, text: str) -> Path:

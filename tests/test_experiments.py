@@ -12,10 +12,11 @@ from rich.console import Console
 
 from fixtures.planted import A_WORDS, B_WORDS, X_WORDS, Y_WORDS
 
-from bias.core import runner
+from bias.engine import planning, runner
 from bias.core.errors import BiasError
-from bias.core.experiments import load_config
-from bias.core.manifest import Manifest, read_manifest
+from bias.engine.experiments import load_config
+from bias.core.run_manifest import read_manifest
+from bias.engine.manifest import Manifest
 
 PAIRS = """kind = "pairs"
 language = "en"
@@ -61,24 +62,24 @@ def sets(tmp_path):
 def test_grid_expands_and_the_fingerprint_ignores_how_it_is_written(planted_files, tmp_path, sets):
     model = f"word2vec:{planted_files.word2vec_bin}"
     experiments, settings = load_config(config(tmp_path, model, GRID))
-    plan = runner.plan(experiments)
-    combos = {(p.experiment.params["ddof"], p.experiment.params["alternative"]) for p in plan.prepared}
+    plan = planning.plan(experiments)
+    combos = {(p.experiment.params["ddof"], p.experiment.params["alternative"]) for p in plan.runnable}
     assert combos == {(0, "greater"), (0, "two-sided"), (1, "greater"), (1, "two-sided")}
     assert settings["family"] == "run" and settings["title"] == "test batch" and "[grid]" in settings["text"]
     reordered = GRID.replace('["greater", "two-sided"]', '["two-sided", "greater"]').replace("[params]\n", "[params]\ncase = \"exact\"\n")
-    again = runner.plan(load_config(config(tmp_path, model, reordered))[0])
+    again = planning.plan(load_config(config(tmp_path, model, reordered))[0])
     assert again.fingerprint == plan.fingerprint
-    other = runner.plan(load_config(config(tmp_path, model, GRID.replace("[0, 1]", "[1]")))[0])
-    assert other.fingerprint != plan.fingerprint and len(other.prepared) == 2
+    other = planning.plan(load_config(config(tmp_path, model, GRID.replace("[0, 1]", "[1]")))[0])
+    assert other.fingerprint != plan.fingerprint and len(other.runnable) == 2
 
 
 def test_incompatible_combinations_are_skipped_with_a_reason(planted_files, tmp_path, sets):
     model = f"word2vec:{planted_files.word2vec_bin}"
-    plan = runner.plan(load_config(config(tmp_path, model, "", '["planted.toml", "pairs.toml"]'))[0])
-    assert len(plan.prepared) == 1 and len(plan.skipped) == 1
+    plan = planning.plan(load_config(config(tmp_path, model, "", '["planted.toml", "pairs.toml"]'))[0])
+    assert len(plan.runnable) == 1 and len(plan.skipped) == 1
     assert "pairs" in plan.skipped[0].reason and plan.skipped[0].metric == "weat"
     with pytest.raises(BiasError, match="Nothing to run"):
-        runner.plan(load_config(config(tmp_path, model, "", '["pairs.toml"]'))[0])
+        planning.plan(load_config(config(tmp_path, model, "", '["pairs.toml"]'))[0])
 
 
 def test_wordset_selectors(tmp_path, sets):
@@ -102,7 +103,7 @@ def test_bad_experiment_files(planted_files, tmp_path, sets):
         load_config(path)
     assert "Did you mean 'wordsets'" in err.value.hint
     with pytest.raises(BiasError, match="ddoff") as err:
-        runner.plan(load_config(config(tmp_path, model, "[grid]\nddoff = [0, 1]\n"))[0])
+        planning.plan(load_config(config(tmp_path, model, "[grid]\nddoff = [0, 1]\n"))[0])
     assert "'ddof'" in err.value.hint
     with pytest.raises(BiasError, match="grid.ddof must be a non-empty list"):
         load_config(config(tmp_path, model, "[grid]\nddof = []\n"))
@@ -114,11 +115,11 @@ def test_a_model_that_fails_to_load_is_recorded_and_the_batch_goes_on(planted_fi
     body = '[params]\npermutations = 500\nbootstrap = 100\n'
     path = config(tmp_path, "x", body)
     path.write_text(path.read_text().replace('models = ["x"]', f'models = ["word2vec:{tmp_path / "missing.bin"}", "word2vec:{planted_files.word2vec_bin}"]'))
-    plan = runner.plan(load_config(path)[0])
+    plan = planning.plan(load_config(path)[0])
     out = tmp_path / "out"
     manifest = Manifest.begin(out, plan=plan, command=["bias", "run"], family="run")
     events = []
-    results = list(runner.run(plan.prepared, out=out, manifest=manifest, on_event=events.append))
+    results = list(runner.run(plan.runnable, out=out, manifest=manifest, on_event=events.append))
     assert [r.status for r in results] == ["failed", "ok"]
     assert "could not be loaded" in results[0].reason and "missing.bin" in results[0].reason
     assert [e.kind for e in events] == ["loading", "result", "loading", "start", "result"]
@@ -126,7 +127,7 @@ def test_a_model_that_fails_to_load_is_recorded_and_the_batch_goes_on(planted_fi
     models = read_manifest(out)["models"]
     assert "error" in models[f"word2vec:{tmp_path / 'missing.bin'}"]
     assert models[f"word2vec:{planted_files.word2vec_bin}"]["fingerprint"]
-    stopped = list(runner.run(plan.prepared, fail_fast=True))
+    stopped = list(runner.run(plan.runnable, fail_fast=True))
     assert [r.status for r in stopped] == ["failed"]
 
 
@@ -148,11 +149,11 @@ def test_interrupt_keeps_results_and_resume_finishes(planted_files, tmp_path, se
     real = runner.run_one
     calls = []
 
-    def interrupted(p, embedder, debug=False):
+    def interrupted(p, embedder, **kwargs):
         calls.append(p.experiment.key)
         if len(calls) == 3:
             raise KeyboardInterrupt
-        return real(p, embedder, debug=debug)
+        return real(p, embedder, **kwargs)
 
     monkeypatch.setattr(runner, "run_one", interrupted)
     code, _ = _execute(path, out)
@@ -218,7 +219,7 @@ def test_identical_reruns_give_identical_results_apart_from_timings(planted_file
 def test_execution_options_are_not_part_of_the_experiment_key():
     """Batch size, device and cache location change how a result is computed, not its value: resuming
     with a smaller --batch-size or on another device must find the experiments already done."""
-    from bias.core.experiments import Experiment, ModelConfig
+    from bias.engine.experiments import Experiment, ModelConfig
 
     def key(**options):
         return Experiment(ModelConfig("hf:some/folder", options), "en/weat1", "seat", {"ddof": 1}, 0).key

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bias.core.experiments import load_config
+from bias.engine.experiments import load_config
 from bias.core.framework_config import is_framework_config, plan, read_lines, to_toml
 from fixtures.framework_data import CONFIG, WORDS, all_words, build_datasets
 

@@ -11,7 +11,7 @@ import pytest
 from bias.core.errors import BiasError
 from bias.core.fise_data import parse_trait_line, read_affect, read_traits
 from bias.core.framework_layout import language_of
-from bias.core.validate import validate_paths
+from bias.engine.validate import validate_paths
 from bias.registry.resolve import format_for, load_wordset
 from fixtures.framework_data import IT_CROWS_ROWS, WORDS, build_datasets
 

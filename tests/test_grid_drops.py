@@ -3,8 +3,8 @@ pooling at word level, `cls` pooling of static vectors; SEAT on static vectors p
 
 from __future__ import annotations
 
-from bias.core.experiments import ModelConfig, expand
-from bias.core.runner import plan
+from bias.engine.experiments import ModelConfig, expand
+from bias.engine.planning import plan
 from bias.core.association.contexts import resolve_pooling
 
 
@@ -14,7 +14,7 @@ def test_grid_of_levels_and_poolings_drops_what_does_not_fit():
         {"level": ["sentence", "word"], "pooling": ["cls", "mean"]},
     )
     planned = plan(experiments)
-    kept = {(e.experiment.model.spec, e.experiment.params["level"], e.experiment.params["pooling"]) for e in planned.prepared}
+    kept = {(e.experiment.model.spec, e.experiment.params["level"], e.experiment.params["pooling"]) for e in planned.runnable}
     assert kept == {
         ("word2vec:vectors.bin", "sentence", "mean"), ("word2vec:vectors.bin", "word", "mean"),
         ("hf:some/bert", "sentence", "cls"), ("hf:some/bert", "sentence", "mean"), ("hf:some/bert", "word", "mean"),

@@ -498,7 +498,7 @@ def test_a_head_the_files_do_not_hold_is_refused(encoder_only_dir: Path) -> None
 
 
 def test_runner_refuses_a_masked_metric_on_a_model_without_that_head(encoder_only_dir: Path, gpt2_dir: Path) -> None:
-    from bias.core import runner
+    from bias.engine import runner
     from bias.core.interfaces import Metric
 
     class NeedsMaskedLM(Metric):

@@ -20,8 +20,8 @@ import pytest
 
 import ray  # the test extra installs it, so these tests run in CI and never skip
 
-from bias.core import ray_executor, runner
-from bias.core.experiments import Experiment, ModelConfig
+from bias.engine import planning, ray_executor, runner
+from bias.engine.experiments import Experiment, ModelConfig
 from bias.core.model import FAILED, OK
 from test_registry import make_distribution
 
@@ -128,7 +128,7 @@ def lines(path: Path) -> list[dict]:
 
 
 def test_ray_run_equals_local_run_key_by_key(cluster, tmp_path):
-    prepared = runner.plan(grid(cluster)).prepared
+    prepared = planning.plan(grid(cluster)).runnable
     local = {r.key: comparable(r) for r in runner.run(prepared, out=tmp_path / "local")}
     on_ray = {r.key: comparable(r) for r in ray_executor.run(prepared, out=tmp_path / "ray")}
     assert len(local) == 6 and local.keys() == on_ray.keys()
@@ -142,6 +142,27 @@ def test_ray_run_equals_local_run_key_by_key(cluster, tmp_path):
     assert bare.key == attrs_evolve_resources(bare).key
 
 
+def test_secondary_inputs_reach_the_workers_and_match_a_local_run(cluster, tmp_path):
+    """A metric asking for a word set and another model gets them on Ray as in a local run."""
+    from bias.registry import entry_points
+    from test_engine_inputs import INPUTS_PLUGIN
+
+    (cluster["site"] / "bias_needs_inputs.py").write_text(INPUTS_PLUGIN)  # on the workers' PYTHONPATH
+    make_distribution(cluster["site"], "bias-needs-inputs", {"bias.metrics": {"needs-inputs": "bias_needs_inputs:NeedsInputs"}})
+    entry_points.refresh()
+    other = write_model(tmp_path / "other.txt", 9)
+    experiments = [
+        Experiment(ModelConfig(f"word2vec:{m}", resources={"cpus": 0.5}), str(cluster["wordset"]), "needs-inputs", {"original": f"word2vec:{other}"}, seed)
+        for m in cluster["models"]
+        for seed in range(2)
+    ]
+    planned = planning.plan(experiments)
+    local = {r.key: (r.status, r.effect_size, r.figures) for r in runner.run(planned.runnable, input_models=planned.input_models)}
+    on_ray = {r.key: (r.status, r.effect_size, r.figures) for r in ray_executor.run(planned.runnable)}
+    assert len(local) == 4 and on_ray == local
+    assert all(status == OK and figures["original"] == f"word2vec:{other}" for status, _, figures in on_ray.values())
+
+
 def attrs_evolve_resources(exp: Experiment) -> Experiment:
     import attrs
 
@@ -152,7 +173,7 @@ def test_killed_worker_is_retried_and_each_result_written_once(cluster, tmp_path
     marker = tmp_path / "tickets"
     marker.write_text("1")  # the first attempt kills its worker; the restarted actor succeeds
     experiments = grid(cluster, seeds=range(2))[:2] + grid(cluster, seeds=[5], metric="kill-worker", params={"marker": str(marker)})[:1]
-    prepared = runner.plan(experiments).prepared
+    prepared = planning.plan(experiments).runnable
     results = list(ray_executor.run(prepared, out=tmp_path / "out"))
     assert marker.read_text() == "0"  # the worker really was killed once
     assert [r.status for r in results] == [OK, OK, OK], [r.reason for r in results]
@@ -164,7 +185,7 @@ def test_retries_are_bounded_and_the_failure_is_recorded(cluster, tmp_path):
     marker = tmp_path / "tickets"
     marker.write_text("100")  # always kills: the retries run out
     experiments = grid(cluster, seeds=[7], metric="kill-worker", params={"marker": str(marker)})[:1]
-    prepared = runner.plan(experiments).prepared
+    prepared = planning.plan(experiments).runnable
     results = list(ray_executor.run(prepared, out=tmp_path / "out", max_retries=1))
     assert len(results) == 1 and results[0].status == FAILED and "retries" in results[0].reason
     assert 100 - int(marker.read_text()) == 2  # the first attempt and one retry, no more
@@ -262,7 +283,7 @@ def test_resources_are_checked_and_become_actor_options():
 
 def test_executor_and_resources_in_the_experiment_file(tmp_path):
     from bias.core.errors import BiasError
-    from bias.core.experiments import load_config
+    from bias.engine.experiments import load_config
 
     config = tmp_path / "exp.toml"
     config.write_text(

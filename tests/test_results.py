@@ -7,10 +7,10 @@ import json
 import pytest
 
 from bias.core.errors import BiasError
-from bias.core.experiments import Experiment, ModelConfig, load_config
+from bias.engine.experiments import Experiment, ModelConfig, load_config
 from bias.core.model import Result
 from bias.core.results import ResultStore, read_results, scan_results
-from bias.core.runner import prepare
+from bias.engine.planning import plan
 
 
 def result(key: str, d: float = 0.5) -> Result:
@@ -68,9 +68,9 @@ def test_failed_experiments_are_redone_on_resume(tmp_path):
 
 def test_key_is_the_same_whether_defaults_are_written_or_not():
     model = ModelConfig("word2vec:x.bin")
-    implicit = prepare([Experiment(model, "en/weat1", "weat", {}, 0)])[0].experiment
-    explicit = prepare([Experiment(model, "en/weat1", "weat", {"permutations": 100_000, "ddof": 1}, 0)])[0].experiment
-    other = prepare([Experiment(model, "en/weat1", "weat", {"ddof": 0}, 0)])[0].experiment
+    implicit = plan([Experiment(model, "en/weat1", "weat", {}, 0)]).runnable[0].experiment
+    explicit = plan([Experiment(model, "en/weat1", "weat", {"permutations": 100_000, "ddof": 1}, 0)]).runnable[0].experiment
+    other = plan([Experiment(model, "en/weat1", "weat", {"ddof": 0}, 0)]).runnable[0].experiment
     assert implicit.key == explicit.key != other.key
     assert implicit.params["exact_limit"] == 100_000
 

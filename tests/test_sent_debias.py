@@ -16,7 +16,7 @@ from bias.core.model import WordSetMeta
 from bias.plugins.debiasers.sent import SentDebias, sentence_pairs
 from bias.core.debiasing import DebiasedEmbedder
 from bias.registry import build_embedder, build_metric
-from bias.registry.resolve import build_debiaser
+from bias.registry.resolve import build_debiaser, sentence_templates
 from fixtures.inputs import compute_with_inputs
 from fixtures.planted import X_WORDS, Y_WORDS, association_test
 
@@ -122,7 +122,7 @@ def test_on_the_fly_wrapper_fits_when_first_loaded(tmp_path):
 def test_planted_association_is_reduced(planted_mlm):
     """X/Y (flowers/insects) play the definitional pairs of the planted attribute."""
     embedder = build_embedder(f"hf:{planted_mlm}")
-    lists = lists_of_pairs(zip(X_WORDS, Y_WORDS))
+    lists = attrs.evolve(lists_of_pairs(zip(X_WORDS, Y_WORDS)), templates=sentence_templates("en"))
     seat = build_metric("seat", permutations=2000, pooling="mean")  # the tiny model's [CLS] is never trained
     before = compute_with_inputs(seat, embedder, association_test(), seed=0)
     assert before.effect_size > 0.8 and before.p_value < 0.01
@@ -137,7 +137,7 @@ def test_templates_that_fail_to_load_are_an_error_not_a_switch_to_bare_words(tmp
     language without templates gets them with a warning, and the source is recorded."""
     import shutil
 
-    from bias.plugins.debiasers.sent import template_sentences
+    from bias.core.sentence_pairs import template_sentences
     from bias.registry import load_wordset
 
     root = tmp_path / "site"
@@ -155,10 +155,30 @@ def test_templates_that_fail_to_load_are_an_error_not_a_switch_to_bare_words(tmp
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: bias-lang-xq-broken-templates\nVersion: 0.1\n")
     (info / "entry_points.txt").write_text("[bias.wordsets]\nxq = bias_lang_xq_broken_templates:PACKAGE\n")
     monkeypatch.syspath_prepend(str(root))  # a module name no other test imports: sys.modules holds no stale copy
+    broken = sentence_templates("xq")
+    assert broken.templates is None and broken.error is not None  # kept, raised only when sentences are needed
     with pytest.raises(BiasError, match="xq/seat-templates") as err:
-        template_sentences(lists_of_pairs([("he", "she"), ("man", "woman")], language="xq"))
+        template_sentences(attrs.evolve(lists_of_pairs([("he", "she"), ("man", "woman")], language="xq"), templates=broken))
     assert "--debias-corpus" in (err.value.hint or "")
     with caplog.at_level("WARNING"):
-        sentences, origin = template_sentences(lists_of_pairs([("he", "she"), ("man", "woman")], language="zz"))
+        sentences, origin = template_sentences(
+            attrs.evolve(lists_of_pairs([("he", "she"), ("man", "woman")], language="zz"), templates=sentence_templates("zz"))
+        )
     assert origin == "bare words" and sentences
-    assert any("no sentence templates" in r.getMessage() for r in caplog.records)
+    assert any("Language 'zz' has no sentence templates (zz/seat-templates)" in r.getMessage() for r in caplog.records)
+
+
+def test_lists_loaded_through_the_registry_bring_their_templates_and_hand_built_ones_do_not(caplog):
+    from bias.core.sentence_pairs import BARE_TEMPLATES, template_sentences
+    from bias.registry import load_wordset
+
+    loaded = load_wordset("en/debias-gender")
+    assert loaded.templates is not None and loaded.templates.name == "en/seat-templates"
+    assert loaded == attrs.evolve(loaded, templates=None)  # the templates are no part of the lists' identity
+    sentences, origin = template_sentences(loaded)
+    assert origin == "en/seat-templates" and len(sentences) >= 2
+    with caplog.at_level("WARNING"):
+        sentences, origin = template_sentences(lists_of_pairs([("he", "she"), ("man", "woman")]))
+    assert origin == "bare words" and len(sentences) == 2 * len(BARE_TEMPLATES)
+    assert sentences == ["he", "He.", "He!", "He?", "man", "Man.", "Man!", "Man?"]
+    assert any("come without their language's sentence templates" in r.getMessage() for r in caplog.records)

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from bias.core.did_you_mean import suggestions
 from bias.core.errors import BiasError
 from bias.core.reports.tables import Report, build, to_csv, to_markdown
 
@@ -33,8 +34,6 @@ def parse_formats(values: Sequence[str]) -> tuple[str, ...]:
             elif part in FORMATS:
                 out.append(part)
             else:
-                from bias.registry.entry_points import suggestions
-
                 raise BiasError(
                     f"Unknown report format '{part}'.",
                     (suggestions(part, [*FORMATS, "all"]) + " " if suggestions(part, [*FORMATS, "all"]) else "")
@@ -45,7 +44,7 @@ def parse_formats(values: Sequence[str]) -> tuple[str, ...]:
 
 def load_report(folder: Path, *, family: str | None = None, title: str | None = None) -> Report:
     """The report of a run folder (or a results.jsonl path): latest result per key, damaged lines listed."""
-    from bias.core.manifest import read_manifest
+    from bias.core.run_manifest import read_manifest
     from bias.core.results import scan_results
 
     found = scan_results(folder)

@@ -149,7 +149,5 @@ class Inlp(LinearErasure):
         return lambda block: block @ projection
 
     def _installed_templates(self, lists: DebiasLists) -> tuple[list[str], str]:
-        """Sentences from the language's installed SEAT templates (as Sent-Debias)."""
-        from bias.registry import load_wordset, names
-
-        return template_sentences(lists, lambda name: name in names("wordsets"), load_wordset)
+        """Sentences from the SEAT templates the lists were loaded with (as Sent-Debias)."""
+        return template_sentences(lists)

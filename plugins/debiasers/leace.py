@@ -141,7 +141,5 @@ class Leace(LinearErasure):
         return fitted.apply
 
     def _installed_templates(self, lists: DebiasLists) -> tuple[list[str], str]:
-        """Sentences from the language's installed SEAT templates, else bare words (as Sent-Debias)."""
-        from bias.registry import load_wordset, names
-
-        return template_sentences(lists, lambda name: name in names("wordsets"), load_wordset)
+        """Sentences from the SEAT templates the lists were loaded with, else bare words (as Sent-Debias)."""
+        return template_sentences(lists)

@@ -48,14 +48,7 @@ from bias.core.sentence_pairs import (  # noqa: F401  (re-exported: older code i
     read_corpus,
     sentence_pairs,
 )
-from bias.core.sentence_pairs import template_sentences as _template_sentences
-
-
-def template_sentences(lists: DebiasLists) -> tuple[list[str], str]:
-    """Sentences from the language's installed SEAT templates (see `bias.core.sentence_pairs`)."""
-    from bias.registry import load_wordset, names
-
-    return _template_sentences(lists, lambda name: name in names("wordsets"), load_wordset)
+from bias.core.sentence_pairs import template_sentences
 
 
 def needs_encodings(embedder: Embedder, method: str) -> str | None:

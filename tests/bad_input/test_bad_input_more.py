@@ -452,12 +452,12 @@ def test_debug_shows_the_whole_chain(world: World, tmp_path: Path) -> None:
 
 
 def test_an_unexpected_failure_exits_1_and_says_how_to_report_it(monkeypatch: pytest.MonkeyPatch, world: World) -> None:
-    from bias.core import runner
+    from bias.engine import planning
 
     def broken(*args, **kwargs):
         raise ZeroDivisionError("a bug")
 
-    monkeypatch.setattr(runner, "check_models", broken)
+    monkeypatch.setattr(planning, "check_models", broken)
     result = cli("run", *w2v(world))
     assert result.code == 1 and "Traceback" not in result.both
     assert "ZeroDivisionError: a bug" in result.err and "report it" in result.err and "--debug" in result.err

@@ -22,8 +22,8 @@ import attrs
 
 from bias.core.errors import BiasError
 from bias.core.results import RESULTS_FILE
+from bias.core.run_manifest import MANIFEST_FILE, read_manifest
 
-MANIFEST_FILE = "manifest.json"
 FORMAT = "bias-run/1"
 LIBRARIES = ("bias-framework", "numpy", "scipy", "attrs", "torch", "transformers", "tokenizers", "gensim", "fasttext-numpy2-wheel", "matplotlib")
 
@@ -65,20 +65,6 @@ def plugin_versions() -> dict[str, str]:
             if dist is not None:
                 out[dist.metadata["Name"]] = dist.version
     return dict(sorted(out.items()))
-
-
-def read_manifest(folder: Path) -> dict[str, Any] | None:
-    path = Path(folder) / MANIFEST_FILE
-    if not path.exists():
-        return None
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise BiasError(
-            f"{path} is damaged: not readable JSON ({exc}).",
-            "results.jsonl beside it is intact: `bias report` still reads it; to run again, give a new folder with --out.",
-        ) from exc
-    return data if isinstance(data, dict) else None
 
 
 def _has_results(folder: Path) -> bool:
@@ -136,13 +122,13 @@ class Manifest:
         legacy = getattr(plan, "legacy_fingerprint", None)
         existing = check_folder(folder, plan.fingerprint, resume=resume, also=(legacy,) if legacy else ())
         settings = settings or {}
-        seeds = sorted({p.experiment.seed for p in plan.prepared}, key=lambda s: (s is None, s))
+        seeds = sorted({p.experiment.seed for p in plan.runnable}, key=lambda s: (s is None, s))
         data = existing if (resume and existing) else {
             "format": FORMAT,
             "title": settings.get("title", ""),
             "description": settings.get("description", ""),
             "config_fingerprint": plan.fingerprint,
-            "experiments": len(plan.prepared),
+            "experiments": len(plan.runnable),
             "config_file": config_path,
             "config_text": config_text,
             "grid": settings.get("grid", {}),

@@ -17,6 +17,7 @@ from typing import Any
 
 import attrs
 
+from bias.core.did_you_mean import suggestions
 from bias.core.errors import BiasError
 from bias.core.wordsets import read_toml
 
@@ -188,8 +189,6 @@ FAMILIES = ("run", "model", "metric")
 
 
 def _unknown(names: list[str], known: tuple[str, ...], where: str, path: Path) -> None:
-    from bias.registry.entry_points import suggestions
-
     unknown = sorted(set(names) - set(known))
     if unknown:
         tips = " ".join(s for s in (suggestions(u, list(known)) for u in unknown) if s)

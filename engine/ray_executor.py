@@ -31,9 +31,12 @@ from typing import Any
 
 import attrs
 
+from bias import registry
 from bias.core.errors import USAGE, BiasError
 from bias.core.model import FAILED, Result
 from bias.core.results import ResultStore
+from bias.engine.inputs import InputModels
+from bias.engine.runner import Event, _load_failure, _reason, failed_before_metric, run_one
 
 log = logging.getLogger(__name__)
 
@@ -73,13 +76,13 @@ class ModelWorker:
 
     The model is loaded in `__init__`, so a restarted actor reloads it before its retried work; a
     model that cannot be loaded is not an error of the actor: each experiment then returns the same
-    failed result the local runner records."""
+    failed result the local runner records. The models the metrics ask for as inputs are loaded in the
+    worker too, once each, at their first use."""
 
     def __init__(self, spec: str, options: dict[str, Any], debug: bool = False) -> None:
-        from bias import registry
-
         self.debug = debug
         self.error: BaseException | None = None
+        self.input_models = InputModels()
         started = time.perf_counter()
         try:
             self.embedder = registry.build_embedder(spec, **dict(options))
@@ -89,18 +92,14 @@ class ModelWorker:
         self.load_s = time.perf_counter() - started
 
     def loaded(self) -> dict[str, Any]:
-        from bias.core.runner import _reason
-
         if self.error is not None:
             return {"error": _reason(self.error), "load_s": self.load_s, "pid": os.getpid()}
         return {"fingerprint": self.embedder.fingerprint(), "info": self.embedder.describe(), "load_s": self.load_s, "pid": os.getpid()}
 
-    def run(self, prepared: Any) -> Result:
-        from bias.core.runner import _load_failure, run_one
-
+    def run(self, planned: Any) -> Result:
         if self.error is not None:
-            return _load_failure(prepared, self.error, self.load_s)
-        result = run_one(prepared, self.embedder, debug=self.debug)
+            return _load_failure(planned, self.error, self.load_s)
+        result = run_one(planned, self.embedder, debug=self.debug, input_models=self.input_models)
         return attrs.evolve(result, timings={**result.timings, "model_load_s": round(self.load_s, 4)})
 
 
@@ -162,7 +161,7 @@ def _check_reachable(address: str, timeout: float = 5.0) -> None:
 
 
 def run(
-    prepared: Sequence[Any],
+    planned: Sequence[Any],
     *,
     out: Path | None = None,
     resume: bool = False,
@@ -175,14 +174,12 @@ def run(
     num_cpus: int | None = None,
 ) -> Iterator[Result]:
     """Yield each result as it arrives from the cluster (and append it to `out/results.jsonl` first);
-    the same contract as `bias.core.runner.run`."""
-    from bias.core.runner import Event
-
+    the same contract as `bias.engine.runner.run`."""
     store = ResultStore(out) if out is not None else None
     done = store.done_keys() if (store and resume and store.path.exists()) else set()
-    todo = [p for p in prepared if p.experiment.key not in done]
+    todo = [p for p in planned if p.experiment.key not in done]
     if done:
-        log.info("Resuming: %d of %d experiments already finished.", len(prepared) - len(todo), len(prepared))
+        log.info("Resuming: %d of %d experiments already finished.", len(planned) - len(todo), len(planned))
     groups: dict[tuple[str, str], list[Any]] = {}
     for p in todo:
         model = p.experiment.model
@@ -197,7 +194,7 @@ def run(
     total, finished = len(todo), 0
     worker_class = ray.remote(ModelWorker)
     actors: dict[tuple[str, str], Any] = {}
-    pending: dict[Any, tuple[tuple[str, str], Any]] = {}  # object ref -> (model group, prepared)
+    pending: dict[Any, tuple[tuple[str, str], Any]] = {}  # object ref -> (model group, planned experiment)
     left = {key: len(group) for key, group in groups.items()}
     load_refs: dict[Any, tuple[str, str]] = {}
 
@@ -255,8 +252,6 @@ def run(
 
 
 def _worker_failure(p: Any, exc: BaseException, retries: int) -> Result:
-    from bias.core.runner import failed_before_metric
-
     first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
     reason = f"the Ray worker running it died and {retries} retries were spent ({type(exc).__name__}: {first_line[:200]})"
     return failed_before_metric(p.experiment, reason, {"compute_s": 0.0})

@@ -1,0 +1,260 @@
+"""Runs a plan (see `bias.engine.planning`) in this process: loads each model once, writes each result
+the moment it exists, and skips finished experiments on `resume`.
+
+The runner knows nothing of the terminal: it reports through callbacks, and the CLI renders them.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import platform
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from bias import registry
+from bias.core.errors import FAILURE, BiasError
+from bias.core.interfaces import Embedder, Metric, missing_capabilities, variant_meta
+from bias.core.model import FAILED, REFUSED, Result
+from bias.core.results import ResultStore
+from bias.engine.experiments import Experiment
+from bias.engine.inputs import InputModels
+from bias.engine.planning import PlannedExperiment
+from bias.registry import entry_points as eps
+
+log = logging.getLogger(__name__)
+
+
+def versions() -> dict[str, str]:
+    """Versions that could change a number: Python, the framework, numpy, and the model libraries
+    loaded so far (read from package metadata once per set of loaded libraries)."""
+    return dict(_versions(tuple(m for m in ("torch", "transformers", "gensim", "fasttext") if m in sys.modules)))
+
+
+@functools.lru_cache(maxsize=16)
+def _versions(loaded: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+    out = {"python": platform.python_version()}
+    for dist in ("bias-framework", "numpy"):
+        try:
+            out[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            pass
+    for module, dist in (("torch", "torch"), ("transformers", "transformers"), ("gensim", "gensim"), ("fasttext", "fasttext-numpy2-wheel")):
+        if module in loaded:
+            try:
+                out[dist] = metadata.version(dist)
+            except metadata.PackageNotFoundError:
+                pass
+    return tuple(out.items())
+
+
+@attrs.frozen
+class Event:
+    """Progress of a batch, for the CLI to render (the runner itself never prints).
+
+    kind: "loading" (a model is being opened), "start" (an experiment begins), "result" (one ended).
+    `done` and `total` count this session's experiments (finished ones skipped on resume excluded).
+    """
+
+    kind: str
+    done: int
+    total: int
+    model: str
+    experiment: Experiment | None = None
+    result: Result | None = None
+
+
+def run(
+    planned: Sequence[PlannedExperiment],
+    *,
+    out: Path | None = None,
+    resume: bool = False,
+    on_start: Callable[[PlannedExperiment], None] | None = None,
+    on_event: Callable[[Event], None] | None = None,
+    fail_fast: bool = False,
+    debug: bool = False,
+    manifest: Any = None,
+    input_models: InputModels | None = None,
+) -> Iterator[Result]:
+    """Yield each result as it is computed (and append it to `out/results.jsonl` first).
+
+    Each model is loaded once for all its experiments, and each model a metric asked for as an input
+    once for the run (`input_models`: those the plan built). A model that fails to load gives a failed
+    result for each of its experiments and the batch goes on (`fail_fast` stops it). On resume,
+    experiments whose key already has a result other than "failed" are skipped. An interrupt
+    (KeyboardInterrupt) simply ends the iteration: every result written so far is on disk.
+    """
+    input_models = input_models if input_models is not None else InputModels()
+    store = ResultStore(out) if out is not None else None
+    done = store.done_keys() if (store and resume and store.path.exists()) else set()
+    todo = [p for p in planned if p.experiment.key not in done and p.experiment.legacy_key not in done]
+    if done:
+        log.info("Resuming: %d of %d experiments already finished.", len(planned) - len(todo), len(planned))
+    by_model: dict[tuple[str, str], list[PlannedExperiment]] = {}
+    for p in todo:
+        model = p.experiment.model
+        by_model.setdefault((model.spec, repr(sorted(model.options.items()))), []).append(p)
+    total, finished = len(todo), 0
+
+    def emit(kind: str, model: str, experiment: Experiment | None = None, result: Result | None = None) -> None:
+        if on_event:
+            on_event(Event(kind, finished, total, model, experiment, result))
+
+    for group in by_model.values():
+        model = group[0].experiment.model
+        emit("loading", model.label())
+        started = time.perf_counter()
+        try:
+            embedder = registry.build_embedder(model.spec, **model.options)
+            embedder.load()
+        except Exception as exc:  # recorded for each of the model's experiments; the batch goes on
+            if debug:
+                raise
+            load_seconds = time.perf_counter() - started
+            if manifest is not None:
+                manifest.model_loaded(model.label(), error=_reason(exc), load_s=load_seconds)
+            for p in group:
+                result = _load_failure(p, exc, load_seconds)
+                if store:
+                    store.append(result)
+                finished += 1
+                emit("result", model.label(), p.experiment, result)
+                yield result
+                if fail_fast:
+                    return
+            continue
+        load_seconds = time.perf_counter() - started
+        if manifest is not None:
+            manifest.model_loaded(model.label(), fingerprint=embedder.fingerprint(), info=embedder.describe(), load_s=load_seconds)
+        for p in group:
+            if on_start:
+                on_start(p)
+            emit("start", model.label(), p.experiment)
+            result = run_one(p, embedder, debug=debug, input_models=input_models)
+            result = attrs.evolve(result, timings={**result.timings, "model_load_s": round(load_seconds, 4)})
+            if store:
+                store.append(result)
+            finished += 1
+            emit("result", model.label(), p.experiment, result)
+            yield result
+            if fail_fast and result.status == FAILED:
+                return
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, BiasError):
+        return exc.message + (f" {exc.hint}" if exc.hint else "")
+    return f"{type(exc).__name__}: {exc}"
+
+
+def failed_before_metric(exp: Experiment, reason: str, timings: dict[str, float], meta: dict[str, Any] | None = None) -> Result:
+    """The failed result of an experiment whose metric never ran (its model did not open, or its Ray
+    worker died): recorded under the experiment's own key so that --resume redoes it."""
+    return Result(
+        key=exp.key,
+        model=exp.model.label(),
+        wordset=exp.wordset,
+        metric=exp.metric,
+        status=FAILED,
+        reason=reason,
+        params=exp.params,
+        seed=exp.seed,
+        timings=timings,
+        versions=versions(),
+        meta=meta or {},
+    )
+
+
+def _load_failure(p: PlannedExperiment, exc: BaseException, load_seconds: float) -> Result:
+    """The result of an experiment whose model could not be opened: failed (redone on resume)."""
+    exp = p.experiment
+    code = exc.exit_code if isinstance(exc, BiasError) else 1
+    return failed_before_metric(
+        exp,
+        f"the model could not be loaded: {_reason(exc)}",
+        {"compute_s": 0.0, "model_load_s": round(load_seconds, 4)},
+        {"exit_code": code, **({"model_name": exp.model.name} if exp.model.name else {})},
+    )
+
+
+def _check_available(metric: Metric, embedder: Embedder) -> None:
+    """Refuse a metric the loaded model cannot serve (a folder without an MLM head, say), naming the
+    metrics that would work with it."""
+    have = embedder.available()
+    missing = missing_capabilities(metric, have)
+    if not missing:
+        return
+    fitting = []
+    for info in eps.entry_points("metrics"):
+        try:
+            cls = eps.load("metrics", info.name)
+        except BiasError:
+            continue
+        if not missing_capabilities(cls, have):
+            fitting.append(info.name)
+    raise BiasError(
+        f"The model {embedder.spec} offers no {', '.join(missing)}, which metric '{metric.name}' needs; "
+        f"metrics that work with it: {', '.join(sorted(fitting)) or 'none installed'}.",
+        "A Hugging Face folder gives masked-LM scores only with its MLM head (a *ForMaskedLM checkpoint).",
+    )
+
+
+def _data_meta(data: Any) -> dict[str, Any]:
+    """What a result records of its word set even when no number came out (bias type, language)."""
+    meta = getattr(data, "meta", None)
+    if meta is None:
+        return {}
+    return {"bias_type": meta.bias_type, "language": meta.language, "expected_direction": meta.expected_direction,
+            **variant_meta(meta)}
+
+
+def run_one(p: PlannedExperiment, embedder: Embedder, *, debug: bool = False, input_models: InputModels | None = None) -> Result:
+    """One experiment on its loaded model, always as a Result: a refusal or a failure (of the metric,
+    or of loading a model it asked for) is recorded, not raised (unless `debug`)."""
+    exp = p.experiment
+    started = time.perf_counter()
+    try:
+        _check_available(p.metric, embedder)
+        if p.inputs:
+            inputs = (input_models if input_models is not None else InputModels()).resolve(p.inputs, embedder)
+            result = p.metric.compute(embedder, p.data, seed=exp.seed, inputs=inputs)
+        else:
+            result = p.metric.compute(embedder, p.data, seed=exp.seed)
+    except BiasError as exc:
+        if debug:
+            raise
+        # A refusal is about the input (the same input is refused again); a BiasError with the failure
+        # exit code (out of memory, ...) is about this attempt, so it is failed and --resume redoes it.
+        status = FAILED if exc.exit_code == FAILURE else REFUSED
+        reason = exc.message + (f" {exc.hint}" if status == FAILED and exc.hint else "")
+        result = Result(key="", model=embedder.spec, wordset=exp.wordset, metric=exp.metric, status=status, reason=reason,
+                        meta=_data_meta(p.data))
+    except Exception as exc:  # a failing experiment is recorded and the batch goes on
+        if debug:
+            raise
+        log.debug("experiment %s failed", exp.key, exc_info=True)
+        result = Result(
+            key="", model=embedder.spec, wordset=exp.wordset, metric=exp.metric, status=FAILED, reason=f"{type(exc).__name__}: {exc}",
+            meta=_data_meta(p.data),
+        )
+    elapsed = time.perf_counter() - started
+    return attrs.evolve(
+        result,
+        key=exp.key,
+        model=exp.model.label(),
+        wordset=exp.wordset,
+        params=exp.params,
+        seed=exp.seed,
+        timings={"compute_s": round(elapsed, 4)},
+        versions=versions(),
+        meta={
+            **result.meta, "model_fingerprint": embedder.fingerprint(), "model_info": embedder.describe(),
+            **({"model_name": exp.model.name} if exp.model.name else {}),
+        },
+    )
