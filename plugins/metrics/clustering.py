@@ -132,7 +132,7 @@ class Clustering(Metric):
             "original": InputRequest(
                 MODEL_INPUT,
                 self.original,
-                hint="Give the original (not debiased) model with --param original=SPEC.",
+                hint="Give the original model with --param original=SPEC.",
             )
         }
 
@@ -147,7 +147,8 @@ class Clustering(Metric):
                 f"The clustering test on {lists.name} needs its original model, resolved before the run, as inputs['original'].",
                 "Run it through `bias run`, or pass the ResolvedModel the metric's inputs() asks for.",
             )
-        original, how = resolved.embedder, resolved.how
+        original = resolved.embedder
+        how = f"parameter original = {self.original}" if self.original else resolved.how
         vocab = original.all_vectors(self.vocabulary_limit or None)
         words = list(vocab.words)
         male_word, female_word = lists.ranking_pair
