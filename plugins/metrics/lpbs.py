@@ -102,6 +102,10 @@ class Lpbs(Metric):
     implementations that assume one token per word), and collapses the prior's attribute slot to one
     mask as well (recorded as `prior_attribute_slot`); reduce drops words that are not one token in
     every sentence (the "reduced" sets), reported as lost.
+
+    `lost_threshold` means what it means for WEAT and the other association metrics: a set that loses
+    more than this share of its words refuses the test. Here a word can only be lost by `reduce` (the
+    lpbs data kind already refuses a word that no template fits), and a set also needs 2 words left.
     """
 
     name: ClassVar[str] = "lpbs"
@@ -265,6 +269,7 @@ class Lpbs(Metric):
         )
 
     def _refusal(self, data: LpbsTest, lost: dict[str, list[str]]) -> str | None:
+        """Why the test is refused after dropping multi-token words, if it is (see `lost_threshold`)."""
         for key, wl in data.sets().items():
             n = len(wl.words)
             share = len(lost.get(key, [])) / n if n else 0.0
