@@ -12,6 +12,7 @@ count in N as not biased, and are reported.
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from typing import Any, ClassVar
 
 import attrs
@@ -160,8 +161,9 @@ class PairMetric(Metric):
     def scoring_options(self) -> dict[str, str]:
         return {k: getattr(self, k) for k in ("lowercase", "likelihood", "masking") if hasattr(self, k)}
 
+    @abstractmethod
     def measure(self, data: PairSet, scores: PairScores) -> Measured | Refusal:
-        raise NotImplementedError
+        """The metric's numbers from the scores of the pairs that could be scored."""
 
     def compute(self, embedder: Embedder, data: PairSet, *, seed: int | None = None) -> Result:
         scores = score_pairs(embedder, data, method=self.scoring_method(), metric=self.name, **self.scoring_options())

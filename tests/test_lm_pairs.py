@@ -5,7 +5,7 @@ score below is computed by hand. The real models are in test_crows.py and test_k
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import attrs
 import numpy as np

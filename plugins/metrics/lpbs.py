@@ -244,29 +244,33 @@ class Lpbs(Metric):
                 "parametric_p": test.parametric_p,
                 "statistic": test.statistic,
             },
-            convention={
-                "unit": self.unit,
-                "ddof": self.ddof,
-                "multi_token": self.multi_token,
-                "alternative": "two-sided",
-                "method": test.method,
-                "permutations": test.permutations,
-                "exact_limit": self.exact_limit,
-                "seed": test.seed,
-                "p_estimator": "k/C(N,|A|)" if test.method == "exact" else "(k+1)/(m+1)",
-                "score": "log space: logsumexp_X log p_tgt - logsumexp_Y log p_tgt - (same for the prior), mean over templates",
-                "prior": "target and attribute slots both masked, read at the target slot",
-                "prior_attribute_slot": (
-                    "one mask: with multi_token=first the attribute word's sub-tokens collapse to a single mask too "
-                    "(as in the reference code), so the prior does not depend on how many pieces the attribute has"
-                    if self.multi_token == "first"
-                    else "one mask per sub-token of the attribute word"
-                ),
-                "slots": "rendered character spans mapped to tokens through the tokenizer's offsets",
-            },
+            convention=self._convention(test),
             sizes={key: len(v) for key, v in {**attribute_scores, **target_scores}.items()},
             warnings=warnings,
         )
+
+    def _convention(self, test: stats.PermutationTest) -> dict[str, Any]:
+        """The choices behind the numbers: unit, test, and how the sentences were scored."""
+        return {
+            "unit": self.unit,
+            "ddof": self.ddof,
+            "multi_token": self.multi_token,
+            "alternative": "two-sided",
+            "method": test.method,
+            "permutations": test.permutations,
+            "exact_limit": self.exact_limit,
+            "seed": test.seed,
+            "p_estimator": "k/C(N,|A|)" if test.method == "exact" else "(k+1)/(m+1)",
+            "score": "log space: logsumexp_X log p_tgt - logsumexp_Y log p_tgt - (same for the prior), mean over templates",
+            "prior": "target and attribute slots both masked, read at the target slot",
+            "prior_attribute_slot": (
+                "one mask: with multi_token=first the attribute word's sub-tokens collapse to a single mask too "
+                "(as in the reference code), so the prior does not depend on how many pieces the attribute has"
+                if self.multi_token == "first"
+                else "one mask per sub-token of the attribute word"
+            ),
+            "slots": "rendered character spans mapped to tokens through the tokenizer's offsets",
+        }
 
     def _refusal(self, data: LpbsTest, lost: dict[str, list[str]]) -> str | None:
         """Why the test is refused after dropping multi-token words, if it is (see `lost_threshold`)."""
