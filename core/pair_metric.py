@@ -148,6 +148,9 @@ class PairMetric(Metric):
     when a parameter chooses it) and implement `measure`, which receives the per-pair scores and
     returns a `Measured` (or a `Refusal`); `compare_pairs` is the usual measure. Parameters named
     `lowercase`, `likelihood` and `masking` are passed to the scoring.
+
+    The capabilities and data kind below are the usual ones; a subclass restates them as plain class
+    declarations so that `bias list` can read them from its source without importing it.
     """
 
     requires: ClassVar[frozenset[Capability]] = frozenset()
