@@ -3,7 +3,7 @@
 Masking a token changes the input the model sees; AUL instead scores every token of the unmasked
 sentence, log P(w_i | S), and averages over the tokens (special tokens excluded), so the score needs
 one forward call per sentence. AULA weights each term by the attention the token receives (averaged
-over layers, heads and queries). Pairs are compared as for CrowS-Pairs (see `crows.py`).
+over layers, heads and queries). Pairs are compared as for CrowS-Pairs (`bias.core.pair_metric`).
 """
 
 from __future__ import annotations
@@ -12,15 +12,15 @@ from typing import ClassVar
 
 import attrs
 
-from bias.core.interfaces import Capability, Embedder, Metric
-from bias.core.model import PAIRS, Result
+from bias.core.interfaces import Capability, Measured
+from bias.core.lm_pairs import PairScores
+from bias.core.model import PAIRS
+from bias.core.pair_metric import PairMetric, Refusal, compare_pairs, lowercase_param
 from bias.core.pairs import PairSet
-from bias.core.params import one_of, param
-from bias.plugins.metrics.crows import LOWERCASE, comparison_result, score_pairs
 
 
 @attrs.define
-class Aul(Metric):
+class Aul(PairMetric):
     """All Unmasked Likelihood (Kaneko & Bollegala 2022): the percentage of pairs in which the more
     stereotyping sentence has the higher mean log P(w_i | S) over its tokens, S unmasked; 50 means no
     preference.
@@ -36,18 +36,16 @@ class Aul(Metric):
     requires: ClassVar[frozenset[Capability]] = frozenset()
     requires_any: ClassVar[frozenset[Capability]] = frozenset({Capability.MASKED_LM, Capability.CAUSAL_LM})
     data_kind: ClassVar[str] = PAIRS
+    scoring: ClassVar[str] = "aul"
 
-    lowercase: str = param(
-        "auto", "lowercase the sentences first: auto (when the model is uncased), yes, no", validator=one_of(LOWERCASE)
-    )
+    lowercase: str = lowercase_param()
 
-    def compute(self, embedder: Embedder, data: PairSet, *, seed: int | None = None) -> Result:
-        scores = score_pairs(embedder, data, method="aul", metric=self.name, lowercase=self.lowercase)
-        return comparison_result(self, embedder, data, scores, seed=seed, what="aul")
+    def measure(self, data: PairSet, scores: PairScores) -> Measured | Refusal:
+        return compare_pairs(data, scores, what="aul")
 
 
 @attrs.define
-class Aula(Metric):
+class Aula(PairMetric):
     """AUL with attention (Kaneko & Bollegala 2022): each term log P(w_i | S) weighted by the attention
     w_i receives, a_i = the attention weights towards w_i averaged over layers, heads and the sentence's
     queries (a column mean of the attention matrices), then averaged over the non-special tokens.
@@ -60,12 +58,11 @@ class Aula(Metric):
     name: ClassVar[str] = "aula"
     summary: ClassVar[str] = "AUL weighted by attention: % of pairs whose stereotyping sentence is more likely (Kaneko & Bollegala 2022)."
     requires: ClassVar[frozenset[Capability]] = frozenset({Capability.MASKED_LM})
+    requires_any: ClassVar[frozenset[Capability]] = frozenset()
     data_kind: ClassVar[str] = PAIRS
+    scoring: ClassVar[str] = "aula"
 
-    lowercase: str = param(
-        "auto", "lowercase the sentences first: auto (when the model is uncased), yes, no", validator=one_of(LOWERCASE)
-    )
+    lowercase: str = lowercase_param()
 
-    def compute(self, embedder: Embedder, data: PairSet, *, seed: int | None = None) -> Result:
-        scores = score_pairs(embedder, data, method="aula", metric=self.name, lowercase=self.lowercase)
-        return comparison_result(self, embedder, data, scores, seed=seed, what="aula")
+    def measure(self, data: PairSet, scores: PairScores) -> Measured | Refusal:
+        return compare_pairs(data, scores, what="aula")

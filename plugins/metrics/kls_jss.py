@@ -27,11 +27,12 @@ from typing import Any, ClassVar
 import attrs
 import numpy as np
 
-from bias.core.interfaces import Capability, Embedder, Metric
-from bias.core.model import OK, PAIRS, REFUSED, Result
+from bias.core.interfaces import Capability, Measured
+from bias.core.lm_pairs import LIKELIHOODS, PairScores
+from bias.core.model import PAIRS
+from bias.core.pair_metric import PairMetric, Refusal, lowercase_param, skipped_warnings
 from bias.core.pairs import PairSet
 from bias.core.params import one_of, param
-from bias.plugins.metrics.crows import LIKELIHOODS, LOWERCASE, PairScores, describe_pair, score_pairs
 
 SCORES = ("pll", "aul", "aula")
 LN2 = math.log(2.0)
@@ -103,7 +104,6 @@ def jss_mixture(mu_s: float, sigma_s: float, mu_a: float, sigma_a: float) -> tup
 
 
 _SCORE_HELP = "per-sentence score: pll (CrowS pseudo-log-likelihood, default), aul (the paper's choice), aula"
-_LOWER_HELP = "lowercase the sentences first: auto (when the model is uncased), yes, no"
 _LIKELIHOOD_HELP = (
     "causal LMs with score = pll: sum or mean of the token log-likelihoods log P(w_i | BOS, w_<i), "
     "the first word included (BOS, else EOS, prepended when the tokenizer adds no start token)"
@@ -111,9 +111,9 @@ _LIKELIHOOD_HELP = (
 
 
 @attrs.define
-class _Divergence(Metric):
-    """What KLS, JSS and JSS-mixture share: scoring the pairs, fitting the Gaussians per bias type,
-    and the count-weighted overall score. Subclasses say how one type's two Gaussians become a number."""
+class _Divergence(PairMetric):
+    """What KLS, JSS and JSS-mixture share: fitting the Gaussians per bias type to the pair scores, and
+    the count-weighted overall score. Subclasses say how one type's two Gaussians become a number."""
 
     requires: ClassVar[frozenset[Capability]] = frozenset()
     requires_any: ClassVar[frozenset[Capability]] = frozenset({Capability.MASKED_LM, Capability.CAUSAL_LM})
@@ -121,46 +121,43 @@ class _Divergence(Metric):
     figure: ClassVar[str]
 
     score: str = param("pll", _SCORE_HELP, validator=one_of(SCORES))
-    lowercase: str = param("auto", _LOWER_HELP, validator=one_of(LOWERCASE))
+    lowercase: str = lowercase_param()
     likelihood: str = param("sum", _LIKELIHOOD_HELP, validator=one_of(LIKELIHOODS))
+
+    def scoring_method(self) -> str:
+        return self.score
 
     def type_score(self, mu_s: float, sigma_s: float, mu_a: float, sigma_a: float) -> tuple[float | None, dict[str, Any], str | None]:
         raise NotImplementedError
 
-    def describe(self) -> dict[str, Any]:
+    def formula(self) -> dict[str, Any]:
+        """The formula of the type score, for the result's convention."""
         return {}
 
-    def compute(self, embedder: Embedder, data: PairSet, *, seed: int | None = None) -> Result:
-        method = self.score
-        scores: PairScores = score_pairs(
-            embedder, data, method=method, metric=self.name, lowercase=self.lowercase, likelihood=self.likelihood
-        )
-        base = self.result_fields(embedder.spec, data, seed)
-        warnings = []
-        if scores.skipped:
-            warnings.append(
-                f"{len(scores.skipped)} pair(s) skipped: "
-                + "; ".join(f"{describe_pair(s['index'], data.pairs[s['index']])}: {s['reason']}" for s in scores.skipped[:5])
-            )
-        types = [p.pair.bias_type for p in scores.prepared]
+    def type_row(self, more: np.ndarray, less: np.ndarray) -> dict[str, Any]:
+        """One bias type's Gaussians and score (`value` None with the `reason` when there is none)."""
+        row: dict[str, Any] = {"n": len(more)}
+        if len(more) < 2:
+            row.update(value=None, reason="fewer than 2 pairs: no standard deviation")
+            return row
+        mu_s, sigma_s, mu_a, sigma_a = float(more.mean()), float(more.std(ddof=1)), float(less.mean()), float(less.std(ddof=1))
+        row.update(mu_s=mu_s, sigma_s=sigma_s, mu_a=mu_a, sigma_a=sigma_a)
+        if not (sigma_s > 0.0 and sigma_a > 0.0) or not all(map(math.isfinite, (mu_s, sigma_s, mu_a, sigma_a))):
+            row.update(value=None, reason="a standard deviation is zero or not finite: the Gaussians are degenerate")
+            return row
+        value, extra, reason = self.type_score(mu_s, sigma_s, mu_a, sigma_a)
+        row.update(extra)
+        row.update(value=value, reason=reason)
+        return row
+
+    def measure(self, data: PairSet, scores: PairScores) -> Measured | Refusal:
+        warnings = skipped_warnings(data, scores)
+        types = [p.pair.bias_type for p in scores.aligned]
         by_type: dict[str, dict[str, Any]] = {}
         weighted, total = 0.0, 0
         for t in sorted(set(types)):
             idx = [i for i, x in enumerate(types) if x == t]
-            row: dict[str, Any] = {"n": len(idx)}
-            if len(idx) < 2:
-                row.update(value=None, reason="fewer than 2 pairs: no standard deviation")
-            else:
-                s, a = scores.more[idx], scores.less[idx]
-                mu_s, sigma_s, mu_a, sigma_a = float(s.mean()), float(s.std(ddof=1)), float(a.mean()), float(a.std(ddof=1))
-                row.update(mu_s=mu_s, sigma_s=sigma_s, mu_a=mu_a, sigma_a=sigma_a)
-                if not (sigma_s > 0.0 and sigma_a > 0.0) or not all(map(math.isfinite, (mu_s, sigma_s, mu_a, sigma_a))):
-                    row.update(value=None, reason="a standard deviation is zero or not finite: the Gaussians are degenerate")
-                else:
-                    value, extra, reason = self.type_score(mu_s, sigma_s, mu_a, sigma_a)
-                    row.update(extra)
-                    row.update(value=value, reason=reason)
-            by_type[t] = row
+            row = by_type[t] = self.type_row(scores.more[idx], scores.less[idx])
             if row["value"] is not None:
                 weighted += row["value"] * row["n"]
                 total += row["n"]
@@ -169,7 +166,7 @@ class _Divergence(Metric):
             warnings.append("left out of the overall score: " + "; ".join(f"{t}: {why}" for t, why in left_out.items()))
         figures = {
             "by_bias_type": by_type,
-            "n": len(scores.prepared),
+            "n": len(scores.aligned),
             "scored_in_overall": total,
             "mean_score_more": float(np.mean(scores.more)) if len(scores.more) else None,
             "mean_score_less": float(np.mean(scores.less)) if len(scores.less) else None,
@@ -177,29 +174,18 @@ class _Divergence(Metric):
         }
         convention = {
             **scores.convention,
-            "per_sentence_score": method,
+            "per_sentence_score": self.score,
             "distributions": "stereotype = scores of `more`, anti-stereotype = scores of `less`, one Gaussian each per bias type (ddof=1)",
             "overall": "mean over bias types weighted by their number of pairs (types without a value left out)",
             "divergences": "nats",
-            **self.describe(),
+            **self.formula(),
         }
         if total == 0:
             reason = "; ".join(f"{t}: {why}" for t, why in left_out.items()) or "no pair could be scored"
-            return Result(status=REFUSED, reason=f"no bias type gives a {self.figure}: {reason}", figures=figures,
-                          convention=convention, warnings=warnings, **base)
+            return Refusal(f"no bias type gives a {self.figure}: {reason}", figures=figures, convention=convention, warnings=warnings)
         overall = weighted / total
         figures[self.figure] = overall
-        return Result(
-            status=OK,
-            effect_size=overall,
-            figures=figures,
-            convention=convention,
-            sizes={"pairs": len(scores.prepared), "skipped": len(scores.skipped), **{f"pairs_{t}": r["n"] for t, r in by_type.items()}},
-            warnings=warnings,
-            **base,
-        )
-
-
+        return Measured(effect_size=overall, figures=figures, convention=convention, warnings=warnings)
 
 
 @attrs.define
@@ -218,13 +204,12 @@ class Kls(_Divergence):
     summary: ClassVar[str] = "KL-divergence score of stereotype vs anti-stereotype sentence scores (Liu 2024)."
     figure: ClassVar[str] = "kls"
 
-
     def type_score(self, mu_s: float, sigma_s: float, mu_a: float, sigma_a: float) -> tuple[float | None, dict[str, Any], str | None]:
         value, kl_sa, kl_as = kls(mu_s, sigma_s, mu_a, sigma_a)
         reason = None if value is not None else "identical distributions: KL_sa + KL_as = 0, KLS is 0/0"
         return value, {"kl_sa": kl_sa, "kl_as": kl_as}, reason
 
-    def describe(self) -> dict[str, Any]:
+    def formula(self) -> dict[str, Any]:
         return {"formula": "KLS = 100 * max(KL_sa, KL_as) / (KL_sa + KL_as), closed-form Gaussian KL"}
 
 
@@ -245,12 +230,11 @@ class Jss(_Divergence):
     summary: ClassVar[str] = "Jensen-Shannon score as defined by Liu (2024) (Gaussian M, folded terms)."
     figure: ClassVar[str] = "jss"
 
-
     def type_score(self, mu_s: float, sigma_s: float, mu_a: float, sigma_a: float) -> tuple[float | None, dict[str, Any], str | None]:
         value, j, c = jss_reference(mu_s, sigma_s, mu_a, sigma_a)
         return value, {"J": j, "J_folded": fold(j), "C": c, "C_folded": fold(c)}, None
 
-    def describe(self) -> dict[str, Any]:
+    def formula(self) -> dict[str, Any]:
         return {"formula": "JSS = 100 * (1 - fold(J)) / (1 + fold(C)), M = N(mean of means, sqrt(mean of variances)), fold(x) = min(x,1)/max(x,1)"}
 
 
@@ -268,10 +252,9 @@ class JssMixture(_Divergence):
     summary: ClassVar[str] = "Jensen-Shannon score with the true mixture, numerically integrated (corrected JSS)."
     figure: ClassVar[str] = "jss_mixture"
 
-
     def type_score(self, mu_s: float, sigma_s: float, mu_a: float, sigma_a: float) -> tuple[float | None, dict[str, Any], str | None]:
         value, js = jss_mixture(mu_s, sigma_s, mu_a, sigma_a)
         return value, {"js_nats": js, "js_bits": js / LN2, "C": abs(sigma_s - sigma_a)}, None
 
-    def describe(self) -> dict[str, Any]:
+    def formula(self) -> dict[str, Any]:
         return {"formula": "100 * (1 - JS/ln 2) / (1 + fold(|sigma_s - sigma_a|)), JS with the 50/50 mixture by quadrature"}

@@ -28,10 +28,10 @@ from scipy.special import logsumexp
 from bias.core import stats
 from bias.core.errors import BiasError
 from bias.core.interfaces import Capability, Embedder, MaskedRequest, Metric, Tokens
+from bias.core.lm_pairs import MASKED, is_truncated, lm_mode
 from bias.core.lpbs_data import ATTRIBUTES, TARGETS, LpbsTest
 from bias.core.model import LPBS, OK, REFUSED, Result
 from bias.core.params import between, int_at_least, one_of, param
-from bias.plugins.metrics.crows import MASKED, lm_mode
 
 MULTI_TOKEN = ("joint", "first", "reduce")
 UNITS = ("attribute", "target")
@@ -60,6 +60,27 @@ def slot_positions(tokens: Tokens, span: tuple[int, int]) -> tuple[int, ...]:
     )
 
 
+def _multi_token_words(items: Sequence[_Item]) -> dict[str, list[str]]:
+    """The words of each set (X, Y, A, B) that are several sub-tokens in at least one sentence."""
+    pieces: dict[str, dict[str, int]] = {key: {} for key in ("X", "Y", "A", "B")}
+    for it in items:
+        pieces[it.t_key][it.target] = max(pieces[it.t_key].get(it.target, 0), len(it.t_pos))
+        pieces[it.a_key][it.attribute] = max(pieces[it.a_key].get(it.attribute, 0), len(it.a_pos))
+    return {key: [w for w, n in found.items() if n > 1] for key, found in pieces.items()}
+
+
+@attrs.frozen
+class _Scores:
+    """What the scoring of a test's sentences found, for the result."""
+
+    sentences: int
+    log_tgt: np.ndarray = attrs.field(eq=False)
+    log_prior: np.ndarray = attrs.field(eq=False)
+    attribute_scores: dict[str, dict[str, float]]
+    target_scores: dict[str, dict[str, float]]
+    template_rows: dict[int, dict[str, list[float]]]  # template -> group scores of its A and B attributes
+
+
 def _collapse(ids: Sequence[int], positions: Sequence[int]) -> tuple[list[int], int]:
     """The ids with a slot's sub-tokens replaced by its first piece alone, and that piece's position."""
     first, last = positions[0], positions[-1]
@@ -81,6 +102,10 @@ class Lpbs(Metric):
     implementations that assume one token per word), and collapses the prior's attribute slot to one
     mask as well (recorded as `prior_attribute_slot`); reduce drops words that are not one token in
     every sentence (the "reduced" sets), reported as lost.
+
+    `lost_threshold` means what it means for WEAT and the other association metrics: a set that loses
+    more than this share of its words refuses the test. Here a word can only be lost by `reduce` (the
+    lpbs data kind already refuses a word that no template fits), and a set also needs 2 words left.
     """
 
     name: ClassVar[str] = "lpbs"
@@ -110,22 +135,21 @@ class Lpbs(Metric):
             raise BiasError(f"Metric 'lpbs' needs an LPBS test (kind lpbs), not {type(data).__name__}.")
         lm_mode(embedder, self.name, (MASKED,))
         items = self._items(embedder, data)
-        pieces: dict[str, dict[str, int]] = {key: {} for key in ("X", "Y", "A", "B")}
-        for it in items:
-            pieces[it.t_key][it.target] = max(pieces[it.t_key].get(it.target, 0), len(it.t_pos))
-            pieces[it.a_key][it.attribute] = max(pieces[it.a_key].get(it.attribute, 0), len(it.a_pos))
-        multi = {key: [w for w, n in found.items() if n > 1] for key, found in pieces.items()}
+        multi = _multi_token_words(items)
         lost: dict[str, list[str]] = {}
         if self.multi_token == "reduce":
             lost = {key: words for key, words in multi.items() if words}
             dropped = {(key, w) for key, words in lost.items() for w in words}
             items = [it for it in items if (it.t_key, it.target) not in dropped and (it.a_key, it.attribute) not in dropped]
-        base = self.result_fields(embedder.spec, data, seed, lost=lost)
         reason = self._refusal(data, lost)
         if reason:
-            return Result(status=REFUSED, reason=reason, figures={"multi_token_words": multi}, **base)
+            return self.make_result(embedder.spec, data, seed, lost=lost, status=REFUSED, reason=reason, figures={"multi_token_words": multi})
+        scores = self._group_scores(data, items, *self._score(embedder, items))
+        return self._result(embedder, data, seed, scores, multi, lost)
 
-        log_tgt, log_prior = self._score(embedder, items)
+    def _group_scores(self, data: LpbsTest, items: Sequence[_Item], log_tgt: np.ndarray, log_prior: np.ndarray) -> _Scores:
+        """The group score of every (template, attribute), averaged per attribute, and the WEAT-like
+        score of every target from its associations."""
         asc = log_tgt - log_prior
         groups: dict[tuple[int, str], dict[str, list[int]]] = defaultdict(lambda: {"X": [], "Y": []})
         for i, it in enumerate(items):
@@ -152,18 +176,25 @@ class Lpbs(Metric):
                 mean_b = [np.mean(pair_asc[(t, b)]) for b in attribute_scores["B"] if pair_asc.get((t, b))]
                 if mean_a and mean_b:
                     target_scores[key][t] = float(np.mean(mean_a) - np.mean(mean_b))
+        return _Scores(len(items), log_tgt, log_prior, attribute_scores, target_scores, dict(template_rows))
+
+    def _result(
+        self, embedder: Embedder, data: LpbsTest, seed: int | None, scores: _Scores, multi: dict[str, list[str]], lost: dict[str, list[str]]
+    ) -> Result:
+        """The effect size of the chosen unit with its permutation p-value, or the refusal when it has none."""
+        attribute_scores, target_scores = scores.attribute_scores, scores.target_scores
         first, second = ("A", "B") if self.unit == "attribute" else ("X", "Y")
         chosen = attribute_scores if self.unit == "attribute" else target_scores
         s1 = np.array(list(chosen[first].values()), dtype=np.float64)
         s2 = np.array(list(chosen[second].values()), dtype=np.float64)
         if len(s1) < 2 or len(s2) < 2:
-            return Result(
-                status=REFUSED, reason=f"too few scored {self.unit}s ({first} {len(s1)}, {second} {len(s2)}): templates must fit each word with words of the other slot from both sets",
-                **base,
+            return self.make_result(
+                embedder.spec, data, seed, lost=lost, status=REFUSED,
+                reason=f"too few scored {self.unit}s ({first} {len(s1)}, {second} {len(s2)}): templates must fit each word with words of the other slot from both sets",
             )
         degenerate = stats.no_spread(s1, s2, self.unit, "score")
         if degenerate:
-            return Result(status=REFUSED, reason=degenerate, **base)
+            return self.make_result(embedder.spec, data, seed, lost=lost, status=REFUSED, reason=degenerate)
         test = stats.permutation_test(
             s1, s2, alternative="two-sided", permutations=self.permutations, exact_limit=self.exact_limit, seed=seed
         )
@@ -187,10 +218,14 @@ class Lpbs(Metric):
                 "mean_score_B": float(np.mean(rows["B"])) if rows["B"] else None,
                 "difference": float(np.mean(rows["A"]) - np.mean(rows["B"])) if rows["A"] and rows["B"] else None,
             }
-            for t, rows in sorted(template_rows.items())
+            for t, rows in sorted(scores.template_rows.items())
         ]
         both = np.concatenate([s1, s2])
-        return Result(
+        return self.make_result(
+            embedder.spec,
+            data,
+            seed,
+            lost=lost,
             status=OK,
             effect_size=stats.effect_size(s1, s2, ddof=self.ddof),
             p_value=test.p_value,
@@ -202,39 +237,43 @@ class Lpbs(Metric):
                 "std": float(both.std(ddof=self.ddof)),
                 "effect_size_other_unit": other_effect,
                 "templates": templates,
-                "sentences": len(items),
-                "mean_log_p_target": float(log_tgt.mean()),
-                "mean_log_p_prior": float(log_prior.mean()),
+                "sentences": scores.sentences,
+                "mean_log_p_target": float(scores.log_tgt.mean()),
+                "mean_log_p_prior": float(scores.log_prior.mean()),
                 "multi_token_words": multi,
                 "parametric_p": test.parametric_p,
                 "statistic": test.statistic,
             },
-            convention={
-                "unit": self.unit,
-                "ddof": self.ddof,
-                "multi_token": self.multi_token,
-                "alternative": "two-sided",
-                "method": test.method,
-                "permutations": test.permutations,
-                "exact_limit": self.exact_limit,
-                "seed": test.seed,
-                "p_estimator": "k/C(N,|A|)" if test.method == "exact" else "(k+1)/(m+1)",
-                "score": "log space: logsumexp_X log p_tgt - logsumexp_Y log p_tgt - (same for the prior), mean over templates",
-                "prior": "target and attribute slots both masked, read at the target slot",
-                "prior_attribute_slot": (
-                    "one mask: with multi_token=first the attribute word's sub-tokens collapse to a single mask too "
-                    "(as in the reference code), so the prior does not depend on how many pieces the attribute has"
-                    if self.multi_token == "first"
-                    else "one mask per sub-token of the attribute word"
-                ),
-                "slots": "rendered character spans mapped to tokens through the tokenizer's offsets",
-            },
+            convention=self._convention(test),
             sizes={key: len(v) for key, v in {**attribute_scores, **target_scores}.items()},
             warnings=warnings,
-            **base,
         )
 
+    def _convention(self, test: stats.PermutationTest) -> dict[str, Any]:
+        """The choices behind the numbers: unit, test, and how the sentences were scored."""
+        return {
+            "unit": self.unit,
+            "ddof": self.ddof,
+            "multi_token": self.multi_token,
+            "alternative": "two-sided",
+            "method": test.method,
+            "permutations": test.permutations,
+            "exact_limit": self.exact_limit,
+            "seed": test.seed,
+            "p_estimator": "k/C(N,|A|)" if test.method == "exact" else "(k+1)/(m+1)",
+            "score": "log space: logsumexp_X log p_tgt - logsumexp_Y log p_tgt - (same for the prior), mean over templates",
+            "prior": "target and attribute slots both masked, read at the target slot",
+            "prior_attribute_slot": (
+                "one mask: with multi_token=first the attribute word's sub-tokens collapse to a single mask too "
+                "(as in the reference code), so the prior does not depend on how many pieces the attribute has"
+                if self.multi_token == "first"
+                else "one mask per sub-token of the attribute word"
+            ),
+            "slots": "rendered character spans mapped to tokens through the tokenizer's offsets",
+        }
+
     def _refusal(self, data: LpbsTest, lost: dict[str, list[str]]) -> str | None:
+        """Why the test is refused after dropping multi-token words, if it is (see `lost_threshold`)."""
         for key, wl in data.sets().items():
             n = len(wl.words)
             share = len(lost.get(key, [])) / n if n else 0.0
@@ -265,8 +304,7 @@ class Lpbs(Metric):
         items = []
         for ti, t_key, t, a_key, a, found in rendered:
             toks = tokens[found.text]
-            ends = [b for (x, b), s in zip(toks.offsets, toks.special) if not s and b > x]
-            if not ends or max(ends) < len(found.text.rstrip()):
+            if is_truncated(found.text, toks):
                 raise BiasError(f"{data.name}: the sentence {found.text!r} is longer than the model's limit.", "Shorten the template.")
             t_pos = slot_positions(toks, found.spans["target"])
             a_pos = slot_positions(toks, found.spans["attribute"])

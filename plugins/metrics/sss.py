@@ -1,0 +1,44 @@
+"""The StereoSet-style score (SSS) on sentence pairs: how likely each sentence makes its own modified
+(group) tokens (scoring and comparison in `bias.core.lm_pairs` and `bias.core.pair_metric`)."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import attrs
+
+from bias.core.interfaces import Capability, Measured
+from bias.core.lm_pairs import SSS_MASKING, PairScores
+from bias.core.model import PAIRS
+from bias.core.pair_metric import PairMetric, Refusal, compare_pairs, lowercase_param
+from bias.core.pairs import PairSet
+from bias.core.params import one_of, param
+
+
+@attrs.define
+class StereoSetScore(PairMetric):
+    """StereoSet-style score (SSS) on sentence pairs: the percentage of pairs in which the more
+    stereotyping sentence gives its own modified (group) tokens the higher mean log-probability.
+
+    score(S) = mean over the modified tokens m of S of log P(m | S with m masked). `masking = each`
+    masks one modified token at a time (the diagonal); `joint` masks them all at once, conditioning on
+    the unmodified tokens only, as in the StereoSet likelihood. Either way each token is scored at its
+    own position: one reference averaged the whole |M| x |M| matrix of every masked position against
+    every modified token, which this avoids. A pair whose sentence has no modified token (the other only
+    adds words) is skipped and reported. Masked LMs only.
+    """
+
+    name: ClassVar[str] = "sss"
+    summary: ClassVar[str] = "StereoSet-style score: % of pairs whose stereotyping sentence's group tokens are more likely."
+    requires: ClassVar[frozenset[Capability]] = frozenset({Capability.MASKED_LM})
+    requires_any: ClassVar[frozenset[Capability]] = frozenset()
+    data_kind: ClassVar[str] = PAIRS
+    scoring: ClassVar[str] = "sss"
+
+    masking: str = param(
+        "each", "each (mask the modified tokens one at a time) or joint (all at once)", validator=one_of(SSS_MASKING)
+    )
+    lowercase: str = lowercase_param()
+
+    def measure(self, data: PairSet, scores: PairScores) -> Measured | Refusal:
+        return compare_pairs(data, scores, what="sss")
