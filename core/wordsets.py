@@ -7,10 +7,12 @@ published under one language code through a `DataPackage` entry point.
 
 from __future__ import annotations
 
+import importlib.metadata
 import logging
 import re
+import sys
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -18,19 +20,10 @@ import attrs
 
 from bias.core.errors import BiasError
 from bias.core.model import (
-    ANALOGIES,
     ASSOCIATION,
     BIAS_TYPES,
     STIMULI,
-    DEBIAS_LISTS,
     DIRECTIONS,
-    FISE,
-    LABELLED_TEXTS,
-    LPBS,
-    PAIRS,
-    SIMILARITY_PAIRS,
-    TEMPLATES,
-    WORDSET_KINDS,
     AssociationTest,
     WordList,
     WordSetMeta,
@@ -168,16 +161,23 @@ def check_meta(data: dict[str, Any], file: str, known: Iterable[str] = ()) -> li
         if key not in allowed:
             problems.append(Problem(file, key, f"unknown field (known: {', '.join(sorted(allowed))})", "warning"))
     kind = data.get("kind")
-    if isinstance(kind, str) and kind not in WORDSET_KINDS:
-        problems.append(Problem(file, "kind", f"'{kind}' is not a word-set kind ({', '.join(WORDSET_KINDS)})"))
-    bias_type = data.get("bias_type")
-    if isinstance(bias_type, str) and bias_type.strip() and bias_type not in BIAS_TYPES:
-        problems.append(Problem(file, "bias_type", f"'{bias_type}' is not a known bias type ({', '.join(BIAS_TYPES)})"))
+    if isinstance(kind, str) and kind not in known_kinds():
+        problems.append(Problem(file, "kind", f"'{kind}' is not a word-set kind ({', '.join(known_kinds())})"))
+    problems.extend(check_bias_type(data.get("bias_type"), file, "bias_type"))
     problems.extend(check_variant(data, file))
     direction = data.get("expected_direction", "positive")
     if direction not in DIRECTIONS:
         problems.append(Problem(file, "expected_direction", f"'{direction}' must be one of {', '.join(DIRECTIONS)}"))
     return problems
+
+
+def check_bias_type(value: Any, file: str, field: str, recommended: Iterable[str] = BIAS_TYPES) -> list[Problem]:
+    """A bias type is free text, so that a package can measure a dimension nobody listed yet; one off
+    the recommended list is a warning because reports group tests of different packages by it."""
+    if not isinstance(value, str) or not value.strip() or value in recommended:
+        return []
+    return [Problem(file, field, f"'{value}' is not a known bias type (recommended: {', '.join(recommended)}); it is "
+                    "accepted, but tests of other packages that measure the same thing will not be grouped with it", "warning")]
 
 
 def check_variant(data: dict[str, Any], file: str) -> list[Problem]:
@@ -374,42 +374,78 @@ def meta_of(data: dict[str, Any], path: Path | str, name: str) -> WordSetMeta:
     )
 
 
-# Each kind of word set lives in its own module, which offers `check(data, file) -> list[Problem]`
-# and `build(data, name, path)` (raising BiasError on errors); the object built has `.meta`.
-KIND_MODULES = {
-    ASSOCIATION: "bias.core.wordsets",
-    TEMPLATES: "bias.core.templates",
-    LPBS: "bias.core.lpbs_data",
-    PAIRS: "bias.core.pairs",
-    DEBIAS_LISTS: "bias.core.debias_lists",
-    ANALOGIES: "bias.core.analogies",
-    FISE: "bias.core.fise_data",
-    LABELLED_TEXTS: "bias.core.labelled_texts",
-    SIMILARITY_PAIRS: "bias.core.similarity_pairs",
-}
+@attrs.frozen
+class DataKind:
+    """How one kind of house-format record is checked and built.
 
-check = check_association
-build = association_from_record
+    A kind is whatever the entry point of group `bias.kinds` names, as long as it offers
+    `check(data, file) -> list[Problem]` and `build(data, name, path)` (raising BiasError on errors; the
+    object built has `.meta`): a module with those two functions, or an instance of this class.
+    """
+
+    check: Callable[[dict[str, Any], str], list[Problem]]
+    build: Callable[[dict[str, Any], str, str], Any]
 
 
-def kind_module(kind: Any, file: str) -> Any:
-    import importlib
+ASSOCIATION_KIND = DataKind(check_association, association_from_record)
 
-    if kind not in KIND_MODULES:
-        raise BiasError(f"{file}: '{kind}' is not a word-set kind.", f"Use one of: {', '.join(WORDSET_KINDS)}.")
-    return importlib.import_module(KIND_MODULES[kind])
+KINDS_GROUP = "bias.kinds"
+# One scan of the installed kinds per sys.path (a distribution installed since then is seen).
+_KINDS: dict[tuple[str, ...], dict[str, list[importlib.metadata.EntryPoint]]] = {}
+_LOADED: dict[str, Any] = {}
+
+
+def _kind_entry_points() -> dict[str, list[importlib.metadata.EntryPoint]]:
+    key = tuple(sys.path)
+    if key not in _KINDS:
+        found: dict[str, list[importlib.metadata.EntryPoint]] = {}
+        for ep in importlib.metadata.entry_points(group=KINDS_GROUP):
+            found.setdefault(ep.name, []).append(ep)
+        _KINDS.clear()
+        _LOADED.clear()
+        _KINDS[key] = found
+    return _KINDS[key]
+
+
+def known_kinds() -> list[str]:
+    """Every installed kind of word set, first-party and third-party alike (entry-point names only)."""
+    return sorted(_kind_entry_points())
+
+
+def kind_handler(kind: Any, file: str) -> Any:
+    """The object that checks and builds records of `kind`, imported on first use."""
+    found = _kind_entry_points().get(kind) if isinstance(kind, str) else None
+    if not found:
+        raise BiasError(f"{file}: '{kind}' is not a word-set kind.", f"Use one of: {', '.join(known_kinds())}.")
+    if len({ep.value for ep in found}) > 1:
+        who = " and ".join(f"{_distribution(ep)} ({ep.value})" for ep in found)
+        raise BiasError(f"Two distributions register the word-set kind '{kind}': {who}.", "Uninstall one of them.")
+    if kind not in _LOADED:
+        try:
+            _LOADED[kind] = found[0].load()
+        except Exception as exc:  # a third party's broken import is reported, never raised as is
+            raise BiasError(
+                f"The word-set kind '{kind}' from {_distribution(found[0])} is broken: {type(exc).__name__}: {exc}",
+                "Reinstall or fix that distribution.",
+            ) from exc
+    return _LOADED[kind]
+
+
+def _distribution(ep: importlib.metadata.EntryPoint) -> str:
+    dist = getattr(ep, "dist", None)
+    return f"{dist.metadata['Name']} {dist.version}" if dist is not None else "an unknown distribution"
 
 
 def check_record(data: dict[str, Any], file: str) -> list[Problem]:
-    """Every problem of a house-format record, checked by the module of its kind."""
+    """Every problem of a house-format record, checked by the handler of its kind."""
     kind = data.get("kind", ASSOCIATION)
-    if kind not in KIND_MODULES:
+    if kind not in known_kinds():
         return check_meta(data, file) or [Problem(file, "kind", f"'{kind}' is not a word-set kind")]
-    return kind_module(kind, file).check(data, file)
+    return kind_handler(kind, file).check(data, file)
 
 
 def build_record(data: dict[str, Any], name: str, file: str) -> Any:
-    return kind_module(data.get("kind", ASSOCIATION), file).build(data, name, file)
+    return kind_handler(data.get("kind", ASSOCIATION), file).build(data, name, file)
 
 
 def load_toml_wordset(path: Path, name: str | None = None) -> Any:
