@@ -7,6 +7,7 @@ the command line arrive as text and are converted by the type each field's annot
 
 from __future__ import annotations
 
+import sys
 import types
 import typing
 from typing import Any
@@ -75,7 +76,16 @@ def resolved_types(cls: type) -> dict[str, Any]:
     try:
         return typing.get_type_hints(cls)
     except Exception:  # an unresolvable name in a third party's annotations must not stop a run
-        return {f.name: f.type for f in attrs.fields(cls) if isinstance(f.type, type)}
+        pass
+    module = sys.modules.get(cls.__module__)
+    namespace = {**vars(typing), **(vars(module) if module is not None else {})}
+    out: dict[str, Any] = {}
+    for f in attrs.fields(cls):
+        try:  # what get_type_hints does for each annotation, one field at a time
+            out[f.name] = eval(f.type, namespace) if isinstance(f.type, str) else f.type  # noqa: S307
+        except Exception:
+            continue
+    return out
 
 
 def _members(hint: Any) -> tuple[Any, ...]:
