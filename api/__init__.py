@@ -53,11 +53,11 @@ from bias.core.templates import TemplateSet
 
 # --- base classes of the shared metric libraries --------------------------------------------------
 # AssociationMetric and SetVectors (bias.core.association: a metric over looked-up X, Y, A, B vectors)
-# and PairMetric (bias.core.lm_pairs: a metric over per-pair scores of a language model) are exported
-# here as soon as those modules exist:
+# and PairMetric with PairScores (bias.core.lm_pairs: a metric over per-pair scores of a language
+# model) are exported here, and added to __all__, as soon as those modules exist:
 #
 #     from bias.core.association import AssociationMetric, SetVectors
-#     from bias.core.lm_pairs import PairMetric
+#     from bias.core.lm_pairs import PairMetric, PairScores
 
 __all__ = [
     "ANALOGIES",
