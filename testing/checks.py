@@ -4,7 +4,7 @@ it reads well under pytest or any other runner; each returns how many items it c
 make sure a check really ran.
 
 Agreement rules (articles, vowel harmony, ...) are the language's own: a package writes them in its
-tests over `LanguageData.seat_sentences` and `lpbs_sentences`, as tests/languages/test_grammar.py does.
+tests over `LanguageData.seat_sentences` and `lpbs_sentences`, as tests/languages/test_language_grammar.py does.
 """
 
 from __future__ import annotations
