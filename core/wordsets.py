@@ -407,6 +407,17 @@ def _kind_entry_points() -> dict[str, list[importlib.metadata.EntryPoint]]:
     return _KINDS[key]
 
 
+def share_kind_scan(entry_points: Iterable[importlib.metadata.EntryPoint]) -> None:
+    """Take the `bias.kinds` entry points from a scan done elsewhere (the registry reads every group in
+    one pass), so that the installed distributions are read once per process."""
+    found: dict[str, list[importlib.metadata.EntryPoint]] = {}
+    for ep in entry_points:
+        found.setdefault(ep.name, []).append(ep)
+    _KINDS.clear()
+    _LOADED.clear()
+    _KINDS[tuple(sys.path)] = found
+
+
 def known_kinds() -> list[str]:
     """Every installed kind of word set, first-party and third-party alike (entry-point names only)."""
     return sorted(_kind_entry_points())

@@ -16,7 +16,7 @@ from typing import Any
 import attrs
 
 from bias.core.errors import FAILURE, BiasError
-from bias.core.wordsets import KINDS_GROUP
+from bias.core.wordsets import KINDS_GROUP, share_kind_scan
 
 GROUPS: dict[str, str] = {
     "embedders": "bias.embedders",
@@ -84,6 +84,7 @@ def _scan() -> dict[str, list[tuple[EntryPointInfo, Any]]]:
         found[namespace] = sorted(rows, key=lambda row: (row[0].name, row[0].distribution))
     _SCANS.clear()
     _SCANS[key] = found
+    share_kind_scan(ep for _, ep in found[KINDS_GROUP])
     return found
 
 
