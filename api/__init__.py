@@ -42,7 +42,8 @@ from bias.core.model import (
     WordVectors,
 )
 from bias.core.params import between, int_at_least, one_of, param
-from bias.core.wordsets import DataKind, DataPackage, Problem
+from bias.core.data_kinds import DataKind
+from bias.core.wordsets import DataPackage, Problem
 
 # Data classes of the other kinds of word set, for metrics that take them.
 from bias.core.analogies import Analogies

@@ -16,7 +16,7 @@ from typing import Any
 import attrs
 
 from bias.core.errors import FAILURE, BiasError
-from bias.core.wordsets import KINDS_GROUP, share_kind_scan
+from bias.core.data_kinds import KINDS_GROUP, share_kind_scan
 
 GROUPS: dict[str, str] = {
     "embedders": "bias.embedders",

@@ -10,7 +10,8 @@ import pytest
 from test_registry import make_distribution
 
 from bias.core.errors import BiasError
-from bias.core.wordsets import KINDS_GROUP, check_meta, errors_of, known_kinds, load_toml_wordset, validate_toml_file
+from bias.core.data_kinds import KINDS_GROUP, known_kinds
+from bias.core.wordsets import check_meta, errors_of, load_toml_wordset, validate_toml_file
 
 FIRST_PARTY = {"association", "templates", "lpbs", "pairs", "debias-lists", "analogies", "fise", "labelled-texts", "similarity-pairs"}
 META = 'language = "en"\nsource = "written for the tests"\nlicence = "CC0-1.0"\n'
