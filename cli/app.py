@@ -99,9 +99,9 @@ def info_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
 ) -> None:
     """Show a plugin's documentation, parameters, requirements and origin."""
-    from bias.cli.info import describe, render
+    from bias.cli.info import plugin_documentation, render
 
-    found = describe(name)
+    found = plugin_documentation(name)
     if as_json:
         print(json.dumps(found, indent=2, ensure_ascii=False, default=str))
         return

@@ -12,7 +12,7 @@ from bias.core.did_you_mean import suggestions
 from bias.core.errors import BiasError
 
 
-def describe(name: str) -> list[dict[str, Any]]:
+def plugin_documentation(name: str) -> list[dict[str, Any]]:
     from bias.core.params import describe_params
     from bias.registry import entry_points as eps
     from bias.registry.catalogue import kind_of, wordset_entries

@@ -152,7 +152,7 @@ def _pivot_table(rep: Any, *, stacked: bool) -> Table:
     table.add_column("Test", no_wrap=False, max_width=max(24, *(len(short[t]) for t in tests)))
     for v in variants:
         members = [r for r in rep.results if _variant(rep, r, models) == v]
-        kinds = {kind_of(r.metric).label for r in members}
+        kinds = {kind_of(r).label for r in members}
         unit = kinds.pop() if len(kinds) == 1 else "value"
         head = (v if unit.upper() == v.upper() else f"{v} {unit}") + (f" [{rep.ci_label}]" if any(r.figures.get("ci_low") is not None for r in members) and not stacked else "")
         table.add_column(head, no_wrap=True, justify="left")
@@ -168,7 +168,7 @@ def _pivot_table(rep: Any, *, stacked: bool) -> Table:
             if r.status != "ok":
                 row += [_status_cell(r), ""] if not stacked else [_status_cell(r)]
                 continue
-            kind = kind_of(r.metric)
+            kind = kind_of(r)
             value = kind.format(r.effect_size) + ("%" if kind.unit == "%" else "")
             ci = ci_text(r, 2) if r.figures.get("ci_low") is not None else ""
             p = result_p(r)

@@ -162,39 +162,6 @@ def _check(resamples: int, level: float, method: str) -> None:
         raise ValueError("level must lie strictly between 0 and 1")
 
 
-def two_sample_ci(
-    a: Sequence[float],
-    b: Sequence[float],
-    *,
-    ddof: int = 1,
-    resamples: int = DEFAULT_RESAMPLES,
-    seed: int | None = None,
-    level: float = 0.95,
-    method: str = "bca",
-) -> Interval:
-    """Interval for (mean a - mean b) / std(a u b), resampling a and b within themselves.
-
-    The effect size of WEAT over fixed s(w) values, and of LPBS over attribute scores, has this form.
-    """
-    _check(resamples, level, method)
-    sa = np.asarray(a, dtype=np.float64)
-    sb = np.asarray(b, dtype=np.float64)
-    na, nb = len(sa), len(sb)
-    if na < 1 or nb < 1:
-        raise ValueError("both samples need at least one value")
-    estimate = float(weighted_effect(sa, sb, np.ones((1, na)), np.ones((1, nb)), ddof)[0])
-    rng = generator(seed)
-    boot = np.empty(resamples)
-    for start, rows in _chunks(resamples, na + nb):
-        boot[start : start + rows] = weighted_effect(sa, sb, resample_counts(rng, na, rows), resample_counts(rng, nb, rows), ddof)
-    jack = [
-        weighted_effect(sa, sb, leave_one_out(na), np.ones((na, nb)), ddof) if na > 1 else np.array([]),
-        weighted_effect(sa, sb, np.ones((nb, na)), leave_one_out(nb), ddof) if nb > 1 else np.array([]),
-    ]
-    accel = acceleration(jack) if method == "bca" else 0.0
-    return interval(boot, estimate, level=level, method=method, accel=accel, seed=seed)
-
-
 def association_effects(
     XA: np.ndarray,
     XB: np.ndarray,

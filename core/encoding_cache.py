@@ -68,8 +68,6 @@ class EncodingCache:
         self._connection: sqlite3.Connection | None = None
         self._pid: int | None = None
         self._disabled = False
-        self.hits = 0
-        self.misses = 0
 
     # ---------------------------------------------------------------- public
 
@@ -80,7 +78,6 @@ class EncodingCache:
         wanted = list(dict.fromkeys(keys))
         connection = self._connect()
         if connection is None or not wanted:
-            self.misses += len(wanted)
             return found
         try:
             for first in range(0, len(wanted), _CHUNK):
@@ -102,8 +99,6 @@ class EncodingCache:
                 "The encoding cache %s held %d damaged row(s) (wrong size, checksum or non-finite numbers); "
                 "they are computed again from the model and replaced.", self.path, damaged,
             )
-        self.hits += len(found)
-        self.misses += len(wanted) - len(found)
         return found
 
     def put(self, rows: Mapping[str, np.ndarray]) -> None:
@@ -217,12 +212,4 @@ def lookup(cache: EncodingCache | None, keys: Sequence[str]) -> tuple[dict[str, 
     return found, missing
 
 
-def assemble(keys: Sequence[str], found: Mapping[str, np.ndarray], dim: int) -> np.ndarray:
-    """One float64 matrix in request order from rows by key."""
-    out = np.empty((len(keys), dim), dtype=np.float64)
-    for i, key in enumerate(keys):
-        out[i] = found[key]
-    return out
-
-
-__all__ = ["ENV_VAR", "EncodingCache", "assemble", "default_cache_dir", "lookup", "row_key"]
+__all__ = ["ENV_VAR", "EncodingCache", "default_cache_dir", "lookup", "row_key"]

@@ -241,9 +241,18 @@ class Metric(ABC):
             "params": self.params(),
             "seed": seed,
             "meta": {"bias_type": meta.bias_type, "language": meta.language, "expected_direction": meta.expected_direction,
-                     **({"title": meta.title} if meta.title else {}), **variant_meta(meta)},
+                     **({"title": meta.title} if meta.title else {}), **variant_meta(meta), **value_meta(type(self))},
             **extra,
         }
+
+
+def value_meta(metric_class: type) -> dict[str, Any]:
+    """What a metric declares about its number (label, unit, ...), so that reports, which read results
+    only, can label a third-party metric's value; first-party metrics are described in the reports."""
+    from bias.core.reports.values import declared_value
+
+    declared = declared_value(metric_class)
+    return {"value": declared} if declared else {}
 
 
 def variant_meta(meta: Any) -> dict[str, str]:

@@ -24,9 +24,10 @@ ANALOGIES = "analogies"
 FISE = "fise"
 LABELLED_TEXTS = "labelled-texts"  # texts with a class label: what the probe metric classifies
 SIMILARITY_PAIRS = "similarity-pairs"  # word pairs with human similarity scores
-WORDSET_KINDS = (ASSOCIATION, TEMPLATES, LPBS, PAIRS, DEBIAS_LISTS, ANALOGIES, FISE, LABELLED_TEXTS, SIMILARITY_PAIRS)
 DIRECTIONS = ("positive", "negative", "none")
-# The social dimension a word set measures. "origin" is ethnic or migration background (the European
+# The first-party kinds of word set; a third party adds one through the entry-point group `bias.kinds`.
+# The social dimension a word set measures: free text, these are the recommended names (validation
+# warns about any other, since reports group the tests of different packages by it). "origin" is ethnic or migration background (the European
 # framing), "race" the US one of the published WEAT tests; "non-social" marks the validation tests
 # (flowers/insects, instruments/weapons); "mixed" a pair set whose pairs carry their own types.
 # "gender-identity" (cisgender vs transgender and non-binary) is kept apart from "gender" (men vs women).
@@ -143,7 +144,6 @@ class WordVectors:
 OK = "ok"
 REFUSED = "refused"  # the input does not allow a sound answer (too many lost words, empty set, ...)
 FAILED = "failed"  # something broke while running
-STATUSES = (OK, REFUSED, FAILED)
 
 
 @attrs.frozen

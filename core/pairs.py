@@ -17,10 +17,10 @@ from typing import Any
 import attrs
 
 from bias.core.model import BIAS_TYPES, PAIRS, WordSetMeta
-from bias.core.wordsets import Problem, check_meta, meta_of, raise_on_errors
+from bias.core.wordsets import Problem, check_bias_type, check_meta, meta_of, raise_on_errors
 
 DIRECTIONS = ("stereo", "antistereo")
-# Types a single pair may carry: the social types, plus "unspecified" for files that do not say.
+# Types recommended for a single pair: the social types, plus "unspecified" for files that do not say.
 PAIR_BIAS_TYPES = tuple(t for t in BIAS_TYPES if t not in ("mixed", "any"))
 PAIR_KEYS = ("more", "less", "direction", "bias_type", "line", "note")
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -46,9 +46,6 @@ class PairSet:
     @property
     def name(self) -> str:
         return self.meta.name
-
-    def bias_types(self) -> list[str]:
-        return sorted({p.bias_type for p in self.pairs})
 
 
 def words_of(sentence: str) -> list[str]:
@@ -92,10 +89,10 @@ def check(data: dict[str, Any], file: str) -> list[Problem]:
                 Problem(file, f"{field}.direction", f"{where}{direction!r} is not one of {', '.join(DIRECTIONS)}")
             )
         bias_type = entry.get("bias_type")
-        if bias_type not in PAIR_BIAS_TYPES:
-            problems.append(
-                Problem(file, f"{field}.bias_type", f"{where}{bias_type!r} is not a bias type ({', '.join(PAIR_BIAS_TYPES)})")
-            )
+        if not isinstance(bias_type, str) or not bias_type.strip():
+            problems.append(Problem(file, f"{field}.bias_type", f"{where}missing: every pair says its bias type"))
+        else:
+            problems.extend(check_bias_type(bias_type, file, f"{field}.bias_type", PAIR_BIAS_TYPES))
         if "line" in entry and (isinstance(entry["line"], bool) or not isinstance(entry["line"], int)):
             problems.append(Problem(file, f"{field}.line", "must be a whole number (the source line of an imported pair)"))
         for key in entry:

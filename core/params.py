@@ -1,11 +1,15 @@
 """Declared parameters of plugins.
 
 Plugins are attrs classes; their fields are their parameters. `param()` attaches the help text that
-`bias info` shows, and `describe_params` reads it back without instantiating the plugin.
+`bias info` shows, and `describe_params` reads it back without instantiating the plugin. Values from
+the command line arrive as text and are converted by the type each field's annotation resolves to.
 """
 
 from __future__ import annotations
 
+import sys
+import types
+import typing
 from typing import Any
 
 import attrs
@@ -46,6 +50,7 @@ def describe_params(cls: type) -> list[ParamInfo]:
 def coerce_params(cls: type, options: dict[str, Any], plugin: str) -> dict[str, Any]:
     """Check option names against the declared parameters and convert strings from the CLI."""
     known = {p.name: p for p in describe_params(cls)}
+    hints = resolved_types(cls)
     out: dict[str, Any] = {}
     for key, value in options.items():
         key = key.replace("-", "_")
@@ -55,34 +60,75 @@ def coerce_params(cls: type, options: dict[str, Any], plugin: str) -> dict[str, 
                 f"Plugin '{plugin}' has no parameter '{key}'.",
                 f"Its parameters are: {names} (see `bias info {plugin}`).",
             )
-        out[key] = _convert(value, known[key], plugin)
+        out[key] = _convert(value, hints.get(key, str), known[key], plugin)
     return out
 
 
-def _convert(value: Any, info: ParamInfo, plugin: str) -> Any:
+def resolved_types(cls: type) -> dict[str, Any]:
+    """Field name -> the type object its annotation names, however it was written: `Optional[int]`,
+    `int | None`, with or without `from __future__ import annotations` (which leaves strings).
+
+    A plugin whose annotations cannot be resolved (a name imported only under TYPE_CHECKING) keeps the
+    types it can: its fields with real type objects, the others taken as text.
+    """
+    if not attrs.has(cls):
+        return {}
+    try:
+        return typing.get_type_hints(cls)
+    except Exception:  # an unresolvable name in a third party's annotations must not stop a run
+        pass
+    module = sys.modules.get(cls.__module__)
+    namespace = {**vars(typing), **(vars(module) if module is not None else {})}
+    out: dict[str, Any] = {}
+    for f in attrs.fields(cls):
+        try:  # what get_type_hints does for each annotation, one field at a time
+            out[f.name] = eval(f.type, namespace) if isinstance(f.type, str) else f.type  # noqa: S307
+        except Exception:
+            continue
+    return out
+
+
+def _members(hint: Any) -> tuple[Any, ...]:
+    """The alternatives of a union (`int | None`, `Optional[int]`), or the type itself."""
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        return typing.get_args(hint)
+    return (hint,)
+
+
+def _convert(value: Any, hint: Any, info: ParamInfo, plugin: str) -> Any:
     if not isinstance(value, str):
         return value
-    kind = info.type.replace(" ", "")
-    if "None" in kind and value.strip().lower() in ("none", "null"):
+    members = _members(hint)
+    if type(None) in members and value.strip().lower() in ("none", "null"):
         return None
-    try:
-        if kind.startswith("bool"):
-            lowered = value.lower()
-            if lowered in ("1", "true", "yes", "on"):
-                return True
-            if lowered in ("0", "false", "no", "off"):
-                return False
-            raise ValueError(value)
-        if kind.startswith("int"):
-            return int(value)
-        if kind.startswith("float"):
-            return float(value)
-    except ValueError:
+    for member in members:  # the first alternative that takes the text, in the order written
+        if member is str or member is Any:
+            return value
+        try:
+            if member is bool:
+                return _boolean(value)
+            if member is int:
+                return int(value)
+            if member is float:
+                return float(value)
+        except ValueError:
+            continue
+    if any(m in (bool, int, float) for m in members):
+        wanted = "|".join("None" if m is type(None) else getattr(m, "__name__", str(m)) for m in members)
         raise BiasError(
-            f"Parameter '{info.name}' of '{plugin}' expects {kind}, got '{value}'.",
+            f"Parameter '{info.name}' of '{plugin}' expects {wanted}, got '{value}'.",
             f"See `bias info {plugin}` for its parameters.",
-        ) from None
+        )
     return value
+
+
+def _boolean(value: str) -> bool:
+    lowered = value.lower()
+    if lowered in ("1", "true", "yes", "on"):
+        return True
+    if lowered in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(value)
 
 
 # Validators for plugin parameters: a bad value is a user error (exit 2) that names the parameter.

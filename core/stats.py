@@ -47,10 +47,6 @@ def effect_size(sx: np.ndarray, sy: np.ndarray, ddof: int = 1) -> float:
     return float((sx.mean() - sy.mean()) / std)
 
 
-def test_statistic(sx: np.ndarray, sy: np.ndarray) -> float:
-    return float(sx.sum() - sy.sum())
-
-
 def n_partitions(n_total: int, n_x: int) -> int:
     return math.comb(n_total, n_x)
 

@@ -16,21 +16,13 @@ from typing import Any
 
 import attrs
 
+from bias.core.data_kinds import DataKind, kind_handler, known_kinds
 from bias.core.errors import BiasError
 from bias.core.model import (
-    ANALOGIES,
     ASSOCIATION,
     BIAS_TYPES,
     STIMULI,
-    DEBIAS_LISTS,
     DIRECTIONS,
-    FISE,
-    LABELLED_TEXTS,
-    LPBS,
-    PAIRS,
-    SIMILARITY_PAIRS,
-    TEMPLATES,
-    WORDSET_KINDS,
     AssociationTest,
     WordList,
     WordSetMeta,
@@ -168,16 +160,23 @@ def check_meta(data: dict[str, Any], file: str, known: Iterable[str] = ()) -> li
         if key not in allowed:
             problems.append(Problem(file, key, f"unknown field (known: {', '.join(sorted(allowed))})", "warning"))
     kind = data.get("kind")
-    if isinstance(kind, str) and kind not in WORDSET_KINDS:
-        problems.append(Problem(file, "kind", f"'{kind}' is not a word-set kind ({', '.join(WORDSET_KINDS)})"))
-    bias_type = data.get("bias_type")
-    if isinstance(bias_type, str) and bias_type.strip() and bias_type not in BIAS_TYPES:
-        problems.append(Problem(file, "bias_type", f"'{bias_type}' is not a known bias type ({', '.join(BIAS_TYPES)})"))
+    if isinstance(kind, str) and kind not in known_kinds():
+        problems.append(Problem(file, "kind", f"'{kind}' is not a word-set kind ({', '.join(known_kinds())})"))
+    problems.extend(check_bias_type(data.get("bias_type"), file, "bias_type"))
     problems.extend(check_variant(data, file))
     direction = data.get("expected_direction", "positive")
     if direction not in DIRECTIONS:
         problems.append(Problem(file, "expected_direction", f"'{direction}' must be one of {', '.join(DIRECTIONS)}"))
     return problems
+
+
+def check_bias_type(value: Any, file: str, field: str, recommended: Iterable[str] = BIAS_TYPES) -> list[Problem]:
+    """A bias type is free text, so that a package can measure a dimension nobody listed yet; one off
+    the recommended list is a warning because reports group tests of different packages by it."""
+    if not isinstance(value, str) or not value.strip() or value in recommended:
+        return []
+    return [Problem(file, field, f"'{value}' is not a known bias type (recommended: {', '.join(recommended)}); it is "
+                    "accepted, but tests of other packages that measure the same thing will not be grouped with it", "warning")]
 
 
 def check_variant(data: dict[str, Any], file: str) -> list[Problem]:
@@ -374,42 +373,18 @@ def meta_of(data: dict[str, Any], path: Path | str, name: str) -> WordSetMeta:
     )
 
 
-# Each kind of word set lives in its own module, which offers `check(data, file) -> list[Problem]`
-# and `build(data, name, path)` (raising BiasError on errors); the object built has `.meta`.
-KIND_MODULES = {
-    ASSOCIATION: "bias.core.wordsets",
-    TEMPLATES: "bias.core.templates",
-    LPBS: "bias.core.lpbs_data",
-    PAIRS: "bias.core.pairs",
-    DEBIAS_LISTS: "bias.core.debias_lists",
-    ANALOGIES: "bias.core.analogies",
-    FISE: "bias.core.fise_data",
-    LABELLED_TEXTS: "bias.core.labelled_texts",
-    SIMILARITY_PAIRS: "bias.core.similarity_pairs",
-}
-
-check = check_association
-build = association_from_record
-
-
-def kind_module(kind: Any, file: str) -> Any:
-    import importlib
-
-    if kind not in KIND_MODULES:
-        raise BiasError(f"{file}: '{kind}' is not a word-set kind.", f"Use one of: {', '.join(WORDSET_KINDS)}.")
-    return importlib.import_module(KIND_MODULES[kind])
-
+ASSOCIATION_KIND = DataKind(check_association, association_from_record)
 
 def check_record(data: dict[str, Any], file: str) -> list[Problem]:
-    """Every problem of a house-format record, checked by the module of its kind."""
+    """Every problem of a house-format record, checked by the handler of its kind."""
     kind = data.get("kind", ASSOCIATION)
-    if kind not in KIND_MODULES:
+    if kind not in known_kinds():
         return check_meta(data, file) or [Problem(file, "kind", f"'{kind}' is not a word-set kind")]
-    return kind_module(kind, file).check(data, file)
+    return kind_handler(kind, file).check(data, file)
 
 
 def build_record(data: dict[str, Any], name: str, file: str) -> Any:
-    return kind_module(data.get("kind", ASSOCIATION), file).build(data, name, file)
+    return kind_handler(data.get("kind", ASSOCIATION), file).build(data, name, file)
 
 
 def load_toml_wordset(path: Path, name: str | None = None) -> Any:

@@ -19,7 +19,8 @@ from typing import Any
 import attrs
 
 from bias.core.errors import BiasError
-from bias.core.wordsets import KIND_MODULES, REQUIRED_META, DataPackage, check_meta, errors_of, meta_of, read_toml
+from bias.core.data_kinds import known_kinds
+from bias.core.wordsets import REQUIRED_META, DataPackage, check_meta, errors_of, meta_of, read_toml
 from bias.registry import entry_points as eps
 from bias.registry import static_summary
 
@@ -219,7 +220,7 @@ def _wordset_row(name: str, path: Path, info: eps.EntryPointInfo) -> PluginInfo:
         data = read_header(path)
         meta = meta_of(data, path, name)
         errors = errors_of(check_meta(data, str(path), known=data))
-        if not errors and meta.kind not in KIND_MODULES:
+        if not errors and meta.kind not in known_kinds():
             errors = [f"{path}: kind: '{meta.kind}' is not a word-set kind"]
     except BiasError as exc:
         return PluginInfo(kind="", summary="", status=BROKEN, reason=exc.message, language=name.split("/")[0], **base)

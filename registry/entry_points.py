@@ -16,6 +16,7 @@ import attrs
 
 from bias.core.did_you_mean import suggestions
 from bias.core.errors import FAILURE, BiasError
+from bias.core.data_kinds import KINDS_GROUP, share_kind_scan
 
 GROUPS: dict[str, str] = {
     "embedders": "bias.embedders",
@@ -24,19 +25,22 @@ GROUPS: dict[str, str] = {
     "debiasers": "bias.debiasers",
 }
 FORMATS_GROUP = "bias.formats"  # importers of community word-set formats (internal group)
+# Internal groups: not listed while they work. Kinds of word-set file are loaded by bias.core.wordsets
+# itself (the data model cannot depend on the registry); they are scanned here to be described.
+INTERNAL: dict[str, str] = {"formats": FORMATS_GROUP, "kinds": KINDS_GROUP}
 _ALIASES = {"embedder": "embedders", "metric": "metrics", "wordset": "wordsets", "debiaser": "debiasers"}
 
 
 def group_key(group: str) -> str:
     key = _ALIASES.get(group, group)
-    if key not in GROUPS and key != "formats":
+    if key not in GROUPS and key not in INTERNAL:
         raise BiasError(f"Unknown plugin group '{group}'.", f"Groups are: {', '.join(GROUPS)}.")
     return key
 
 
 def _namespace(group: str) -> str:
     key = group_key(group)
-    return FORMATS_GROUP if key == "formats" else GROUPS[key]
+    return INTERNAL[key] if key in INTERNAL else GROUPS[key]
 
 
 @attrs.frozen
@@ -65,7 +69,7 @@ def _scan() -> dict[str, list[tuple[EntryPointInfo, Any]]]:
     everything = importlib.metadata.entry_points()
     dists: dict[int, tuple[str, str]] = {}  # a distribution's METADATA is parsed once, not per entry point
     found = {}
-    for namespace in (*GROUPS.values(), FORMATS_GROUP):
+    for namespace in (*GROUPS.values(), *INTERNAL.values()):
         rows = []
         for ep in everything.select(group=namespace):
             dist = getattr(ep, "dist", None)
@@ -75,11 +79,12 @@ def _scan() -> dict[str, list[tuple[EntryPointInfo, Any]]]:
                 if id(dist) not in dists:
                     dists[id(dist)] = (dist.metadata["Name"], dist.version)
                 name, version = dists[id(dist)]
-            group = next((k for k, v in GROUPS.items() if v == namespace), "formats")
+            group = next(k for k, v in {**GROUPS, **INTERNAL}.items() if v == namespace)
             rows.append((EntryPointInfo(group=group, name=ep.name, value=ep.value, distribution=name, version=version), ep))
         found[namespace] = sorted(rows, key=lambda row: (row[0].name, row[0].distribution))
     _SCANS.clear()
     _SCANS[key] = found
+    share_kind_scan(ep for _, ep in found[KINDS_GROUP])
     return found
 
 

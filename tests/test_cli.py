@@ -286,7 +286,7 @@ def test_info_cites_the_method_documentation_of_every_first_party_metric():
     debiaser the framework ships (a new metric without documentation fails here)."""
     import re
 
-    from bias.cli.info import describe
+    from bias.cli.info import plugin_documentation
     from bias.registry import entry_points as eps
 
     root = Path(__file__).resolve().parents[1]
@@ -295,6 +295,6 @@ def test_info_cites_the_method_documentation_of_every_first_party_metric():
         for info in eps.entry_points(group):
             if info.distribution != "bias-framework":
                 continue
-            (entry,) = [e for e in describe(info.name) if e["group"] == group]
+            (entry,) = [e for e in plugin_documentation(info.name) if e["group"] == group]
             assert entry["method"].startswith(f"docs/methods.md#{info.name}")
             assert info.name in headings, f"docs/methods.md has no section for {info.name}"

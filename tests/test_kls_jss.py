@@ -88,12 +88,12 @@ def test_fold() -> None:
 
 
 def test_documented_properties_are_shown_by_bias_info() -> None:
-    from bias.cli.info import describe
+    from bias.cli.info import plugin_documentation
 
-    kls_doc = describe("kls")[0]["doc"]
+    kls_doc = plugin_documentation("kls")[0]["doc"]
     assert "KLS = 50 whenever sigma_s = sigma_a" in kls_doc and "0/0" in kls_doc
-    assert "non-monotone" in describe("jss")[0]["doc"]
-    assert "mixture" in describe("jss-mixture")[0]["doc"]
+    assert "non-monotone" in plugin_documentation("jss")[0]["doc"]
+    assert "mixture" in plugin_documentation("jss-mixture")[0]["doc"]
 
 
 # -- the metrics on a tiny real model --------------------------------------------------------------

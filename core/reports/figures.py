@@ -97,7 +97,7 @@ def forest(report: Report, folder: Path, formats: tuple[str, ...] = FORMATS) -> 
     fig, axes = plt.subplots(len(facets), 1, figsize=(8.5, fig_h), squeeze=False, gridspec_kw={"height_ratios": heights},
                              layout="constrained")
     for ax, (metric, members, keys) in zip(axes[:, 0], facets):
-        kind = kind_of(metric)
+        kind = kind_of(members[0])
         index = {k: i for i, k in enumerate(keys)}
         n = len(models)
         for r in members:
@@ -158,7 +158,7 @@ def heatmap(report: Report, folder: Path, formats: tuple[str, ...] = FORMATS) ->
     fig, axes = plt.subplots(len(panels), 1, figsize=(width, sum(heights)), squeeze=False,
                              gridspec_kw={"height_ratios": heights}, layout="constrained")
     for ax, (metric, members, row_keys, cols) in zip(axes[:, 0], panels):
-        kind = kind_of(metric)
+        kind = kind_of(members[0])
         grid = np.full((len(row_keys), len(cols)), np.nan)
         text = [["" for _ in cols] for _ in row_keys]
         for r in members:
@@ -281,7 +281,7 @@ def languages(report: Report, folder: Path, formats: tuple[str, ...] = FORMATS) 
     fig, axes = plt.subplots(len(groups), 1, squeeze=False, layout="constrained",
                              figsize=(max(6.0, 3.0 + 0.6 * len(all_tests)), sum(1.5 + 0.3 * len(all_rows) for _ in groups)))
     for ax, (metric, settings) in zip(axes[:, 0], groups):
-        kind = kind_of(metric)
+        kind = kind_of(next(r for r in rows if r.metric == metric))
         members = [r for r in rows if r.metric == metric and report.settings.get(r.key, "") == settings]
         labels = sorted({row_of(r) for r in members})
         tests = sorted({r.wordset.split("/")[-1] for r in members})
@@ -330,7 +330,7 @@ def p_vs_effect(report: Report, folder: Path, formats: tuple[str, ...] = FORMATS
     for f in floors[:2]:
         ax.axhline(-math.log10(f), color="#b07000", linestyle=":", linewidth=1.0,
                    label=f"p floor of a sampled test: {f:.1e} (true p may be smaller)")
-    kinds = {kind_of(r.metric).axis for r in rows}
+    kinds = {kind_of(r).axis for r in rows}
     ax.set_xlabel(kinds.pop() if len(kinds) == 1 else "value as each metric defines it", fontsize=8)
     ax.set_ylabel("-log10 p (raw)", fontsize=8)
     ax.set_title("p-value against value (filled: significant after Holm)", fontsize=9)

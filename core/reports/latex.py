@@ -75,7 +75,7 @@ def to_latex(report: Report, *, caption: str | None = None, label: str = "tab:bi
     widths = []
     for r in ok:
         adj = adjusted.get(r.key)
-        kind = kind_of(r.metric)
+        kind = kind_of(r)
         value = kind.format(r.effect_size) + ("\\%" if kind.unit == "%" else "")
         ci = ci_text(r, 2).replace("%", "\\%") if r.figures.get("ci_low") is not None else "--"
         cells = ([escape(models[r.model])] if several else []) + [

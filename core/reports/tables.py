@@ -30,7 +30,7 @@ def format_effect(d: float | None, metric: str = "weat") -> str:
 
 def value_text(result: Result, digits: int | None = None) -> str:
     """The value labelled with its own name and unit: `d=+1.44`, `52.1%`, `accuracy=0.40`."""
-    kind = kind_of(result.metric)
+    kind = kind_of(result)
     if result.effect_size is None:
         return "-"
     number = kind.format(result.effect_size, digits)
@@ -63,7 +63,7 @@ def ci_of(result: Result) -> tuple[float, float] | None:
 
 def ci_text(result: Result, digits: int = 3) -> str:
     ci = ci_of(result)
-    kind = kind_of(result.metric)
+    kind = kind_of(result)
     return "-" if ci is None else f"[{kind.format(ci[0], digits)}, {kind.format(ci[1], digits)}]"
 
 
@@ -144,7 +144,7 @@ class Report:
                     "wordset": r.wordset,
                     "metric": r.metric,
                     "settings": self.settings.get(r.key, ""),
-                    "effect_size": value_text(r, 3 if kind_of(r.metric).unit != "%" else 1),
+                    "effect_size": value_text(r, 3 if kind_of(r).unit != "%" else 1),
                     "ci": ci_text(r),
                     "p_value": result_p(r),
                     "p_holm": format_p(adj.holm) + significance(adj.holm) if adj else "-",
@@ -208,7 +208,7 @@ class Report:
         notes = []
         kinds: dict[str, list[str]] = {}
         for metric in dict.fromkeys(r.metric for r in ok):
-            k = kind_of(metric)
+            k = kind_of(next(r for r in ok if r.metric == metric))
             ref = "" if k.reference is None else f"{k.reference:g}{k.unit} = no bias"
             sign = "the sign says which way" if k.signed and k.reference == 0.0 else ""
             extra = "; ".join(x for x in (ref, sign) if x)
@@ -216,7 +216,7 @@ class Report:
             kinds.setdefault(text, []).append(metric)
         for text, metrics in kinds.items():
             notes.append(f"{', '.join(metrics)}: {text}.")
-        if any(kind_of(r.metric).label == "d" for r in ok):
+        if any(kind_of(r).label == "d" for r in ok):
             notes.append("d > 0: X closer to A and Y closer to B (Cohen's d of the association s(w)).")
         booted = [r for r in ok if ci_of(r) and r.figures.get("ci_method") != "normal"]
         if booted:

@@ -3,7 +3,9 @@
 A WEAT d, a CrowS-Pairs percentage and an analogy accuracy are different quantities: each gets its
 own label, unit, reference value (the value an unbiased model would give) and a sign only where the
 sign means something. Every output (terminal, Markdown, LaTeX, figures, HTML) takes them from here,
-so they cannot disagree. Metrics not listed (third-party plugins) are shown as a plain "value".
+so they cannot disagree. A metric not listed here (a third-party plugin) describes its own number by
+class attributes (see `declared_value`), which its results carry in `meta["value"]`; one that does not
+is shown as a plain "value".
 """
 
 from __future__ import annotations
@@ -75,7 +77,37 @@ KINDS: dict[str, ValueKind] = {
 _VALUE = ValueKind("value", "value as the metric defines it", reference=None)
 
 
-def kind_of(metric: str) -> ValueKind:
+# The class attributes a metric may declare to describe its number, and the ValueKind field each fills.
+DECLARED = {
+    "value_label": "label", "value_name": "name", "value_unit": "unit", "value_reference": "reference",
+    "value_signed": "signed", "value_digits": "digits",
+}
+
+
+def declared_value(metric_class: type) -> dict[str, Any]:
+    """What a metric class declares about its number (`value_label = "ratio"`, `value_unit = "%"`, ...),
+    as the fields of a ValueKind; empty when it declares nothing. Results carry it in meta["value"]."""
+    return {field: getattr(metric_class, attr) for attr, field in DECLARED.items() if hasattr(metric_class, attr)}
+
+
+_TYPES = {  # what a declared field must be for a report to use it (a results file is outside input)
+    "label": lambda v: isinstance(v, str), "name": lambda v: isinstance(v, str), "unit": lambda v: isinstance(v, str),
+    "reference": lambda v: v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)),
+    "signed": lambda v: isinstance(v, bool), "digits": lambda v: isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= 10,
+}
+
+
+def kind_of(metric: str | Result) -> ValueKind:
+    """The kind of a metric's number: the table above, else what the result's metric declared, else a
+    plain value. Given a metric name alone, only the table can answer."""
+    if isinstance(metric, Result):
+        if metric.metric in KINDS:
+            return KINDS[metric.metric]
+        declared = (metric.meta or {}).get("value")
+        if isinstance(declared, dict) and all(_TYPES[k](v) for k, v in declared.items() if k in _TYPES):
+            fields = {k: v for k, v in declared.items() if k in _TYPES}
+            return attrs.evolve(_VALUE, **{"name": fields.get("label", _VALUE.name), **fields})
+        return _VALUE
     return KINDS.get(metric, _VALUE)
 
 

@@ -1,0 +1,30 @@
+"""The package's own tests: the checks every language package passes (bias.testing), plus one rule of
+Esperanto grammar the templates rely on."""
+
+from pathlib import Path
+
+from bias.testing import LanguageData, check_package
+
+FOLDER = Path(__file__).resolve().parents[1]
+
+
+def data() -> LanguageData:
+    return LanguageData.installed("eo")
+
+
+def test_package_passes_the_common_checks():
+    check_package(data(), FOLDER, required=("weat1", "seat-templates"))
+
+
+def test_every_stimulus_is_a_singular_noun():
+    """The templates put a bare singular noun after 'Jen', 'Tio estas' and 'La': Esperanto singular
+    nouns end in -o (plurals in -oj, adjectives in -a would read wrongly)."""
+    for word in data().words:
+        assert word.word.endswith("o"), (word.file, word.key, word.word)
+
+
+def test_every_template_keeps_the_noun_as_written():
+    sentences = data().seat_sentences
+    assert len(sentences) == 3 * len(data().words)
+    for s in sentences:
+        assert s.slot == s.word.word and s.text.endswith("."), s.text
