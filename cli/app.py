@@ -133,7 +133,7 @@ def run_cmd(
     ddof: list[int] = typer.Option([], "--ddof", help="Std convention of the effect size: 1 (default) or 0. Repeatable."),
     alternative: list[str] = typer.Option([], "--alternative", help="greater (default), less or two-sided. Repeatable."),
     lost_threshold: Optional[float] = typer.Option(None, "--lost-threshold", help="Refuse a test losing more than this share of a set (default 0.2)."),
-    case: Optional[str] = typer.Option(None, "--case", help="Word lookup: exact (default), lower, or fallback (lowercase words not found)."),
+    case: Optional[str] = typer.Option(None, "--case", help="Word lookup: exact (default), lower, fallback (lowercase words not found), or insensitive (analogy, CEAT)."),
     level: list[str] = typer.Option([], "--level", help="SEAT/CEAT: sentence or word (the target's vector in its sentence). Repeatable."),
     pooling: list[str] = typer.Option([], "--pooling", help="Contextual vector: cls, mean, first, last, target-mean, target-first, target-last. Repeatable."),
     layer: list[str] = typer.Option([], "--layer", help="Hidden layer: -1 (last), N, or mean-last-4. Repeatable."),

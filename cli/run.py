@@ -16,7 +16,6 @@ from bias.engine.experiments import DEFAULT_SEED, ModelConfig, expand, load_conf
 from bias.core.duplicates import same_models
 from bias.core.model import FAILED, OK, REFUSED
 from bias.core.text import listed, message
-from bias.core.text import shown as shown_text
 
 err_console = Console(stderr=True)
 

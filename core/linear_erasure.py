@@ -10,9 +10,8 @@ of a static vocabulary live here once, and a method is a subclass with three hoo
 - `_headline(report)`: fields the record repeats at its top level from the default fit's report;
 - `_block_map(fitted, dtype)`: how a block of the vocabulary matrix (of `dtype`) is changed.
 
-Core imports no plugin and not `bias.registry`: the installed SEAT templates are looked up by the
-subclass (`_installed_templates`), which passes the registry's lookups to
-`bias.core.sentence_pairs.template_sentences`.
+The installed SEAT templates of the lists' language are attached to the lists by whoever loaded them
+(`DebiasLists.templates`), so that no debiaser looks anything up itself.
 """
 
 from __future__ import annotations
@@ -38,7 +37,7 @@ from bias.core.debiasing import (
 from bias.core.errors import BiasError
 from bias.core.interfaces import Capability, Debiaser, Embedder
 from bias.core.params import int_at_least, one_of, param
-from bias.core.sentence_pairs import check_pairs, encode_pairs, read_corpus, sentence_pairs
+from bias.core.sentence_pairs import check_pairs, encode_pairs, read_corpus, sentence_pairs, template_sentences
 
 TRAINING = ("projection", "pairs")
 LEVELS = ("auto", "words", "sentences")
@@ -90,7 +89,8 @@ class LinearErasure(FitOnLoad, Debiaser):
         raise NotImplementedError
 
     def _installed_templates(self, lists: DebiasLists) -> tuple[list[str], str]:
-        raise NotImplementedError
+        """Sentences from the SEAT templates the lists were loaded with, else bare words (as Sent-Debias)."""
+        return template_sentences(lists)
 
     # --- the shared machinery ------------------------------------------------------------------------
 

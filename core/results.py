@@ -67,7 +67,10 @@ class ResultStore:
     def _write_detail_tables(self, result: Result) -> Result:
         """Per-item rows a metric returns (per-pair scores of CrowS and friends) go to a CSV beside the
         results, `<table>-<key>.csv`, written whole before the result line that names it."""
-        tables = {k: v for k, v in result.figures.items() if k in DETAIL_TABLES and isinstance(v, list) and v}
+        tables = {
+            k: v for k, v in result.figures.items()
+            if k in DETAIL_TABLES and isinstance(v, list) and v and all(isinstance(row, dict) for row in v)
+        }
         if not tables:
             return result
         import csv

@@ -24,7 +24,7 @@ from typing import Any
 
 import attrs
 from bias.core.errors import BiasError
-from bias.core.model import SIMILARITY_PAIRS, WordSetMeta
+from bias.core.model import WordSetMeta
 from bias.core.wordsets import Problem, check_meta, meta_of, raise_on_errors
 
 MIN_PAIRS = 3  # Spearman's rho of fewer pairs says nothing

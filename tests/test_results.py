@@ -85,6 +85,15 @@ def test_config_errors_name_the_file_and_field(tmp_path):
         load_config(config)
 
 
+def test_a_list_of_word_pairs_stays_in_the_result(tmp_path):
+    """Direct bias lists the word pairs it used under `pairs`: not rows of a table, so no CSV."""
+    store = ResultStore(tmp_path)
+    store.append(Result(key="k1", model="m", wordset="w", metric="direct-bias", effect_size=0.1,
+                        figures={"pairs": [["he", "she"], ["man", "woman"]]}))
+    assert read_results(tmp_path)[0].figures == {"pairs": [["he", "she"], ["man", "woman"]]}
+    assert not list(tmp_path.glob("*.csv"))
+
+
 def test_per_pair_rows_go_to_a_csv_beside_the_results(tmp_path):
     import csv
 

@@ -60,7 +60,7 @@ def to_latex(report: Report, *, caption: str | None = None, label: str = "tab:bi
     Short model and test names (legend in the notes), two decimals for the values and their
     intervals, p as `format_p` writes it; a table too wide for the page is scaled to the text width
     (graphicx's \\resizebox)."""
-    from bias.core.reports.tables import ci_text, sizes_text
+    from bias.core.reports.tables import ci_text
     from bias.core.reports.values import format_p, kind_of, result_p, short_models, short_tests, variant_label
 
     ok = [r for r in report.results if r.status == OK]

@@ -29,13 +29,11 @@ from typing import Any, ClassVar
 
 import attrs
 import numpy as np
-from bias.core.debias_lists import DebiasLists
 from bias.core.debiasing import LinearProjection, VectorTransform
 from bias.core.errors import BiasError
 from bias.core.interfaces import Capability
 from bias.core.linear_erasure import LinearErasure, params_in_order
 from bias.core.params import int_at_least, one_of, param
-from bias.core.sentence_pairs import template_sentences
 
 CLASSIFIERS = ("svm", "logistic")
 DEV_SHARE = 0.3
@@ -148,6 +146,3 @@ class Inlp(LinearErasure):
         projection = fitted.matrix.astype(dtype)  # in the matrix's own precision
         return lambda block: block @ projection
 
-    def _installed_templates(self, lists: DebiasLists) -> tuple[list[str], str]:
-        """Sentences from the SEAT templates the lists were loaded with (as Sent-Debias)."""
-        return template_sentences(lists)

@@ -34,12 +34,10 @@ from typing import Any, ClassVar
 
 import attrs
 import numpy as np
-from bias.core.debias_lists import DebiasLists
 from bias.core.debiasing import VectorTransform
 from bias.core.errors import BiasError
 from bias.core.interfaces import Capability
 from bias.core.linear_erasure import LinearErasure
-from bias.core.sentence_pairs import template_sentences
 
 RELATIVE_TOLERANCE = 1e-10  # eigenvalues (and singular values) below this share of the largest count as zero
 
@@ -140,6 +138,3 @@ class Leace(LinearErasure):
         assert isinstance(fitted, LeaceEraser)
         return fitted.apply
 
-    def _installed_templates(self, lists: DebiasLists) -> tuple[list[str], str]:
-        """Sentences from the SEAT templates the lists were loaded with, else bare words (as Sent-Debias)."""
-        return template_sentences(lists)

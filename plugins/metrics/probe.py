@@ -66,8 +66,7 @@ def _is_static(embedder: Any) -> bool:
     static = getattr(embedder, "static", None)
     if isinstance(static, bool):
         return static
-    cls = embedder if isinstance(embedder, type) else type(embedder)
-    return getattr(cls, "all_vectors", Embedder.all_vectors) is not Embedder.all_vectors
+    return Capability.VOCABULARY in getattr(embedder, "capabilities", frozenset())
 
 
 def sentence_pooling(pooling: str | None, embedder: Embedder) -> str:

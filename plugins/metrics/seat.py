@@ -63,7 +63,7 @@ class Seat(AssociationConventions):
 
     def unfit(self, embedder_type: type) -> str | None:
         """Why this SEAT cannot run on models of `embedder_type`, before any is loaded (a grid drops it)."""
-        static = getattr(embedder_type, "all_vectors", Embedder.all_vectors) is not Embedder.all_vectors
+        static = Capability.VOCABULARY in getattr(embedder_type, "capabilities", frozenset())
         if static and self.level == "sentence" and self.pooling == "cls":
             return "pooling 'cls' needs a [CLS] token, which static vectors have not (their sentences are the mean of the word vectors)"
         return None
