@@ -1,22 +1,15 @@
-"""`bias debias`: debias a static model once, write the vectors and a record of what was done.
+"""`bias debias`: the engine writes the debiased vectors and their record (`bias.engine.debiased_vectors`);
+this module says what was done and, with --wordset, measures the original and the debiased vectors.
 
-The vectors are a word2vec file any tool reads (and `bias run --model word2vec:DIR/vectors.bin`);
-`debias.json` beside them records the method and its parameters, the source model, the lists, the
-bias direction and its explained variance, the words neutralised and equalised, the list words the
-model lacks, timings and library versions, so the file can be traced back to how it was made.
+The vectors are a word2vec file any tool reads (and `bias run --model word2vec:DIR/vectors.bin`).
 """
 
 from __future__ import annotations
 
-import json
-import time
 from pathlib import Path
-from typing import Any
 
 from bias.core.errors import BiasError
 from rich.console import Console
-
-WRITABLE = ("hard", "inlp", "leace")
 
 
 def execute(
@@ -34,87 +27,21 @@ def execute(
     wordsets: list[str] | None = None,
     metrics: list[str] | None = None,
 ) -> int:
-    from bias.engine.runner import versions
-    from bias.registry.resolve import (
-        build_debiaser,
-        build_embedder,
-        debias_lists_for,
-        load_wordset,
-    )
+    from bias.engine.debiased_vectors import RECORD_FILE, write_debiased
 
-    if method == "sent":
-        raise BiasError(
-            "Sent-Debias changes sentence encodings as they are made; there are no vectors to write.",
-            "Use it on the fly: bias run --model SPEC --debias sent.",
-        )
-    if metrics and not wordsets:
+    if metrics and not wordsets and method != "sent":  # Sent-Debias is refused first, by the engine
         raise BiasError("--metric goes with --wordset (the word sets to measure before and after).")
-    if (language is None) == (lists is None):
-        raise BiasError("Give the debiasing lists with either --language (e.g. en) or --lists (a name or a file).")
-    if fmt not in ("word2vec", "text"):
-        raise BiasError(f"--format must be word2vec or text, not '{fmt}'.")
-    if out.exists() and not out.is_dir():
-        raise BiasError(f"--out {out} is a file; give a folder for vectors and debias.json.")
-    params: dict[str, Any] = {}
-    if limit is not None:
-        params["limit"] = limit
-    if components is not None:
-        if method != "hard":
-            raise BiasError(f"--components applies to hard only, not to {method}.", f"See `bias info {method}` for its parameters.")
-        params["components"] = components
-    embedder = build_embedder(model, **model_options)
-    debiaser = build_debiaser(method, embedder, **params)
-    word_lists = load_wordset(lists) if lists else debias_lists_for(str(language))
-    kind = getattr(getattr(word_lists, "meta", None), "kind", None)
-    if kind != "debias-lists":
-        raise BiasError(f"'{lists}' is a word set of kind {kind}, not debiasing lists.", "Give lists of kind debias-lists, e.g. en/debias-gender.")
-    if method not in WRITABLE:
-        raise BiasError(f"bias debias writes static vectors, which '{method}' does not make.", "Use it on the fly with bias run --debias.")
-
-    timings: dict[str, float] = {}
-    started = time.perf_counter()
-    embedder.load()
-    timings["load_s"] = round(time.perf_counter() - started, 4)
-    started = time.perf_counter()
-    debiaser.fit(embedder, word_lists)
-    timings["fit_s"] = round(time.perf_counter() - started, 4)
-    started = time.perf_counter()
-    fitted = debiaser.transform(embedder)
-    timings["transform_s"] = round(time.perf_counter() - started, 4)
-    if not getattr(fitted, "static", False):
-        raise BiasError(f"'{method}' debiased {model} on the fly; there are no vectors to write.", "Use bias run --debias for this model.")
-    started = time.perf_counter()
-    path = fitted.save(out, fmt)
-    timings["write_s"] = round(time.perf_counter() - started, 4)
-
-    info = dict(fitted.info)
-    record = {
-        "format": "bias-debias/1",
-        "method": method,
-        "parameters": info.pop("parameters", debiaser.params()),
-        "source_model": model,
-        "model_options": model_options,
-        "vectors": path.name,
-        "vectors_format": fmt,
-        "lists": {"name": word_lists.name, "file": word_lists.meta.path, "language": word_lists.meta.language},
-        "bias_direction": {
-            "components": info.pop("components", None),
-            "explained_variance": info.pop("explained_variance", None),
-        },
-        "neutralised": info.pop("neutralised", None),
-        "equalised": info.pop("equalised", None),
-        "missing": info.pop("missing", None),
-        "timings": {**info.pop("timings", {}), **timings},
-        "details": {k: v for k, v in info.items() if k not in ("method", "lists")},
-        "versions": versions(),
-    }
-    (out / "debias.json").write_text(json.dumps(record, indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
+    written = write_debiased(
+        model=model, method=method, language=language, lists=lists, out=out, fmt=fmt, limit=limit, components=components,
+        model_options=model_options,
+    )
+    path, record = written.path, written.record
     missing = record["missing"] or {}
     for what, words in missing.items():
         if words:
             shown = ", ".join(" ".join(w) if isinstance(w, list) else w for w in words[:12])
             console.print(f"[yellow]not in the model[/yellow] ({what}): {shown}{' ...' if len(words) > 12 else ''}", highlight=False)
-    console.print(f"Debiased {fitted.info.get('vocabulary', '?')} words with {method}; record: {out / 'debias.json'}", highlight=False)
+    console.print(f"Debiased {written.vocabulary} words with {method}; record: {out / RECORD_FILE}", highlight=False)
     console.print(f"Use the debiased model with: --model word2vec:{path}", highlight=False, soft_wrap=True)
     if wordsets:
         return measure(model, f"word2vec:{path}", wordsets, metrics or [], model_options, out / "measures", console)

@@ -1,0 +1,188 @@
+"""Turning the options of a run (command-line flags, or an experiment file and the flags that may go
+with it) into a checked plan, so that every front end refuses the same combinations with the same words.
+
+Nothing here prints: what a user should read on the way (an experiment file's lines that cannot run,
+an `out` replaced on the command line) goes to the callbacks the caller gives, in the order it happens.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from bias.core.duplicates import same_models
+from bias.core.errors import BiasError
+from bias.engine import planning
+from bias.engine.experiments import DEFAULT_SEED, EXECUTORS, Experiment, ModelConfig, expand, load_config, refuse_conflicts, unique
+
+log = logging.getLogger(__name__)
+
+
+@attrs.frozen(kw_only=True)
+class RunOptions:
+    """What a run was asked for. Either `config` (an experiment file, with `datasets` and `models_dir`
+    for a BIAS Detection Framework config) or the `models` x `wordsets` x `metrics` grid."""
+
+    config: Path | None = None
+    datasets: Path | None = None
+    models_dir: Path | None = None
+    models: Sequence[str] = ()
+    wordsets: Sequence[str] = ()
+    metrics: Sequence[str] = ()
+    seeds: Sequence[int] = ()
+    params: dict[str, Any] = attrs.field(factory=dict)
+    grid: dict[str, list[Any]] = attrs.field(factory=dict)
+    # Strict loader options (--model-option, --debias): every model must accept them.
+    model_options: dict[str, str] = attrs.field(factory=dict)
+    # Loader options (--device, --dtype, ...) given to the models whose embedder declares them.
+    shared_model_options: dict[str, Any] = attrs.field(factory=dict)
+    out: Path | None = None
+    resume: bool = False
+    family: str | None = None
+    executor: str | None = None
+    ray_address: str | None = None
+    with_original: bool = False
+    before_after: bool = False
+
+
+@attrs.frozen(kw_only=True)
+class Assembly:
+    """A run ready to start: its plan and the settings the options and the experiment file agreed on."""
+
+    plan: planning.Plan
+    settings: dict[str, Any]  # the experiment file's settings (empty without a file)
+    out: Path | None
+    family: str
+    executor: str
+    ray_address: str | None
+    after_model: ModelConfig | None  # the debiased model of a before/after comparison, else None
+
+
+def assemble(
+    options: RunOptions,
+    *,
+    on_warning: Callable[[str], None] = lambda text: None,
+    on_notice: Callable[[str], None] = lambda text: None,
+) -> Assembly:
+    """The plan of a run. `on_warning` hears each line of a BIAS Detection Framework config that cannot
+    run; `on_notice` hears that --out replaces the experiment file's `out`."""
+    o = options
+    settings: dict[str, Any] = {}
+    after_model: ModelConfig | None = None
+    if o.with_original and o.config is not None:
+        raise BiasError("--with-original goes with --model and --debias, not with an experiment file.", "List the original and the debiased model in the file's [[models]] instead.")
+    if o.config is not None:
+        if o.models or o.wordsets:
+            raise BiasError("Give either an experiment file or --model/--wordset, not both.")
+        experiments, settings = load(o.config, o.datasets, o.models_dir, on_warning)
+        experiments = with_command_line_options(experiments, o.shared_model_options, o.model_options)
+        if o.seeds:
+            experiments = [attrs.evolve(e, seed=s) for s in o.seeds for e in experiments]
+        if o.params or o.grid:
+            raise BiasError("Metric options go into the experiment file's [params] or [grid] table when a file is given.")
+    else:
+        if o.datasets is not None or o.models_dir is not None:
+            raise BiasError("--datasets and --models go with a BIAS Detection Framework config file.", "bias run CONFIG.txt --datasets DIR --models DIR")
+        if not o.models:
+            raise BiasError("No model given.", "Use --model NAME:LOCATION (e.g. word2vec:vectors.bin) or give an experiment file.")
+        if not o.wordsets:
+            raise BiasError("No word set given.", "Use --wordset NAME (see `bias list wordsets`) or a file path.")
+        configs = [ModelConfig(m, {**fitting(m, o.shared_model_options), **o.model_options}) for m in o.models]
+        if o.with_original:
+            configs = with_original(configs)
+        if o.with_original or o.before_after:
+            after_model = configs[-1]
+        experiments = expand(configs, o.wordsets, [(m, dict(o.params)) for m in o.metrics], list(o.seeds) or [DEFAULT_SEED], o.grid)
+    experiments = unique(same_models(experiments))
+    out = o.out
+    if out is None and settings.get("out"):
+        out = out_of_file(Path(settings["out"]), settings.get("out_written", ""), Path(settings["path"]))
+    elif out is not None and settings.get("out") and Path(settings["out"]).resolve() != Path(out).resolve():
+        on_notice(f"--out {out} replaces the experiment file's out = {settings.get('out_written')!r}.")
+    if o.resume and out is None:
+        raise BiasError("--resume needs --out (the folder of the run to resume).")
+    family = o.family or settings.get("family", "run")
+    executor, ray_address = checked_executor(o.executor or settings.get("executor", "local"), o.ray_address or settings.get("ray_address"))
+    plan = planning.plan(experiments)
+    planning.check_models(plan)
+    return Assembly(plan=plan, settings=settings, out=out, family=family, executor=executor, ray_address=ray_address, after_model=after_model)
+
+
+def with_original(configs: Sequence[ModelConfig]) -> list[ModelConfig]:
+    """The original model first, then the debiased one (`--with-original`)."""
+    if len(configs) != 1 or not configs[0].options.get("debias"):
+        raise BiasError("--with-original compares one model with its debiased version.", "Give one --model and --debias METHOD.")
+    debiased = configs[0]
+    original = ModelConfig(debiased.spec, {k: v for k, v in debiased.options.items() if not k.startswith("debias")})
+    return [original, debiased]
+
+
+def checked_executor(executor: str, address: str | None) -> tuple[str, str | None]:
+    if executor not in EXECUTORS:
+        raise BiasError(f"--executor must be one of {', '.join(EXECUTORS)}, not '{executor}'.", "local runs in this process; ray on a Ray cluster.")
+    if address and executor != "ray":
+        raise BiasError("--ray-address needs --executor ray.")
+    return executor, address
+
+
+def with_command_line_options(experiments: Sequence[Experiment], shared: dict[str, Any], strict: dict[str, str]) -> list[Experiment]:
+    """The models of an experiment file with the loader options given on the command line (such as
+    --trust-remote-code or --allow-pickle, which a file cannot set); a value the file sets otherwise is
+    refused, naming both places."""
+    if not shared and not strict:
+        return list(experiments)
+    out = []
+    for e in experiments:
+        given = {**fitting(e.model.spec, shared), **strict}
+        refuse_conflicts(e.model.options, given, f"the experiment file (model {e.model.spec})", "the command line")
+        out.append(attrs.evolve(e, model=attrs.evolve(e.model, options={**e.model.options, **given})))
+    return out
+
+
+def out_of_file(out: Path, written: str, config: Path) -> Path:
+    """The `out` of an experiment file; a folder outside the file's folder and the working directory
+    is written only when the command line confirms it with --out."""
+    resolved = out.resolve()
+    inside = [config.resolve().parent, Path.cwd().resolve()]
+    if not any(resolved == base or base in resolved.parents for base in inside):
+        raise BiasError(
+            f"{config}: out = {written!r} points to {resolved}, outside the experiment file's folder and the working directory.",
+            f"If that is where results should go, confirm it with --out {resolved} on the command line.",
+        )
+    return out
+
+
+def load(config: Path, datasets: Path | None, models_dir: Path | None, on_warning: Callable[[str], None]) -> tuple[list[Experiment], dict[str, Any]]:
+    """An experiment file: house TOML, or a BIAS Detection Framework config converted line by line
+    (lines that cannot run go to `on_warning` and are left out)."""
+    from bias.core import framework_config
+
+    if not framework_config.is_framework_config(config):
+        if datasets is not None or models_dir is not None:
+            raise BiasError("--datasets and --models go with a BIAS Detection Framework config file, not a TOML one.")
+        return load_config(config)
+    planned, problems = framework_config.plan(config, datasets or Path("datasets"), models_dir or Path("models"))
+    for problem in problems:
+        on_warning(problem)
+    if not planned:
+        raise BiasError(f"{config}: no line of this experiment file can run.", "See the warnings above; `bias convert` shows the conversion.")
+    return load_config(config, framework_config.to_toml(config, planned, problems))
+
+
+def fitting(spec: str, options: dict[str, Any]) -> dict[str, Any]:
+    """The shared loader options (--device, --dtype, ...) that this model's embedder declares."""
+    from bias.core.params import describe_params
+    from bias.core.specs import parse_spec
+    from bias.registry.resolve import embedder_class
+
+    if not options:
+        return {}
+    declared = {p.name for p in describe_params(embedder_class(parse_spec(spec).embedder))}
+    unused = sorted(set(options) - declared)
+    if unused:
+        log.info("%s ignores %s (its embedder has no such option)", spec, ", ".join(unused))
+    return {k: v for k, v in options.items() if k in declared}

@@ -1,0 +1,118 @@
+"""Debiasing a static model once: the vectors written in a format any tool reads, and `debias.json`
+beside them recording the method and its parameters, the source model, the lists, the bias direction
+and its explained variance, the words neutralised and equalised, the list words the model lacks,
+timings and library versions, so the file can be traced back to how it was made.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from bias.core.errors import BiasError
+
+WRITABLE = ("hard", "inlp", "leace")
+RECORD_FILE = "debias.json"
+
+
+@attrs.frozen
+class DebiasedVectors:
+    """The written vectors and the record written beside them."""
+
+    path: Path
+    record: dict[str, Any]
+    vocabulary: Any  # the number of words debiased, or "?" when the method does not say
+
+
+def write_debiased(
+    *,
+    model: str,
+    method: str,
+    language: str | None,
+    lists: str | None,
+    out: Path,
+    fmt: str,
+    limit: int | None,
+    components: int | None,
+    model_options: dict[str, str],
+) -> DebiasedVectors:
+    """Fit `method` on the lists (of `language`, or named by `lists`), write the vectors into `out` and
+    the record beside them; refuses a method that makes no static vectors before any work."""
+    from bias.engine.runner import versions
+    from bias.registry.resolve import (
+        build_debiaser,
+        build_embedder,
+        debias_lists_for,
+        load_wordset,
+    )
+
+    if method == "sent":
+        raise BiasError(
+            "Sent-Debias changes sentence encodings as they are made; there are no vectors to write.",
+            "Use it on the fly: bias run --model SPEC --debias sent.",
+        )
+    if (language is None) == (lists is None):
+        raise BiasError("Give the debiasing lists with either --language (e.g. en) or --lists (a name or a file).")
+    if fmt not in ("word2vec", "text"):
+        raise BiasError(f"--format must be word2vec or text, not '{fmt}'.")
+    if out.exists() and not out.is_dir():
+        raise BiasError(f"--out {out} is a file; give a folder for vectors and debias.json.")
+    params: dict[str, Any] = {}
+    if limit is not None:
+        params["limit"] = limit
+    if components is not None:
+        if method != "hard":
+            raise BiasError(f"--components applies to hard only, not to {method}.", f"See `bias info {method}` for its parameters.")
+        params["components"] = components
+    embedder = build_embedder(model, **model_options)
+    debiaser = build_debiaser(method, embedder, **params)
+    word_lists = load_wordset(lists) if lists else debias_lists_for(str(language))
+    kind = getattr(getattr(word_lists, "meta", None), "kind", None)
+    if kind != "debias-lists":
+        raise BiasError(f"'{lists}' is a word set of kind {kind}, not debiasing lists.", "Give lists of kind debias-lists, e.g. en/debias-gender.")
+    if method not in WRITABLE:
+        raise BiasError(f"bias debias writes static vectors, which '{method}' does not make.", "Use it on the fly with bias run --debias.")
+
+    timings: dict[str, float] = {}
+    started = time.perf_counter()
+    embedder.load()
+    timings["load_s"] = round(time.perf_counter() - started, 4)
+    started = time.perf_counter()
+    debiaser.fit(embedder, word_lists)
+    timings["fit_s"] = round(time.perf_counter() - started, 4)
+    started = time.perf_counter()
+    fitted = debiaser.transform(embedder)
+    timings["transform_s"] = round(time.perf_counter() - started, 4)
+    if not getattr(fitted, "static", False):
+        raise BiasError(f"'{method}' debiased {model} on the fly; there are no vectors to write.", "Use bias run --debias for this model.")
+    started = time.perf_counter()
+    path = fitted.save(out, fmt)
+    timings["write_s"] = round(time.perf_counter() - started, 4)
+
+    info = dict(fitted.info)
+    record = {
+        "format": "bias-debias/1",
+        "method": method,
+        "parameters": info.pop("parameters", debiaser.params()),
+        "source_model": model,
+        "model_options": model_options,
+        "vectors": path.name,
+        "vectors_format": fmt,
+        "lists": {"name": word_lists.name, "file": word_lists.meta.path, "language": word_lists.meta.language},
+        "bias_direction": {
+            "components": info.pop("components", None),
+            "explained_variance": info.pop("explained_variance", None),
+        },
+        "neutralised": info.pop("neutralised", None),
+        "equalised": info.pop("equalised", None),
+        "missing": info.pop("missing", None),
+        "timings": {**info.pop("timings", {}), **timings},
+        "details": {k: v for k, v in info.items() if k not in ("method", "lists")},
+        "versions": versions(),
+    }
+    (out / RECORD_FILE).write_text(json.dumps(record, indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
+    return DebiasedVectors(path=path, record=record, vocabulary=fitted.info.get("vocabulary", "?"))
