@@ -136,6 +136,8 @@ def main() -> None:
     parser.add_argument("--loop-pairs", type=int, default=12, help="pairs timed with the one-mask-per-forward loop (default 12)")
     parser.add_argument("--batch-size", type=int, default=64, help="sequences per forward call of the engine (default 64)")
     parser.add_argument("--threads", type=int, default=2, help="torch CPU threads (default 2)")
+    parser.add_argument("--dtype", default="float32", choices=("float32", "bfloat16"),
+                        help="weights' precision of the batched engine (the loop stays float32; default float32)")
     args = parser.parse_args()
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -161,7 +163,7 @@ def main() -> None:
         folder = build_model(Path(tmp) / "bert-base-random")
         print(f"model: BertForMaskedLM(BertConfig()) random weights, WordPiece tokenizer trained here "
               f"({time.perf_counter() - started:.1f} s to build and save)")
-        embedder = HuggingFaceEmbedder(location=str(folder), device="cpu", batch_size=args.batch_size, cache=False)
+        embedder = HuggingFaceEmbedder(location=str(folder), device="cpu", batch_size=args.batch_size, cache=False, dtype=args.dtype)
         embedder.load()
         Crows().compute(embedder, PairSet(data.meta, data.pairs[:2]), seed=0)  # warm-up
         words = sum(len(s.split()) for m, l, _ in pairs for s in (m, l))
@@ -186,13 +188,15 @@ def main() -> None:
     diff = max(max(abs(r["score_more"] - m), abs(r["score_less"] - l)) for r, (m, l) in zip(rows[:k], reference))
     loop_full = loop_s * len(pairs) / k
     print(f"inputs: {len(pairs)} generated pairs, about {words / (2 * len(pairs)):.1f} words per sentence, "
-          f"{variants} masked variants in all; batch size {args.batch_size}")
+          f"{variants} masked variants in all; batch size {args.batch_size}; engine weights {args.dtype}, loop float32")
     print(f"{'method':<34}{'pairs':>7}{'time (s)':>11}{'pairs/s':>10}{'peak RSS (MB)':>15}")
     print(f"{'batched engine (crows metric)':<34}{len(pairs):>7}{batched_s:>11.2f}{len(pairs) / batched_s:>10.2f}{batched_peak:>15.0f}")
     print(f"{'one masked forward per token':<34}{k:>7}{loop_s:>11.2f}{k / loop_s:>10.2f}{loop_peak:>15.0f}")
     print(f"{'  extrapolated to all pairs':<34}{len(pairs):>7}{loop_full:>11.2f}{len(pairs) / loop_full:>10.2f}")
     print(f"speed-up (loop / batched, same pairs/s basis): {loop_full / batched_s:.1f}x  (target >= 3x)")
     print(f"largest score difference on the {k} pairs scored both ways: {diff:.2e}")
+    same = sum((r["score_more"] > r["score_less"]) == (m > l) for r, (m, l) in zip(rows[:k], reference))
+    print(f"pairs judged the same way (more > less) by both: {same} of {k}")
     if not exact:
         print("note: the kernel did not allow resetting the peak counter; peaks are of the process so far")
 

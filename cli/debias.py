@@ -27,7 +27,8 @@ def execute(
     wordsets: list[str] | None = None,
     metrics: list[str] | None = None,
 ) -> int:
-    from bias.engine.debiased_vectors import RECORD_FILE, write_debiased
+    from bias.engine.debiased_vectors import write_debiased
+    from bias.engine.inputs import DEBIAS_RECORD
 
     if metrics and not wordsets and method != "sent":  # Sent-Debias is refused first, by the engine
         raise BiasError("--metric goes with --wordset (the word sets to measure before and after).")
@@ -41,7 +42,7 @@ def execute(
         if words:
             shown = ", ".join(" ".join(w) if isinstance(w, list) else w for w in words[:12])
             console.print(f"[yellow]not in the model[/yellow] ({what}): {shown}{' ...' if len(words) > 12 else ''}", highlight=False)
-    console.print(f"Debiased {written.vocabulary} words with {method}; record: {out / RECORD_FILE}", highlight=False)
+    console.print(f"Debiased {written.vocabulary} words with {method}; record: {out / DEBIAS_RECORD}", highlight=False)
     console.print(f"Use the debiased model with: --model word2vec:{path}", highlight=False, soft_wrap=True)
     if wordsets:
         return measure(model, f"word2vec:{path}", wordsets, metrics or [], model_options, out / "measures", console)

@@ -14,9 +14,9 @@ from typing import Any
 import attrs
 
 from bias.core.errors import BiasError
+from bias.engine.inputs import DEBIAS_RECORD
 
 WRITABLE = ("hard", "inlp", "leace")
-RECORD_FILE = "debias.json"
 
 
 @attrs.frozen
@@ -114,5 +114,5 @@ def write_debiased(
         "details": {k: v for k, v in info.items() if k not in ("method", "lists")},
         "versions": versions(),
     }
-    (out / RECORD_FILE).write_text(json.dumps(record, indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
+    (out / DEBIAS_RECORD).write_text(json.dumps(record, indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
     return DebiasedVectors(path=path, record=record, vocabulary=fitted.info.get("vocabulary", "?"))
