@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import inspect
+import re
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from bias.core.did_you_mean import suggestions
 from bias.core.errors import BiasError
@@ -116,10 +118,26 @@ def _short(item: Any) -> str:
     return str(item)
 
 
+def reflow(doc: str) -> str:
+    """A docstring's paragraphs as single lines, so the terminal wraps them at its own width instead of
+    breaking them again where the source was wrapped; list items and indented lines keep their break."""
+    paragraphs = []
+    for paragraph in doc.split("\n\n"):
+        lines = paragraph.split("\n")
+        joined = [lines[0]]
+        for line in lines[1:]:
+            if line.startswith((" ", "\t", "- ", "* ")) or re.match(r"\d+[.)] ", line):
+                joined.append(line)
+            else:
+                joined[-1] = f"{joined[-1]} {line.strip()}"
+        paragraphs.append("\n".join(joined))
+    return "\n\n".join(paragraphs)
+
+
 def render(console: Console, entry: dict[str, Any]) -> None:
     console.print(f"[bold]{entry['name']}[/bold] ({entry['group'][:-1]}) - {entry['summary']}", highlight=False)
     if entry.get("doc"):
-        console.print(entry["doc"], highlight=False)
+        console.print(Text(reflow(entry["doc"])), highlight=False)  # plain text: "[CLS]" is not markup
     console.print()
     if entry["group"] == "wordsets":
         for key in ("kind", "language", "bias_type", "expected_direction", "concept", "descriptor", "source", "licence", "notes"):

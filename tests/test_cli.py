@@ -298,3 +298,22 @@ def test_info_cites_the_method_documentation_of_every_first_party_metric():
             (entry,) = [e for e in plugin_documentation(info.name) if e["group"] == group]
             assert entry["method"].startswith(f"docs/methods.md#{info.name}")
             assert info.name in headings, f"docs/methods.md has no section for {info.name}"
+
+
+def test_info_reflows_docstrings_and_prints_them_as_plain_text():
+    """Source docstrings are wrapped at 100 columns: each paragraph becomes one line for the terminal to
+    wrap, list items keep their breaks, and brackets are text, not markup."""
+    import io
+
+    from rich.console import Console
+
+    from bias.cli.info import plugin_documentation, reflow, render
+
+    doc = "Pools the [CLS] vector of\nthe sentence, as May et al.\n\nOptions:\n- cls: first token\n- mean: all tokens\n  of the text"
+    assert reflow(doc) == (
+        "Pools the [CLS] vector of the sentence, as May et al.\n\nOptions:\n- cls: first token\n- mean: all tokens\n  of the text"
+    )
+    out = io.StringIO()
+    (entry,) = [e for e in plugin_documentation("weat") if e["group"] == "metrics"]
+    render(Console(file=out, width=200), {**entry, "doc": doc})
+    assert "Pools the [CLS] vector of the sentence, as May et al." in out.getvalue()
