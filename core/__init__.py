@@ -1,4 +1,5 @@
-"""The core of the bias framework: interfaces, data model, statistics, runner and results.
+"""The core of the bias framework: interfaces, data model, statistics, shared libraries,
+results and reports.
 
 Nothing in here imports a plugin module by name; plugins are found through `bias.registry`.
 """

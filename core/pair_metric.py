@@ -149,8 +149,8 @@ class PairMetric(Metric):
     returns a `Measured` (or a `Refusal`); `compare_pairs` is the usual measure. Parameters named
     `lowercase`, `likelihood` and `masking` are passed to the scoring.
 
-    The capabilities and data kind below are the usual ones; a subclass restates them as plain class
-    declarations so that `bias list` can read them from its source without importing it.
+    The capabilities and data kind below are the usual ones; a subclass that needs others (a masked
+    LM only, say) declares its own.
     """
 
     requires: ClassVar[frozenset[Capability]] = frozenset()

@@ -4,9 +4,11 @@
 torch. Their class attributes (`summary`, `capabilities`, `requires`, `requires_any`, `data_kind`) are
 plain declarations, so they are read from the module's syntax tree instead: string literals,
 `frozenset({Capability.X, ...})` and names bound to strings (in the module, or imported from a
-module of `bias.core`). Attributes declared on a base class of the same module are followed. An
-embedder's declared capabilities also tell static vectors (Capability.VOCABULARY) from contextual
-models, so each plugin class states them itself rather than inheriting them from core.
+module of `bias.core`). Attributes declared on a base class are followed, whether the base is in the
+same module or imported from a module of `bias.core` (whose source is found by its path, never
+imported: core's packages import numpy), so a metric deriving from `PairMetric` or
+`AssociationMetric` inherits their needs here as it does in Python. An embedder's declared
+capabilities also tell static vectors (Capability.VOCABULARY) from contextual models.
 
 Anything not that simple answers None, and the caller imports the plugin as before: the static path
 is an optimisation, never a second definition. A module whose file or top-level imports cannot be
@@ -49,8 +51,11 @@ def _tree(module_name: str) -> ast.Module | None:
         return _TREES[module_name]
     tree = None
     try:
-        spec = importlib.util.find_spec(module_name)
-        origin = spec.origin if spec is not None else None
+        if module_name.startswith("bias.core."):
+            origin: str | None = _core_source(module_name)
+        else:
+            spec = importlib.util.find_spec(module_name)
+            origin = spec.origin if spec is not None else None
         if origin and origin.endswith(".py"):
             source = Path(origin).read_text(encoding="utf-8")
             try:
@@ -62,6 +67,34 @@ def _tree(module_name: str) -> ast.Module | None:
         tree = None
     _TREES[module_name] = tree
     return tree
+
+
+def _core_source(module_name: str) -> str | None:
+    """The file of a `bias.core` module, by its path below the core package: `find_spec` would run
+    the `__init__` of every package on the way, and some of those import numpy."""
+    import bias.core  # its __init__ is a docstring
+
+    base = Path(bias.core.__path__[0]).joinpath(*module_name.split(".")[2:])
+    path = base / "__init__.py" if base.is_dir() else base.with_suffix(".py")
+    return str(path) if path.is_file() else None
+
+
+def _core_class(tree: ast.Module, name: str, depth: int = 0) -> tuple[ast.Module, str] | None:
+    """The module tree and name of a class that `tree` imports from `bias.core` as `name`, following
+    the re-exports of a package's `__init__`."""
+    for node in tree.body:
+        if not (isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("bias.core.")):
+            continue
+        for alias in node.names:
+            if (alias.asname or alias.name) != name:
+                continue
+            found = _tree(node.module or "")
+            if found is None or depth > 3:
+                return None
+            if any(isinstance(n, ast.ClassDef) and n.name == alias.name for n in found.body):
+                return found, alias.name
+            return _core_class(found, alias.name, depth + 1)
+    return None
 
 
 def _outline(source: str) -> str:
@@ -118,8 +151,13 @@ def _collect(tree: ast.Module, class_name: str, found: dict[str, Any], depth: in
                 return False
             found[target] = evaluated
     for base in node.bases:
-        if isinstance(base, ast.Name) and any(isinstance(n, ast.ClassDef) and n.name == base.id for n in tree.body):
+        if not isinstance(base, ast.Name):
+            continue
+        if any(isinstance(n, ast.ClassDef) and n.name == base.id for n in tree.body):
             if not _collect(tree, base.id, found, depth + 1):
+                return False
+        elif (located := _core_class(tree, base.id)) is not None:
+            if not _collect(*located, found, depth + 1):
                 return False
     return True
 

@@ -94,6 +94,29 @@ def test_plugin_whose_dependency_is_missing_is_still_reported_broken(tmp_path, m
     assert row.status == "broken" and "bias_dependency_not_installed" in row.reason
 
 
+def test_needs_declared_on_a_core_base_class_are_read_from_its_source(tmp_path, monkeypatch):
+    """A metric deriving from PairMetric or AssociationMetric (the latter through the package that
+    re-exports it) inherits their declared needs in the listing too, and listing imports neither."""
+    import subprocess
+    import sys
+
+    module = tmp_path / "bias_inherits_needs.py"
+    module.write_text(
+        "from bias.core.association import AssociationMetric\n"
+        "from bias.core.pair_metric import PairMetric\n\n"
+        "class Margin(PairMetric):\n    summary = 'pair margin'\n\n"
+        "class Gap(AssociationMetric):\n    summary = 'centroid gap'\n"
+    )
+    probe = (
+        "import sys; from bias.registry import static_summary as s\n"
+        "m = s.describe('bias_inherits_needs:Margin'); g = s.describe('bias_inherits_needs:Gap')\n"
+        "print(sorted(map(str, m['requires_any'])), m['data_kind'], sorted(map(str, g['requires'])), g['data_kind'],\n"
+        "      'numpy' in sys.modules, 'bias.core.pair_metric' in sys.modules, 'bias_inherits_needs' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=tmp_path, check=True).stdout
+    assert out.strip() == "['causal-lm', 'masked-lm'] pairs ['word-vectors'] association False False False"
+
+
 def test_summary_not_declared_as_a_literal_is_taken_from_the_import(tmp_path, monkeypatch):
     module = tmp_path / "bias_computed_summary.py"
     module.write_text(

@@ -14,7 +14,6 @@ import attrs
 
 from bias.core.interfaces import Capability, Measured
 from bias.core.lm_pairs import PairScores
-from bias.core.model import PAIRS
 from bias.core.pair_metric import PairMetric, Refusal, compare_pairs, lowercase_param
 from bias.core.pairs import PairSet
 
@@ -33,9 +32,6 @@ class Aul(PairMetric):
 
     name: ClassVar[str] = "aul"
     summary: ClassVar[str] = "All Unmasked Likelihood: % of pairs whose stereotyping sentence is more likely, unmasked (Kaneko & Bollegala 2022)."
-    requires: ClassVar[frozenset[Capability]] = frozenset()
-    requires_any: ClassVar[frozenset[Capability]] = frozenset({Capability.MASKED_LM, Capability.CAUSAL_LM})
-    data_kind: ClassVar[str] = PAIRS
     scoring: ClassVar[str] = "aul"
 
     lowercase: str = lowercase_param()
@@ -59,7 +55,6 @@ class Aula(PairMetric):
     summary: ClassVar[str] = "AUL weighted by attention: % of pairs whose stereotyping sentence is more likely (Kaneko & Bollegala 2022)."
     requires: ClassVar[frozenset[Capability]] = frozenset({Capability.MASKED_LM})
     requires_any: ClassVar[frozenset[Capability]] = frozenset()
-    data_kind: ClassVar[str] = PAIRS
     scoring: ClassVar[str] = "aula"
 
     lowercase: str = lowercase_param()

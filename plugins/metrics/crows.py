@@ -7,9 +7,8 @@ from typing import ClassVar
 
 import attrs
 
-from bias.core.interfaces import Capability, Measured
+from bias.core.interfaces import Measured
 from bias.core.lm_pairs import LIKELIHOODS, MASKED, PairScores
-from bias.core.model import PAIRS
 from bias.core.pair_metric import PairMetric, Refusal, compare_pairs, lowercase_param
 from bias.core.pairs import PairSet
 from bias.core.params import one_of, param
@@ -35,9 +34,6 @@ class Crows(PairMetric):
 
     name: ClassVar[str] = "crows"
     summary: ClassVar[str] = "CrowS-Pairs score: % of pairs where the stereotyping sentence is more likely (Nangia et al. 2020)."
-    requires: ClassVar[frozenset[Capability]] = frozenset()
-    requires_any: ClassVar[frozenset[Capability]] = frozenset({Capability.MASKED_LM, Capability.CAUSAL_LM})
-    data_kind: ClassVar[str] = PAIRS
     scoring: ClassVar[str] = "pll"
 
     preset: str = param(

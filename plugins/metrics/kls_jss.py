@@ -27,9 +27,8 @@ from typing import Any, ClassVar
 import attrs
 import numpy as np
 
-from bias.core.interfaces import Capability, Measured
+from bias.core.interfaces import Measured
 from bias.core.lm_pairs import LIKELIHOODS, PairScores
-from bias.core.model import PAIRS
 from bias.core.pair_metric import PairMetric, Refusal, lowercase_param, skipped_warnings
 from bias.core.pairs import PairSet
 from bias.core.params import one_of, param
@@ -115,9 +114,6 @@ class _Divergence(PairMetric):
     """What KLS, JSS and JSS-mixture share: fitting the Gaussians per bias type to the pair scores, and
     the count-weighted overall score. Subclasses say how one type's two Gaussians become a number."""
 
-    requires: ClassVar[frozenset[Capability]] = frozenset()
-    requires_any: ClassVar[frozenset[Capability]] = frozenset({Capability.MASKED_LM, Capability.CAUSAL_LM})
-    data_kind: ClassVar[str] = PAIRS
     figure: ClassVar[str]
 
     score: str = param("pll", _SCORE_HELP, validator=one_of(SCORES))

@@ -9,7 +9,6 @@ import attrs
 
 from bias.core.interfaces import Capability, Measured
 from bias.core.lm_pairs import SSS_MASKING, PairScores
-from bias.core.model import PAIRS
 from bias.core.pair_metric import PairMetric, Refusal, compare_pairs, lowercase_param
 from bias.core.pairs import PairSet
 from bias.core.params import one_of, param
@@ -32,7 +31,6 @@ class StereoSetScore(PairMetric):
     summary: ClassVar[str] = "StereoSet-style score: % of pairs whose stereotyping sentence's group tokens are more likely."
     requires: ClassVar[frozenset[Capability]] = frozenset({Capability.MASKED_LM})
     requires_any: ClassVar[frozenset[Capability]] = frozenset()
-    data_kind: ClassVar[str] = PAIRS
     scoring: ClassVar[str] = "sss"
 
     masking: str = param(

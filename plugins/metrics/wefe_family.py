@@ -17,18 +17,8 @@ import numpy as np
 from bias.core import stats
 from bias.core.association import AssociationMetric, SetVectors
 from bias.core.errors import BiasError
-from bias.core.interfaces import Capability, Measured
-from bias.core.model import ASSOCIATION
+from bias.core.interfaces import Measured
 from bias.core.params import between, one_of, param
-
-
-@attrs.define
-class _WefeMetric(AssociationMetric):
-    """What AssociationMetric declares, restated in this module: `bias list` reads a plugin's needs
-    from its own source, without importing it (and numpy)."""
-
-    requires: ClassVar[frozenset[Capability]] = frozenset({Capability.WORD_VECTORS})
-    data_kind: ClassVar[str] = ASSOCIATION
 
 
 def _unit(m: np.ndarray) -> np.ndarray:
@@ -58,7 +48,7 @@ def relative_norm_distance(neutral: np.ndarray, group_x: np.ndarray, group_y: np
 
 
 @attrs.define
-class Rnd(_WefeMetric):
+class Rnd(AssociationMetric):
     """Relative Norm Distance (Garg et al. 2018): RND = sum over neutral words v of
     ||v - mean(X)|| - ||v - mean(Y)||, the two groups' vectors being the means of their words.
 
@@ -110,7 +100,7 @@ def rnsb_divergence(probabilities: np.ndarray) -> tuple[float, np.ndarray]:
 
 
 @attrs.define
-class Rnsb(_WefeMetric):
+class Rnsb(AssociationMetric):
     """Relative Negative Sentiment Bias (Sweeney & Najafian 2019): a logistic regression is trained
     to tell attribute set B (the "negative" words, label 1) from A (label 0); each target word t of
     X u Y gets p(t) = P(B | t); P = p / sum p over all target words; RNSB = KL(P || uniform), in nats.
@@ -165,7 +155,7 @@ def mean_cosine_distances(targets: np.ndarray, attributes: np.ndarray) -> np.nda
 
 
 @attrs.define
-class Mac(_WefeMetric):
+class Mac(AssociationMetric):
     """Mean Average Cosine distance (Manzini et al. 2019): MAC = mean over target words t and
     attribute sets A_j of S(t, A_j), where S(t, A_j) = mean over a in A_j of 1 - cos(t, a).
 
@@ -201,7 +191,7 @@ class Mac(_WefeMetric):
 
 
 @attrs.define
-class Ect(_WefeMetric):
+class Ect(AssociationMetric):
     """Embedding Coherence Test (Dev & Phillips 2019): the Spearman rank correlation between the
     cosine similarities of each attribute word with the mean vector of X and with the mean vector
     of Y (words unit-normalised first).
@@ -279,7 +269,7 @@ def relation_vector(x: np.ndarray, y: np.ndarray, relation: str = "all-pairs") -
 
 
 @attrs.define
-class Ripa(_WefeMetric):
+class Ripa(AssociationMetric):
     """Relational Inner Product Association (Ethayarajh et al. 2019): RIPA(w) = w . b, the inner
     product of a word vector with the unit relation vector b that points from Y to X.
 
