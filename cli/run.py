@@ -149,8 +149,8 @@ def _before_after(results: Sequence[Any], prepared: Sequence[Any], after_model: 
     from bias.core.reports.compare import compare, csv_text, markdown
     from bias.core.runs.folder import open_in_run
 
-    def is_after(model: ModelConfig) -> bool:  # the planner adds options (debias_language), so not by equality
-        return model.spec == after_model.spec and model.options.get("debias") == after_model.options.get("debias")
+    def is_after(model: ModelConfig) -> bool:  # the planner adds the lists' language, so not by equality
+        return model.spec == after_model.spec and (model.debias is None) == (after_model.debias is None)
 
     debiased = {p.experiment.key for p in prepared if is_after(p.experiment.model)}
     before = [r for r in results if r.key not in debiased]

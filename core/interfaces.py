@@ -55,6 +55,14 @@ class Embedder(ABC):
     def spec(self) -> str:
         return f"{self.name}:{self.location}"
 
+    @property
+    def static(self) -> bool:
+        """Whether a word's vector is one row of a fixed table, whatever its context: sentences are
+        then encoded from word vectors (their mean), never through [CLS] or a last token. Default:
+        the embedder declares a fixed vocabulary. A wrapper whose nature depends on what it wraps (a
+        model debiased on load) answers for itself."""
+        return Capability.VOCABULARY in self.capabilities
+
     def load(self) -> None:  # noqa: B027  (an optional hook: most embedders open their file here)
         """Open the model. Called once before the first request; errors here are user errors."""
 

@@ -1,4 +1,11 @@
-"""Model specs: `NAME:LOCATION`, e.g. `word2vec:vectors.bin`, `hf:./my-bert`, `hf:pkg:module/model`.
+"""Model specs: `NAME:LOCATION[OPTION=VALUE,...]`, e.g. `word2vec:vectors.bin`, `hf:./my-bert`,
+`hf:pkg:module/model`, `openai:text-embedding-3-small[base_url=http://localhost:8000/v1]`.
+
+A spec is parsed here, once, into a `ModelSpec` (embedder, location, options) that the engine and the
+registry pass down; nothing else splits the text. Options in brackets are the same as `--model-option`
+(the form tables and labels print a configured model in). The debiasing settings a model may carry
+(`debias`, `debias_lists`, ...) are not the embedder's options: `split_debias` makes them a value of
+their own, `DebiasSettings`.
 
 A location of the form `pkg:MODULE/sub/path` names a folder or file inside an installed Python package,
 found without importing it: that is how the quickstart finds the MiniLM encoder shipped on PyPI.
@@ -7,7 +14,10 @@ found without importing it: that is how the quickstart finds the MiniLM encoder 
 from __future__ import annotations
 
 import importlib.util
+import re
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import attrs
 
@@ -16,21 +26,88 @@ from bias.core.errors import BiasError
 
 @attrs.frozen
 class ModelSpec:
+    """A model as parsed from its spec: which embedder reads it, from where, with which of the
+    embedder's own options (values as written; the embedder's parameters convert them)."""
+
     embedder: str
     location: str
+    options: Mapping[str, Any] = attrs.field(factory=dict, converter=dict)
 
     def __str__(self) -> str:
         return f"{self.embedder}:{self.location}"
 
 
+_OPTION = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*=(.*)$")
+
+
+def split_options(spec: str) -> tuple[str, dict[str, str]]:
+    """`NAME:LOCATION[k=v,...]` -> (`NAME:LOCATION`, {k: v}). Brackets whose content is not options
+    (a folder named `model[1]`) stay part of the location; a mix of both is refused."""
+    text = spec.strip()
+    if not text.endswith("]") or "[" not in text:
+        return spec, {}
+    start = text.rindex("[")
+    items = text[start + 1 : -1].split(",")
+    matched = [_OPTION.match(item) for item in items]
+    if not any(matched):
+        return spec, {}
+    if not all(matched):
+        bad = next(item for item, m in zip(items, matched) if not m)
+        raise BiasError(
+            f"Model spec '{spec}': '{bad.strip()}' in the brackets is not an option.",
+            "Options in brackets are key=value pairs separated by commas, e.g. openai:NAME[base_url=http://localhost:8000/v1,dimensions=256].",
+        )
+    options: dict[str, str] = {}
+    for m in matched:
+        assert m is not None
+        key, value = m.group(1).lower(), m.group(2).strip()
+        if key in options:
+            raise BiasError(f"Model spec '{spec}' gives {key} twice.", "Give each option once.")
+        options[key] = value
+    return text[:start], options
+
+
 def parse_spec(spec: str) -> ModelSpec:
-    name, sep, location = spec.partition(":")
-    if not sep or not name or not location:
+    bare, options = split_options(spec)
+    name, sep, location = bare.partition(":")
+    if not sep or not name.strip() or not location.strip():
         raise BiasError(
             f"Model spec '{spec}' is not of the form NAME:LOCATION.",
             "For example word2vec:vectors.bin, fasttext:cc.nl.300.bin or hf:path/to/model (see `bias list embedders`).",
         )
-    return ModelSpec(name.strip().lower(), location.strip())
+    return ModelSpec(name.strip().lower(), location.strip(), options)
+
+
+# The options that ask for debiasing on load, and the DebiasSettings field each fills.
+DEBIAS_OPTIONS = {"debias": "method", "debias_corpus": "corpus", "debias_lists": "lists", "debias_language": "language"}
+
+
+@attrs.frozen
+class DebiasSettings:
+    """Debiasing a model on load (`--debias`, or `debias = ...` in a models table): which debiaser,
+    fitted on which corpus, with which lists (or the lists of which language). Written among a model's
+    options, but not the embedder's: kept apart so no layer peels them off again."""
+
+    method: str
+    corpus: Any = None
+    lists: Any = None
+    language: Any = None
+
+    def as_options(self) -> dict[str, Any]:
+        """The settings as the options they were written as (for labels and experiment keys)."""
+        return {option: getattr(self, field) for option, field in DEBIAS_OPTIONS.items() if getattr(self, field) is not None}
+
+
+def split_debias(options: Mapping[str, Any]) -> tuple[dict[str, Any], DebiasSettings | None]:
+    """A model's options -> (the embedder's own, the debiasing settings or None)."""
+    own = {k: v for k, v in options.items() if k not in DEBIAS_OPTIONS}
+    given = {DEBIAS_OPTIONS[k]: v for k, v in options.items() if k in DEBIAS_OPTIONS and v is not None}
+    if not given.get("method"):
+        if given:
+            names = ", ".join(sorted(k for k in options if k in DEBIAS_OPTIONS and options[k] is not None))
+            raise BiasError(f"{names} given without --debias.", "Add --debias hard, inlp, sent or leace.")
+        return own, None
+    return own, DebiasSettings(**given)
 
 
 def resolve_location(location: str) -> Path:

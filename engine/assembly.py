@@ -97,7 +97,7 @@ def assemble(
             raise BiasError("No model given.", "Use --model NAME:LOCATION (e.g. word2vec:vectors.bin) or give an experiment file.")
         if not o.wordsets:
             raise BiasError("No word set given.", "Use --wordset NAME (see `bias list wordsets`) or a file path.")
-        configs = [ModelConfig(m, {**fitting(m, o.shared_model_options), **o.model_options}) for m in o.models]
+        configs = [with_shared(ModelConfig(m, o.model_options), o.shared_model_options) for m in o.models]
         if o.with_original:
             configs = with_original(configs)
         if o.with_original or o.before_after:
@@ -123,11 +123,9 @@ def assemble(
 
 def with_original(configs: Sequence[ModelConfig]) -> list[ModelConfig]:
     """The original model first, then the debiased one (`--with-original`)."""
-    if len(configs) != 1 or not configs[0].options.get("debias"):
+    if len(configs) != 1 or configs[0].debias is None:
         raise BiasError("--with-original compares one model with its debiased version.", "Give one --model and --debias METHOD.")
-    debiased = configs[0]
-    original = ModelConfig(debiased.spec, {k: v for k, v in debiased.options.items() if not k.startswith("debias")})
-    return [original, debiased]
+    return [attrs.evolve(configs[0], debias=None), configs[0]]
 
 
 def checked_executor(executor: str, address: str | None) -> tuple[str, str | None]:
@@ -146,9 +144,10 @@ def with_command_line_options(experiments: Sequence[Experiment], shared: dict[st
         return list(experiments)
     out = []
     for e in experiments:
-        given = {**fitting(e.model.spec, shared), **strict}
-        refuse_conflicts(e.model.options, given, f"the experiment file (model {e.model.spec})", "the command line")
-        out.append(attrs.evolve(e, model=attrs.evolve(e.model, options={**e.model.options, **given})))
+        given = {**fitting(e.model.parsed.embedder, shared, e.model.spec), **strict}
+        written = e.model.written_options()
+        refuse_conflicts(written, given, f"the experiment file (model {e.model.spec})", "the command line")
+        out.append(attrs.evolve(e, model=ModelConfig(e.model.spec, {**written, **given}, e.model.resources, e.model.name)))
     return out
 
 
@@ -202,15 +201,21 @@ def load(config: Path, datasets: Path | None, models_dir: Path | None, on_warnin
     return load_config(config, framework_config.to_toml(config, planned, problems), base=Path("."))
 
 
-def fitting(spec: str, options: dict[str, Any]) -> dict[str, Any]:
-    """The shared loader options (--device, --dtype, ...) that this model's embedder declares."""
+def with_shared(config: ModelConfig, shared: dict[str, Any]) -> ModelConfig:
+    """A model given on the command line with the shared loader options its embedder declares (its
+    own options, from --model-option or the spec's brackets, win)."""
+    fit = fitting(config.parsed.embedder, shared, config.spec)
+    return attrs.evolve(config, options={**fit, **config.options}) if fit else config
+
+
+def fitting(embedder: str, options: dict[str, Any], spec: str) -> dict[str, Any]:
+    """The shared loader options (--device, --dtype, ...) that this embedder declares."""
     from bias.core.params import describe_params
-    from bias.core.specs import parse_spec
     from bias.registry.resolve import embedder_class
 
     if not options:
         return {}
-    declared = {p.name for p in describe_params(embedder_class(parse_spec(spec).embedder))}
+    declared = {p.name for p in describe_params(embedder_class(embedder))}
     unused = sorted(set(options) - declared)
     if unused:
         log.info("%s ignores %s (its embedder has no such option)", spec, ", ".join(unused))

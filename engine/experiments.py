@@ -20,6 +20,7 @@ import attrs
 from bias.core.did_you_mean import suggestions
 from bias.core.errors import BiasError
 from bias.core.data.wordsets import read_toml
+from bias.core.specs import DebiasSettings, ModelSpec, parse_spec, split_debias, split_options
 from bias.engine.presets import PRESET_NOTES, PRESET_PARAMS, PRESETS
 
 DEFAULT_SEED = 0
@@ -27,16 +28,45 @@ DEFAULT_SEED = 0
 
 @attrs.frozen
 class ModelConfig:
+    """A model of a run as configured. However it was written (options in the spec's brackets, in a
+    models table, on the command line), it is sorted here, once, into the spec without brackets, the
+    embedder's own options and the debiasing settings; `parsed` is the spec parsed, which is what is
+    passed down to build the embedder."""
+
     spec: str
     options: dict[str, Any] = attrs.Factory(dict)
     # Where a model runs, not what it computes: Ray actor resources (cpus, gpus), never in the key.
     resources: dict[str, Any] = attrs.field(factory=dict, eq=False)
     name: str = attrs.field(default="", eq=False)  # a short name for tables and figures; not part of the key
+    debias: DebiasSettings | None = None
+    parsed: ModelSpec = attrs.field(init=False, eq=False, repr=False)
+
+    def __attrs_post_init__(self) -> None:
+        bare, in_brackets = split_options(self.spec)
+        for key in sorted(set(in_brackets) & set(self.options)):
+            if str(in_brackets[key]) != str(self.options[key]):
+                raise BiasError(
+                    f"{key} is given twice with different values: {in_brackets[key]!r} in the spec {self.spec} and {self.options[key]!r} in its options.",
+                    "Give it once.",
+                )
+        own, debias = split_debias({**in_brackets, **self.options})
+        if debias is not None and self.debias is not None and debias != self.debias:
+            raise BiasError(f"{self.spec}: debiasing is given twice with different settings.", "Give it once.")
+        object.__setattr__(self, "spec", bare.strip() if in_brackets else self.spec)
+        object.__setattr__(self, "options", own)
+        object.__setattr__(self, "debias", self.debias or debias)
+        parsed = parse_spec(self.spec)
+        object.__setattr__(self, "parsed", ModelSpec(parsed.embedder, parsed.location, own))
+
+    def written_options(self) -> dict[str, Any]:
+        """The options as a user writes them: the embedder's and the debiasing settings together."""
+        return {**self.options, **(self.debias.as_options() if self.debias else {})}
 
     def label(self) -> str:
-        if not self.options:
+        options = self.written_options()
+        if not options:
             return self.spec
-        opts = ",".join(f"{k}={v}" for k, v in sorted(self.options.items()))
+        opts = ",".join(f"{k}={v}" for k, v in sorted(options.items()))
         return f"{self.spec}[{opts}]"
 
 
@@ -65,7 +95,7 @@ class Experiment:
     def canonical(self) -> dict[str, Any]:
         canonical = {
             "model": self.model.spec,
-            "model_options": {k: v for k, v in self.model.options.items() if k not in EXECUTION_OPTIONS},
+            "model_options": {k: v for k, v in self.model.written_options().items() if k not in EXECUTION_OPTIONS},
             "wordset": self.wordset,
             "metric": self.metric,
             "params": self.params,
@@ -83,7 +113,7 @@ class Experiment:
     def legacy_key(self) -> str:
         """The key as written by versions that kept execution options in it, so that a run started
         before can still be resumed: its results are found under either key."""
-        canonical = {**self.canonical(), "model_options": self.model.options}
+        canonical = {**self.canonical(), "model_options": self.model.written_options()}
         text = json.dumps(canonical, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
         return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
@@ -165,11 +195,14 @@ FILE_SUFFIXES = (
 
 
 def model_spec_in_file(spec: str, folder: Path) -> str:
-    """`NAME:LOCATION` with a relative LOCATION read against the experiment file's folder."""
-    name, sep, location = spec.partition(":")
+    """`NAME:LOCATION` with a relative LOCATION read against the experiment file's folder (options in
+    brackets kept as written)."""
+    bare, options = split_options(spec)
+    name, sep, location = bare.partition(":")
     if not sep:
         return spec
-    return f"{name}:{relative_to_file(location.strip(), folder, hub_like=True)}"
+    brackets = spec.strip()[len(bare.strip()):] if options else ""
+    return f"{name}:{relative_to_file(location.strip(), folder, hub_like=True)}{brackets}"
 
 
 def paths_in_file(options: dict[str, Any], folder: Path) -> dict[str, Any]:

@@ -45,10 +45,10 @@ def requested_inputs(metric: Any, data: Any) -> dict[str, InputRequest]:
     return dict(metric.inputs(data))
 
 
-def debias_record(spec: str) -> Path | None:
+def debias_record(location: str) -> Path | None:
     """The debias.json beside a model file, or inside a model folder, if there is one."""
     try:
-        path = resolve_location(parse_spec(spec).location)
+        path = resolve_location(location)
     except BiasError:
         return None
     record = (path if path.is_dir() else path.parent) / DEBIAS_RECORD
@@ -78,9 +78,9 @@ def model_input(request: InputRequest, measured: ModelConfig) -> ModelInput:
     the model itself."""
     if request.name:
         return ModelInput(request.name, request.name)
-    if measured.options.get("debias"):
+    if measured.debias is not None:
         return ModelInput(None, SAME, original=True)
-    record = debias_record(measured.spec)
+    record = debias_record(measured.parsed.location)
     if record is None:
         return ModelInput(None, SAME, original=True)
     spec, how = recorded_source(record, request.hint)

@@ -17,7 +17,6 @@ from bias.core.errors import BadValue, BiasError
 from bias.core.interfaces import Metric, check_compatible
 from bias.core.params import coerce_params, describe_params
 from bias.core.data.limit import first_items
-from bias.core.specs import parse_spec
 from bias.engine.experiments import Experiment
 from bias.engine.inputs import InputModels, requested_inputs, resolve_requests
 from bias.registry import entry_points as eps
@@ -145,7 +144,7 @@ def plan(experiments: Sequence[Experiment]) -> Plan:
             merged += 1
             continue
         seen.add(full.key)
-        embedder_name = parse_spec(exp.model.spec).embedder
+        embedder_name = exp.model.parsed.embedder
         if embedder_name not in embedder_types:
             embedder_types[embedder_name] = embedder_class(embedder_name)  # unknown names are errors
         embedder_type = embedder_types[embedder_name]
@@ -180,15 +179,14 @@ def _debias_languages(runnable: list[PlannedExperiment]) -> list[PlannedExperime
     """A model debiased on load (`debias` without `debias_lists`) takes the debiasing lists of the
     language of the word sets it is measured on, so a Dutch model is not debiased with English lists.
     A model measured on word sets of several languages needs lists named by the user."""
-    languages: dict[tuple[str, str], set[str]] = {}
+    languages: dict[str, set[str]] = {}
     for p in runnable:
-        options = p.experiment.model.options
-        if options.get("debias") and not options.get("debias_lists") and not options.get("debias_language"):
-            key = (p.experiment.model.spec, repr(sorted(options.items())))
-            languages.setdefault(key, set()).add(str(getattr(p.data.meta, "language", "") or ""))
+        debias = p.experiment.model.debias
+        if debias is not None and not debias.lists and not debias.language:
+            languages.setdefault(p.experiment.model.label(), set()).add(str(getattr(p.data.meta, "language", "") or ""))
     if not languages:
         return runnable
-    for (spec, _), found in languages.items():
+    for spec, found in languages.items():
         named = sorted(x for x in found if x)
         if len(named) != 1 or len(found) != 1:
             raise BiasError(
@@ -200,10 +198,9 @@ def _debias_languages(runnable: list[PlannedExperiment]) -> list[PlannedExperime
     out = []
     for p in runnable:
         model = p.experiment.model
-        key = (model.spec, repr(sorted(model.options.items())))
-        if key in languages:
-            language = next(iter(languages[key]))
-            model = attrs.evolve(model, options={**model.options, "debias_language": language})
+        if model.label() in languages and model.debias is not None:
+            language = next(iter(languages[model.label()]))
+            model = attrs.evolve(model, debias=attrs.evolve(model.debias, language=language))
             p = attrs.evolve(p, experiment=attrs.evolve(p.experiment, model=model))
         out.append(p)
     return out
@@ -219,6 +216,6 @@ def check_models(plan: Plan) -> None:
         if model.label() in seen:
             continue
         seen.add(model.label())
-        registry.build_embedder(model.spec, **model.options).check()
+        registry.build_embedder(model.parsed, model.debias).check()
     for embedder in plan.input_models.built.values():
         embedder.check()

@@ -35,6 +35,7 @@ from bias import registry
 from bias.core.errors import USAGE, BiasError
 from bias.core.model import FAILED, Result
 from bias.core.runs.results import ResultStore
+from bias.core.specs import DebiasSettings, ModelSpec
 from bias.engine.inputs import InputModels
 from bias.engine.spending import check_spending
 from bias.engine.runner import Event, _load_failure, _reason, failed_before_metric, run_one
@@ -80,13 +81,13 @@ class ModelWorker:
     failed result the local runner records. The models the metrics ask for as inputs are loaded in the
     worker too, once each, at their first use."""
 
-    def __init__(self, spec: str, options: dict[str, Any], debug: bool = False) -> None:
+    def __init__(self, spec: ModelSpec, debias: DebiasSettings | None, debug: bool = False) -> None:
         self.debug = debug
         self.error: BaseException | None = None
         self.input_models = InputModels()
         started = time.perf_counter()
         try:
-            self.embedder = registry.build_embedder(spec, **dict(options))
+            self.embedder = registry.build_embedder(spec, debias)
             self.embedder.load()
         except Exception as exc:  # recorded for each experiment of the model, as in a local run
             self.error = exc
@@ -215,17 +216,17 @@ def run(
     todo = [p for p in planned if p.experiment.key not in done]
     if done:
         log.info("Resuming: %d of %d experiments already finished.", len(planned) - len(todo), len(planned))
-    groups: dict[tuple[str, str], list[Any]] = {}
+    groups: dict[str, list[Any]] = {}
     for p in todo:
         model = p.experiment.model
-        groups.setdefault((model.spec, repr(sorted(model.options.items()))), []).append(p)
+        groups.setdefault(model.label(), []).append(p)
     options = {key: actor_options(getattr(g[0].experiment.model, "resources", {}) or {}, g[0].experiment.model.label()) for key, g in groups.items()}
     if not todo:
         return
     for group in groups.values():  # paid models: the cost is checked here, before any worker starts
         model = group[0].experiment.model
         try:
-            embedder = registry.build_embedder(model.spec, **model.options)
+            embedder = registry.build_embedder(model.parsed, model.debias)
         except Exception:  # the worker reports it, for each of the model's experiments
             continue
         quote = check_spending(embedder, group, model.label(), max_cost, confirm_cost)
@@ -251,7 +252,7 @@ def run(
             model = group[0].experiment.model
             emit("loading", model.label())
             actor = worker_class.options(max_restarts=max_retries, max_task_retries=max_retries, **options[key]).remote(
-                model.spec, dict(model.options), debug
+                model.parsed, model.debias, debug
             )
             actors[key] = actor
             load_refs[actor.loaded.remote()] = key

@@ -103,10 +103,10 @@ def run(
     todo = [p for p in planned if p.experiment.key not in done and p.experiment.legacy_key not in done]
     if done:
         log.info("Resuming: %d of %d experiments already finished.", len(planned) - len(todo), len(planned))
-    by_model: dict[tuple[str, str], list[PlannedExperiment]] = {}
+    by_model: dict[str, list[PlannedExperiment]] = {}
     for p in todo:
         model = p.experiment.model
-        by_model.setdefault((model.spec, repr(sorted(model.options.items()))), []).append(p)
+        by_model.setdefault(model.label(), []).append(p)
     total, finished = len(todo), 0
 
     def emit(kind: str, model: str, experiment: Experiment | None = None, result: Result | None = None, note: str = "") -> None:
@@ -130,12 +130,24 @@ def run(
             continue
         emit("loading", model.label())
         started = time.perf_counter()
+        error: Exception | None = None
+        quote: str | None = None
         try:
-            embedder = registry.build_embedder(model.spec, **model.options)
-            embedder.load()
+            embedder = registry.build_embedder(model.parsed, model.debias)
         except Exception as exc:  # recorded for each of the model's experiments; the batch goes on
+            error = exc
+        else:
+            # A paid model: what its experiments will send, asked before anything is sent (a model
+            # debiased on load sends the debiasing lists' words when it is fitted, at its load).
+            quote = check_spending(embedder, group, model.label(), max_cost, confirm_cost)
+            try:
+                embedder.load()
+            except Exception as exc:
+                error = exc
+        if error is not None:
+            exc = error
             if debug:
-                raise
+                raise exc
             load_seconds = time.perf_counter() - started
             if manifest is not None:
                 manifest.model_loaded(model.label(), error=_reason(exc), load_s=load_seconds)
@@ -150,7 +162,6 @@ def run(
                     return
             continue
         load_seconds = time.perf_counter() - started
-        quote = check_spending(embedder, group, model.label(), max_cost, confirm_cost)
         if quote:
             emit("quote", model.label(), note=quote)
         if manifest is not None:
@@ -176,18 +187,19 @@ def _reason(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
+def identity(exp: Experiment) -> dict[str, Any]:
+    """What names a result: the experiment's key, model (as labelled), word set, metric, parameters and
+    seed. Written here only, into every result of a run, whatever the metric put there itself."""
+    return {"key": exp.key, "model": exp.model.label(), "wordset": exp.wordset, "metric": exp.metric, "params": exp.params, "seed": exp.seed}
+
+
 def failed_before_metric(exp: Experiment, reason: str, timings: dict[str, float], meta: dict[str, Any] | None = None) -> Result:
     """The failed result of an experiment whose metric never ran (its model did not open, or its Ray
     worker died): recorded under the experiment's own key so that --resume redoes it."""
     return Result(
-        key=exp.key,
-        model=exp.model.label(),
-        wordset=exp.wordset,
-        metric=exp.metric,
+        **identity(exp),
         status=FAILED,
         reason=reason,
-        params=exp.params,
-        seed=exp.seed,
         timings=timings,
         versions=versions(),
         meta=meta or {},
@@ -209,7 +221,7 @@ def _load_failure(p: PlannedExperiment, exc: BaseException, load_seconds: float)
 def _foreseen(model: ModelConfig) -> frozenset[Capability] | None:
     """What the model will offer, from its files alone; None when only loading it can tell."""
     try:
-        return registry.build_embedder(model.spec, **model.options).foreseen()
+        return registry.build_embedder(model.parsed, model.debias).foreseen()
     except Exception:  # a model that cannot even be built fails at its load, with its own message
         return None
 
@@ -220,8 +232,7 @@ def _refused_before_load(p: PlannedExperiment, foreseen: frozenset[Capability]) 
         _refuse_unavailable(p.metric, exp.model.spec, foreseen)
     except BiasError as exc:
         reason = exc.message
-    return Result(key=exp.key, model=exp.model.label(), wordset=exp.wordset, metric=exp.metric, status=REFUSED, reason=reason,
-                  params=exp.params, seed=exp.seed, timings={"compute_s": 0.0}, versions=versions(), meta=_data_meta(p.data))
+    return Result(**identity(exp), status=REFUSED, reason=reason, timings={"compute_s": 0.0}, versions=versions(), meta=_data_meta(p.data))
 
 
 def _check_available(metric: Metric, embedder: Embedder) -> None:
@@ -277,16 +288,12 @@ def run_one(p: PlannedExperiment, embedder: Embedder, *, debug: bool = False, in
         # exit code (out of memory, ...) is about this attempt, so it is failed and --resume redoes it.
         status = FAILED if exc.exit_code == FAILURE else REFUSED
         reason = exc.message + (f" {exc.hint}" if status == FAILED and exc.hint else "")
-        result = Result(key="", model=embedder.spec, wordset=exp.wordset, metric=exp.metric, status=status, reason=reason,
-                        meta=_data_meta(p.data))
+        result = Result(**identity(exp), status=status, reason=reason, meta=_data_meta(p.data))
     except Exception as exc:  # a failing experiment is recorded and the batch goes on
         if debug:
             raise
         log.debug("experiment %s failed", exp.key, exc_info=True)
-        result = Result(
-            key="", model=embedder.spec, wordset=exp.wordset, metric=exp.metric, status=FAILED, reason=f"{type(exc).__name__}: {exc}",
-            meta=_data_meta(p.data),
-        )
+        result = Result(**identity(exp), status=FAILED, reason=f"{type(exc).__name__}: {exc}", meta=_data_meta(p.data))
     elapsed = time.perf_counter() - started
     if exp.preset:
         # which conventions ran: the preset, and the parameters it gave this metric (those the
@@ -295,11 +302,7 @@ def run_one(p: PlannedExperiment, embedder: Embedder, *, debug: bool = False, in
         result = attrs.evolve(result, convention={**result.convention, "run_preset": exp.preset, "run_preset_params": given})
     return attrs.evolve(
         result,
-        key=exp.key,
-        model=exp.model.label(),
-        wordset=exp.wordset,
-        params=exp.params,
-        seed=exp.seed,
+        **identity(exp),
         timings={"compute_s": round(elapsed, 4)},
         versions=versions(),
         meta={

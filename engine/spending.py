@@ -35,7 +35,7 @@ class Recorder(Embedder):
     def __init__(self, real: Embedder) -> None:
         self.real = real
         self.name, self.location, self.summary = real.name, real.location, "recording stand-in"
-        self.capabilities = real.available()
+        self.capabilities = frozenset(real.capabilities)  # what it declares: available() could load (fit) it, and send
         self.texts: dict[str, None] = {}
 
     def available(self) -> frozenset[Capability]:

@@ -14,7 +14,7 @@ from bias.core.errors import BiasError
 from bias.core.interfaces import Embedder, Metric, WordSetFormat
 from bias.core.params import coerce_params
 from bias.core.text import natural_key
-from bias.core.specs import parse_spec
+from bias.core.specs import DebiasSettings, ModelSpec, parse_spec
 from bias.core.data.wordsets import load_toml_wordset
 from bias.registry import entry_points as eps
 from bias.registry.catalogue import wordset_entries
@@ -153,24 +153,15 @@ def embedder_class(name: str) -> type[Embedder]:
     return eps.load("embedders", name)
 
 
-DEBIAS_OPTIONS = ("debias", "debias_corpus", "debias_lists", "debias_language")
-
-
-def build_embedder(spec: str, **options: Any) -> Embedder:
-    """An embedder from `NAME:LOCATION` and options; nothing is loaded until it is first used.
-
-    The options `debias` (a debiaser name), `debias_corpus`, `debias_lists` and `debias_language` are
-    not the embedder's own: they wrap it in a debiaser fitted when the model is first loaded."""
-    debias = {k: options.pop(k) for k in DEBIAS_OPTIONS if k in options}
-    parsed = parse_spec(spec)
+def build_embedder(spec: str | ModelSpec, debias: DebiasSettings | None = None, **options: Any) -> Embedder:
+    """An embedder from its spec (`NAME:LOCATION[OPTION=VALUE,...]`, or one parsed already) and
+    options; nothing is loaded until it is first used. With `debias`, it is wrapped in a debiaser
+    fitted when the model is first loaded."""
+    parsed = parse_spec(spec) if isinstance(spec, str) else spec
     cls = embedder_class(parsed.embedder)
-    kwargs = coerce_params(cls, options, parsed.embedder)
+    kwargs = coerce_params(cls, {**parsed.options, **options}, parsed.embedder)
     embedder = cls(location=parsed.location, **kwargs)
-    if not debias.get("debias"):
-        if len(debias) > ("debias" in debias):
-            raise BiasError(f"{', '.join(sorted(debias))} given without --debias.", "Add --debias hard, inlp, sent or leace.")
-        return embedder
-    return debiased_on_load(embedder, **debias)
+    return embedder if debias is None else debiased_on_load(embedder, debias)
 
 
 def debias_lists_for(language: str) -> Any:
@@ -211,14 +202,13 @@ def build_debiaser(name: str, embedder: Embedder, **params: Any) -> Any:
     return cls(**coerce_params(cls, params, name))
 
 
-def debiased_on_load(
-    embedder: Embedder, debias: str, debias_corpus: Any = None, debias_lists: Any = None, debias_language: Any = None
-) -> Embedder:
-    """`embedder` wrapped so that metrics see it debiased; the lists (`debias_lists`, else
-    `<debias_language>/debias-gender`; one of the two is needed, never a silent English default) are
+def debiased_on_load(embedder: Embedder, debias: DebiasSettings) -> Embedder:
+    """`embedder` wrapped so that metrics see it debiased; the lists (`lists`, else
+    `<language>/debias-gender`; one of the two is needed, never a silent English default) are
     loaded now, the debiaser is fitted at the first load()."""
-    params = {"corpus": str(debias_corpus)} if debias_corpus is not None else {}
-    debiaser = build_debiaser(str(debias), embedder, **params)
+    params = {"corpus": str(debias.corpus)} if debias.corpus is not None else {}
+    debiaser = build_debiaser(str(debias.method), embedder, **params)
+    debias_lists, debias_language = debias.lists, debias.language
     if not debias_lists and not debias_language:
         raise BiasError(
             f"Debiasing {embedder.spec} needs lists, and no language or lists were given.",

@@ -138,18 +138,19 @@ def test_run_debias_takes_the_lists_of_the_word_sets_language(planted_gender, fi
     from bias.core.errors import BiasError
     from bias.engine.experiments import Experiment, ModelConfig
     import bias.registry.resolve as resolve
+    from bias.core.specs import DebiasSettings
     from bias.registry.resolve import debiased_on_load
 
     model = ModelConfig(f"word2vec:{planted_gender}", {"debias": "hard"})
     german = tmp_path / "german.toml"
     german.write_text(files["test"].read_text(encoding="utf-8").replace('language = "en"', 'language = "de"'), encoding="utf-8")
     plan = planning.plan([Experiment(model, str(german), "weat", {"permutations": 100, "exact_limit": 0})])
-    options = plan.runnable[0].experiment.model.options
-    assert options["debias_language"] == "de"
+    debias = plan.runnable[0].experiment.model.debias
+    assert debias.language == "de"
     chosen = []
     real = resolve.debias_lists_for
     monkeypatch.setattr(resolve, "debias_lists_for", lambda language: chosen.append(language) or real(language))
-    debiased_on_load(build_embedder(f"word2vec:{planted_gender}"), **{k: v for k, v in options.items() if k.startswith("debias")})
+    debiased_on_load(build_embedder(f"word2vec:{planted_gender}"), debias)
     assert chosen == ["de"]
 
     mixed = [Experiment(model, str(german), "weat", {}), Experiment(model, str(files["test"]), "weat", {})]
@@ -159,4 +160,4 @@ def test_run_debias_takes_the_lists_of_the_word_sets_language(planted_gender, fi
     named = ModelConfig(model.spec, {"debias": "hard", "debias_lists": str(files["lists"])})
     assert len(planning.plan([attrs.evolve(e, model=named) for e in mixed]).runnable) == 2
     with pytest.raises(BiasError, match="needs lists"):
-        debiased_on_load(build_embedder(f"word2vec:{planted_gender}"), debias="hard")
+        debiased_on_load(build_embedder(f"word2vec:{planted_gender}"), DebiasSettings("hard"))

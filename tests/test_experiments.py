@@ -299,3 +299,32 @@ def test_resume_with_another_batch_size_keeps_what_was_done_also_in_older_folder
     (out / "manifest.json").write_text(json.dumps(manifest))
     code, text = _execute(write(16, "a.toml"), out, resume=True)
     assert code == 0 and "2 already finished" in text, text
+
+
+def test_model_spec_brackets_are_options_and_debiasing_is_its_own_value():
+    from bias.core.errors import BiasError
+    from bias.core.specs import DebiasSettings, ModelSpec, parse_spec
+    from bias.engine.experiments import Experiment, ModelConfig
+
+    assert parse_spec("openai:text-embedding-3-small[base_url=http://h:8000/v1, dimensions=256]") == ModelSpec(
+        "openai", "text-embedding-3-small", {"base_url": "http://h:8000/v1", "dimensions": "256"}
+    )
+    assert parse_spec("HF:./models/run[1]") == ModelSpec("hf", "./models/run[1]", {})  # a folder name, not options
+    with pytest.raises(BiasError, match="'2' in the brackets is not an option"):
+        parse_spec("hf:m[dtype=float16,2]")
+    with pytest.raises(BiasError, match="gives dtype twice"):
+        parse_spec("hf:m[dtype=float16,dtype=float32]")
+
+    written = ModelConfig("word2vec:v.bin[debias=hard,debias_lists=l.toml,limit=5]")
+    split = ModelConfig("word2vec:v.bin", {"limit": "5", "debias": "hard", "debias_lists": "l.toml"})
+    assert written == split and written.spec == "word2vec:v.bin"
+    assert written.options == {"limit": "5"} and written.debias == DebiasSettings("hard", lists="l.toml")
+    assert written.parsed == ModelSpec("word2vec", "v.bin", {"limit": "5"})
+    assert written.label() == "word2vec:v.bin[debias=hard,debias_lists=l.toml,limit=5]"
+    # the key is the one the options always gave: debiasing settings among the model's options
+    assert Experiment(written, "en/weat1", "weat").canonical()["model_options"] == {"limit": "5", "debias": "hard", "debias_lists": "l.toml"}
+    assert Experiment(written, "en/weat1", "weat").key == Experiment(split, "en/weat1", "weat").key
+    with pytest.raises(BiasError, match="debias_lists given without --debias"):
+        ModelConfig("word2vec:v.bin", {"debias_lists": "l.toml"})
+    with pytest.raises(BiasError, match="limit is given twice"):
+        ModelConfig("word2vec:v.bin[limit=5]", {"limit": "6"})

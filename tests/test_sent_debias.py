@@ -111,7 +111,9 @@ def test_on_the_fly_wrapper_fits_when_first_loaded(tmp_path):
     from fixtures.tiny_bert import build_tiny_bert
 
     folder = build_tiny_bert(tmp_path / "bert")
-    wrapped = build_embedder(f"hf:{folder}", debias="sent", debias_lists="en/debias-gender")
+    from bias.core.specs import DebiasSettings
+
+    wrapped = build_embedder(f"hf:{folder}", DebiasSettings("sent", lists="en/debias-gender"))
     assert isinstance(wrapped, DebiasedEmbedder) and wrapped.pending is not None
     vectors = wrapped.encode(["the doctor is here."])
     assert wrapped.pending is None and wrapped.info["sentences_from"] == "en/seat-templates"

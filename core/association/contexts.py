@@ -53,13 +53,6 @@ def check_pooling(instance: Any, attribute: attrs.Attribute, value: Any) -> None
         )
 
 
-def _static(embedder: Embedder) -> bool:
-    static = getattr(embedder, "static", None)
-    if static is None:  # a fixed vocabulary (all_vectors) is what marks static vectors
-        static = type(embedder).all_vectors is not Embedder.all_vectors
-    return bool(static)
-
-
 def _causal(embedder: Embedder) -> bool:
     have = embedder.available()
     return Capability.CAUSAL_LM in have and Capability.MASKED_LM not in have
@@ -71,11 +64,11 @@ def resolve_pooling(pooling: str | None, level: str, embedder: Embedder) -> str:
     level; at word level the mean of the word's sub-tokens, or its last sub-token in a causal LM (the
     only one that has seen the whole word)."""
     if level == "word":
-        chosen = pooling or ("target-last" if not _static(embedder) and _causal(embedder) else "target-mean")
+        chosen = pooling or ("target-last" if not embedder.static and _causal(embedder) else "target-mean")
         return chosen if chosen.startswith("target-") else f"target-{chosen}"
     if pooling is not None:
         return pooling
-    if _static(embedder):
+    if embedder.static:
         return "mean"
     return "last" if _causal(embedder) else "cls"
 

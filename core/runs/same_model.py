@@ -12,7 +12,7 @@ from typing import Any
 import attrs
 
 from bias.core.errors import BiasError
-from bias.core.specs import parse_spec, resolve_location
+from bias.core.specs import ModelSpec, resolve_location
 
 log = logging.getLogger(__name__)
 
@@ -31,10 +31,9 @@ def file_identity(path: Path) -> tuple[Any, ...]:
     return (size, digest.hexdigest())
 
 
-def model_identity(spec: str, options: dict[str, Any]) -> tuple[Any, ...]:
-    """What a model config reads: its embedder, options and the content of its file or folder (the
-    location as written when it is not on disk, such as a Hub id)."""
-    parsed = parse_spec(spec)
+def model_identity(parsed: ModelSpec, debias: Any = None) -> tuple[Any, ...]:
+    """What a model config reads: its embedder, options (and debiasing) and the content of its file
+    or folder (the location as written when it is not on disk, such as a Hub id)."""
     try:
         path = resolve_location(parsed.location)
         if path.is_file():
@@ -45,7 +44,7 @@ def model_identity(spec: str, options: dict[str, Any]) -> tuple[Any, ...]:
             where = parsed.location
     except (OSError, BiasError):
         where = parsed.location
-    return (parsed.embedder, where, repr(sorted((str(k), str(v)) for k, v in options.items())))
+    return (parsed.embedder, where, repr(sorted((str(k), str(v)) for k, v in parsed.options.items())), repr(debias))
 
 
 def same_models(experiments: Sequence[Any]) -> list[Any]:
@@ -58,7 +57,7 @@ def same_models(experiments: Sequence[Any]) -> list[Any]:
         if label in seen:
             continue
         seen.add(label)
-        identity = model_identity(model.spec, model.options)
+        identity = model_identity(model.parsed, model.debias)
         if identity in first:
             replaced[label] = first[identity]
             log.warning("%s is the same model as %s (same file and options); it runs once.", label, first[identity].label())

@@ -59,11 +59,11 @@ def _check_test_size(instance: Any, attribute: attrs.Attribute, value: Any) -> N
         raise BiasError(f"probe: test_size must be a share between 0 and 1 (e.g. 0.2), not {value!r}.")
 
 
-def _is_static(embedder: Any) -> bool:
-    static = getattr(embedder, "static", None)
-    if isinstance(static, bool):
-        return static
-    return Capability.VOCABULARY in getattr(embedder, "capabilities", frozenset())
+def _is_static(embedder: Embedder | type[Embedder]) -> bool:
+    """A model, or before it is built its class (which can only say what it declares)."""
+    if isinstance(embedder, Embedder):
+        return embedder.static
+    return Capability.VOCABULARY in embedder.capabilities
 
 
 def sentence_pooling(pooling: str | None, embedder: Embedder) -> str:

@@ -79,3 +79,23 @@ def test_bad_voyage_input_type():
 def test_bad_max_cost(value):
     done = cli("run", "--model", "openai:m", *WEAT, "--max-cost", value)
     assert done.code == 2 and "--max-cost" in done.err
+
+
+@pytest.mark.parametrize(
+    ("spec", "words"),
+    [
+        ("openai:m[base_url=http://127.0.0.1:9/v1,2]", "'2' in the brackets is not an option"),
+        ("openai:m[dimensions=8,dimensions=9]", "gives dimensions twice"),
+        ("openai:m[dimensions=abc]", "dimensions"),
+        ("openai:m[colour=blue]", "colour"),
+        ("[base_url=http://127.0.0.1:9/v1]", "not of the form NAME:LOCATION"),
+        ("openai:m[debias_lists=en/debias-gender]", "debias_lists given without --debias"),
+    ],
+)
+def test_bad_options_in_the_spec_brackets_exit_2_naming_them(spec, words):
+    """`NAME:LOCATION[KEY=VALUE,...]` is read like --model-option: a malformed or unknown option is
+    refused before any request, naming it."""
+    done = cli("run", "--model", spec, *WEAT)
+    assert done.code == 2, done.both
+    assert words in done.err
+    assert len(done.err_lines()) <= 2 and "Traceback" not in done.both and KEY not in done.both

@@ -28,7 +28,7 @@ from typing import Any, ClassVar
 import attrs
 import numpy as np
 from bias.core.errors import BiasError
-from bias.core.interfaces import Capability, Embedder
+from bias.core.interfaces import Capability, Embedder, Quote
 from bias.core.model import WordVectors
 from bias.core.models.static.base import static_encode, words_to_vectors
 from bias.core.models.debiasing.transforms import VectorTransform
@@ -75,6 +75,22 @@ class DebiasedEmbedder(Embedder):
     @property
     def static(self) -> bool:
         return self.matrix is not None
+
+    def check(self) -> None:
+        """The source's own checks: a debiased view has no file of its own (a service model has none)."""
+        self.source.check()
+
+    def foreseen(self) -> frozenset[Capability] | None:
+        found = self.source.foreseen()
+        return None if found is None else frozenset(found) & _KEEPS
+
+    def quote(self, texts: Sequence[str]) -> Quote | None:
+        """A paid source's price for the metrics' texts, asked before the fit sends anything; the
+        words of the debiasing lists, sent once when it is fitted, come on top and are said to."""
+        quote = self.source.quote(texts)
+        if quote is None or self.pending is None:
+            return quote
+        return attrs.evolve(quote, basis=f"{quote.basis}; the debiasing lists' words, sent once for the fit, come on top")
 
     def available(self) -> frozenset[Capability]:
         self.load()
