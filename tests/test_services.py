@@ -206,6 +206,26 @@ def test_run_quotes_caches_and_never_shows_the_key(server, key_env, tmp_path):
     assert KEY not in seen and KEY[:12] not in seen and KEY[-12:] not in seen
 
 
+def test_options_in_the_spec_brackets_are_the_same_experiment_as_model_options(server, key_env, tmp_path):
+    """`openai:NAME[base_url=...]` points the embedder at a local server as `--model-option` does:
+    the same experiment key (so one resumes the other), the same label, and the cached vectors."""
+    server.reset(key=KEY)
+    tail = ["--wordset", "en/weat1", "--metric", "weat", "--permutations", "500", "--bootstrap", "0"]
+    first = run_cli("run", "--model", "openai:minilm", "--model-option", f"base_url={server.url}", *tail, "--out", str(tmp_path / "one"))
+    assert first.returncode == 0, first.stderr
+    sent = sum(r["texts"] for r in server.requests())
+    assert sent == 100
+    second = run_cli("run", "--model", f"openai:minilm[base_url={server.url}]", *tail, "--out", str(tmp_path / "two"))
+    assert second.returncode == 0, second.stderr
+    assert sum(r["texts"] for r in server.requests()) == sent  # served from the cache: same endpoint and model
+    one, two = (json.loads((tmp_path / name / "results.jsonl").read_text().splitlines()[0]) for name in ("one", "two"))
+    assert one["key"] == two["key"] and one["model"] == two["model"] == f"openai:minilm[base_url={server.url}]"
+    assert one["effect_size"] == two["effect_size"]
+    clash = run_cli("run", "--model", f"openai:minilm[base_url={server.url}]", "--model-option", "base_url=http://127.0.0.1:9/v1", *tail,
+                    "--out", str(tmp_path / "three"))
+    assert clash.returncode == 2 and "base_url is given twice" in clash.stderr
+
+
 @pytest.mark.slow
 def test_wrong_key_fails_without_showing_it(server, key_env, tmp_path):
     server.reset(key="another-key")
@@ -258,6 +278,17 @@ def test_cost_above_max_cost_stops_before_any_request(server, key_env, tmp_path)
     confirmed = run_cli(*base, "--confirm-cost", "--model-option", "batch_size=7", "--out", str(tmp_path / "c"))
     assert confirmed.returncode == 0, confirmed.stderr  # (a new experiment; its texts come from the cache)
     assert sum(r["texts"] for r in server.requests()) == 100
+
+
+def test_a_service_model_debiased_on_load_is_priced_before_its_fit_sends_anything(server, key_env, tmp_path):
+    """Debiasing on load fits the debiaser on the service's vectors of the lists' words: the price is
+    asked before that fit (which used to send first and never ask), and says the lists come on top."""
+    stopped = run_cli("run", "--model", f"openai:minilm[base_url={server.url},price=100000]", "--debias", "sent",
+                      "--debias-lists", "en/debias-gender", "--wordset", "en/weat1", "--metric", "seat", "--permutations", "100",
+                      "--bootstrap", "0", "--out", str(tmp_path / "out"))
+    assert stopped.returncode == 2, stopped.stderr
+    assert "nothing was sent" in stopped.stderr and "the debiasing lists' words, sent once for the fit, come on top" in stopped.stderr
+    assert server.requests() == []
 
 
 def _weat1_words() -> list[str]:
