@@ -548,7 +548,7 @@ def test_the_english_sample_runs_end_to_end_with_the_html_report(tmp_path):
     s_dis = f"{f['s_dis']:+.2f} [{f['s_dis_low']:+.2f}, {f['s_dis_high']:+.2f}]"
     markdown = (out / "report.md").read_text(encoding="utf-8")
     assert "## Breakdown" in markdown and "| category | questions | s_AMB | s_DIS |" in markdown
-    assert f"| all | 40 | " in markdown and s_dis in markdown and "| sexual-orientation | 4 | " in markdown
+    assert "| all | 40 | " in markdown and s_dis in markdown and "| sexual-orientation | 4 | " in markdown
     assert 'id="breakdown"' in html and s_dis in html
 
 
