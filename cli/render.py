@@ -88,9 +88,12 @@ def robustness_table(curves: Sequence[Any], *, width: int = 80) -> Table:
     table.add_column("Test" if len(models) == 1 else "Test / model", overflow="fold", min_width=min(longest, max(8, width - 56)))
     for name in ("Specs", "Same sign", "Signif.", "Median", "Range"):
         table.add_column(name, justify="right", no_wrap=True)
+    titles = [c.title for c in curves]
     for c in curves:
         share = lambda x: "-" if x is None else f"{x:.0%}"  # noqa: E731
-        label = _escape(c.concept) + (f"\n[dim]{_escape(c.model)}[/dim]" if len(models) > 1 else "")
+        # one concept on one model with curves on several scales (bbq's s_AMB and s_DIS): say which
+        concept = c.concept + (f" ({c.scale.scale_name})" if titles.count(c.title) > 1 else "")
+        label = _escape(concept) + (f"\n[dim]{_escape(c.model)}[/dim]" if len(models) > 1 else "")
         table.add_row(
             label, str(c.n), share(c.same_sign_share), share(c.significant_share),
             c.scale.format(c.median, 2), f"{c.scale.format(c.low, 2)}..{c.scale.format(c.high, 2)}",

@@ -312,6 +312,10 @@ class Metric(ABC):
     # says nothing about how biased the model is). "" derives it: "higher" where the metric declares
     # a no-bias `value_reference`, else "none".
     value_more_biased: ClassVar[str] = ""
+    # What changes in that declaration with a parameter's value, where a parameter chooses which number
+    # the value is: {parameter: {value: {"value_scale": ..., ...}}} (bbq's `headline` puts s_AMB and
+    # s_DIS on scales of their own, so a robustness curve does not mix them).
+    value_by_param: ClassVar[dict[str, dict[Any, dict[str, Any]]]] = {}
 
     @abstractmethod
     def compute(self, embedder: Embedder, data: Any, *, seed: int | None = None) -> Any:
@@ -355,17 +359,17 @@ class Metric(ABC):
             "params": self.params(),
             "seed": seed,
             "meta": {"bias_type": meta.bias_type, "language": meta.language, "expected_direction": meta.expected_direction,
-                     **({"title": meta.title} if meta.title else {}), **variant_meta(meta), **value_meta(type(self))},
+                     **({"title": meta.title} if meta.title else {}), **variant_meta(meta), **value_meta(type(self), self.params())},
             **extra,
         }
 
 
-def value_meta(metric_class: type) -> dict[str, Any]:
-    """What a metric declares about its number (label, unit, ...), so that reports, which read results
-    only, label every metric's value from its results."""
+def value_meta(metric_class: type, params: dict[str, Any] | None = None) -> dict[str, Any]:
+    """What a metric declares about its number (label, unit, ...) with the parameters `params`, so that
+    reports, which read results only, label every metric's value from its results."""
     from bias.core.reports.values import declared_value
 
-    return {"value": declared_value(metric_class)}
+    return {"value": declared_value(metric_class, params)}
 
 
 def variant_meta(meta: Any) -> dict[str, str]:

@@ -37,7 +37,7 @@ from bias.core.interfaces import (
 )
 from bias.core.model import OK, REFUSED, Result
 from bias.core.params import coerce_params, describe_params
-from bias.core.reports.values import _TYPES, declared_value
+from bias.core.reports.values import _TYPES, DECLARED, declared_value
 
 # Values a parameter is given to see that a bad one is refused cleanly (BiasError), whatever its type.
 BAD_VALUES = ("not-a-value", "-1", "1e400", "")
@@ -130,7 +130,19 @@ def _value_label(cls: type) -> int:
     value = declared_value(cls)
     wrong = [k for k, v in value.items() if not _TYPES[k](v)]
     assert not wrong, _say(cls, f"value declaration of the wrong type: {', '.join(wrong)}")
-    return 2
+    by_param = getattr(cls, "value_by_param", {})
+    fields = {info.name for info in attrs.fields(cls)} if attrs.has(cls) else set()
+    assert isinstance(by_param, dict) and all(isinstance(v, dict) for v in by_param.values()), _say(
+        cls, "value_by_param must be {parameter: {value: {value_attribute: ...}}}"
+    )
+    for name, by_value in by_param.items():
+        assert name in fields, _say(cls, f"value_by_param names {name!r}, which is not one of its parameters")
+        for chosen in by_value.values():
+            unknown = [a for a in chosen if a not in DECLARED]
+            assert isinstance(chosen, dict) and not unknown, _say(cls, f"value_by_param[{name!r}] declares {unknown or chosen!r}, not value_* attributes")
+            wrong = [a for a, v in chosen.items() if not _TYPES[DECLARED[a]](v)]
+            assert not wrong, _say(cls, f"value_by_param[{name!r}] declares {', '.join(wrong)} of the wrong type")
+    return 3
 
 
 def _cost(cls: type, metric: Metric, data: Any) -> int:
@@ -216,7 +228,7 @@ def check_metric(
         )
     )
     assert first.status in (OK, REFUSED), _say(cls, f"status {first.status!r} ({first.reason})")
-    assert first.meta.get("value") == declared_value(cls), _say(
+    assert first.meta.get("value") == declared_value(cls, metric.params()), _say(
         cls, "the result does not carry the value declaration"
     )
     if first.status == OK:

@@ -122,6 +122,13 @@ class Curve:
         return f"{self.concept} | {self.model}"
 
     @property
+    def value_label(self) -> str:
+        """The value's label, with its scale where the scale is not the label's own (bbq's `bias score
+        (s_AMB)`), since one concept on one model may have a curve on each."""
+        label, scale = self.scale.label, self.scale.scale_name
+        return label if scale == label else f"{label} ({scale})"
+
+    @property
     def key(self) -> str:
         """What tells curves apart: one concept on one model may have curves on two scales (d, RND)."""
         return f"{self.title} | {self.scale.scale_name}"
@@ -252,7 +259,7 @@ def summary_records(found: Sequence[Curve]) -> list[dict[str, Any]]:
             {
                 "concept": c.concept,
                 "model": c.model,
-                "value": c.scale.label,
+                "value": c.value_label,
                 "specifications": c.n,
                 "same_sign_share": c.same_sign_share,
                 "significant_share": c.significant_share,
@@ -323,13 +330,13 @@ def to_markdown(report: Report, found: Sequence[Curve], figures: dict[str, str] 
               "|---|---|---|---|---|---|---|---|---|"]
     for c in found:
         rng = f"{_number(c.scale, c.low)} to {_number(c.scale, c.high)}"
-        cells = [c.concept, c.model, c.scale.label, str(c.n), _share(c.same_sign_share), _share(c.significant_share),
+        cells = [c.concept, c.model, c.value_label, str(c.n), _share(c.same_sign_share), _share(c.significant_share),
                  _number(c.scale, c.median), rng, ", ".join(c.dimensions)]
         lines.append("| " + " | ".join(md_text(x) for x in cells) + " |")
     lines += ["", "Notes:", ""] + [f"- {n}" for n in notes(report, found)]
     titles = [c.title for c in found]
     for c in found:
-        scale = f" ({c.scale.label})" if titles.count(c.title) > 1 else ""
+        scale = f" ({c.value_label})" if titles.count(c.title) > 1 else ""
         lines += ["", f"## {md_text(c.concept)} on {md_text(c.model)}{scale}", ""]
         if figures and c.key in figures:
             lines += [f"![Specification curve of {md_text(c.concept)}]({figures[c.key]})", ""]
@@ -400,7 +407,7 @@ def draw(curve: Curve, path_stem: Path, formats: Sequence[str] = ("png",)) -> li
         ax.axhline(ref, color="black", linewidth=0.8)
     ax.axhline(curve.median, color="#555555", linewidth=0.8, linestyle=":")
     no_bias = "" if ref is None else f"\n({ref:g}{curve.scale.unit} = no bias)"
-    ax.set_ylabel(f"{curve.scale.label}{no_bias}", fontsize=8)
+    ax.set_ylabel(f"{curve.value_label}{no_bias}", fontsize=8)
     same = _share(curve.same_sign_share)
     sig = _share(curve.significant_share)
     ax.set_title(

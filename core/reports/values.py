@@ -74,10 +74,19 @@ DECLARED = {
 MORE_BIASED = ("", "higher", "lower", "none")
 
 
-def declared_value(metric_class: type) -> dict[str, Any]:
+def declared_value(metric_class: type, params: dict[str, Any] | None = None) -> dict[str, Any]:
     """What a metric class declares about its number (`value_label = "ratio"`, `value_unit = "%"`, ...),
-    as the fields of a ValueKind. Results carry it in meta["value"]."""
-    return {field: getattr(metric_class, attr) for attr, field in DECLARED.items() if hasattr(metric_class, attr)}
+    as the fields of a ValueKind, with what it declares for the parameter values in `params`
+    (`value_by_param`: a parameter that chooses which number is the value, such as bbq's `headline`,
+    may put it on its own scale). Results carry it in meta["value"]."""
+    out = {field: getattr(metric_class, attr) for attr, field in DECLARED.items() if hasattr(metric_class, attr)}
+    by_param = getattr(metric_class, "value_by_param", None)
+    if params and isinstance(by_param, dict):
+        for name, by_value in by_param.items():
+            chosen = by_value.get(params.get(name)) if isinstance(by_value, dict) and name in params else None
+            if isinstance(chosen, dict):
+                out.update({DECLARED[attr]: v for attr, v in chosen.items() if attr in DECLARED})
+    return out
 
 
 def kind_of_class(metric_class: type) -> ValueKind:

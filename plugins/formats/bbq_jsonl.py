@@ -1,4 +1,5 @@
-"""BBQ's published JSONL files (Parrish et al. 2022): one question a line, read into the `bbq` kind.
+"""BBQ's published JSONL files (Parrish et al. 2022) and MBBQ's (Neplenbroek et al. 2024): one question
+a line, read into the `bbq` kind.
 
 The fields read are those of the published files: example_id, question_index, question_polarity
 ("neg" or "nonneg"), context_condition ("ambig" or "disambig"), category, answer_info (for each of
@@ -6,12 +7,20 @@ ans0..ans2 its text and its group label, "unknown" for the unknown answer),
 additional_metadata.stereotyped_groups, context, question, ans0, ans1, ans2 and label.
 
 The stereotyped answer is the answer whose group label is one of the stereotyped groups: first by an
-exact match (case ignored), else by a part of a compound label (`F-Black` holds `Black`; parts split at
-`-`, `_` and spaces). An item where no answer or both group answers match is refused, naming its line:
-add a `target_loc` field to such a line to say which, as BBQ's own metadata table gives it: the index
-of the answer that follows the bias, which is the stereotyped group's for a negative question and the
-other group's for a non-negative one (as the BBQ authors read it in their own analysis). The files are
-the user's: none are shipped.
+exact match (case ignored), then with spaces, hyphens and underscores ignored (`low SES` is
+`lowSES`), then by a part of a compound label (`F-Black` holds `Black`), then, for the groups `F` and
+`M`, by a noun for a woman or girl (a man or boy) in English, Dutch, Spanish or Turkish, which is how
+the gender questions that name people by a noun label them (`woman`, `vrouw`, `mujer`, `kadın`). An
+item where no answer or both group answers match is refused, naming its line: add a `target_loc`
+field to such a line to say which, as BBQ's own metadata table gives it: the index of the answer that
+follows the bias, which is the stereotyped group's for a negative question and the other group's for a
+non-negative one (as the BBQ authors read it in their own analysis).
+
+MBBQ publishes the same fields in one file per category and language, `<Category>_<language>.jsonl`
+(en, es, nl, tr), and a control set, `<Category>_control_<language>.jsonl`, whose contexts name
+people by first names (the group label stays in answer_info) to measure how well a model answers
+independently of bias. Such a file name gives the word set its language and, for the control set, a
+title and source that say so; the lines are read as BBQ's. The files are the user's: none are shipped.
 """
 
 from __future__ import annotations
@@ -30,6 +39,30 @@ REQUIRED = (
 ANSWERS = ("ans0", "ans1", "ans2")
 _SNIFF_KEYS = ("example_id", "context_condition", "question_polarity", "answer_info")
 _PARTS = re.compile(r"[-_\s]+")
+# MBBQ's file names: <Category>_<language>.jsonl and <Category>_control_<language>.jsonl
+MBBQ_LANGUAGES = ("en", "es", "nl", "tr")
+_MBBQ_NAME = re.compile(rf"^(?P<category>.+?)(?P<control>_control)?_(?P<language>{'|'.join(MBBQ_LANGUAGES)})$")
+# Nouns the gender questions use as the group label of an answer that names a person by a noun, where
+# stereotyped_groups says F or M: the labels of BBQ (English) and of MBBQ's translations, with the
+# obvious companions (singular, lower case; matched with case ignored).
+GENDER_NOUNS = {
+    "f": frozenset({
+        "woman", "girl", "lady",  # en
+        "vrouw", "meisje", "dame",  # nl
+        "mujer", "chica", "niña", "señora", "maestra",  # es
+        "kadın", "kız", "kız çocuk",  # tr
+    }),
+    "m": frozenset({
+        "man", "boy", "gentleman",  # en (and nl "man")
+        "jongen", "heer",  # nl
+        "hombre", "chico", "niño", "señor", "maestro",  # es
+        "adam", "erkek", "erkek çocuk",  # tr
+    }),
+}
+
+
+def _compact(text: str) -> str:
+    return _PARTS.sub("", text)
 
 
 def _group(info: Any, key: str) -> str | None:
@@ -40,26 +73,40 @@ def _group(info: Any, key: str) -> str | None:
     return None
 
 
-def stereotyped_answer(groups: list[str | None], unknown: int, stereotyped: list[str]) -> int | None:
-    """The index of the answer whose group label is a stereotyped group (exact match first, then a part
-    of a compound label); None when no answer or more than one matches."""
+def _matches(groups: list[str | None], unknown: int, stereotyped: list[str]) -> list[int]:
+    """The group answers whose label is a stereotyped group, by the first rule that finds any: exact,
+    compact (spaces, hyphens, underscores ignored), a part of a compound label, a gender noun."""
     wanted = {s.strip().casefold() for s in stereotyped if isinstance(s, str) and s.strip()}
+    nouns = frozenset().union(*(GENDER_NOUNS.get(w, frozenset()) for w in wanted))
     candidates = [i for i in range(len(groups)) if i != unknown and groups[i]]
     for match in (
         lambda g: g in wanted,
+        lambda g: _compact(g) in {_compact(w) for w in wanted},
         lambda g: bool(wanted & set(_PARTS.split(g))),
+        lambda g: g in nouns,
     ):
         found = [i for i in candidates if match(groups[i])]
-        if len(found) == 1:
-            return found[0]
-        if len(found) > 1:
-            return None
-    return None
+        if found:
+            return found
+    return []
+
+
+def stereotyped_answer(groups: list[str | None], unknown: int, stereotyped: list[str]) -> int | None:
+    """The index of the answer whose group label is a stereotyped group (see the module's rules); None
+    when no answer or more than one matches."""
+    found = _matches(groups, unknown, stereotyped)
+    return found[0] if len(found) == 1 else None
+
+
+def mbbq_name(path: Path) -> tuple[str, bool] | None:
+    """(language, control set?) of a file named as MBBQ names its files; None for any other name."""
+    found = _MBBQ_NAME.match(path.stem) if path.suffix.lower() == ".jsonl" else None
+    return (found.group("language"), bool(found.group("control"))) if found else None
 
 
 class BbqJsonlFormat(WordSetFormat):
     name: ClassVar[str] = "bbq-jsonl"
-    summary: ClassVar[str] = "BBQ multiple-choice bias questions, the published JSONL files (for the bbq metric)."
+    summary: ClassVar[str] = "BBQ multiple-choice bias questions, the published JSONL files of BBQ and MBBQ (for the bbq metric)."
     suffixes: ClassVar[tuple[str, ...]] = (".jsonl",)
     kind: ClassVar[str] = BBQ
 
@@ -80,12 +127,20 @@ class BbqJsonlFormat(WordSetFormat):
                 items.append(self._item(parse_json(line, f"{path}: line {number}"), path, number))
         if not items:
             raise BiasError(f"{path}: the file is empty.", "A BBQ file has one JSON object (one question) per line.")
+        mbbq = mbbq_name(path)
+        if mbbq is None:
+            language, title, source = "und", f"BBQ questions from {path.name}", f"user file {path.name} (BBQ format, Parrish et al. 2022)"
+        else:
+            language, control = mbbq
+            which = "MBBQ control questions (first names for the groups; measures accuracy)" if control else "MBBQ questions"
+            title = f"{which} from {path.name}"
+            source = f"user file {path.name} (MBBQ {'control set' if control else 'format'}, Neplenbroek et al. 2024)"
         return {
             "kind": BBQ,
-            "language": "und",
+            "language": language,
             "bias_type": "mixed",
-            "title": f"BBQ questions from {path.name}",
-            "source": f"user file {path.name} (BBQ format, Parrish et al. 2022)",
+            "title": title,
+            "source": source,
             "licence": "unspecified",
             "items": items,
         }
@@ -120,14 +175,11 @@ class BbqJsonlFormat(WordSetFormat):
             if valid and target_loc != unknowns[0] and row["question_polarity"] == "nonneg":
                 stereotyped = 3 - unknowns[0] - target_loc
         else:
-            stereotyped = stereotyped_answer(groups, unknowns[0], groups_named)
-            if stereotyped is None:
-                shown = ", ".join(f"{key}={g!r}" for key, g in zip(ANSWERS, groups))
-                raise BiasError(
-                    f"{where}: the stereotyped answer is not among the answers: stereotyped_groups "
-                    f"{groups_named} match {'both' if self._both(groups, unknowns[0], groups_named) else 'none'} of the groups ({shown}).",
-                    "Correct answer_info or stereotyped_groups, or add target_loc (as in BBQ's metadata table) to that line.",
-                )
+            found = _matches(groups, unknowns[0], groups_named)
+            if len(found) != 1:
+                raise BiasError(self._unresolved(where, groups, unknowns[0], groups_named, len(found)),
+                                "Correct answer_info or stereotyped_groups, or add target_loc (as in BBQ's metadata table) to that line.")
+            stereotyped = found[0]
         category = row["category"]
         return {
             "id": f"{category}-{row['example_id']}",
@@ -145,6 +197,12 @@ class BbqJsonlFormat(WordSetFormat):
         }
 
     @staticmethod
-    def _both(groups: list[str | None], unknown: int, named: list[str]) -> bool:
-        wanted = {s.strip().casefold() for s in named if isinstance(s, str)}
-        return sum(1 for i, g in enumerate(groups) if i != unknown and g and (g in wanted or wanted & set(_PARTS.split(g)))) > 1
+    def _unresolved(where: str, groups: list[str | None], unknown: int, named: list[str], found: int) -> str:
+        """Why no single answer is the stereotyped one: the two group answers share a label, or the
+        stereotyped groups match both or none of them."""
+        shown = ", ".join(f"{key}={g!r}" for key, g in zip(ANSWERS, groups))
+        pair = [g for i, g in enumerate(groups) if i != unknown]
+        if pair[0] is not None and pair[0] == pair[1]:
+            return f"{where}: both group answers carry the group label {pair[0]!r} in answer_info ({shown}), so the stereotyped answer is not among the answers."
+        return (f"{where}: the stereotyped answer is not among the answers: stereotyped_groups {named} match "
+                f"{'both' if found > 1 else 'none'} of the groups ({shown}).")

@@ -120,6 +120,10 @@ class Bbq(Metric):
     value_reference: ClassVar[float | None] = 0.0
     value_signed: ClassVar[bool] = True
     value_digits: ClassVar[int] = 2
+    # s_AMB and s_DIS are different quantities: each on its own scale, so a robustness curve never mixes them
+    value_by_param: ClassVar[dict[str, dict[Any, dict[str, Any]]]] = {
+        "headline": {"ambiguous": {"value_scale": "s_AMB"}, "disambiguated": {"value_scale": "s_DIS"}},
+    }
     requires: ClassVar[frozenset[Capability]] = frozenset({Capability.CAUSAL_LM})
     data_kind: ClassVar[str] = BBQ
 

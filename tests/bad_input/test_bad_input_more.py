@@ -273,6 +273,31 @@ def _(world, folder):
     return ["run", "-m", f"hf:{world.bert}", "-w", bbq_file(folder, bbq_line(5, context=" ")), "--metric", "bbq"]
 
 
+def mbbq_file(folder: Path, name: str, example_id: int, **change) -> str:
+    """An MBBQ-named file (`<Category>[_control]_<language>.jsonl`): a good line, then one with `change`."""
+    (folder / name).write_text(bbq_line(0) + "\n" + bbq_line(example_id, **change) + "\n", encoding="utf-8")
+    return name
+
+
+@case("mbbq-jsonl-group-answers-share-one-label", names=("Gender_identity_es.jsonl", "line 2", "example_id 3", "both group answers", "'chico'"))
+def _(world, folder):
+    info = {"ans0": ["chica", "chico"], "ans1": ["chico", "chico"], "ans2": ["No se sabe", "unknown"]}
+    name = mbbq_file(folder, "Gender_identity_es.jsonl", 3, answer_info=info, additional_metadata={"stereotyped_groups": ["F"]})
+    return ["run", "-m", f"hf:{world.bert}", "-w", name, "--metric", "bbq"]
+
+
+@case("mbbq-jsonl-gender-noun-of-neither-group", names=("Gender_identity_nl.jsonl", "line 2", "example_id 4", "not among the answers"))
+def _(world, folder):
+    info = {"ans0": ["vrouw", "vrouw"], "ans1": ["persoon", "persoon"], "ans2": ["Onbekend", "unknown"]}
+    name = mbbq_file(folder, "Gender_identity_nl.jsonl", 4, answer_info=info, additional_metadata={"stereotyped_groups": ["M"]})
+    return ["run", "-m", f"hf:{world.bert}", "-w", name, "--metric", "bbq"]
+
+
+@case("mbbq-control-jsonl-missing-field", names=("Age_control_tr.jsonl", "line 2", "example_id 6", "answer_info"))
+def _(world, folder):
+    return ["run", "-m", f"hf:{world.bert}", "-w", mbbq_file(folder, "Age_control_tr.jsonl", 6, answer_info=None), "--metric", "bbq"]
+
+
 @case("bbq-toml-stereotyped-answer-is-the-unknown-one", names=("q.toml", "items[0]", "stereotyped", "unknown answer"))
 def _(world, folder):
     (folder / "q.toml").write_text(
