@@ -112,7 +112,7 @@ def agreement_table(found: Any) -> Table:
     for key, heading in HEADINGS.items():
         heading = short.get(key, heading)
         if key == "pair":
-            table.add_column(heading, overflow="fold", min_width=min(longest, 24))
+            table.add_column(heading, overflow="fold", min_width=min(longest, 12))
         else:
             table.add_column(heading, justify="right" if key == "n" else "left", no_wrap=True)
     for i, row in enumerate(rows(found)):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import math
 import os
 import shutil
@@ -202,3 +203,31 @@ def test_command_line(tmp_path: Path) -> None:
     assert f"{want[1]:+.2f}" in out
     assert (tmp_path / "agreement.png").is_file() and (tmp_path / "agreement.md").is_file()
     assert not (tmp_path / "agreement.tex").exists()  # the formats asked for only
+
+
+@pytest.mark.slow
+def test_readme_grid_example_prints_the_readme_table(tmp_path: Path) -> None:
+    """`examples/agreement.toml` (three layers of the shipped MiniLM, six tests, three methods): the
+    README's table is what `bias report --agreement` prints at 80 columns, and its WEAT | w-SEAT row
+    is scipy's Pearson and Spearman over the run's 18 (model, test) cells."""
+    root = Path(__file__).resolve().parents[1]
+    env_cache = {"BIAS_CACHE_DIR": str(tmp_path / "cache")}
+    run = subprocess.run([sys.executable, "-m", "bias.cli.app", "run", str(root / "examples" / "agreement.toml"), "--out", str(tmp_path / "run")],
+                         capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1", **env_cache}, timeout=600)
+    assert run.returncode == 0, run.stderr
+    rows = [Result.from_dict(json.loads(line)) for line in (tmp_path / "run" / "results.jsonl").read_text().splitlines()]
+    cell = {(r.model, r.wordset, r.metric, r.params.get("level")): r.effect_size for r in rows}
+    models = sorted({r.model for r in rows})
+    tests = sorted({r.wordset for r in rows})
+    assert len(models) == 3 and len(tests) == 6
+    weat = [cell[(m, t, "weat", None)] for m in models for t in tests]
+    word = [cell[(m, t, "seat", "word")] for m in models for t in tests]
+    r, rho = stats.pearsonr(weat, word).statistic, stats.spearmanr(weat, word).statistic
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    start = readme.index("```text", readme.index("`examples/agreement.toml` runs"))
+    shown = [line.rstrip() for line in readme[start + len("```text\n") : readme.index("```", start + 3)].rstrip().splitlines()]
+    assert any(line.startswith(" WEAT | w-SEAT   all           18   " + f"{r:+.2f} [") and f"{rho:+.2f} [" in line for line in shown)
+    proc = _cli("report", str(tmp_path / "run"), "--agreement", "--format", "md")
+    assert proc.returncode == 0, proc.stderr
+    printed = [line.rstrip() for line in proc.stdout.splitlines()]
+    assert shown == printed[: len(shown)]
