@@ -831,3 +831,41 @@ def test_the_headline_puts_the_value_on_its_own_scale_and_a_wrong_declaration_fa
         Wrong = attrs_module.define(type("Wrong", (Bbq,), {"__annotations__": {}, "value_by_param": wrong}))
         with pytest.raises(AssertionError, match=re.escape(words)):
             bt.check_metric(Wrong, embedder=embedder, data=data)
+
+
+def test_the_word_sets_prompt_is_used_unless_a_template_is_given(gpt2, tmp_path):
+    """A file's `prompt` (a package's sample asks in its own language) is what the questions are put
+    with; `template` overrides it; without either, the English default. Each is recorded."""
+    from bias.plugins.metrics.bbq import Bbq
+
+    items = planted_items()[:4]
+    own = "{context} {question}\nAntwoord:"
+    with_prompt = tmp_path / "with.toml"
+    with_prompt.write_text(HEADER + f"\nprompt = {toml_string(own)}\n" + "\n".join(item_toml(i) for i in items), encoding="utf-8")
+    plain = write_questions(tmp_path / "plain.toml", items)
+    embedder = HuggingFaceEmbedder(location=str(gpt2), batch_size=4, cache=False)
+
+    def sums(result):
+        return [[float(r[f"sum_{k}"]) for k in range(3)] for r in predictions(result)]
+
+    from_file = Bbq(bootstrap=0).compute(embedder, load_toml_wordset(with_prompt), seed=0)
+    given = Bbq(bootstrap=0, template=own).compute(embedder, load_toml_wordset(plain), seed=0)
+    default = Bbq(bootstrap=0).compute(embedder, load_toml_wordset(plain), seed=0)
+    overridden = Bbq(bootstrap=0, template=PROMPT).compute(embedder, load_toml_wordset(with_prompt), seed=0)
+    assert (from_file.convention["template"], from_file.convention["template_from"]) == (own, "word set")
+    assert (given.convention["template"], given.convention["template_from"]) == (own, "parameter")
+    assert (default.convention["template"], default.convention["template_from"]) == (PROMPT, "default")
+    assert overridden.convention["template_from"] == "parameter"
+    assert np.allclose(sums(from_file), sums(given), atol=1e-9)
+    assert np.allclose(sums(default), sums(overridden), atol=1e-9)
+    assert not np.allclose(sums(from_file), sums(default))  # the prompt's last word changes every score
+    assert load_toml_wordset(with_prompt).prompt == own
+
+
+@pytest.mark.parametrize("prompt", ["{context}\nAntwoord:", "{context} {question} {answer}", "{context} {question", 3])
+def test_a_prompt_without_its_placeholders_is_refused_naming_the_field(tmp_path, prompt):
+    path = tmp_path / "bad.toml"
+    value = toml_string(prompt) if isinstance(prompt, str) else str(prompt)
+    path.write_text(HEADER + f"\nprompt = {value}\n" + "\n".join(item_toml(i) for i in planted_items()[:4]), encoding="utf-8")
+    with pytest.raises(BiasError, match=r"prompt: must be a text with the placeholders \{context\} and \{question\}"):
+        load_toml_wordset(path)

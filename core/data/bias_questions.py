@@ -34,6 +34,7 @@ every item), and checked here like a TOML file.
 
 from __future__ import annotations
 
+import string
 import unicodedata
 from typing import Any
 
@@ -96,6 +97,9 @@ class BiasQuestion:
 class BiasQuestions:
     meta: WordSetMeta
     items: tuple[BiasQuestion, ...]
+    # The prompt the questions are put with, in the file's language (`prompt`, with {context} and
+    # {question}); None: the metric's own (English) one.
+    prompt: str | None = None
 
     @property
     def name(self) -> str:
@@ -176,9 +180,23 @@ def check_item(entry: Any, field: str, file: str) -> list[Problem]:
     return problems
 
 
+def _check_prompt(prompt: Any, file: str) -> list[Problem]:
+    if prompt is None:
+        return []
+    try:
+        fields = {name for _, name, _, _ in string.Formatter().parse(prompt) if name is not None} if isinstance(prompt, str) else None
+    except ValueError:
+        fields = None
+    if fields != {"context", "question"}:
+        return [Problem(file, "prompt", f"must be a text with the placeholders {{context}} and {{question}} and no others, not {prompt!r} "
+                        "(write a literal brace twice: {{ }})")]
+    return []
+
+
 def check(data: dict[str, Any], file: str) -> list[Problem]:
     """Every problem of a bbq record (TOML or imported), naming the item and field."""
-    problems = check_meta(data, file, ("items",))
+    problems = check_meta(data, file, ("items", "prompt"))
+    problems.extend(_check_prompt(data.get("prompt", None), file))
     items = data.get("items")
     if not isinstance(items, list) or not items:
         problems.append(Problem(file, "items", "missing or empty: give [[items]] tables (see docs/data-formats.md, bbq)"))
@@ -223,4 +241,4 @@ def build(data: dict[str, Any], name: str, path: str) -> BiasQuestions:
     meta = meta_of(data, path, name)
     if meta.kind != BBQ:
         meta = attrs.evolve(meta, kind=BBQ)
-    return BiasQuestions(meta, tuple(items))
+    return BiasQuestions(meta, tuple(items), data.get("prompt"))

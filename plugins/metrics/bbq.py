@@ -60,8 +60,10 @@ def _fields(text: str) -> set[str] | None:
         return None
 
 
-def _placeholders(*wanted: str) -> Any:
+def _placeholders(*wanted: str, empty: bool = False) -> Any:
     def check(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
+        if empty and value == "":
+            return
         found = _fields(value) if isinstance(value, str) else None
         if found is None or set(wanted) - found or found - set(wanted):
             raise BiasError(
@@ -127,7 +129,9 @@ class Bbq(Metric):
     requires: ClassVar[frozenset[Capability]] = frozenset({Capability.CAUSAL_LM})
     data_kind: ClassVar[str] = BBQ
 
-    template: str = param(DEFAULT_TEMPLATE, "the prompt: a text with {context} and {question}", validator=_placeholders("context", "question"))
+    template: str = param(
+        "", "the prompt: a text with {context} and {question}; empty: the word set's own `prompt` (in its language), else "
+        + repr(DEFAULT_TEMPLATE), validator=_placeholders("context", "question", empty=True))
     answer_template: str = param(" {answer}", "what follows the prompt for each answer: a text with {answer}", validator=_placeholders("answer"))
     decide: str = param("sum", "which log-likelihood picks the answer: sum (of its tokens) or mean (per token)", validator=one_of(DECIDE))
     headline: str = param("ambiguous", "the score reported as the value: ambiguous (s_AMB) or disambiguated (s_DIS)", validator=one_of(HEADLINES))
@@ -147,9 +151,11 @@ class Bbq(Metric):
         seed = 0 if seed is None else int(seed)
         base = self.result_fields(embedder.spec, data, seed)
         items = data.items
+        # The prompt: the one asked for, else the word set's own (in its language), else the English one.
+        prompt, source = (self.template, "parameter") if self.template else (data.prompt, "word set") if data.prompt else (DEFAULT_TEMPLATE, "default")
         requests = [
             ChoiceRequest(
-                self.template.format(context=q.context, question=q.question),
+                prompt.format(context=q.context, question=q.question),
                 tuple(self.answer_template.format(answer=a) for a in q.answers),
             )
             for q in items
@@ -210,7 +216,8 @@ class Bbq(Metric):
             p_value=None,
             figures=figures,
             convention={
-                "template": self.template,
+                "template": prompt,
+                "template_from": source,
                 "answer_template": self.answer_template,
                 "decide": f"the answer with the highest {'sum of token log-probabilities' if self.decide == 'sum' else 'per-token mean log-probability'}",
                 "context": scored[0].context if scored else "",
