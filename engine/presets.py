@@ -23,8 +23,9 @@ PRESET_PARAMS: dict[str, dict[str, Any]] = {
     # sent-bias (SEAT's code): sample std, one-sided, ties counted, exact up to 100,000 partitions,
     # otherwise n_samples = 100,000 of which one is the observed partition: p = (k + 1) / 100,000.
     "sent-bias": {"ddof": 1, "alternative": "greater", "ties": "counted", "exact_limit": 100_000, "permutations": 99_999},
-    # WEFE: population std; vectors as the model gives them (no unit-normalisation before RND).
-    "wefe": {"ddof": 0, "normalise": False},
+    # WEFE: population std; vectors as the model gives them (no unit-normalisation before RND); RIPA
+    # over the i-th pairs' unit directions.
+    "wefe": {"ddof": 0, "normalise": False, "relation": "per-pair"},
 }
 PRESETS = tuple(PRESET_PARAMS)
 PRESET_NOTES = {
@@ -45,8 +46,9 @@ PRESET_NOTES = {
         "unseeded draws are not reproduced, so a sampled p agrees within its Monte Carlo error."
     ),
     "wefe": (
-        "Preset wefe: population std (ddof 0) and vectors as the model gives them (RND without unit-normalisation), "
-        "as WEFE computes them. WEFE's sampled p-values (drawn with replacement) and its cosine RND's flipped sign "
-        "are not reproduced."
+        "Preset wefe: population std (ddof 0), vectors as the model gives them (RND without unit-normalisation) and "
+        "RIPA averaged over the unit directions of the i-th X and Y words (relation per-pair; WEFE's score of an "
+        "attribute set is the mean RIPA of that set), as WEFE computes them. WEFE's sampled p-values (drawn with "
+        "replacement) and its cosine RND's flipped sign are not reproduced."
     ),
 }

@@ -199,7 +199,7 @@ def test_wefe_preset(tmp_path: Path) -> None:
     vectors, vec = _vectors_file(tmp_path, 9, 0.2)
     data = _sent_bias_file(tmp_path, 8)
     (tmp_path / "wefe.toml").write_text(
-        f'preset = "wefe"\nmodels = ["word2vec:{vectors}"]\nwordsets = ["{data}"]\nmetrics = ["weat", "rnd"]\n[params]\nbootstrap = 0\n',
+        f'preset = "wefe"\nmodels = ["word2vec:{vectors}"]\nwordsets = ["{data}"]\nmetrics = ["weat", "rnd", "ripa"]\n[params]\nbootstrap = 0\n',
         encoding="utf-8",
     )
     results = {r.metric: r for r in run_file(tmp_path / "wefe.toml", build_embedder(f"word2vec:{vectors}"))}
@@ -212,3 +212,9 @@ def test_wefe_preset(tmp_path: Path) -> None:
     assert results["rnd"].effect_size == pytest.approx(rnd, abs=1e-6)
     assert results["rnd"].convention["run_preset_params"] == {"normalise": False}
     assert results["weat"].convention["run_preset_params"] == {"ddof": 0}
+    # WEFE's RIPA of an attribute set: the mean over its words of the mean over the i-th target pairs
+    # of w . (t1_i - t2_i) / |t1_i - t2_i| (target template 2, one attribute set)
+    units = [(vec[a] - vec[b]) / np.linalg.norm(vec[a] - vec[b]) for a, b in zip(w["targ1"], w["targ2"])]
+    ripa = np.mean([np.mean([float(vec[word] @ u) for u in units]) for word in w["attr1"]])
+    assert results["ripa"].figures["mean_ripa_A"] == pytest.approx(ripa, abs=1e-6)
+    assert results["ripa"].convention["run_preset_params"] == {"normalise": False, "relation": "per-pair"}

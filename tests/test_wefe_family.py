@@ -290,3 +290,33 @@ def test_ect_unit_normalises_before_taking_the_group_means(tmp_path: Path) -> No
     ry = np.array([table[w] for w in ("y1", "y2")]).mean(axis=0)
     raw = 1 - 6 * sum((p - q) ** 2 for p, q in zip(rank([float(a @ unit(rx)) for a in attrs_]), rank([float(a @ unit(ry)) for a in attrs_]))) / (n * (n * n - 1))
     assert raw != pytest.approx(rho)
+
+
+def test_ripa_per_pair_is_wefes_mean_over_the_pairs_unit_directions(tmp_path: Path) -> None:
+    """WEFE's RIPA (published definition): for each attribute word a, the mean over the i-th pairs of
+    a . (x_i - y_i)/|x_i - y_i|; the set's score is the mean over its words. Written here as a loop;
+    the preset `wefe` selects it."""
+    rng = np.random.default_rng(11)
+    words = {f"x{i}": rng.normal(size=4) + 0.7 for i in range(3)} | {f"y{i}": rng.normal(size=4) for i in range(3)}
+    words |= {f"a{i}": rng.normal(size=4) for i in range(4)} | {f"b{i}": rng.normal(size=4) for i in range(4)}
+    spec = write_vectors(tmp_path / "wefe.txt", {w: tuple(float(v) for v in vec) for w, vec in words.items()})
+
+    def wefe_ripa(attribute: list[str]) -> float:
+        per_word = []
+        for a in attribute:
+            scores = []
+            for i in range(3):
+                d = words[f"x{i}"] - words[f"y{i}"]
+                scores.append(float(words[a] @ (d / math.sqrt(float(d @ d)))))
+            per_word.append(sum(scores) / len(scores))
+        return sum(per_word) / len(per_word)
+
+    test = make_test([f"x{i}" for i in range(3)], [f"y{i}" for i in range(3)], [f"a{i}" for i in range(4)], [f"b{i}" for i in range(4)])
+    result = run("ripa", spec, test, relation="per-pair")
+    expected_a, expected_b = wefe_ripa([f"a{i}" for i in range(4)]), wefe_ripa([f"b{i}" for i in range(4)])
+    assert result.figures["mean_ripa_A"] == pytest.approx(expected_a, abs=1e-6)
+    assert result.figures["mean_ripa_B"] == pytest.approx(expected_b, abs=1e-6)
+    assert result.effect_size == pytest.approx(expected_a - expected_b, abs=1e-6)
+    assert result.figures["explained"] is None and result.convention["relation"] == "per-pair"
+    assert abs(expected_a - run("ripa", spec, test, relation="paired").figures["mean_ripa_A"]) > 1e-3  # a different vector
+

@@ -245,10 +245,10 @@ class Ect(AssociationMetric):
 
 # --- RIPA ------------------------------------------------------------------------------------------
 
-RELATIONS = ("all-pairs", "means", "paired")
+RELATIONS = ("all-pairs", "means", "paired", "per-pair")
 
 
-def relation_vector(x: np.ndarray, y: np.ndarray, relation: str = "all-pairs") -> tuple[np.ndarray, float]:
+def relation_vector(x: np.ndarray, y: np.ndarray, relation: str = "all-pairs") -> tuple[np.ndarray, float | None]:
     """The unit relation vector b pointing from Y to X, and the share of the difference vectors'
     second moment it explains (1.0 when it is a single difference).
 
@@ -257,21 +257,29 @@ def relation_vector(x: np.ndarray, y: np.ndarray, relation: str = "all-pairs") -
       building the |X||Y| differences;
     - means: b = (mean X - mean Y) / norm;
     - paired: first principal component of x_i - y_i, the i-th words of equally long lists (only for
-      lists written as pairs, e.g. he/she, man/woman).
-    The sign is fixed so that b . (mean X - mean Y) > 0.
+      lists written as pairs, e.g. he/she, man/woman);
+    - per-pair: WEFE's RIPA, one unit direction per pair of i-th words, RIPA(w) their mean
+      w . (x_i - y_i) / |x_i - y_i|; that is w . b with b the mean of the unit pair directions, not
+      itself a unit vector (explained: None, no single direction is fitted).
+    The sign is fixed so that b . (mean X - mean Y) > 0 (per-pair: each pair points from y_i to x_i).
     """
     gap = x.mean(axis=0) - y.mean(axis=0)
     if not np.linalg.norm(gap) > 0:
         raise BiasError("RIPA: the mean vectors of X and Y coincide, so there is no relation vector.", "Check sets X and Y.")
     if relation == "means":
         return gap / np.linalg.norm(gap), 1.0
-    if relation == "paired":
+    if relation in ("paired", "per-pair"):
         if len(x) != len(y):
             raise BiasError(
                 f"RIPA relation=paired needs X and Y of equal size (found {len(x)} and {len(y)} words in the model).",
                 "Use relation=all-pairs or means for sets that are not written as pairs.",
             )
         diffs = x - y
+        if relation == "per-pair":
+            norms = np.linalg.norm(diffs, axis=1, keepdims=True)
+            if not np.all(norms > 0):
+                raise BiasError("RIPA relation=per-pair: a pair of X and Y words has the same vector.", "Check the pairs of sets X and Y.")
+            return (diffs / norms).mean(axis=0), None
         second = diffs.T @ diffs
     else:
         sx, sy = x.sum(axis=0), y.sum(axis=0)
@@ -292,8 +300,9 @@ class Ripa(AssociationMetric):
     Data: X and Y define the relation (e.g. male and female words); A and B are the words measured.
     b is the first principal component of the differences x_i - y_j over every pair of an X and a Y
     word (`relation = all-pairs`, default), or the difference of the set means (`means`), or of the
-    i-th words only (`paired`, for lists written as pairs; WEFE always pairs by position, which makes
-    the result depend on list order). Word vectors are used as they are (not normalised), as in the
+    i-th words only (`paired`, for lists written as pairs), or, as WEFE computes it, the mean of
+    w . (x_i - y_i)/|x_i - y_i| over the i-th pairs (`per-pair`; WEFE's score for an attribute set is
+    then figures["mean_ripa_A"]). Pairing by position makes the result depend on list order. Word vectors are used as they are (not normalised), as in the
     paper. effect_size = mean RIPA(A) - mean RIPA(B): positive means A lies further towards X than B
     does (the WEAT sign: X ~ A, Y ~ B). Figures give both means and every word's RIPA. No p-value.
     """
@@ -305,7 +314,9 @@ class Ripa(AssociationMetric):
     value_reference: ClassVar[float | None] = 0.0
     value_digits: ClassVar[int] = 3
 
-    relation: str = param("all-pairs", "relation vector from all-pairs (first PC of every x - y), means, or paired (i-th with i-th)", validator=one_of(RELATIONS))
+    relation: str = param(
+        "all-pairs", "relation vector from all-pairs (first PC of every x - y), means, paired (first PC of the i-th pairs) "
+        "or per-pair (WEFE: the mean over the i-th pairs' unit directions)", validator=one_of(RELATIONS))
     normalise: bool = param(False, "unit-normalise word vectors first (the paper uses them as they are)")
 
     def measure(self, sets: SetVectors, *, seed: int | None) -> Measured:
