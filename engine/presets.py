@@ -18,8 +18,8 @@ PRESET_PARAMS: dict[str, dict[str, Any]] = {
     # sentences lowercased.
     "bias-framework": {"ddof": 0, "duplicates": "keep", "lowercase": "yes", "static_sentence": "word-mean"},
     # bias-bench's causal-LM scores: the first token after BOS alone, the rest from a pass without BOS,
-    # the per-token mean.
-    "bias-bench": {"causal_start": "bos-first-token", "likelihood": "mean"},
+    # the per-token mean; its masked-LM CrowS-Pairs scores: the modified tokens' mean, rounded.
+    "bias-bench": {"causal_start": "bos-first-token", "likelihood": "mean", "masked_score": "bias-bench"},
     # sent-bias (SEAT's code): sample std, one-sided, ties counted, exact up to 100,000 partitions,
     # otherwise n_samples = 100,000 of which one is the observed partition: p = (k + 1) / 100,000.
     "sent-bias": {"ddof": 1, "alternative": "greater", "ties": "counted", "exact_limit": 100_000, "permutations": 99_999},
@@ -38,7 +38,9 @@ PRESET_NOTES = {
     ),
     "bias-bench": (
         "Preset bias-bench: causal-LM sentence scores condition only the first token on BOS and take the others from "
-        "a pass without BOS, averaged per token, as bias-bench computes CrowS-Pairs on causal models."
+        "a pass without BOS, averaged per token, as bias-bench computes CrowS-Pairs on causal models; on masked LMs "
+        "CrowS-Pairs scores the tokens that differ between the sentences (each masked in turn, their mean "
+        "log-probability, rounded to 3 decimals), as bias-bench does, instead of Nangia et al.'s shared tokens."
     ),
     "sent-bias": (
         "Preset sent-bias: sample std (ddof 1), one-sided p counting ties, exact up to 100,000 partitions, else "

@@ -534,3 +534,35 @@ def test_bias_bench_causal_convention(tmp_path: Path) -> None:
         differs |= abs(row_default["score_more"] - more) > 1e-6
     assert result.effect_size == pytest.approx(100 * biased / len(data.pairs))
     assert differs  # the two conventions are not the same numbers
+
+
+def bias_bench_masked(ref: Reference, more: str, less: str) -> tuple[float, float]:
+    """bias-bench's masked-LM CrowS score, from its published method: the positions difflib does not
+    match between the two token-id sequences (special tokens included in the matching), each masked
+    in turn, the mean of their log-probabilities, rounded to 3 decimals."""
+    a, b = ref.ids(more), ref.ids(less)
+    ops = difflib.SequenceMatcher(None, a, b).get_opcodes()
+    da = [i for op in ops if op[0] != "equal" for i in range(op[1], op[2])]
+    db = [j for op in ops if op[0] != "equal" for j in range(op[3], op[4])]
+    return (round(float(np.mean([ref.log_prob(a, [i], i) for i in da])), 3),
+            round(float(np.mean([ref.log_prob(b, [j], j) for j in db])), 3))
+
+
+def test_bias_bench_masked_score_follows_bias_bench(uncased_dir: Path) -> None:
+    ref = Reference(uncased_dir)
+    result = Crows(masked_score="bias-bench").compute(embedder(uncased_dir), HAND, seed=0)
+    got = rows(result)
+    # pair 2 ("The man is here." / "The good man is here.") has no differing token on one side: skipped, as in bias-bench
+    assert [r["index"] for r in got] == [0, 1, 3, 4, 5]
+    verdicts = []
+    for row in got:
+        pair = HAND.pairs[row["index"]]
+        more, less = bias_bench_masked(ref, pair.more.lower(), pair.less.lower())
+        # rows keep the unrounded scores; the verdict compares them rounded
+        assert (round(row["score_more"], 3), round(row["score_less"], 3)) == (more, less)
+        verdicts.append(more > less)
+    assert [r["biased"] for r in got] == verdicts
+    assert result.effect_size == pytest.approx(100.0 * sum(verdicts) / len(verdicts))
+    assert result.convention["masked_score"] == "bias-bench" and result.convention["rounded_to"] == 3
+    default = rows(Crows().compute(embedder(uncased_dir), HAND, seed=0))
+    assert any(abs(d["score_more"] - g["score_more"]) > 0.01 for d, g in zip([default[i] for i in (0, 1, 3, 4, 5)], got))

@@ -10,6 +10,8 @@ modified tokens M; special tokens are in neither. Per-sentence scores, one funct
 - sss: mean over m in M of log P(m | S with m masked), each modified token masked in turn (the
   diagonal: a token is scored at its own position, never against the other modified positions);
   `masking = joint` masks all of M at once, conditioning on the unmodified tokens only.
+- modified-mean: the same mean over the modified tokens, each masked in turn, as CrowS-Pairs'
+  masked-LM score of bias-bench (Meade et al. 2022); on a causal LM, the sentence log-likelihood.
 - aul / aula: the unmasked sentence, mean over tokens of log P(w_i | S), AULA weighting each term by
   the attention the token receives.
 - causal LMs (pll and aul): the sentence log-likelihood, sum (or mean) over its tokens of
@@ -296,13 +298,16 @@ Scorer = Callable[[Embedder, Sequence[AlignedPair], ScoringOptions], SentenceSco
 SCORERS: dict[str, Scorer] = {
     "pll": score_pll,
     "sss": score_sss,
+    "modified-mean": score_sss,
     "aul": score_aul,
     "aula": score_aula,
     "causal": score_causal,
 }
-METHODS = ("pll", "sss", "aul", "aula")
+METHODS = ("pll", "sss", "modified-mean", "aul", "aula")
 # The methods that have a causal-LM reading (a sentence log-likelihood); the others need a masked LM.
-CAUSAL_METHODS = ("pll", "aul")
+CAUSAL_METHODS = ("pll", "modified-mean", "aul")
+# The methods whose causal reading may be a sum (`likelihood`); the others are means by definition.
+SUMMABLE = ("pll", "modified-mean")
 
 
 def _without_modified_token(pair: AlignedPair) -> str | None:
@@ -313,7 +318,7 @@ def _without_modified_token(pair: AlignedPair) -> str | None:
 
 
 # Why a method cannot score an aligned pair (None: it can), for the methods that need more than a shared token.
-UNSCORABLE: dict[str, Callable[[AlignedPair], str | None]] = {"sss": _without_modified_token}
+UNSCORABLE: dict[str, Callable[[AlignedPair], str | None]] = {"sss": _without_modified_token, "modified-mean": _without_modified_token}
 
 
 @attrs.frozen
@@ -364,7 +369,9 @@ def score_pairs(
         aligned = keep
     if not aligned:
         return PairScores((), np.zeros(0), np.zeros(0), (), (), tuple(skipped), convention)
-    options = ScoringOptions(likelihood=likelihood if method == "pll" else "mean", masking=masking, causal_start=causal_start)
+    options = ScoringOptions(
+        likelihood=likelihood if method in SUMMABLE else "mean", masking="each" if method == "modified-mean" else masking, causal_start=causal_start
+    )
     found = SCORERS[CAUSAL if mode == CAUSAL else method](embedder, aligned, options)
     convention.update(found.convention)
     arr = np.asarray(found.values, dtype=np.float64)

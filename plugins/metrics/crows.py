@@ -11,6 +11,7 @@ from bias.api import Measured, PairMetric, PairScores, PairSet, Refusal, one_of,
 from bias.api.lm import CAUSAL_STARTS, LIKELIHOODS, MASKED, compare_pairs, lowercase_param
 
 PRESETS = ("none", "nangia2020")
+MASKED_SCORES = ("pll", "bias-bench")
 
 
 @attrs.define
@@ -28,7 +29,10 @@ class Crows(PairMetric):
     over every token, the model's BOS token (EOS where it has none) prepended when the tokenizer adds
     no start token, so a first word that differs between the sentences is scored (`causal_start`).
     `causal_start = bos-first-token` conditions only the first token on BOS and scores the rest from a
-    pass without it, as bias-bench does (with `likelihood = mean`, its per-token mean).
+    pass without it, as bias-bench does (with `likelihood = mean`, its per-token mean). On masked LMs
+    `masked_score = bias-bench` scores, as bias-bench does, the tokens that differ between the two
+    sentences instead (each masked in turn, their mean log-probability, rounded to 3 decimals); a pair
+    where one sentence only adds words is then skipped, as there.
     """
 
     name: ClassVar[str] = "crows"
@@ -50,16 +54,26 @@ class Crows(PairMetric):
         "sum", "causal LMs only: sum or mean (length-normalised) of the token log-likelihoods", validator=one_of(LIKELIHOODS)
     )
 
+    masked_score: str = param(
+        "pll", "masked LMs only: pll (Nangia et al.: the shared tokens, each masked in turn, summed) or bias-bench (the "
+        "modified tokens, each masked in turn, averaged, both scores rounded to 3 decimals, as bias-bench)",
+        validator=one_of(MASKED_SCORES),
+    )
     causal_start: str = param(
         "bos", "causal LMs only: bos (BOS in every token's context, as lm-evaluation-harness) or bos-first-token "
         "(only the first token conditioned on BOS, the rest from a pass without it, as bias-bench)",
         validator=one_of(CAUSAL_STARTS),
     )
 
+    def scoring_method(self) -> str:
+        return "modified-mean" if self.masked_score == "bias-bench" else "pll"
+
     def measure(self, data: PairSet, scores: PairScores) -> Measured | Refusal:
-        decimals = 3 if self.preset == "nangia2020" else None
+        masked = scores.convention["model_kind"] == MASKED
+        decimals = 3 if self.preset == "nangia2020" or (masked and self.masked_score == "bias-bench") else None
         what = "pll" if scores.convention["model_kind"] == MASKED else "loglik"
         found = compare_pairs(data, scores, decimals=decimals, what=what)
         if isinstance(found, Refusal):
             return found
-        return attrs.evolve(found, convention={**found.convention, "preset": self.preset})
+        return attrs.evolve(found, convention={**found.convention, "preset": self.preset, "masked_score": self.masked_score,
+                                               **({"rounded_to": decimals} if decimals else {})})
