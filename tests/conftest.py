@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import os
 
-import pytest
+# One BLAS/OpenMP thread in this process and in every command a test starts, set before torch or
+# numpy load: the tiny models gain nothing from a second thread, and on a busy shared machine two
+# threads wait on each other (a tenfold slowdown was measured). The product itself sets no threads.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import pytest  # noqa: E402
 
 from fixtures.planted import PlantedFiles, association_test, build_planted_files
 
