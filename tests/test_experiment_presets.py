@@ -110,7 +110,7 @@ def test_weat_with_duplicates_kept_counts_each_copy(planted_files) -> None:
 @pytest.mark.parametrize(
     ("preset", "expected"),
     [
-        ("bias-bench", {"crows": {"causal_start": "bos-first-token", "likelihood": "mean"}, "weat": {}, "seat": {}, "rnd": {}}),
+        ("bias-bench", {"crows": {"causal_start": "bos-first-token", "likelihood": "mean", "masked_score": "bias-bench"}, "weat": {}, "seat": {}, "rnd": {}}),
         ("sent-bias", {
             "crows": {},
             "weat": {"ddof": 1, "alternative": "greater", "ties": "counted", "exact_limit": 100_000, "permutations": 99_999},
