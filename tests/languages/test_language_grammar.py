@@ -132,12 +132,15 @@ def nl_plural_forms_take_the_plural_article_and_verb(d: LanguageData) -> None:
 def nl_nouns_carry_gender_and_plural(d: LanguageData) -> None:
     for w in d.words:
         f = w.features
-        assert f.get("class") in {"name", "person", "thing", "concept", "adjective", "group", "postmodifier", "personal"}, (w.file, w.word)
+        assert f.get("class") in {"name", "person", "thing", "concept", "adjective", "group", "postmodifier", "personal", "impersonal", "any"}, (w.file, w.word)
         if f["class"] in ("person", "thing"):
             assert f.get("gender") in NL_ARTICLE, (w.file, w.word)
             assert f.get("plural") and f["plural"] != w.word, (w.file, w.word)
         if f["class"] == "name":
             assert w.word[0].isupper(), (w.file, w.word)
+    for s in d.seat_sentences:  # said of states and events (tijdelijk, rot): never "Iemand is kortstondig."
+        if s.word.features.get("class") == "impersonal":
+            assert s.text.split()[0] in ("Dit", "Dat", "Het"), (s.word.file, s.word.word, s.text)
 
 
 def nl_lpbs_articles_agree(d: LanguageData) -> None:
