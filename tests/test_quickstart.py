@@ -92,7 +92,7 @@ def test_quickstart_reproduces_the_readme_table(tmp_path):
 
     # The README's agreement table, as `bias report --agreement` prints it at 80 columns from this run.
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    start = readme.index("                            Agreement between methods")
+    start = readme.rindex("\n", 0, readme.index("Agreement between methods")) + 1
     shown = readme[start : readme.index("```", start)].rstrip().splitlines()
     proc = subprocess.run(
         [sys.executable, "-m", "bias.cli.app", "report", str(tmp_path), "--agreement", "--format", "md"],
