@@ -17,10 +17,10 @@ read the files as before.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import sys
+import zlib
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -36,7 +36,7 @@ def cache_file() -> Path:
     environments sharing a home folder do not overwrite each other's entries."""
     from bias.core.cache_dir import cache_root
 
-    environment = hashlib.sha256(os.path.realpath(sys.prefix).encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    environment = f"{zlib.crc32(os.path.realpath(sys.prefix).encode('utf-8', 'surrogatepass')):08x}"  # hashlib costs more to import
     return cache_root() / "listing" / f"listing-{environment}.json"
 
 
