@@ -58,3 +58,25 @@ def test_every_parameter_converts_and_refuses_as_typer_does():
                 assert ours == theirs, (command.name, param.name, value)
                 compared += 1
     assert compared > 500 and deferred > 100
+
+
+def test_name_and_version_from_the_metadata_header_agree_with_importlib_metadata(tmp_path):
+    import importlib.metadata
+
+    from bias.registry.entry_points import _name_and_version
+
+    checked = 0
+    for dist in importlib.metadata.distributions():
+        if dist.metadata["Name"] is None:
+            continue
+        assert _name_and_version(dist) == (dist.metadata["Name"], dist.version), dist.metadata["Name"]
+        checked += 1
+    assert checked > 20
+    # A description that looks like headers, and a distribution whose header lacks the version.
+    info = tmp_path / "made_up-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: made-up\nVersion: 1.0\n\nName: not-this\nVersion: 9\n")
+    dist = importlib.metadata.PathDistribution(info)
+    assert _name_and_version(dist) == ("made-up", "1.0") == (dist.metadata["Name"], dist.version)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: made-up\n\nVersion: 2.0\n")
+    assert _name_and_version(dist) == (dist.metadata["Name"], dist.version) == ("made-up", None)
