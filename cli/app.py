@@ -15,10 +15,12 @@ import typer
 from rich.console import Console
 
 from bias.cli.say import say, warn
+from bias.cli.coercion import convert_only_when_needed
 from bias.cli.help_format import flags_shown_as_flags
 from bias.core.errors import FAILURE, USAGE, BiasError
 
 flags_shown_as_flags()
+convert_only_when_needed()
 
 app = typer.Typer(
     name="bias",
@@ -87,12 +89,14 @@ def list_cmd(
     from bias.cli.render import plugins_table
     from bias.registry import GROUPS, list_plugins
     from bias.registry.entry_points import group_key
+    from bias.registry.listing_cache import remembered
 
     if language is not None:
         from bias.registry.catalogue import check_language
 
         check_language(language)
-    rows = list_plugins(group, language=language, bias_type=bias_type)
+    with remembered():
+        rows = list_plugins(group, language=language, bias_type=bias_type)
     if as_json:
         print(json.dumps([r.to_dict() for r in rows], indent=2, ensure_ascii=False))
         return

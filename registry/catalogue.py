@@ -2,7 +2,9 @@
 
 Listing word sets reads only the header of each file (the metadata above its first table); listing
 other plugins reads their declared summary and needs from the source (`static_summary`) and imports a
-plugin only when that is not possible. Neither imports torch, gensim or fastText.
+plugin only when that is not possible. Neither imports torch, gensim or fastText. Within
+`listing_cache.remembered()` (as `bias list` runs it) both answers come from a cache of what the last
+listing read, for files that have not changed since.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from bias.core.errors import BiasError
 from bias.core.data.kinds import known_kinds
 from bias.core.data.wordsets import REQUIRED_META, DataPackage, check_meta, errors_of, meta_of, read_toml
 from bias.registry import entry_points as eps
-from bias.registry import static_summary
+from bias.registry import listing_cache
 
 OK = "ok"
 BROKEN = "broken"
@@ -97,7 +99,7 @@ def _plugin_row(group: str, info: eps.EntryPointInfo, dups: dict[str, list[eps.E
     base = dict(group=group, name=info.name, distribution=info.distribution, version=info.version, target=info.value)
     if info.name in dups:
         return PluginInfo(kind="", summary="", status=BROKEN, reason=eps.duplicate_error(group, info.name, dups[info.name]).message, **base)
-    declared = static_summary.describe(info.value)
+    declared = listing_cache.declared(info.value)
     if declared is not None and all(k in declared for k in _NEEDED.get(group, ())):
         plugin: Any = SimpleNamespace(**declared)
         return PluginInfo(kind=kind_of(group, plugin), summary=plugin.summary, **base)
@@ -232,7 +234,7 @@ def _listed_fields(lines: list[str]) -> dict[str, Any]:
 def _wordset_row(name: str, path: Path, info: eps.EntryPointInfo) -> PluginInfo:
     base = dict(group="wordsets", name=name, distribution=info.distribution, version=info.version, target=path.name)
     try:
-        data = read_header(path)
+        data = listing_cache.header(path, read_header, (*LISTED_FIELDS, "description"))
         meta = meta_of(data, path, name)
         errors = errors_of(check_meta(data, str(path), known=data))
         if not errors and meta.kind not in known_kinds():

@@ -77,7 +77,7 @@ def _scan() -> dict[str, list[tuple[EntryPointInfo, Any]]]:
                 name, version = "?", "?"
             else:
                 if id(dist) not in dists:
-                    dists[id(dist)] = (dist.metadata["Name"], dist.version)
+                    dists[id(dist)] = _name_and_version(dist)
                 name, version = dists[id(dist)]
             group = next(k for k, v in {**GROUPS, **INTERNAL}.items() if v == namespace)
             rows.append((EntryPointInfo(group=group, name=ep.name, value=ep.value, distribution=name, version=version), ep))
@@ -86,6 +86,20 @@ def _scan() -> dict[str, list[tuple[EntryPointInfo, Any]]]:
     _SCANS[key] = found
     share_kind_scan(ep for _, ep in found[KINDS_GROUP])
     return found
+
+
+def _name_and_version(dist: Any) -> tuple[str, str]:
+    """A distribution's Name and Version, parsed from the header of its METADATA alone: the body after
+    the first blank line is the long description (often a whole README), which `dist.metadata` would
+    parse, and `dist.version` parse again. Where the header does not give both, `dist` is asked."""
+    import email
+
+    text = dist.read_text("METADATA") or dist.read_text("PKG-INFO") or ""
+    header = email.message_from_string(text.split("\n\n", 1)[0])
+    name, version = header.get("Name"), header.get("Version")
+    if not name or not version:
+        return dist.metadata["Name"], dist.version
+    return name, version
 
 
 def entry_points(group: str) -> list[EntryPointInfo]:

@@ -27,6 +27,10 @@ from typing import Any
 ATTRIBUTES = ("summary", "capabilities", "requires", "requires_any", "data_kind")
 _UNKNOWN = object()
 _TREES: dict[str, ast.Module | None] = {}
+# What reading each module depended on, for a cache of descriptions (registry.listing_cache): the
+# files read and whether each top-level import checked was found.
+_SOURCES: dict[str, tuple[set[str], dict[str, bool]]] = {}
+_RECORDING: list[tuple[set[str], dict[str, bool]]] = []
 
 
 def describe(value: str) -> dict[str, Any] | None:
@@ -46,27 +50,59 @@ def describe(value: str) -> dict[str, Any] | None:
     return found
 
 
-def _tree(module_name: str) -> ast.Module | None:
-    if module_name in _TREES:
-        return _TREES[module_name]
-    tree = None
+def already_imported(value: str) -> bool:
+    """Whether the module of entry point `value` is imported already (`describe` then answers None)."""
+    return value.partition(":")[0] in sys.modules
+
+
+def describe_with_sources(value: str) -> tuple[dict[str, Any] | None, list[str], dict[str, bool]]:
+    """`describe(value)`, with the files its answer was read from and the top-level imports whose
+    presence it checked (name: found): the same answer holds while those are unchanged."""
+    files: set[str] = set()
+    names: dict[str, bool] = {}
+    _RECORDING.append((files, names))
     try:
-        if _framework(module_name):
-            origin: str | None = _core_source(module_name)
-        else:
-            spec = importlib.util.find_spec(module_name)
-            origin = spec.origin if spec is not None else None
-        if origin and origin.endswith(".py"):
-            source = Path(origin).read_text(encoding="utf-8")
+        found = describe(value)
+    finally:
+        _RECORDING.pop()
+    return found, sorted(files), names
+
+
+def origin(module_name: str) -> str | None:
+    """The source file `describe` reads for a module (None when it has none)."""
+    if _framework(module_name):
+        return _core_source(module_name)
+    spec = importlib.util.find_spec(module_name)
+    return spec.origin if spec is not None else None
+
+
+def _tree(module_name: str) -> ast.Module | None:
+    if module_name not in _TREES:
+        _TREES[module_name] = _read_tree(module_name)
+    files, names = _SOURCES.get(module_name, (set(), {}))
+    for recording in _RECORDING:
+        recording[0].update(files)
+        recording[1].update(names)
+    return _TREES[module_name]
+
+
+def _read_tree(module_name: str) -> ast.Module | None:
+    files: set[str] = set()
+    names: dict[str, bool] = {}
+    _SOURCES[module_name] = (files, names)
+    try:
+        path = origin(module_name)
+        if path and path.endswith(".py"):
+            files.add(path)
+            source = Path(path).read_text(encoding="utf-8")
             try:
-                parsed = ast.parse(_outline(source), filename=origin)
+                parsed = ast.parse(_outline(source), filename=path)
             except SyntaxError:  # an outline that does not parse: the whole module, slower but sure
-                parsed = ast.parse(source, filename=origin)
-            tree = parsed if _imports_resolve(parsed) else None
+                parsed = ast.parse(source, filename=path)
+            return parsed if _imports_resolve(parsed, names) else None
     except (ImportError, ValueError, OSError, SyntaxError, UnicodeDecodeError):
-        tree = None
-    _TREES[module_name] = tree
-    return tree
+        pass
+    return None
 
 
 def _framework(module_name: str) -> bool:
@@ -145,9 +181,10 @@ def _outline(source: str) -> str:
     return "\n".join(kept) + "\n"
 
 
-def _imports_resolve(tree: ast.Module) -> bool:
+def _imports_resolve(tree: ast.Module, checked: dict[str, bool]) -> bool:
     """Whether every top-level absolute import names an installed module (a missing dependency is
-    the usual reason a plugin is broken; the import will then say so)."""
+    the usual reason a plugin is broken; the import will then say so). Each top-level name looked
+    up is noted in `checked` with whether it was found."""
     for node in tree.body:
         names = []
         if isinstance(node, ast.Import):
@@ -155,12 +192,18 @@ def _imports_resolve(tree: ast.Module) -> bool:
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module and node.module != "__future__":
             names = [node.module]
         for name in names:
-            try:
-                if importlib.util.find_spec(name.split(".")[0]) is None:
-                    return False
-            except (ImportError, ValueError):
+            checked[name.split(".")[0]] = found = installed(name.split(".")[0])
+            if not found:
                 return False
     return True
+
+
+def installed(name: str) -> bool:
+    """Whether a top-level module of that name can be imported (without importing it)."""
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
 
 
 def _collect(tree: ast.Module, class_name: str, found: dict[str, Any], depth: int) -> bool:
@@ -230,6 +273,9 @@ def _name(name: str, tree: ast.Module, depth: int = 0) -> Any:
         if module.split(".")[1] == "api":
             found = _tree(module)
             return _UNKNOWN if found is None or depth > 3 else _name(imported, found, depth + 1)
-        value = getattr(importlib.import_module(module), imported, _UNKNOWN)
+        loaded = importlib.import_module(module)
+        for recording in _RECORDING:
+            recording[0].add(str(getattr(loaded, "__file__", None) or module))
+        value = getattr(loaded, imported, _UNKNOWN)
         return value if isinstance(value, str) else _UNKNOWN
     return _UNKNOWN

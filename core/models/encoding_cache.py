@@ -29,9 +29,10 @@ from typing import Any
 
 import numpy as np
 
+from bias.core.cache_dir import ENV_VAR, cache_root
+
 log = logging.getLogger(__name__)
 
-ENV_VAR = "BIAS_CACHE_DIR"
 _SUBFOLDER = "encodings"
 _CHUNK = 500  # SQLite allows at most 999 (older builds) host parameters in one statement
 _SCHEMA_VERSION = 1
@@ -39,12 +40,7 @@ _SCHEMA_VERSION = 1
 
 def default_cache_dir() -> Path:
     """`$BIAS_CACHE_DIR/encodings`, else `~/.cache/bias-framework/encodings` (XDG_CACHE_HOME honoured)."""
-    root = os.environ.get(ENV_VAR, "").strip()
-    if root:
-        return Path(root).expanduser() / _SUBFOLDER
-    xdg = os.environ.get("XDG_CACHE_HOME", "").strip()
-    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
-    return base / "bias-framework" / _SUBFOLDER
+    return cache_root() / _SUBFOLDER
 
 
 def row_key(*parts: Any) -> str:

@@ -1,0 +1,82 @@
+"""Start-up of the command line: values that need no conversion are not sent through typer's pydantic
+adapters (importing pydantic costs more than the rest of `bias list`), and every value is converted
+or refused exactly as typer's own adapter does."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+
+def test_list_info_and_help_do_not_import_pydantic():
+    code = (
+        "import sys\n"
+        "from bias.cli.app import main\n"
+        "for argv in (['bias', '--help'], ['bias', 'list'], ['bias', 'list', 'metrics', '--language', 'en'], ['bias', 'info', 'weat'], ['bias', 'info', 'en/weat6']):\n"
+        "    sys.argv = argv\n"
+        "    try:\n"
+        "        main()\n"
+        "    except SystemExit as exc:\n"
+        "        assert exc.code == 0, (argv, exc.code)\n"
+        "print('PYDANTIC', sorted(m for m in sys.modules if m.split('.')[0] == 'pydantic'))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "PYDANTIC []" in proc.stdout
+
+
+def _outcome(runtime, value, param, ctx):
+    try:
+        return ("value", runtime.coerce(value, param=param, ctx=ctx))
+    except Exception as exc:  # the conversion's error, compared by type and message
+        return ("error", type(exc).__name__, str(exc))
+
+
+def test_every_parameter_converts_and_refuses_as_typer_does():
+    pytest.importorskip("typer._coercion", reason="this typer converts without pydantic adapters: nothing is deferred")
+    import typer.main
+    from typer._coercion import build_runtime_param
+    from typer._click import Context
+
+    from bias.cli.app import app
+
+    group = typer.main.get_command(app)
+    texts = [None, "", "abc", "3", "-1", "1.5", "true", "en/weat6", "some/file.toml"]
+    compared = deferred = 0
+    for command in group.commands.values():
+        ctx = Context(command)
+        for param in command.params:
+            multiple = param.multiple or param.nargs == -1
+            values = [None, (), ("a",), ("3", "x"), "3"] if multiple else texts
+            for value in values:
+                param._runtime_param = None
+                ours = _outcome(param.get_runtime_param(), value, param, ctx)
+                deferred += type(param._runtime_param).__name__ == "Deferred"
+                theirs = _outcome(build_runtime_param(param.type_descriptor), value, param, ctx)
+                assert ours == theirs, (command.name, param.name, value)
+                compared += 1
+    assert compared > 500 and deferred > 100
+
+
+def test_name_and_version_from_the_metadata_header_agree_with_importlib_metadata(tmp_path):
+    import importlib.metadata
+
+    from bias.registry.entry_points import _name_and_version
+
+    checked = 0
+    for dist in importlib.metadata.distributions():
+        if dist.metadata["Name"] is None:
+            continue
+        assert _name_and_version(dist) == (dist.metadata["Name"], dist.version), dist.metadata["Name"]
+        checked += 1
+    assert checked > 20
+    # A description that looks like headers, and a distribution whose header lacks the version.
+    info = tmp_path / "made_up-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: made-up\nVersion: 1.0\n\nName: not-this\nVersion: 9\n")
+    dist = importlib.metadata.PathDistribution(info)
+    assert _name_and_version(dist) == ("made-up", "1.0") == (dist.metadata["Name"], dist.version)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: made-up\n\nVersion: 2.0\n")
+    assert _name_and_version(dist) == (dist.metadata["Name"], dist.version) == ("made-up", None)
