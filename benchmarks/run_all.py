@@ -2,6 +2,9 @@
 
 Run:  python benchmarks/run_all.py [--repeats R] [--sentences N] [--threads T] [--skip-lm]
 
+`--threads` sets torch's and numpy's BLAS threads for every row and for the GEMM that gives the LM
+bound.
+
 Prints figures only (no assertions). On a shared machine absolute seconds move with the load, so
 every row pairs our code with its bound timed in the same process, interleaved (ours, bound, ours,
 bound, ...), best of R repeats each; the ratio is what to read. The bounds:
@@ -170,7 +173,7 @@ def main() -> None:
     parser.add_argument(
         "--sentences", type=int, default=4, help="LM sentences (each gives 11-16 masked rows)"
     )
-    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=2, help="torch and BLAS threads for every row (the GEMM bound too)")
     parser.add_argument("--skip-lm", action="store_true")
     args = parser.parse_args()
     print(
@@ -179,10 +182,13 @@ def main() -> None:
     print(
         f"python {platform.python_version()}, numpy {np.__version__}; best of {args.repeats} interleaved repeats"
     )
+    from threadpoolctl import threadpool_limits
+
     gemm = None
-    if not args.skip_lm:
-        gemm = lm_rows(args.repeats, args.sentences, args.threads)
-    permutation_rows(args.repeats)
+    with threadpool_limits(args.threads):  # numpy's BLAS: unbounded threads make the permutation rows noise
+        if not args.skip_lm:
+            gemm = lm_rows(args.repeats, args.sentences, args.threads)
+        permutation_rows(args.repeats)
     startup_rows(max(args.repeats, 5))
     if gemm is not None:
         print(

@@ -272,17 +272,21 @@ class Fise(Metric):
             return np.concatenate(counts), np.concatenate(strengths), "exact", total
         rng = np.random.default_rng(seed)
         out, strengths = [], []
+        bx, by = np.empty((_ROWS, cx.shape[0])), np.empty((_ROWS, cy.shape[0]))
         for start in range(0, self.permutations, 2000):
             m = min(2000, self.permutations - start)
             # the first nx1 of an argsort of uniform keys are the nx1 smallest keys: a partition finds
             # the same subset without sorting (the same draws, so the same p for a seed)
             mx = _smallest_mask(rng.random((m, nx)), nx1)
             my = _smallest_mask(rng.random((m, ny)), ny1)
-            xs, ys = _masked_association(cx, mx, nx1), _masked_association(cy, my, ny1)
-            if self.mean_centre:
-                xs, ys = xs - xs.mean(axis=1, keepdims=True), ys - ys.mean(axis=1, keepdims=True)
-            out.append(_quadrant_counts(xs, ys))
-            strengths.append(_strength(xs, ys))
+            # the arithmetic in rows of _ROWS, into the two buffers
+            for a in range(0, m, _ROWS):
+                xs, ys = _masked_association(cx, mx[a : a + _ROWS], nx1, bx), _masked_association(cy, my[a : a + _ROWS], ny1, by)
+                if self.mean_centre:
+                    xs -= xs.mean(axis=1, keepdims=True)
+                    ys -= ys.mean(axis=1, keepdims=True)
+                out.append(_quadrant_counts(xs, ys))
+                strengths.append(_strength(xs, ys, scratch=True))
         return np.concatenate(out), np.concatenate(strengths), "sampled", self.permutations
 
     def _quadrants(self, x_axis: Any, y_axis: Any, x: np.ndarray, y: np.ndarray, labels: list[str], valence: np.ndarray | None, counts: np.ndarray) -> dict[str, Any]:
@@ -306,6 +310,11 @@ class Fise(Metric):
         return out
 
 
+# Rows of permutations whose arithmetic is done at once, into buffers reused for every batch (a
+# batch of draws is 2,000 rows; 1,000 rows measured fastest, by a few per cent, on a 2-core EPYC).
+_ROWS = 1000
+
+
 def _unit(m: np.ndarray) -> np.ndarray:
     norms = np.linalg.norm(m, axis=1, keepdims=True)
     return m / np.where(norms == 0, 1.0, norms)
@@ -319,14 +328,16 @@ def _association(cos: np.ndarray, first: np.ndarray) -> np.ndarray:
     return _masked_association(cos, mask, first.shape[1])
 
 
-def _masked_association(cos: np.ndarray, mask: np.ndarray, k: int) -> np.ndarray:
-    """`_association` with each partition given as a 0/1 row over the group's words (k ones)."""
+def _masked_association(cos: np.ndarray, mask: np.ndarray, k: int, out: np.ndarray | None = None) -> np.ndarray:
+    """`_association` with each partition given as a 0/1 row over the group's words (k ones), written
+    into `out` when given (a buffer reused across batches: a fresh large array costs page faults)."""
     n = cos.shape[1]
-    # the rest's sum is the row total less the first group's sum: one matrix product, not two
-    first_sum = mask @ cos.T
-    first_mean = first_sum / k
-    second_mean = (cos.sum(axis=1) - first_sum) / (n - k)
-    return first_mean - second_mean
+    # the rest's sum is the row total less the first group's sum, so one matrix product gives both:
+    # sum/k - (total - sum)/(n - k) = sum * (1/k + 1/(n - k)) - total/(n - k), computed in place
+    out = np.matmul(mask, cos.T, out=None if out is None else out[: mask.shape[0]])
+    out *= 1 / k + 1 / (n - k)
+    out -= cos.sum(axis=1) / (n - k)
+    return out
 
 
 def _smallest_mask(keys: np.ndarray, k: int) -> np.ndarray:
@@ -351,6 +362,11 @@ def _quadrant_counts(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return np.stack([both, up - both, x.shape[1] - right - up + both, right - both], axis=1)
 
 
-def _strength(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Per row: the traits' mean projection onto their own quadrant's diagonal."""
-    return (np.abs(x) + np.abs(y)).mean(axis=1) / math.sqrt(2)
+def _strength(x: np.ndarray, y: np.ndarray, *, scratch: bool = False) -> np.ndarray:
+    """Per row: the traits' mean projection onto their own quadrant's diagonal. With `scratch`, x and
+    y are not needed afterwards and are overwritten (no new arrays)."""
+    if not scratch:
+        return (np.abs(x) + np.abs(y)).mean(axis=1) / math.sqrt(2)
+    np.abs(x, out=x)
+    x += np.abs(y, out=y)
+    return x.mean(axis=1) / math.sqrt(2)
