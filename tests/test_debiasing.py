@@ -130,3 +130,22 @@ def test_a_debiased_model_keeps_vectors_and_vocabulary_but_never_language_model_
     contextual = DebiasedEmbedder(source=_LanguageModel(), method="sent")
     assert contextual.capabilities == {Capability.CONTEXTUAL}
     assert contextual.available() == {Capability.CONTEXTUAL}
+
+
+def test_written_vectors_keep_the_vocabulary_order_without_a_gensim_warning(tmp_path, caplog):
+    """gensim writes word2vec files by a `count` attribute and warns when there is none; the
+    debiased vectors carry descending counts, so the file keeps the model's order, silently."""
+    import logging
+
+    import numpy as np
+    from gensim.models import KeyedVectors
+
+    from bias.core.models.debiasing.embedder import _write_matrix
+
+    words = ["zebra", "apple", "mango", "kiwi"]
+    with caplog.at_level(logging.WARNING):
+        path = _write_matrix(words, np.arange(12, dtype=float).reshape(4, 3), tmp_path, "word2vec")
+    assert not [r for r in caplog.records if "not present" in r.getMessage()]
+    loaded = KeyedVectors.load_word2vec_format(str(path), binary=True)
+    assert loaded.index_to_key == words
+    assert np.allclose(loaded["mango"], [6.0, 7.0, 8.0])

@@ -220,6 +220,9 @@ def _write_matrix(words: list[str], matrix: np.ndarray, folder: Path, fmt: str) 
     folder.mkdir(parents=True, exist_ok=True)
     kv = KeyedVectors(vector_size=matrix.shape[1], count=0, dtype=np.float32)
     kv.add_vectors(words, matrix.astype(np.float32, copy=False))
+    # descending counts keep the vocabulary's order (gensim writes by count, and warns when there is none)
+    kv.allocate_vecattrs(attrs=["count"], types=[np.int64])
+    kv.expandos["count"][:] = np.arange(len(words), 0, -1)
     path = folder / FORMATS[fmt]
     from bias.core.runs.folder import open_in_run
 
