@@ -15,6 +15,8 @@ from bias.core.association import (
     SetVectors,
     lookup,
     lost_word_refusal,
+    per_word_table,
+    set_vectors,
     too_many_lost,
 )
 from bias.core.errors import BiasError
@@ -272,6 +274,9 @@ def test_the_recorded_convention_says_which_hidden_state_and_tokens_were_pooled(
     assert vector_conventions(EncoderLike(facts={}), "sentence", "first", None)["pooled_tokens"] == "the first word found in the vocabulary"
     assert vector_conventions(EncoderLike(facts={}), "sentence", "last", None)["pooled_tokens"] == "the last word found in the vocabulary"
     assert vector_conventions(EncoderLike(facts={"layer": 3}), "sentence", "cls", None) == {"layer": 3, "pooled_tokens": "the first token ([CLS] / <s>)"}
+    named = vector_conventions(EncoderLike(facts={"tokenizer": "x", "layers": 4, "layer": "pooler"}), "sentence", "cls", None)
+    assert named["layer"] == "pooler" and "layer_index" not in named  # a layer named otherwise has no index to give
+    assert named["hidden_states"] == "0..4 (0 = embedding output)"
     unsaid = vector_conventions(EncoderLike(facts={"tokenizer": "x", "layers": "?"}), "word", "target-mean", 1)
     assert unsaid == {"layer": 1, "pooled_tokens": "the target word's own sub-tokens (special tokens excluded), located by character offsets"}
     for pooling, tokens in (("target-first", "the target word's first sub-token"), ("target-last", "the target word's last sub-token")):
@@ -311,3 +316,42 @@ def test_templates_are_asked_for_by_name_or_the_languages_own() -> None:
     for inputs in (None, {}, {"templates": "en/seat-templates"}):
         with pytest.raises(BiasError, match="seat on toy needs its template set"):
             given_templates(inputs, "seat", data)
+
+
+def test_case_policies_must_come_from_the_shared_vocabulary() -> None:
+    from bias.core.association import case_param
+
+    case_param("lower", ("exact", "lower"))  # a subset, the default among them
+    with pytest.raises(ValueError, match=r"\['upper'\] are not in the shared vocabulary"):
+        case_param("exact", ("exact", "upper"))  # the default is allowed, another name is not known
+    with pytest.raises(ValueError, match=r"\['fallback'\] are not in the shared vocabulary"):
+        case_param("fallback", ("exact", "lower"))  # a known default the metric does not accept
+
+
+def test_an_embedder_that_finds_nothing_gives_empty_sets() -> None:
+    """A model may answer a request it finds nothing of with a flat empty array: every set is then
+    an empty matrix and every word lost."""
+
+    @attrs.define
+    class Nothing(TableEmbedder):
+        def word_vectors(self, words: Sequence[str]) -> WordVectors:
+            return WordVectors(words=(), vectors=np.zeros(0), lost=tuple(words))
+
+    data = association_test(X=["x1"], Y=["y1", "y2"], A=["a1"], B=["b1"])
+    matrices, sets, lost, approximated = set_vectors(Nothing(), data, "exact")
+    assert {k: m.shape for k, m in matrices.items()} == {k: (0, 0) for k in "XYAB"}
+    assert sets == {k: [] for k in "XYAB"} and lost == {"X": ["x1"], "Y": ["y1", "y2"], "A": ["a1"], "B": ["b1"]}
+    assert lost_word_refusal(matrices, {k: len(v) for k, v in lost.items()}, lost, 0.2, sets) == "every word of set X is missing from the model (x1...)"
+
+
+def test_only_figures_that_map_words_to_numbers_become_the_score_table() -> None:
+    figures = {
+        "gap": 0.5,
+        "cos": {"x1": 0.25, "b1": 1},
+        "notes": {"x1": 0.5, "x2": "n/a"},  # not all numbers: a figure, not a column
+        "empty": {},
+        "labels": ["x1"],
+    }
+    table = per_word_table(figures, {"X": ["x1"], "B": ["b1"]})
+    assert table == {"scores": [{"set": "X", "item": "x1", "cos": 0.25}, {"set": "B", "item": "b1", "cos": 1.0}]}
+    assert per_word_table({"gap": 0.5, "notes": {"x": "a"}}, {"X": ["x"]}) == {}
