@@ -45,7 +45,7 @@ MODULES: dict[str, list[str]] = {
     "core/association/contexts.py": ["tests/test_association.py"],
     "core/association/lookup.py": ["tests/test_association.py", "tests/test_weat_metric.py"],
     "core/association/metric.py": ["tests/test_association.py", "tests/test_weat_metric.py"],
-    "core/pair_metrics/scoring.py": ["tests/test_lm_pairs.py", "tests/test_crows.py"],
+    "core/pair_metrics/scoring.py": ["tests/test_lm_pairs.py", "tests/test_crows.py", "-m", "not slow"],
     "plugins/metrics/fise.py": ["tests/test_fise.py", "-k", "not contextual_encodings and not report_draws"],
     "core/data/fise_tests.py": ["tests/test_fise.py", "tests/bad_input", "-k", "fise and not contextual_encodings and not report_draws"],
     "plugins/metrics/probe.py": ["tests/test_probe.py", "-k", "not tiny_bert and not finetune and not readme"],
@@ -95,6 +95,8 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
     ("core/statistics/bootstrap.py", "    accel = 0.0", "0.0", "1.0"): "set for the percentile method only, which never reads the acceleration (BCa overwrites it)",
     ("core/reports/robustness.py", '(1 if name == "seed" else 0)', "1", "2"): "any positive offset sorts the seed after every other dimension",
     ("core/statistics/multiple_testing.py", "if m == 0:", "0", "1"): "one p-value adjusts to min(1, p) = p, which the early return gives too",
+    ("core/pair_metrics/scoring.py", '"causal_start": scores[0].context if scores else ""', "0", "1"):
+        "one call gives every sequence with tokens the same start context, and every sentence that reaches a scorer has tokens: any of them names it",
     **{("core/models/debiasing/linear_erasure.py", line, "2", "1"): "check_pairs asks for max(2, needed) pairs: needing 1 or 2 both mean 2"
        for line in ("check_pairs(pairs, 2, origin)", 'check_pairs(pairs, 2, "the list pairs the model has")')},
 }
