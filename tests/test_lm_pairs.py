@@ -370,6 +370,9 @@ def test_a_cut_sentence_is_named_by_its_own_pair_and_side() -> None:
     with pytest.raises(BiasError) as err:
         prepare_pairs(FakeLM(limit=6), data, lowercase=False)
     assert err.value.message.startswith("fake-pairs: pair 1 (line 3): the sentence `more` is longer than the model's limit of 6 tokens")
+    with pytest.raises(BiasError) as err:
+        prepare_pairs(FakeLM(limit=6), pairs(("a b", "a c"), ("a b", "a b c d e f a b")), lowercase=False)
+    assert err.value.message.startswith("fake-pairs: pair 1 (line 3): the sentence `less` is longer than the model's limit of 6 tokens")
 
 
 def test_a_sequence_with_no_position_asks_the_model_nothing() -> None:
