@@ -18,7 +18,9 @@ Slow (minutes per module, not part of CI). Run from the repository root:
 Survivors are printed as `path:line  original -> mutant`; `--json FILE` writes every outcome. The
 script mutates the files of the checkout it sits in; to keep working meanwhile, run it from a copy
 (`cp -r . /tmp/copy && python /tmp/copy/benchmarks/mutation.py ...`): an editable install is pointed
-at the copy for the test runs.
+at the copy for the test runs. Tests that run the command line in a subprocess are left out of
+MODULES: that process imports the installed checkout, not the mutated copy, so they could only cost
+time.
 """
 
 from __future__ import annotations
