@@ -99,6 +99,12 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
     ("core/statistics/multiple_testing.py", "if m == 0:", "0", "1"): "one p-value adjusts to min(1, p) = p, which the early return gives too",
     ("core/pair_metrics/scoring.py", '"causal_start": scores[0].context if scores else ""', "0", "1"):
         "one call gives every sequence with tokens the same start context, and every sentence that reaches a scorer has tokens: any of them names it",
+    ("plugins/metrics/probe.py", "if n < AUTO_CV_BELOW and smallest >= 2 else 1", "2", "1"):
+        "with one text in its rarest label, min(AUTO_FOLDS, 1) is the single split the else gives",
+    ("plugins/metrics/probe.py", "if folds >= 2 and smallest < folds:", "2", "1"):
+        "every label has a text, so smallest < 1 never holds: with one fold nothing is refused either way",
+    ("plugins/metrics/probe.py", "fold_of = np.full(n, -1, dtype=np.int64)", "1", "2"):
+        "any negative fold marks a text used for training only; only fold >= 0 is ever read",
     **{("core/models/debiasing/linear_erasure.py", line, "2", "1"): "check_pairs asks for max(2, needed) pairs: needing 1 or 2 both mean 2"
        for line in ("check_pairs(pairs, 2, origin)", 'check_pairs(pairs, 2, "the list pairs the model has")')},
 }
