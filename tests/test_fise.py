@@ -596,6 +596,8 @@ def test_framework_affect_and_trait_files_are_read_as_written(tmp_path: Path) ->
     assert read_affect(affect) == (["v1", "v2"], ["n1", "n2"])
     affect.write_text("pos,neg\nv1,n1\n", encoding="utf-8")  # one row is enough
     assert read_affect(affect) == (["v1"], ["n1"])
+    affect.write_text("pos,neg\nv1\n,n2\n", encoding="utf-8")  # the header gives the columns, not the first row
+    assert read_affect(affect) == (["v1"], ["n2"])
     for content in ("pos,neg\n", "pos\nv1\n", ""):
         affect.write_text(content, encoding="utf-8")
         with pytest.raises(BiasError, match="expected a header and rows of two columns"):
