@@ -15,6 +15,8 @@ from bias.core.association import (
     SetVectors,
     lookup,
     lost_word_refusal,
+    per_word_table,
+    set_vectors,
     too_many_lost,
 )
 from bias.core.errors import BiasError
@@ -160,3 +162,196 @@ def test_an_association_metric_refuses_a_test_that_lost_too_many_words() -> None
     assert result.status == REFUSED and result.reason == "set Y lost 1 of 2 words (50% > 20% allowed): gone"
     assert not metric.seen  # measure is never called on a refused test
     assert MeanGap().requires == frozenset({Capability.WORD_VECTORS}) and MeanGap.data_kind == ASSOCIATION
+
+
+# --- contextual vectors of stimuli: the pooling chosen, what is recorded, one call per distinct request ---
+
+
+@attrs.define
+class EncoderLike(Embedder):
+    """Sentence encodings as a model of a given kind gives them: every distinct request answered with
+    a row of its own (its index in the call, then the text's length), each call recorded."""
+
+    name: ClassVar[str] = "encoder-like"
+    summary: ClassVar[str] = "encodings of a chosen kind of model (tests only)"
+    capabilities: ClassVar[frozenset[Capability]] = frozenset({Capability.CONTEXTUAL})
+
+    location: str = "memory"
+    have: frozenset[Capability] = frozenset({Capability.CONTEXTUAL, Capability.MASKED_LM})
+    static: bool | None = False
+    facts: dict = attrs.field(factory=dict)
+    calls: list = attrs.field(factory=list)
+    rows: int | None = None  # answer with this many rows instead of one per text
+
+    def available(self) -> frozenset[Capability]:
+        return self.have
+
+    def describe(self) -> dict:
+        return dict(self.facts)
+
+    def encode(self, texts, spans=None, *, pooling="mean", **kwargs):
+        self.calls.append((list(texts), None if spans is None else list(spans), pooling, kwargs))
+        n = len(texts) if self.rows is None else self.rows
+        return np.array([[float(i), float(len(texts[i]) if i < len(texts) else -1)] for i in range(n)]).reshape(n, 2)
+
+
+MASKED = frozenset({Capability.CONTEXTUAL, Capability.MASKED_LM})
+CAUSAL = frozenset({Capability.CONTEXTUAL, Capability.CAUSAL_LM})
+
+
+def test_the_pooling_used_follows_the_level_and_the_kind_of_model() -> None:
+    from bias.core.association.contexts import resolve_pooling
+
+    encoder, causal = EncoderLike(have=MASKED), EncoderLike(have=CAUSAL)
+    both = EncoderLike(have=MASKED | CAUSAL)  # a masked LM that also scores sequences is an encoder
+    static = EncoderLike(have=CAUSAL, static=True)  # static vectors have no tokens, whatever else they say
+    assert [resolve_pooling(None, "sentence", e) for e in (encoder, causal, both, static)] == ["cls", "last", "cls", "mean"]
+    assert [resolve_pooling(None, "word", e) for e in (encoder, causal, both, static)] == ["target-mean", "target-last", "target-mean", "target-mean"]
+    assert resolve_pooling("first", "sentence", causal) == "first" and resolve_pooling("mean", "sentence", encoder) == "mean"
+    assert resolve_pooling("first", "word", causal) == "target-first" and resolve_pooling("target-last", "word", encoder) == "target-last"
+    # without a `static` flag, a fixed vocabulary (its own all_vectors) is what marks static vectors
+    unflagged = EncoderLike(have=CAUSAL, static=None)
+    assert resolve_pooling(None, "sentence", unflagged) == "last"
+    assert resolve_pooling(None, "sentence", TableEmbedder()) == "cls"  # neither flag nor vocabulary
+
+    @attrs.define
+    class WithVocabulary(EncoderLike):
+        def all_vectors(self, limit=None):
+            raise AssertionError("never read")
+
+    assert resolve_pooling(None, "sentence", WithVocabulary(have=CAUSAL, static=None)) == "mean"
+
+
+def test_a_pooling_must_exist_and_fit_the_level() -> None:
+    from bias.core.association.contexts import check_layer, check_pooling
+    from bias.core.errors import BadValue
+
+    @attrs.define
+    class Holder:
+        level: str = "sentence"
+
+    field = attrs.fields(Holder).level  # any attribute: only its name is used
+    for level, fits, misfits in (("sentence", ("cls", "mean", "first", "last"), ("target-mean",)), ("word", ("target-mean", "mean", "last"), ("cls",))):
+        for pooling in (None, *fits):
+            check_pooling(Holder(level), field, pooling)
+        for pooling in misfits:
+            with pytest.raises(BiasError, match=f"does not fit level {level}") as caught:
+                check_pooling(Holder(level), field, pooling)
+            assert not isinstance(caught.value, BadValue)  # a setting that fits another level
+    with pytest.raises(BadValue, match="'max' is not a pooling"):
+        check_pooling(Holder("word"), field, "max")
+    with pytest.raises(BiasError, match="does not fit level sentence"):
+        check_pooling(object(), field, "target-first")  # an owner without a level is at sentence level
+    for layer in (None, -1, 0, 7, "mean-last-4"):
+        check_layer(None, field, layer)
+    for bad in ("last", 1.5, True):
+        with pytest.raises(BadValue, match="must be a layer number"):
+            check_layer(None, field, bad)
+
+
+def test_the_recorded_convention_says_which_hidden_state_and_tokens_were_pooled() -> None:
+    from bias.core.association.contexts import vector_conventions
+
+    bert = {"tokenizer": "wordpiece", "causal": False, "layers": 4, "layer": -1}
+    gpt = {"tokenizer": "bpe", "causal": True, "layers": 6, "start_token": "<|endoftext|>"}
+    got = vector_conventions(EncoderLike(facts=bert), "sentence", "mean", None)
+    assert got == {
+        "layer": -1, "layer_index": 4, "hidden_states": "0..4 (0 = embedding output)", "model_kind": "encoder",
+        "pooled_tokens": "every token the attention mask keeps, special tokens ([CLS]/[SEP], <s>/</s>) included",
+    }
+    assert vector_conventions(EncoderLike(facts=bert), "sentence", "cls", 2)["layer_index"] == 2  # the layer asked for wins
+    assert vector_conventions(EncoderLike(facts=bert), "sentence", "cls", 0)["layer_index"] == 0
+    assert vector_conventions(EncoderLike(facts=bert), "sentence", "cls", -5)["layer_index"] == 0
+    causal = vector_conventions(EncoderLike(facts=gpt), "sentence", "mean", "mean-last-4")
+    assert causal["layer"] == "mean-last-4" and causal["layer_index"] == "mean of hidden states 3..6"
+    assert causal["hidden_states"] == "0..6 (0 = embedding output)" and causal["model_kind"] == "causal LM (decoder)"
+    assert causal["start_token"] == "<|endoftext|>" and causal["pooled_tokens"].startswith("the sentence's own tokens")
+    assert vector_conventions(EncoderLike(facts=gpt), "sentence", "cls", "mean-last-2")["layer_index"] == "mean of hidden states 5..6"
+    assert vector_conventions(EncoderLike(facts=gpt), "sentence", "last", None)["pooled_tokens"].startswith("the sentence's own last token")
+    assert vector_conventions(EncoderLike(facts=gpt), "sentence", "first", None)["pooled_tokens"] == "the sentence's own first token"
+    static = vector_conventions(EncoderLike(facts={"dimension": 3}), "sentence", "mean", None)
+    assert static == {"layer": "none (static word vectors)", "pooled_tokens": "the mean of the sentence's word vectors (words not in the vocabulary skipped)"}
+    assert vector_conventions(EncoderLike(facts={}), "sentence", "first", None)["pooled_tokens"] == "the first word found in the vocabulary"
+    assert vector_conventions(EncoderLike(facts={}), "sentence", "last", None)["pooled_tokens"] == "the last word found in the vocabulary"
+    assert vector_conventions(EncoderLike(facts={"layer": 3}), "sentence", "cls", None) == {"layer": 3, "pooled_tokens": "the first token ([CLS] / <s>)"}
+    named = vector_conventions(EncoderLike(facts={"tokenizer": "x", "layers": 4, "layer": "pooler"}), "sentence", "cls", None)
+    assert named["layer"] == "pooler" and "layer_index" not in named  # a layer named otherwise has no index to give
+    assert named["hidden_states"] == "0..4 (0 = embedding output)"
+    unsaid = vector_conventions(EncoderLike(facts={"tokenizer": "x", "layers": "?"}), "word", "target-mean", 1)
+    assert unsaid == {"layer": 1, "pooled_tokens": "the target word's own sub-tokens (special tokens excluded), located by character offsets"}
+    for pooling, tokens in (("target-first", "the target word's first sub-token"), ("target-last", "the target word's last sub-token")):
+        assert vector_conventions(EncoderLike(facts=bert), "word", pooling, None)["pooled_tokens"].startswith(tokens + " (special")
+
+
+def test_each_distinct_context_is_encoded_once_in_one_call() -> None:
+    from bias.core.association.contexts import encode_contexts
+
+    model = EncoderLike()
+    texts = ["a cat", "the dog", "a cat", "a cat"]
+    spans = [(2, 5), (4, 7), (2, 5), (0, 1)]
+    rows = encode_contexts(model, texts, spans, level="word", pooling="target-last", layer=-2)
+    assert model.calls == [(["a cat", "the dog", "a cat"], [(2, 5), (4, 7), (0, 1)], "last", {"layer": -2})]
+    assert rows.dtype == np.float64 and rows[:, 0].tolist() == [0, 1, 0, 2]  # each text given its request's row
+    rows = encode_contexts(model, texts, spans, level="sentence", pooling="cls", layer=None)
+    assert model.calls[-1] == (["a cat", "the dog"], None, "cls", {})  # spans ignored, no layer sent
+    assert rows[:, 0].tolist() == [0, 1, 0, 0]
+    empty = encode_contexts(EncoderLike(), [], [], level="sentence", pooling="cls", layer=None)
+    assert empty.shape == (0, 2) and EncoderLike().encode([]).shape == (0, 2)
+    with pytest.raises(BiasError, match=r"returned \(1, 2\) vectors for 2 texts"):
+        encode_contexts(EncoderLike(rows=1), texts, spans, level="sentence", pooling="cls", layer=None)
+
+
+def test_templates_are_asked_for_by_name_or_the_languages_own() -> None:
+    from bias.core.association.contexts import given_templates, template_request
+    from bias.core.data.templates import TemplateSet
+    from bias.core.interfaces import WORDSET_INPUT
+    from bias.core.model import TEMPLATES
+
+    assert template_request(None, "de").name == "de/seat-templates"
+    asked = template_request("my/templates.toml", "de")
+    assert (asked.kind, asked.name, asked.data_kind) == (WORDSET_INPUT, "my/templates.toml", TEMPLATES)
+    data = association_test(X=["x"], Y=["y"], A=["a"], B=["b"])
+    templates = TemplateSet(WordSetMeta("t", TEMPLATES, "en", "gender"), ())
+    assert given_templates({"templates": templates}, "seat", data) is templates
+    for inputs in (None, {}, {"templates": "en/seat-templates"}):
+        with pytest.raises(BiasError, match="seat on toy needs its template set"):
+            given_templates(inputs, "seat", data)
+
+
+def test_case_policies_must_come_from_the_shared_vocabulary() -> None:
+    from bias.core.association import case_param
+
+    case_param("lower", ("exact", "lower"))  # a subset, the default among them
+    with pytest.raises(ValueError, match=r"\['upper'\] are not in the shared vocabulary"):
+        case_param("exact", ("exact", "upper"))  # the default is allowed, another name is not known
+    with pytest.raises(ValueError, match=r"\['fallback'\] are not in the shared vocabulary"):
+        case_param("fallback", ("exact", "lower"))  # a known default the metric does not accept
+
+
+def test_an_embedder_that_finds_nothing_gives_empty_sets() -> None:
+    """A model may answer a request it finds nothing of with a flat empty array: every set is then
+    an empty matrix and every word lost."""
+
+    @attrs.define
+    class Nothing(TableEmbedder):
+        def word_vectors(self, words: Sequence[str]) -> WordVectors:
+            return WordVectors(words=(), vectors=np.zeros(0), lost=tuple(words))
+
+    data = association_test(X=["x1"], Y=["y1", "y2"], A=["a1"], B=["b1"])
+    matrices, sets, lost, approximated = set_vectors(Nothing(), data, "exact")
+    assert {k: m.shape for k, m in matrices.items()} == {k: (0, 0) for k in "XYAB"}
+    assert sets == {k: [] for k in "XYAB"} and lost == {"X": ["x1"], "Y": ["y1", "y2"], "A": ["a1"], "B": ["b1"]}
+    assert lost_word_refusal(matrices, {k: len(v) for k, v in lost.items()}, lost, 0.2, sets) == "every word of set X is missing from the model (x1...)"
+
+
+def test_only_figures_that_map_words_to_numbers_become_the_score_table() -> None:
+    figures = {
+        "gap": 0.5,
+        "cos": {"x1": 0.25, "b1": 1},
+        "notes": {"x1": 0.5, "x2": "n/a"},  # not all numbers: a figure, not a column
+        "empty": {},
+        "labels": ["x1"],
+    }
+    table = per_word_table(figures, {"X": ["x1"], "B": ["b1"]})
+    assert table == {"scores": [{"set": "X", "item": "x1", "cos": 0.25}, {"set": "B", "item": "b1", "cos": 1.0}]}
+    assert per_word_table({"gap": 0.5, "notes": {"x": "a"}}, {"X": ["x"]}) == {}

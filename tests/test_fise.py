@@ -542,3 +542,100 @@ def test_valence_and_positive_share_per_quadrant_by_hand(tmp_path: Path) -> None
         else:
             assert q[name]["valence"] is None and q[name]["positive_share"] is None and q[name]["top"] == []
     assert q["male poor"]["positive_share"] == 1.0 and q["female poor"]["positive_share"] == 0.0
+
+
+def test_a_stimulus_is_a_word_a_phrase_or_a_list_of_words() -> None:
+    """Every other value in a list of traits (or of an axis's or the affect's words) is a problem
+    naming its place; a one-word list is that word."""
+    from bias.core.data.fise_tests import check
+
+    good = {"kind": "fise", "language": "it", "bias_type": "gender", "source": "written for this test", "licence": "CC0-1.0", "axes": AXES}
+    bad = [5, {"a": "b"}, [], ["calmo", "  "], ["calma", 3], "  ", None]
+    problems = check({**good, "traits": ["t1", "t2a", ["t2a"], ["t2a", "t2b"], *bad]}, "x.toml")
+    errors = {p.field: p.message for p in problems if p.severity == "error"}
+    assert set(errors) == {f"traits[{i}]" for i in range(4, 4 + len(bad))}
+    assert all(m.endswith("is not a word, phrase or list of variants") for m in errors.values())
+    for value in ("t1", [], None, {"t1": 1}):  # a list of words, not a word or a table
+        (problem,) = [p for p in check({**good, "traits": value}, "x.toml") if p.field == "traits"]
+        assert problem.message.startswith("missing or empty: give a list of words")
+    # "t2a" and ["t2a"] are one stimulus: the second is a repeat
+    assert [(p.field, p.message, p.severity) for p in problems if p.severity != "error"] == [("traits[2]", "'t2a' repeats item 1 (dropped)", "warning")]
+
+
+def test_axes_and_affect_must_have_the_shape_of_a_fise_test() -> None:
+    from bias.core.data.fise_tests import check
+
+    good = {"kind": "fise", "language": "it", "bias_type": "gender", "source": "written for this test", "licence": "CC0-1.0", "axes": AXES}
+
+    def errors(**fields) -> dict[str, str]:
+        return {p.field: p.message for p in check({**good, **fields}, "x.toml") if p.severity == "error"}
+
+    assert errors() == {} and errors(affect={"positive": ["v1"], "negative": ["n1"]}) == {}
+    three = {**AXES, "age": {"young": ["a1"], "old": ["a2"]}}
+    assert errors(axes=three) == {}  # more than two axes: the metric picks two
+    at_least_two = "give at least two axes, each a table of two groups, e.g. gender = { male = [...], female = [...] }"
+    for axes in ({"gender": AXES["gender"]}, [AXES["gender"], AXES["class"]], "gender"):
+        assert errors(axes=axes) == {"axes": at_least_two}
+    two_groups = "an axis has exactly two groups (the positive end first)"
+    for groups in (["m1", "f1"], {"male": ["m1"]}, {"male": ["m1"], "female": ["f1"], "other": ["t1"]}):
+        assert errors(axes={**AXES, "gender": groups}) == {"axes.gender": two_groups}
+    assert set(errors(axes={**AXES, "class": {"rich": [], "poor": "p1"}})) == {"axes.class.rich", "axes.class.poor"}
+    table = "a table with `positive` and `negative` word lists"
+    for affect in ({"positive": ["v1"]}, {"positive": ["v1"], "negative": ["n1"], "neutral": ["t1"]}, ["v1", "n1"]):
+        assert errors(affect=affect) == {"affect": table}
+    assert set(errors(affect={"positive": [], "negative": ["n1", 3]})) == {"affect.positive", "affect.negative[1]"}
+
+
+def test_framework_affect_and_trait_files_are_read_as_written(tmp_path: Path) -> None:
+    from bias.core.data.fise_tests import read_affect, read_traits
+    from bias.core.errors import BiasError
+
+    affect = tmp_path / "affect.csv"
+    # a blank line, a row with a positive word only, a row with a negative word only, spaces around words
+    affect.write_text("positive,negative\nv1 , n1\n\nv2\n,n2\n", encoding="utf-8")
+    assert read_affect(affect) == (["v1", "v2"], ["n1", "n2"])
+    affect.write_text("pos,neg\nv1,n1\n", encoding="utf-8")  # one row is enough
+    assert read_affect(affect) == (["v1"], ["n1"])
+    affect.write_text("pos,neg\nv1\n,n2\n", encoding="utf-8")  # the header gives the columns, not the first row
+    assert read_affect(affect) == (["v1"], ["n2"])
+    for content in ("pos,neg\n", "pos\nv1\n", ""):
+        affect.write_text(content, encoding="utf-8")
+        with pytest.raises(BiasError, match="expected a header and rows of two columns"):
+            read_affect(affect)
+    for content in ("pos,neg\nv1,\n", "pos,neg\n,n1\n"):
+        affect.write_text(content, encoding="utf-8")
+        with pytest.raises(BiasError, match="the positive or the negative column is empty"):
+            read_affect(affect)
+    traits = tmp_path / "traits.txt"
+    traits.write_text("# a comment\n\ncalmo\n['calmo', 'calma']\n[\"allegro\", \"allegra\"]\n  gentile  \n", encoding="utf-8")
+    assert read_traits(traits) == ["calmo", ("calmo", "calma"), ("allegro", "allegra"), "gentile"]
+    traits.write_text("# only a comment\n\n", encoding="utf-8")
+    with pytest.raises(BiasError, match="no traits found"):
+        read_traits(traits)
+    traits.write_text("calmo\n['calmo', 3]\n", encoding="utf-8")
+    with pytest.raises(BiasError, match="line 2: \"\\['calmo', 3\\]\" is not a list of words"):
+        read_traits(traits)
+
+
+def test_a_framework_fise_file_is_recognised_by_its_shape(tmp_path: Path) -> None:
+    from bias.core.data.fise_tests import axes_from_json, looks_like_fise
+    from bias.core.errors import BiasError
+
+    assert looks_like_fise(AXES) and looks_like_fise({"gender": {"male": [], "female": ["f1"]}})
+    not_fise = [
+        {},
+        [AXES],
+        "gender",
+        {**AXES, "notes": "x"},  # every value must be an axis
+        {**AXES, "age": {"young": ["a1"], "old": ["a2"], "middle": ["a3"]}},  # of exactly two groups
+        {**AXES, "age": {"young": ["a1"]}},
+        {**AXES, "age": {"young": "a1", "old": ["a2"]}},  # each a list of words
+    ]
+    for data in not_fise:
+        assert not looks_like_fise(data), data
+    path = tmp_path / "axes.json"
+    path.write_text(json.dumps(AXES), encoding="utf-8")
+    assert axes_from_json(path) == AXES
+    path.write_text(json.dumps([AXES]), encoding="utf-8")
+    with pytest.raises(BiasError, match="expected a JSON object of axes"):
+        axes_from_json(path)

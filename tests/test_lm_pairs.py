@@ -298,3 +298,131 @@ def test_a_pair_metric_is_a_scoring_method_and_a_measure() -> None:
     refused = MeanGap().compute(FakeLM(), pairs(("a b", "b a")), seed=None)
     assert refused.status == "refused" and refused.reason == "no gap" and refused.figures == {"gap": 0.0}
     assert MeanGap.requires_any == frozenset({Capability.MASKED_LM, Capability.CAUSAL_LM}) and MeanGap.data_kind == "pairs"
+
+
+# -- edge cases of the model probes, the alignment and the bookkeeping ------------------------------
+
+
+def test_a_model_that_offers_nothing_is_told_so() -> None:
+    with pytest.raises(BiasError) as err:
+        lm_mode(FakeLM(frozenset()), "crows")
+    assert "the model fake:fake offers nothing." in err.value.message
+
+
+class TableTokenizer(FakeLM):
+    """A tokenizer given as a table: text -> token ids (no special tokens; empty for unknown text)."""
+
+    def __init__(self, table: dict[str, tuple[int, ...]]) -> None:
+        super().__init__()
+        self.table = table
+
+    def tokenize(self, texts: Sequence[str]) -> list[Tokens]:
+        return [Tokens(self.table.get(t, ()), ((0, len(t)),) * len(self.table.get(t, ())), (False,) * len(self.table.get(t, ()))) for t in texts]
+
+
+@pytest.mark.parametrize(
+    ("table", "uncased"),
+    [
+        ({"A": (2,), "a": (2,), "Z": (8,), "z": (8,)}, True),  # both capitals mapped to their small letters
+        ({"A": (2,), "a": (2,), "Z": (7,), "z": (8,)}, False),  # Z kept apart
+        ({"A": (1,), "a": (2,), "Z": (8,), "z": (8,)}, False),  # A kept apart
+        ({"A": (2,), "a": (2,), "Z": (2,), "z": (2,)}, True),
+        ({"Z": (8,), "z": (8,)}, False),  # A and a give no token: nothing to tell
+    ],
+)
+def test_lowercasing_is_decided_from_both_letter_pairs(table, uncased: bool) -> None:
+    assert decide_lowercase(TableTokenizer(table), "auto") is uncased
+
+
+def test_truncation_counts_only_real_text_tokens() -> None:
+    """A special token's span, or a token that covers no character, does not show that the end of
+    the text was read."""
+    text = "a b c"
+    special_at_end = Tokens((0, 2, 1), ((0, 0), (0, 1), (4, 5)), (True, False, True))
+    empty_at_end = Tokens((0, 2, 7, 1), ((0, 0), (0, 1), (5, 5), (0, 0)), (True, False, False, True))
+    assert is_truncated(text, special_at_end) and is_truncated(text, empty_at_end)
+    whole = Tokens((0, 2, 7, 1), ((0, 0), (0, 1), (4, 5), (0, 0)), (True, False, False, True))
+    assert not is_truncated(text, whole)
+
+
+def test_a_token_special_on_either_side_is_never_shared() -> None:
+    a = Tokens((0, 2, 3, 1), ((0, 0), (0, 1), (2, 3), (0, 0)), (True, False, False, True))
+    b = Tokens((0, 2, 4, 1), ((0, 0), (0, 0), (2, 3), (0, 0)), (True, True, False, True))  # id 2 special in b only
+    assert align(a, b) == ((), (), (1, 2), (2,))
+
+
+def test_long_sentences_are_aligned_exactly_not_by_difflibs_popularity_heuristic() -> None:
+    """difflib's autojunk treats a token making up more than 1% of a 200+ token sequence as junk,
+    which would leave a long sentence of common words with nothing shared (here no special token
+    anchors the match either, as with GPT-2's tokenizer)."""
+    more = " ".join(["a"] * 150 + ["b"] + ["c"] * 60)
+    less = " ".join(["a"] * 150 + ["d"] + ["c"] * 60)
+    lm = BosLM(frozenset({Capability.CAUSAL_LM}), limit=1000)
+    (found,), skipped = prepare_pairs(lm, pairs((more, less)), lowercase=False)
+    assert not skipped
+    expected_shared = tuple(range(150)) + tuple(range(151, 211))  # every word but the 151st
+    assert found.shared_more == found.shared_less == expected_shared
+    assert found.modified_more == found.modified_less == (150,)
+
+
+def test_a_cut_sentence_is_named_by_its_own_pair_and_side() -> None:
+    data = pairs(("a b", "a c"), ("a b c d e f a b", "a b"))
+    with pytest.raises(BiasError) as err:
+        prepare_pairs(FakeLM(limit=6), data, lowercase=False)
+    assert err.value.message.startswith("fake-pairs: pair 1 (line 3): the sentence `more` is longer than the model's limit of 6 tokens")
+    with pytest.raises(BiasError) as err:
+        prepare_pairs(FakeLM(limit=6), pairs(("a b", "a c"), ("a b", "a b c d e f a b")), lowercase=False)
+    assert err.value.message.startswith("fake-pairs: pair 1 (line 3): the sentence `less` is longer than the model's limit of 6 tokens")
+
+
+def test_a_sequence_with_no_position_asks_the_model_nothing() -> None:
+    from bias.core.pair_metrics.scoring import masked_sums
+
+    lm = FakeLM()
+    toks = lm.tokenize(["a b", "a c"])
+    got = masked_sums(lm, toks, [[], [1]])
+    assert got[0].shape == (0,) and got[1].tolist() == pytest.approx([-0.21])
+    assert [r.positions for r in lm.masked_calls[0]] == [(1,)]
+    assert masked_sums(lm, toks, [[], []])[1].shape == (0,) and len(lm.masked_calls) == 1  # no call at all
+
+
+class BosLM(FakeLM):
+    """A causal LM without special tokens: with a start token every token scores -id/10 - 0.5, without
+    it -id/10 and the first token is not scored (NaN)."""
+
+    def tokenize(self, texts: Sequence[str]) -> list[Tokens]:
+        return [Tokens(t.ids[1:-1], t.offsets[1:-1], t.special[1:-1]) for t in super().tokenize(texts)]
+
+    def token_log_probs(self, sequences, *, attention=False, start=True) -> list[TokenScores]:
+        out = []
+        for ids in sequences:
+            lp = -np.array(ids, dtype=np.float64) / 10 - (0.5 if start else 0.0)
+            if not start:
+                lp[0] = np.nan
+            out.append(TokenScores(lp, None, "bos" if start else "none"))
+        return out
+
+
+def test_bos_first_token_takes_the_first_token_with_bos_and_the_rest_without() -> None:
+    lm = BosLM(frozenset({Capability.CAUSAL_LM}))
+    data = pairs(("a b c", "a d c"))
+    rolling = score_pairs(lm, data, method="pll", metric="crows", causal_start="bos")
+    # a b c: ids 2, 3, 4
+    assert rolling.more == pytest.approx([-(0.2 + 0.3 + 0.4) - 3 * 0.5]) and rolling.counted_more == (3,)
+    first = score_pairs(lm, data, method="pll", metric="crows", causal_start="bos-first-token")
+    assert first.more == pytest.approx([-(0.2 + 0.5) - 0.3 - 0.4]) and first.less == pytest.approx([-(0.2 + 0.5) - 0.5 - 0.4])
+    assert first.counted_more == first.counted_less == (3,)
+    assert first.convention["causal_start"] == "bos"  # what the first token saw
+    assert first.convention["causal_context"].startswith("only the first token conditioned on BOS")
+
+
+def test_counts_and_scores_are_split_by_side_for_every_pair() -> None:
+    data = pairs(("a b e c", "a d c"), ("a b", "a c"), ("b e f", "b d"))
+    scores = score_pairs(FakeLM(), data, method="sss", metric="sss")
+    # modified tokens: (b e | d), (b | c), (e f | d)
+    assert scores.counted_more == (2, 1, 2) and scores.counted_less == (1, 1, 1)
+    assert scores.more == pytest.approx([-(0.31 + 0.61) / 2, -0.31, -(0.61 + 0.71) / 2])
+    assert scores.less == pytest.approx([-0.51, -0.41, -0.51])
+    assert scores == score_pairs(FakeLM(), data, method="sss", metric="sss")  # compared by what was scored, never element-wise
+    nothing = score_pairs(FakeLM(), pairs(("a b", "a e b")), method="sss", metric="sss")
+    assert nothing.more.shape == nothing.less.shape == (0,) and nothing.counted_more == nothing.counted_less == ()

@@ -468,3 +468,187 @@ def test_mcnemar_without_items_or_discordant_pairs() -> None:
     assert (empty.statistic, empty.p_value) == (None, 1.0)
     assert mcnemar_counts(0, 0, exact=False) == (0.0, 1.0, "chi-square with continuity correction")
     assert mcnemar_counts(0, 0, exact=True) == (None, 1.0, "exact binomial")
+
+
+def test_cross_validation_is_the_default_below_two_hundred_texts_only(files) -> None:
+    for n, folds in ((199, 5), (200, 1)):
+        data = write_csv(files["folder"] / f"reviews_{n}.csv", reviews(n, seed=7))
+        result = probe(files["model"], data)
+        assert result.ok and result.convention["folds"] == folds, n
+        assert result.figures["n"] == (n if folds == 5 else 40)  # every text, or the 20% held out
+
+
+# --- what the record says, checked against the predictions it lists ------------------------------
+
+
+def test_parameter_defaults_bounds_and_how_the_value_is_shown() -> None:
+    from bias.plugins.metrics.probe import Probe
+
+    p = Probe()
+    assert (p.pooling, p.layer, p.test_size, p.folds, p.C, p.max_iter, p.standardize, p.mode) == (None, None, 0.2, 0, 1.0, 2000, True, "probe")
+    assert (p.epochs, p.learning_rate, p.train_batch_size, p.max_length) == (3, 5e-5, 16, 128)
+    assert (Probe.value_label, Probe.value_signed, Probe.value_digits, Probe.value_reference) == ("accuracy", False, 3, None)
+    smallest = Probe(max_iter=1, epochs=1, train_batch_size=1, max_length=2, folds=0, pooling="mean", test_size=0.5)
+    assert (smallest.max_iter, smallest.epochs, smallest.train_batch_size, smallest.max_length) == (1, 1, 1, 2)
+    for bad in ({"max_iter": 0}, {"epochs": 0}, {"train_batch_size": 0}, {"max_length": 1}, {"folds": -1}, {"pooling": "max"}):
+        with pytest.raises(BiasError, match=next(iter(bad))):
+            Probe(**bad)
+    for size in (True, "0.2", 0, 0.0, 1, 1.0, 1.5, -0.1):
+        with pytest.raises(BiasError, match="test_size must be a share between 0 and 1"):
+            Probe(test_size=size)
+
+
+def test_the_default_pooling_follows_the_kind_of_model_and_cls_is_unfit_for_static_vectors() -> None:
+    from bias.core.interfaces import Capability
+    from bias.plugins.metrics.probe import Probe, sentence_pooling
+
+    class Model:
+        def __init__(self, static, *have):
+            self.static, self.have = static, frozenset(have)
+
+        def available(self):
+            return self.have
+
+    masked, causal = Capability.MASKED_LM, Capability.CAUSAL_LM
+    assert sentence_pooling(None, Model(True, causal)) == "mean"
+    assert sentence_pooling(None, Model(False, causal)) == "last"
+    assert sentence_pooling(None, Model(False, masked, causal)) == "cls"  # a masked LM that also scores sequences
+    assert sentence_pooling(None, Model(False, masked)) == "cls" and sentence_pooling(None, Model(False)) == "cls"
+    assert sentence_pooling("first", Model(True)) == "first"
+    static, encoder = Model(True), Model(False)
+    assert "static vectors have not" in Probe(pooling="cls").unfit(static)
+    assert Probe(pooling="mean").unfit(static) is None and Probe().unfit(static) is None
+    assert Probe(pooling="cls").unfit(encoder) is None
+
+
+class Encodings:
+    """A model whose sentence vectors are given by a function of the text, its calls recorded."""
+
+    name, spec, static = "encodings", "encodings:memory", False
+
+    def __init__(self, vector, facts=None, rows=None):
+        self.vector, self.facts, self.rows, self.calls = vector, facts or {}, rows, []
+
+    def describe(self):
+        return dict(self.facts)
+
+    def available(self):
+        from bias.core.interfaces import Capability
+
+        return frozenset({Capability.CONTEXTUAL, Capability.MASKED_LM})
+
+    def encode(self, texts, spans=None, **kwargs):
+        self.calls.append((list(texts), kwargs))
+        vectors = [self.vector(t) for t in texts]
+        return np.array(vectors[: self.rows] if self.rows is not None else vectors, dtype=np.float64)
+
+
+def labelled(tmp_path: Path, counts: dict[str, int]):
+    """Texts "a text 0", "a text 1", ... labelled by their first letter, built in memory (a loaded
+    file must hold two texts per label; a set built by a program need not)."""
+    from bias.core.data.labelled_texts import LabelledText, LabelledTexts
+    from bias.core.model import WordSetMeta
+
+    meta = WordSetMeta("texts", "labelled-texts", "en", "sentiment")
+    return LabelledTexts(meta, tuple(LabelledText(f"{label} text {i}", label, i + 2) for label, n in counts.items() for i in range(n)))
+
+
+def test_folds_by_default_and_the_refusal_of_too_many_folds(tmp_path: Path) -> None:
+    from bias.plugins.metrics.probe import Probe
+
+    model = Encodings(lambda t: [1.0 if t.startswith("a") else -1.0, float(len(t))])
+    for counts, folds in (({"a": 2, "b": 10}, 2), ({"a": 3, "b": 10}, 3), ({"a": 9, "b": 10}, 5)):
+        result = Probe(pooling="mean").compute(model, labelled(tmp_path, counts), seed=1)
+        assert result.ok and result.convention["folds"] == folds and result.figures["n"] == sum(counts.values())
+        assert result.convention["evaluation"].startswith(f"stratified {folds}-fold cross-validation")
+        assert result.convention["test_size"] is None
+    asked = Probe(pooling="mean", folds=2).compute(model, labelled(tmp_path, {"a": 2, "b": 3}), seed=1)
+    assert asked.ok and asked.convention["folds"] == 2  # as many texts as folds is enough
+    one = Probe(pooling="mean", folds=2).compute(model, labelled(tmp_path, {"a": 5, "b": 1}), seed=1)
+    assert one.status == "refused"
+    assert one.reason == "label 'b' has 1 text(s), fewer than the 2 folds asked for; use --param folds=1 or more texts"
+    two = Probe(pooling="mean", folds=3).compute(model, labelled(tmp_path, {"a": 2, "b": 5}), seed=1)
+    assert two.reason == "label 'a' has 2 text(s), fewer than the 3 folds asked for; use --param folds=2"
+    single = Probe(pooling="mean", folds=1, test_size=0.25).compute(model, labelled(tmp_path, {"a": 8, "b": 8}), seed=1)
+    assert single.convention["test_size"] == 0.25 and single.convention["folds"] == 1 and single.figures["n"] == 4
+    unseeded = Probe(pooling="mean").compute(model, labelled(tmp_path, {"a": 9, "b": 10}), seed=None)
+    seeded = Probe(pooling="mean").compute(model, labelled(tmp_path, {"a": 9, "b": 10}), seed=0)
+    assert unseeded.convention["seed"] == 0 and unseeded.figures["predictions"] == seeded.figures["predictions"]
+
+
+def test_texts_without_a_finite_vector_are_counted_and_refused(tmp_path: Path) -> None:
+    from bias.plugins.metrics.probe import Probe
+
+    data = labelled(tmp_path, {"a": 5, "b": 5})
+    # two texts with one non-finite dimension each, one with two
+    broken = {"a text 1": [np.nan, 0.0], "b text 2": [0.0, np.inf], "b text 3": [np.nan, np.nan]}
+    result = Probe(pooling="mean").compute(Encodings(lambda t: broken.get(t, [1.0, 2.0])), data, seed=0)
+    assert result.status == "refused" and result.reason == "3 text(s) got a vector that is not finite"
+
+
+def test_layer_and_pooling_are_sent_and_recorded_and_a_wrong_answer_is_an_error(tmp_path: Path) -> None:
+    from bias.plugins.metrics.probe import Probe
+
+    data = labelled(tmp_path, {"a": 5, "b": 5})
+    model = Encodings(lambda t: [1.0 if t.startswith("a") else -1.0, float(len(t))], facts={"layer": -1})
+    default = Probe(pooling="first").compute(model, data, seed=0)
+    assert model.calls[-1] == ([f"{k} text {i}" for k in "ab" for i in range(5)], {"pooling": "first"})
+    assert default.convention["layer"] == -1 and default.convention["pooling"] == "first"  # the model's own layer
+    asked = Probe(pooling="first", layer=2).compute(model, data, seed=0)
+    assert model.calls[-1][1] == {"pooling": "first", "layer": 2} and asked.convention["layer"] == 2
+    static = Probe(pooling="mean").compute(Encodings(model.vector), data, seed=0)
+    assert static.convention["layer"] == "none (static word vectors)"
+    assert static.convention["classifier"] == "logistic regression (scikit-learn, lbfgs), dimensions standardised on the training part, C=1.0"
+    assert static.convention["encodings"] == "frozen sentence vectors of the model (no fine-tuning)" and static.convention["mode"] == "probe"
+    with pytest.raises(BiasError, match=r"returned \(9, 2\) vectors for 10 texts"):
+        Probe(pooling="mean").compute(Encodings(model.vector, rows=9), data, seed=0)
+
+
+def _by_hand(rows: list[dict], names: list[str]) -> dict:
+    """Accuracy, baseline, confusion and per-label figures from the listed predictions, by the
+    textbook definitions (0 where a ratio has nothing to count)."""
+    n = len(rows)
+    correct = sum(r["label"] == r["predicted"] for r in rows)
+    confusion = {t: {p: sum(r["label"] == t and r["predicted"] == p for r in rows) for p in names} for t in names}
+    per_label = {}
+    for k in names:
+        tp = confusion[k][k]
+        fp = sum(confusion[t][k] for t in names) - tp
+        fn = sum(confusion[k].values()) - tp
+        precision = tp / (tp + fp) if tp + fp else 0.0
+        recall = tp / (tp + fn) if tp + fn else 0.0
+        f1 = 2 * tp / (2 * tp + fp + fn) if tp + fp + fn else 0.0
+        per_label[k] = {"precision": precision, "recall": recall, "f1": f1, "support": tp + fn}
+    baseline = max(sum(r["label"] == k for r in rows) for k in names) / n
+    return {"n": n, "correct": correct, "accuracy": correct / n, "confusion": confusion, "per_label": per_label,
+            "macro_f1": sum(v["f1"] for v in per_label.values()) / len(names), "baseline": baseline}
+
+
+def test_the_figures_are_those_of_the_predictions_listed(tmp_path: Path) -> None:
+    """Three labels, one of them too rare to be held out: every figure recomputed from the rows."""
+    from bias.plugins.metrics.probe import Probe
+
+    data = labelled(tmp_path, {"a": 14, "b": 14, "c": 2})
+    signal = {"a": 1.0, "b": -1.0, "c": 0.0}
+    rng = np.random.default_rng(3)
+    noise = {f"{k} text {i}": rng.normal(size=2) for k in "abc" for i in range(14)}
+    model = Encodings(lambda t: [0.6 * signal[t[0]] + noise[t][0], noise[t][1]])
+    result = Probe(pooling="mean", folds=1, test_size=0.2).compute(model, data, seed=0)
+    rows = result.figures["predictions"]
+    names = ["a", "b", "c"]
+    assert result.figures["labels"] == names
+    held = {r["label"] for r in rows}
+    assert "c" not in held and "c" not in {r["predicted"] for r in rows}  # the rare label: no support, never predicted
+    assert all(r["correct"] == (r["label"] == r["predicted"]) for r in rows)
+    hand = _by_hand(rows, names)
+    assert 0 < hand["correct"] < hand["n"] and hand["accuracy"] > hand["baseline"]  # some right, some wrong
+    f = result.figures
+    assert (f["n"], f["correct"], f["confusion"], f["baseline"]) == (hand["n"], hand["correct"], hand["confusion"], hand["baseline"])
+    assert f["accuracy"] == result.effect_size == pytest.approx(hand["accuracy"]) and f["macro_f1"] == pytest.approx(hand["macro_f1"])
+    assert {k: pytest.approx(v) for k, v in hand["per_label"].items()} == f["per_label"]
+    assert result.warnings == []  # better than always answering the most common label
+    # constant vectors: every text gets the most common label of its training part, as often right as the baseline
+    flat = Probe(pooling="mean", folds=1, test_size=0.2).compute(Encodings(lambda t: [0.0, 0.0]), data, seed=0)
+    hand = _by_hand(flat.figures["predictions"], names)
+    assert hand["accuracy"] == hand["baseline"] == flat.effect_size
+    assert flat.warnings == [f"accuracy {hand['accuracy']:.3f} is no better than always answering the most common label ({hand['baseline']:.3f})"]

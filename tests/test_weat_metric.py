@@ -313,6 +313,43 @@ def test_defaults_follow_the_reference_convention():
         100_000,
         0.2,
     )
+    assert (metric.bootstrap, metric.ci_level, metric.ci_method, metric.ties, metric.duplicates) == (2000, 0.95, "bca", "counted", "drop")
+    assert Weat(permutations=1).permutations == 1  # the smallest sampled test is allowed
+
+
+def test_cost_is_the_permutation_test_plus_the_bootstrap():
+    from bias.core.runs.budget import bootstrap_cost, permutation_cost
+
+    words, _ = make_case(30, 30, 8, 9)
+    metric = Weat(permutations=50_000, bootstrap=3000)
+    cost = metric.cost(make_test(words))
+    parts = [permutation_cost(30, 30, 50_000, 100_000), bootstrap_cost({"X": 30, "Y": 30, "A": 8, "B": 9}, 3000)]
+    assert cost.seconds == pytest.approx(parts[0].seconds + parts[1].seconds) and parts[1].seconds > 0
+    assert cost.causes == parts[0].causes + parts[1].causes
+
+
+def test_words_built_from_sub_words_are_recorded_and_warned_about():
+    @attrs.define
+    class SubWordEmbedder(DictEmbedder):
+        def word_vectors(self, words: Sequence[str]) -> WordVectors:
+            found = super().word_vectors(words)
+            return attrs.evolve(found, approximated=tuple(w for w in found.words if w in ("x1", "b0")))
+
+    words, table = make_case(6, 6, seed=2)
+    result = Weat(bootstrap=0).compute(SubWordEmbedder(table=table), make_test(words), seed=0)
+    assert result.status == OK and result.approximated == {"X": ["x1"], "B": ["b0"]}
+    assert "2 word(s) had no vector of their own and were built from sub-words" in result.warnings
+
+
+def test_the_comparison_recorded_names_what_the_p_value_counts():
+    words, table = make_case(5, 5, seed=3)
+    embedder, data = DictEmbedder(table=table), make_test(words)
+    exact = Weat(bootstrap=0).compute(embedder, data, seed=0).convention
+    sampled = Weat(bootstrap=0, exact_limit=0, permutations=100).compute(embedder, data, seed=0).convention
+    strict = Weat(bootstrap=0, ties="strict").compute(embedder, data, seed=0).convention
+    assert exact["comparison"] == ">= (the observed partition is among the N)" and exact["method"] == "exact"
+    assert sampled["comparison"] == ">= (the observed statistic adds 1)" and sampled["method"] == "sampled"
+    assert strict["comparison"] == "> (the observed partition is among the N)"
 
 
 # --------------------------------------------------------------------------------------------------

@@ -144,7 +144,7 @@ def encode_contexts(
     if vectors.ndim != 2 or vectors.shape[0] != len(unique):
         raise BiasError(f"Embedder '{embedder.name}' returned {vectors.shape} vectors for {len(unique)} texts.")
     row = {k: i for i, k in enumerate(unique)}
-    return vectors[[row[k] for k in keys]] if keys else vectors.reshape(0, vectors.shape[1] if vectors.ndim == 2 else 0)
+    return vectors[[row[k] for k in keys]]  # no key: (0, width)
 
 
 def template_request(name: str | None, language: str) -> InputRequest:

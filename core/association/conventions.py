@@ -135,7 +135,7 @@ def association_result(
         )
     repeats = data.repeats() if hasattr(data, "repeats") else {}
     if repeats:
-        how = "kept (each copy counts)" if getattr(metric, "duplicates", "drop") == "keep" else "dropped (counted once)"
+        how = "kept (each copy counts)" if metric.duplicates == "keep" else "dropped (counted once)"
         listed = "; ".join(f"{key}: " + ", ".join(f"{w} x{n}" for w, n in found.items()) for key, found in repeats.items())
         warnings.append(f"repeated stimuli {how}: {listed}")
     if base["approximated"]:
@@ -186,7 +186,7 @@ def association_result(
             f"of the {'enumerated' if test.method == 'exact' else 'sampled'} null statistics, same alternative; "
             "for comparison only, p_value is the permutation p",
             **({"case": metric.case} if hasattr(metric, "case") else {}),  # SEAT looks no word up
-            "duplicates": getattr(metric, "duplicates", "drop"),
+            "duplicates": metric.duplicates,
             **({"bootstrap": "stimuli resampled within X, Y, A and B"} if ci else {}),
         },
         warnings=warnings,
@@ -201,18 +201,18 @@ def _bootstrap_figures(metric: AssociationConventions, matrices: Mapping[str, np
     resamples of a 25 x 25 test take milliseconds (benchmarks/bench_bootstrap.py)."""
     from bias.core.statistics import bootstrap
 
-    resamples = getattr(metric, "bootstrap", 0)
+    resamples = metric.bootstrap
     if not resamples:
         return {}
     if seed is None:  # unseeded runs still record the seed that reproduces their interval
-        seed = int(np.random.SeedSequence().entropy % (2**32))
+        seed = stats.fresh_seed()
     blocks = bootstrap.cosine_blocks(matrices["X"], matrices["Y"], matrices["A"], matrices["B"])
     interval = bootstrap.association_ci(
         *blocks,
         ddof=metric.ddof,
         resamples=resamples,
         seed=seed,
-        level=getattr(metric, "ci_level", 0.95),
-        method=getattr(metric, "ci_method", "bca"),
+        level=metric.ci_level,
+        method=metric.ci_method,
     )
     return {**interval.figures(), "ci_seed": seed}

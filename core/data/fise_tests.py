@@ -28,7 +28,7 @@ from typing import Any, Union
 import attrs
 
 from bias.core.errors import BiasError
-from bias.core.model import FISE, WordSetMeta
+from bias.core.model import WordSetMeta
 from bias.core.data.wordsets import Problem, check_meta, meta_of, raise_on_errors
 from bias.core.text import shown
 from bias.core.data.wordsets import read_json, read_text
@@ -91,10 +91,9 @@ def _stimulus(value: Any) -> Stimulus | None:
     return None
 
 
-def _check_list(value: Any, file: str, field: str, problems: list[Problem], required: bool = True) -> None:
+def _check_list(value: Any, file: str, field: str, problems: list[Problem]) -> None:
     if not isinstance(value, list) or not value:
-        if required or value is not None:
-            problems.append(Problem(file, field, "missing or empty: give a list of words (a word may be a list of variants)"))
+        problems.append(Problem(file, field, "missing or empty: give a list of words (a word may be a list of variants)"))
         return
     seen: dict[Stimulus, int] = {}
     for i, item in enumerate(value):
@@ -148,9 +147,7 @@ def build(data: dict[str, Any], name: str, path: str) -> FiseTest:
         (first, first_words), (second, second_words) = list(groups.items())
         axes.append(Axis(str(axis_name), str(first), str(second), _stimuli(first_words), _stimuli(second_words)))
     affect = data.get("affect") or {}
-    meta = meta_of(data, path, name)
-    if meta.kind != FISE:
-        meta = attrs.evolve(meta, kind=FISE)
+    meta = meta_of(data, path, name)  # of kind fise: the kind's handler is chosen by it
     return FiseTest(meta, tuple(axes), _stimuli(data.get("traits")), _stimuli(affect.get("positive")), _stimuli(affect.get("negative")))
 
 

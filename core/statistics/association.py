@@ -29,6 +29,12 @@ TIES = ("counted", "strict")  # S_i >= S (the observed partition counts), or S_i
 _CHUNK_ELEMENTS = 131_072  # keys per chunk of sampled permutations: 1 MiB, so a chunk stays in the CPU cache
 
 
+def fresh_seed() -> int:
+    """A seed for a run given none: drawn from the system's entropy over the whole 32-bit range and
+    recorded with the result, so that the run can be repeated exactly."""
+    return int(np.random.SeedSequence().entropy % (2**32))
+
+
 def unit_rows(matrix: np.ndarray) -> np.ndarray:
     m = np.asarray(matrix, dtype=np.float64)
     norms = np.linalg.norm(m, axis=1, keepdims=True)
@@ -121,7 +127,7 @@ def permutation_test(
         p = hits / count
         method, evaluated, used_seed = "exact", count, None
     else:
-        used_seed = seed if seed is not None else int(np.random.SeedSequence().entropy % (2**32))
+        used_seed = seed if seed is not None else fresh_seed()
         # The null distribution is never held whole: each chunk is counted and folded into running
         # moments (Chan et al.'s pairwise update), so memory stays bounded for any --permutations.
         hits, n_seen, mean, m2 = 0, 0, 0.0, 0.0
