@@ -209,17 +209,14 @@ def test_the_pooling_used_follows_the_level_and_the_kind_of_model() -> None:
     assert [resolve_pooling(None, "word", e) for e in (encoder, causal, both, static)] == ["target-mean", "target-last", "target-mean", "target-mean"]
     assert resolve_pooling("first", "sentence", causal) == "first" and resolve_pooling("mean", "sentence", encoder) == "mean"
     assert resolve_pooling("first", "word", causal) == "target-first" and resolve_pooling("target-last", "word", encoder) == "target-last"
-    # without a `static` flag, a fixed vocabulary (its own all_vectors) is what marks static vectors
-    unflagged = EncoderLike(have=CAUSAL, static=None)
-    assert resolve_pooling(None, "sentence", unflagged) == "last"
-    assert resolve_pooling(None, "sentence", TableEmbedder()) == "cls"  # neither flag nor vocabulary
+    # an embedder that does not answer `static` itself is static when it declares a fixed vocabulary
+    assert resolve_pooling(None, "sentence", TableEmbedder()) == "cls"  # word vectors, no vocabulary
 
     @attrs.define
-    class WithVocabulary(EncoderLike):
-        def all_vectors(self, limit=None):
-            raise AssertionError("never read")
+    class WithVocabulary(TableEmbedder):
+        capabilities: ClassVar[frozenset[Capability]] = frozenset({Capability.WORD_VECTORS, Capability.VOCABULARY})
 
-    assert resolve_pooling(None, "sentence", WithVocabulary(have=CAUSAL, static=None)) == "mean"
+    assert WithVocabulary().static and resolve_pooling(None, "sentence", WithVocabulary()) == "mean"
 
 
 def test_a_pooling_must_exist_and_fit_the_level() -> None:

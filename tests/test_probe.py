@@ -502,9 +502,18 @@ def test_the_default_pooling_follows_the_kind_of_model_and_cls_is_unfit_for_stat
     from bias.core.interfaces import Capability
     from bias.plugins.metrics.probe import Probe, sentence_pooling
 
-    class Model:
+    from bias.core.interfaces import Embedder
+
+    class Model(Embedder):
+        name, summary, location = "model", "a kind of model (tests only)", "memory"
+        capabilities = frozenset()
+
         def __init__(self, static, *have):
-            self.static, self.have = static, frozenset(have)
+            self._static, self.have = static, frozenset(have)
+
+        @property
+        def static(self):
+            return self._static
 
         def available(self):
             return self.have
