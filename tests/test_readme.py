@@ -36,6 +36,8 @@ ELSEWHERE = {
     "bias run examples/quickstart.toml@": "the full quickstart (100,000 permutations) is run by tests/test_quickstart.py",
     "bias run examples/robustness.toml@": "its 24 specifications are run by tests/test_robustness_example.py",
     "bias report examples/runs/robustness": "reads the run above (tests/test_robustness_example.py draws it)",
+    "bias run examples/agreement.toml@": "its 54 experiments on three layers of MiniLM are run by tests/test_agreement.py",
+    "bias report examples/runs/agreement": "reads the run above (tests/test_agreement.py prints its table)",
     "--executor ray": "starts a Ray instance (tests/test_ray_executor.py runs the executor)",
     "--ray-address auto": "joins a running Ray cluster",
 }
@@ -134,7 +136,7 @@ def test_every_documented_command_runs(tmp_path, capsys):
             print("  " + line)
     readme = [c for c in as_written if c.startswith("README.md")]
     assert len(readme) >= 28, "\n".join(readme)
-    assert len([c for c in passed_by if c.startswith("README.md")]) == 3
+    assert len([c for c in passed_by if c.startswith("README.md")]) == 5
     assert (home / "runs" / "2026-en" / "report.html").exists() and (home / "runs" / "after" / "compare.md").exists()
     assert (home / "runs" / "2026-en" / "results.tex").exists() and (home / "runs" / "2026-en" / "forest.png").exists()
     assert (home / "debiased" / "vectors.bin").exists()
