@@ -55,8 +55,8 @@ class Crows(PairMetric):
     )
 
     masked_score: str = param(
-        "pll", "masked LMs only: pll (Nangia et al.: the shared tokens, each masked in turn, summed) or bias-bench (the "
-        "modified tokens, each masked in turn, averaged, both scores rounded to 3 decimals, as bias-bench)",
+        "pll", "masked LMs: pll (Nangia et al.: shared tokens masked in turn, summed) or bias-bench (the differing "
+        "tokens masked in turn, averaged, rounded to 3 decimals)",
         validator=one_of(MASKED_SCORES),
     )
     causal_start: str = param(
