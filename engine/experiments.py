@@ -195,14 +195,14 @@ FILE_SUFFIXES = (
 
 
 def model_spec_in_file(spec: str, folder: Path) -> str:
-    """`NAME:LOCATION` with a relative LOCATION read against the experiment file's folder (options in
-    brackets kept as written)."""
+    """`NAME:LOCATION[OPTION=VALUE,...]` with a relative LOCATION, and relative files among the options
+    in brackets (`debias_lists`, ...), read against the experiment file's folder."""
     bare, options = split_options(spec)
     name, sep, location = bare.partition(":")
     if not sep:
         return spec
-    brackets = spec.strip()[len(bare.strip()):] if options else ""
-    return f"{name}:{relative_to_file(location.strip(), folder, hub_like=True)}{brackets}"
+    brackets = ",".join(f"{k}={v}" for k, v in paths_in_file(options, folder).items())
+    return f"{name}:{relative_to_file(location.strip(), folder, hub_like=True)}" + (f"[{brackets}]" if options else "")
 
 
 def paths_in_file(options: dict[str, Any], folder: Path) -> dict[str, Any]:

@@ -328,3 +328,18 @@ def test_model_spec_brackets_are_options_and_debiasing_is_its_own_value():
         ModelConfig("word2vec:v.bin", {"debias_lists": "l.toml"})
     with pytest.raises(BiasError, match="limit is given twice"):
         ModelConfig("word2vec:v.bin[limit=5]", {"limit": "6"})
+
+
+def test_files_in_a_spec_s_brackets_are_read_against_the_experiment_file(tmp_path):
+    from bias.engine.experiments import load_config
+
+    folder = tmp_path / "study"
+    folder.mkdir()
+    (folder / "v.bin").write_bytes(b"")
+    (folder / "lists.toml").write_text("", encoding="utf-8")
+    path = folder / "grid.toml"
+    path.write_text('models = ["word2vec:v.bin[debias=hard,debias_lists=lists.toml]"]\nwordsets = ["en/weat1"]\nmetrics = ["weat"]\n', encoding="utf-8")
+    experiments, _ = load_config(path)
+    model = experiments[0].model
+    assert model.parsed.location == str(folder / "v.bin")
+    assert model.debias is not None and model.debias.lists == str(folder / "lists.toml")
