@@ -64,9 +64,14 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
        for a, b in (("<", "<="), ("<", ">"), ("2", "3"), ("2", "1"), ("**", "*"), ("31", "32"), ("31", "30"))},
     ("core/statistics/association.py", "tol = 1e-12 * max(1.0,", "1.0", "0.0"): "the floor of 1 matters only for scores summing below 1, whose rounding errors are far below 1e-12 times their sum",
     ("core/statistics/association.py", "hits, n_seen, mean, m2 = 0, 0, 0.0, 0.0", "0.0", "1.0"): "the first chunk's update replaces the running mean whatever it was (its weight is 0)",
-    ("core/statistics/association.py", "return int(np.count_nonzero(null >= observed - tol))", ">=", ">"): _TIE,
-    ("core/statistics/association.py", "return int(np.count_nonzero(null <= observed + tol))", "<=", "<"): _TIE,
-    ("core/statistics/association.py", ">= abs(observed - center) - tol", ">=", ">"): _TIE,
+    **{("core/statistics/association.py", fragment, a, b): _TIE for fragment, a, b in (
+        ("null > observed + tol if strict else null >= observed - tol", ">", ">="),
+        ("null > observed + tol if strict else null >= observed - tol", ">=", ">"),
+        ("null < observed - tol if strict else null <= observed + tol", "<", "<="),
+        ("null < observed - tol if strict else null <= observed + tol", "<=", "<"),
+        ("distance > gap + tol if strict else distance >= gap - tol", ">", ">="),
+        ("distance > gap + tol if strict else distance >= gap - tol", ">=", ">"),
+    )},
     **{("core/statistics/association.py", "chunk = max(1, min(permutations, _CHUNK_ELEMENTS // n_total))", a, b): _CHUNKING
        for a, b in (("max", "min"), ("1", "2"), ("1", "0"), ("min", "max"), ("//", "/"))},
     ("core/statistics/association.py", "if spread <= 1e-12 * max(1.0,", "<=", "<"): _TIE,
