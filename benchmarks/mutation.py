@@ -101,6 +101,8 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
     ("core/statistics/bootstrap.py", "estimate = float(association_effects(*mats, *ones(1), ddof)[0])", "1", "2"): "two rows of the same full weights give the same estimate twice; the first is read",
     ("core/statistics/bootstrap.py", "    accel = 0.0", "0.0", "1.0"): "set for the percentile method only, which never reads the acceleration (BCa overwrites it)",
     ("core/reports/robustness.py", '(1 if name == "seed" else 0)', "1", "2"): "any positive offset sorts the seed after every other dimension",
+    ("core/reports/robustness.py", "label=kinds[0].scale_name", "0", "1"):
+        "the label's kinds[0].scale_name: every member of a curve has the curve's scale name (it is part of the curve's key)",
     ("core/statistics/multiple_testing.py", "if m == 0:", "0", "1"): "one p-value adjusts to min(1, p) = p, which the early return gives too",
     ("core/pair_metrics/scoring.py", '"causal_start": scores[0].context if scores else ""', "0", "1"):
         "one call gives every sequence with tokens the same start context, and every sentence that reaches a scorer has tokens: any of them names it",
