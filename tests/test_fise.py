@@ -682,3 +682,17 @@ def test_reports_show_the_value_as_a_signed_number_around_zero() -> None:
 
     shown = kind_of_class(Fise)  # a signed z around 0, two digits
     assert (shown.reference, shown.format(1.2345), shown.format(-0.5)) == (0.0, "+1.23", "-0.50")
+
+
+@pytest.mark.parametrize(("n", "k"), [(5, 2), (60, 1), (60, 23), (200, 199), (258, 143)])
+def test_the_smallest_keys_mask_is_the_subset_a_full_sort_picks(n: int, k: int) -> None:
+    """The sampled null picks each partition's first group as the k smallest of n uniform keys,
+    found by a partition instead of a sort: the same subsets as argsort, for short and long rows
+    (258 and 143: keys where a partition around another position than k - 1 leaves a wrong k-th key)."""
+    from bias.plugins.metrics.fise import _smallest_mask
+
+    keys = np.random.default_rng(n * 1000 + k).random((30, n))
+    expected = np.zeros((30, n))
+    for row, order in enumerate(np.argsort(keys, axis=1, kind="stable")):
+        expected[row, order[:k]] = 1.0
+    assert np.array_equal(_smallest_mask(keys, k), expected)
