@@ -639,3 +639,60 @@ def test_a_framework_fise_file_is_recognised_by_its_shape(tmp_path: Path) -> Non
     path.write_text(json.dumps([AXES]), encoding="utf-8")
     with pytest.raises(BiasError, match="expected a JSON object of axes"):
         axes_from_json(path)
+
+
+def test_contextual_words_are_encoded_alone_and_broken_vectors_are_lost(hand, tmp_path: Path) -> None:
+    """encoding = contextual: each word or phrase is one request, its span the whole text; a vector
+    with a non-finite component, or all zeros, counts as lost (a zero in one component does not)."""
+    from typing import ClassVar
+
+    import attrs
+
+    from bias.core.interfaces import Capability, Embedder
+
+    broken = {"t3": (np.nan, 2.0, 0.0), "t4": (0.0, 0.0, 0.0), "f2": (-2.0, np.inf, 0.0)}
+
+    @attrs.define
+    class Encoder(Embedder):
+        name: ClassVar[str] = "encoder"
+        summary: ClassVar[str] = "sentence encodings from a table (tests only)"
+        capabilities: ClassVar[frozenset[Capability]] = frozenset({Capability.CONTEXTUAL})
+        location: str = "memory"
+        spans: list = attrs.field(factory=list)
+
+        def encode(self, texts, spans=None, *, pooling="mean", layer=None):
+            self.spans.append((list(texts), list(spans), pooling))
+            return np.array([broken.get(t, VECTORS.get(t, (0.0, 0.0, 0.0))) for t in texts], dtype=np.float64)
+
+    _, test = hand
+    traits = tmp_path / "traits.txt"
+    traits.write_text("t1\nt3\nt4\n['t2a', 't2b']\n", encoding="utf-8")
+    encoder = Encoder()
+    result = build_metric("fise", traits=str(traits), encoding="contextual", lost_threshold=0.6).compute(encoder, test, seed=0)
+    assert result.ok and result.convention["encoding"] == "contextual"
+    (texts, spans, pooling), = encoder.spans
+    assert spans == [(0, len(t)) for t in texts] and pooling == "mean" and {"t1", "t3", "m2a", "f2"} <= set(texts)
+    assert result.lost == {"traits": ["t3", "t4"], "gender.female": ["f2"]}
+    assert [p[0] for p in result.figures["points"]] == ["t1", "t2a/t2b"]  # t1 = (1, 1, 0) is kept
+
+
+def test_reports_show_the_value_as_a_signed_number_around_zero() -> None:
+    from bias.core.reports.values import kind_of_class
+    from bias.plugins.metrics.fise import Fise
+
+    shown = kind_of_class(Fise)  # a signed z around 0, two digits
+    assert (shown.reference, shown.format(1.2345), shown.format(-0.5)) == (0.0, "+1.23", "-0.50")
+
+
+@pytest.mark.parametrize(("n", "k"), [(5, 2), (60, 1), (60, 23), (200, 199), (258, 143)])
+def test_the_smallest_keys_mask_is_the_subset_a_full_sort_picks(n: int, k: int) -> None:
+    """The sampled null picks each partition's first group as the k smallest of n uniform keys,
+    found by a partition instead of a sort: the same subsets as argsort, for short and long rows
+    (258 and 143: keys where a partition around another position than k - 1 leaves a wrong k-th key)."""
+    from bias.plugins.metrics.fise import _smallest_mask
+
+    keys = np.random.default_rng(n * 1000 + k).random((30, n))
+    expected = np.zeros((30, n))
+    for row, order in enumerate(np.argsort(keys, axis=1, kind="stable")):
+        expected[row, order[:k]] = 1.0
+    assert np.array_equal(_smallest_mask(keys, k), expected)

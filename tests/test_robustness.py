@@ -388,6 +388,7 @@ def test_a_specification_without_a_p_value_shows_a_dash():
     (["3", "12", "-1"], ["-1", "3", "12"]),  # numbers numerically
     (["10", "9", "cls"], ["9", "10", "cls"]),  # not all numbers: as text, in natural order (9 before 10)
     (["mean", "3", "cls"], ["3", "cls", "mean"]),
+    (["0.25", "mean", "0.5"], ["0.5", "0.25", "mean"]),  # not all numbers: natural order even for the numbers
 ])
 def test_the_choice_panel_orders_numbers_numerically_and_text_alphabetically(values, ordered):
     from bias.core.reports.robustness import _values
@@ -405,3 +406,34 @@ def test_write_robustness_makes_nested_folders_links_its_figure_and_may_write_ag
     assert f"]({figure.name})" in (folder / "robustness.md").read_text(encoding="utf-8")
     again, _ = write_robustness(report, folder, formats=("md", "png"))  # the folder exists now; one image format
     assert len(again) == len(found) == 1
+
+
+def test_metrics_on_one_scale_share_a_curve_named_by_both():
+    """WEAT's d and a metric declaring the same scale (here Hedges' g of a third party, shown with three
+    digits) are one curve, labelled by the scale, named by both, with the first member's other
+    declarations; a curve of that metric alone keeps its own label."""
+    import attrs
+
+    from bias.core.reports.values import ValueKind, kind_of_class
+    from bias.plugins.metrics.weat import Weat
+
+    weat = kind_of_class(Weat)
+    hedges = {"label": "g", "name": "Hedges' g", "scale": "d", "digits": 3, "reference": 0.0}
+
+    def g(key, wordset, effect, p):
+        r = result(key, wordset, "weat", effect, p)
+        return attrs.evolve(r, metric="hedges", meta={**r.meta, "value": hedges})
+
+    rows = [result("w1", "en/x", "weat", 0.1, 0.01), result("w2", "en/y", "weat", 0.2, 0.3), g("g1", "en/x", 0.4, 0.02)]
+    for r in rows:
+        r.meta["concept"] = "career"
+    (curve,) = robust_curves(build(rows))
+    assert curve.n == 3 and weat.scale_name == "d" and weat.digits == 2
+    assert curve.scale == attrs.evolve(weat, label="d", name="effect size d; Hedges' g")
+    md = to_markdown(build(rows), [curve])
+    assert "\n## en/career on m\n" in md  # one curve of the concept on the model: no scale in its title
+    rows = [g("g1", "en/x", 0.4, 0.02), g("g2", "en/y", 0.3, 0.2)]
+    for r in rows:
+        r.meta["concept"] = "career"
+    (alone,) = robust_curves(build(rows))
+    assert alone.scale == ValueKind(label="g", name="Hedges' g", scale="d", digits=3, reference=0.0)

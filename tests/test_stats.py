@@ -218,6 +218,25 @@ def test_exact_p_counts_ties(alternative):
         assert exact(sx, sy, alternative).p_value >= strict + ties / len(null) - 1e-12
 
 
+@pytest.mark.parametrize("alternative", ALTERNATIVES)
+@pytest.mark.parametrize(("sx", "sy"), [([1, 1, 0, 2, 1], [0, 1, 1, 0, 0]), ([2, 0, 1, 1], [0, 1, 1, 0, 2, 1])])
+def test_strict_ties_count_only_the_partitions_more_extreme(alternative, sx, sy):
+    """ties = "strict" (the paper's Pr[S_i > S]): a partition tying with the observed statistic,
+    the observed one included, is not counted. Integer scores, so the brute force is exact."""
+    null = bf_null(sx + sy, len(sx))
+    observed = math.fsum(sx) - math.fsum(sy)
+    center = math.fsum(null) / len(null)  # integers and halves: exact
+    more = {
+        "greater": sum(1 for v in null if v > observed),
+        "less": sum(1 for v in null if v < observed),
+        "two-sided": sum(1 for v in null if abs(v - center) > abs(observed - center)),
+    }[alternative]
+    assert sum(1 for v in null if v == observed) > 5  # ties that the two conventions count differently
+    got = stats.permutation_test(np.asarray(sx, float), np.asarray(sy, float), alternative=alternative, ties="strict")
+    assert got.method == "exact" and got.p_value == pytest.approx(more / len(null), abs=1e-12)
+    assert got.p_value < exact(sx, sy, alternative).p_value
+
+
 def _exact_tail_count(null, observed, alternative: str) -> int:
     """`bf_count` in exact arithmetic: with Fraction statistics the centre stays a Fraction, where
     bf_count's float centre (math.fsum) would blur the exact ties these tests plant."""
