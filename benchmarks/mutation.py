@@ -87,6 +87,9 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
     ("core/statistics/multiple_testing.py", "first = repeats[0]", "0", "1"): "the repeats of a hypothesis share its model, word set and metric: any of them names it",
     ("core/reports/robustness.py", "return (1, 0.0, v)", "1", "2"): "any non-zero first element marks a value as text; the rest of the key is then unused",
     ("core/reports/robustness.py", "return (1, 0.0, v)", "0.0", "1.0"): "the key is used only when every value is a number, so a text value's key is never compared",
+    **{("plugins/metrics/fise.py", "_ROWS = 1000", "1000", b): _CHUNKING for b in ("1001", "999")},
+    ("plugins/metrics/fise.py", "strengths.append(_strength(xs, ys, scratch=True))", "True", "False"):
+        "scratch only says whether x and y may be overwritten; they are not read again, so the values are the same",
     ("plugins/metrics/fise.py", "dim = len(next(iter(vectors.values()))) if vectors else 0", "0", "1"): "with no vector at all every group is empty and the test is refused before the width is used",
     ("plugins/metrics/fise.py", "extreme = int(np.sum(t_null >= t_obs - 1e-12 * max(1.0, abs(t_obs))))", ">=", ">"): _TIE,
     **{("plugins/metrics/fise.py", "extreme = int(np.sum(t_null >= t_obs - 1e-12 * max(1.0, abs(t_obs))))", a, b):
