@@ -82,6 +82,7 @@ _LAZY = {
     "PermutationTest": "bias.core.statistics.association",
     "association_scores": "bias.core.statistics.association",
     "effect_size": "bias.core.statistics.association",
+    "fresh_seed": "bias.core.statistics.association",
     "n_partitions": "bias.core.statistics.association",
     "no_spread": "bias.core.statistics.association",
     "normal_p": "bias.core.statistics.association",
@@ -107,6 +108,7 @@ if TYPE_CHECKING:  # what the table above gives, for type checkers and editors
         PermutationTest,
         association_scores,
         effect_size,
+        fresh_seed,
         n_partitions,
         no_spread,
         normal_p,
@@ -196,5 +198,6 @@ __all__ = [
     "param",
     "permutation_cost",
     "permutation_test",
+    "fresh_seed",
     "unit_rows",
 ]

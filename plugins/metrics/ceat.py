@@ -43,6 +43,7 @@ from bias.api import (
     InputRequest,
     Metric,
     Result,
+    fresh_seed,
     int_at_least,
     normal_p,
     one_of,
@@ -240,7 +241,7 @@ class Ceat(Metric):
                 f"CEAT needs words to find in contexts, but the stimuli of {data.name} already are sentences.",
                 "Use SEAT (--metric seat) for sentence stimuli.",
             )
-        used_seed = seed if seed is not None else int(np.random.SeedSequence().entropy % (2**32))
+        used_seed = seed if seed is not None else fresh_seed()
         pooling = resolve_pooling(self.pooling, self.level, embedder)
         contexts, source = self._contexts(data, used_seed, inputs)
         sets = {key: list(data.sets()[key].words) for key in SET_ORDER}
