@@ -183,3 +183,12 @@ def test_tests_are_listed_in_natural_order_grouped_by_model():
     shown = [(r.model, r.wordset, r.metric) for r in build(made).results]
     expected = [(m, f"en/weat{n}", metric) for m in ("m:b", "m:a") for n in (1, 2, 10) for metric in ("weat", "rnd")]
     assert shown == expected
+
+
+def test_no_p_value_figure_for_results_without_p_values(tmp_path):
+    """Metrics that give no p-value (BBQ, RND, ...) get no p-value figure: it would be an empty frame."""
+    store = ResultStore(tmp_path)
+    for i, test in enumerate(("en/weat1", "en/weat2")):
+        store.append(Result(key=f"k{i}", model="m", wordset=test, metric="rnd", effect_size=0.1 * (i + 1)))
+    written = {p.name for p in write_report(load_report(tmp_path), tmp_path, parse_formats(["png"]))}
+    assert "forest.png" in written and "p-vs-effect.png" not in written

@@ -376,8 +376,10 @@ def _languages_page(report: Report, folder: Path, formats: tuple[str, ...], rows
 
 
 def p_vs_effect(report: Report, folder: Path, formats: tuple[str, ...] = FORMATS) -> list[Path]:
-    plt = _pyplot()
     rows = [r for r in _plotted(report) if r.p_value is not None]
+    if not rows:  # metrics that give no p-value (BBQ, RND, ...): nothing to plot against p
+        return []
+    plt = _pyplot()
     fig, ax = plt.subplots(figsize=(6.5, 4.8))
     every = list(dict.fromkeys(variant_label(r.metric, report.settings.get(r.key, "")) for r in rows))
     variants = every[:16]  # a legend of 16 styles; the points of any further variant are drawn in grey
@@ -401,8 +403,7 @@ def p_vs_effect(report: Report, folder: Path, formats: tuple[str, ...] = FORMATS
     ax.set_xlabel(kinds.pop() if len(kinds) == 1 else "value as each metric defines it", fontsize=8)
     ax.set_ylabel("-log10 p (raw)", fontsize=8)
     ax.set_title("p-value against value (filled: significant after Holm)", fontsize=9)
-    if rows:
-        ax.legend(fontsize=6.5, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    ax.legend(fontsize=6.5, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     written = _save(fig, folder, "p-vs-effect", formats)
     plt.close(fig)
     return written
