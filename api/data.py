@@ -9,7 +9,7 @@ from __future__ import annotations
 from bias.core.data import fise_tests as fise_data
 from bias.core.data.fise_tests import FiseTest, Stimulus
 from bias.core.data.labelled_texts import LabelledTexts
-from bias.core.data.bias_questions import BiasQuestion, BiasQuestions
+from bias.core.data.bias_questions import BiasQuestion, BiasQuestions, placeholders
 from bias.core.model import BBQ, FISE, LABELLED_TEXTS, SIMILARITY_PAIRS
 from bias.core.params import is_layer, layer_value
 from bias.core.data.similarity_pairs import MIN_PAIRS, SimilarityPairs
@@ -33,6 +33,7 @@ __all__ = [
     "MIN_PAIRS",
     "normalise",
     "parse_json",
+    "placeholders",
     "read_json",
     "read_text",
     "shown",

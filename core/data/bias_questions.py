@@ -180,14 +180,20 @@ def check_item(entry: Any, field: str, file: str) -> list[Problem]:
     return problems
 
 
+def placeholders(text: Any) -> set[str] | None:
+    """The `{name}` fields of a prompt or answer template; None when it is not a well-formed one."""
+    if not isinstance(text, str):
+        return None
+    try:
+        return {name for _, name, _, _ in string.Formatter().parse(text) if name is not None}
+    except ValueError:
+        return None
+
+
 def _check_prompt(prompt: Any, file: str) -> list[Problem]:
     if prompt is None:
         return []
-    try:
-        fields = {name for _, name, _, _ in string.Formatter().parse(prompt) if name is not None} if isinstance(prompt, str) else None
-    except ValueError:
-        fields = None
-    if fields != {"context", "question"}:
+    if placeholders(prompt) != {"context", "question"}:
         return [Problem(file, "prompt", f"must be a text with the placeholders {{context}} and {{question}} and no others, not {prompt!r} "
                         "(write a literal brace twice: {{ }})")]
     return []

@@ -21,7 +21,6 @@ percentile bootstrap intervals that resample questions within each (category, co
 
 from __future__ import annotations
 
-import string
 from typing import Any, ClassVar
 
 import attrs
@@ -45,7 +44,7 @@ from bias.api import (
     one_of,
     param,
 )
-from bias.api.data import BBQ, BiasQuestions
+from bias.api.data import BBQ, BiasQuestions, placeholders
 
 DECIDE = ("sum", "mean")
 HEADLINES = ("ambiguous", "disambiguated")
@@ -53,18 +52,11 @@ DEFAULT_TEMPLATE = "{context} {question}\nAnswer:"
 _CHUNK_ELEMENTS = 4_000_000  # float64 elements of resample weights held at once (~32 MB)
 
 
-def _fields(text: str) -> set[str] | None:
-    try:
-        return {name for _, name, _, _ in string.Formatter().parse(text) if name is not None}
-    except ValueError:
-        return None
-
-
 def _placeholders(*wanted: str, empty: bool = False) -> Any:
     def check(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
         if empty and value == "":
             return
-        found = _fields(value) if isinstance(value, str) else None
+        found = placeholders(value)
         if found is None or set(wanted) - found or found - set(wanted):
             raise BiasError(
                 f"bbq: {attribute.name} must be a text with the placeholders {', '.join('{' + w + '}' for w in wanted)} "
