@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -21,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from fixtures.ports import free_port
 
 pytestmark = pytest.mark.slow
 
@@ -34,12 +34,6 @@ def infinity_command() -> str:
     if os.environ.get("CI", "").lower() == "true":
         pytest.fail("infinity-emb is missing: CI builds it in its own environment and names it in BIAS_TEST_INFINITY (.ci/run)")
     pytest.skip("infinity-emb is not installed (see .ci/run: its own environment, named by BIAS_TEST_INFINITY)")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")

@@ -4,11 +4,10 @@ the key never in what is printed. Nothing here leaves 127.0.0.1."""
 
 from __future__ import annotations
 
-import socket
-
 import pytest
 
 from bad_input_helpers import cli
+from fixtures.ports import free_port
 
 KEY = "sk-bad-input-KEY-0d9e8c7b6a5f4e3d"
 WEAT = ["--wordset", "en/weat1", "--metric", "weat", "--permutations", "100", "--bootstrap", "0"]
@@ -19,13 +18,6 @@ def environment(monkeypatch, tmp_path):
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     monkeypatch.setenv("VOYAGE_API_KEY", KEY)
     monkeypatch.setenv("BIAS_CACHE_DIR", str(tmp_path / "cache"))
-
-
-def closed_port() -> int:
-    """A port on 127.0.0.1 nothing listens on (bound, then released)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.mark.parametrize(("spec", "variable"), [("openai:text-embedding-3-small", "OPENAI_API_KEY"), ("voyage:voyage-3", "VOYAGE_API_KEY")])
@@ -43,7 +35,7 @@ def test_key_env_names_another_variable(monkeypatch):
 
 
 def test_unreachable_url_fails_the_experiment_without_the_key(tmp_path):
-    url = f"http://127.0.0.1:{closed_port()}/v1"
+    url = f"http://127.0.0.1:{free_port()}/v1"
     done = cli("run", "--model", "openai:m", "--model-option", f"base_url={url}", "--model-option", "retries=1",
                "--model-option", "backoff=0.01", *WEAT, "--out", str(tmp_path / "out"))
     assert done.code == 1
