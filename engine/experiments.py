@@ -228,7 +228,6 @@ KNOWN_FIELDS = (
 )
 EXECUTORS = ("local", "ray")
 EXPERIMENT_FIELDS = ("wordset", "metric", "model", "params")
-DUPLICATES = ("drop", "keep")
 SELECTOR_FIELDS = ("language", "bias_type", "kind")
 FAMILIES = ("run", "model", "metric")
 
@@ -276,6 +275,8 @@ def _preset(metric: str, data: dict[str, Any], path: Path) -> dict[str, Any]:
             raise BiasError(f"{path}: unknown preset {preset!r}.", f"Presets: {', '.join(PRESETS)}.")
         out.update(PRESET_PARAMS[preset])
     if "duplicates" in data:
+        from bias.core.association.lookup import DUPLICATES
+
         if data["duplicates"] not in DUPLICATES:
             raise BiasError(f"{path}: duplicates must be one of {', '.join(DUPLICATES)}, not {data['duplicates']!r}.")
         out["duplicates"] = data["duplicates"]

@@ -15,8 +15,11 @@ from typing import Any
 PRESET_PARAMS: dict[str, dict[str, Any]] = {
     # The BIAS Detection Framework: numpy's population std, repeated stimuli kept (case-sensitive, as
     # loaded), SEAT sentences on static models as the raw mean of their tokens' vectors, CrowS-Pairs
-    # sentences lowercased.
-    "bias-framework": {"ddof": 0, "duplicates": "keep", "lowercase": "yes", "static_sentence": "word-mean"},
+    # sentences lowercased; LPBS over the i-th singular target pairs, a word's sub-tokens at one mask.
+    "bias-framework": {
+        "ddof": 0, "duplicates": "keep", "lowercase": "yes", "static_sentence": "word-mean",
+        "pairing": "i-th", "target_number": "singular", "multi_token": "one-mask",
+    },
     # bias-bench's causal-LM scores: the first token after BOS alone, the rest from a pass without BOS,
     # the per-token mean; its masked-LM CrowS-Pairs scores: the modified tokens' mean, rounded.
     "bias-bench": {"causal_start": "bos-first-token", "likelihood": "mean", "masked_score": "bias-bench"},
@@ -31,8 +34,9 @@ PRESETS = tuple(PRESET_PARAMS)
 PRESET_NOTES = {
     "bias-framework": (
         "Preset bias-framework: effect sizes use the population std (ddof 0) and keep repeated stimuli (case-sensitive), "
-        "SEAT sentences on static models are the raw mean of their tokens' vectors, and CrowS-Pairs sentences are "
-        "lowercased, as the BIAS Detection Framework computes them; p-values are this tool's exact or seeded permutation tests. "
+        "SEAT sentences on static models are the raw mean of their tokens' vectors, CrowS-Pairs sentences are "
+        "lowercased, and LPBS sets the i-th singular target of X against the i-th of Y with a word's sub-tokens read "
+        "at one mask (singular templates only), as the BIAS Detection Framework computes them; p-values are this tool's exact or seeded permutation tests. "
         "The framework's own p-values would differ: they are sampled only (100 permutations by default), "
         "unseeded, count from 1 (p = (k+1)/m) and so can exceed 1, and test effect sizes with a strict >."
     ),

@@ -60,7 +60,8 @@ model = "word2vec:a.bin"
 params = { ddof = 1 }
 ''')
     experiments, settings = load_config(path)
-    assert [e.params for e in experiments] == [{"ddof": 0, "duplicates": "keep"}, {"lowercase": "yes"}, {"ddof": 0}, {"ddof": 1, "duplicates": "keep"}]
+    lpbs = {"ddof": 0, "duplicates": "keep", "pairing": "i-th", "target_number": "singular", "multi_token": "one-mask"}
+    assert [e.params for e in experiments] == [{"ddof": 0, "duplicates": "keep"}, {"lowercase": "yes"}, lpbs, {"ddof": 1, "duplicates": "keep"}]
     assert "can exceed 1" in settings["notes"][0]
 
 

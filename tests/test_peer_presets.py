@@ -218,3 +218,92 @@ def test_wefe_preset(tmp_path: Path) -> None:
     ripa = np.mean([np.mean([float(vec[word] @ u) for u in units]) for word in w["attr1"]])
     assert results["ripa"].figures["mean_ripa_A"] == pytest.approx(ripa, abs=1e-6)
     assert results["ripa"].convention["run_preset_params"] == {"normalise": False, "relation": "per-pair"}
+
+
+# -- bias-framework: its LPBS (i-th target pairs, singular templates, sub-tokens at one mask) --------
+
+
+LPBS_FILE = {
+    # On the planted model (flowers ~ pleasant). The i-th singular target of targ1 goes with the i-th of
+    # targ2, so "daisy" (third, no partner) is never scored; "rosebush" is several word pieces read at
+    # one mask; the plural lists and templates are left unused (the house i-th pairing would set
+    # "lilies" against "wasps"); "peace" is listed twice and counts twice; "grumpiness" is several
+    # pieces, whose prior slot is still one mask.
+    "targ1": {"singular": ["rosebush", "tulip", "daisy"], "plural": ["lilies"]},
+    "targ2": {"singular": ["ant", "wasp"], "plural": ["ants", "wasps"]},
+    "attr1": ["joy", "love", "peace", "peace"],
+    "attr2": ["pain", "hatred", "war", "grumpiness"],
+    "templates": {"singular": ["the TARGET is ATTRIBUTE .", "a TARGET feels ATTRIBUTE ."], "plural": ["TARGET are ATTRIBUTE ."]},
+}
+
+
+def framework_lpbs(folder: Path, data: dict[str, Any]) -> tuple[dict[str, float], float]:
+    """The LPBS of the framework's technical report and README, on a file in its format: p_tgt(t | a) is
+    P(first mask = t) with ATTRIBUTE filled in and TARGET replaced by one mask; p_prior(t) the same
+    with ATTRIBUTE one mask and the target's text masked; a word of several pieces is the product of
+    its pieces' probabilities at that one mask; asc = log(p_tgt / p_prior); an attribute's score is
+    the mean over the i-th singular target pairs and the singular templates of asc(t1_i, a) -
+    asc(t2_i, a); d = (mean score(attr1) - mean score(attr2)) / numpy's population std of all scores."""
+    import torch
+    from transformers import AutoModelForMaskedLM, AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(folder)
+    model = AutoModelForMaskedLM.from_pretrained(folder).eval()
+    mask = tok.mask_token
+
+    def prob(text: str, target: str) -> float:
+        ids = tok.encode(text)
+        at = ids.index(tok.mask_token_id)
+        with torch.no_grad():
+            probs = torch.softmax(model(input_ids=torch.tensor([ids])).logits[0, at].double(), dim=-1)
+        p = 1.0
+        for piece in tok(target)["input_ids"][1:-1]:
+            p *= float(probs[piece])
+        return p
+
+    def asc(template: str, target: str, attribute: str) -> float:
+        tgt = prob(template.replace("ATTRIBUTE", attribute).replace("TARGET", mask), target)
+        prior = prob(template.replace("TARGET", target).replace("ATTRIBUTE", mask).replace(target, mask), target)
+        return math.log(tgt / prior)
+
+    pairs = list(zip(data["targ1"]["singular"], data["targ2"]["singular"]))
+    templates = data["templates"]["singular"]
+    score = {
+        a: float(np.mean([[asc(tpl, t1, a) - asc(tpl, t2, a) for tpl in templates] for t1, t2 in pairs]))
+        for a in dict.fromkeys(data["attr1"] + data["attr2"])
+    }
+    s1, s2 = [score[a] for a in data["attr1"]], [score[a] for a in data["attr2"]]
+    return score, float((np.mean(s1) - np.mean(s2)) / np.std(s1 + s2))
+
+
+def test_bias_framework_preset_reproduces_its_lpbs(planted_mlm: Path, tmp_path: Path) -> None:
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(planted_mlm)
+    assert len(tok("rosebush")["input_ids"]) > 3 and len(tok("grumpiness")["input_ids"]) > 3
+    folder = tmp_path / "en" / "LPBS"
+    folder.mkdir(parents=True)
+    path = folder / "LPBS_T.jsonl"
+    path.write_text(json.dumps(LPBS_FILE), encoding="utf-8")
+    spec = f"hf:{planted_mlm}"
+    common = f'[[experiments]]\nwordset = "{path}"\nmetric = "lpbs"\nmodel = "{spec}"\nparams = {{ permutations = 200 }}\n'
+    (tmp_path / "fw.toml").write_text('preset = "bias-framework"\n' + common, encoding="utf-8")
+    (tmp_path / "plain.toml").write_text(common, encoding="utf-8")
+    embedder = build_embedder(spec)
+    (framework,) = run_file(tmp_path / "fw.toml", embedder)
+    (plain,) = run_file(tmp_path / "plain.toml", embedder)
+
+    expected_scores, expected_d = framework_lpbs(planted_mlm, LPBS_FILE)
+    got = {**framework.figures["attribute_scores"]["A"], **framework.figures["attribute_scores"]["B"]}
+    assert set(got) == set(expected_scores)
+    # to 1e-6 of the value: the model's logits are float32, and our batched forward passes (padded,
+    # the output head on the masked positions only) round differently from one plain call per sentence
+    for word, value in expected_scores.items():
+        assert got[word] == pytest.approx(value, rel=1e-6), word
+    assert framework.effect_size == pytest.approx(expected_d, rel=1e-6)
+    assert framework.convention["run_preset_params"] == {
+        "ddof": 0, "duplicates": "keep", "multi_token": "one-mask", "pairing": "i-th", "target_number": "singular",
+    }
+    assert framework.convention["pairing"] == "i-th" and framework.convention["multi_token"] == "one-mask"
+    # the house default scores every target in every template of its number: another number
+    assert abs(plain.effect_size - expected_d) > 1e-3

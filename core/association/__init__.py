@@ -9,9 +9,11 @@
 from bias.core.association.conventions import AssociationConventions, association_result
 from bias.core.association.lookup import (
     CASES,
+    DUPLICATES,
     LOOKUP_CASES,
     UNCASED_HINT,
     case_param,
+    duplicates_param,
     lookup,
     lost_threshold_param,
     lost_word_refusal,
@@ -22,6 +24,7 @@ from bias.core.association.metric import AssociationMetric, SetVectors, per_word
 
 __all__ = [
     "CASES",
+    "DUPLICATES",
     "LOOKUP_CASES",
     "UNCASED_HINT",
     "AssociationConventions",
@@ -29,6 +32,7 @@ __all__ = [
     "SetVectors",
     "association_result",
     "case_param",
+    "duplicates_param",
     "lookup",
     "lost_threshold_param",
     "lost_word_refusal",

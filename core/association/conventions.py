@@ -13,14 +13,11 @@ import attrs
 import numpy as np
 
 from bias.core.statistics import association as stats
-from bias.core.association.lookup import lost_threshold_param, lost_word_refusal, same_under_case
+from bias.core.association.lookup import duplicates_param, lost_threshold_param, lost_word_refusal, same_under_case
 from bias.core.runs.budget import Cost, bootstrap_cost, permutation_cost
 from bias.core.interfaces import Metric
 from bias.core.model import OK, REFUSED, AssociationTest, Result
 from bias.core.params import between, int_at_least, one_of, param
-
-DUPLICATES = ("drop", "keep")
-
 
 @attrs.define
 class AssociationConventions(Metric):
@@ -57,10 +54,7 @@ class AssociationConventions(Metric):
         "bca", "bootstrap interval: bca (bias-corrected and accelerated) or percentile",
         validator=one_of(("bca", "percentile")),
     )
-    duplicates: str = param(
-        "drop", "a stimulus a set lists twice: drop (counted once, reported) or keep (each copy counts, as the BIAS Detection Framework does)",
-        validator=one_of(DUPLICATES),
-    )
+    duplicates: str = duplicates_param()
 
     def cost(self, data: AssociationTest) -> Cost:
         """The permutation test over X u Y (exact or sampled) and the bootstrap of the effect size."""

@@ -26,6 +26,7 @@ CASES: dict[str, str] = {
 LOOKUP_CASES = ("exact", "lower", "fallback")  # what a lookup of single words can honour
 UNCASED_HINT = "Use lower or fallback for uncased vocabularies such as GloVe."
 LOST_THRESHOLD = 0.2
+DUPLICATES = ("drop", "keep")
 
 
 def case_param(default: str, allowed: Sequence[str], hint: str | None = None) -> Any:
@@ -35,6 +36,15 @@ def case_param(default: str, allowed: Sequence[str], hint: str | None = None) ->
         raise ValueError(f"case policies {unknown or [default]} are not in the shared vocabulary")
     described = "; ".join(f"{c}: {CASES[c]}" for c in allowed)
     return param(default, f"case policy ({described})", validator=one_of(tuple(allowed), hint))
+
+
+def duplicates_param() -> Any:
+    """The `duplicates` parameter: what a stimulus listed twice in a set counts for, the same wherever
+    a metric declares it (a preset's `duplicates = "keep"` reaches them all)."""
+    return param(
+        "drop", "a stimulus a set lists twice: drop (counted once, reported) or keep (each copy counts, as the BIAS Detection Framework does)",
+        validator=one_of(DUPLICATES),
+    )
 
 
 def lost_threshold_param() -> Any:

@@ -48,10 +48,13 @@ from bias.api import (
     permutation_cost,
     permutation_test,
 )
+from bias.api.association import duplicates_param
 from bias.api.lm import ATTRIBUTES, MASKED, TARGETS, is_truncated, lm_mode
 
-MULTI_TOKEN = ("joint", "first", "reduce")
+MULTI_TOKEN = ("joint", "first", "one-mask", "reduce")
 UNITS = ("attribute", "target")
+PAIRINGS = ("sets", "i-th")
+TARGET_NUMBERS = ("any", "singular")
 
 
 @attrs.frozen
@@ -104,6 +107,25 @@ def _collapse(ids: Sequence[int], positions: Sequence[int]) -> tuple[list[int], 
     return list(ids[:first]) + [ids[first]] + list(ids[last + 1 :]), first
 
 
+def _one_slot_each(it: _Item) -> tuple[list[int], int, list[int], int, int]:
+    """The sentence with each slot cut to its first piece: the ids with only the target slot cut and its
+    position, the ids with both cut and the target's and attribute's positions there."""
+    one, t0 = _collapse(it.tokens.ids, it.t_pos)
+    both = list(it.tokens.ids)
+    # collapse the later slot first so the earlier slot's position stays valid
+    for pos in sorted((it.t_pos, it.a_pos), key=lambda p: -p[0]):
+        both, _ = _collapse(both, pos)
+    t_first = it.t_pos[0] if it.t_pos[0] < it.a_pos[0] else it.t_pos[0] - (len(it.a_pos) - 1)
+    a_first = it.a_pos[0] if it.a_pos[0] < it.t_pos[0] else it.a_pos[0] - (len(it.t_pos) - 1)
+    return one, t0, both, t_first, a_first
+
+
+def _listed(scores: dict[str, dict[str, float]], data: LpbsTest, key: str) -> np.ndarray:
+    """The scores of a set's words in its order, a word listed twice counted twice (`duplicates = keep`)."""
+    found = scores[key]
+    return np.array([found[w] for w in getattr(data, key).words if w in found], dtype=np.float64)
+
+
 @attrs.define
 class Lpbs(Metric):
     """Log-probability bias score (Kurita et al. 2019): an effect size over attributes with a two-sided
@@ -117,8 +139,17 @@ class Lpbs(Metric):
     Multi-token words: joint masks every sub-token of the slot at once and sums their log-probabilities;
     first replaces the slot by one mask scored against the first piece (the compatibility choice of
     implementations that assume one token per word), and collapses the prior's attribute slot to one
-    mask as well (recorded as `prior_attribute_slot`); reduce drops words that are not one token in
-    every sentence (the "reduced" sets), reported as lost.
+    mask as well (recorded as `prior_attribute_slot`); one-mask also gives each slot one mask and reads
+    every sub-token of the target at it, their log-probabilities summed (the BIAS Detection Framework's
+    product of probabilities); reduce drops words that are not one token in every sentence (the
+    "reduced" sets), reported as lost.
+
+    pairing = sets (default): an attribute's score per template joins all of X and all of Y by
+    logsumexp (Kurita et al.). pairing = i-th: the i-th target of X is set against the i-th of Y,
+    score(a) = mean over those pairs and the templates of asc(x_i, a) - asc(y_i, a), as the BIAS
+    Detection Framework computes it (the longer list is cut to the shorter). `target_number = singular`
+    keeps the singular targets only (a `number` feature other than singular drops the word), so only
+    the templates written for them are used, as the framework leaves its plural lists unused.
 
     `lost_threshold` means what it means for WEAT and the other association metrics: a set that loses
     more than this share of its words refuses the test. Here a word can only be lost by `reduce` (the
@@ -135,13 +166,24 @@ class Lpbs(Metric):
     data_kind: ClassVar[str] = LPBS
 
     multi_token: str = param(
-        "joint", "words of several sub-tokens: joint (mask all, sum log-probs), first (first piece only), reduce (drop them)",
+        "joint", "words of several sub-tokens: joint (mask all, sum log-probs), first (first piece only), "
+        "one-mask (all pieces read at one mask, as the BIAS Detection Framework), reduce (drop them)",
         validator=one_of(MULTI_TOKEN),
     )
     unit: str = param(
         "attribute", "what the effect size compares: attribute (scores of A vs B) or target (WEAT-like, X vs Y)",
         validator=one_of(UNITS),
     )
+    pairing: str = param(
+        "sets", "how an attribute's score joins the targets: sets (logsumexp over X and over Y, Kurita et al.) "
+        "or i-th (the i-th X target against the i-th Y target, as the BIAS Detection Framework)",
+        validator=one_of(PAIRINGS),
+    )
+    target_number: str = param(
+        "any", "targets scored: any, or singular (words whose number feature is singular, as the BIAS Detection Framework)",
+        validator=one_of(TARGET_NUMBERS),
+    )
+    duplicates: str = duplicates_param()
     ddof: int = param(1, "delta degrees of freedom of the std in the effect size", validator=one_of((0, 1)))
     permutations: int = param(100_000, "random permutations when the exact test is too large", validator=int_at_least(1))
     exact_limit: int = param(
@@ -161,6 +203,7 @@ class Lpbs(Metric):
         if not isinstance(data, LpbsTest):
             raise BiasError(f"Metric 'lpbs' needs an LPBS test (kind lpbs), not {type(data).__name__}.")
         lm_mode(embedder, self.name, (MASKED,))
+        data = self._stimuli(data)
         items = self._items(embedder, data)
         multi = _multi_token_words(items)
         lost: dict[str, list[str]] = {}
@@ -174,24 +217,26 @@ class Lpbs(Metric):
         scores = self._group_scores(data, items, *self._score(embedder, items))
         return self._result(embedder, data, seed, scores, multi, lost)
 
+    def _stimuli(self, data: LpbsTest) -> LpbsTest:
+        """The test as scored: each listed copy of a stimulus with `duplicates = keep`, and only the
+        singular targets with `target_number = singular`."""
+        sets = data.sets()
+        if self.duplicates == "keep":
+            sets = {key: wl.with_duplicates() for key, wl in sets.items()}
+        if self.target_number == "singular":
+            for key in TARGETS:
+                wl = sets[key]
+                kept = tuple(w for w in wl.words if wl.features(w).get("number", "singular") == "singular")
+                sets[key] = attrs.evolve(wl, words=kept, listed=())
+        return attrs.evolve(data, **sets)
+
     def _group_scores(self, data: LpbsTest, items: Sequence[_Item], log_tgt: np.ndarray, log_prior: np.ndarray) -> _Scores:
-        """The group score of every (template, attribute), averaged per attribute, and the WEAT-like
-        score of every target from its associations."""
+        """The score of every attribute (see `pairing`), its mean per template, and the WEAT-like score
+        of every target from its associations."""
         asc = log_tgt - log_prior
-        groups: dict[tuple[int, str], dict[str, list[int]]] = defaultdict(lambda: {"X": [], "Y": []})
-        for i, it in enumerate(items):
-            groups[(it.template, it.attribute)][it.t_key].append(i)
-        per_template: dict[str, list[float]] = defaultdict(list)  # attribute -> group score per template
-        template_rows: dict[int, dict[str, list[float]]] = defaultdict(lambda: {"A": [], "B": []})
-        a_key_of = {it.attribute: it.a_key for it in items}
-        for (template, attribute), members in groups.items():
-            if not members["X"] or not members["Y"]:
-                continue
-            x, y = members["X"], members["Y"]
-            value = (logsumexp(log_tgt[x]) - logsumexp(log_tgt[y])) - (logsumexp(log_prior[x]) - logsumexp(log_prior[y]))
-            per_template[attribute].append(float(value))
-            template_rows[template][a_key_of[attribute]].append(float(value))
-        attribute_scores = {key: {a: float(np.mean(per_template[a])) for a in getattr(data, key).words if per_template.get(a)} for key in ATTRIBUTES}
+        joined = self._paired if self.pairing == "i-th" else self._sets
+        values, template_rows = joined(data, items, log_tgt, log_prior)
+        attribute_scores = {key: {a: float(np.mean(values[a])) for a in getattr(data, key).words if values.get(a)} for key in ATTRIBUTES}
         pair_asc: dict[tuple[str, str], list[float]] = defaultdict(list)
         for i, it in enumerate(items):
             pair_asc[(it.target, it.attribute)].append(float(asc[i]))
@@ -205,6 +250,52 @@ class Lpbs(Metric):
                     target_scores[key][t] = float(np.mean(mean_a) - np.mean(mean_b))
         return _Scores(len(items), log_tgt, log_prior, attribute_scores, target_scores, dict(template_rows))
 
+    @staticmethod
+    def _sets(
+        data: LpbsTest, items: Sequence[_Item], log_tgt: np.ndarray, log_prior: np.ndarray
+    ) -> tuple[dict[str, list[float]], dict[int, dict[str, list[float]]]]:
+        """Kurita et al.: per (template, attribute), logsumexp over X minus over Y of log p_tgt, minus
+        the same for the prior; the values of each attribute, and each template's A and B values."""
+        groups: dict[tuple[int, str], dict[str, list[int]]] = defaultdict(lambda: {"X": [], "Y": []})
+        for i, it in enumerate(items):
+            groups[(it.template, it.attribute)][it.t_key].append(i)
+        values: dict[str, list[float]] = defaultdict(list)
+        template_rows: dict[int, dict[str, list[float]]] = defaultdict(lambda: {"A": [], "B": []})
+        a_key_of = {it.attribute: it.a_key for it in items}
+        for (template, attribute), members in groups.items():
+            if not members["X"] or not members["Y"]:
+                continue
+            x, y = members["X"], members["Y"]
+            value = (logsumexp(log_tgt[x]) - logsumexp(log_tgt[y])) - (logsumexp(log_prior[x]) - logsumexp(log_prior[y]))
+            values[attribute].append(float(value))
+            template_rows[template][a_key_of[attribute]].append(float(value))
+        return values, template_rows
+
+    @staticmethod
+    def _paired(
+        data: LpbsTest, items: Sequence[_Item], log_tgt: np.ndarray, log_prior: np.ndarray
+    ) -> tuple[dict[str, list[float]], dict[int, dict[str, list[float]]]]:
+        """The BIAS Detection Framework: asc(x_i, a) - asc(y_i, a) for the i-th targets of X and Y in
+        every template that fits both; the values of each attribute (their mean is its score), and each
+        template's A and B values (the mean over the pairs)."""
+        asc = log_tgt - log_prior
+        index = {(it.template, it.t_key, it.target, it.attribute): i for i, it in enumerate(items)}
+        pairs = list(zip(data.X.words, data.Y.words))
+        values: dict[str, list[float]] = defaultdict(list)
+        template_rows: dict[int, dict[str, list[float]]] = defaultdict(lambda: {"A": [], "B": []})
+        for a_key in ATTRIBUTES:
+            for a in dict.fromkeys(getattr(data, a_key).words):
+                for t in range(len(data.templates)):
+                    found = [
+                        float(asc[index[(t, "X", x, a)]] - asc[index[(t, "Y", y, a)]])
+                        for x, y in pairs
+                        if (t, "X", x, a) in index and (t, "Y", y, a) in index
+                    ]
+                    if found:
+                        values[a].extend(found)
+                        template_rows[t][a_key].append(float(np.mean(found)))
+        return values, template_rows
+
     def _result(
         self, embedder: Embedder, data: LpbsTest, seed: int | None, scores: _Scores, multi: dict[str, list[str]], lost: dict[str, list[str]]
     ) -> Result:
@@ -212,8 +303,7 @@ class Lpbs(Metric):
         attribute_scores, target_scores = scores.attribute_scores, scores.target_scores
         first, second = ("A", "B") if self.unit == "attribute" else ("X", "Y")
         chosen = attribute_scores if self.unit == "attribute" else target_scores
-        s1 = np.array(list(chosen[first].values()), dtype=np.float64)
-        s2 = np.array(list(chosen[second].values()), dtype=np.float64)
+        s1, s2 = (_listed(chosen, data, key) for key in (first, second))
         if len(s1) < 2 or len(s2) < 2:
             return self.make_result(
                 embedder.spec, data, seed, lost=lost, status=REFUSED,
@@ -227,10 +317,8 @@ class Lpbs(Metric):
         )
         other = target_scores if self.unit == "attribute" else attribute_scores
         o1, o2 = ("X", "Y") if self.unit == "attribute" else ("A", "B")
-        other_effect = (
-            effect_size(np.array(list(other[o1].values())), np.array(list(other[o2].values())), ddof=self.ddof)
-            if len(other[o1]) > 1 and len(other[o2]) > 1 else None
-        )
+        t1, t2 = (_listed(other, data, key) for key in (o1, o2))
+        other_effect = effect_size(t1, t2, ddof=self.ddof) if len(t1) > 1 and len(t2) > 1 else None
         warnings = []
         if self.multi_token != "reduce" and any(multi.values()):
             words = [w for key in ("X", "Y", "A", "B") for w in multi[key]]
@@ -288,14 +376,23 @@ class Lpbs(Metric):
             "exact_limit": self.exact_limit,
             "seed": test.seed,
             "p_estimator": "k/C(N,|A|)" if test.method == "exact" else "(k+1)/(m+1)",
-            "score": "log space: logsumexp_X log p_tgt - logsumexp_Y log p_tgt - (same for the prior), mean over templates",
+            "score": (
+                "log space: mean over the i-th (X, Y) target pairs and the templates of asc(x_i, a) - asc(y_i, a)"
+                if self.pairing == "i-th"
+                else "log space: logsumexp_X log p_tgt - logsumexp_Y log p_tgt - (same for the prior), mean over templates"
+            ),
             "prior": "target and attribute slots both masked, read at the target slot",
             "prior_attribute_slot": (
                 "one mask: with multi_token=first the attribute word's sub-tokens collapse to a single mask too "
                 "(as in the reference code), so the prior does not depend on how many pieces the attribute has"
                 if self.multi_token == "first"
+                else "one mask: with multi_token=one-mask every slot is a single mask, as the BIAS Detection Framework writes it"
+                if self.multi_token == "one-mask"
                 else "one mask per sub-token of the attribute word"
             ),
+            "pairing": self.pairing,
+            "target_number": self.target_number,
+            "duplicates": self.duplicates,
             "slots": "rendered character spans mapped to tokens through the tokenizer's offsets",
         }
 
@@ -349,25 +446,27 @@ class Lpbs(Metric):
     def _score(self, embedder: Embedder, items: Sequence[_Item]) -> tuple[np.ndarray, np.ndarray]:
         """log p_tgt and log p_prior of every item, from one batched call (identical requests once)."""
         requests: dict[MaskedRequest, int] = {}
-        plan: list[tuple[int, int, int]] = []  # (target request, prior request, target pieces read)
+        plan: list[list[tuple[int, int, int]]] = []  # per item: (target request, prior request, positions read)
         for it in items:
-            if self.multi_token == "first":
-                ids, t0 = _collapse(it.tokens.ids, it.t_pos)
-                tgt = MaskedRequest(tuple(ids), (t0,))
-                both = list(it.tokens.ids)
-                # collapse the later slot first so the earlier slot's position stays valid
-                for pos in sorted((it.t_pos, it.a_pos), key=lambda p: -p[0]):
-                    both, _ = _collapse(both, pos)
-                t_first = it.t_pos[0] if it.t_pos[0] < it.a_pos[0] else it.t_pos[0] - (len(it.a_pos) - 1)
-                a_first = it.a_pos[0] if it.a_pos[0] < it.t_pos[0] else it.a_pos[0] - (len(it.t_pos) - 1)
-                prior = MaskedRequest(tuple(both), (t_first, a_first))
-                n_read = 1
-            else:
-                tgt = MaskedRequest(it.tokens.ids, it.t_pos)
-                prior = MaskedRequest(it.tokens.ids, it.t_pos + it.a_pos)
-                n_read = len(it.t_pos)
-            plan.append((requests.setdefault(tgt, len(requests)), requests.setdefault(prior, len(requests)), n_read))
+            plan.append([
+                (requests.setdefault(tgt, len(requests)), requests.setdefault(prior, len(requests)), n_read)
+                for tgt, prior, n_read in self._requests(it)
+            ])
         results = embedder.masked_log_probs(list(requests))
-        log_tgt = np.array([results[t][:n].sum() for t, _, n in plan], dtype=np.float64)
-        log_prior = np.array([results[p][:n].sum() for _, p, n in plan], dtype=np.float64)
+        log_tgt = np.array([sum(results[t][:n].sum() for t, _, n in parts) for parts in plan], dtype=np.float64)
+        log_prior = np.array([sum(results[p][:n].sum() for _, p, n in parts) for parts in plan], dtype=np.float64)
         return log_tgt, log_prior
+
+    def _requests(self, it: _Item) -> list[tuple[MaskedRequest, MaskedRequest, int]]:
+        """The masked inputs of an item's p_tgt and p_prior, and how many of their first positions are
+        the target's. `one-mask` asks once per sub-token of the target, the piece under the one mask
+        being what is read there; the model sees one input for them all."""
+        if self.multi_token in ("joint", "reduce"):
+            return [(MaskedRequest(it.tokens.ids, it.t_pos), MaskedRequest(it.tokens.ids, it.t_pos + it.a_pos), len(it.t_pos))]
+        one, t0, both, t_first, a_first = _one_slot_each(it)
+        pieces = [it.tokens.ids[it.t_pos[0]]] if self.multi_token == "first" else [it.tokens.ids[p] for p in it.t_pos]
+        out = []
+        for piece in pieces:
+            one[t0], both[t_first] = piece, piece
+            out.append((MaskedRequest(tuple(one), (t0,)), MaskedRequest(tuple(both), (t_first, a_first)), 1))
+        return out

@@ -512,6 +512,21 @@ def _(world, folder):
     return ["run", "-m", f"hf:{world.bert}", "-w", str(world.wordset), "--metric", "crows", "--param", "causal_start=eos"]
 
 
+@case("lpbs-pairing-unknown", names=("pairing", "i-th"))
+def _(world, folder):
+    return ["run", "-m", f"hf:{world.bert}", "-w", "en/lpbs-gender", "--metric", "lpbs", "--param", "pairing=zip"]
+
+
+@case("lpbs-multi-token-unknown", names=("multi_token", "one-mask"))
+def _(world, folder):
+    return ["run", "-m", f"hf:{world.bert}", "-w", "en/lpbs-gender", "--metric", "lpbs", "--param", "multi_token=product"]
+
+
+@case("lpbs-target-number-unknown", names=("target_number", "singular"))
+def _(world, folder):
+    return ["run", "-m", f"hf:{world.bert}", "-w", "en/lpbs-gender", "--metric", "lpbs", "--param", "target_number=plural"]
+
+
 @pytest.mark.parametrize("bad", CASES, ids=lambda c: c.name)
 def test_more_bad_input(bad: Case, world: World, tmp_path: Path) -> None:
     assert_answered(bad, world, tmp_path / "case")

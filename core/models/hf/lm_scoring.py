@@ -114,23 +114,28 @@ def masked_log_probs(
         bad = [p for p in requests[i].positions if not 0 <= p < n]
         if bad:
             raise BiasError(f"Masked request {i} asks for position {bad[0]} of a sequence of {n} tokens.")
-    _check_lengths([len(requests[i].ids) for i in live], token_limit(model, tokenizer))
+    # Requests that differ only in the tokens under their masks give the model the same input: one row
+    # serves them all (LPBS's `one-mask` policy reads each sub-token of a word at one mask this way).
+    rows: dict[tuple[tuple[int, ...], tuple[int, ...]], list[int]] = {}
+    for i in live:
+        ids, positions = list(requests[i].ids), requests[i].positions
+        for p in positions:
+            ids[p] = mask
+        rows.setdefault((tuple(ids), tuple(positions)), []).append(i)
+    keys = list(rows)
+    _check_lengths([len(k[0]) for k in keys], token_limit(model, tokenizer))
     split = _split_head(model)
 
     def score(batch: list[int]) -> None:
-        members = [live[k] for k in batch]
-        inputs = right_pad(id_rows([requests[i].ids for i in members]), tokenizer, device)
-        ids, attention = inputs["input_ids"], inputs["attention_mask"]
+        members = [keys[k] for k in batch]
+        inputs = right_pad(id_rows([ids for ids, _ in members]), tokenizer, device)
+        masked, attention = inputs["input_ids"], inputs["attention_mask"]
         rows_b, rows_p = [], []
-        for b, i in enumerate(members):
-            positions = list(requests[i].positions)
+        for b, (_, positions) in enumerate(members):
             rows_b.extend([b] * len(positions))
             rows_p.extend(positions)
-        index_b = torch.as_tensor(rows_b, dtype=torch.long, device=ids.device)
-        index_p = torch.as_tensor(rows_p, dtype=torch.long, device=ids.device)
-        targets = ids[index_b, index_p].clone()
-        masked = ids.clone()
-        masked[index_b, index_p] = mask
+        index_b = torch.as_tensor(rows_b, dtype=torch.long, device=masked.device)
+        index_p = torch.as_tensor(rows_p, dtype=torch.long, device=masked.device)
         if split is not None:
             base, head = split
             hidden = base(input_ids=masked, attention_mask=attention, return_dict=True)[0]
@@ -138,15 +143,26 @@ def masked_log_probs(
         else:
             logits = model(input_ids=masked, attention_mask=attention, return_dict=True).logits[index_b, index_p]
         log_probs = torch.log_softmax(logits.to(torch.float64), dim=-1)
-        picked = log_probs.gather(1, targets.unsqueeze(1)).squeeze(1).cpu().numpy()
+        read_row, read_token, spans = [], [], []
         start = 0
-        for i in members:
-            n = len(requests[i].positions)
-            out[i] = picked[start : start + n].copy()
-            start += n
+        for key in members:
+            positions = key[1]
+            for i in rows[key]:
+                read_row.extend(range(start, start + len(positions)))
+                read_token.extend(requests[i].ids[p] for p in positions)
+                spans.append((i, len(positions)))
+            start += len(positions)
+        picked = log_probs[
+            torch.as_tensor(read_row, dtype=torch.long, device=log_probs.device),
+            torch.as_tensor(read_token, dtype=torch.long, device=log_probs.device),
+        ].cpu().numpy()
+        at = 0
+        for i, n in spans:
+            out[i] = picked[at : at + n].copy()
+            at += n
 
     with torch.inference_mode(), memory_guard(device, batch_size):
-        in_length_batches([len(requests[i].ids) for i in live], batch_size, score)
+        in_length_batches([len(k[0]) for k in keys], batch_size, score)
     return out
 
 
