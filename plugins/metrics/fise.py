@@ -273,15 +273,24 @@ class Fise(Metric):
         rng = np.random.default_rng(seed)
         out, strengths = [], []
         bx, by = np.empty((_ROWS, cx.shape[0])), np.empty((_ROWS, cy.shape[0]))
+        # each partition a 0/1 row with a trailing 1, so one product with `_with_offset` gives the
+        # associations; the buffers are reused for every batch (the trailing column stays 1)
+        ax, ay = _with_offset(cx, nx1), _with_offset(cy, ny1)
+        mxb, myb = np.ones((2000, nx + 1)), np.ones((2000, ny + 1))
+        keys = {n: (np.empty((2000, n)), np.empty((2000, n))) for n in {nx, ny}}  # draws, partition scratch
         for start in range(0, self.permutations, 2000):
             m = min(2000, self.permutations - start)
             # the first nx1 of an argsort of uniform keys are the nx1 smallest keys: a partition finds
             # the same subset without sorting (the same draws, so the same p for a seed)
-            mx = _smallest_mask(rng.random((m, nx)), nx1)
-            my = _smallest_mask(rng.random((m, ny)), ny1)
+            kx, sx = (b[:m] for b in keys[nx])
+            mx = _smallest_mask(rng.random(out=kx), nx1, mxb, sx)
+            ky, sy = (b[:m] for b in keys[ny])
+            my = _smallest_mask(rng.random(out=ky), ny1, myb, sy)
             # the arithmetic in rows of _ROWS, into the two buffers
             for a in range(0, m, _ROWS):
-                xs, ys = _masked_association(cx, mx[a : a + _ROWS], nx1, bx), _masked_association(cy, my[a : a + _ROWS], ny1, by)
+                rows = min(_ROWS, m - a)
+                xs = np.matmul(mx[a : a + rows], ax.T, out=bx[:rows])
+                ys = np.matmul(my[a : a + rows], ay.T, out=by[:rows])
                 if self.mean_centre:
                     xs -= xs.mean(axis=1, keepdims=True)
                     ys -= ys.mean(axis=1, keepdims=True)
@@ -340,11 +349,29 @@ def _masked_association(cos: np.ndarray, mask: np.ndarray, k: int, out: np.ndarr
     return out
 
 
-def _smallest_mask(keys: np.ndarray, k: int) -> np.ndarray:
+def _with_offset(cos: np.ndarray, k: int) -> np.ndarray:
+    """The traits' cosines scaled by 1/k + 1/(n - k), with -total/(n - k) as a last column: the product
+    with a partition's 0/1 row followed by a 1 is `_masked_association`'s value in one step."""
+    n = cos.shape[1]
+    return np.hstack([cos * (1 / k + 1 / (n - k)), -cos.sum(axis=1, keepdims=True) / (n - k)])
+
+
+def _smallest_mask(keys: np.ndarray, k: int, out: np.ndarray | None = None, scratch: np.ndarray | None = None) -> np.ndarray:
     """1.0 where a key is among the k smallest of its row, else 0.0 (ties between float64 keys have
-    probability ~n^2 / 2^53): the subset `argsort(keys)[:, :k]` picks, found in linear time."""
-    threshold = np.partition(keys, k - 1, axis=1)[:, k - 1 : k]
-    return (keys <= threshold).astype(np.float64)
+    probability ~n^2 / 2^53): the subset `argsort(keys)[:, :k]` picks, found in linear time. With
+    `out` (at least as many rows and columns), written into its first rows and columns; its rows
+    are returned, further columns untouched. `scratch` (the keys' shape) holds the partition."""
+    if scratch is None:
+        scratch = np.partition(keys, k - 1, axis=1)
+    else:
+        np.copyto(scratch, keys)
+        scratch.partition(k - 1, axis=1)
+    threshold = scratch[:, k - 1 : k]
+    if out is None:
+        return (keys <= threshold).astype(np.float64)
+    rows, n = keys.shape
+    np.less_equal(keys, threshold, out=out[:rows, :n])
+    return out[:rows]
 
 
 def _quadrant_of(x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -356,8 +383,11 @@ def _quadrant_of(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 def _quadrant_counts(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Per row, the traits in each quadrant (numbered as `_quadrant_of`), from two sign masks."""
     px, py = x > 0, y > 0
-    both = np.count_nonzero(px & py, axis=1)
-    right, up = np.count_nonzero(px, axis=1), np.count_nonzero(py, axis=1)
+
+    def count(mask: np.ndarray) -> np.ndarray:  # a row sum of the bytes: count_nonzero(axis=1) copies first
+        return mask.view(np.uint8).sum(axis=1, dtype=np.int32)
+
+    both, right, up = count(px & py), count(px), count(py)
     # (+,+), (-,+) = up - (+,+), (-,-) = all - right - up + (+,+), (+,-) = right - (+,+)
     return np.stack([both, up - both, x.shape[1] - right - up + both, right - both], axis=1)
 
@@ -367,6 +397,6 @@ def _strength(x: np.ndarray, y: np.ndarray, *, scratch: bool = False) -> np.ndar
     y are not needed afterwards and are overwritten (no new arrays)."""
     if not scratch:
         return (np.abs(x) + np.abs(y)).mean(axis=1) / math.sqrt(2)
-    np.abs(x, out=x)
-    x += np.abs(y, out=y)
-    return x.mean(axis=1) / math.sqrt(2)
+    ones = np.ones(x.shape[1])
+    # row sums by a product with ones (a reduction along the short axis is several times slower)
+    return (np.abs(x, out=x) @ ones + np.abs(y, out=y) @ ones) / (x.shape[1] * math.sqrt(2))
