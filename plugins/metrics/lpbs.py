@@ -153,7 +153,8 @@ class Lpbs(Metric):
 
     `lost_threshold` means what it means for WEAT and the other association metrics: a set that loses
     more than this share of its words refuses the test. Here a word can only be lost by `reduce` (the
-    lpbs data kind already refuses a word that no template fits), and a set also needs 2 words left.
+    lpbs data kind already refuses a word that no template fits). The two sets compared need 2 words
+    left, the other two 1 (the framework's files pair one singular target of each list).
     """
 
     name: ClassVar[str] = "lpbs"
@@ -397,15 +398,19 @@ class Lpbs(Metric):
         }
 
     def _refusal(self, data: LpbsTest, lost: dict[str, list[str]]) -> str | None:
-        """Why the test is refused after dropping multi-token words, if it is (see `lost_threshold`)."""
+        """Why the test is refused after dropping multi-token words, if it is (see `lost_threshold`): the
+        sets compared (A, B, or X, Y with unit = target) need 2 words left, the other two 1."""
+        compared = ATTRIBUTES if self.unit == "attribute" else TARGETS
         for key, wl in data.sets().items():
-            n = len(wl.words)
-            share = len(lost.get(key, [])) / n if n else 0.0
-            if share > self.lost_threshold or n - len(lost.get(key, [])) < 2:
+            n, gone = len(wl.words), sum(w in lost.get(key, []) for w in wl.words)  # each listed copy
+            share, needed = (gone / n if n else 0.0), (2 if key in compared else 1)
+            if gone and (share > self.lost_threshold or n - gone < needed):
                 return (
-                    f"set {key} lost {len(lost.get(key, []))} of {n} words as multi-token ({share:.0%}; at most "
-                    f"{self.lost_threshold:.0%} allowed, and 2 words needed): {', '.join(lost.get(key, [])[:8])}"
+                    f"set {key} lost {gone} of {n} words as multi-token ({share:.0%}; at most "
+                    f"{self.lost_threshold:.0%} allowed, and {needed} word{'s' if needed > 1 else ''} needed): {', '.join(lost[key][:8])}"
                 )
+            if n < needed:
+                return f"set {key} has {n} word{'s' if n != 1 else ''}; {needed} needed"
         return None
 
     def _items(self, embedder: Embedder, data: LpbsTest) -> list[_Item]:
