@@ -126,3 +126,10 @@ def test_reduce_counts_each_listed_copy_of_a_lost_word(bert: HuggingFaceEmbedder
     assert result.status == "refused" and result.reason.startswith("set B lost 2 of 5 words as multi-token (40%"), result.reason
     assert Lpbs(duplicates="drop", **params).compute(bert, framework_file(tmp_path, data), seed=0).ok
 
+
+def test_singular_targets_only_leaving_a_list_empty_names_the_parameter(bert: HuggingFaceEmbedder, tmp_path: Path) -> None:
+    data = {**file_of([], ["she", "woman"], ["good", "doctor"], ["bad", "insect"]), "targ1": {"singular": [], "plural": ["roses", "men"]}}
+    with pytest.raises(BiasError) as err:
+        Lpbs(**FRAMEWORK).compute(bert, framework_file(tmp_path, data), seed=0)
+    assert "target_number = singular" in err.value.message and "set X (targ1)" in err.value.message
+    assert "target_number = any" in err.value.message

@@ -205,6 +205,12 @@ class Lpbs(Metric):
             raise BiasError(f"Metric 'lpbs' needs an LPBS test (kind lpbs), not {type(data).__name__}.")
         lm_mode(embedder, self.name, (MASKED,))
         data = self._stimuli(data)
+        for key in TARGETS:
+            if not getattr(data, key).words:
+                raise BiasError(
+                    f"{data.name}: target_number = singular leaves set {key} ({getattr(data, key).label}) no target (it lists no "
+                    "singular word, or no template is written for one): give it singular targets, or set target_number = any."
+                )
         items = self._items(embedder, data)
         multi = _multi_token_words(items)
         lost: dict[str, list[str]] = {}
