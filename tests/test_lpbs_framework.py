@@ -115,6 +115,29 @@ def test_one_singular_target_per_list_is_scored(bert: HuggingFaceEmbedder, fw: F
 
 
 
+def test_figures_count_each_listed_copy_with_keep(bert: HuggingFaceEmbedder, fw: Framework, tmp_path: Path) -> None:
+    """With `duplicates = keep` an attribute listed twice weighs twice in the effect size, and so in
+    each template's mean score, in the target unit's s(t), in `sizes` and in the cost's partitions."""
+    data = file_of(["he", "man"], ["she", "woman"], ["good", "doctor", "good"], ["bad", "insect", "flower"])
+    test = framework_file(tmp_path, data)
+    pairs = list(zip(data["targ1"]["singular"], data["targ2"]["singular"]))
+    result = Lpbs(duplicates="keep", **FRAMEWORK).compute(bert, test, seed=0)
+    assert result.ok, result.reason
+    assert result.sizes == {"X": 2, "Y": 2, "A": 3, "B": 3}
+    for t, text in enumerate(data["templates"]["singular"]):
+        one = {**data, "templates": {"singular": [text]}}
+        row = next(r for r in result.figures["templates"] if r["template"] == text.replace("TARGET", "{target}").replace("ATTRIBUTE", "{attribute}"))
+        assert row["mean_score_A"] == pytest.approx(np.mean([fw.score(one, a, pairs) for a in data["attr1"]]), abs=1e-6), t
+        assert row["mean_score_B"] == pytest.approx(np.mean([fw.score(one, b, pairs) for b in data["attr2"]]), abs=1e-6), t
+    # the target unit: s(t) = mean over attr1 as listed of asc(t, a) - the same over attr2
+    by_target = Lpbs(duplicates="keep", **{**FRAMEWORK, "unit": "target"}).compute(bert, test, seed=0)
+    templates = data["templates"]["singular"]
+    for t in ("he", "man"):
+        asc = {a: np.mean([fw.asc(tpl, t, a) for tpl in templates]) for a in data["attr1"] + data["attr2"]}
+        expected = np.mean([asc[a] for a in data["attr1"]]) - np.mean([asc[b] for b in data["attr2"]])
+        assert by_target.figures["target_scores"]["X"][t] == pytest.approx(expected, abs=1e-6), t
+    assert Lpbs(duplicates="keep", **FRAMEWORK).cost(test) == permutation_cost(3, 3, 200, 100_000)
+
 
 def test_reduce_counts_each_listed_copy_of_a_lost_word(bert: HuggingFaceEmbedder, tmp_path: Path) -> None:
     """`lost_threshold` with `duplicates = keep`: a multi-token word listed twice is two of the set's

@@ -197,6 +197,7 @@ class Lpbs(Metric):
     def cost(self, data: LpbsTest) -> Cost:
         """The permutation test over the scores of the unit compared (A u B, or X u Y)."""
         first, second = ("A", "B") if self.unit == "attribute" else ("X", "Y")
+        data = self._stimuli(data)  # the sets as scored: repeats kept, plural targets left out
         n_1, n_2 = len(getattr(data, first).words), len(getattr(data, second).words)
         return permutation_cost(n_1, n_2, self.permutations, self.exact_limit)
 
@@ -242,7 +243,13 @@ class Lpbs(Metric):
         of every target from its associations."""
         asc = log_tgt - log_prior
         joined = self._paired if self.pairing == "i-th" else self._sets
-        values, template_rows = joined(data, items, log_tgt, log_prior)
+        values, per_template = joined(data, items, log_tgt, log_prior)
+        template_rows: dict[int, dict[str, list[float]]] = defaultdict(lambda: {"A": [], "B": []})
+        for a_key in ATTRIBUTES:
+            for a in getattr(data, a_key).words:  # each copy a set lists (`duplicates = keep`) counts
+                for t in range(len(data.templates)):
+                    if (t, a) in per_template:
+                        template_rows[t][a_key].append(per_template[(t, a)])
         attribute_scores = {key: {a: float(np.mean(values[a])) for a in getattr(data, key).words if values.get(a)} for key in ATTRIBUTES}
         pair_asc: dict[tuple[str, str], list[float]] = defaultdict(list)
         for i, it in enumerate(items):
@@ -251,57 +258,53 @@ class Lpbs(Metric):
         for key in TARGETS:
             target_scores[key] = {}
             for t in getattr(data, key).words:
-                mean_a = [np.mean(pair_asc[(t, a)]) for a in attribute_scores["A"] if pair_asc.get((t, a))]
-                mean_b = [np.mean(pair_asc[(t, b)]) for b in attribute_scores["B"] if pair_asc.get((t, b))]
+                mean_a = [np.mean(pair_asc[(t, a)]) for a in data.A.words if a in attribute_scores["A"] and pair_asc.get((t, a))]
+                mean_b = [np.mean(pair_asc[(t, b)]) for b in data.B.words if b in attribute_scores["B"] and pair_asc.get((t, b))]
                 if mean_a and mean_b:
                     target_scores[key][t] = float(np.mean(mean_a) - np.mean(mean_b))
         return _Scores(len(items), log_tgt, log_prior, attribute_scores, target_scores, dict(template_rows))
 
-    @staticmethod
     def _sets(
-        data: LpbsTest, items: Sequence[_Item], log_tgt: np.ndarray, log_prior: np.ndarray
-    ) -> tuple[dict[str, list[float]], dict[int, dict[str, list[float]]]]:
+        self, data: LpbsTest, items: Sequence[_Item], log_tgt: np.ndarray, log_prior: np.ndarray
+    ) -> tuple[dict[str, list[float]], dict[tuple[int, str], float]]:
         """Kurita et al.: per (template, attribute), logsumexp over X minus over Y of log p_tgt, minus
-        the same for the prior; the values of each attribute, and each template's A and B values."""
+        the same for the prior; the values of each attribute, and its value in each template."""
         groups: dict[tuple[int, str], dict[str, list[int]]] = defaultdict(lambda: {"X": [], "Y": []})
         for i, it in enumerate(items):
             groups[(it.template, it.attribute)][it.t_key].append(i)
         values: dict[str, list[float]] = defaultdict(list)
-        template_rows: dict[int, dict[str, list[float]]] = defaultdict(lambda: {"A": [], "B": []})
-        a_key_of = {it.attribute: it.a_key for it in items}
+        per_template: dict[tuple[int, str], float] = {}
         for (template, attribute), members in groups.items():
             if not members["X"] or not members["Y"]:
                 continue
             x, y = members["X"], members["Y"]
             value = (logsumexp(log_tgt[x]) - logsumexp(log_tgt[y])) - (logsumexp(log_prior[x]) - logsumexp(log_prior[y]))
             values[attribute].append(float(value))
-            template_rows[template][a_key_of[attribute]].append(float(value))
-        return values, template_rows
+            per_template[(template, attribute)] = float(value)
+        return values, per_template
 
-    @staticmethod
     def _paired(
-        data: LpbsTest, items: Sequence[_Item], log_tgt: np.ndarray, log_prior: np.ndarray
-    ) -> tuple[dict[str, list[float]], dict[int, dict[str, list[float]]]]:
+        self, data: LpbsTest, items: Sequence[_Item], log_tgt: np.ndarray, log_prior: np.ndarray
+    ) -> tuple[dict[str, list[float]], dict[tuple[int, str], float]]:
         """The BIAS Detection Framework: asc(x_i, a) - asc(y_i, a) for the i-th targets of X and Y in
-        every template that fits both; the values of each attribute (their mean is its score), and each
-        template's A and B values (the mean over the pairs)."""
+        every template that fits both; the values of each attribute (their mean is its score), and its
+        value in each template (the mean over the pairs)."""
         asc = log_tgt - log_prior
         index = {(it.template, it.t_key, it.target, it.attribute): i for i, it in enumerate(items)}
         pairs = list(zip(data.X.words, data.Y.words))
         values: dict[str, list[float]] = defaultdict(list)
-        template_rows: dict[int, dict[str, list[float]]] = defaultdict(lambda: {"A": [], "B": []})
-        for a_key in ATTRIBUTES:
-            for a in dict.fromkeys(getattr(data, a_key).words):
-                for t in range(len(data.templates)):
-                    found = [
-                        float(asc[index[(t, "X", x, a)]] - asc[index[(t, "Y", y, a)]])
-                        for x, y in pairs
-                        if (t, "X", x, a) in index and (t, "Y", y, a) in index
-                    ]
-                    if found:
-                        values[a].extend(found)
-                        template_rows[t][a_key].append(float(np.mean(found)))
-        return values, template_rows
+        per_template: dict[tuple[int, str], float] = {}
+        for a in dict.fromkeys(data.A.words + data.B.words):
+            for t in range(len(data.templates)):
+                found = [
+                    float(asc[index[(t, "X", x, a)]] - asc[index[(t, "Y", y, a)]])
+                    for x, y in pairs
+                    if (t, "X", x, a) in index and (t, "Y", y, a) in index
+                ]
+                if found:
+                    values[a].extend(found)
+                    per_template[(t, a)] = float(np.mean(found))
+        return values, per_template
 
     def _result(
         self, embedder: Embedder, data: LpbsTest, seed: int | None, scores: _Scores, multi: dict[str, list[str]], lost: dict[str, list[str]]
@@ -367,7 +370,7 @@ class Lpbs(Metric):
                 "statistic": test.statistic,
             },
             convention=self._convention(test),
-            sizes={key: len(v) for key, v in {**attribute_scores, **target_scores}.items()},
+            sizes={key: len(_listed(attribute_scores if key in ATTRIBUTES else target_scores, data, key)) for key in (*TARGETS, *ATTRIBUTES)},
             warnings=warnings,
         )
 
