@@ -114,6 +114,24 @@ def test_one_singular_target_per_list_is_scored(bert: HuggingFaceEmbedder, fw: F
     assert refused.status == "refused" and refused.reason == "set X has 1 word; 2 needed"
 
 
+@pytest.mark.parametrize("duplicates", ["keep", "drop"])
+def test_ith_pairs_are_the_files_ith_targets(bert: HuggingFaceEmbedder, fw: Framework, tmp_path: Path, duplicates: str) -> None:
+    """The i-th target of targ1 goes with the i-th of targ2 as listed; with `duplicates = drop` a
+    repeated pair counts once and a repeated attribute once, with `keep` each as often as listed."""
+    data = file_of(["he", "he", "man", "he"], ["she", "woman", "nurse", "she"], ["good", "doctor", "good"], ["bad", "insect", "flower"])
+    listed = list(zip(data["targ1"]["singular"], data["targ2"]["singular"]))
+    pairs = listed if duplicates == "keep" else list(dict.fromkeys(listed))
+    attr1 = data["attr1"] if duplicates == "keep" else list(dict.fromkeys(data["attr1"]))
+    s1 = [fw.score(data, a, pairs) for a in attr1]
+    s2 = [fw.score(data, a, pairs) for a in data["attr2"]]
+    result = Lpbs(duplicates=duplicates, **FRAMEWORK).compute(bert, framework_file(tmp_path, data), seed=0)
+    assert result.ok, result.reason
+    got = scores_of(result)
+    for word, value in zip(attr1 + data["attr2"], s1 + s2):
+        assert got[word] == pytest.approx(value, abs=1e-6), word
+    assert result.effect_size == pytest.approx((np.mean(s1) - np.mean(s2)) / np.std(s1 + s2), rel=1e-5)
+    assert result.sizes["A"] == len(attr1) and result.sizes["X"] == (4 if duplicates == "keep" else 2)
+
 
 def test_figures_count_each_listed_copy_with_keep(bert: HuggingFaceEmbedder, fw: Framework, tmp_path: Path) -> None:
     """With `duplicates = keep` an attribute listed twice weighs twice in the effect size, and so in

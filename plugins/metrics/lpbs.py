@@ -147,9 +147,10 @@ class Lpbs(Metric):
     pairing = sets (default): an attribute's score per template joins all of X and all of Y by
     logsumexp (Kurita et al.). pairing = i-th: the i-th target of X is set against the i-th of Y,
     score(a) = mean over those pairs and the templates of asc(x_i, a) - asc(y_i, a), as the BIAS
-    Detection Framework computes it (the longer list is cut to the shorter). `target_number = singular`
-    keeps the singular targets only (a `number` feature other than singular drops the word), so only
-    the templates written for them are used, as the framework leaves its plural lists unused.
+    Detection Framework computes it (the longer list is cut to the shorter; the i-th as the file lists
+    them, a repeated pair counted once unless `duplicates = keep`). `target_number = singular` drops
+    the targets whose `number` feature is other than singular (a word without one stays), and so, in
+    the framework's files, whose templates are written per number, the plural lists and templates.
 
     `lost_threshold` means what it means for WEAT and the other association metrics: a set that loses
     more than this share of its words refuses the test. Here a word can only be lost by `reduce` (the
@@ -181,7 +182,7 @@ class Lpbs(Metric):
         validator=one_of(PAIRINGS),
     )
     target_number: str = param(
-        "any", "targets scored: any, or singular (words whose number feature is singular, as the BIAS Detection Framework)",
+        "any", "targets scored: any, or singular (drop words whose number feature is not singular, as the BIAS Detection Framework)",
         validator=one_of(TARGET_NUMBERS),
     )
     duplicates: str = duplicates_param()
@@ -234,8 +235,10 @@ class Lpbs(Metric):
         if self.target_number == "singular":
             for key in TARGETS:
                 wl = sets[key]
-                kept = tuple(w for w in wl.words if wl.features(w).get("number", "singular") == "singular")
-                sets[key] = attrs.evolve(wl, words=kept, listed=())
+                singular = [w for w in dict.fromkeys(wl.words) if wl.features(w).get("number", "singular") == "singular"]
+                sets[key] = attrs.evolve(
+                    wl, words=tuple(w for w in wl.words if w in singular), listed=tuple(w for w in wl.listed if w in singular)
+                )
         return attrs.evolve(data, **sets)
 
     def _group_scores(self, data: LpbsTest, items: Sequence[_Item], log_tgt: np.ndarray, log_prior: np.ndarray) -> _Scores:
@@ -288,10 +291,13 @@ class Lpbs(Metric):
     ) -> tuple[dict[str, list[float]], dict[tuple[int, str], float]]:
         """The BIAS Detection Framework: asc(x_i, a) - asc(y_i, a) for the i-th targets of X and Y in
         every template that fits both; the values of each attribute (their mean is its score), and its
-        value in each template (the mean over the pairs)."""
+        value in each template (the mean over the pairs). The i-th target is the file's: pairs are
+        formed on the lists as listed, and with `duplicates = drop` a pair listed twice counts once."""
         asc = log_tgt - log_prior
         index = {(it.template, it.t_key, it.target, it.attribute): i for i, it in enumerate(items)}
-        pairs = list(zip(data.X.words, data.Y.words))
+        pairs = list(zip(data.X.listed or data.X.words, data.Y.listed or data.Y.words))
+        if self.duplicates == "drop":
+            pairs = list(dict.fromkeys(pairs))
         values: dict[str, list[float]] = defaultdict(list)
         per_template: dict[tuple[int, str], float] = {}
         for a in dict.fromkeys(data.A.words + data.B.words):
