@@ -13,7 +13,7 @@ import pytest
 
 from bad_input_helpers import Case, Outcome, World, assert_answered, cli, copy_model, words_toml, world  # noqa: F401 (world is a fixture)
 from bad_input_helpers import basic_experiment, case_decorator, write_experiment
-from fixtures.planted import X_WORDS, Y_WORDS
+from fixtures.planted import X_WORDS
 
 CASES: list[Case] = []
 case = case_decorator(CASES)
@@ -525,37 +525,6 @@ def _(world, folder):
 @case("lpbs-target-number-unknown", names=("target_number", "singular"))
 def _(world, folder):
     return ["run", "-m", f"hf:{world.bert}", "-w", "en/lpbs-gender", "--metric", "lpbs", "--param", "target_number=plural"]
-
-
-def _framework_lpbs(folder: Path) -> str:
-    """An LPBS file in the BIAS Detection Framework's format whose targets are all plural."""
-    path = folder / "LPBS" / "LPBS_9.jsonl"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    data = {
-        "targ1": {"singular": [], "plural": [f"{w}s" for w in X_WORDS]}, "targ2": {"singular": [], "plural": [f"{w}s" for w in Y_WORDS]},
-        "attr1": ["joy", "love", "peace", "happy", "gentle", "lucky", "honest", "warm"],
-        "attr2": ["pain", "hatred", "war", "ugly", "filthy", "rotten", "poison", "grief"],
-        "templates": {"singular": ["the TARGET is ATTRIBUTE ."], "plural": ["TARGET are ATTRIBUTE ."]},
-    }
-    path.write_text(json.dumps(data), encoding="utf-8")
-    return str(path)
-
-
-@case("lpbs-framework-file-plural-only", names=("target_number = singular", "targ1", "target_number = any"))
-def _(world, folder):
-    return ["run", "-m", f"hf:{world.bert}", "-w", _framework_lpbs(folder), "--metric", "lpbs", "--param", "target_number=singular"]
-
-
-@case("lpbs-experiment-pairing-unknown", names=("pairing", "i-th", "'pairs'"))
-def _(world, folder):
-    body = f'[[experiments]]\nwordset = "en/lpbs-gender"\nmetric = "lpbs"\nmodel = "hf:{world.bert}"\nparams = {{ pairing = "pairs" }}\n'
-    return ["run", str(write_experiment(folder, body))]
-
-
-@case("lpbs-experiment-target-number-not-a-string", names=("target_number", "singular"))
-def _(world, folder):
-    body = f'preset = "bias-framework"\n[[experiments]]\nwordset = "en/lpbs-gender"\nmetric = "lpbs"\nmodel = "hf:{world.bert}"\nparams = {{ target_number = 1 }}\n'
-    return ["run", str(write_experiment(folder, body))]
 
 
 @pytest.mark.parametrize("bad", CASES, ids=lambda c: c.name)
