@@ -174,3 +174,23 @@ def test_singular_targets_only_leaving_a_list_empty_names_the_parameter(bert: Hu
         Lpbs(**FRAMEWORK).compute(bert, framework_file(tmp_path, data), seed=0)
     assert "target_number = singular" in err.value.message and "set X (targ1)" in err.value.message
     assert "target_number = any" in err.value.message
+
+
+def test_ith_pairs_are_formed_within_each_number(bert: HuggingFaceEmbedder, fw: Framework, tmp_path: Path) -> None:
+    """`pairing = i-th` with `target_number = any`: the i-th plural target of targ1 goes with the i-th
+    plural of targ2, however many singular targets each lists (not the i-th of singular + plural)."""
+    data = {
+        "targ1": {"singular": ["he", "man"], "plural": ["men"]}, "targ2": {"singular": ["she"], "plural": ["women", "nurses"]},
+        "attr1": ["good", "doctor", "flower"], "attr2": ["bad", "insect", "nurse"],
+        "templates": {"singular": ["the TARGET is ATTRIBUTE ."], "plural": ["the TARGET are ATTRIBUTE ."]},
+    }
+    result = Lpbs(**{**FRAMEWORK, "target_number": "any"}).compute(bert, framework_file(tmp_path, data), seed=0)
+    assert result.ok, result.reason
+    singular, plural = data["templates"]["singular"][0], data["templates"]["plural"][0]
+
+    def score(a: str) -> float:
+        return float(np.mean([fw.asc(singular, "he", a) - fw.asc(singular, "she", a), fw.asc(plural, "men", a) - fw.asc(plural, "women", a)]))
+
+    got = scores_of(result)
+    for word in data["attr1"] + data["attr2"]:
+        assert got[word] == pytest.approx(score(word), abs=1e-6), word

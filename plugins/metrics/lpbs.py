@@ -148,7 +148,7 @@ class Lpbs(Metric):
     logsumexp (Kurita et al.). pairing = i-th: the i-th target of X is set against the i-th of Y,
     score(a) = mean over those pairs and the templates of asc(x_i, a) - asc(y_i, a), as the BIAS
     Detection Framework computes it (the longer list is cut to the shorter; the i-th as the file lists
-    them, a repeated pair counted once unless `duplicates = keep`). `target_number = singular` drops
+    them, among the targets of one `number`, a repeated pair counted once unless `duplicates = keep`). `target_number = singular` drops
     the targets whose `number` feature is other than singular (a word without one stays), and so, in
     the framework's files, whose templates are written per number, the plural lists and templates.
 
@@ -291,11 +291,17 @@ class Lpbs(Metric):
     ) -> tuple[dict[str, list[float]], dict[tuple[int, str], float]]:
         """The BIAS Detection Framework: asc(x_i, a) - asc(y_i, a) for the i-th targets of X and Y in
         every template that fits both; the values of each attribute (their mean is its score), and its
-        value in each template (the mean over the pairs). The i-th target is the file's: pairs are
-        formed on the lists as listed, and with `duplicates = drop` a pair listed twice counts once."""
+        value in each template (the mean over the pairs). The i-th target is the file's, among the
+        targets of its number (singular unless told): pairs are formed on the lists as listed, and with
+        `duplicates = drop` a pair listed twice counts once."""
         asc = log_tgt - log_prior
         index = {(it.template, it.t_key, it.target, it.attribute): i for i, it in enumerate(items)}
-        pairs = list(zip(data.X.listed or data.X.words, data.Y.listed or data.Y.words))
+        numbered: dict[str, dict[str, list[str]]] = {"X": defaultdict(list), "Y": defaultdict(list)}
+        for key in TARGETS:
+            wl = getattr(data, key)
+            for w in wl.listed or wl.words:
+                numbered[key][wl.features(w).get("number", "singular")].append(w)
+        pairs = [pair for number, xs in numbered["X"].items() for pair in zip(xs, numbered["Y"].get(number, []))]
         if self.duplicates == "drop":
             pairs = list(dict.fromkeys(pairs))
         values: dict[str, list[float]] = defaultdict(list)
