@@ -215,6 +215,43 @@ def test_causal_log_probs_are_next_token(gpt2: tuple[Any, Any]) -> None:
         assert scores.attention is not None and scores.attention.shape == (len(ids),)
 
 
+@pytest.mark.parametrize("batch_size", [1, 2, 64])
+def test_requests_with_one_masked_input_each_read_their_own_tokens(bert: tuple[Any, Any], batch_size: int) -> None:
+    """Requests that differ only under their masks give the model one input and may share a forward
+    row; each still reads its own original tokens, in its own position order, in request order. The
+    same positions in another order, or one position more, are another input's answer."""
+    model, tokenizer = bert
+    ids = list(tokenizer("the doctor likes the nurse and the rose")["input_ids"])
+    n = len(ids)
+    swapped = list(ids)
+    swapped[2], swapped[5] = ids[5], ids[2]  # other tokens under the masks at 2 and 5
+    requests = [
+        MaskedRequest(tuple(ids), (2, 5)),
+        MaskedRequest(tuple(ids), (5, 2)),
+        MaskedRequest(tuple(swapped), (2, 5)),
+        MaskedRequest(tuple(ids), (2,)),
+        MaskedRequest(tuple(swapped), (5, 2)),
+        MaskedRequest(tuple(ids[:2] + [ids[1]] + ids[3:]), (2, 5)),
+        MaskedRequest(tuple(ids), (2, 5, n - 2)),
+        MaskedRequest(tuple(swapped), (2,)),
+    ]
+    got = lm_scoring.masked_log_probs(model, tokenizer, "cpu", requests, batch_size)
+    for i, (request, values) in enumerate(zip(requests, got)):
+        np.testing.assert_allclose(values, reference_masked(model, tokenizer, request), atol=TOL, rtol=0, err_msg=str(i))
+
+
+def test_too_long_request_is_named_by_its_place_among_the_requests(bert: tuple[Any, Any]) -> None:
+    """Requests that share a forward row do not shift the number the message gives."""
+    model, tokenizer = bert
+    limit = batching.token_limit(model, tokenizer)
+    short = [2, 10, 11, 3]
+    long = tuple([2] + [10] * limit + [3])
+    requests = [MaskedRequest(tuple(short), (1,)), MaskedRequest((2, 12, 11, 3), (1,)), MaskedRequest(long, (5,))]
+    with pytest.raises(BiasError) as err:
+        lm_scoring.masked_log_probs(model, tokenizer, "cpu", requests, 4)
+    assert "the first, number 2, has" in err.value.message
+
+
 def test_tokenizer_without_mask_token_is_refused(gpt2: tuple[Any, Any]) -> None:
     model, tokenizer = gpt2
     assert tokenizer.mask_token_id is None

@@ -225,12 +225,14 @@ def test_reduce_drops_multi_token_words_and_reports_them(tiny_dir: Path) -> None
 
 def test_lost_threshold_refuses_a_share_above_it_as_for_the_association_metrics() -> None:
     """More than the threshold refuses, exactly the threshold does not (as WEAT's `lost_threshold`);
-    fewer than 2 words left refuses whatever the threshold."""
+    fewer than 2 words left in a set compared (1 in the other two) refuses whatever the threshold."""
     five = ("w1", "w2", "w3", "w4", "w5")
     test = lpbs_test(five, five, five, five, ("{target} is {attribute} .",))
     assert Lpbs(lost_threshold=0.2)._refusal(test, {"Y": ["w1"]}) is None  # 1 of 5 = 20%
     reason = Lpbs(lost_threshold=0.2)._refusal(test, {"Y": ["w1", "w2"]})
-    assert reason == "set Y lost 2 of 5 words as multi-token (40%; at most 20% allowed, and 2 words needed): w1, w2"
+    assert reason == "set Y lost 2 of 5 words as multi-token (40%; at most 20% allowed, and 1 word needed): w1, w2"
+    assert Lpbs(lost_threshold=1.0)._refusal(test, {"Y": ["w1", "w2", "w3", "w4"]}) is None  # targets: 1 word left suffices
+    assert Lpbs(lost_threshold=1.0, unit="target")._refusal(test, {"Y": ["w1", "w2", "w3", "w4"]}) is not None
     assert Lpbs(lost_threshold=1.0)._refusal(test, {"A": ["w1", "w2", "w3", "w4"]}) is not None  # 1 word left
     assert Lpbs(lost_threshold=1.0)._refusal(test, {"A": ["w1", "w2", "w3"]}) is None
 

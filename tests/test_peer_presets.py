@@ -307,3 +307,30 @@ def test_bias_framework_preset_reproduces_its_lpbs(planted_mlm: Path, tmp_path: 
     assert framework.convention["pairing"] == "i-th" and framework.convention["multi_token"] == "one-mask"
     # the house default scores every target in every template of its number: another number
     assert abs(plain.effect_size - expected_d) > 1e-3
+
+
+def test_bias_framework_preset_on_the_frameworks_file_shape(planted_mlm: Path, tmp_path: Path) -> None:
+    """The framework's own LPBS files pair one singular target of targ1 with one of targ2: the preset
+    scores them. Where its prior reads another number (a template with ATTRIBUTE first, read at the
+    first mask; a target's text elsewhere in the template, masked too), every attribute's score moves
+    by the same amount, so d is still the framework's."""
+    data = {
+        "targ1": {"singular": ["rose"], "plural": ["roses", "lilies"]},
+        "targ2": {"singular": ["ant"], "plural": ["ants", "wasps"]},
+        "attr1": ["joy", "love", "peace", "happy"],
+        "attr2": ["pain", "hatred", "war", "ugly"],
+        "templates": {"singular": ["the TARGET is ATTRIBUTE .", "ATTRIBUTE , like the TARGET .", "a TARGET feels ATTRIBUTE , rose"], "plural": []},
+    }
+    folder = tmp_path / "en" / "LPBS"
+    folder.mkdir(parents=True)
+    path = folder / "LPBS_7.jsonl"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    common = f'[[experiments]]\nwordset = "{path}"\nmetric = "lpbs"\nmodel = "hf:{planted_mlm}"\nparams = {{ permutations = 200 }}\n'
+    (tmp_path / "fw.toml").write_text('preset = "bias-framework"\n' + common, encoding="utf-8")
+    (result,) = run_file(tmp_path / "fw.toml", build_embedder(f"hf:{planted_mlm}"))
+    assert result.ok, result.reason
+    expected_scores, expected_d = framework_lpbs(planted_mlm, data)
+    assert result.effect_size == pytest.approx(expected_d, rel=1e-6)
+    got = {**result.figures["attribute_scores"]["A"], **result.figures["attribute_scores"]["B"]}
+    shifts = [got[w] - expected_scores[w] for w in expected_scores]
+    assert max(shifts) - min(shifts) < 1e-5 and abs(shifts[0]) > 1e-3  # one shift for all, not none

@@ -147,13 +147,15 @@ class Lpbs(Metric):
     pairing = sets (default): an attribute's score per template joins all of X and all of Y by
     logsumexp (Kurita et al.). pairing = i-th: the i-th target of X is set against the i-th of Y,
     score(a) = mean over those pairs and the templates of asc(x_i, a) - asc(y_i, a), as the BIAS
-    Detection Framework computes it (the longer list is cut to the shorter). `target_number = singular`
-    keeps the singular targets only (a `number` feature other than singular drops the word), so only
-    the templates written for them are used, as the framework leaves its plural lists unused.
+    Detection Framework computes it (the longer list is cut to the shorter; the i-th as the file lists
+    them, among the targets of one `number`, a repeated pair counted once unless `duplicates = keep`). `target_number = singular` drops
+    the targets whose `number` feature is other than singular (a word without one stays), and so, in
+    the framework's files, whose templates are written per number, the plural lists and templates.
 
     `lost_threshold` means what it means for WEAT and the other association metrics: a set that loses
     more than this share of its words refuses the test. Here a word can only be lost by `reduce` (the
-    lpbs data kind already refuses a word that no template fits), and a set also needs 2 words left.
+    lpbs data kind already refuses a word that no template fits). The two sets compared need 2 words
+    left, the other two 1 (the framework's files pair one singular target of each list).
     """
 
     name: ClassVar[str] = "lpbs"
@@ -180,7 +182,7 @@ class Lpbs(Metric):
         validator=one_of(PAIRINGS),
     )
     target_number: str = param(
-        "any", "targets scored: any, or singular (words whose number feature is singular, as the BIAS Detection Framework)",
+        "any", "targets scored: any, or singular (drop words whose number feature is not singular, as the BIAS Detection Framework)",
         validator=one_of(TARGET_NUMBERS),
     )
     duplicates: str = duplicates_param()
@@ -196,6 +198,7 @@ class Lpbs(Metric):
     def cost(self, data: LpbsTest) -> Cost:
         """The permutation test over the scores of the unit compared (A u B, or X u Y)."""
         first, second = ("A", "B") if self.unit == "attribute" else ("X", "Y")
+        data = self._stimuli(data)  # the sets as scored: repeats kept, plural targets left out
         n_1, n_2 = len(getattr(data, first).words), len(getattr(data, second).words)
         return permutation_cost(n_1, n_2, self.permutations, self.exact_limit)
 
@@ -204,6 +207,12 @@ class Lpbs(Metric):
             raise BiasError(f"Metric 'lpbs' needs an LPBS test (kind lpbs), not {type(data).__name__}.")
         lm_mode(embedder, self.name, (MASKED,))
         data = self._stimuli(data)
+        for key in TARGETS:
+            if not getattr(data, key).words:
+                raise BiasError(
+                    f"{data.name}: target_number = singular leaves set {key} ({getattr(data, key).label}) no target (it lists no "
+                    "singular word, or no template is written for one): give it singular targets, or set target_number = any."
+                )
         items = self._items(embedder, data)
         multi = _multi_token_words(items)
         lost: dict[str, list[str]] = {}
@@ -226,8 +235,10 @@ class Lpbs(Metric):
         if self.target_number == "singular":
             for key in TARGETS:
                 wl = sets[key]
-                kept = tuple(w for w in wl.words if wl.features(w).get("number", "singular") == "singular")
-                sets[key] = attrs.evolve(wl, words=kept, listed=())
+                singular = [w for w in dict.fromkeys(wl.words) if wl.features(w).get("number", "singular") == "singular"]
+                sets[key] = attrs.evolve(
+                    wl, words=tuple(w for w in wl.words if w in singular), listed=tuple(w for w in wl.listed if w in singular)
+                )
         return attrs.evolve(data, **sets)
 
     def _group_scores(self, data: LpbsTest, items: Sequence[_Item], log_tgt: np.ndarray, log_prior: np.ndarray) -> _Scores:
@@ -235,7 +246,13 @@ class Lpbs(Metric):
         of every target from its associations."""
         asc = log_tgt - log_prior
         joined = self._paired if self.pairing == "i-th" else self._sets
-        values, template_rows = joined(data, items, log_tgt, log_prior)
+        values, per_template = joined(data, items, log_tgt, log_prior)
+        template_rows: dict[int, dict[str, list[float]]] = defaultdict(lambda: {"A": [], "B": []})
+        for a_key in ATTRIBUTES:
+            for a in getattr(data, a_key).words:  # each copy a set lists (`duplicates = keep`) counts
+                for t in range(len(data.templates)):
+                    if (t, a) in per_template:
+                        template_rows[t][a_key].append(per_template[(t, a)])
         attribute_scores = {key: {a: float(np.mean(values[a])) for a in getattr(data, key).words if values.get(a)} for key in ATTRIBUTES}
         pair_asc: dict[tuple[str, str], list[float]] = defaultdict(list)
         for i, it in enumerate(items):
@@ -244,57 +261,62 @@ class Lpbs(Metric):
         for key in TARGETS:
             target_scores[key] = {}
             for t in getattr(data, key).words:
-                mean_a = [np.mean(pair_asc[(t, a)]) for a in attribute_scores["A"] if pair_asc.get((t, a))]
-                mean_b = [np.mean(pair_asc[(t, b)]) for b in attribute_scores["B"] if pair_asc.get((t, b))]
+                mean_a = [np.mean(pair_asc[(t, a)]) for a in data.A.words if a in attribute_scores["A"] and pair_asc.get((t, a))]
+                mean_b = [np.mean(pair_asc[(t, b)]) for b in data.B.words if b in attribute_scores["B"] and pair_asc.get((t, b))]
                 if mean_a and mean_b:
                     target_scores[key][t] = float(np.mean(mean_a) - np.mean(mean_b))
         return _Scores(len(items), log_tgt, log_prior, attribute_scores, target_scores, dict(template_rows))
 
-    @staticmethod
     def _sets(
-        data: LpbsTest, items: Sequence[_Item], log_tgt: np.ndarray, log_prior: np.ndarray
-    ) -> tuple[dict[str, list[float]], dict[int, dict[str, list[float]]]]:
+        self, data: LpbsTest, items: Sequence[_Item], log_tgt: np.ndarray, log_prior: np.ndarray
+    ) -> tuple[dict[str, list[float]], dict[tuple[int, str], float]]:
         """Kurita et al.: per (template, attribute), logsumexp over X minus over Y of log p_tgt, minus
-        the same for the prior; the values of each attribute, and each template's A and B values."""
+        the same for the prior; the values of each attribute, and its value in each template."""
         groups: dict[tuple[int, str], dict[str, list[int]]] = defaultdict(lambda: {"X": [], "Y": []})
         for i, it in enumerate(items):
             groups[(it.template, it.attribute)][it.t_key].append(i)
         values: dict[str, list[float]] = defaultdict(list)
-        template_rows: dict[int, dict[str, list[float]]] = defaultdict(lambda: {"A": [], "B": []})
-        a_key_of = {it.attribute: it.a_key for it in items}
+        per_template: dict[tuple[int, str], float] = {}
         for (template, attribute), members in groups.items():
             if not members["X"] or not members["Y"]:
                 continue
             x, y = members["X"], members["Y"]
             value = (logsumexp(log_tgt[x]) - logsumexp(log_tgt[y])) - (logsumexp(log_prior[x]) - logsumexp(log_prior[y]))
             values[attribute].append(float(value))
-            template_rows[template][a_key_of[attribute]].append(float(value))
-        return values, template_rows
+            per_template[(template, attribute)] = float(value)
+        return values, per_template
 
-    @staticmethod
     def _paired(
-        data: LpbsTest, items: Sequence[_Item], log_tgt: np.ndarray, log_prior: np.ndarray
-    ) -> tuple[dict[str, list[float]], dict[int, dict[str, list[float]]]]:
+        self, data: LpbsTest, items: Sequence[_Item], log_tgt: np.ndarray, log_prior: np.ndarray
+    ) -> tuple[dict[str, list[float]], dict[tuple[int, str], float]]:
         """The BIAS Detection Framework: asc(x_i, a) - asc(y_i, a) for the i-th targets of X and Y in
-        every template that fits both; the values of each attribute (their mean is its score), and each
-        template's A and B values (the mean over the pairs)."""
+        every template that fits both; the values of each attribute (their mean is its score), and its
+        value in each template (the mean over the pairs). The i-th target is the file's, among the
+        targets of its number (singular unless told): pairs are formed on the lists as listed, and with
+        `duplicates = drop` a pair listed twice counts once."""
         asc = log_tgt - log_prior
         index = {(it.template, it.t_key, it.target, it.attribute): i for i, it in enumerate(items)}
-        pairs = list(zip(data.X.words, data.Y.words))
+        numbered: dict[str, dict[str, list[str]]] = {"X": defaultdict(list), "Y": defaultdict(list)}
+        for key in TARGETS:
+            wl = getattr(data, key)
+            for w in wl.listed or wl.words:
+                numbered[key][wl.features(w).get("number", "singular")].append(w)
+        pairs = [pair for number, xs in numbered["X"].items() for pair in zip(xs, numbered["Y"].get(number, []))]
+        if self.duplicates == "drop":
+            pairs = list(dict.fromkeys(pairs))
         values: dict[str, list[float]] = defaultdict(list)
-        template_rows: dict[int, dict[str, list[float]]] = defaultdict(lambda: {"A": [], "B": []})
-        for a_key in ATTRIBUTES:
-            for a in dict.fromkeys(getattr(data, a_key).words):
-                for t in range(len(data.templates)):
-                    found = [
-                        float(asc[index[(t, "X", x, a)]] - asc[index[(t, "Y", y, a)]])
-                        for x, y in pairs
-                        if (t, "X", x, a) in index and (t, "Y", y, a) in index
-                    ]
-                    if found:
-                        values[a].extend(found)
-                        template_rows[t][a_key].append(float(np.mean(found)))
-        return values, template_rows
+        per_template: dict[tuple[int, str], float] = {}
+        for a in dict.fromkeys(data.A.words + data.B.words):
+            for t in range(len(data.templates)):
+                found = [
+                    float(asc[index[(t, "X", x, a)]] - asc[index[(t, "Y", y, a)]])
+                    for x, y in pairs
+                    if (t, "X", x, a) in index and (t, "Y", y, a) in index
+                ]
+                if found:
+                    values[a].extend(found)
+                    per_template[(t, a)] = float(np.mean(found))
+        return values, per_template
 
     def _result(
         self, embedder: Embedder, data: LpbsTest, seed: int | None, scores: _Scores, multi: dict[str, list[str]], lost: dict[str, list[str]]
@@ -360,7 +382,7 @@ class Lpbs(Metric):
                 "statistic": test.statistic,
             },
             convention=self._convention(test),
-            sizes={key: len(v) for key, v in {**attribute_scores, **target_scores}.items()},
+            sizes={key: len(_listed(attribute_scores if key in ATTRIBUTES else target_scores, data, key)) for key in (*TARGETS, *ATTRIBUTES)},
             warnings=warnings,
         )
 
@@ -397,15 +419,19 @@ class Lpbs(Metric):
         }
 
     def _refusal(self, data: LpbsTest, lost: dict[str, list[str]]) -> str | None:
-        """Why the test is refused after dropping multi-token words, if it is (see `lost_threshold`)."""
+        """Why the test is refused after dropping multi-token words, if it is (see `lost_threshold`): the
+        sets compared (A, B, or X, Y with unit = target) need 2 words left, the other two 1."""
+        compared = ATTRIBUTES if self.unit == "attribute" else TARGETS
         for key, wl in data.sets().items():
-            n = len(wl.words)
-            share = len(lost.get(key, [])) / n if n else 0.0
-            if share > self.lost_threshold or n - len(lost.get(key, [])) < 2:
+            n, gone = len(wl.words), sum(w in lost.get(key, []) for w in wl.words)  # each listed copy
+            share, needed = (gone / n if n else 0.0), (2 if key in compared else 1)
+            if gone and (share > self.lost_threshold or n - gone < needed):
                 return (
-                    f"set {key} lost {len(lost.get(key, []))} of {n} words as multi-token ({share:.0%}; at most "
-                    f"{self.lost_threshold:.0%} allowed, and 2 words needed): {', '.join(lost.get(key, [])[:8])}"
+                    f"set {key} lost {gone} of {n} words as multi-token ({share:.0%}; at most "
+                    f"{self.lost_threshold:.0%} allowed, and {needed} word{'s' if needed > 1 else ''} needed): {', '.join(lost[key][:8])}"
                 )
+            if n < needed:
+                return f"set {key} has {n} word{'s' if n != 1 else ''}; {needed} needed"
         return None
 
     def _items(self, embedder: Embedder, data: LpbsTest) -> list[_Item]:

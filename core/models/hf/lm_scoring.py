@@ -72,7 +72,9 @@ def mask_id(tokenizer: Any) -> int:
     return int(found)
 
 
-def _check_lengths(lengths: Sequence[int], limit: int | None) -> None:
+def _check_lengths(lengths: Sequence[int], limit: int | None, numbers: Sequence[int] | None = None) -> None:
+    """Refuse sequences longer than the model's limit; `numbers` gives each length's place among the
+    caller's requests (where several requests share one sequence), else its own index."""
     if limit is None:
         return
     too_long = [i for i, n in enumerate(lengths) if n > limit]
@@ -80,7 +82,7 @@ def _check_lengths(lengths: Sequence[int], limit: int | None) -> None:
         first = too_long[0]
         raise BiasError(
             f"{len(too_long)} sequence(s) are longer than the model's limit of {limit} tokens "
-            f"(the first, number {first}, has {lengths[first]} tokens with its special tokens).",
+            f"(the first, number {first if numbers is None else numbers[first]}, has {lengths[first]} tokens with its special tokens).",
             "Shorten those sentences or use a model with a longer context.",
         )
 
@@ -123,7 +125,7 @@ def masked_log_probs(
             ids[p] = mask
         rows.setdefault((tuple(ids), tuple(positions)), []).append(i)
     keys = list(rows)
-    _check_lengths([len(k[0]) for k in keys], token_limit(model, tokenizer))
+    _check_lengths([len(k[0]) for k in keys], token_limit(model, tokenizer), [rows[k][0] for k in keys])
     split = _split_head(model)
 
     def score(batch: list[int]) -> None:
