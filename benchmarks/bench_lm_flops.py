@@ -75,11 +75,24 @@ def pll_requests(seqs: list[tuple[int, ...]]) -> list[Any]:
     return [MaskedRequest(s, (p,)) for s in seqs for p in range(1, len(s) - 1)]
 
 
-def flops(lengths: list[int], scored: int) -> float:
-    """FLOPs a forward over sequences of these lengths needs, with the head at `scored` positions."""
+def flops(lengths: list[int], scored: int, vocab: int = VOCAB, transform: bool = True) -> float:
+    """FLOPs a forward over sequences of these lengths needs, with the head at `scored` positions
+    (BERT's head has a dense transform before the vocabulary projection, GPT-2's has not)."""
     tokens = sum(lengths)
     layer = 24 * HIDDEN * HIDDEN * tokens + sum(4 * n * n * HIDDEN for n in lengths)
-    return LAYERS * layer + scored * (2 * HIDDEN * HIDDEN + 2 * HIDDEN * VOCAB)
+    return LAYERS * layer + scored * ((2 * HIDDEN * HIDDEN if transform else 0) + 2 * HIDDEN * vocab)
+
+
+def build_causal_model(seed: int = 0) -> tuple[Any, Any]:
+    """GPT-2 sized (GPT2LMHeadModel(GPT2Config()): 12 layers, hidden 768, vocabulary 50,257), random
+    weights; its start token is <|endoftext|> (50,256), as GPT-2's."""
+    import torch
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    torch.manual_seed(seed)
+    model = GPT2LMHeadModel(GPT2Config()).eval()
+    tokenizer = SimpleNamespace(bos_token_id=50256, eos_token_id=50256, pad_token_id=50256, model_max_length=1024)
+    return model, tokenizer
 
 
 def padded_tokens(lengths: list[int], batch_size: int) -> int:

@@ -13,11 +13,14 @@ that waits for a core is not charged for the wait. At one thread that is the wor
 more threads it adds up every thread's seconds, spin-waits included, so compare thread counts with
 `--clock wall` on a quiet machine. The bounds:
 
-- LM scoring (pll: CrowS pseudo-log-likelihood, aul: every token of the unmasked sentence): the
-  floating-point operations the work needs (`bench_lm_flops.flops`: encoder layers by real tokens,
-  attention by length squared, the output head by scored positions) divided by the rate of a large
-  float32 GEMM measured in the same run at the same thread count. bert-base sized model, random
-  weights; ratio = 1 / (fraction of the GEMM rate achieved).
+- LM scoring (pll: CrowS pseudo-log-likelihood; aul: every token of the unmasked sentence; lpbs: a
+  target read at its mask, and its prior with the attribute masked too; causal: every token of a
+  sentence after the start token): the floating-point operations the work needs
+  (`bench_lm_flops.flops`: layers by real tokens, attention by length squared, the output head by
+  scored positions) divided by the rate of a large float32 GEMM measured in the same run at the same
+  thread count. bert-base sized model (GPT-2 sized for causal), random weights; ratio = 1 / (fraction
+  of the GEMM rate achieved). BBQ's answers are scored from a cached prompt, measured against one
+  forward call per answer by bench_bbq.py.
 - permutation tests (WEAT, SEAT and LPBS share `permutation_test`; FISE has its own null): a loop
   that only draws the same partitions the same way (the same generator calls, the subset found by a
   partition) and does one matrix-vector product per batch (FISE: one product per axis and batch with
@@ -122,6 +125,7 @@ def permutation_rows(repeats: int) -> None:
 def lm_rows(repeats: int, sentences: int, threads: int) -> float:
     import torch
 
+    from bias.core.interfaces import MaskedRequest
     from bias.core.models.hf import lm_scoring
 
     torch.set_num_threads(threads)
@@ -142,7 +146,25 @@ def lm_rows(repeats: int, sentences: int, threads: int) -> float:
             lm.flops([len(s) for s in aul_seqs], sum(len(s) for s in aul_seqs)),
         ),
     }
-    next(iter(work.values()))[0]()  # warm-up
+    # LPBS: per sentence the target read at its one mask, and the prior (target and attribute masked)
+    lpbs_seqs = lm.sentences(len(requests) // 2, seed=2)
+    lpbs = [MaskedRequest(q, (1,)) for q in lpbs_seqs] + [MaskedRequest(q, (1, len(q) - 2)) for q in lpbs_seqs]
+    work[f"lpbs, {len(lpbs_seqs)} sentences ({len(lpbs)} masked rows)"] = (
+        lambda: lm_scoring.masked_log_probs(model, tokenizer, "cpu", lpbs, 64),
+        lm.flops([len(r.ids) for r in lpbs], len(lpbs)),
+    )
+    # causal (CrowS on GPT-2): every token scored after the start token, which is put before the
+    # sentence (one more token through the layers; the head at every real token)
+    causal_model, causal_tokenizer = lm.build_causal_model()
+    causal_seqs = [q[1:-1] for q in lm.sentences(len(requests), seed=3)]
+    work[f"causal, {len(causal_seqs)} sentences (GPT-2 sized)"] = (
+        lambda: lm_scoring.token_log_probs(
+            causal_model, causal_tokenizer, "cpu", causal_seqs, 64, causal=True, attention=False
+        ),
+        lm.flops([len(q) + 1 for q in causal_seqs], sum(len(q) for q in causal_seqs), vocab=50257, transform=False),
+    )
+    for fn, _needed in work.values():
+        fn()  # warm-up: first calls allocate and pick kernels
     best_gemm = 0.0
     best = {name: float("inf") for name in work}
     for _ in range(repeats):
