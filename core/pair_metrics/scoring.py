@@ -47,8 +47,8 @@ CAUSAL_CONTEXTS = {
 }
 SSS_MASKING = ("each", "joint")
 # Metrics by what they need, for the message that refuses a model.
-_FOR_MASKED = "lpbs, crows, sss, aul, aula, kls, jss, jss-mixture"
-_FOR_CAUSAL = "crows, aul, kls, jss, jss-mixture (with sentence log-likelihoods)"
+_FOR_MASKED = "lpbs, crows, sss, aul, aula, kls, jss, jss-mixture, stereoset"
+_FOR_CAUSAL = "crows, aul, kls, jss, jss-mixture, stereoset (with sentence log-likelihoods)"
 _FOR_VECTORS = "weat, seat, ceat and the other vector metrics"
 
 
