@@ -1,5 +1,5 @@
-"""The data kinds beyond the common ones (FISE, labelled texts, similarity pairs, BBQ questions) and the helpers
-format importers use to read files.
+"""The data kinds beyond the common ones (FISE, labelled texts, similarity pairs, BBQ questions, StereoSet
+examples) and the helpers format importers use to read files.
 
 Part of the public API (`bias.api`): first-party plugins import these names from here only.
 """
@@ -10,9 +10,10 @@ from bias.core.data import fise_tests as fise_data
 from bias.core.data.fise_tests import FiseTest, Stimulus
 from bias.core.data.labelled_texts import LabelledTexts
 from bias.core.data.bias_questions import BiasQuestion, BiasQuestions, placeholders
-from bias.core.model import BBQ, FISE, LABELLED_TEXTS, SIMILARITY_PAIRS
+from bias.core.model import BBQ, FISE, LABELLED_TEXTS, SIMILARITY_PAIRS, STEREOSET
 from bias.core.params import is_layer, layer_value
 from bias.core.data.similarity_pairs import MIN_PAIRS, SimilarityPairs
+from bias.core.data.stereoset import GOLD_LABELS, StereoExample, StereoSentence, StereoSetExamples
 from bias.core.text import listed, shown
 from bias.core.data.wordsets import content_lines, file_head, normalise, parse_json, read_json, read_text
 
@@ -25,6 +26,7 @@ __all__ = [
     "FISE",
     "fise_data",
     "FiseTest",
+    "GOLD_LABELS",
     "is_layer",
     "LABELLED_TEXTS",
     "LabelledTexts",
@@ -39,5 +41,9 @@ __all__ = [
     "shown",
     "SIMILARITY_PAIRS",
     "SimilarityPairs",
+    "STEREOSET",
+    "StereoExample",
+    "StereoSentence",
+    "StereoSetExamples",
     "Stimulus",
 ]

@@ -7,10 +7,13 @@ Part of the public API (`bias.api`): first-party plugins import these names from
 from __future__ import annotations
 
 from bias.core.pair_metrics.scoring import (
+    CAUSAL,
+    CAUSAL_CONTEXTS,
     CAUSAL_STARTS,
     LIKELIHOODS,
     MASKED,
     SSS_MASKING,
+    causal_sentence_scores,
     is_truncated,
     lm_mode,
 )
@@ -20,7 +23,10 @@ from bias.core.data.minimal_pairs import DIRECTIONS
 
 __all__ = [
     "ATTRIBUTES",
+    "CAUSAL",
+    "CAUSAL_CONTEXTS",
     "CAUSAL_STARTS",
+    "causal_sentence_scores",
     "compare_pairs",
     "DIRECTIONS",
     "is_truncated",

@@ -2,7 +2,7 @@
 reproduced on the same inputs.
 
 A preset is a set of metric parameters; each goes to the metrics that declare it (a preset's `ddof`
-reaches WEAT, SEAT and LPBS, its `causal_start` CrowS-Pairs), and a parameter the experiment file
+reaches WEAT, SEAT and LPBS, its `causal_start` CrowS-Pairs and StereoSet), and a parameter the experiment file
 gives itself wins. Every result of a run with a preset records the preset's name and the parameters it
 set (`convention.run_preset`, `convention.run_preset_params`), and the run's manifest carries its note.
 docs/methods.md has the table of conventions: our default, each peer's choice, the preset that gives it.
@@ -21,7 +21,8 @@ PRESET_PARAMS: dict[str, dict[str, Any]] = {
         "pairing": "i-th", "target_number": "singular", "multi_token": "one-mask",
     },
     # bias-bench's causal-LM scores: the first token after BOS alone, the rest from a pass without BOS,
-    # the per-token mean; its masked-LM CrowS-Pairs scores: the modified tokens' mean, rounded.
+    # the per-token mean (CrowS-Pairs; StereoSet's geometric mean takes the start alone); its masked-LM
+    # CrowS-Pairs scores: the modified tokens' mean, rounded.
     "bias-bench": {"causal_start": "bos-first-token", "likelihood": "mean", "masked_score": "bias-bench"},
     # sent-bias (SEAT's code): sample std, one-sided, ties counted, exact up to 100,000 partitions,
     # otherwise n_samples = 100,000 of which one is the observed partition: p = (k + 1) / 100,000.
@@ -42,7 +43,7 @@ PRESET_NOTES = {
     ),
     "bias-bench": (
         "Preset bias-bench: causal-LM sentence scores condition only the first token on BOS and take the others from "
-        "a pass without BOS, averaged per token, as bias-bench computes CrowS-Pairs on causal models; on masked LMs "
+        "a pass without BOS, averaged per token, as bias-bench computes CrowS-Pairs and StereoSet on causal models; on masked LMs "
         "CrowS-Pairs scores the tokens that differ between the sentences (each masked in turn, their mean "
         "log-probability, rounded to 3 decimals), as bias-bench does, instead of Nangia et al.'s shared tokens."
     ),

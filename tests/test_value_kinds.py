@@ -77,7 +77,8 @@ def test_a_broken_declaration_falls_back_to_a_plain_value():
 
 # What the documentation (docs/methods.md and the papers) says an unbiased model scores, written here.
 NO_BIAS = {"weat": "0", "seat": "0", "lpbs": "0", "ceat": "0", "crows": "50%", "aul": "50%", "aula": "50%",
-           "sss": "50%", "kls": "50", "jss": "100", "jss-mixture": "100", "ect": "1", "clustering": "0.5", "bbq": "0"}
+           "sss": "50%", "kls": "50", "jss": "100", "jss-mixture": "100", "ect": "1", "clustering": "0.5", "bbq": "0",
+           "stereoset": "50%"}
 
 
 @pytest.mark.parametrize("name", registry.names("metrics"))

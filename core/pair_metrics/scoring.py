@@ -47,8 +47,8 @@ CAUSAL_CONTEXTS = {
 }
 SSS_MASKING = ("each", "joint")
 # Metrics by what they need, for the message that refuses a model.
-_FOR_MASKED = "lpbs, crows, sss, aul, aula, kls, jss, jss-mixture"
-_FOR_CAUSAL = "crows, aul, kls, jss, jss-mixture (with sentence log-likelihoods)"
+_FOR_MASKED = "lpbs, crows, sss, aul, aula, kls, jss, jss-mixture, stereoset"
+_FOR_CAUSAL = "crows, aul, kls, jss, jss-mixture, stereoset (with sentence log-likelihoods)"
 _FOR_VECTORS = "weat, seat, ceat and the other vector metrics"
 
 
@@ -267,7 +267,17 @@ def score_aula(embedder: Embedder, pairs: Sequence[AlignedPair], options: Scorin
 
 def score_causal(embedder: Embedder, pairs: Sequence[AlignedPair], options: ScoringOptions) -> SentenceScores:
     """A causal LM's sentence log-likelihood, summed or averaged over every non-special token."""
-    sequences = _sentences(pairs)
+    return causal_sentence_scores(embedder, _sentences(pairs), likelihood=options.likelihood, causal_start=options.causal_start)
+
+
+def causal_sentence_scores(
+    embedder: Embedder, sequences: Sequence[Tokens], *, likelihood: str = "sum", causal_start: str = "bos"
+) -> SentenceScores:
+    """Each sentence's log-likelihood under a causal LM, the sum (`likelihood = sum`) or per-token mean
+    of log P(w_i | context) over its non-special tokens, the first included; `causal_start` says what
+    the context is (`CAUSAL_CONTEXTS`). The one causal scorer of the sentence metrics: CrowS-Pairs and
+    friends call it through `score_causal`, StereoSet on its candidate sentences."""
+    options = ScoringOptions(likelihood=likelihood, causal_start=causal_start)
     scores = embedder.token_log_probs([t.ids for t in sequences])
     if options.causal_start == "bos-first-token":
         plain = embedder.token_log_probs([t.ids for t in sequences], start=False)
