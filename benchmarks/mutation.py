@@ -88,6 +88,8 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
     ("core/reports/robustness.py", "return (1, 0.0, v)", "1", "2"): "any non-zero first element marks a value as text; the rest of the key is then unused",
     ("core/reports/robustness.py", "return (1, 0.0, v)", "0.0", "1.0"): "the key is used only when every value is a number, so a text value's key is never compared",
     **{("plugins/metrics/fise.py", "_ROWS = 1000", "1000", b): _CHUNKING for b in ("1001", "999")},
+    **{("plugins/metrics/fise.py", fragment, "2000", "2001"): "a buffer one row longer than a batch of draws; only its first rows are used"
+       for fragment in ("mxb, myb = np.ones((2000, nx + 1)), np.ones((2000, ny + 1))", "keys = {n: (np.empty((2000, n)), np.empty((2000, n)))")},
     ("plugins/metrics/fise.py", "strengths.append(_strength(xs, ys, scratch=True))", "True", "False"):
         "scratch only says whether x and y may be overwritten; they are not read again, so the values are the same",
     ("plugins/metrics/fise.py", "dim = len(next(iter(vectors.values()))) if vectors else 0", "0", "1"): "with no vector at all every group is empty and the test is refused before the width is used",

@@ -696,3 +696,42 @@ def test_the_smallest_keys_mask_is_the_subset_a_full_sort_picks(n: int, k: int) 
     for row, order in enumerate(np.argsort(keys, axis=1, kind="stable")):
         expected[row, order[:k]] = 1.0
     assert np.array_equal(_smallest_mask(keys, k), expected)
+    # into the null's buffers: the mask in the first n columns of `out` (the rest untouched), the
+    # partition in `scratch`
+    out = np.full((40, n + 1), 7.0)
+    got = _smallest_mask(keys, k, out, np.empty_like(keys))
+    assert got.shape == (30, n + 1) and np.array_equal(got[:, :n], expected)
+    assert np.array_equal(out[:30, :n], expected) and (out[:, n] == 7.0).all() and (out[30:] == 7.0).all()
+
+
+@pytest.mark.parametrize("mean_centre", [False, True])
+def test_sampled_null_replays_its_draws_by_brute_force(mean_centre: bool) -> None:
+    """The sampled null, partition by partition, against a loop that replays the same draws (uniform
+    keys per row, the k smallest are the first group) and computes each trait's mean cosine to the
+    first group minus the rest, the quadrant counts and the strength from their definitions. Groups of
+    unequal size whose cosines do not sum to zero (so the scale and the offset of the one-product
+    association both matter), and 1,500 permutations (a batch that is not a whole number of rows)."""
+    from bias.plugins.metrics.fise import Fise
+
+    rng = np.random.default_rng(11)
+    cx, cy = rng.uniform(-0.2, 0.6, size=(13, 7)), rng.uniform(-0.3, 0.5, size=(13, 9))
+    kx, ky, m = 3, 4, 1500
+    counts, strengths, method, drawn = build_metric("fise", exact_limit=0, permutations=m, mean_centre=mean_centre)._null(cx, cy, kx, ky, 5)
+    assert method == "sampled" and drawn == m
+
+    replay = np.random.default_rng(5)
+    keys_x, keys_y = replay.random((m, 7)), replay.random((m, 9))  # one batch of draws: x keys, then y keys
+
+    def association(cos: np.ndarray, first: list[int]) -> np.ndarray:
+        rest = [j for j in range(cos.shape[1]) if j not in first]
+        return np.array([math.fsum(row[first]) / len(first) - math.fsum(row[rest]) / len(rest) for row in cos])
+
+    for i in range(m):
+        x = association(cx, sorted(np.argsort(keys_x[i])[:kx]))
+        y = association(cy, sorted(np.argsort(keys_y[i])[:ky]))
+        if mean_centre:
+            x, y = x - x.mean(), y - y.mean()
+        # 0: (+, +), 1: (-, +), 2: (-, -), 3: (+, -); exactly 0 counts as negative
+        quadrant = [0 if a > 0 and b > 0 else 1 if b > 0 else 2 if a <= 0 else 3 for a, b in zip(x, y)]
+        assert list(counts[i]) == [quadrant.count(q) for q in range(4)], i
+        assert strengths[i] == pytest.approx(math.fsum(abs(a) + abs(b) for a, b in zip(x, y)) / len(x) / math.sqrt(2), abs=1e-12), i

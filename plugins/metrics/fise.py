@@ -331,27 +331,19 @@ def _unit(m: np.ndarray) -> np.ndarray:
 
 def _association(cos: np.ndarray, first: np.ndarray) -> np.ndarray:
     """For each partition (a row of indices of the first group), every trait's mean cosine to the first
-    group minus its mean cosine to the rest: partitions x traits."""
-    mask = np.zeros((first.shape[0], cos.shape[1]), dtype=np.float64)
+    group minus its mean cosine to the rest: partitions x traits. The same product as the sampled null's
+    (`_with_offset`), so an observed partition and its draw give the same numbers."""
+    mask = np.zeros((first.shape[0], cos.shape[1] + 1), dtype=np.float64)
     np.put_along_axis(mask, first, 1.0, axis=1)
-    return _masked_association(cos, mask, first.shape[1])
-
-
-def _masked_association(cos: np.ndarray, mask: np.ndarray, k: int, out: np.ndarray | None = None) -> np.ndarray:
-    """`_association` with each partition given as a 0/1 row over the group's words (k ones), written
-    into `out` when given (a buffer reused across batches: a fresh large array costs page faults)."""
-    n = cos.shape[1]
-    # the rest's sum is the row total less the first group's sum, so one matrix product gives both:
-    # sum/k - (total - sum)/(n - k) = sum * (1/k + 1/(n - k)) - total/(n - k), computed in place
-    out = np.matmul(mask, cos.T, out=None if out is None else out[: mask.shape[0]])
-    out *= 1 / k + 1 / (n - k)
-    out -= cos.sum(axis=1) / (n - k)
-    return out
+    mask[:, -1] = 1.0
+    return mask @ _with_offset(cos, first.shape[1]).T
 
 
 def _with_offset(cos: np.ndarray, k: int) -> np.ndarray:
     """The traits' cosines scaled by 1/k + 1/(n - k), with -total/(n - k) as a last column: the product
-    with a partition's 0/1 row followed by a 1 is `_masked_association`'s value in one step."""
+    with a partition's 0/1 row (k ones) followed by a 1 is its association. The rest's sum is the row
+    total less the first group's sum, so sum/k - (total - sum)/(n - k) = sum * (1/k + 1/(n - k)) -
+    total/(n - k): one product gives both groups' means."""
     n = cos.shape[1]
     return np.hstack([cos * (1 / k + 1 / (n - k)), -cos.sum(axis=1, keepdims=True) / (n - k)])
 
