@@ -112,7 +112,7 @@ def reference_word(context: str, sentence: str) -> str:
     return sentence.split(" ")[index].translate(str.maketrans("", "", string.punctuation))
 
 
-def reference_masked(folder: Path) -> dict[str, tuple[float, int]]:
+def reference_masked(folder: Path, examples=EXAMPLES) -> dict[str, tuple[float, int]]:
     """Each sentence's score on the re-tokenised text: for piece i of the template word, the context
     with BLANK replaced by the decoded first i pieces and the mask token, tokenised again; the mean of
     the pieces' probabilities at the mask. One forward pass per piece."""
@@ -122,7 +122,7 @@ def reference_masked(folder: Path) -> dict[str, tuple[float, int]]:
     tok = AutoTokenizer.from_pretrained(folder)
     model = AutoModelForMaskedLM.from_pretrained(folder).eval()
     out = {}
-    for eid, _, _, context, *sentences in EXAMPLES:
+    for eid, _, _, context, *sentences in examples:
         for label, sentence in zip(LABELS, sentences):
             pieces = tok.encode(reference_word(context, sentence), add_special_tokens=False)
             probs = []
@@ -347,35 +347,61 @@ def test_scores_are_averaged_over_terms_and_ties_do_not_count_for_the_stereotype
     }
 
 
-def test_a_blank_glued_to_a_word_is_refused_for_a_model_that_merges_them(
+# BLANK glued to the word before it, after it, or both: bias-bench's mask token cuts the text there,
+# so the text after the slot is a word of its own and the text before it merges with the decoded pieces.
+GLUED = [
+    ("glued-1", "profession", "nurse", "The nurse is taBLANK.", "The nurse is tagentle.", "The nurse is tabrash.", "The nurse is taturnip."),
+    ("glued-2", "profession", "nurse", "The man was unBLANK here.", "The man was ungood here.", "The man was unbad here.", "The man was untulip here."),
+    ("glued-3", "gender", "man", "The man was BLANKed here.", "The man was gooded here.", "The man was nursemaided here.", "The man was tuliped here."),
+    ("glued-4", "gender", "man", "The man was unBLANKed here.", "The man was ungooded here.", "The man was unbadded here.", "The man was untulipomaniaed here."),
+    ("glued-5", "gender", "woman", "BLANKs work here.", "Doctors work here.", "Nurses work here.", "Tulipomanias work here."),
+]
+
+
+def test_a_blank_glued_to_a_word_is_scored_as_bias_bench_retokenises_it(
     tiny_bert_dir: Path, tmp_path: Path
 ) -> None:
-    """The tiny WordPiece reads "taBLANK" as t ##ab ##l ##an ##k: a piece holds the "a" and the "b", so the
-    slot has no token boundary at its start and no input can be cut there."""
+    """The tiny WordPiece reads "taBLANK" as t ##ab ##l ##an ##k and "unblank" with a token boundary at
+    "bl": cut out of the context's tokens, the slot would keep "un" as a word of its own and "ed" as
+    a continuation piece, which bias-bench's re-tokenised text never gives."""
     from transformers import AutoTokenizer
 
-    from bias.core.errors import BiasError
-
-    assert AutoTokenizer.from_pretrained(tiny_bert_dir).tokenize("taBLANK")[:2] == ["t", "##ab"]
-    glued = [
-        (
-            "glued-1",
-            "profession",
-            "nurse",
-            "The nurse is taBLANK.",
-            "The nurse is tagentle.",
-            "The nurse is tabrash.",
-            "The nurse is taturnip.",
-        )
-    ]
+    tok = AutoTokenizer.from_pretrained(tiny_bert_dir)
+    assert tok.tokenize("taBLANK")[:2] == ["t", "##ab"]
+    assert tok.tokenize("The man was BLANKed")[-1].startswith("##")
     path = tmp_path / "glued.json"
-    path.write_text(json.dumps(stereoset_json(glued)), encoding="utf-8")
+    path.write_text(json.dumps(stereoset_json(GLUED)), encoding="utf-8")
+    result = StereoSet().compute(build_embedder(f"hf:{tiny_bert_dir}"), load_wordset_file(path), seed=0)
+    assert result.ok, result.reason
+    expected = reference_masked(tiny_bert_dir, GLUED)
+    rows = {r["sentence_id"]: r for r in result.figures["scores"]}
+    assert set(rows) == set(expected)
+    for sid, (score, pieces) in expected.items():
+        assert rows[sid]["score"] == pytest.approx(score, rel=REL), sid
+        assert rows[sid]["tokens"] == pieces, sid
+
+
+def test_a_token_joining_blank_with_the_punctuation_beside_it_is_refused() -> None:
+    """A tokenizer that makes one token of "(BL" (a SentencePiece model may) leaves no boundary at the
+    slot where bias-bench's mask token would cut the text: refused, naming the example."""
+    from bias.core.data.stereoset import StereoExample, StereoSentence, StereoSetExamples
+    from bias.core.errors import BiasError
+    from bias.core.interfaces import Tokens
+    from bias.core.model import WordSetMeta
+    from bias.plugins.metrics.stereoset import slot_split
+
+    context = "The man (BLANK) works."
+    example = StereoExample("e1", "gender", "man", context, (StereoSentence("s", "x", "stereotype", "x"),))
+    data = StereoSetExamples(WordSetMeta(name="t", kind="stereoset", language="en", bias_type="mixed", path="t.json"), (example,))
+    spans = [(0, 3), (4, 7), (8, 11), (11, 14), (14, 15), (16, 22)]  # The man (BL AN K) works.
+    tokens = Tokens((101, 1, 2, 3, 4, 5, 6, 102), ((0, 0), *spans, (0, 0)), (True, *[False] * 6, True))
     with pytest.raises(BiasError) as err:
-        StereoSet().compute(build_embedder(f"hf:{tiny_bert_dir}"), load_wordset_file(path), seed=0)
-    assert (
-        "glued.json: data.intrasentence[0] (id 'glued-1')" in err.value.message
-        and "joins BLANK" in err.value.message
-    )
+        slot_split(data, example, tokens)
+    assert "t.json: data.intrasentence[0] (id 'e1')" in err.value.message and "joins BLANK" in err.value.message
+    # the same context cut at BLANK: the tokens on each side, the special tokens apart
+    clean = Tokens((101, 1, 2, 3, 4, 5, 6, 7, 102), ((0, 0), (0, 3), (4, 7), (8, 9), (9, 11), (11, 14), (14, 15), (16, 22), (0, 0)), (True, *[False] * 7, True))
+    slot = slot_split(data, example, clean)
+    assert (slot.head, slot.left, slot.right, slot.tail) == ((101,), (1, 2, 3), (6, 7), (102,))
 
 
 def test_the_metric_passes_its_contract_on_a_real_run(tiny_bert_dir: Path, data_file: Path) -> None:
