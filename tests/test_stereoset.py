@@ -247,6 +247,22 @@ def test_the_json_importer_reads_the_intrasentence_part(data_file: Path) -> None
     )
 
 
+def test_a_file_without_version_is_still_read_as_stereoset(tmp_path: Path, data_file: Path) -> None:
+    """{"data": {"intrasentence": [...], "intersentence": [...]}} is also an object of one object of two
+    lists, the shape of a FISE file: the StereoSet importer must read it, not the FISE one."""
+    from test_bbq import cli
+
+    body = stereoset_json()
+    del body["version"]
+    path = tmp_path / "noversion.json"
+    path.write_text(json.dumps(body), encoding="utf-8")
+    data = load_wordset_file(path)
+    assert isinstance(data, StereoSetExamples)
+    assert data.examples == load_wordset_file(data_file).examples
+    code, stdout, stderr = cli("validate", str(path))
+    assert code == 0 and "0 error(s)" in stdout + stderr, stdout + stderr
+
+
 def test_a_toml_file_in_the_same_layout_is_the_same_data(tmp_path: Path, data_file: Path) -> None:
     eid, domain, target, context, *sentences = EXAMPLES[0]
     body = (
