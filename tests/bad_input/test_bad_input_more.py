@@ -365,6 +365,12 @@ def _(world, folder):
     return _stereoset_run(world, stereoset_file(folder, lambda d: d["data"]["intrasentence"][0]["sentences"][0].update(sentence=["The", "nurse"])))
 
 
+@case("stereoset-json-lone-surrogate", names=("ss.json", "data.intrasentence[1] (id 'e2').target", "lone surrogate"))
+def _(world, folder):
+    # JSON's "\\udc80" escape is a lone surrogate, no character: the scores table could not be written
+    return _stereoset_run(world, stereoset_file(folder, lambda d: d["data"]["intrasentence"][1].update(target="nurse\udc80")))
+
+
 @case("completion-server-not-a-url", names=("localhost:8000", "http://"))
 def _(world, folder):
     return ["run", "-m", "completions:localhost:8000", "-w", "en/bbq-sample", "--metric", "bbq"]
