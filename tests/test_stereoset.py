@@ -263,6 +263,20 @@ def test_a_file_without_version_is_still_read_as_stereoset(tmp_path: Path, data_
     assert code == 0 and "0 error(s)" in stdout + stderr, stdout + stderr
 
 
+def test_checking_a_file_of_broken_examples_stops_after_a_hundred_errors() -> None:
+    """A file of 200,000 examples that are all wrong: a bounded list of problems (each example would
+    give four), not hundreds of thousands of lines."""
+    from bias.core.data.stereoset import check
+
+    body = {"kind": "stereoset", "language": "en", "bias_type": "mixed", "source": "s", "licence": "l",
+            "data": {"intrasentence": [{"id": f"x{i}"} for i in range(200_000)]}}
+    problems = check(body, "big.json")
+    errors = [p for p in problems if p.severity == "error"]
+    assert 100 <= len(errors) <= 110
+    assert errors[0].field == "data.intrasentence[0] (id 'x0').bias_type"
+    assert "checking stopped" in errors[-1].message and "200,000" in errors[-1].message
+
+
 def test_a_toml_file_in_the_same_layout_is_the_same_data(tmp_path: Path, data_file: Path) -> None:
     eid, domain, target, context, *sentences = EXAMPLES[0]
     body = (

@@ -56,6 +56,7 @@ PART = "data.intrasentence"
 EXAMPLE_KEYS = ("id", "bias_type", "target", "context", "sentences")
 SENTENCE_KEYS = ("id", "sentence", "labels", "gold_label")
 _PUNCTUATION = frozenset(string.punctuation)
+MAX_ERRORS = 100  # a file's errors listed before checking stops (a broken file would list millions)
 
 
 def blank_word_index(context: str) -> int | None:
@@ -322,6 +323,17 @@ def check(data: dict[str, Any], file: str) -> list[Problem]:
     example_ids: dict[str, int] = {}
     sentence_ids: dict[str, str] = {}
     for i, entry in enumerate(examples):
+        found_errors = sum(1 for p in problems if p.severity == "error")
+        if found_errors >= MAX_ERRORS:
+            problems.append(
+                Problem(
+                    file,
+                    PART,
+                    f"checking stopped after {found_errors} errors, at example {i + 1:,} of "
+                    f"{len(examples):,}: fix these first",
+                )
+            )
+            break
         name = example_name(entry, i)
         problems.extend(check_example(entry, name, file))
         if not isinstance(entry, dict):
