@@ -434,6 +434,34 @@ def test_a_token_joining_blank_with_the_punctuation_beside_it_is_refused() -> No
     assert (slot.head, slot.left, slot.right, slot.tail) == ((101,), (1, 2, 3), (6, 7), (102,))
 
 
+def test_a_smoke_run_keeps_the_first_examples_whole(tiny_bert_dir: Path, data_file: Path, tmp_path: Path) -> None:
+    """`--limit 2` scores the first two examples, each with its three sentences (an example cut to two
+    sentences has no unrelated one to compare with)."""
+    from test_bbq import cli
+
+    from bias.core.data.limit import first_items
+
+    data = load_wordset_file(data_file)
+    cut = first_items(data, 2)
+    assert cut.examples == data.examples[:2] and all(len(e.sentences) == 3 for e in cut.examples)
+    out = tmp_path / "smoke"
+    code, stdout, stderr = cli(
+        "run", "-m", f"hf:{tiny_bert_dir}", "-w", str(data_file), "--metric", "stereoset", "--limit", "2", "--out", str(out)
+    )
+    assert code == 0, stdout + stderr
+    (line,) = [json.loads(t) for t in (out / "results.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert line["status"] == "ok" and line["sizes"]["examples"] == 2 and line["sizes"]["sentences"] == 6
+    expected = {k: v for k, (v, _) in reference_masked(tiny_bert_dir, EXAMPLES[:2]).items()}
+    counts = {"pro": 0, "related": 0}
+    for eid, *_ in EXAMPLES[:2]:
+        s, a, u = (expected[f"{eid}-{label}"] for label in LABELS)
+        counts["pro"] += s > a
+        counts["related"] += (s > u) + (a > u)
+    # both examples are about the one term "nurse": SS and LMS are that term's shares
+    assert line["effect_size"] == pytest.approx(100 * counts["pro"] / 2)
+    assert line["figures"]["lms"] == pytest.approx(100 * counts["related"] / 4)
+
+
 def test_the_metric_passes_its_contract_on_a_real_run(tiny_bert_dir: Path, data_file: Path) -> None:
     assert (
         bt.check_metric(

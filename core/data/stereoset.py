@@ -41,7 +41,7 @@ empty is refused here, before any model is loaded, rather than scored as nothing
 from __future__ import annotations
 
 import string
-from typing import Any
+from typing import Any, ClassVar
 
 import attrs
 
@@ -91,6 +91,7 @@ class StereoSentence:
 class StereoExample:
     """A context with one BLANK, its domain and target term, and its three sentences (file order)."""
 
+    limit_whole: ClassVar[bool] = True  # `--limit` keeps an example's three sentences together
     id: str
     bias_type: str
     target: str
