@@ -112,7 +112,7 @@ def reference_word(context: str, sentence: str) -> str:
     return sentence.split(" ")[index].translate(str.maketrans("", "", string.punctuation))
 
 
-def reference_masked(folder: Path) -> dict[str, tuple[float, int]]:
+def reference_masked(folder: Path, examples=EXAMPLES) -> dict[str, tuple[float, int]]:
     """Each sentence's score on the re-tokenised text: for piece i of the template word, the context
     with BLANK replaced by the decoded first i pieces and the mask token, tokenised again; the mean of
     the pieces' probabilities at the mask. One forward pass per piece."""
@@ -122,7 +122,7 @@ def reference_masked(folder: Path) -> dict[str, tuple[float, int]]:
     tok = AutoTokenizer.from_pretrained(folder)
     model = AutoModelForMaskedLM.from_pretrained(folder).eval()
     out = {}
-    for eid, _, _, context, *sentences in EXAMPLES:
+    for eid, _, _, context, *sentences in examples:
         for label, sentence in zip(LABELS, sentences):
             pieces = tok.encode(reference_word(context, sentence), add_special_tokens=False)
             probs = []
@@ -345,37 +345,6 @@ def test_scores_are_averaged_over_terms_and_ties_do_not_count_for_the_stereotype
         "ss": pytest.approx(ss_a),
         "lms": 50.0,
     }
-
-
-def test_a_blank_glued_to_a_word_is_refused_for_a_model_that_merges_them(
-    tiny_bert_dir: Path, tmp_path: Path
-) -> None:
-    """The tiny WordPiece reads "taBLANK" as t ##ab ##l ##an ##k: a piece holds the "a" and the "b", so the
-    slot has no token boundary at its start and no input can be cut there."""
-    from transformers import AutoTokenizer
-
-    from bias.core.errors import BiasError
-
-    assert AutoTokenizer.from_pretrained(tiny_bert_dir).tokenize("taBLANK")[:2] == ["t", "##ab"]
-    glued = [
-        (
-            "glued-1",
-            "profession",
-            "nurse",
-            "The nurse is taBLANK.",
-            "The nurse is tagentle.",
-            "The nurse is tabrash.",
-            "The nurse is taturnip.",
-        )
-    ]
-    path = tmp_path / "glued.json"
-    path.write_text(json.dumps(stereoset_json(glued)), encoding="utf-8")
-    with pytest.raises(BiasError) as err:
-        StereoSet().compute(build_embedder(f"hf:{tiny_bert_dir}"), load_wordset_file(path), seed=0)
-    assert (
-        "glued.json: data.intrasentence[0] (id 'glued-1')" in err.value.message
-        and "joins BLANK" in err.value.message
-    )
 
 
 def test_the_metric_passes_its_contract_on_a_real_run(tiny_bert_dir: Path, data_file: Path) -> None:

@@ -5,7 +5,8 @@ texts, analogy sections, third-party kinds) cannot rely on each kind implementin
 attrs classes whose lists are tuples; the limit cuts those tuples: the data object's own tuple fields,
 the tuple fields of the attrs objects it holds (the words of X, Y, A and B), and, one level down, the
 lists inside a list of containers (the questions of each analogy section). Strings inside an item
-(a pair's two sentences, a word's grammar) are never cut. `meta` is left whole.
+(a pair's two sentences, a word's grammar) are never cut, nor is an item whose class says it is one
+whole (`limit_whole = True`: a StereoSet example and its three sentences). `meta` is left whole.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import attrs
 
 def _is_container(value: Any) -> bool:
     """An attrs object holding a list of attrs items (an analogy section with its questions)."""
-    if not attrs.has(type(value)):
+    if not attrs.has(type(value)) or getattr(type(value), "limit_whole", False):
         return False
     return any(isinstance(getattr(value, f.name), tuple) and getattr(value, f.name) and attrs.has(type(getattr(value, f.name)[0]))
                for f in attrs.fields(type(value)))

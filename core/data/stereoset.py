@@ -41,12 +41,13 @@ empty is refused here, before any model is loaded, rather than scored as nothing
 from __future__ import annotations
 
 import string
-from typing import Any
+from typing import Any, ClassVar
 
 import attrs
 
 from bias.core.data.wordsets import Problem, check_meta, meta_of, raise_on_errors
 from bias.core.model import STEREOSET, WordSetMeta
+from bias.core.text import shown
 
 BLANK = "BLANK"
 STEREOTYPE, ANTI, UNRELATED = "stereotype", "anti-stereotype", "unrelated"
@@ -55,6 +56,7 @@ PART = "data.intrasentence"
 EXAMPLE_KEYS = ("id", "bias_type", "target", "context", "sentences")
 SENTENCE_KEYS = ("id", "sentence", "labels", "gold_label")
 _PUNCTUATION = frozenset(string.punctuation)
+MAX_ERRORS = 100  # a file's errors listed before checking stops (a broken file would list millions)
 
 
 def blank_word_index(context: str) -> int | None:
@@ -89,6 +91,7 @@ class StereoSentence:
 class StereoExample:
     """A context with one BLANK, its domain and target term, and its three sentences (file order)."""
 
+    limit_whole: ClassVar[bool] = True  # `--limit` keeps an example's three sentences together
     id: str
     bias_type: str
     target: str
@@ -135,7 +138,20 @@ def example_name(entry: Any, i: int) -> str:
 
 
 def _text(value: Any) -> bool:
-    return isinstance(value, str) and bool(value.strip())
+    return isinstance(value, str) and bool(value.strip()) and not _surrogate(value)
+
+
+def _surrogate(value: str) -> bool:
+    """Whether a string holds a lone surrogate (JSON's "\\ud800" escape): no character, so it cannot be
+    written out as UTF-8 (the scores table, the report)."""
+    return any("\ud800" <= c <= "\udfff" for c in value)
+
+
+def _not_text(value: Any) -> str:
+    """Why a value is not a usable string (for a field's message)."""
+    if isinstance(value, str) and value.strip() and _surrogate(value):
+        return "holds a lone surrogate (a \\ud800-\\udfff escape), which is no character; fix the text"
+    return f"must be a non-empty string, not {shown(repr(value), 60)}"
 
 
 def _check_labels(labels: Any, file: str, field: str) -> list[Problem]:
@@ -163,11 +179,7 @@ def check_sentence(entry: Any, field: str, file: str, word_at: int | None) -> li
     problems = []
     for key in ("id", "sentence"):
         if not _text(entry.get(key)):
-            problems.append(
-                Problem(
-                    file, f"{field}.{key}", f"must be a non-empty string, not {entry.get(key)!r}"
-                )
-            )
+            problems.append(Problem(file, f"{field}.{key}", _not_text(entry.get(key))))
     gold = entry.get("gold_label")
     if gold not in GOLD_LABELS:
         problems.append(
@@ -211,11 +223,7 @@ def check_example(entry: Any, field: str, file: str) -> list[Problem]:
     problems: list[Problem] = []
     for key in ("id", "bias_type", "target", "context"):
         if not _text(entry.get(key)):
-            problems.append(
-                Problem(
-                    file, f"{field}.{key}", f"must be a non-empty string, not {entry.get(key)!r}"
-                )
-            )
+            problems.append(Problem(file, f"{field}.{key}", _not_text(entry.get(key))))
     word_at = None
     context = entry.get("context")
     if _text(context):
@@ -307,8 +315,8 @@ def check(data: dict[str, Any], file: str) -> list[Problem]:
     """Every problem of a stereoset record (TOML or imported), naming the example and field."""
     problems = check_meta(data, file, ("data", "version"))
     version = data.get("version")
-    if version is not None and not isinstance(version, str):
-        problems.append(Problem(file, "version", f"must be a string, not {version!r}"))
+    if version is not None and (not isinstance(version, str) or _surrogate(version)):
+        problems.append(Problem(file, "version", _not_text(version) if isinstance(version, str) else f"must be a string, not {shown(repr(version), 60)}"))
     examples, found = _examples(data, file)
     problems.extend(found)
     if examples is None:
@@ -316,6 +324,17 @@ def check(data: dict[str, Any], file: str) -> list[Problem]:
     example_ids: dict[str, int] = {}
     sentence_ids: dict[str, str] = {}
     for i, entry in enumerate(examples):
+        found_errors = sum(1 for p in problems if p.severity == "error")
+        if found_errors >= MAX_ERRORS:
+            problems.append(
+                Problem(
+                    file,
+                    PART,
+                    f"checking stopped after {found_errors} errors, at example {i + 1:,} of "
+                    f"{len(examples):,}: fix these first",
+                )
+            )
+            break
         name = example_name(entry, i)
         problems.extend(check_example(entry, name, file))
         if not isinstance(entry, dict):

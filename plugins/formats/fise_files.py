@@ -28,9 +28,13 @@ class FiseJsonFormat(WordSetFormat):
 
     def sniff(self, path: Path) -> bool:
         try:
-            return fise_data.looks_like_fise(read_json(path))
+            data = read_json(path)
         except (OSError, BiasError):
             return False
+        # StereoSet's {"data": {"intrasentence": [...], "intersentence": [...]}} (no version) has the
+        # shape of one axis of two groups: the stereoset-json importer's file, not a FISE test.
+        stereoset = isinstance(data, dict) and isinstance(data.get("data"), dict) and "intrasentence" in data["data"]
+        return fise_data.looks_like_fise(data) and not stereoset
 
     def record(self, path: Path) -> dict[str, Any]:
         path = Path(path)

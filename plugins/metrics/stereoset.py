@@ -20,6 +20,7 @@ min(SS, 100 - SS) / 50.
 
 from __future__ import annotations
 
+import unicodedata
 from typing import Any, ClassVar
 
 import attrs
@@ -96,17 +97,47 @@ def _where(data: StereoSetExamples, example: StereoExample) -> str:
     return f"{_file(data)}: data.intrasentence[{example.index}] (id {example.id!r})"
 
 
-def slot_split(
-    data: StereoSetExamples, example: StereoExample, tokens: Tokens
-) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """The context's token ids before and after its BLANK (special tokens included), from the model's
-    tokenisation of the context; refused when a token joins BLANK with the text beside it."""
+def joins_word(ch: str) -> bool:
+    """Whether a character beside BLANK glues the slot to a word: neither whitespace nor punctuation
+    (BERT's rule: the ASCII symbols and Unicode's P* categories), so that WordPiece reads the text
+    beside the slot and what fills it as one word."""
+    if ch.isspace():
+        return False
+    code = ord(ch)
+    if 33 <= code <= 47 or 58 <= code <= 64 or 91 <= code <= 96 or 123 <= code <= 126:
+        return False
+    return not unicodedata.category(ch).startswith("P")
+
+
+@attrs.frozen
+class Slot:
+    """How an example's context is cut around BLANK. `head` and `tail` are the special tokens the
+    tokenizer puts around a text; `left` (None: BLANK is glued to the word before it) and `right`
+    (None: glued to the word after it) the context's tokens on each side."""
+
+    head: tuple[int, ...]
+    left: tuple[int, ...] | None
+    right: tuple[int, ...] | None
+    tail: tuple[int, ...]
+
+
+def slot_split(data: StereoSetExamples, example: StereoExample, tokens: Tokens) -> Slot:
+    """The context's tokens before and after its BLANK, from the model's tokenisation of the context.
+
+    A side where BLANK touches a word (`joins_word`: "unBLANK", "BLANKs") is left to be tokenised as
+    text (None): bias-bench's mask token cuts the text there, so what stands beside it is read as a
+    word of its own, and a word glued before BLANK merges with the pieces put in the slot. A side
+    with a space or punctuation must have a token boundary at BLANK; refused when a token joins BLANK
+    with the text beside it."""
     start, end = example.slot
-    inside = [
-        i
-        for i, ((a, b), sp) in enumerate(zip(tokens.offsets, tokens.special))
-        if not sp and a < end and b > start
-    ]
+    context = example.context
+    plain = [i for i, sp in enumerate(tokens.special) if not sp]
+    first_plain = plain[0] if plain else len(tokens.ids)
+    last_plain = plain[-1] if plain else -1
+    head, tail = tokens.ids[:first_plain], tokens.ids[last_plain + 1 :]
+    glued_left = start > 0 and joins_word(context[start - 1])
+    glued_right = end < len(context) and joins_word(context[end])
+    inside = [i for i in plain if tokens.offsets[i][0] < end and tokens.offsets[i][1] > start]
     if not inside:
         raise BiasError(
             f"{_where(data, example)}: the model's tokenizer gives no token for BLANK in the context.",
@@ -114,13 +145,19 @@ def slot_split(
         )
     first, last = inside[0], inside[-1]
     a, b = tokens.offsets[first][0], tokens.offsets[last][1]
-    if example.context[a:start].strip() or example.context[end:b].strip():
+    if (not glued_left and context[a:start].strip()) or (not glued_right and context[end:b].strip()):
         raise BiasError(
             f"{_where(data, example)}: the model's tokenizer joins BLANK with the text beside it "
-            f"('{shown(example.context[a:b], 40)}'), so the slot cannot be cut out of the context's tokens.",
-            "Put a space or punctuation on each side of BLANK in the context.",
+            f"('{shown(context[a:b], 40)}'), so the slot cannot be cut out of the context's tokens.",
+            "Put a space on each side of BLANK in the context.",
         )
-    return tokens.ids[:first], tokens.ids[last + 1 :]
+    left = None if glued_left else tokens.ids[first_plain:first]
+    right = None if glued_right else tokens.ids[last + 1 : last_plain + 1]
+    return Slot(head, left, right, tail)
+
+
+def _plain(tokens: Tokens) -> tuple[int, ...]:
+    return tuple(i for i, sp in zip(tokens.ids, tokens.special) if not sp)
 
 
 def masked_scores(
@@ -132,26 +169,47 @@ def masked_scores(
     word (the last one masked), the context's tokens after BLANK. For a WordPiece tokenizer (BERT) these
     are exactly the ids bias-bench gets by re-tokenising the context with BLANK replaced by the decoded
     first i pieces and the mask token: WordPiece cuts words at whitespace, punctuation and the mask
-    token, and its greedy longest match splits the decoded first i pieces into those same pieces. Token
-    space also keeps a byte-level BPE from merging the pieces with the text around them differently
-    from one request to the next. All requests go in one call (the engine batches them and computes
-    identical rows once)."""
+    token, and its greedy longest match splits the decoded first i pieces into those same pieces. Where
+    BLANK is glued to a word, that side is tokenised as text, as bias-bench's re-tokenisation reads it:
+    the text after BLANK alone (the mask token cuts it off), the text before BLANK followed by the
+    first i pieces' text. Token space also keeps a byte-level BPE from merging the pieces with the
+    text around them differently from one request to the next. All requests go in one call (the
+    engine batches them and computes identical rows once)."""
     examples = data.examples
     contexts = embedder.tokenize([e.context for e in examples])
     words = sorted({s.word for e in examples for s in e.sentences})
-    pieces = {
-        w: tuple(i for i, sp in zip(t.ids, t.special) if not sp)
-        for w, t in zip(words, embedder.tokenize(words))
+    word_tokens = dict(zip(words, embedder.tokenize(words)))
+    pieces = {w: _plain(t) for w, t in word_tokens.items()}
+    # the text of the word's first i pieces: the word up to the end of piece i
+    prefixes = {
+        w: [""] + [w[: b] for (_, b), sp in zip(t.offsets, t.special) if not sp][:-1]
+        for w, t in word_tokens.items()
     }
-    requests: list[MaskedRequest] = []
-    plan: dict[str, list[int]] = {}
+    slots = []
     for example, tokens in zip(examples, contexts):
         if is_truncated(example.context, tokens):
             raise BiasError(
                 f"{_where(data, example)}: the context is longer than the model's limit of {len(tokens.ids)} tokens.",
                 "Use a model with a longer context, or leave the example out.",
             )
-        left, right = slot_split(data, example, tokens)
+        slots.append(slot_split(data, example, tokens))
+    # The texts to tokenise where BLANK is glued: the context after BLANK; the context before BLANK
+    # followed by the text of the word's first i pieces.
+    texts: dict[str, int] = {}
+    for example, slot in zip(examples, slots):
+        start, end = example.slot
+        if slot.right is None:
+            texts.setdefault(example.context[end:], len(texts))
+        if slot.left is None:
+            for sentence in example.sentences:
+                for prefix in prefixes[sentence.word]:
+                    texts.setdefault(example.context[:start] + prefix, len(texts))
+    read = [_plain(t) for t in embedder.tokenize(list(texts))] if texts else []
+    requests: list[MaskedRequest] = []
+    plan: dict[str, list[int]] = {}
+    for example, slot in zip(examples, slots):
+        start, end = example.slot
+        right = slot.right if slot.right is not None else read[texts[example.context[end:]]]
         for sentence in example.sentences:
             word = pieces[sentence.word]
             if not word:
@@ -162,8 +220,13 @@ def masked_scores(
                 )
             plan[sentence.id] = []
             for i in range(len(word)):
+                if slot.left is not None:
+                    left = slot.left + word[:i]
+                else:
+                    left = read[texts[example.context[:start] + prefixes[sentence.word][i]]]
                 plan[sentence.id].append(len(requests))
-                requests.append(MaskedRequest(left + word[: i + 1] + right, (len(left) + i,)))
+                ids = slot.head + left + (word[i],) + right + slot.tail
+                requests.append(MaskedRequest(ids, (len(slot.head) + len(left),)))
     found = embedder.masked_log_probs(requests)
     scores = {
         sid: float(np.mean([np.exp(found[r][0]) for r in rows])) for sid, rows in plan.items()
@@ -261,8 +324,9 @@ class StereoSet(Metric):
                 {
                     "score": MASKED_SCORE,
                     "inputs": "built in token space: the context's tokens before BLANK, the first i+1 pieces of the word (the "
-                    "last one masked), the context's tokens after BLANK; for WordPiece the same ids as bias-bench's "
-                    "re-tokenised text",
+                    "last one masked), the context's tokens after BLANK; a side where BLANK touches a word tokenised as "
+                    "text (after BLANK: that text alone; before it: that text and the first i pieces' text); for "
+                    "WordPiece the same ids as bias-bench's re-tokenised text",
                 }
             )
         else:

@@ -308,63 +308,6 @@ def _(world, folder):
     return ["run", "-m", f"hf:{world.bert}", "-w", "q.toml", "--metric", "bbq"]
 
 
-# StereoSet's JSON layout, two intrasentence examples written for these cases; `change` damages the copy.
-def stereoset_file(folder: Path, change) -> str:
-    def example(eid: str, context: str, words: tuple[str, str, str]) -> dict:
-        return {"id": eid, "bias_type": "profession", "target": "nurse", "context": context, "sentences": [
-            {"id": f"{eid}-{label}", "sentence": context.replace("BLANK", word), "labels": [{"human_id": "h1", "label": label}],
-             "gold_label": label}
-            for label, word in zip(("stereotype", "anti-stereotype", "unrelated"), words)
-        ]}
-
-    data = {"version": "1", "data": {"intrasentence": [
-        example("e1", "The nurse was BLANK.", ("gentle", "brash", "turnip")),
-        example("e2", "A nurse is BLANK at work.", ("warm", "harsh", "window")),
-    ]}}
-    change(data)
-    (folder / "ss.json").write_text(json.dumps(data), encoding="utf-8")
-    return "ss.json"
-
-
-def _stereoset_run(world: World, name: str) -> list[str]:
-    return ["run", "-m", f"hf:{world.bert}", "-w", name, "--metric", "stereoset"]
-
-
-@case("stereoset-json-without-intrasentence-part", names=("ss.json", "data.intrasentence", "no intrasentence part"))
-def _(world, folder):
-    return _stereoset_run(world, stereoset_file(folder, lambda d: d["data"].update(intersentence=d["data"].pop("intrasentence"))))
-
-
-@case("stereoset-json-context-without-blank", names=("ss.json", "data.intrasentence[1] (id 'e2').context", "has no BLANK"))
-def _(world, folder):
-    return _stereoset_run(world, stereoset_file(folder, lambda d: d["data"]["intrasentence"][1].update(context="A nurse is kind at work.")))
-
-
-@case("stereoset-json-gold-label-missing", names=("ss.json", "data.intrasentence[1] (id 'e2').sentences", "no sentence has gold_label 'unrelated'"))
-def _(world, folder):
-    return _stereoset_run(world, stereoset_file(folder, lambda d: d["data"]["intrasentence"][1]["sentences"].pop(2)))
-
-
-@case("stereoset-json-gold-label-twice", names=("ss.json", "data.intrasentence[0] (id 'e1').sentences[2].gold_label", "both 'stereotype'"))
-def _(world, folder):
-    return _stereoset_run(world, stereoset_file(folder, lambda d: d["data"]["intrasentence"][0]["sentences"][2].update(gold_label="stereotype")))
-
-
-@case("stereoset-json-template-word-only-punctuation", names=("ss.json", "data.intrasentence[0] (id 'e1').sentences[1].sentence", "'--.'", "empty once punctuation is removed"))
-def _(world, folder):
-    return _stereoset_run(world, stereoset_file(folder, lambda d: d["data"]["intrasentence"][0]["sentences"][1].update(sentence="The nurse was --.")))
-
-
-@case("stereoset-json-target-not-a-string", names=("ss.json", "data.intrasentence[1] (id 'e2').target", "non-empty string"))
-def _(world, folder):
-    return _stereoset_run(world, stereoset_file(folder, lambda d: d["data"]["intrasentence"][1].update(target=5)))
-
-
-@case("stereoset-json-sentence-not-a-string", names=("ss.json", "data.intrasentence[0] (id 'e1').sentences[0].sentence", "non-empty string"))
-def _(world, folder):
-    return _stereoset_run(world, stereoset_file(folder, lambda d: d["data"]["intrasentence"][0]["sentences"][0].update(sentence=["The", "nurse"])))
-
-
 @case("completion-server-not-a-url", names=("localhost:8000", "http://"))
 def _(world, folder):
     return ["run", "-m", "completions:localhost:8000", "-w", "en/bbq-sample", "--metric", "bbq"]

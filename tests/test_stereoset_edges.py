@@ -1,0 +1,151 @@
+"""StereoSet files and contexts at the edges: BLANK glued to a word (scored as bias-bench's
+re-tokenised text reads it), a token joining BLANK with the punctuation beside it, a file without
+`version`, a file of broken examples, and a smoke run (`--limit`).
+
+Expected numbers come from the loops of test_stereoset.py, written from the published method; the
+examples were written for these tests and are under the repository's Apache-2.0 licence.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from bias.core.data.stereoset import StereoSetExamples
+from bias.plugins.metrics.stereoset import StereoSet
+from bias.registry.resolve import build_embedder, load_wordset_file
+from test_stereoset import EXAMPLES, LABELS, REL, reference_masked, stereoset_json
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="module")
+def data_file(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("stereoset-data") / "dev.json"
+    path.write_text(json.dumps(stereoset_json()), encoding="utf-8")
+    return path
+
+
+def test_a_file_without_version_is_still_read_as_stereoset(tmp_path: Path, data_file: Path) -> None:
+    """{"data": {"intrasentence": [...], "intersentence": [...]}} is also an object of one object of two
+    lists, the shape of a FISE file: the StereoSet importer must read it, not the FISE one."""
+    from test_bbq import cli
+
+    body = stereoset_json()
+    del body["version"]
+    path = tmp_path / "noversion.json"
+    path.write_text(json.dumps(body), encoding="utf-8")
+    data = load_wordset_file(path)
+    assert isinstance(data, StereoSetExamples)
+    assert data.examples == load_wordset_file(data_file).examples
+    code, stdout, stderr = cli("validate", str(path))
+    assert code == 0 and "0 error(s)" in stdout + stderr, stdout + stderr
+
+
+def test_checking_a_file_of_broken_examples_stops_after_a_hundred_errors() -> None:
+    """A file of 200,000 examples that are all wrong: a bounded list of problems (each example would
+    give four), not hundreds of thousands of lines."""
+    from bias.core.data.stereoset import check
+
+    body = {"kind": "stereoset", "language": "en", "bias_type": "mixed", "source": "s", "licence": "l",
+            "data": {"intrasentence": [{"id": f"x{i}"} for i in range(200_000)]}}
+    problems = check(body, "big.json")
+    errors = [p for p in problems if p.severity == "error"]
+    assert 100 <= len(errors) <= 110
+    assert errors[0].field == "data.intrasentence[0] (id 'x0').bias_type"
+    assert "checking stopped" in errors[-1].message and "200,000" in errors[-1].message
+
+
+# BLANK glued to the word before it, after it, or both: bias-bench's mask token cuts the text there,
+# so the text after the slot is a word of its own and the text before it merges with the decoded pieces.
+GLUED = [
+    ("glued-1", "profession", "nurse", "The nurse is taBLANK.", "The nurse is tagentle.", "The nurse is tabrash.", "The nurse is taturnip."),
+    ("glued-2", "profession", "nurse", "The man was unBLANK here.", "The man was ungood here.", "The man was unbad here.", "The man was untulip here."),
+    ("glued-3", "gender", "man", "The man was BLANKed here.", "The man was gooded here.", "The man was nursemaided here.", "The man was tuliped here."),
+    ("glued-4", "gender", "man", "The man was unBLANKed here.", "The man was ungooded here.", "The man was unbadded here.", "The man was untulipomaniaed here."),
+    ("glued-5", "gender", "woman", "BLANKs work here.", "Doctors work here.", "Nurses work here.", "Tulipomanias work here."),
+]
+
+
+def test_a_blank_glued_to_a_word_is_scored_as_bias_bench_retokenises_it(
+    tiny_bert_dir: Path, tmp_path: Path
+) -> None:
+    """The tiny WordPiece reads "taBLANK" as t ##ab ##l ##an ##k and "unblank" with a token boundary at
+    "bl": cut out of the context's tokens, the slot would keep "un" as a word of its own and "ed" as
+    a continuation piece, which bias-bench's re-tokenised text never gives."""
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(tiny_bert_dir)
+    assert tok.tokenize("taBLANK")[:2] == ["t", "##ab"]
+    assert tok.tokenize("The man was BLANKed")[-1].startswith("##")
+    path = tmp_path / "glued.json"
+    path.write_text(json.dumps(stereoset_json(GLUED)), encoding="utf-8")
+    result = StereoSet().compute(build_embedder(f"hf:{tiny_bert_dir}"), load_wordset_file(path), seed=0)
+    assert result.ok, result.reason
+    expected = reference_masked(tiny_bert_dir, GLUED)
+    rows = {r["sentence_id"]: r for r in result.figures["scores"]}
+    assert set(rows) == set(expected)
+    for sid, (score, pieces) in expected.items():
+        assert rows[sid]["score"] == pytest.approx(score, rel=REL), sid
+        assert rows[sid]["tokens"] == pieces, sid
+
+
+def test_a_token_joining_blank_with_the_punctuation_beside_it_is_refused() -> None:
+    """A tokenizer that makes one token of "(BL" (a SentencePiece model may) leaves no boundary at the
+    slot where bias-bench's mask token would cut the text: refused, naming the example."""
+    from bias.core.data.stereoset import StereoExample, StereoSentence, StereoSetExamples
+    from bias.core.errors import BiasError
+    from bias.core.interfaces import Tokens
+    from bias.core.model import WordSetMeta
+    from bias.plugins.metrics.stereoset import slot_split
+
+    context = "The man (BLANK) works."
+    example = StereoExample("e1", "gender", "man", context, (StereoSentence("s", "x", "stereotype", "x"),))
+    data = StereoSetExamples(WordSetMeta(name="t", kind="stereoset", language="en", bias_type="mixed", path="t.json"), (example,))
+    spans = [(0, 3), (4, 7), (8, 11), (11, 14), (14, 15), (16, 22)]  # The man (BL AN K) works.
+    tokens = Tokens((101, 1, 2, 3, 4, 5, 6, 102), ((0, 0), *spans, (0, 0)), (True, *[False] * 6, True))
+    with pytest.raises(BiasError) as err:
+        slot_split(data, example, tokens)
+    assert "t.json: data.intrasentence[0] (id 'e1')" in err.value.message and "joins BLANK" in err.value.message
+    # the same context cut at BLANK: the tokens on each side, the special tokens apart
+    clean = Tokens((101, 1, 2, 3, 4, 5, 6, 7, 102), ((0, 0), (0, 3), (4, 7), (8, 9), (9, 11), (11, 14), (14, 15), (16, 22), (0, 0)), (True, *[False] * 7, True))
+    slot = slot_split(data, example, clean)
+    assert (slot.head, slot.left, slot.right, slot.tail) == ((101,), (1, 2, 3), (6, 7), (102,))
+
+
+def test_a_smoke_run_keeps_the_first_examples_whole(tiny_bert_dir: Path, data_file: Path, tmp_path: Path) -> None:
+    """`--limit 2` scores the first two examples, each with its three sentences (an example cut to two
+    sentences has no unrelated one to compare with)."""
+    from test_bbq import cli
+
+    from bias.core.data.limit import first_items
+
+    data = load_wordset_file(data_file)
+    cut = first_items(data, 2)
+    assert cut.examples == data.examples[:2] and all(len(e.sentences) == 3 for e in cut.examples)
+    out = tmp_path / "smoke"
+    code, stdout, stderr = cli(
+        "run", "-m", f"hf:{tiny_bert_dir}", "-w", str(data_file), "--metric", "stereoset", "--limit", "2", "--out", str(out)
+    )
+    assert code == 0, stdout + stderr
+    (line,) = [json.loads(t) for t in (out / "results.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert line["status"] == "ok" and line["sizes"]["examples"] == 2 and line["sizes"]["sentences"] == 6
+    expected = {k: v for k, (v, _) in reference_masked(tiny_bert_dir, EXAMPLES[:2]).items()}
+    counts = {"pro": 0, "related": 0}
+    for eid, *_ in EXAMPLES[:2]:
+        s, a, u = (expected[f"{eid}-{label}"] for label in LABELS)
+        counts["pro"] += s > a
+        counts["related"] += (s > u) + (a > u)
+    # both examples are about the one term "nurse": SS and LMS are that term's shares
+    assert line["effect_size"] == pytest.approx(100 * counts["pro"] / 2)
+    assert line["figures"]["lms"] == pytest.approx(100 * counts["related"] / 4)
