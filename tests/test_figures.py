@@ -137,3 +137,36 @@ def test_heatmap_cells_keep_small_values_apart():
     d = ValueKind("d", "effect size d")
     assert _cell_digits(d, [1.97, -0.46]) == 2 and _cell_digits(d, [0.0006, -0.0002]) == 4
     assert _cell_digits(ValueKind("% stereo", "score", unit="%"), [52.1]) == 0
+
+
+@pytest.mark.parametrize("with_p", [False, True])
+def test_the_forest_legend_names_hollow_points_only_when_a_result_has_a_p_value(tmp_path, monkeypatch, with_p: bool):
+    """A point is hollow only for a p-value that is not significant, so a forest of results without
+    p-values (CrowS-Pairs, StereoSet) has no hollow point and its legend does not explain one."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    from bias.core.model import Result
+    from bias.core.reports.figures import forest
+    from bias.core.runs.results import ResultStore
+    from fixtures.values import value_of
+
+    store = ResultStore(tmp_path)
+    for n, model in enumerate(("hf:a", "hf:b")):
+        store.append(Result(key=f"c{n}", model=model, wordset="en/crows-sample", metric="crows", effect_size=52.0 + n,
+                            sizes={"pairs": 40}, meta=value_of("crows")))
+    if with_p:
+        store.append(Result(key="w", model="hf:a", wordset="en/weat1", metric="weat", effect_size=0.4, p_value=0.3,
+                            meta=value_of("weat")))
+    captured = []
+    real_close = plt.close
+    monkeypatch.setattr(plt, "close", lambda fig=None: captured.append(fig))
+    forest(load_report(tmp_path), tmp_path, ("png",))
+    monkeypatch.setattr(plt, "close", real_close)
+    (fig,) = captured
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    real_close(fig)
+    assert ("hollow: not significant (Holm)" in legend) is with_p
+    assert {"a", "b"} <= set(legend)  # the models, by their short names

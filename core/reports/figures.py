@@ -131,7 +131,8 @@ def forest(report: Report, folder: Path, formats: tuple[str, ...] = FORMATS) -> 
         ax.set_title(variant_label(metric, ""), fontsize=9, loc="left")
         ax.tick_params(axis="x", labelsize=8)
     handles = [plt.Line2D([], [], color=styles[m][0], marker=styles[m][1], linestyle="", label=m) for m in models]
-    handles.append(plt.Line2D([], [], color="black", marker="o", markerfacecolor="white", linestyle="", label="hollow: not significant (Holm)"))
+    if any(r.p_value is not None for _, members, _ in facets for r in members):  # no p-value, no hollow point
+        handles.append(plt.Line2D([], [], color="black", marker="o", markerfacecolor="white", linestyle="", label="hollow: not significant (Holm)"))
     fig.suptitle(report.title, fontsize=10)
     fig.legend(handles=handles, fontsize=7, loc="outside lower center", ncol=min(3, len(handles)), frameon=False)
     written = _save(fig, folder, "forest", formats)
