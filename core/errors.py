@@ -75,6 +75,13 @@ def _recognise_one(exc: BaseException) -> BiasError | None:
         return BiasError("A path holds a NUL character, which no file name can contain.", "Check the paths given in the command and the experiment file.")
     if isinstance(exc, UnicodeDecodeError):
         return BiasError(f"A file is not UTF-8 text ({exc.reason} at byte {exc.start}).", "Save the file as UTF-8.")
+    if isinstance(exc, UnicodeEncodeError) and "surrogates not allowed" in str(exc):
+        # a lone surrogate: a file name in another encoding than UTF-8, or a \ud800-style escape in a file
+        shown = exc.object[max(0, exc.start - 30) : exc.end + 10].encode("utf-8", "backslashreplace").decode("ascii", "replace")
+        return BiasError(
+            f"Text that cannot be written as UTF-8, a file name in another encoding or a lone surrogate escape (...{shown}...).",
+            "Rename the file, or fix the text in it.",
+        )
     if isinstance(exc, (ConnectionError, TimeoutError)) or name in (
         "OfflineModeIsEnabled", "ConnectTimeout", "ReadTimeout", "ConnectError", "NewConnectionError", "MaxRetryError",
     ):

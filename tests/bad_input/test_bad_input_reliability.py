@@ -255,6 +255,16 @@ def _(world, folder):
     return ["run", "-m", f"hf:{world.bert}", "-w", str(world.wordset), "--metric", "seat", "--pooling", "nonsense"]
 
 
+@case("word-set-file-name-not-utf8", names=("not be written as UTF-8", "t\\udcff.toml", "Rename the file"))
+def _(world, folder):
+    # a name in another encoding (Latin-1 0xff), as the file system hands it to Python
+    import os
+
+    name = os.fsdecode(bytes(folder) + b"/t\xff.toml")
+    shutil.copy(world.wordset, name)
+    return ["run", *w2v(world), "-w", name]
+
+
 # Word similarity, probe data, pairs files ------------------------------------------------------------------
 
 
