@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import sys
 from pathlib import Path
 from typing import Any, Optional
@@ -453,21 +452,7 @@ def main(args: Optional[list[str]] = None) -> None:
     finally:
         for number, handler in previous.items():
             signal.signal(number, handler)
-    if args is None:  # the `bias` process itself (called with a list, main runs inside another program)
-        _leave_ray_if_interrupted(code)
     sys.exit(code if isinstance(code, int) else 0)
-
-
-def _leave_ray_if_interrupted(code: Any) -> None:
-    """After Ctrl-C (or SIGTERM) of a run joined to a Ray cluster everything is written and the actors
-    are killed, so the process ends here, and nothing Ray does at exit (its disconnection from the
-    cluster) can hold it. The cluster notices the driver has gone, as after a kill."""
-    ray = sys.modules.get("ray")
-    if not isinstance(code, int) or code < 128 or ray is None or not getattr(ray, "is_initialized", lambda: False)():
-        return
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
 
 
 def _interrupt(signum: int, frame: Any) -> None:

@@ -45,7 +45,6 @@ log = logging.getLogger(__name__)
 INSTALL_HINT = 'Install it with: pip install "bias-framework[ray]"  (or pip install -e ".[ray]" in a checkout).'
 RESOURCE_KEYS = ("cpus", "gpus")
 DEFAULT_RETRIES = 2
-_WAIT_S = 0.5  # the longest a Ctrl-C waits to be seen while experiments run
 
 
 def import_ray() -> Any:
@@ -260,10 +259,7 @@ def run(
             for p in group:  # an actor runs its calls one at a time, in the order they were sent
                 pending[actor.run.remote(p)] = (key, p)
         while pending or load_refs:
-            # short waits, so that Ctrl-C is seen between them whatever Ray's wait does with signals
-            ready, _ = ray.wait([*load_refs, *pending], num_returns=1, timeout=_WAIT_S)
-            if not ready:
-                continue
+            ready, _ = ray.wait([*load_refs, *pending], num_returns=1)
             ref = ready[0]
             if ref in load_refs:
                 key = load_refs.pop(ref)
