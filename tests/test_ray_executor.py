@@ -264,9 +264,7 @@ def test_driver_killed_then_resume_continues_and_ctrl_c_keeps_results(cluster, t
     interrupted = bias_cli([*args, "--resume"])
     wait_for_results(out / "results.jsonl", len(after_kill) + 1, interrupted)
     interrupted.send_signal(signal.SIGINT)
-    # generous: on two busy cores a Ray driver was once seen to take over two minutes to end after the
-    # signal; the test is about what is kept and the exit code, not how fast
-    _, err = interrupted.communicate(timeout=300)
+    _, err = interrupted.communicate(timeout=120)
     assert interrupted.returncode == 130, err
     assert "Interrupted" in err and "--resume" in err
     after_interrupt = lines(out / "results.jsonl")
