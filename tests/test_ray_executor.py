@@ -228,9 +228,18 @@ def write_config(cluster, folder: Path, seeds: int, permutations: int, gate: Pat
     return config
 
 
+# `bias` as a terminal starts it: Ctrl-C delivered. A process started in the background by a
+# non-interactive shell (`pytest ... &`) ignores SIGINT, and Python then leaves it ignored in its
+# children; the Ctrl-C below would never arrive.
+_AS_IN_A_TERMINAL = (
+    "import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+    "sys.argv = ['bias', *sys.argv[1:]]; runpy.run_module('bias.cli.app', run_name='__main__')"
+)
+
+
 def bias_cli(args: list[str], **kwargs) -> subprocess.Popen:
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "COLUMNS": "80"}
-    return subprocess.Popen([sys.executable, "-m", "bias.cli.app", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, **kwargs)
+    return subprocess.Popen([sys.executable, "-c", _AS_IN_A_TERMINAL, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, **kwargs)
 
 
 def wait_for_results(path: Path, at_least: int, proc: subprocess.Popen, timeout: float = 120) -> None:
