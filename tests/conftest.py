@@ -63,6 +63,15 @@ def tiny_bert_cased_dir(tmp_path_factory: pytest.TempPathFactory):
     return build_tiny_bert(tmp_path_factory.mktemp("tiny-bert-cased"), lowercase=False)
 
 
+@pytest.fixture(scope="session")
+def tiny_gpt2_dir(tmp_path_factory: pytest.TempPathFactory):
+    """Folder of the tiny GPT-2 (fixtures/tiny_bert.py `build_tiny_gpt2`, seed 0, its default sizes),
+    built once a session. Tests read it and never write into it."""
+    from fixtures.tiny_bert import build_tiny_gpt2
+
+    return build_tiny_gpt2(tmp_path_factory.mktemp("tiny-gpt2"))
+
+
 @pytest.fixture(scope="module")
 def one_torch_thread():
     """One torch thread for a module's tests (`pytestmark = pytest.mark.usefixtures("one_torch_thread")`):

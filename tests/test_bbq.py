@@ -83,22 +83,12 @@ def write_questions(path: Path, items: list[dict]) -> Path:
     return path
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """One torch thread: on busy shared cores two threads wait on each other (20 times slower here)."""
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # one torch thread (tests/conftest.py)
 
 
 @pytest.fixture(scope="module")
-def gpt2(tmp_path_factory) -> Path:
-    from fixtures.tiny_bert import build_tiny_gpt2
-
-    return build_tiny_gpt2(tmp_path_factory.mktemp("bbq-gpt2"))
+def gpt2(tiny_gpt2_dir: Path) -> Path:
+    return tiny_gpt2_dir
 
 
 @pytest.fixture(scope="module")

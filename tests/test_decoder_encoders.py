@@ -21,7 +21,6 @@ from bias.plugins.metrics.ceat import Ceat
 from bias.plugins.metrics.seat import Seat
 from bias.registry.resolve import load_wordset
 from fixtures.inputs import compute_with_inputs
-from fixtures.tiny_bert import build_tiny_gpt2
 
 ATOL = 1e-5
 SPLIT = "unbelievableness"  # several byte-level pieces
@@ -29,8 +28,8 @@ EOT = "<|endoftext|>"
 
 
 @pytest.fixture(scope="module")
-def gpt2_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_tiny_gpt2(tmp_path_factory.mktemp("tiny-gpt2-decoder"))
+def gpt2_dir(tiny_gpt2_dir: Path) -> Path:
+    return tiny_gpt2_dir
 
 
 @pytest.fixture(scope="module")

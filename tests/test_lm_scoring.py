@@ -54,10 +54,8 @@ def roberta(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Any]:
 
 
 @pytest.fixture(scope="module")
-def gpt2(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Any]:
-    from fixtures.tiny_bert import build_tiny_gpt2
-
-    return _load(build_tiny_gpt2(tmp_path_factory.mktemp("engine-gpt2")), "AutoModelForCausalLM")
+def gpt2(tiny_gpt2_dir: Path) -> tuple[Any, Any]:
+    return _load(tiny_gpt2_dir, "AutoModelForCausalLM")
 
 
 def reference_masked(model: Any, tokenizer: Any, request: MaskedRequest) -> np.ndarray:

@@ -78,21 +78,12 @@ def stereoset_json(examples=EXAMPLES) -> dict:
     }
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # one torch thread (tests/conftest.py)
 
 
 @pytest.fixture(scope="module")
-def gpt2(tmp_path_factory) -> Path:
-    from fixtures.tiny_bert import build_tiny_gpt2
-
-    return build_tiny_gpt2(tmp_path_factory.mktemp("stereoset-gpt2"))
+def gpt2(tiny_gpt2_dir: Path) -> Path:
+    return tiny_gpt2_dir
 
 
 @pytest.fixture(scope="module")

@@ -19,14 +19,7 @@ from bias.registry.resolve import build_embedder, load_wordset_file
 from test_stereoset import EXAMPLES, LABELS, REL, reference_masked, stereoset_json
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # one torch thread (tests/conftest.py)
 
 
 @pytest.fixture(scope="module")
