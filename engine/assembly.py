@@ -51,6 +51,7 @@ class RunOptions:
     max_cost: float | None = None
     confirm_cost: bool = False
     limit: int | None = None  # --limit: the first N items of each list of each test
+    threads: int | None = None  # --threads: CPU threads of torch and BLAS (None: every core, see bias.core.threads)
 
 
 @attrs.frozen(kw_only=True)
@@ -66,6 +67,7 @@ class Assembly:
     after_model: ModelConfig | None  # the debiased model of a before/after comparison, else None
     max_cost: float | None = None  # see RunOptions
     confirm_cost: bool = False
+    threads: int | None = None  # see RunOptions
 
 
 def assemble(
@@ -118,7 +120,7 @@ def assemble(
     plan = planning.plan(experiments)
     planning.check_models(plan)
     return Assembly(plan=plan, settings=settings, out=out, family=family, executor=executor, ray_address=ray_address, after_model=after_model,
-                    max_cost=o.max_cost, confirm_cost=o.confirm_cost)
+                    max_cost=o.max_cost, confirm_cost=o.confirm_cost, threads=o.threads)
 
 
 def with_original(configs: Sequence[ModelConfig]) -> list[ModelConfig]:

@@ -35,6 +35,7 @@ from bias import registry
 from bias.core.errors import USAGE, BiasError
 from bias.core.model import FAILED, Result
 from bias.core.runs.results import ResultStore
+from bias.core.threads import apply_to_torch, use_threads
 from bias.core.specs import DebiasSettings, ModelSpec
 from bias.engine.inputs import InputModels
 from bias.engine.spending import check_spending
@@ -81,14 +82,17 @@ class ModelWorker:
     failed result the local runner records. The models the metrics ask for as inputs are loaded in the
     worker too, once each, at their first use."""
 
-    def __init__(self, spec: ModelSpec, debias: DebiasSettings | None, debug: bool = False) -> None:
+    def __init__(self, spec: ModelSpec, debias: DebiasSettings | None, debug: bool = False, threads: int | None = None) -> None:
         self.debug = debug
+        if threads is not None:  # else Ray's own: as many as the actor's CPUs
+            use_threads(threads)
         self.error: BaseException | None = None
         self.input_models = InputModels()
         started = time.perf_counter()
         try:
             self.embedder = registry.build_embedder(spec, debias)
             self.embedder.load()
+            apply_to_torch()
         except Exception as exc:  # recorded for each experiment of the model, as in a local run
             self.error = exc
         self.load_s = time.perf_counter() - started
@@ -208,6 +212,7 @@ def run(
     num_cpus: int | None = None,
     max_cost: float | None = None,
     confirm_cost: bool = False,
+    threads: int | None = None,
 ) -> Iterator[Result]:
     """Yield each result as it arrives from the cluster (and append it to `out/results.jsonl` first);
     the same contract as `bias.engine.runner.run`."""
@@ -252,7 +257,7 @@ def run(
             model = group[0].experiment.model
             emit("loading", model.label())
             actor = worker_class.options(max_restarts=max_retries, max_task_retries=max_retries, **options[key]).remote(
-                model.parsed, model.debias, debug
+                model.parsed, model.debias, debug, threads
             )
             actors[key] = actor
             load_refs[actor.loaded.remote()] = key
@@ -288,6 +293,8 @@ def run(
             if fail_fast and result.status == FAILED:
                 return
     finally:
+        if store:
+            store.close()  # the last batch of lines fsynced
         for actor in actors.values():
             try:
                 ray.kill(actor)

@@ -9,9 +9,12 @@ they cut, pad and batch alike. torch is imported inside the functions only.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
+
+import numpy as np
 
 from bias.core.errors import FAILURE, BiasError
 
@@ -86,7 +89,13 @@ def length_order(lengths: Sequence[int]) -> list[int]:
 
 
 def in_length_batches(lengths: Sequence[int], batch_size: int, work: Callable[[list[int]], None]) -> None:
-    """Call `work(batch)` on consecutive slices of `length_order(lengths)`.
+    """Call `work(batch)` on consecutive slices of `length_order(lengths)` (see `in_batches`)."""
+    order = length_order(lengths)
+    in_batches(len(order), batch_size, lambda start, end: work(order[start:end]))
+
+
+def in_batches(count: int, batch_size: int, work: Callable[[int, int], None]) -> None:
+    """Call `work(start, end)` on consecutive ranges of 0..count, `batch_size` long.
 
     When the device runs out of memory, the batch is halved and retried, and later batches keep the
     size that fitted (a warning says so). A single row that does not fit is re-raised, for
@@ -94,22 +103,42 @@ def in_length_batches(lengths: Sequence[int], batch_size: int, work: Callable[[l
     """
     if batch_size < 1:
         raise BiasError(f"batch_size must be a positive whole number, not {batch_size!r}.")
-    order = length_order(lengths)
     size, start = batch_size, 0
-    while start < len(order):
-        batch = order[start : start + size]
+    while start < count:
+        end = min(count, start + size)
         try:
-            work(batch)
+            work(start, end)
         except BiasError:
             raise
         except Exception as exc:
-            if not is_out_of_memory(exc) or len(batch) == 1:
+            if not is_out_of_memory(exc) or end - start == 1:
                 raise
-            size = max(1, len(batch) // 2)
-            log.warning("The device ran out of memory with batches of %d; carrying on with batches of %d.", len(batch), size)
+            size = max(1, (end - start) // 2)
+            log.warning("The device ran out of memory with batches of %d; carrying on with batches of %d.", end - start, size)
             _free_device_memory()
             continue
-        start += len(batch)
+        start = end
+
+
+def padded_rows(rows: Sequence[Sequence[int]], fill: int) -> tuple[np.ndarray, np.ndarray]:
+    """Every row in one int64 matrix, padded on the right with `fill`, and the rows' lengths: built by
+    numpy in one pass, never row by row in Python."""
+    lengths = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
+    width = int(lengths.max()) if len(rows) else 0
+    out = np.full((len(rows), width), fill, dtype=np.int64)
+    out[np.arange(width) < lengths[:, None]] = np.fromiter(itertools.chain.from_iterable(rows), dtype=np.int64, count=int(lengths.sum()))
+    return out, lengths
+
+
+def on_device(array: np.ndarray, device: Any) -> Any:
+    """A numpy array as a torch tensor on `device`; to a GPU through pinned memory without waiting, so
+    the copy overlaps what the device is still computing."""
+    import torch
+
+    tensor = torch.from_numpy(np.ascontiguousarray(array))
+    if torch.device(device).type == "cuda":
+        return tensor.pin_memory().to(device, non_blocking=True)
+    return tensor.to(device)
 
 
 def is_out_of_memory(exc: BaseException) -> bool:

@@ -6,10 +6,15 @@ tokenizer and device. Everything a metric asks for is turned into as few forward
 - requests are sorted by length and cut into batches of similar length, padded by hand on the right
   with an attention mask (so models without a pad token work too), then put back in request order,
   all through `bias.core.models.hf.batching`, as the embedder's vectors are;
+- the host's work is done once per call, before the first forward, as numpy arrays: the padded
+  inputs of every batch, where each batch's hidden states are gathered and which token each
+  log-probability reads; they go to the device once, each batch takes slices of them, and the
+  log-probabilities stay on the device until the last batch, so the loop never waits on the host
+  and the host never waits on the device (a GPU's queue stays full);
 - a pseudo-log-likelihood that masks one token at a time becomes one *row* per masked variant, all
   variants of all sentences sharing the batches, never one forward call per mask;
-- log-probabilities are taken with `log_softmax` on logits cast to float64 (max-subtracted, no
-  underflow), only at the positions asked for; for BERT- and RoBERTa-family masked LMs and GPT-2 the
+- log-probabilities are the logits cast to float64 less their log-sum-exp (max-subtracted, no
+  underflow: `log_softmax` read at one token), only at the positions asked for; for BERT- and RoBERTa-family masked LMs and GPT-2 the
   output head is applied to those positions only (hidden states gathered first), which saves the
   vocabulary projection of every other position, padding included;
 - attention received per token (AULA) is the attention matrix averaged over layers, heads and the
@@ -21,13 +26,15 @@ torch is imported inside the functions so that importing this module stays cheap
 from __future__ import annotations
 
 import contextlib
+import itertools
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+import attrs
 import numpy as np
 
 from bias.core.errors import BiasError
-from bias.core.models.hf.batching import id_rows, in_length_batches, memory_guard, right_pad, token_limit
+from bias.core.models.hf.batching import in_batches, length_order, memory_guard, on_device, pad_id, padded_rows, token_limit
 from bias.core.interfaces import MaskedRequest, TokenScores
 
 # LM classes whose forward is `head(base(...)[0])`: for these the head (BERT's transform and the
@@ -95,7 +102,7 @@ def _split_head(model: Any) -> tuple[Any, Any] | None:
     return (base, head) if base is not None and head is not None else None
 
 
-# Rows taken through the output head and the float64 log-softmax at a time. A sentence batch of 700
+# Rows taken through the output head and the float64 log-sum-exp at a time. A sentence batch of 700
 # scored tokens with GPT-2's 50,257-word vocabulary is a 140 MB float32 block and a 280 MB float64
 # copy: written once and read once, their memory traffic and page faults cost more than the
 # arithmetic. In blocks of 128 rows both stay small and are reused (a quarter of the head's time saved
@@ -103,18 +110,96 @@ def _split_head(model: Any) -> tuple[Any, Any] | None:
 _HEAD_ROWS = 128
 
 
-def _picked_log_probs(rows: Any, head: Any | None, read_row: Any, read_token: Any) -> np.ndarray:
-    """log_softmax (float64) of the logits of each row (`head(rows)`, or the rows themselves when they
-    are logits already), read at (read_row[k], read_token[k]) for every k, as a float64 array."""
+@attrs.frozen
+class _Plan:
+    """Everything the batches of one call need, in length order (longest first), built on the host
+    once: the padded inputs; the gathered rows (a sequence and a position each, whose hidden state
+    goes through the head); and the reads (a gathered row and the token whose log-probability is
+    taken there). `*_start[k]` is where sequence k's gathered rows and reads begin."""
+
+    ids: np.ndarray
+    lengths: np.ndarray
+    gather_seq: np.ndarray
+    gather_pos: np.ndarray
+    gather_start: np.ndarray
+    read_row: np.ndarray
+    read_token: np.ndarray
+    read_start: np.ndarray
+
+
+def _offsets(counts: np.ndarray) -> np.ndarray:
+    return np.concatenate([np.zeros(1, dtype=np.int64), np.cumsum(counts, dtype=np.int64)])
+
+
+def _plan(sequences: Sequence[Sequence[int]], fill: int, gathers: Sequence[Sequence[int]], reads: Sequence[tuple[Sequence[int], Sequence[int]]]) -> _Plan:
+    """A `_Plan` of sequences already in length order: `gathers[k]` the positions gathered from
+    sequence k, `reads[k]` the (row within k's gathered rows, token) pairs read from them."""
+    ids, lengths = padded_rows(sequences, fill)
+    n_gather = np.fromiter(map(len, gathers), dtype=np.int64, count=len(gathers))
+    gather_start = _offsets(n_gather)
+    n_read = np.fromiter((len(rows) for rows, _ in reads), dtype=np.int64, count=len(reads))
+    read_start = _offsets(n_read)
+    chain = itertools.chain.from_iterable
+    read_row = np.fromiter(chain(rows for rows, _ in reads), dtype=np.int64, count=int(read_start[-1]))
+    read_row += np.repeat(gather_start[:-1], n_read)
+    return _Plan(
+        ids=ids,
+        lengths=lengths,
+        gather_seq=np.repeat(np.arange(len(sequences), dtype=np.int64), n_gather),
+        gather_pos=np.fromiter(chain(gathers), dtype=np.int64, count=int(gather_start[-1])),
+        gather_start=gather_start,
+        read_row=read_row,
+        read_token=np.fromiter(chain(tokens for _, tokens in reads), dtype=np.int64, count=int(read_start[-1])),
+        read_start=read_start,
+    )
+
+
+def _run(model: Any, device: Any, plan: _Plan, batch_size: int, *, attention: bool = False, on_batch: Any = None) -> np.ndarray:
+    """The log-probability of every read of `plan`, float64, in plan order.
+
+    Inputs and indices go to the device once; each batch is slices of them, its head blocks and their
+    reads are found by `np.searchsorted` on the host arrays (no device value is ever read back inside
+    the loop), and the results are written into one device tensor brought back at the end.
+    `on_batch(start, end, output)` sees each batch's model output (AULA's attention weights)."""
     import torch
 
-    picked = torch.empty(len(read_row), dtype=torch.float64, device=rows.device)
-    for start in range(0, rows.shape[0], _HEAD_ROWS):
-        block = rows[start : start + _HEAD_ROWS]
-        logits = block if head is None else head(block)
-        log_probs = torch.log_softmax(logits.to(torch.float64), dim=-1)
-        inside = (read_row >= start) & (read_row < start + block.shape[0])
-        picked[inside] = log_probs[read_row[inside] - start, read_token[inside]]
+    split = _split_head(model)
+    ids = on_device(plan.ids, device)
+    positions = np.arange(plan.ids.shape[1], dtype=np.int64)
+    attention_mask = on_device((positions[None, :] < plan.lengths[:, None]).astype(np.int64), device)
+    gather_seq, gather_pos = on_device(plan.gather_seq, device), on_device(plan.gather_pos, device)
+    read_row, read_token = on_device(plan.read_row, device), on_device(plan.read_token, device)
+    picked = torch.empty(len(plan.read_row), dtype=torch.float64, device=ids.device)
+
+    def score(start: int, end: int) -> None:
+        width = int(plan.lengths[start])
+        g0, g1 = int(plan.gather_start[start]), int(plan.gather_start[end])
+        r0, r1 = int(plan.read_start[start]), int(plan.read_start[end])
+        inputs = {"input_ids": ids[start:end, :width], "attention_mask": attention_mask[start:end, :width]}
+        where = (gather_seq[g0:g1] - start, gather_pos[g0:g1])
+        extra = {"output_attentions": True} if attention else {}
+        if split is not None:
+            base, head = split
+            output = base(**inputs, return_dict=True, **extra)
+            rows = output[0][where]
+        else:
+            head = None
+            output = model(**inputs, return_dict=True, **extra)
+            rows = output.logits[where]
+        if on_batch is not None:
+            on_batch(start, end, output)
+        # reads of this batch, by head block of _HEAD_ROWS gathered rows (reads are in row order)
+        bounds = np.searchsorted(plan.read_row[r0:r1], np.arange(g0, g1 + _HEAD_ROWS, _HEAD_ROWS), side="left") + r0
+        for k, first in enumerate(range(g0, g1, _HEAD_ROWS)):
+            lo, hi = int(bounds[k]), int(bounds[k + 1])
+            if lo == hi:
+                continue
+            block = rows[first - g0 : first - g0 + _HEAD_ROWS]
+            logits = (block if head is None else head(block)).to(torch.float64)
+            at = read_row[lo:hi] - first
+            picked[lo:hi] = logits[at, read_token[lo:hi]] - torch.logsumexp(logits, dim=-1)[at]
+
+    in_batches(len(plan.lengths), batch_size, score)
     return picked.cpu().numpy()
 
 
@@ -149,44 +234,20 @@ def masked_log_probs(
         rows.setdefault((tuple(ids), tuple(positions)), []).append(i)
     keys = list(rows)
     _check_lengths([len(k[0]) for k in keys], token_limit(model, tokenizer), [rows[k][0] for k in keys])
-    split = _split_head(model)
-
-    def score(batch: list[int]) -> None:
-        members = [keys[k] for k in batch]
-        inputs = right_pad(id_rows([ids for ids, _ in members]), tokenizer, device)
-        masked, attention = inputs["input_ids"], inputs["attention_mask"]
-        rows_b, rows_p = [], []
-        for b, (_, positions) in enumerate(members):
-            rows_b.extend([b] * len(positions))
-            rows_p.extend(positions)
-        index_b = torch.as_tensor(rows_b, dtype=torch.long, device=masked.device)
-        index_p = torch.as_tensor(rows_p, dtype=torch.long, device=masked.device)
-        if split is not None:
-            base, head = split
-            rows_in = base(input_ids=masked, attention_mask=attention, return_dict=True)[0][index_b, index_p]
-        else:
-            head, rows_in = None, model(input_ids=masked, attention_mask=attention, return_dict=True).logits[index_b, index_p]
-        read_row, read_token, spans = [], [], []
-        start = 0
-        for key in members:
-            positions = key[1]
-            for i in rows[key]:
-                read_row.extend(range(start, start + len(positions)))
-                read_token.extend(requests[i].ids[p] for p in positions)
-                spans.append((i, len(positions)))
-            start += len(positions)
-        picked = _picked_log_probs(
-            rows_in, head,
-            torch.as_tensor(read_row, dtype=torch.long, device=rows_in.device),
-            torch.as_tensor(read_token, dtype=torch.long, device=rows_in.device),
-        )
-        at = 0
-        for i, n in spans:
-            out[i] = picked[at : at + n].copy()
-            at += n
-
+    keys = [keys[k] for k in length_order([len(k[0]) for k in keys])]
+    reads, spans = [], []
+    for ids, positions in keys:
+        own = range(len(positions))
+        readers = rows[(ids, positions)]
+        reads.append(([r for _ in readers for r in own], [requests[i].ids[p] for i in readers for p in positions]))
+        spans.extend((i, len(positions)) for i in readers)
+    plan = _plan([k[0] for k in keys], pad_id(tokenizer), [k[1] for k in keys], reads)
     with torch.inference_mode(), memory_guard(device, batch_size):
-        in_length_batches([len(k[0]) for k in keys], batch_size, score)
+        picked = _run(model, device, plan, batch_size)
+    at = 0
+    for i, n in spans:
+        out[i] = picked[at : at + n]
+        at += n
     return out
 
 
@@ -272,57 +333,38 @@ def token_log_probs(
     lead = 0 if first is None else 1
     rows = [([first] if lead else []) + s for s in sequences]
     _check_lengths([len(rows[i]) for i in live], token_limit(model, tokenizer))
-    split = _split_head(model)
+    order = [live[k] for k in length_order([len(rows[i]) for i in live])]
+    # where the logits are read, and the token each of them scores: a causal row's position j is
+    # predicted at j - 1 (its prepended start token is context only), a masked LM's at j itself
+    shift = 1 if causal else 0
+    counts = [max(len(rows[i]) - shift, 0) for i in order]
+    plan = _plan(
+        [rows[i] for i in order], pad_id(tokenizer), [range(n) for n in counts],
+        [(range(n), rows[i][shift : shift + n]) for i, n in zip(order, counts)],
+    )
+    received: dict[int, np.ndarray] = {}
 
-    def score(batch: list[int]) -> None:
-        members = [live[k] for k in batch]
-        inputs = right_pad(id_rows([rows[i] for i in members]), tokenizer, device)
-        ids, mask = inputs["input_ids"], inputs["attention_mask"]
-        # where the logits are read, and the token each of them scores: a causal row's position j is
-        # predicted at j - 1 (its prepended start token is context only), a masked LM's at j itself
-        shift = 1 if causal else 0
-        rows_b: list[int] = []
-        rows_p: list[int] = []
-        for b, i in enumerate(members):
-            read = max(len(rows[i]) - shift, 0)
-            rows_b.extend([b] * read)
-            rows_p.extend(range(read))
-        index_b = torch.as_tensor(rows_b, dtype=torch.long, device=ids.device)
-        index_p = torch.as_tensor(rows_p, dtype=torch.long, device=ids.device)
-        if split is not None:
-            base, head = split
-            output = base(input_ids=ids, attention_mask=mask, output_attentions=attention, return_dict=True)
-            rows_in = output[0][index_b, index_p]
-        else:
-            output = model(input_ids=ids, attention_mask=mask, output_attentions=attention, return_dict=True)
-            head, rows_in = None, output.logits[index_b, index_p]
-        picked = np.zeros(0, dtype=np.float64)
-        if rows_b:
-            targets = ids[index_b, index_p + shift]
-            picked = _picked_log_probs(rows_in, head, torch.arange(len(rows_b), device=targets.device), targets)
-        received = None
-        if attention:
-            layers = output.attentions
-            if not layers:
-                raise BiasError(
-                    f"The model ({type(model).__name__}) returned no attention weights.",
-                    "AULA needs attention weights; use AUL instead.",
-                )
-            # mean over layers and heads -> (batch, query, key), one layer at a time to bound memory;
-            # the real queries of each row are averaged below
-            received = sum(a.to(torch.float64).mean(dim=1) for a in layers) / len(layers)
-        first = 0
-        for b, i in enumerate(members):
-            width = len(rows[i])
-            read = max(width - shift, 0)
-            values = np.full(width, np.nan, dtype=np.float64)
-            values[shift:] = picked[first : first + read]
-            first += read
-            weights = None
-            if received is not None:
-                weights = received[b, lead:width, lead:width].mean(dim=0).cpu().numpy().astype(np.float64)
-            out[i] = TokenScores(values[lead:], weights, context)
+    def keep_attention(start: int, end: int, output: Any) -> None:
+        layers = output.attentions
+        if not layers:
+            raise BiasError(
+                f"The model ({type(model).__name__}) returned no attention weights.",
+                "AULA needs attention weights; use AUL instead.",
+            )
+        # mean over layers and heads -> (batch, query, key), one layer at a time to bound memory; then
+        # the mean over each row's real queries (its start token and padding left out)
+        mean = sum(a.to(torch.float64).mean(dim=1) for a in layers) / len(layers)
+        widths = torch.as_tensor(plan.lengths[start:end], device=mean.device)
+        query = torch.arange(mean.shape[1], device=mean.device)
+        real = ((query[None, :] >= lead) & (query[None, :] < widths[:, None])).to(torch.float64)
+        columns = (torch.einsum("bq,bqk->bk", real, mean) / real.sum(dim=1, keepdim=True)).cpu().numpy()
+        for b in range(end - start):
+            received[start + b] = columns[b, lead : int(plan.lengths[start + b])].astype(np.float64)
 
     with torch.inference_mode(), memory_guard(device, batch_size), _eager_attention(model, attention):
-        in_length_batches([len(rows[i]) for i in live], batch_size, score)
+        picked = _run(model, device, plan, batch_size, attention=attention, on_batch=keep_attention if attention else None)
+    for k, i in enumerate(order):
+        values = np.full(len(rows[i]), np.nan, dtype=np.float64)
+        values[shift:] = picked[plan.read_start[k] : plan.read_start[k + 1]]
+        out[i] = TokenScores(values[lead:], received.get(k), context)
     return [s for s in out if s is not None]
