@@ -124,24 +124,24 @@ def measure(
 ) -> dict[str, Any]:
     import torch
 
-    from bias.core.models.hf import lm_scoring
+    from bias.core.models.hf import lm_scoring, scoring_plan
 
     torch.set_num_threads(threads)
     model, tokenizer = build_model()
     seqs = sentences(n_sentences)
     requests = pll_requests(seqs)
     pll_lengths = [len(r.ids) for r in requests]
-    split = dict(lm_scoring._SPLIT_HEADS)
+    split = dict(scoring_plan.SPLIT_HEADS)
 
     def pll() -> None:
         lm_scoring.masked_log_probs(model, tokenizer, "cpu", requests, batch_size)
 
     def pll_full_head() -> None:
-        lm_scoring._SPLIT_HEADS.clear()
+        scoring_plan.SPLIT_HEADS.clear()
         try:
             lm_scoring.masked_log_probs(model, tokenizer, "cpu", requests, batch_size)
         finally:
-            lm_scoring._SPLIT_HEADS.update(split)
+            scoring_plan.SPLIT_HEADS.update(split)
 
     # AUL scores each sentence once: as many sentences as PLL has masked rows keeps the batches alike
     aul_seqs = sentences(len(requests), seed=1)

@@ -1,22 +1,15 @@
-"""The batched scoring engine behind every language-model metric (LPBS, CrowS-Pairs, SSS, AUL/AULA, KLS/JSS).
+"""The language-model scores behind every LM metric (LPBS, CrowS-Pairs, SSS, AUL/AULA, KLS/JSS).
 
 The `hf` embedder delegates `masked_log_probs` and `token_log_probs` here, with its loaded model,
-tokenizer and device. Everything a metric asks for is turned into as few forward calls as possible:
+tokenizer and device. Each call turns what a metric asks for into one description of rows to run and
+tokens to read, built with numpy on the host, and hands it to the batched loop of
+`bias.core.models.hf.scoring_plan` (length-sorted batches padded on the right with an attention mask,
+so models without a pad token work too; the output head only at the positions read; float64
+log-softmax; everything on the device at once):
 
-- requests are sorted by length and cut into batches of similar length, padded by hand on the right
-  with an attention mask (so models without a pad token work too), then put back in request order,
-  all through `bias.core.models.hf.batching`, as the embedder's vectors are;
-- the host's work is done once per call, before the first forward, as numpy arrays: the padded
-  inputs of every batch, where each batch's hidden states are gathered and which token each
-  log-probability reads; they go to the device once, each batch takes slices of them, and the
-  log-probabilities stay on the device until the last batch, so the loop never waits on the host
-  and the host never waits on the device (a GPU's queue stays full);
 - a pseudo-log-likelihood that masks one token at a time becomes one *row* per masked variant, all
-  variants of all sentences sharing the batches, never one forward call per mask;
-- log-probabilities are the logits cast to float64 less their log-sum-exp (max-subtracted, no
-  underflow: `log_softmax` read at one token), only at the positions asked for; for BERT- and RoBERTa-family masked LMs and GPT-2 the
-  output head is applied to those positions only (hidden states gathered first), which saves the
-  vocabulary projection of every other position, padding included;
+  variants of all sentences sharing the batches, never one forward call per mask; requests that give
+  the model the same input share one row;
 - attention received per token (AULA) is the attention matrix averaged over layers, heads and the
   sequence's real (non-padding) queries: a column mean, i.e. how much attention the token *receives*.
 
@@ -30,25 +23,12 @@ import itertools
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-import attrs
 import numpy as np
 
 from bias.core.errors import BiasError
-from bias.core.models.hf.batching import in_batches, length_order, memory_guard, on_device, pad_id, padded_rows, token_limit
 from bias.core.interfaces import MaskedRequest, TokenScores
-
-# LM classes whose forward is `head(base(...)[0])`: for these the head (BERT's transform and the
-# vocabulary projection) is applied to the scored positions only. With a 30,522-token vocabulary the
-# head at every position costs as much as a fifth of a bert-base forward. Any other class takes the
-# generic path (full logits), which gives the same numbers.
-_SPLIT_HEADS = {
-    "GPT2LMHeadModel": ("transformer", "lm_head"),
-    "BertForMaskedLM": ("bert", "cls"),
-    "RobertaForMaskedLM": ("roberta", "lm_head"),
-    "XLMRobertaForMaskedLM": ("roberta", "lm_head"),
-    "CamembertForMaskedLM": ("roberta", "lm_head"),
-}
-
+from bias.core.models.hf.batching import memory_guard, pad_id, padded_rows, token_limit
+from bias.core.models.hf.scoring_plan import offsets, runs, score_reads
 
 def is_uncased(tokenizer: Any) -> bool:
     """Whether the tokenizer lowercases its input (an uncased model): its `do_lower_case` flag, else the
@@ -79,128 +59,19 @@ def mask_id(tokenizer: Any) -> int:
     return int(found)
 
 
-def _check_lengths(lengths: Sequence[int], limit: int | None, numbers: Sequence[int] | None = None) -> None:
+def _check_lengths(lengths: np.ndarray, limit: int | None, numbers: np.ndarray | None = None) -> None:
     """Refuse sequences longer than the model's limit; `numbers` gives each length's place among the
     caller's requests (where several requests share one sequence), else its own index."""
     if limit is None:
         return
-    too_long = [i for i, n in enumerate(lengths) if n > limit]
-    if too_long:
-        first = too_long[0]
+    too_long = np.flatnonzero(np.asarray(lengths) > limit)
+    if len(too_long):
+        first = int(too_long[0])
         raise BiasError(
             f"{len(too_long)} sequence(s) are longer than the model's limit of {limit} tokens "
-            f"(the first, number {first if numbers is None else numbers[first]}, has {lengths[first]} tokens with its special tokens).",
+            f"(the first, number {first if numbers is None else int(numbers[first])}, has {int(lengths[first])} tokens with its special tokens).",
             "Shorten those sentences or use a model with a longer context.",
         )
-
-
-def _split_head(model: Any) -> tuple[Any, Any] | None:
-    names = _SPLIT_HEADS.get(type(model).__name__)
-    if names is None:
-        return None
-    base, head = getattr(model, names[0], None), getattr(model, names[1], None)
-    return (base, head) if base is not None and head is not None else None
-
-
-# Rows taken through the output head and the float64 log-sum-exp at a time. A sentence batch of 700
-# scored tokens with GPT-2's 50,257-word vocabulary is a 140 MB float32 block and a 280 MB float64
-# copy: written once and read once, their memory traffic and page faults cost more than the
-# arithmetic. In blocks of 128 rows both stay small and are reused (a quarter of the head's time saved
-# on a GPT-2-sized model, the same numbers).
-_HEAD_ROWS = 128
-
-
-@attrs.frozen
-class _Plan:
-    """Everything the batches of one call need, in length order (longest first), built on the host
-    once: the padded inputs; the gathered rows (a sequence and a position each, whose hidden state
-    goes through the head); and the reads (a gathered row and the token whose log-probability is
-    taken there). `*_start[k]` is where sequence k's gathered rows and reads begin."""
-
-    ids: np.ndarray
-    lengths: np.ndarray
-    gather_seq: np.ndarray
-    gather_pos: np.ndarray
-    gather_start: np.ndarray
-    read_row: np.ndarray
-    read_token: np.ndarray
-    read_start: np.ndarray
-
-
-def _offsets(counts: np.ndarray) -> np.ndarray:
-    return np.concatenate([np.zeros(1, dtype=np.int64), np.cumsum(counts, dtype=np.int64)])
-
-
-def _plan(sequences: Sequence[Sequence[int]], fill: int, gathers: Sequence[Sequence[int]], reads: Sequence[tuple[Sequence[int], Sequence[int]]]) -> _Plan:
-    """A `_Plan` of sequences already in length order: `gathers[k]` the positions gathered from
-    sequence k, `reads[k]` the (row within k's gathered rows, token) pairs read from them."""
-    ids, lengths = padded_rows(sequences, fill)
-    n_gather = np.fromiter(map(len, gathers), dtype=np.int64, count=len(gathers))
-    gather_start = _offsets(n_gather)
-    n_read = np.fromiter((len(rows) for rows, _ in reads), dtype=np.int64, count=len(reads))
-    read_start = _offsets(n_read)
-    chain = itertools.chain.from_iterable
-    read_row = np.fromiter(chain(rows for rows, _ in reads), dtype=np.int64, count=int(read_start[-1]))
-    read_row += np.repeat(gather_start[:-1], n_read)
-    return _Plan(
-        ids=ids,
-        lengths=lengths,
-        gather_seq=np.repeat(np.arange(len(sequences), dtype=np.int64), n_gather),
-        gather_pos=np.fromiter(chain(gathers), dtype=np.int64, count=int(gather_start[-1])),
-        gather_start=gather_start,
-        read_row=read_row,
-        read_token=np.fromiter(chain(tokens for _, tokens in reads), dtype=np.int64, count=int(read_start[-1])),
-        read_start=read_start,
-    )
-
-
-def _run(model: Any, device: Any, plan: _Plan, batch_size: int, *, attention: bool = False, on_batch: Any = None) -> np.ndarray:
-    """The log-probability of every read of `plan`, float64, in plan order.
-
-    Inputs and indices go to the device once; each batch is slices of them, its head blocks and their
-    reads are found by `np.searchsorted` on the host arrays (no device value is ever read back inside
-    the loop), and the results are written into one device tensor brought back at the end.
-    `on_batch(start, end, output)` sees each batch's model output (AULA's attention weights)."""
-    import torch
-
-    split = _split_head(model)
-    ids = on_device(plan.ids, device)
-    positions = np.arange(plan.ids.shape[1], dtype=np.int64)
-    attention_mask = on_device((positions[None, :] < plan.lengths[:, None]).astype(np.int64), device)
-    gather_seq, gather_pos = on_device(plan.gather_seq, device), on_device(plan.gather_pos, device)
-    read_row, read_token = on_device(plan.read_row, device), on_device(plan.read_token, device)
-    picked = torch.empty(len(plan.read_row), dtype=torch.float64, device=ids.device)
-
-    def score(start: int, end: int) -> None:
-        width = int(plan.lengths[start])
-        g0, g1 = int(plan.gather_start[start]), int(plan.gather_start[end])
-        r0, r1 = int(plan.read_start[start]), int(plan.read_start[end])
-        inputs = {"input_ids": ids[start:end, :width], "attention_mask": attention_mask[start:end, :width]}
-        where = (gather_seq[g0:g1] - start, gather_pos[g0:g1])
-        extra = {"output_attentions": True} if attention else {}
-        if split is not None:
-            base, head = split
-            output = base(**inputs, return_dict=True, **extra)
-            rows = output[0][where]
-        else:
-            head = None
-            output = model(**inputs, return_dict=True, **extra)
-            rows = output.logits[where]
-        if on_batch is not None:
-            on_batch(start, end, output)
-        # reads of this batch, by head block of _HEAD_ROWS gathered rows (reads are in row order)
-        bounds = np.searchsorted(plan.read_row[r0:r1], np.arange(g0, g1 + _HEAD_ROWS, _HEAD_ROWS), side="left") + r0
-        for k, first in enumerate(range(g0, g1, _HEAD_ROWS)):
-            lo, hi = int(bounds[k]), int(bounds[k + 1])
-            if lo == hi:
-                continue
-            block = rows[first - g0 : first - g0 + _HEAD_ROWS]
-            logits = (block if head is None else head(block)).to(torch.float64)
-            at = read_row[lo:hi] - first
-            picked[lo:hi] = logits[at, read_token[lo:hi]] - torch.logsumexp(logits, dim=-1)[at]
-
-    in_batches(len(plan.lengths), batch_size, score)
-    return picked.cpu().numpy()
 
 
 def masked_log_probs(
@@ -214,41 +85,66 @@ def masked_log_probs(
     import torch
 
     requests = list(requests)
-    out: list[np.ndarray] = [np.zeros(0, dtype=np.float64) for _ in requests]
-    live = [i for i, r in enumerate(requests) if len(r.positions)]
-    if not live:
-        return out
-    mask = mask_id(tokenizer)
-    for i in live:
-        n = len(requests[i].ids)
-        bad = [p for p in requests[i].positions if not 0 <= p < n]
-        if bad:
-            raise BiasError(f"Masked request {i} asks for position {bad[0]} of a sequence of {n} tokens.")
+    counts = np.fromiter((len(r.positions) for r in requests), dtype=np.int64, count=len(requests))
+    if not counts.any():
+        return [np.zeros(0, dtype=np.float64) for _ in requests]
+    # the requests' sentences (many requests mask one sentence in turn, sharing its tuple of ids),
+    # padded once each; equal sentences held in different objects are merged with the rows below
+    sentences = {id(r.ids): r.ids for r in requests}
+    number = {key: k for k, key in enumerate(sentences)}
+    of_request = np.fromiter((number[id(r.ids)] for r in requests), dtype=np.int64, count=len(requests))
+    ids, lengths = padded_rows(list(sentences.values()), pad_id(tokenizer))
+    ids, lengths = ids[of_request], lengths[of_request]
+    owner, rank = runs(counts)
+    where = np.fromiter(itertools.chain.from_iterable(r.positions for r in requests), dtype=np.int64, count=len(owner))
+    bad = (where < 0) | (where >= lengths[owner])
+    if bad.any():
+        k = int(np.argmax(bad))
+        raise BiasError(f"Masked request {owner[k]} asks for position {where[k]} of a sequence of {lengths[owner[k]]} tokens.")
+    tokens = ids[owner, where]
+    masked = ids.copy()
+    masked[owner, where] = mask_id(tokenizer)
     # Requests that differ only in the tokens under their masks give the model the same input: one row
     # serves them all (LPBS's `one-mask` policy reads each sub-token of a word at one mask this way).
-    rows: dict[tuple[tuple[int, ...], tuple[int, ...]], list[int]] = {}
-    for i in live:
-        ids, positions = list(requests[i].ids), requests[i].positions
-        for p in positions:
-            ids[p] = mask
-        rows.setdefault((tuple(ids), tuple(positions)), []).append(i)
-    keys = list(rows)
-    _check_lengths([len(k[0]) for k in keys], token_limit(model, tokenizer), [rows[k][0] for k in keys])
-    keys = [keys[k] for k in length_order([len(k[0]) for k in keys])]
-    reads, spans = [], []
-    for ids, positions in keys:
-        own = range(len(positions))
-        readers = rows[(ids, positions)]
-        reads.append(([r for _ in readers for r in own], [requests[i].ids[p] for i in readers for p in positions]))
-        spans.extend((i, len(positions)) for i in readers)
-    plan = _plan([k[0] for k in keys], pad_id(tokenizer), [k[1] for k in keys], reads)
+    listed = np.full((len(requests), int(counts.max())), -1, dtype=np.int64)
+    listed[owner, rank] = where
+    live = np.flatnonzero(counts)
+    row_of, rows = _distinct_rows(np.concatenate([masked, lengths[:, None], listed], axis=1)[live])
+    rows = live[rows]  # the first request of each distinct row
+    _check_lengths(lengths[rows], token_limit(model, tokenizer), rows)
+    gather_start = offsets(counts[rows])
+    gather_seq, gather_rank = runs(counts[rows])
+    gather_pos = listed[rows[gather_seq], gather_rank]
+    # each read: the gathered row of its request's row at the same place among the positions
+    read_row = gather_start[:-1][row_of[np.searchsorted(live, owner)]] + rank
     with torch.inference_mode(), memory_guard(device, batch_size):
-        picked = _run(model, device, plan, batch_size)
-    at = 0
-    for i, n in spans:
-        out[i] = picked[at : at + n]
-        at += n
-    return out
+        picked = score_reads(model, device, masked[rows], lengths[rows], gather_seq, gather_pos, read_row, tokens, batch_size)
+    bounds = offsets(counts).tolist()
+    return [picked[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
+
+
+def _distinct_rows(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For each row of an int64 matrix, the number of its distinct value (in order of first
+    appearance), and the index of each distinct row's first appearance.
+
+    Rows are told apart by a 64-bit hash (a product with fixed odd multipliers, wrapping); rows that
+    share a hash are then compared whole, and only if two different rows collided (about one chance
+    in 2^64 / n^2) are they sorted out one by one."""
+    multipliers = np.random.default_rng(0).integers(1, 2**62, size=matrix.shape[1], dtype=np.int64) | 1
+    with np.errstate(over="ignore"):
+        hashes = (matrix * multipliers).sum(axis=1)
+    _, first, number = np.unique(hashes, return_index=True, return_inverse=True)
+    number = number.reshape(-1)
+    if not np.array_equal(matrix, matrix[first[number]]):  # a collision: the exact way
+        seen: dict[bytes, int] = {}
+        number = np.fromiter((seen.setdefault(row.tobytes(), len(seen)) for row in matrix), dtype=np.int64, count=len(matrix))
+        first = np.unique(number, return_index=True)[1]
+        return number, first
+    # numbered by first appearance, as the exact way numbers them
+    by_appearance = np.argsort(first, kind="stable")
+    renumber = np.empty_like(by_appearance)
+    renumber[by_appearance] = np.arange(len(by_appearance))
+    return renumber[number], first[by_appearance]
 
 
 @contextlib.contextmanager
@@ -322,29 +218,22 @@ def token_log_probs(
     import torch
 
     sequences = [list(s) for s in sequences]
-    out: list[TokenScores | None] = [None] * len(sequences)
-    for i, s in enumerate(sequences):
-        if not s:
-            out[i] = TokenScores(np.zeros(0, dtype=np.float64), np.zeros(0, dtype=np.float64) if attention else None)
-    live = [i for i, s in enumerate(sequences) if s]
     first, context = causal_start(tokenizer) if causal else (None, "")
     if causal and not start:
         first, context = None, "no start token prepended (the first token is not scored)"
     lead = 0 if first is None else 1
-    rows = [([first] if lead else []) + s for s in sequences]
-    _check_lengths([len(rows[i]) for i in live], token_limit(model, tokenizer))
-    order = [live[k] for k in length_order([len(rows[i]) for i in live])]
+    live = [i for i, s in enumerate(sequences) if s]
+    rows = [([first] if lead else []) + sequences[i] for i in live]
+    ids, lengths = padded_rows(rows, pad_id(tokenizer))
+    _check_lengths(lengths, token_limit(model, tokenizer))
     # where the logits are read, and the token each of them scores: a causal row's position j is
     # predicted at j - 1 (its prepended start token is context only), a masked LM's at j itself
     shift = 1 if causal else 0
-    counts = [max(len(rows[i]) - shift, 0) for i in order]
-    plan = _plan(
-        [rows[i] for i in order], pad_id(tokenizer), [range(n) for n in counts],
-        [(range(n), rows[i][shift : shift + n]) for i, n in zip(order, counts)],
-    )
+    counts = np.maximum(lengths - shift, 0)
+    seq, pos = runs(counts)
     received: dict[int, np.ndarray] = {}
 
-    def keep_attention(start: int, end: int, output: Any) -> None:
+    def keep_attention(members: np.ndarray, output: Any) -> None:
         layers = output.attentions
         if not layers:
             raise BiasError(
@@ -354,17 +243,24 @@ def token_log_probs(
         # mean over layers and heads -> (batch, query, key), one layer at a time to bound memory; then
         # the mean over each row's real queries (its start token and padding left out)
         mean = sum(a.to(torch.float64).mean(dim=1) for a in layers) / len(layers)
-        widths = torch.as_tensor(plan.lengths[start:end], device=mean.device)
+        widths = torch.as_tensor(lengths[members], device=mean.device)
         query = torch.arange(mean.shape[1], device=mean.device)
         real = ((query[None, :] >= lead) & (query[None, :] < widths[:, None])).to(torch.float64)
         columns = (torch.einsum("bq,bqk->bk", real, mean) / real.sum(dim=1, keepdim=True)).cpu().numpy()
-        for b in range(end - start):
-            received[start + b] = columns[b, lead : int(plan.lengths[start + b])].astype(np.float64)
+        for b, k in enumerate(members):
+            received[int(k)] = columns[b, lead : int(lengths[k])].astype(np.float64)
 
-    with torch.inference_mode(), memory_guard(device, batch_size), _eager_attention(model, attention):
-        picked = _run(model, device, plan, batch_size, attention=attention, on_batch=keep_attention if attention else None)
-    for k, i in enumerate(order):
-        values = np.full(len(rows[i]), np.nan, dtype=np.float64)
-        values[shift:] = picked[plan.read_start[k] : plan.read_start[k + 1]]
+    picked = np.zeros(0, dtype=np.float64)
+    if live:
+        with torch.inference_mode(), memory_guard(device, batch_size), _eager_attention(model, attention):
+            picked = score_reads(
+                model, device, ids, lengths, seq, pos, np.arange(len(seq)), ids[seq, pos + shift], batch_size,
+                attention=attention, on_batch=keep_attention if attention else None,
+            )
+    out = [TokenScores(np.zeros(0, dtype=np.float64), np.zeros(0, dtype=np.float64) if attention else None) for _ in sequences]
+    starts = offsets(counts)
+    for k, i in enumerate(live):
+        values = np.full(int(lengths[k]), np.nan, dtype=np.float64)
+        values[shift:] = picked[starts[k] : starts[k + 1]]
         out[i] = TokenScores(values[lead:], received.get(k), context)
-    return [s for s in out if s is not None]
+    return out
