@@ -190,10 +190,10 @@ class HuggingFaceEmbedder(Embedder):
         )
 
     def choice_log_probs(self, requests: Sequence[ChoiceRequest]) -> list[ChoiceScores]:
-        """Each prompt encoded once and its answers scored from its cached keys and values (see
+        """Each question's prompt read once, its answers after it in the same row (see
         `bias.api.hf.choice_scoring`); the same numbers as one sequence per answer."""
         loaded = self._need_head("causal", "answer log-likelihoods")
-        found = choice_scoring.cached_choice_log_probs(
+        found = choice_scoring.packed_choice_log_probs(
             loaded.model, loaded.tokenizer, self, loaded.device, requests, self.batch_size
         )
         return found if found is not None else super().choice_log_probs(requests)

@@ -94,8 +94,12 @@ def in_length_batches(lengths: Sequence[int], batch_size: int, work: Callable[[l
     in_batches(len(order), batch_size, lambda start, end: work(order[start:end]))
 
 
-def in_batches(count: int, batch_size: int, work: Callable[[int, int], None]) -> None:
-    """Call `work(start, end)` on consecutive ranges of 0..count, `batch_size` long.
+def in_batches(
+    count: int, batch_size: int, work: Callable[[int, int], None], *, widths: Sequence[int] | None = None, max_tokens: int | None = None
+) -> None:
+    """Call `work(start, end)` on consecutive ranges of 0..count, `batch_size` long; with `widths` (the
+    rows' lengths, longest first) and `max_tokens`, a batch of long rows holds fewer rows, so that
+    batch x width stays within `max_tokens` (at least one row).
 
     When the device runs out of memory, the batch is halved and retried, and later batches keep the
     size that fitted (a warning says so). A single row that does not fit is re-raised, for
@@ -105,7 +109,10 @@ def in_batches(count: int, batch_size: int, work: Callable[[int, int], None]) ->
         raise BiasError(f"batch_size must be a positive whole number, not {batch_size!r}.")
     size, start = batch_size, 0
     while start < count:
-        end = min(count, start + size)
+        rows = size
+        if widths is not None and max_tokens:
+            rows = min(rows, max(1, max_tokens // max(1, int(widths[start]))))
+        end = min(count, start + rows)
         try:
             work(start, end)
         except BiasError:

@@ -20,6 +20,7 @@ only (see `bias.core.models.hf.choice_scoring`).
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -41,12 +42,20 @@ SPLIT_HEADS = {
     "Qwen2ForCausalLM": ("model", "lm_head"),
 }
 
-# Rows taken through the output head and the float64 log-softmax at a time. A sentence batch of 700
-# scored tokens with GPT-2's 50,257-word vocabulary is a 140 MB float32 block and a 280 MB float64
-# copy: written once and read once, their memory traffic and page faults cost more than the
-# arithmetic. In blocks of 128 rows both stay small and are reused (a quarter of the head's time saved
-# on a GPT-2-sized model, the same numbers).
+# Rows taken through the output head and the float64 log-softmax at a time: as many as keep a
+# block's logits within HEAD_ELEMENTS (128 rows of BERT's 30,522-word vocabulary, 83 of GPT-2's
+# 50,257). A sentence batch of 700 scored tokens with GPT-2's vocabulary is a 140 MB float32 block
+# and a 280 MB float64 copy: written once and read once, their memory traffic and page faults cost
+# more than the arithmetic. In blocks both stay small and are reused (a quarter of the head's time
+# saved on a GPT-2-sized model, the same numbers).
+HEAD_ELEMENTS = 1 << 22
 HEAD_ROWS = 128
+
+# A batch of long rows holds fewer of them: at most batch_size x TOKENS_PER_ROW tokens (CrowS-length
+# sentences never reach it). A decoder's activations grow with the tokens of a batch, not its rows:
+# 32 BBQ questions of ~200 tokens through GPT-2 took 1.4 GB at once, where 2,048 tokens take a third
+# of that and run no slower (the matrix products keep 2,048-row shapes).
+TOKENS_PER_ROW = 64
 
 
 def split_head(model: Any) -> tuple[Any, Any] | None:
@@ -133,6 +142,14 @@ def score_reads(
     picked = torch.empty(len(read_row), dtype=torch.float64, device=ids_t.device)
     split = split_head(model)
     dtype = next(model.parameters()).dtype if segments is not None else None
+    # no key-value cache: a decoder would otherwise keep every layer's keys and values of the batch
+    # (GPT-2 at 32 x 200 tokens: 460 MB) for a continuation that never comes
+    vocabulary = int(getattr(getattr(model, "config", None), "vocab_size", 0) or 0)
+    block_rows = max(16, min(HEAD_ROWS, HEAD_ELEMENTS // vocabulary)) if vocabulary else HEAD_ROWS
+    forward = split[0] if split is not None else model
+    no_cache = (
+        {"use_cache": False} if "use_cache" in inspect.signature(forward.forward).parameters else {}
+    )
 
     def score(start: int, end: int) -> None:
         n, g0, g1 = widths[start], gather_start[start], gather_start[end]
@@ -145,6 +162,7 @@ def score_reads(
             inputs["position_ids"] = position_t[start:end, :n]
         if attention:
             inputs["output_attentions"] = True
+        inputs.update(no_cache)
         where = (seq_t[g0:g1] - start, pos_t[g0:g1])
         if split is not None:
             output = split[0](**inputs, return_dict=True)
@@ -154,8 +172,8 @@ def score_reads(
             rows, head = output.logits[where], None
         if on_batch is not None:
             on_batch(order[start:end], output)
-        for first in range(g0, g1, HEAD_ROWS):
-            last = min(first + HEAD_ROWS, g1)
+        for first in range(g0, g1, block_rows):
+            last = min(first + block_rows, g1)
             lo, hi = reads_before[first], reads_before[last]
             if lo == hi:
                 continue
@@ -168,7 +186,7 @@ def score_reads(
             else:
                 picked[lo:hi] = log_probs[row_t[lo:hi] - first, token_t[lo:hi, 0]]
 
-    in_batches(len(order), batch_size, score)
+    in_batches(len(order), batch_size, score, widths=widths, max_tokens=batch_size * TOKENS_PER_ROW)
     out = np.empty(len(read_row), dtype=np.float64)
     out[read_order] = picked.cpu().numpy()
     return out
