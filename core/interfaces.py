@@ -147,6 +147,11 @@ class Embedder(ABC):
 
         return choice_log_probs_by_sequences(self, requests)
 
+    def reduced_precision(self) -> tuple[str, Embedder] | None:
+        """(bfloat16, float16 or tf32; the same model in float32) when the model computes in a reduced
+        precision, else None: metrics rescore with the twin what it could have decided otherwise."""
+        return None
+
     def check(self) -> None:
         """Cheap checks of the model's files and settings, made for every model before any work starts
         (a missing file, a folder without a tokenizer, an impossible device); raises BiasError."""

@@ -37,10 +37,19 @@ from bias.api import (
     one_of,
     param,
 )
-from bias.api.hf import HEADS, POOLINGS, LoadedModel, PooledInput, choice_scoring, files, lm_scoring, loading, vectors
+from bias.api.hf import HEADS, POOLINGS, LoadedModel, PooledInput, batching, choice_scoring, files, lm_scoring, loading, vectors
 from bias.api.static import encoding_cache
 
-DTYPES = ("float32", "float16", "bfloat16", "float64")
+DTYPES = ("float32", "tf32", "float16", "bfloat16", "float64")
+REDUCED = ("tf32", "float16", "bfloat16")
+
+
+_POSITIVE = int_at_least(1, "Or auto: 32 texts on a CPU, sized from the free memory on a GPU.")
+
+
+def _batch_size(instance: Any, attribute: Any, value: Any) -> None:
+    if value != "auto":
+        _POSITIVE(instance, attribute, value)
 
 
 @attrs.define
@@ -88,9 +97,19 @@ class HuggingFaceEmbedder(Embedder):
         -1, "hidden state used for vectors: -1 = last layer, 0 = embedding output, mean-last-4 = mean of the last four",
         converter=vectors.layer_value,
     )
-    batch_size: int = param(32, "texts per forward pass", validator=int_at_least(1))
+    batch_size: int | str = param(
+        "auto",
+        "texts per forward pass, or auto: 32 on a CPU; on a GPU as many tokens as half its free memory holds "
+        "(halved whenever it runs out); the size used is recorded",
+        validator=_batch_size,
+    )
     device: str = param("auto", "torch device: auto (cuda if available, else cpu), cpu, cuda, cuda:1, mps")
-    dtype: str = param("float32", "weights' precision: float32, float16, bfloat16 or float64", validator=one_of(DTYPES))
+    dtype: str = param(
+        "float32",
+        "precision: float32, tf32 (float32 weights, TF32 matrix products on a GPU), float16, bfloat16 or float64; "
+        "with a reduced one, items whose verdict it could turn are rescored in float32 (recorded in the result)",
+        validator=one_of(DTYPES),
+    )
     max_length: int | None = param(
         None, "truncate texts to this many tokens (default: the model's limit)", validator=attrs.validators.optional(int_at_least(1))
     )
@@ -110,6 +129,8 @@ class HuggingFaceEmbedder(Embedder):
     _loaded: LoadedModel | None = attrs.field(init=False, default=None, repr=False)
     _cache: encoding_cache.EncodingCache | None = attrs.field(init=False, default=None, repr=False)
     _files_digest: str | None = attrs.field(init=False, default=None, repr=False)
+    _limits: tuple[int, int, str] | None = attrs.field(init=False, default=None, repr=False)
+    _twin: HuggingFaceEmbedder | None = attrs.field(init=False, default=None, repr=False)
 
     def check(self) -> None:
         """Before any work: the device, and the folder's files or the Hub id's reachability."""
@@ -178,25 +199,55 @@ class HuggingFaceEmbedder(Embedder):
 
     def masked_log_probs(self, requests: Sequence[MaskedRequest]) -> list[np.ndarray]:
         loaded = self._need_head("masked", "masked-LM probabilities")
-        return lm_scoring.masked_log_probs(loaded.model, loaded.tokenizer, loaded.device, requests, self.batch_size)
+        rows, tokens, _ = self._batch_limits()
+        with loading.matmul_precision(self.dtype, loaded.device):
+            return lm_scoring.masked_log_probs(loaded.model, loaded.tokenizer, loaded.device, requests, rows, max_tokens=tokens)
 
     def token_log_probs(
         self, sequences: Sequence[Sequence[int]], *, attention: bool = False, start: bool = True
     ) -> list[TokenScores]:
         loaded = self._need_head(None, "token log-probabilities")
-        return lm_scoring.token_log_probs(
-            loaded.model, loaded.tokenizer, loaded.device, sequences, self.batch_size,
-            causal=loaded.head == "causal", attention=attention, start=start,
-        )
+        rows, tokens, _ = self._batch_limits()
+        with loading.matmul_precision(self.dtype, loaded.device):
+            return lm_scoring.token_log_probs(
+                loaded.model, loaded.tokenizer, loaded.device, sequences, rows,
+                causal=loaded.head == "causal", attention=attention, start=start, max_tokens=tokens,
+            )
 
     def choice_log_probs(self, requests: Sequence[ChoiceRequest]) -> list[ChoiceScores]:
         """Each question's prompt read once, its answers after it in the same row (see
         `bias.api.hf.choice_scoring`); the same numbers as one sequence per answer."""
         loaded = self._need_head("causal", "answer log-likelihoods")
-        found = choice_scoring.packed_choice_log_probs(
-            loaded.model, loaded.tokenizer, self, loaded.device, requests, self.batch_size
-        )
+        rows, tokens, _ = self._batch_limits()
+        with loading.matmul_precision(self.dtype, loaded.device):
+            found = choice_scoring.packed_choice_log_probs(
+                loaded.model, loaded.tokenizer, self, loaded.device, requests, rows, max_tokens=tokens
+            )
         return found if found is not None else super().choice_log_probs(requests)
+
+    # ------------------------------------------------------------------ precision and batches
+
+    def precision(self) -> str:
+        """The precision the scores are computed in: tf32 only on a GPU (a CPU has no TF32 units)."""
+        if self.dtype == "tf32" and self.loaded.device.type != "cuda":
+            return "float32"
+        return self.dtype
+
+    def reduced_precision(self) -> tuple[str, HuggingFaceEmbedder] | None:
+        """The reduced precision, and the same model loaded again in float32 on the same device (once,
+        when first asked for) for the items the reduced precision could have decided otherwise."""
+        if self.precision() not in REDUCED:
+            return None
+        if self._twin is None:
+            self._twin = attrs.evolve(self, dtype="float32")
+        return self.precision(), self._twin
+
+    def _batch_limits(self) -> tuple[int, int, str]:
+        """(rows, tokens) of a batch, and how they were chosen; resolved once per loaded model."""
+        if self._limits is None:
+            loaded = self.loaded
+            self._limits = batching.batch_limits(self.batch_size, loaded.model, loaded.device)
+        return self._limits
 
     def _need_head(self, wanted: str | None, what: str) -> LoadedModel:
         """Refuse before any work when the loaded model has not the head a score needs."""
@@ -286,7 +337,9 @@ class HuggingFaceEmbedder(Embedder):
         return vectors.cached_rows(self.loaded, self._cache, texts, spans, pooling, layer, self._run, start=start)
 
     def _run(self, items: Sequence[PooledInput], layer: int | str) -> np.ndarray:
-        return vectors.pooled_rows(self.loaded, items, layer, self.batch_size, self._hidden_states)
+        rows, tokens, _ = self._batch_limits()
+        with loading.matmul_precision(self.dtype, self.loaded.device):
+            return vectors.pooled_rows(self.loaded, items, layer, rows, self._hidden_states, max_tokens=tokens)
 
     def _hidden_states(self, inputs: dict[str, Any], layer: int | str) -> Any:
         return vectors.hidden_states(self.loaded, inputs, layer)
@@ -325,6 +378,8 @@ class HuggingFaceEmbedder(Embedder):
             "tokenizer": type(loaded.tokenizer).__name__,
             "device": str(loaded.device),
             "dtype": self.dtype,
+            "precision": self.precision(),
+            "batch_size": self._batch_limits()[2],
             "layer": self.layer,
             "word_pooling": self.resolved_word_pooling,
             "causal": loaded.causal,

@@ -59,6 +59,8 @@ def packed_choice_log_probs(
     device: Any,
     requests: Sequence[ChoiceRequest],
     batch_size: int,
+    *,
+    max_tokens: int | None = None,
 ) -> list[ChoiceScores] | None:
     """Per request, the log-probabilities of each continuation's tokens; None when the model cannot be
     given the packed rows (the caller then scores one sequence per continuation)."""
@@ -119,6 +121,7 @@ def packed_choice_log_probs(
             batch_size,
             positions=position_ids,
             segments=segment_ids,
+            max_tokens=max_tokens,
         )
     answers = offsets(np.fromiter((len(t) for own in tails for t in own), dtype=np.int64)).tolist()
     values = [picked[a:b] for a, b in zip(answers[:-1], answers[1:])]

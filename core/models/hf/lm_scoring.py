@@ -75,7 +75,7 @@ def _check_lengths(lengths: np.ndarray, limit: int | None, numbers: np.ndarray |
 
 
 def masked_log_probs(
-    model: Any, tokenizer: Any, device: Any, requests: Sequence[MaskedRequest], batch_size: int
+    model: Any, tokenizer: Any, device: Any, requests: Sequence[MaskedRequest], batch_size: int, *, max_tokens: int | None = None
 ) -> list[np.ndarray]:
     """For each request, log P(original token at each position | all the request's positions masked).
 
@@ -118,7 +118,9 @@ def masked_log_probs(
     # each read: the gathered row of its request's row at the same place among the positions
     read_row = gather_start[:-1][row_of[np.searchsorted(live, owner)]] + rank
     with torch.inference_mode(), memory_guard(device, batch_size):
-        picked = score_reads(model, device, masked[rows], lengths[rows], gather_seq, gather_pos, read_row, tokens, batch_size)
+        picked = score_reads(
+            model, device, masked[rows], lengths[rows], gather_seq, gather_pos, read_row, tokens, batch_size, max_tokens=max_tokens
+        )
     bounds = offsets(counts).tolist()
     return [picked[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
 
@@ -203,6 +205,7 @@ def token_log_probs(
     causal: bool,
     attention: bool,
     start: bool = True,
+    max_tokens: int | None = None,
 ) -> list[TokenScores]:
     """Per-token log-probabilities of unmasked sequences, float64, one value per token (specials included).
 
@@ -255,7 +258,7 @@ def token_log_probs(
         with torch.inference_mode(), memory_guard(device, batch_size), _eager_attention(model, attention):
             picked = score_reads(
                 model, device, ids, lengths, seq, pos, np.arange(len(seq)), ids[seq, pos + shift], batch_size,
-                attention=attention, on_batch=keep_attention if attention else None,
+                attention=attention, on_batch=keep_attention if attention else None, max_tokens=max_tokens,
             )
     out = [TokenScores(np.zeros(0, dtype=np.float64), np.zeros(0, dtype=np.float64) if attention else None) for _ in sequences]
     starts = offsets(counts)

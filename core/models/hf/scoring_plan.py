@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from bias.core.models.hf.batching import in_batches, on_device
+from bias.core.models.hf.batching import TOKENS_PER_ROW, in_batches, on_device
 
 # LM classes whose forward is `head(base(...)[0])`: for these the head (BERT's transform and the
 # vocabulary projection) is applied to the gathered rows only. Any other class takes the generic
@@ -50,13 +50,6 @@ SPLIT_HEADS = {
 # saved on a GPT-2-sized model, the same numbers).
 HEAD_ELEMENTS = 1 << 22
 HEAD_ROWS = 128
-
-# A batch of long rows holds fewer of them: at most batch_size x TOKENS_PER_ROW tokens (CrowS-length
-# sentences never reach it). A decoder's activations grow with the tokens of a batch, not its rows:
-# 32 BBQ questions of ~200 tokens through GPT-2 took 1.4 GB at once, where 2,048 tokens take a third
-# of that and run no slower (the matrix products keep 2,048-row shapes).
-TOKENS_PER_ROW = 64
-
 
 def split_head(model: Any) -> tuple[Any, Any] | None:
     """(base, head) of a model in `SPLIT_HEADS`, else None."""
@@ -99,6 +92,7 @@ def score_reads(
     segments: np.ndarray | None = None,
     attention: bool = False,
     on_batch: Callable[[np.ndarray, Any], None] | None = None,
+    max_tokens: int | None = None,
 ) -> np.ndarray:
     """log P(read_token[k] | the hidden state of gathered row read_row[k]) for every read k, float64,
     in the order given.
@@ -107,7 +101,10 @@ def score_reads(
     position `gather_pos[j]` of sequence `gather_seq[j]`. `positions` (position ids) and `segments`
     (-1 padding, 0 shared, s > 0 a part that sees the shared tokens and itself only) are optional
     matrices shaped like `ids`. `on_batch(sequences, output)` sees each batch's model output with the
-    indices of its sequences (AULA reads the attention weights there)."""
+    indices of its sequences (AULA reads the attention weights there). A batch holds at most
+    `batch_size` sequences and `max_tokens` tokens (default batch_size x TOKENS_PER_ROW: a decoder's
+    activations grow with a batch's tokens, not its rows; 32 BBQ questions of ~200 tokens through
+    GPT-2 took 1.4 GB at once, where 2,048 tokens take a third of that and run no slower)."""
     import torch
 
     order = length_sorted(lengths)
@@ -186,7 +183,7 @@ def score_reads(
             else:
                 picked[lo:hi] = log_probs[row_t[lo:hi] - first, token_t[lo:hi, 0]]
 
-    in_batches(len(order), batch_size, score, widths=widths, max_tokens=batch_size * TOKENS_PER_ROW)
+    in_batches(len(order), batch_size, score, widths=widths, max_tokens=max_tokens or batch_size * TOKENS_PER_ROW)
     out = np.empty(len(read_row), dtype=np.float64)
     out[read_order] = picked.cpu().numpy()
     return out
