@@ -131,6 +131,7 @@ class HuggingFaceEmbedder(Embedder):
     _files_digest: str | None = attrs.field(init=False, default=None, repr=False)
     _limits: tuple[int, int, str] | None = attrs.field(init=False, default=None, repr=False)
     _twin: HuggingFaceEmbedder | None = attrs.field(init=False, default=None, repr=False)
+    _start: tuple[int | None, str] | None = attrs.field(init=False, default=None, repr=False)
 
     def check(self) -> None:
         """Before any work: the device, and the folder's files or the Hub id's reachability."""
@@ -242,6 +243,13 @@ class HuggingFaceEmbedder(Embedder):
             self._twin = attrs.evolve(self, dtype="float32")
         return self.precision(), self._twin
 
+    def _start_token(self) -> tuple[int | None, str]:
+        """What texts start with for vectors (`vectors.start_token`), found once per loaded model: it
+        asks the tokenizer, with transformers' logging silenced, which costs more than a cached read."""
+        if self._start is None:
+            self._start = vectors.start_token(self.loaded, self.bos)
+        return self._start
+
     def _batch_limits(self) -> tuple[int, int, str]:
         """(rows, tokens) of a batch, and how they were chosen; resolved once per loaded model."""
         if self._limits is None:
@@ -333,7 +341,7 @@ class HuggingFaceEmbedder(Embedder):
     def _rows(
         self, texts: Sequence[str], spans: Sequence[tuple[int, int] | None], pooling: str, layer: int | str
     ) -> tuple[np.ndarray, list[int]]:
-        start, _ = vectors.start_token(self.loaded, self.bos)
+        start, _ = self._start_token()
         return vectors.cached_rows(self.loaded, self._cache, texts, spans, pooling, layer, self._run, start=start)
 
     def _run(self, items: Sequence[PooledInput], layer: int | str) -> np.ndarray:
@@ -383,7 +391,7 @@ class HuggingFaceEmbedder(Embedder):
             "layer": self.layer,
             "word_pooling": self.resolved_word_pooling,
             "causal": loaded.causal,
-            "start_token": vectors.start_token(loaded, self.bos)[1],
+            "start_token": self._start_token()[1],
             "max_length": loaded.token_limit,
             "cache": str(self._cache.path) if self._cache is not None else None,
             **files.hub_provenance(loaded.folder),
