@@ -28,7 +28,7 @@ import numpy as np
 VOCAB = 1000
 
 
-def tiny_masked_lm(device: str = "cpu", seed: int = 0) -> tuple[Any, Any]:
+def tiny_masked_lm(device: str = "cpu", seed: int = 0, dtype: str = "float32") -> tuple[Any, Any]:
     import torch
     from transformers import BertConfig, BertForMaskedLM
 
@@ -41,7 +41,9 @@ def tiny_masked_lm(device: str = "cpu", seed: int = 0) -> tuple[Any, Any]:
         intermediate_size=16,
         max_position_embeddings=64,
     )
-    model = BertForMaskedLM(config).eval().to(device)
+    from bias.core.models.hf.loading import WEIGHTS
+
+    model = BertForMaskedLM(config).eval().to(device=device, dtype=getattr(torch, WEIGHTS[dtype]))
     return model, SimpleNamespace(mask_token_id=4, pad_token_id=0, model_max_length=64)
 
 
@@ -98,14 +100,19 @@ def bare_loop(model: Any, requests: list[Any], batch_size: int, device: str) -> 
 
 
 def measure(
-    sentences: int, batch_size: int, repeats: int, device: str, clock: Callable[[], float]
+    sentences: int,
+    batch_size: int,
+    repeats: int,
+    device: str,
+    clock: Callable[[], float],
+    dtype: str = "float32",
 ) -> tuple[int, float, float]:
     """(masked rows, engine seconds, bare loop seconds), best of `repeats`, interleaved."""
     import torch
 
     from bias.core.models.hf import lm_scoring
 
-    model, tokenizer = tiny_masked_lm(device)
+    model, tokenizer = tiny_masked_lm(device, dtype=dtype)
     requests = pll_requests(sentences)
     bare = bare_loop(model, requests, batch_size, device)
 

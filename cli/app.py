@@ -160,7 +160,7 @@ def run_cmd(
     device: Optional[str] = typer.Option(None, "--device", help="Model device: auto, cpu, cuda, cuda:N, mps."),
     dtype: Optional[str] = typer.Option(None, "--dtype", help="Model weights' precision: float32, float16, bfloat16."),
     batch_size: Optional[int] = typer.Option(None, "--batch-size", help="Texts per forward pass."),
-    threads: Optional[int] = typer.Option(None, "--threads", help="CPU threads of torch and BLAS (default: every core this process may use; 1 is often faster on a busy machine). Recorded in each result."),
+    threads: Optional[int] = typer.Option(None, "--threads", help="CPU threads of torch and BLAS (default: OMP_NUM_THREADS, else every core this process may use; 1 is often faster on a busy machine). Recorded in each result."),
     trust_remote_code: bool = typer.Option(False, "--trust-remote-code", help="Allow a Hub model to run its own Python code (only for models you trust)."),
     debias: Optional[str] = typer.Option(None, "--debias", help="Debias the model on the fly before measuring: hard, inlp, sent or leace."),
     debias_corpus: Optional[Path] = typer.Option(None, "--debias-corpus", help="Corpus (one sentence per line) for --debias sent / inlp on sentence encodings."),

@@ -16,7 +16,11 @@ _chosen: int | None = None
 
 
 def available_cores() -> int:
-    """The CPUs this process may run on: what torch starts its thread pool with by default."""
+    """The threads torch starts with by default: OMP_NUM_THREADS when it is set to a count, else the
+    CPUs this process may run on."""
+    given = os.environ.get("OMP_NUM_THREADS", "").strip()
+    if given.isdigit() and int(given) > 0:
+        return int(given)
     try:
         return len(os.sched_getaffinity(0)) or 1
     except AttributeError:  # pragma: no cover - not Linux
