@@ -214,6 +214,11 @@ class Result:
 
 def _jsonable(value: Any) -> Any:
     """Plain JSON types only: numpy scalars become Python numbers, NaN/inf become None."""
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or value is None:  # most of a result: at once
+        return value
+    if kind is float:
+        return value if math.isfinite(value) else None
     import numpy as np
 
     if isinstance(value, dict):

@@ -39,7 +39,7 @@ from bias.core.threads import apply_to_torch, use_threads
 from bias.core.specs import DebiasSettings, ModelSpec
 from bias.engine.inputs import InputModels
 from bias.engine.spending import check_spending
-from bias.engine.runner import Event, _load_failure, _reason, failed_before_metric, run_one
+from bias.engine.runner import Event, _load_failure, _reason, failed_before_metric, model_facts, run_one
 
 log = logging.getLogger(__name__)
 
@@ -96,16 +96,18 @@ class ModelWorker:
         except Exception as exc:  # recorded for each experiment of the model, as in a local run
             self.error = exc
         self.load_s = time.perf_counter() - started
+        self.facts: tuple[str, dict[str, Any]] | None = None
 
     def loaded(self) -> dict[str, Any]:
         if self.error is not None:
             return {"error": _reason(self.error), "load_s": self.load_s, "pid": os.getpid()}
-        return {"fingerprint": self.embedder.fingerprint(), "info": self.embedder.describe(), "load_s": self.load_s, "pid": os.getpid()}
+        self.facts = model_facts(self.embedder)
+        return {"fingerprint": self.facts[0], "info": self.facts[1], "load_s": self.load_s, "pid": os.getpid()}
 
     def run(self, planned: Any) -> Result:
         if self.error is not None:
             return _load_failure(planned, self.error, self.load_s)
-        result = run_one(planned, self.embedder, debug=self.debug, input_models=self.input_models)
+        result = run_one(planned, self.embedder, debug=self.debug, input_models=self.input_models, facts=self.facts)
         return attrs.evolve(result, timings={**result.timings, "model_load_s": round(self.load_s, 4)})
 
 

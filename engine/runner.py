@@ -171,13 +171,14 @@ def run(
             load_seconds = time.perf_counter() - started
             if quote:
                 emit("quote", model.label(), note=quote)
+            facts = model_facts(embedder)
             if manifest is not None:
-                manifest.model_loaded(model.label(), fingerprint=embedder.fingerprint(), info=embedder.describe(), load_s=load_seconds)
+                manifest.model_loaded(model.label(), fingerprint=facts[0], info=facts[1], load_s=load_seconds)
             for p in group:
                 if on_start:
                     on_start(p)
                 emit("start", model.label(), p.experiment)
-                result = run_one(p, embedder, debug=debug, input_models=input_models)
+                result = run_one(p, embedder, debug=debug, input_models=input_models, facts=facts)
                 result = attrs.evolve(result, timings={**result.timings, "model_load_s": round(load_seconds, 4)})
                 if store:
                     store.append(result)
@@ -279,9 +280,19 @@ def _data_meta(data: Any) -> dict[str, Any]:
             **variant_meta(meta)}
 
 
-def run_one(p: PlannedExperiment, embedder: Embedder, *, debug: bool = False, input_models: InputModels | None = None) -> Result:
+def model_facts(embedder: Embedder) -> tuple[str, dict[str, Any]]:
+    """The loaded model's fingerprint and description, as every result of the model records them:
+    asked once per loaded model (describing a Hub model hashes its files)."""
+    return embedder.fingerprint(), embedder.describe()
+
+
+def run_one(
+    p: PlannedExperiment, embedder: Embedder, *, debug: bool = False, input_models: InputModels | None = None,
+    facts: tuple[str, dict[str, Any]] | None = None,
+) -> Result:
     """One experiment on its loaded model, always as a Result: a refusal or a failure (of the metric,
-    or of loading a model it asked for) is recorded, not raised (unless `debug`)."""
+    or of loading a model it asked for) is recorded, not raised (unless `debug`). `facts` are the
+    model's `model_facts` when the caller has them already."""
     exp = p.experiment
     started = time.perf_counter()
     try:
@@ -305,6 +316,7 @@ def run_one(p: PlannedExperiment, embedder: Embedder, *, debug: bool = False, in
         log.debug("experiment %s failed", exp.key, exc_info=True)
         result = Result(**identity(exp), status=FAILED, reason=f"{type(exc).__name__}: {exc}", meta=_data_meta(p.data))
     elapsed = time.perf_counter() - started
+    fingerprint, info = facts if facts is not None else model_facts(embedder)
     if exp.preset:
         # which conventions ran: the preset, and the parameters it gave this metric (those the
         # experiment file did not set otherwise)
@@ -316,7 +328,7 @@ def run_one(p: PlannedExperiment, embedder: Embedder, *, debug: bool = False, in
         timings={"compute_s": round(elapsed, 4)},
         versions=versions(),
         meta={
-            **result.meta, "model_fingerprint": embedder.fingerprint(), "model_info": embedder.describe(),
+            **result.meta, "model_fingerprint": fingerprint, "model_info": info,
             **({"model_name": exp.model.name} if exp.model.name else {}),
             **({"limit": exp.limit} if exp.limit is not None else {}),
             **({"threads": used} if (used := cpu_threads.in_use()) is not None else {}),

@@ -30,13 +30,16 @@ _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 
 def _inside(folder: Path, name: str | Path, what: str) -> Path:
     """`folder / name`, refused when it is a symbolic link or resolves outside `folder`."""
-    base = Path(folder).resolve()
     path = Path(folder) / name
-    try:
-        parent = path.parent.resolve()
-    except (OSError, RuntimeError):  # a loop of links
-        parent = None
-    if Path(name).is_absolute() or parent is None or not (parent == base or base in parent.parents):
+    if str(name) == path.name and str(name) not in (".", ".."):  # a plain name: its parent is the folder
+        parent = base = None
+    else:
+        base = Path(folder).resolve()
+        try:
+            parent = path.parent.resolve()
+        except (OSError, RuntimeError):  # a loop of links
+            parent = None
+    if base is not None and (Path(name).is_absolute() or parent is None or not (parent == base or base in parent.parents)):
         raise BiasError(
             f"{what}: {str(name)!r} is outside the run folder {folder}; a run folder's files stay inside it.",
             "Check the run folder: something in it points elsewhere (a link, or an edited results.jsonl).",
@@ -50,12 +53,11 @@ def _inside(folder: Path, name: str | Path, what: str) -> Path:
 
 
 def open_in_run(folder: Path, name: str | Path, mode: str = "w", *, encoding: str | None = "utf-8",
-                newline: str | None = None, atomic: bool = False, durable: bool = True) -> Any:
+                newline: str | None = None, atomic: bool = False) -> Any:
     """Open the file `name` of the run folder `folder` for writing: the only way any file in a run
     folder is written. `mode` is "w", "a", "r+" or "a+", with "b" for bytes. With `atomic`, what is
     written goes to a hidden file beside it that replaces the file when closed without an error, so a
-    reader never sees half of it; `durable` (the default) fsyncs it before, so that a power cut cannot
-    leave the new name with lost contents (the results file's tables skip it and record their size)."""
+    reader never sees half of it."""
     target = _inside(folder, name, "the file")
     binary = "b" in mode
     flags = _FLAGS[mode.replace("b", "")] | _NOFOLLOW
@@ -70,7 +72,7 @@ def open_in_run(folder: Path, name: str | Path, mode: str = "w", *, encoding: st
         raise
     handle: IO[Any] = os.fdopen(fd, mode if binary else mode.replace("b", ""), buffering=0 if binary and "+" in mode else -1,
                                 **({} if binary else {"encoding": encoding, "newline": newline}))
-    return _Replacing(handle, path, target, durable) if atomic else handle
+    return _Replacing(handle, path, target) if atomic else handle
 
 
 def remove_in_run(folder: Path, name: str | Path) -> bool:
@@ -86,8 +88,8 @@ def remove_in_run(folder: Path, name: str | Path) -> bool:
 class _Replacing:
     """A file written beside its target that takes the target's place when closed without an error."""
 
-    def __init__(self, handle: IO[Any], temporary: Path, target: Path, durable: bool = True) -> None:
-        self._handle, self._temporary, self._target, self._durable = handle, temporary, target, durable
+    def __init__(self, handle: IO[Any], temporary: Path, target: Path) -> None:
+        self._handle, self._temporary, self._target = handle, temporary, target
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._handle, name)
@@ -98,8 +100,7 @@ class _Replacing:
     def __exit__(self, kind: Any, *rest: Any) -> None:
         if kind is None:
             self._handle.flush()
-            if self._durable:
-                os.fsync(self._handle.fileno())
+            os.fsync(self._handle.fileno())
             self._handle.close()
             os.replace(self._temporary, self._target)  # replaces a link planted meanwhile, never its target
         else:

@@ -148,7 +148,9 @@ class ResultStore:
         for name, rows in tables.items():
             target = detail_file_name(name, result)
             columns = list(dict.fromkeys(k for row in rows for k in row))
-            with open_in_run(self.folder, target, "w", newline="", atomic=True, durable=False) as fh:
+            # written in place (a half-written table is never named by a line: the line comes after,
+            # and records the table's size, which resume checks)
+            with open_in_run(self.folder, target, "w", newline="") as fh:
                 writer = csv.DictWriter(fh, fieldnames=columns)
                 writer.writeheader()
                 writer.writerows(rows)
