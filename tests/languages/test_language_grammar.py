@@ -459,6 +459,7 @@ IS_ADJECTIVE_SUBJECTS = {  # predicate_of -> the subjects its adjectives may fol
     "person": ("Hann er ", "Hann virðist "),
     "anyone": ("Manneskjan er ", "Manneskjan virðist "),  # gender identity: 'Hann er kynsegin' misgenders
     "relationship": ("Sambandið er ", "Parið er "),  # samkynja describes a couple, not a person
+    "state": ("Það er ", "Það virðist "),  # 'Hann er stuttur' says that a man is short
 }
 
 
@@ -475,6 +476,19 @@ def is_plural_and_adjective_templates_fit_their_words(d: LanguageData) -> None:
             assert s.text.startswith(IS_ADJECTIVE_SUBJECTS[kind]), s.text
             kinds.add(kind)
     assert kinds == set(IS_ADJECTIVE_SUBJECTS)
+
+
+def is_state_adjectives_take_their_neuter_form(d: LanguageData) -> None:
+    """After the impersonal 'Það er' an adjective is neuter: -t (stutt, langvinnt), -ð (tímabundið) or
+    an indeclinable participle in -andi (viðvarandi); never the masculine citation form."""
+    states = [w for w in d.words if w.features.get("predicate_of") == "state"]
+    for w in states:
+        neuter = w.features.get("neuter", "")
+        if w.word.endswith("andi"):  # indeclinable participle
+            assert neuter == w.word, w.word
+        else:
+            assert neuter.endswith(("t", "ð")) and neuter[:3] == w.word[:3], (w.word, neuter)
+    assert len(states) >= 16
 
 
 def is_lpbs_targets_and_adjectives_agree(d: LanguageData) -> None:
@@ -773,7 +787,7 @@ RULES: dict[str, Rules] = {
     "is": Rules("icelandic", (
         is_nouns_have_gender_and_a_definite_form_that_agrees, is_plural_demonstrative_agrees_with_the_gender_of_the_plural,
         is_demonstratives_and_pronouns_agree_with_gender, is_plural_and_adjective_templates_fit_their_words,
-        is_lpbs_targets_and_adjectives_agree,
+        is_state_adjectives_take_their_neuter_form, is_lpbs_targets_and_adjectives_agree,
     ), minimal_pairs=True),
     "tr": Rules("turkish", (
         tr_harmony_feature_follows_the_last_vowel, tr_plural_suffix_follows_vowel_harmony, tr_sentences_are_capitalised_the_turkish_way,
