@@ -45,7 +45,7 @@ from bias.core.model import BBQ, WordSetMeta
 
 ITEM_KEYS = (
     "id", "category", "context", "context_condition", "question", "polarity", "answers", "unknown",
-    "stereotyped", "target", "label", "line",
+    "stereotyped", "target", "attested", "label", "line",
 )
 CONDITIONS = {"ambiguous": True, "ambig": True, "disambiguated": False, "disambig": False}
 POLARITIES = {"negative": True, "neg": True, "non-negative": False, "nonneg": False}
