@@ -26,7 +26,6 @@ unknown = 2                           # index of the unknown answer
 stereotyped = 0                       # index of the answer naming the stereotyped group
 target = "old people"                 # the stereotyped (target) group
 label = 2                             # index of the correct answer
-attested = "Posthuma & Campion (2009), ..." # optional: where the stereotype is documented
 ```
 
 BBQ's own JSONL files are read by the `bbq-jsonl` importer into the same record (with the line of
@@ -46,7 +45,7 @@ from bias.core.model import BBQ, WordSetMeta
 
 ITEM_KEYS = (
     "id", "category", "context", "context_condition", "question", "polarity", "answers", "unknown",
-    "stereotyped", "target", "label", "line", "attested",
+    "stereotyped", "target", "attested", "label", "line",
 )
 CONDITIONS = {"ambiguous": True, "ambig": True, "disambiguated": False, "disambig": False}
 POLARITIES = {"negative": True, "neg": True, "non-negative": False, "nonneg": False}

@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 import attrs
 import pytest
-from fixtures.language_data import data_dir
+from fixtures.language_data import language_data
 
 from bias.testing import (
     LanguageData,
@@ -39,14 +39,9 @@ class Rules:
     minimal_pairs: bool = False  # every crows-sample pair differs in one run of words
 
 
-_DATA: dict[str, LanguageData] = {}
-
-
 def package(code: str) -> LanguageData:
     """One LanguageData per language for the whole session: its sentences are rendered once."""
-    if code not in _DATA:
-        _DATA[code] = LanguageData(code, data_dir(code))
-    return _DATA[code]
+    return language_data(code)
 
 
 def tokens(text: str) -> list[str]:
