@@ -4,7 +4,7 @@ is the start of the disambiguated one and is answered by the unknown answer; fiv
 name the stereotyped group as the one who did the harmful thing and five the other group; neither
 the unknown answer nor the stereotyped group's answer keeps one position; the six categories of the
 notes with their counts. Every package also names, for every scenario, where its stereotype
-is attested (a survey, report or paper with its year), and name the other group first in about half
+is attested (a survey, report or paper with its year), and names the other group first in about half
 of the contexts."""
 
 from __future__ import annotations
