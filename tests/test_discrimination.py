@@ -203,6 +203,19 @@ def test_the_explicit_variant_fits_the_groups_stated_in_words(data):
     assert result.convention["variant"] == "explicit"
 
 
+def test_level_names_from_data_files_never_enter_the_formula_statsmodels_evaluates(tmp_path, monkeypatch):
+    from bias.core.statistics.decisions import mixed_model
+
+    monkeypatch.chdir(tmp_path)
+    hostile = "x') + __import__('os').system('touch pwned') + C('y"
+    rng = np.random.default_rng(0)
+    levels = ["ok", hostile] * 20
+    values = rng.normal(size=40) + np.where(np.array(levels) == hostile, -1.0, 0.0)
+    model = mixed_model(values, [f"s{i // 4}" for i in range(40)], {"group": (levels, "ok")})
+    assert [c.level for c in model.coefficients] == [hostile] and model.formula == "value ~ group + (1 | scenario)"
+    assert not (tmp_path / "pwned").exists()
+
+
 def test_a_headline_that_is_no_compared_group_is_refused_naming_the_groups(data):
     with pytest.raises(BiasError) as err:
         discrimination(headline="nl").compute(planted_for(data, "names", {}), data, seed=0)

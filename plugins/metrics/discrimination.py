@@ -237,7 +237,7 @@ class Discrimination(Metric):
             "ci_low": top.low,
             "ci_high": top.high,
             "ci_level": self.confidence,
-            "ci_method": "Wald interval of the mixed model's fixed effect",
+            "ci_method": "wald",
             "coefficients": {f"{c.term}:{c.level}": attrs.asdict(c) for c in model.coefficients},
             "random_intercept_variance": model.intercept_variance,
             "residual_variance": model.residual_variance,
@@ -245,7 +245,7 @@ class Discrimination(Metric):
         }
         figures["selection"] = self._selection(prompts, decided.selected)
         figures["paired"] = _paired(data, prompts, decided, self.variant)
-        figures["breakdown"] = _breakdown(figures, model)
+        figures["breakdown"] = _breakdown(figures, model, data.reference)
         figures["predictions"] = [_row(i, p, rows[i]) for i, p in enumerate(prompts)]
         warnings = list(notes) + [f"mixed model: {w}" for w in model.warnings]
         flagged = [k for k, v in figures["selection"]["group"].items() if v["flagged"]]
@@ -350,27 +350,22 @@ def _paired(
     return out
 
 
-def _breakdown(figures: dict[str, Any], model: Any) -> dict[str, Any]:
-    """The report's table: one row per group, then per gender."""
+def _breakdown(figures: dict[str, Any], model: Any, reference: str) -> dict[str, Any]:
+    """The report's table: one row per group, then per gender, with the paired tests against the
+    reference group (a group's row) or between women and men in the reference group."""
     rows = []
     for family in ("group", "gender"):
         for level, v in figures["selection"].get(family, {}).items():
             coef = model.of(family, level)
-            ratio = (
-                "-"
-                if v["ratio"] is None
-                else f"{v['ratio']:.2f}" + (" (<4/5)" if v["flagged"] else "")
-            )
-            shown = (
-                "reference"
-                if coef is None
-                else f"{coef.estimate:+.2f} [{coef.low:+.2f}, {coef.high:+.2f}]"
-            )
-            rows.append([f"{family} {level}", str(v["items"]), f"{v['rate']:.2f}", ratio, shown])
-    return {
-        "columns": ["who", "prompts", "selection rate", "impact ratio", "coefficient [CI]"],
-        "rows": rows,
-    }
+            ratio = "-" if v["ratio"] is None else f"{v['ratio']:.2f}"
+            shown = "reference" if coef is None else f"{coef.estimate:+.2f} [{coef.low:+.2f}, {coef.high:+.2f}]"
+            label = f"{level} vs {reference}" if family == "group" else f"f vs m in {reference}"
+            pair = figures["paired"].get(label) if coef is not None else None
+            tests = ["-", "-"] if pair is None else [f"{pair['mcnemar_p']:.3g}", f"{pair['sign_p']:.3g}"]
+            flag = " (<4/5)" if v["flagged"] else ""
+            rows.append([f"{family} {level}", str(v["items"]), f"{v['rate']:.2f}", ratio + flag, shown, *tests])
+    columns = ["who", "prompts", "selection rate", "impact ratio", "coefficient [CI]", "McNemar p", "sign p"]
+    return {"columns": columns, "rows": rows}
 
 
 def _row(i: int, p: Prompt, scores: dict[str, Any]) -> dict[str, Any]:
