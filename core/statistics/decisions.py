@@ -5,9 +5,10 @@ four-fifths rule, and the sign test on paired differences.
   `tasks/discrim_eval/utils.py`): logit(p_norm(yes)) ~ group (treatment contrasts against the
   reference group) + covariates, with a random intercept per scenario, fitted by statsmodels'
   `mixedlm` (REML). A group's coefficient is its shift in the log-odds of "yes" against the
-  reference group for the same scenario; its interval and p-value are Wald's (normal), as statsmodels
-  gives them. lm-evaluation-harness also fits random slopes per template; the random intercept alone
-  keeps the fit stable on 20 scenarios and is what the fixed effects need in a balanced design.
+  reference group for the same scenario; its interval and p-value are Wald's (normal), as
+  statsmodels gives them. lm-evaluation-harness also fits random slopes per template; the random
+  intercept alone keeps the fit stable on 20 scenarios and is what the fixed effects need in a
+  balanced design.
 - Impact ratio (the US Uniform Guidelines' four-fifths rule, 29 CFR 1607.4(D)): each group's
   selection rate divided by the highest group's; a ratio under 0.8 is flagged.
 - Sign test: of paired differences, the positive ones among the non-zero ones against
@@ -73,8 +74,8 @@ def mixed_model(
     frame = pd.DataFrame({"value": np.asarray(values, dtype=np.float64), "cluster": list(clusters)})
     if not np.all(np.isfinite(frame["value"])):
         raise ValueError("a value is not finite")
-    # Levels enter the formula as codes (l0, l1, ...), never as text: patsy evaluates the formula, and
-    # level names come from data files.
+    # Levels enter the formula as codes (l0, l1, ...), never as text: patsy evaluates the formula,
+    # and level names come from data files.
     terms, decoded = [], {}
     for i, (name, (levels, reference)) in enumerate(factors.items()):
         names = list(dict.fromkeys([reference, *map(str, levels)]))
@@ -119,7 +120,8 @@ def mixed_model(
     formula = "value ~ " + " + ".join(used or ["1"]) + " + (1 | scenario)"
     if any(not np.isfinite(c.estimate) or not np.isfinite(c.se) for c in out):
         raise ValueError(
-            f"statsmodels gave no finite coefficient for {formula} (the values may not vary within scenarios)"
+            f"statsmodels gave no finite coefficient for {formula} (the values may not vary "
+            "within scenarios)"
         )
     return MixedModel(
         tuple(out),
@@ -161,10 +163,10 @@ def selection_rates(
     counts: Sequence[float] | None = None,
     threshold: float = FOUR_FIFTHS,
 ) -> dict[str, dict[str, dict[str, Any]]]:
-    """Selection rates and impact ratios of the levels of each family of labels (group, gender, ...):
-    a level's rate is its selections over its chances (each item one chance unless `counts` says how
-    many), its ratio is against the highest rate of its family. A family with one level is left out,
-    except the first."""
+    """Selection rates and impact ratios of the levels of each family of labels (group, gender,
+    ...): a level's rate is its selections over its chances (each item one chance unless `counts`
+    says how many), its ratio is against the highest rate of its family. A family with one level is
+    left out, except the first."""
     chosen = np.asarray(selected, dtype=np.float64)
     chances = np.ones_like(chosen) if counts is None else np.asarray(counts, dtype=np.float64)
     out: dict[str, dict[str, dict[str, Any]]] = {}
@@ -197,7 +199,8 @@ class SignTest:
 
 
 def sign_test(differences: Sequence[float]) -> SignTest:
-    """Two-sided exact sign test: the positive differences among the non-zero ones ~ Binomial(n, 1/2)."""
+    """Two-sided exact sign test: the positive differences among the non-zero ones against
+    Binomial(n, 1/2)."""
     d = np.asarray(differences, dtype=np.float64)
     positive, negative = int(np.sum(d > 0)), int(np.sum(d < 0))
     _, p, _ = mcnemar_counts(positive, negative, exact=True)

@@ -1,10 +1,11 @@
 """CV screening by an embedding model: CVs that differ only in the applicant's name, ranked against
 job descriptions by cosine similarity (the retrieval audit of Wilson & Caliskan, AIES 2024).
 
-Every scenario of a decisions word set gives a job (its vacancy text) and a CV (its profile, rendered
-for each applicant). For each job the CVs of its pool are ranked by the cosine similarity of their
-encodings to the job's; the top `top` share of the pool is selected (at least one CV; CVs tied at the
-cut share the places left equally). With `pool = job` a job ranks its own CVs, which differ only in
+Every scenario of a decisions word set gives a job (its vacancy text) and a CV (its profile,
+rendered for each applicant). For each job the CVs of its pool are ranked by the cosine similarity
+of their encodings to the job's; the top `top` share of the pool is selected (at least one CV; CVs
+tied at the cut share the places left equally). With `pool = job` a job ranks its own CVs, which
+differ only in
 the name, so the ranking is made by the names alone; with `pool = all` every CV competes for every
 job. A group's selection rate is its CVs' selections over their places in the pools; its share of
 the top and its impact ratio follow, and a permutation test over the applicants (the group labels of
@@ -42,8 +43,9 @@ POOLINGS = ("mean", "cls", "first", "last")
 
 
 def top_weights(similarity: np.ndarray, k: int) -> np.ndarray:
-    """How much of a place in the top k each item gets: 1 above the k-th highest similarity, 0 below,
-    and the places left shared equally among the items tied with the k-th (no order among equals)."""
+    """How much of a place in the top k each item gets: 1 above the k-th highest similarity, 0
+    below, and the places left shared equally among the items tied with the k-th (no order among
+    equals)."""
     cut = np.sort(similarity)[::-1][k - 1]
     tied = np.isclose(similarity, cut, rtol=0.0, atol=1e-12)
     above = (similarity > cut) & ~tied
@@ -57,8 +59,8 @@ class Retrieval(Metric):
     """CVs differing only in the name, ranked against jobs by an embedding model (kind "decisions").
 
     effect_size = the selection rate of the `headline` group's CVs over the reference group's in the
-    top of each job's ranking: 1 without bias, under 1 when the group is selected less often, with the
-    two-sided permutation p-value over the names. figures hold every group's, gender's and
+    top of each job's ranking: 1 without bias, under 1 when the group is selected less often, with
+    the two-sided permutation p-value over the names. figures hold every group's, gender's and
     group x gender's selection rate, share of the top and impact ratio against the most-selected one
     (flagged under `threshold`), the permutation test of each group and of women against men, and
     figures["scores"] each applicant's selections.
@@ -66,7 +68,8 @@ class Retrieval(Metric):
 
     name: ClassVar[str] = "retrieval"
     summary: ClassVar[str] = (
-        "CV screening by embedding similarity (Wilson & Caliskan 2024): shares of the top, impact ratios."
+        "CV screening by embedding similarity (Wilson & Caliskan 2024): shares of the top, "
+        "impact ratios."
     )
     value_label: ClassVar[str] = "selection ratio"
     value_name: ClassVar[str] = (
@@ -228,18 +231,19 @@ class Retrieval(Metric):
                 "variant": self.variant,
                 "pool": self.pool,
                 "pooling": self.pooling,
-                "top": f"the top {self.top:g} of each job's pool (at least one CV), CVs tied at the cut sharing the places left",
+                "top": f"the top {self.top:g} of each job's pool (at least one CV), CVs tied at "
+                "the cut sharing the places left",
                 "similarity": "cosine of the job's and the CV's encodings",
                 "value": f"selection rate of {headline!r} / selection rate of {data.reference!r}",
-                "test": f"two-sided permutation test of the names' selection rates between two groups, {self.permutations:,} "
-                "random splits unless exact",
+                "test": "two-sided permutation test of the names' selection rates between two "
+                f"groups, {self.permutations:,} random splits unless exact",
             },
             **base,
         )
 
     def _lost(self, embedder: Embedder, data: Decisions) -> tuple[dict[str, list[str]], str]:
-        """Names a static model has no vector for (their CVs then read alike), and the refusal when a
-        group lost more than `lost_threshold` of them."""
+        """Names a static model has no vector for (their CVs then read alike), and the refusal
+        when a group lost more than `lost_threshold` of them."""
         if (
             self.variant != "names"
             or not embedder.static
@@ -254,8 +258,9 @@ class Retrieval(Metric):
                 lost[group.key] = missing
                 if len(missing) > self.lost_threshold * len(names):
                     return lost, (
-                        f"the model has no vector for {len(missing)} of the {len(names)} names of group {group.key!r} "
-                        f"(more than {self.lost_threshold:.0%}); their CVs would read alike"
+                        f"the model has no vector for {len(missing)} of the {len(names)} names of "
+                        f"group {group.key!r} (more than {self.lost_threshold:.0%}); their CVs "
+                        "would read alike"
                     )
         return lost, ""
 

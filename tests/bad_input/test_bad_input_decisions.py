@@ -10,7 +10,13 @@ from pathlib import Path
 import pytest
 from fixtures.decisions import decisions_toml
 
-from bad_input_helpers import Case, World, assert_answered, case_decorator, world  # noqa: F401 (world is a fixture)
+from bad_input_helpers import (  # noqa: F401 (world is a fixture)
+    Case,
+    World,
+    assert_answered,
+    case_decorator,
+    world,
+)
 
 CASES: list[Case] = []
 case = case_decorator(CASES)
@@ -28,31 +34,57 @@ def retrieval(world: World, name: str, *extra: str) -> list[str]:
     return ["run", "-m", f"word2vec:{world.w2v_bin}", "-w", name, "--metric", "retrieval", *extra]
 
 
-@case("decisions-names-from-a-missing-file", names=("hiring.toml", "groups.ma.names[0]", "no file elsewhere.toml"))
+@case(
+    "decisions-names-from-a-missing-file",
+    names=("hiring.toml", "groups.ma.names[0]", "no file elsewhere.toml"),
+)
 def _(world, folder):
     return retrieval(world, damaged(folder, 'names = ["names.Y"]', 'names = ["elsewhere.Y"]'))
 
 
-@case("decisions-names-from-outside-the-folder", names=("hiring.toml", "groups.ma.names[0]", "without folder"))
+@case(
+    "decisions-names-from-outside-the-folder",
+    names=("hiring.toml", "groups.ma.names[0]", "without folder"),
+)
 def _(world, folder):
-    return retrieval(world, damaged(folder, 'names = ["names.Y"]', 'names = ["../../etc/passwd.Y"]'))
+    return retrieval(
+        world, damaged(folder, 'names = ["names.Y"]', 'names = ["../../etc/passwd.Y"]')
+    )
 
 
-@case("decisions-names-from-a-file-that-is-no-association-test", names=("hiring.toml", "not an association test"))
+@case(
+    "decisions-names-from-a-file-that-is-no-association-test",
+    names=("hiring.toml", "not an association test"),
+)
 def _(world, folder):
     name = damaged(folder, 'names = ["names.Y"]', 'names = ["notes.Y"]')
     (folder / "notes.toml").write_text('kind = "templates"\n', encoding="utf-8")
     return retrieval(world, name)
 
 
-@case("decisions-profile-without-the-applicant", names=("hiring.toml", "scenarios[0] (s0)", "names the applicant 0 times"))
+@case(
+    "decisions-profile-without-the-applicant",
+    names=("hiring.toml", "scenarios[0] (s0)", "names the applicant 0 times"),
+)
 def _(world, folder):
-    return retrieval(world, damaged(folder, "De sollicitant, {name}, is 25", "De sollicitant is 25"))
+    return retrieval(
+        world, damaged(folder, "De sollicitant, {name}, is 25", "De sollicitant is 25")
+    )
 
 
-@case("decisions-a-pronoun-the-names-cannot-give", names=("hiring.toml", "scenario s0.question", "no value for 'Jan'"))
+@case(
+    "decisions-a-pronoun-the-names-cannot-give",
+    names=("hiring.toml", "scenario s0.question", "no value for 'Jan'"),
+)
 def _(world, folder):
-    return retrieval(world, damaged(folder, "Moet het restaurant {name.object} uitnodigen?", "Moet het restaurant {name.bezit} uitnodigen?"))
+    return retrieval(
+        world,
+        damaged(
+            folder,
+            "Moet het restaurant {name.object} uitnodigen?",
+            "Moet het restaurant {name.bezit} uitnodigen?",
+        ),
+    )
 
 
 @case("decisions-yes-and-no-share-a-word", names=("hiring.toml", "answers", "both a yes and a no"))
@@ -67,7 +99,9 @@ def _(world, folder):
 
 @case("decisions-prompt-runs-no-code", names=("hiring.toml", "prompt", "no other placeholders"))
 def _(world, folder):
-    return retrieval(world, damaged(folder, "\\nVraag: {question}", "\\nVraag: {question} {profile.__class__}"))
+    return retrieval(
+        world, damaged(folder, "\\nVraag: {question}", "\\nVraag: {question} {profile.__class__}")
+    )
 
 
 @case("retrieval-param-variant", names=("variant", "names", "explicit"))
@@ -92,13 +126,32 @@ def _(world, folder):
 
 @case("discrimination-param-selection", names=("selection", "decision", "probability"))
 def _(world, folder):
-    return ["run", "-m", f"hf:{world.bert}", "-w", damaged(folder, "", ""), "--metric", "discrimination", "--param", "selection=maybe"]
+    return [
+        "run",
+        "-m",
+        f"hf:{world.bert}",
+        "-w",
+        damaged(folder, "", ""),
+        "--metric",
+        "discrimination",
+        "--param",
+        "selection=maybe",
+    ]
 
 
 @case("discrimination-param-answer-template", names=("answer_template", "{answer}"))
 def _(world, folder):
-    return ["run", "-m", f"hf:{world.bert}", "-w", damaged(folder, "", ""), "--metric", "discrimination",
-            "--param", "answer_template={answer.__class__}"]
+    return [
+        "run",
+        "-m",
+        f"hf:{world.bert}",
+        "-w",
+        damaged(folder, "", ""),
+        "--metric",
+        "discrimination",
+        "--param",
+        "answer_template={answer.__class__}",
+    ]
 
 
 @pytest.mark.parametrize("bad", CASES, ids=lambda c: c.name)

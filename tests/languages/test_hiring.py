@@ -24,10 +24,16 @@ def sets():
 @pytest.mark.parametrize("code", LANGUAGES)
 def test_twenty_scenarios_of_every_kind_of_decision(sets, code):
     data = sets[code]
-    assert data.meta.language == code and data.meta.licence == "CC-BY-4.0" and "DiscrimEval" in data.meta.source
+    assert (
+        data.meta.language == code
+        and data.meta.licence == "CC-BY-4.0"
+        and "DiscrimEval" in data.meta.source
+    )
     assert len(data.scenarios) >= 20
     assert {s.decision for s in data.scenarios} == set(DECISION_TYPES)
-    assert len({s.job for s in data.scenarios}) == len(data.scenarios), "every scenario has its own job"
+    assert len({s.job for s in data.scenarios}) == len(data.scenarios), (
+        "every scenario has its own job"
+    )
 
 
 @pytest.mark.parametrize("code", LANGUAGES)
@@ -35,14 +41,20 @@ def test_names_come_from_the_packages_own_name_sets_by_origin_and_gender(sets, c
     data = sets[code]
     assert data.groups[0].key == data.reference and len(data.groups) >= 2
     for group in data.groups:
-        assert group.sources and all(re.fullmatch(r"[a-z0-9-]+\.[XY]", s) for s in group.sources), group.sources
+        assert group.sources and all(re.fullmatch(r"[a-z0-9-]+\.[XY]", s) for s in group.sources), (
+            group.sources
+        )
         genders = [a.gender for a in group.names]
-        if code == "en":  # en/weat4 (Bertrand & Mullainathan) gives no gender: its templates use none
+        if (
+            code == "en"
+        ):  # en/weat4 (Bertrand & Mullainathan) gives no gender: its templates use none
             assert len(genders) == 18 and set(genders) == {""} and len(group.explicit) == 1
         else:
             assert genders.count("m") == genders.count("f") == 8, (group.key, genders)
             assert sorted(a.gender for a in group.explicit) == ["f", "m"]
-            assert {a.features.get("origin") for a in group.names} == {group.names[0].features.get("origin")}
+            assert {a.features.get("origin") for a in group.names} == {
+                group.names[0].features.get("origin")
+            }
 
 
 @pytest.mark.parametrize("code", LANGUAGES)
@@ -75,7 +87,9 @@ def test_the_metric_finds_an_effect_planted_in_the_real_prompts(sets, code):
 
     data = sets[code]
     other = data.groups[1].key
-    result = Discrimination(selection="probability").compute(planted_for(data, "names", {other: -1.0}, noise=0.3), data, seed=0)
+    result = Discrimination(selection="probability").compute(
+        planted_for(data, "names", {other: -1.0}, noise=0.3), data, seed=0
+    )
     assert result.status == "ok", result.reason
     assert result.effect_size == pytest.approx(-1.0, abs=0.15) and result.figures["ci_high"] < 0
     for group in data.groups[2:]:
