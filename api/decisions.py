@@ -11,6 +11,7 @@ from bias.core.data.decisions import (
     VARIANTS,
     Applicant,
     applicant_families,
+    headline_of,
     DecisionGroup,
     Decisions,
     Prompt,
@@ -33,6 +34,7 @@ from bias.core.statistics.mcnemar import mcnemar_counts
 __all__ = [
     "Applicant",
     "applicant_families",
+    "headline_of",
     "Coefficient",
     "DECISION_TYPES",
     "DECISIONS",

@@ -150,6 +150,28 @@ def applicant_families(applicants: Sequence[Applicant]) -> dict[str, list[str]]:
     }
 
 
+def headline_of(data: Any, variant: str, headline: str, metric: str) -> str:
+    """The group whose figure is a metric's value: `headline`, else the first group after the
+    reference. Raises BiasError (a refusal) for data of another kind, fewer than two groups in the
+    variant, or a headline that is not a group compared with the reference."""
+    if not isinstance(data, Decisions):
+        raise BiasError(
+            f"The {metric} metric needs decisions (kind decisions), not {type(data).__name__}."
+        )
+    compared = [g.key for g in data.groups_of(variant)]
+    others = [key for key in compared if key != data.reference]
+    if not others or data.reference not in compared:
+        raise BiasError(f"{data.name} has no two groups with {variant} applicants.")
+    chosen = headline or others[0]
+    if chosen not in others:
+        raise BiasError(
+            f"{metric}: headline {chosen!r} is not a group compared with the reference "
+            f"{data.reference!r}.",
+            f"Use one of: {', '.join(others)}.",
+        )
+    return chosen
+
+
 def fill(
     template: str, applicant: Applicant, forms: Mapping[str, FormsTable], language: str
 ) -> str | None:
@@ -185,4 +207,5 @@ __all__ = [
     "build",
     "check",
     "fill",
+    "headline_of",
 ]

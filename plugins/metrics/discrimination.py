@@ -48,6 +48,7 @@ from bias.api.decisions import (
     Decisions,
     Prompt,
     applicant_families,
+    headline_of,
     mcnemar_counts,
     mixed_model,
     selection_rates,
@@ -142,27 +143,9 @@ class Discrimination(Metric):
     )
 
     def compute(self, embedder: Embedder, data: Decisions, *, seed: int | None = None) -> Result:
-        if not isinstance(data, Decisions):
-            raise BiasError(
-                "The discrimination metric needs decisions (kind decisions), not "
-                f"{type(data).__name__}."
-            )
+        headline = headline_of(data, self.variant, self.headline, self.name)
         base = self.result_fields(embedder.spec, data, seed)
         prompts = data.prompts(self.variant)
-        groups = [g.key for g in data.groups_of(self.variant)]
-        if len(groups) < 2 or data.reference not in groups:
-            return Result(
-                status=REFUSED,
-                reason=f"{data.name} has no two groups with {self.variant} applicants",
-                **base,
-            )
-        headline = self.headline or next(g for g in groups if g != data.reference)
-        if headline not in groups or headline == data.reference:
-            raise BiasError(
-                f"discrimination: headline {headline!r} is not a group compared with the reference "
-                f"{data.reference!r}.",
-                f"Use one of: {', '.join(g for g in groups if g != data.reference)}.",
-            )
         decided, rows, notes = self._log_odds(embedder, data, prompts)
         if decided is None:
             return Result(status=REFUSED, reason=notes[0], **base)

@@ -23,7 +23,6 @@ import numpy as np
 from bias.api import (
     OK,
     REFUSED,
-    BiasError,
     Capability,
     Embedder,
     Metric,
@@ -36,7 +35,14 @@ from bias.api import (
     permutation_test,
     unit_rows,
 )
-from bias.api.decisions import DECISIONS, VARIANTS, Decisions, applicant_families, selection_rates
+from bias.api.decisions import (
+    DECISIONS,
+    VARIANTS,
+    Decisions,
+    applicant_families,
+    headline_of,
+    selection_rates,
+)
 
 POOLS = ("job", "all")
 POOLINGS = ("mean", "cls", "first", "last")
@@ -132,25 +138,8 @@ class Retrieval(Metric):
         )
 
     def compute(self, embedder: Embedder, data: Decisions, *, seed: int | None = None) -> Result:
-        if not isinstance(data, Decisions):
-            raise BiasError(
-                f"The retrieval metric needs decisions (kind decisions), not {type(data).__name__}."
-            )
+        headline = headline_of(data, self.variant, self.headline, self.name)
         base = self.result_fields(embedder.spec, data, seed)
-        groups = [g.key for g in data.groups_of(self.variant)]
-        if len(groups) < 2 or data.reference not in groups:
-            return Result(
-                status=REFUSED,
-                reason=f"{data.name} has no two groups with {self.variant} applicants",
-                **base,
-            )
-        headline = self.headline or next(g for g in groups if g != data.reference)
-        if headline not in groups or headline == data.reference:
-            raise BiasError(
-                f"retrieval: headline {headline!r} is not a group compared with the reference "
-                f"{data.reference!r}.",
-                f"Use one of: {', '.join(g for g in groups if g != data.reference)}.",
-            )
         lost = self._lost(embedder, data)
         if lost[1]:
             return Result(status=REFUSED, reason=lost[1], lost=lost[0], **base)
@@ -185,6 +174,7 @@ class Retrieval(Metric):
         for family in table.values():
             for level in family.values():
                 level["share_of_top"] = level["selected"] / total
+        groups = [g.key for g in data.groups_of(self.variant)]
         tests = self._tests(applicants, rates, groups, data.reference, seed)
         ref_rate, top_rate = (
             table["group"][data.reference]["rate"],
