@@ -75,7 +75,7 @@ def test_p_norm_and_the_mixed_model_equal_statsmodels_on_a_loop(data):
     result = discrimination().compute(decider, data, seed=0)
     assert result.status == "ok", result.reason
     rows = looped(decider, data.prompts("names"))
-    got = result.figures["predictions"]
+    got = result.figures["scores"]
     assert len(got) == len(rows) == 12 * 16
     for mine, want in zip(got, rows):
         assert (mine["scenario"], mine["group"], mine["applicant"]) == (
@@ -297,7 +297,7 @@ def test_bias_run_on_a_causal_model_writes_coefficients_pairs_and_the_per_item_c
     )
     assert set(figures["paired"]) == {"ma vs nl", "f vs m in nl", "f vs m in ma"}
     assert set(figures["selection"]) == {"group", "gender", "group_gender"}
-    with open(out / figures["predictions"], encoding="utf-8", newline="") as fh:
+    with open(out / figures["scores"], encoding="utf-8", newline="") as fh:
         rows = list(csv.DictReader(fh))
     data = load_toml_wordset(path)
     want = loop_logits(tiny_gpt2_dir, data.prompts("names"))
@@ -335,6 +335,6 @@ def test_a_completion_server_gives_the_same_decisions_as_the_model(tiny_gpt2_dir
         HuggingFaceEmbedder(location=str(tiny_gpt2_dir), cache=False), data, seed=0
     )
     assert remote.status == local.status == "ok"
-    a, b = remote.figures["predictions"], local.figures["predictions"]
+    a, b = remote.figures["scores"], local.figures["scores"]
     assert max(abs(x["logit_yes"] - y["logit_yes"]) for x, y in zip(a, b)) < 1e-6
     assert remote.effect_size == pytest.approx(local.effect_size, abs=1e-5)

@@ -94,7 +94,7 @@ class Discrimination(Metric):
     (DiscrimEval): the shift in the log-odds of "yes" for the same scenario, negative when the group
     is chosen less often, with its Wald interval and p-value. figures hold every group's and the
     gender coefficient, selection rates and impact ratios (flagged under `threshold`), the paired
-    tests against the reference group and between genders, and figures["predictions"] every prompt's
+    tests against the reference group and between genders, and figures["scores"] every prompt's
     p(yes), p(no), p_norm(yes), log-odds and decision.
     """
 
@@ -233,7 +233,7 @@ class Discrimination(Metric):
         figures["selection"] = self._selection(prompts, decided.selected)
         figures["paired"] = _paired(data, prompts, decided, self.variant)
         figures["breakdown"] = _breakdown(figures, model, data.reference)
-        figures["predictions"] = [_row(i, p, rows[i]) for i, p in enumerate(prompts)]
+        figures["scores"] = [_row(i, p, rows[i]) for i, p in enumerate(prompts)]
         warnings = list(notes) + [f"mixed model: {w}" for w in model.warnings]
         flagged = [k for k, v in figures["selection"]["group"].items() if v["flagged"]]
         if flagged:
@@ -385,6 +385,8 @@ def _breakdown(figures: dict[str, Any], model: Any, reference: str) -> dict[str,
 
 def _row(i: int, p: Prompt, scores: dict[str, Any]) -> dict[str, Any]:
     return {
+        "set": p.applicant.group,
+        "item": p.applicant.text,
         "index": i,
         "scenario": p.scenario.id,
         "decision_type": p.scenario.decision,
