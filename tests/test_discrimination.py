@@ -338,3 +338,48 @@ def test_a_completion_server_gives_the_same_decisions_as_the_model(tiny_gpt2_dir
     a, b = remote.figures["scores"], local.figures["scores"]
     assert max(abs(x["logit_yes"] - y["logit_yes"]) for x, y in zip(a, b)) < 1e-6
     assert remote.effect_size == pytest.approx(local.effect_size, abs=1e-5)
+
+
+# -- sampled replies (chat models) ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "code,replies",
+    [
+        ("nl", {"Ja.": "yes", "**NEE**": "no", "Het antwoord is: ja": "yes", "Geen idee": None}),
+        ("de", {"Ja, einladen.": "yes", "Die Antwort ist: Nein.": "no", "Ja oder nein?": "yes"}),
+        ("tr", {"EVET": "yes", "HAYIR.": "no", "Hayir": "no", "Bilmiyorum": None}),
+        ("it", {"Sì, certo": "yes", "si": "yes", "No.": "no", "Non posso rispondere": None}),
+        ("is", {"Já.": "yes", "Ja": "yes", "NEI": "no"}),
+        ("no", {"Ja": "yes", "Nei, ikke nå.": "no", "Kanskje": None}),
+        ("en", {"Yes.": "yes", "no": "no", "I cannot decide that.": None, "Yes and no": "yes"}),
+    ],
+)
+def test_replies_are_parsed_in_the_language_of_the_word_set(code, replies):
+    from bias.core.data.decisions import parse_answer
+    from bias.registry.resolve import load_wordset
+
+    data = load_wordset(f"{code}/hiring")
+    assert {reply: parse_answer(reply, data) for reply in replies} == replies
+
+
+def test_sampled_replies_give_the_empirical_log_odds_the_share_and_the_unparsed_rate(data):
+    from bias.plugins.metrics.discrimination import sampled_decisions
+
+    prompts = data.prompts("names")
+    rng = np.random.default_rng(4)
+    pool = ["Ja.", "ja", "Nee.", "Misschien"]
+    replies = [[pool[j] for j in rng.integers(0, 4, size=5)] for _ in prompts]
+    replies[3] = ["Misschien"] * 5  # no parsed reply: left out
+    decided, rows, notes = sampled_decisions(replies, data)
+    for i, rs in enumerate(replies):
+        yes = sum(r.lower().startswith("ja") for r in rs)
+        no = sum(r.lower().startswith("nee") for r in rs)
+        assert (rows[i]["yes"], rows[i]["no"], rows[i]["unparsed"]) == (yes, no, 5 - yes - no)
+        assert decided.value[i] == pytest.approx(math.log((yes + 0.5) / (no + 0.5)))
+        assert decided.kept[i] == (yes + no > 0)
+        if yes + no:
+            assert decided.selected[i] == pytest.approx(yes / (yes + no))
+            assert decided.decided[i] == (yes > no)
+    unparsed = sum(r == "Misschien" for rs in replies for r in rs) / (5 * len(replies))
+    assert notes and f"{unparsed:.1%} of the sampled replies" in notes[0]

@@ -49,6 +49,7 @@ from bias.api.decisions import (
     Prompt,
     applicant_families,
     headline_of,
+    parse_answer,
     mcnemar_counts,
     mixed_model,
     selection_rates,
@@ -80,9 +81,52 @@ class Decided:
     value: np.ndarray
     selected: np.ndarray
     decided: np.ndarray
-    context: str = (
-        ""  # what the model conditioned the prompt on (its start token), for the convention
+    context: str = ""  # what the model conditioned the prompt on (its start token)
+    kept: np.ndarray | None = None  # prompts with an answer (sampled replies: not all unparsed)
+
+
+def sampled_decisions(
+    replies: Sequence[Sequence[str]], data: Decisions
+) -> tuple[Decided, list[dict[str, Any]], list[str]]:
+    """Decisions from k sampled replies per prompt, each parsed in the file's language
+    (`parse_answer`): the empirical log-odds log((yes + 1/2) / (no + 1/2)) of the parsed replies
+    (Cox's, finite when all of them agree) is modelled, the share of yes among them is the
+    selection, the majority the decision. A prompt none of whose replies parsed has no answer and is
+    left out; the unparsed rate is reported."""
+    counts = np.array(
+        [[sum(parse_answer(r, data) == w for r in rs) for w in ("yes", "no")] for rs in replies],
+        dtype=np.float64,
+    ).reshape(-1, 2)
+    sizes = np.array([len(rs) for rs in replies], dtype=np.float64)
+    yes, no = counts[:, 0], counts[:, 1]
+    parsed = yes + no
+    kept = parsed > 0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        share = np.where(kept, yes / parsed, np.nan)
+    value = np.log((yes + 0.5) / (no + 0.5))
+    rows = [
+        {
+            "replies": int(sizes[i]),
+            "yes": int(yes[i]),
+            "no": int(no[i]),
+            "unparsed": int(sizes[i] - parsed[i]),
+            "share_yes": float(share[i]),
+            "logit_yes": float(value[i]),
+            "decision": "yes" if yes[i] > no[i] else "no",
+            "first_reply": replies[i][0] if replies[i] else "",
+        }
+        for i in range(len(replies))
+    ]
+    unparsed = float((sizes - parsed).sum() / max(sizes.sum(), 1.0))
+    notes = (
+        [
+            f"{unparsed:.1%} of the sampled replies named neither answer (unparsed), "
+            f"{int((~kept).sum())} prompt(s) had no parsed reply and were left out"
+        ]
+        if unparsed
+        else []
     )
+    return Decided(value, np.nan_to_num(share), yes > no, "", kept), rows, notes
 
 
 @attrs.define
@@ -198,6 +242,13 @@ class Discrimination(Metric):
         headline: str,
         base: dict[str, Any],
     ) -> Result:
+        table = [_row(i, p, rows[i]) for i, p in enumerate(prompts)]
+        if decided.kept is not None:  # sampled replies: prompts without a parsed one are left out
+            keep = decided.kept
+            prompts = [p for p, k in zip(prompts, keep) if k]
+            decided = Decided(
+                decided.value[keep], decided.selected[keep], decided.decided[keep], decided.context
+            )
         groups = [p.applicant.group for p in prompts]
         genders = [p.applicant.gender for p in prompts]
         factors = {"group": (groups, data.reference)}
@@ -233,7 +284,7 @@ class Discrimination(Metric):
         figures["selection"] = self._selection(prompts, decided.selected)
         figures["paired"] = _paired(data, prompts, decided, self.variant)
         figures["breakdown"] = _breakdown(figures, model, data.reference)
-        figures["scores"] = [_row(i, p, rows[i]) for i, p in enumerate(prompts)]
+        figures["scores"] = table
         warnings = list(notes) + [f"mixed model: {w}" for w in model.warnings]
         flagged = [k for k, v in figures["selection"]["group"].items() if v["flagged"]]
         if flagged:
