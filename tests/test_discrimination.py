@@ -383,3 +383,10 @@ def test_sampled_replies_give_the_empirical_log_odds_the_share_and_the_unparsed_
             assert decided.decided[i] == (yes > no)
     unparsed = sum(r == "Misschien" for rs in replies for r in rs) / (5 * len(replies))
     assert notes and f"{unparsed:.1%} of the sampled replies" in notes[0]
+
+
+def test_a_model_that_selects_nobody_has_undefined_impact_ratios_and_says_so(data):
+    never = planted_for(data, "names", {"nl": -30.0, "ma": -30.0}, noise=0.1)
+    result = discrimination().compute(never, data, seed=0)
+    assert all(v["ratio"] is None and v["rate"] == 0 for v in result.figures["selection"]["group"].values())
+    assert "no applicant was selected: the impact ratios are undefined" in result.warnings

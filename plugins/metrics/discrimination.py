@@ -291,6 +291,8 @@ class Discrimination(Metric):
             warnings.append(
                 f"impact ratio under {self.threshold:g} (four-fifths rule): {', '.join(flagged)}"
             )
+        if all(v["ratio"] is None for v in figures["selection"]["group"].values()):
+            warnings.append("no applicant was selected: the impact ratios are undefined")
         return Result(
             status=OK,
             effect_size=top.estimate,
