@@ -18,6 +18,7 @@ from bias.core.data.decisions import (
     Prompt,
     Scenario,
 )
+from bias.core.data.decisions_replies import Decided, sampled_decisions
 from bias.core.model import DECISIONS
 from bias.core.statistics.decisions import (
     FOUR_FIFTHS,
@@ -38,6 +39,7 @@ __all__ = [
     "headline_of",
     "parse_answer",
     "Coefficient",
+    "Decided",
     "DECISION_TYPES",
     "DECISIONS",
     "DecisionGroup",
@@ -52,6 +54,7 @@ __all__ = [
     "impact_ratios",
     "mcnemar_counts",
     "mixed_model",
+    "sampled_decisions",
     "selection_rates",
     "sign_test",
 ]

@@ -364,7 +364,7 @@ def test_replies_are_parsed_in_the_language_of_the_word_set(code, replies):
 
 
 def test_sampled_replies_give_the_empirical_log_odds_the_share_and_the_unparsed_rate(data):
-    from bias.plugins.metrics.discrimination import sampled_decisions
+    from bias.api.decisions import sampled_decisions
 
     prompts = data.prompts("names")
     rng = np.random.default_rng(4)

@@ -43,13 +43,13 @@ from bias.api import (
 )
 from bias.api.data import placeholders
 from bias.api.decisions import (
+    Decided,
     DECISIONS,
     VARIANTS,
     Decisions,
     Prompt,
     applicant_families,
     headline_of,
-    parse_answer,
     mcnemar_counts,
     mixed_model,
     selection_rates,
@@ -71,62 +71,6 @@ def _answer_template(instance: Any, attribute: attrs.Attribute, value: Any) -> N
 def _logsumexp(rows: np.ndarray) -> np.ndarray:
     top = rows.max(axis=1, keepdims=True)
     return (top + np.log(np.exp(rows - top).sum(axis=1, keepdims=True)))[:, 0]
-
-
-@attrs.frozen
-class Decided:
-    """What a model answered to each prompt: the log-odds of yes that are modelled, the selection
-    (0..1) that rates are made of, and the yes/no decision that McNemar's test pairs."""
-
-    value: np.ndarray
-    selected: np.ndarray
-    decided: np.ndarray
-    context: str = ""  # what the model conditioned the prompt on (its start token)
-    kept: np.ndarray | None = None  # prompts with an answer (sampled replies: not all unparsed)
-
-
-def sampled_decisions(
-    replies: Sequence[Sequence[str]], data: Decisions
-) -> tuple[Decided, list[dict[str, Any]], list[str]]:
-    """Decisions from k sampled replies per prompt, each parsed in the file's language
-    (`parse_answer`): the empirical log-odds log((yes + 1/2) / (no + 1/2)) of the parsed replies
-    (Cox's, finite when all of them agree) is modelled, the share of yes among them is the
-    selection, the majority the decision. A prompt none of whose replies parsed has no answer and is
-    left out; the unparsed rate is reported."""
-    counts = np.array(
-        [[sum(parse_answer(r, data) == w for r in rs) for w in ("yes", "no")] for rs in replies],
-        dtype=np.float64,
-    ).reshape(-1, 2)
-    sizes = np.array([len(rs) for rs in replies], dtype=np.float64)
-    yes, no = counts[:, 0], counts[:, 1]
-    parsed = yes + no
-    kept = parsed > 0
-    with np.errstate(invalid="ignore", divide="ignore"):
-        share = np.where(kept, yes / parsed, np.nan)
-    value = np.log((yes + 0.5) / (no + 0.5))
-    rows = [
-        {
-            "replies": int(sizes[i]),
-            "yes": int(yes[i]),
-            "no": int(no[i]),
-            "unparsed": int(sizes[i] - parsed[i]),
-            "share_yes": float(share[i]),
-            "logit_yes": float(value[i]),
-            "decision": "yes" if yes[i] > no[i] else "no",
-            "first_reply": replies[i][0] if replies[i] else "",
-        }
-        for i in range(len(replies))
-    ]
-    unparsed = float((sizes - parsed).sum() / max(sizes.sum(), 1.0))
-    notes = (
-        [
-            f"{unparsed:.1%} of the sampled replies named neither answer (unparsed), "
-            f"{int((~kept).sum())} prompt(s) had no parsed reply and were left out"
-        ]
-        if unparsed
-        else []
-    )
-    return Decided(value, np.nan_to_num(share), yes > no, "", kept), rows, notes
 
 
 @attrs.define
@@ -245,6 +189,10 @@ class Discrimination(Metric):
         table = [_row(i, p, rows[i]) for i, p in enumerate(prompts)]
         if decided.kept is not None:  # sampled replies: prompts without a parsed one are left out
             keep = decided.kept
+            if not keep.any():
+                return Result(
+                    status=REFUSED, reason="no reply named an answer: " + notes[0], **base
+                )
             prompts = [p for p, k in zip(prompts, keep) if k]
             decided = Decided(
                 decided.value[keep], decided.selected[keep], decided.decided[keep], decided.context
@@ -280,6 +228,7 @@ class Discrimination(Metric):
             "random_intercept_variance": model.intercept_variance,
             "residual_variance": model.residual_variance,
             "converged": model.converged,
+            **_unparsed(table),
         }
         figures["selection"] = self._selection(prompts, decided.selected)
         figures["paired"] = _paired(data, prompts, decided, self.variant)
@@ -436,6 +385,18 @@ def _breakdown(figures: dict[str, Any], model: Any, reference: str) -> dict[str,
     return {"columns": columns, "rows": rows}
 
 
+def _unparsed(table: list[dict[str, Any]]) -> dict[str, Any]:
+    """The unparsed rate of sampled replies, overall and per group (nothing for log-probabilities)."""
+    if not table or "unparsed" not in table[0]:
+        return {}
+    out: dict[str, Any] = {}
+    for who in [None, *dict.fromkeys(r["set"] for r in table)]:
+        rows = [r for r in table if who is None or r["set"] == who]
+        rate = sum(r["unparsed"] for r in rows) / max(1, sum(r["replies"] for r in rows))
+        out["unparsed_rate" if who is None else f"unparsed_rate_{who}"] = rate
+    return out
+
+
 def _row(i: int, p: Prompt, scores: dict[str, Any]) -> dict[str, Any]:
     return {
         "set": p.applicant.group,
@@ -451,4 +412,4 @@ def _row(i: int, p: Prompt, scores: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-__all__ = ["Discrimination", "Decided"]
+__all__ = ["Discrimination"]
