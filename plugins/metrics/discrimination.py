@@ -386,7 +386,7 @@ def _breakdown(figures: dict[str, Any], model: Any, reference: str) -> dict[str,
 
 
 def _unparsed(table: list[dict[str, Any]]) -> dict[str, Any]:
-    """The unparsed rate of sampled replies, overall and per group (nothing for log-probabilities)."""
+    """The unparsed rate of sampled replies, overall and per group (none for log-probabilities)."""
     if not table or "unparsed" not in table[0]:
         return {}
     out: dict[str, Any] = {}
