@@ -5,7 +5,7 @@ A plugin that imports only from `bias.api` (and `bias.testing` in its tests) kee
 framework's modules are reorganised: these names are the promise, the modules behind them are not.
 The first-party plugins and language packages import from here only (a test checks it). Beside the
 names below, the sub-modules group the shared libraries of one kind of plugin: `bias.api.association`,
-`bias.api.lm`, `bias.api.static`, `bias.api.hf`, `bias.api.services`, `bias.api.debiasing` and `bias.api.data`.
+`bias.api.lm`, `bias.api.static`, `bias.api.hf`, `bias.api.services`, `bias.api.debiasing`, `bias.api.decisions` and `bias.api.data`.
 See CONTRIBUTING.md for complete examples and the list of names.
 """
 

@@ -27,6 +27,7 @@ LABELLED_TEXTS = "labelled-texts"  # texts with a class label: what the probe me
 SIMILARITY_PAIRS = "similarity-pairs"  # word pairs with human similarity scores
 BBQ = "bbq"  # multiple-choice bias questions (Parrish et al. 2022): what the bbq metric asks a causal LM
 STEREOSET = "stereoset"  # StereoSet intrasentence examples (Nadeem et al. 2021): what the stereoset metric scores
+DECISIONS = "decisions"  # yes/no decisions about applicants who differ only in the name (hiring audits)
 DIRECTIONS = ("positive", "negative", "none")
 # The first-party kinds of word set; a third party adds one through the entry-point group `bias.kinds`.
 # The social dimension a word set measures: free text, these are the recommended names (validation

@@ -33,6 +33,9 @@ def rendered_lines(name_or_path: str) -> list[str]:
         lines += _lpbs(test)
     elif meta.kind == "pairs":
         lines += _pairs(test)
+    elif callable(getattr(test, "rendered_sections", None)):  # a kind that renders itself (decisions)
+        for header, rows in test.rendered_sections():
+            lines += [f"{HEADER}{header}", *rows]
     else:
         lines += _entries(test)
     return lines

@@ -19,6 +19,7 @@ from bias.core.errors import BiasError
 from bias.core.data.wordsets import load_toml_wordset
 from bias.plugins.embedders.huggingface import HuggingFaceEmbedder
 from bias.registry.resolve import load_wordset_file
+from fixtures.completion_server import LocalCompletionServer as _Server
 
 
 PROMPT = "{context} {question}\nAnswer:"
@@ -668,61 +669,6 @@ def test_agreement_correlates_the_bbq_settings_across_models_checked_against_the
 
 
 # -- completion servers -------------------------------------------------------------------------------
-
-
-class _Server:
-    """An OpenAI-compatible /v1 server on localhost answering /models and /completions (echo, logprobs)
-    with the tiny GPT-2's own log-probabilities, computed by transformers here; `logprobs=False` answers
-    without them, as a server that does not support echo."""
-
-    def __init__(self, folder: Path, logprobs: bool = True) -> None:
-        import threading
-        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
-        import torch
-        from transformers import AutoModelForCausalLM, AutoTokenizer
-
-        tok = AutoTokenizer.from_pretrained(folder)
-        model = AutoModelForCausalLM.from_pretrained(folder).eval()
-
-        def echo(text: str) -> dict:
-            enc = tok(text, return_offsets_mapping=True)
-            ids = torch.tensor([[tok.bos_token_id] + enc["input_ids"]])
-            with torch.no_grad():
-                lp = torch.log_softmax(model(ids).logits[0].double(), dim=-1)
-            scores = [float(lp[j - 1, ids[0, j]]) for j in range(1, ids.shape[1])]
-            return {"tokens": tok.convert_ids_to_tokens(enc["input_ids"]) + ["x"], "token_logprobs": scores + [-1.0],
-                    "text_offset": [start for start, _ in enc["offset_mapping"]] + [len(text)]}
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args) -> None:
-                pass
-
-            def reply(self, body: dict) -> None:
-                data = json.dumps(body).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def do_GET(self) -> None:
-                self.reply({"data": [{"id": "tiny-gpt2"}]})
-
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                assert body["echo"] is True and body["logprobs"] == 1 and body["model"] == "tiny-gpt2"
-                prompts = body["prompt"]
-                self.reply({"choices": [{"index": i, "text": p + "x", "logprobs": echo(p) if logprobs else None}
-                                        for i, p in enumerate(prompts)]})
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
 
 
 def test_a_completion_server_gives_the_same_answers_as_the_model(gpt2, questions_file):

@@ -220,7 +220,7 @@ class Report:
             notes.append(f"{', '.join(metrics)}: {text}.")
         if any(kind_of(r).label == "d" for r in ok):
             notes.append("d > 0: X closer to A and Y closer to B (Cohen's d of the association s(w)).")
-        booted = [r for r in ok if ci_of(r) and r.figures.get("ci_method") != "normal"]
+        booted = [r for r in ok if ci_of(r) and r.figures.get("ci_method") not in ("normal", "wald")]
         if booted:
             methods = {{"bca": "BCa"}.get(str(r.figures.get("ci_method", "")), str(r.figures.get("ci_method", ""))) for r in booted}
             resamples = {r.figures.get("ci_resamples") for r in booted}
@@ -230,6 +230,9 @@ class Report:
             # what was resampled: a metric may say (figures["ci_resampling"]); else the stimuli of each set
             resampled = sorted({str(r.figures.get("ci_resampling") or "stimuli resampled within each set") for r in booted})
             notes.append(f"{self.ci_label}: bootstrap interval ({detail}), {'; '.join(resampled)}.")
+        wald = sorted({r.metric for r in ok if ci_of(r) and r.figures.get("ci_method") == "wald"})
+        if wald:  # a model's coefficient (discrimination's mixed model): statsmodels' Wald interval
+            notes.append(f"{self.ci_label} ({', '.join(wald)}): Wald interval of the model's coefficient (estimate +- z SE).")
         normal = sorted({r.metric for r in ok if ci_of(r) and r.figures.get("ci_method") == "normal"})
         if normal:
             notes.append(f"{self.ci_label} ({', '.join(normal)}): normal approximation p +- 1.96 sqrt(p(1-p)/n) over the held-out texts.")
