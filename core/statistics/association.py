@@ -25,6 +25,7 @@ import attrs
 import numpy as np
 
 ALTERNATIVES = ("greater", "less", "two-sided")
+SIDES = {"greater": "one-sided (greater)", "less": "one-sided (less)", "two-sided": "two-sided"}
 TIES = ("counted", "strict")  # S_i >= S (the observed partition counts), or S_i > S (Caliskan et al.'s definition)
 _CHUNK_ELEMENTS = 131_072  # keys per chunk of sampled permutations: 1 MiB, so a chunk stays in the CPU cache
 
@@ -86,6 +87,34 @@ class PermutationTest:
     null_mean: float
     null_std: float
     parametric_p: float
+
+    @property
+    def p_floor(self) -> float | None:
+        """The smallest p a sampled test can give, (0+1)/(m+1): a p there is a bound. None when exact."""
+        return 1.0 / (self.permutations + 1) if self.method == "sampled" else None
+
+    def describe(self, *details: str) -> str:
+        """The test in words, as the note under a report's table says it; `details` (such as the
+        effect size's "ddof=1") go between the test and its sidedness."""
+        if self.method == "exact":
+            what = f"exact test over {self.permutations:,} partitions"
+        else:
+            what = f"sampled permutation test ({self.permutations:,} permutations, seed {self.seed})"
+        return ", ".join([what, *details, SIDES.get(self.alternative, self.alternative)])
+
+    def convention(self, *details: str) -> dict[str, object]:
+        """The keys a result records for this test: method, permutations, alternative, seed, the p
+        estimator, and the two that reports read: `p_value` (`describe(*details)`) and, for a
+        sampled test, `p_floor`."""
+        return {
+            "method": self.method,
+            "permutations": self.permutations,
+            "alternative": self.alternative,
+            "seed": self.seed,
+            "p_estimator": "k/C(N,|X|)" if self.method == "exact" else "(k+1)/(m+1)",
+            "p_value": self.describe(*details),
+            **({"p_floor": self.p_floor} if self.p_floor is not None else {}),
+        }
 
 
 def permutation_test(

@@ -10,6 +10,7 @@ from typing import ClassVar
 import attrs
 import numpy as np
 
+from bias.api import ValueKind
 from bias.api import (
     AssociationMetric,
     AssociationTest,
@@ -45,10 +46,7 @@ class RelabelledGap(AssociationMetric):
         "Centroid gap with a relabelling p-value (example plugin with a parameter named permutations)."
     )
     # Its own label: reports write "gap*=+0.123" and the footer says what it is.
-    value_label: ClassVar[str] = "gap*"
-    value_name: ClassVar[str] = "centroid gap, relabelling test"
-    value_reference: ClassVar[float] = 0.0
-    value_digits: ClassVar[int] = 3
+    value: ClassVar[ValueKind] = ValueKind("gap*", "centroid gap, relabelling test", digits=3)
 
     permutations: int = param(
         500, "relabellings of the target words drawn for the p-value", validator=int_at_least(1)

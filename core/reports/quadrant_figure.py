@@ -1,6 +1,10 @@
-"""The quadrant scatter of each FISE result: every trait at (association with axis x, with axis y),
-the four quadrants named after their groups, the top traits of each quadrant labelled, and points
-coloured by valence when the test had affect stimuli. Drawn from results.jsonl alone."""
+"""The quadrant scatter, drawn for every result whose metric declares the figure "quadrants"
+(`ValueKind(figures=("quadrants",))`, as FISE does): every item at (association with axis x, with
+axis y), the four quadrants named after their groups, the top items of each quadrant labelled, and
+points coloured by valence when the result gives one. Drawn from results.jsonl alone, from the
+result's figures: `axes` [x name, y name], `groups` {axis name: [positive group, negative group]},
+`points` [[label, x, y], ...], and optionally `quadrants` {"<x group> <y group>": {"share": float,
+"top": [[label, strength], ...]}} and `valence` {label: number}."""
 
 from __future__ import annotations
 
@@ -9,14 +13,22 @@ from pathlib import Path
 
 from bias.core.model import OK, Result
 from bias.core.reports.tables import Report
+from bias.core.reports.values import kind_of
+
+FIGURE = "quadrants"
 
 
 def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-")[-60:] or "test"
 
 
-def fise_results(report: Report) -> list[Result]:
-    return [r for r in report.results if r.metric == "fise" and r.status == OK and r.figures.get("points")]
+def quadrant_results(report: Report) -> list[Result]:
+    """The results that declare the quadrant figure and give what it is drawn from."""
+    return [
+        r
+        for r in report.results
+        if FIGURE in kind_of(r).figures and r.status == OK and r.figures.get("points") and r.figures.get("axes")
+    ]
 
 
 def quadrant_scatter(result: Result, folder: Path, formats: tuple[str, ...]) -> list[Path]:
@@ -59,15 +71,15 @@ def quadrant_scatter(result: Result, folder: Path, formats: tuple[str, ...]) -> 
     ax.set_xlabel(f"{x_name}: {x_pos} (+) vs {x_neg} (-), mean cosine difference")
     ax.set_ylabel(f"{y_name}: {y_pos} (+) vs {y_neg} (-), mean cosine difference")
     p = f", p = {result.p_value:.3g}" if result.p_value is not None else ""
-    ax.set_title(f"FISE {result.wordset.split('/')[-1]} on {result.model.split('/')[-1]}{p}", fontsize=10)
-    written = _save(fig, folder, f"fise-{_slug(result.wordset)}-{result.key[:8]}", formats)
+    ax.set_title(f"{result.metric.upper()} {result.wordset.split('/')[-1]} on {result.model.split('/')[-1]}{p}", fontsize=10)
+    written = _save(fig, folder, f"{_slug(result.metric)}-{_slug(result.wordset)}-{result.key[:8]}", formats)
     plt.close(fig)
     return written
 
 
-def write_fise_figures(report: Report, folder: Path, formats: tuple[str, ...]) -> list[Path]:
+def write_quadrant_figures(report: Report, folder: Path, formats: tuple[str, ...]) -> list[Path]:
     out: list[Path] = []
-    for result in fise_results(report):
+    for result in quadrant_results(report):
         Path(folder).mkdir(parents=True, exist_ok=True)
         out += quadrant_scatter(result, Path(folder), formats)
     return out
