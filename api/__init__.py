@@ -41,7 +41,6 @@ from bias.core.interfaces import (
     ResolvedModel,
     Tokens,
     TokenScores,
-    WordSetFormat,
 )
 from bias.core.model import (
     ANALOGIES,
@@ -62,6 +61,7 @@ from bias.core.model import (
 )
 from bias.core.params import between, int_at_least, one_of, param
 from bias.core.values import ValueKind
+from bias.core.data.importers import WordSetFormat
 from bias.core.data.kinds import DataKind
 from bias.core.data.wordsets import DataPackage, Problem
 

@@ -388,7 +388,7 @@ def _read_old_value_attributes(cls: type) -> None:
         DeprecationWarning,
         stacklevel=3,
     )
-    base = cls.value if "value_label" not in old else ValueKind(old["label"], reference=None)
+    base = cls.value if "label" not in old else ValueKind(old["label"], reference=None)
     if isinstance(by_param, dict):
         old["by_param"] = {
             p: {v: {OLD_VALUE_ATTRIBUTES.get(a, a): x for a, x in chosen.items()} for v, chosen in by_value.items()}
@@ -475,44 +475,3 @@ def check_compatible(metric: Metric | type[Metric], embedder: Embedder | type[Em
             f"Metric '{metric.name}' needs {metric.data_kind} data, but the word set given is of kind {data_kind}.",
             f"Pick a word set of kind {metric.data_kind} (see `bias list wordsets`).",
         )
-
-
-class WordSetFormat(ABC):
-    """An importer of a community word-set format (WEAT .txt, SEAT JSON, CrowS-Pairs CSV, ...).
-
-    Registered under the entry-point group `bias.formats` and chosen by file suffix (and, where two
-    formats share a suffix, by `sniff`); in a datasets folder of the BIAS Detection Framework
-    (`<lang>/<KIND>/<file>`) only the importers whose `folders` name that KIND are asked, so a file the
-    framework keeps beside its tests (a vocabulary CSV, a templates.txt) is not mistaken for a test. An importer only turns its file into the record the house
-    format describes (`kind`, `language`, ..., and the kind's contents); checking and building are
-    shared, so an imported file is validated exactly like a TOML one.
-    """
-
-    name: ClassVar[str]
-    summary: ClassVar[str]
-    suffixes: ClassVar[tuple[str, ...]]
-    kind: ClassVar[str] = "association"
-    folders: ClassVar[tuple[str, ...]] = ()  # the framework's KIND folders holding this format (WEAT, SEAT, ...)
-
-    @abstractmethod
-    def record(self, path: Any) -> dict[str, Any]:
-        """The file as a house-format record; raise BiasError naming the file (and line) if unreadable."""
-
-    def sniff(self, path: Any) -> bool:
-        """Whether the file looks like this format (only asked when several formats share a suffix)."""
-        return True
-
-    def load(self, path: Any) -> Any:
-        from pathlib import Path
-
-        from bias.core.data.wordsets import build_record
-
-        return build_record(self.record(path), Path(path).stem, str(path))
-
-    def validate(self, path: Any) -> list[Any]:
-        from bias.core.data.wordsets import Problem, check_record
-
-        try:
-            return check_record(self.record(path), str(path))
-        except BiasError as exc:
-            return [Problem(str(path), "", exc.message)]

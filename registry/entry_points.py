@@ -124,14 +124,18 @@ def distribution_of(info: EntryPointInfo) -> tuple[str, str]:
 def _declared_by() -> dict[tuple[str, str, str], list[tuple[str, str]]]:
     key = tuple(sys.path)
     if key not in _DISTRIBUTIONS:
-        namespaces = {*GROUPS.values(), *INTERNAL.values()}
+        everything = importlib.metadata.entry_points()
+        dists: dict[int, tuple[str, str]] = {}  # a distribution's METADATA is parsed once
         found: dict[tuple[str, str, str], list[tuple[str, str]]] = {}
-        for ep in importlib.metadata.entry_points():
-            if ep.group in namespaces and ep.dist is not None:
-                who = _name_and_version(ep.dist)
-                declared = found.setdefault((ep.group, ep.name, ep.value), [])
-                if who not in declared:
-                    declared.append(who)
+        for namespace in (*GROUPS.values(), *INTERNAL.values()):
+            for ep in everything.select(group=namespace):
+                if ep.dist is None:
+                    continue
+                if id(ep.dist) not in dists:
+                    dists[id(ep.dist)] = _name_and_version(ep.dist)
+                declared = found.setdefault((namespace, ep.name, ep.value), [])
+                if dists[id(ep.dist)] not in declared:
+                    declared.append(dists[id(ep.dist)])
         _DISTRIBUTIONS.clear()
         _DISTRIBUTIONS[key] = found
     return _DISTRIBUTIONS[key]

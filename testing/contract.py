@@ -102,11 +102,12 @@ def _cli_text(value: Any) -> str:
     return ("true" if value else "false") if isinstance(value, bool) else str(value)
 
 
-def check_parameters_documented(cls: type) -> int:
-    """Every attrs field a user can set is a `param(default, help)`: documented, with a default."""
+def check_parameters_documented(cls: type, required: tuple[str, ...] = ()) -> int:
+    """Every attrs field a user can set is a `param(default, help)`: documented, with a default
+    (but those in `required`: an embedder's `location`)."""
     infos = describe_params(cls)
     for field in attrs.fields(cls) if attrs.has(cls) else ():
-        if field.init and not field.name.startswith("_") and field.default is attrs.NOTHING:
+        if field.init and not field.name.startswith("_") and field.default is attrs.NOTHING and field.name not in required:
             raise AssertionError(say(cls, f"parameter {field.name} has no default (param(default, help))"))
     for info in infos:
         assert info.help.strip(), say(cls, f"parameter {info.name} has no help text (param(default, help))")

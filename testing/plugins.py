@@ -32,7 +32,8 @@ import numpy as np
 
 from bias.core.data.kinds import known_kinds
 from bias.core.errors import BiasError
-from bias.core.interfaces import ON_THE_FLY, STATIC_VECTORS, Capability, Debiaser, Embedder, Metric, WordSetFormat
+from bias.core.data.importers import WordSetFormat
+from bias.core.interfaces import ON_THE_FLY, STATIC_VECTORS, Capability, Debiaser, Embedder, Metric
 from bias.core.params import describe_params
 from bias.testing.contract import (
     Bare,
@@ -64,7 +65,8 @@ def check_embedder_declarations(cls: type) -> int:
 
 def check_embedder_parameters(cls: type) -> int:
     build = lambda p: cls(**{"location": "model-file", **p})  # noqa: E731
-    checks = check_parameters_documented(cls) + check_no_mutable_defaults(cls) + check_parameters_used(cls, Embedder)
+    checks = check_parameters_documented(cls, required=("location",)) + check_no_mutable_defaults(cls)
+    checks += check_parameters_used(cls, Embedder)
     checks += check_parameters_round_trip(cls, build, lambda e: _embedder_params(cls, e))
     accepted_bad_values(cls, build)
     return checks + 1
@@ -146,8 +148,9 @@ def check_debiaser_fits(cls: type, *, embedder: Embedder, lists: Any, **_: Any) 
     vectors = []
     for _ in range(2):
         debiaser = cls()
-        assert calling(cls, "fit()", lambda: debiaser.fit(embedder, lists)) is debiaser, say(cls, "fit() must return the debiaser itself")
-        debiased = calling(cls, "transform()", lambda: debiaser.transform(embedder))
+        fitted = calling(cls, "fit()", lambda d=debiaser: d.fit(embedder, lists))
+        assert fitted is debiaser, say(cls, "fit() must return the debiaser itself")
+        debiased = calling(cls, "transform()", lambda d=debiaser: d.transform(embedder))
         assert isinstance(debiased, Embedder), say(cls, "transform() must return an Embedder")
         if STATIC_VECTORS in cls.produces and Capability.VOCABULARY in debiased.capabilities:
             found = debiased.all_vectors()

@@ -14,11 +14,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-import attrs
-
 from bias.core.did_you_mean import suggestions
 from bias.core.errors import BiasError
-from bias.core.model import Result
 from bias.core.reports.tables import Report, build, to_csv, to_markdown
 
 FORMATS = ("md", "csv", "tex", "png", "svg", "html")

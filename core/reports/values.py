@@ -13,7 +13,6 @@ import math
 import re
 from collections.abc import Sequence
 from pathlib import PurePosixPath
-from typing import Any
 
 from bias.core.model import Result
 from bias.core.values import PLAIN_VALUE, ValueKind

@@ -198,7 +198,7 @@ def _count_extreme(null: np.ndarray, observed: float, center: float, alternative
     return int(np.count_nonzero(distance > gap + tol if strict else distance >= gap - tol))
 
 
-def _sampled_null(s: np.ndarray, n_x: int, permutations: int, seed: int, total: float) -> np.ndarray:
+def _sampled_null_chunks(s: np.ndarray, n_x: int, permutations: int, seed: int, total: float) -> Iterator[np.ndarray]:
     """S_i for `permutations` true random permutations, in cache-sized chunks of bounded memory.
 
     The first |X| positions of a uniform random permutation form a uniform random |X|-subset, which is
@@ -210,13 +210,8 @@ def _sampled_null(s: np.ndarray, n_x: int, permutations: int, seed: int, total: 
 
     Speed comes from the chunk fitting in the CPU cache and from reusing four buffers (keys, their
     partitioned copy, the subset mask as bool and as float64): about 4 MiB in all, whatever the
-    number of permutations, plus the returned 8 bytes per permutation.
+    number of permutations.
     """
-    return np.concatenate(list(_sampled_null_chunks(s, n_x, permutations, seed, total)))
-
-
-def _sampled_null_chunks(s: np.ndarray, n_x: int, permutations: int, seed: int, total: float) -> Iterator[np.ndarray]:
-    """The sampled null statistics in chunks of bounded memory, in the order `_sampled_null` gives."""
     rng = np.random.default_rng(seed)
     n_total = len(s)
     chunk = max(1, min(permutations, _CHUNK_ELEMENTS // n_total))
