@@ -161,7 +161,7 @@ def accepted_bad_values(cls: type, build: Callable[[dict[str, Any]], Any]) -> li
     return accepted
 
 
-def check_parameters_used(cls: type, stop: type) -> int:
+def check_parameters_used(cls: type, stop: type, exempt: tuple[str, ...] = ()) -> int:
     """Every parameter is read somewhere in the plugin's own code (the modules of its class and of
     its bases below `stop`): as `.NAME` or as the text "NAME" (`getattr(self, "NAME")`). One that is
     never read changes nothing but the experiment's key: a typo of the name the code reads, or a
@@ -184,6 +184,8 @@ def check_parameters_used(cls: type, stop: type) -> int:
     text = "\n".join(dict.fromkeys(sources))
     checked = 0
     for info in describe_params(cls):
+        if info.name in exempt:
+            continue
         name = re.escape(info.name)
         used = re.search(rf"\.{name}\b|[\"']{name}[\"']", text)
         assert used, say(cls, f"parameter {info.name} is never read by its code: remove it or use it")

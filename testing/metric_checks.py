@@ -119,8 +119,8 @@ def check_metric_fits_what_it_is_given(cls: type, *, embedder: Any, data: Any, *
     return 1
 
 
-def check_metric_cost(cls: type, *, data: Any, **_: Any) -> int:
-    cost = calling(cls, "cost()", lambda: cls().cost(data))
+def check_metric_cost(cls: type, *, data: Any, params: Mapping[str, Any] | None = None, **_: Any) -> int:
+    cost = calling(cls, "cost()", lambda: cls(**dict(params or {})).cost(data))
     assert cost is None or isinstance(cost, Cost), say(cls, f"cost() must give a Cost or None, not {cost!r}")
     if cost is not None:
         assert math.isfinite(cost.seconds) and cost.seconds >= 0 and cost.memory >= 0, say(
@@ -130,10 +130,13 @@ def check_metric_cost(cls: type, *, data: Any, **_: Any) -> int:
     return 1
 
 
-def check_metric_result(cls: type, *, embedder: Any, data: Any, inputs: Mapping[str, Any] | None = None, seed: int = 0, **_: Any) -> int:
+def check_metric_result(
+    cls: type, *, embedder: Any, data: Any, inputs: Mapping[str, Any] | None = None, seed: int = 0,
+    params: Mapping[str, Any] | None = None, **_: Any,
+) -> int:
     """The result names the metric, its parameters and seed, carries the value declaration, and its
     numbers are finite (a p in [0, 1], said how it was computed); a refusal says why."""
-    metric = cls()
+    metric = cls(**dict(params or {}))
     result = _compute(cls, metric, embedder, data, seed, inputs)
     assert result.metric == cls.name and result.params == metric.params() and result.seed == seed, say(
         cls, "the result does not name the metric, its parameters and its seed (build it with make_result)"
@@ -155,8 +158,11 @@ def check_metric_result(cls: type, *, embedder: Any, data: Any, inputs: Mapping[
     return 7
 
 
-def check_metric_seed_reproduces(cls: type, *, embedder: Any, data: Any, inputs: Mapping[str, Any] | None = None, seed: int = 0, **_: Any) -> int:
-    metric = cls()
+def check_metric_seed_reproduces(
+    cls: type, *, embedder: Any, data: Any, inputs: Mapping[str, Any] | None = None, seed: int = 0,
+    params: Mapping[str, Any] | None = None, **_: Any,
+) -> int:
+    metric = cls(**dict(params or {}))
     first = _compute(cls, metric, embedder, data, seed, inputs)
     again = _compute(cls, metric, embedder, data, seed, inputs)
     same = (again.status, again.effect_size, again.p_value, again.figures) == (first.status, first.effect_size, first.p_value, first.figures)
@@ -172,14 +178,20 @@ def _vectors(embedder: Any, words: list[str]) -> np.ndarray | None:
     return np.array(found.vectors, dtype=np.float64, copy=True)
 
 
-def check_metric_leaves_its_input(cls: type, *, embedder: Any, data: Any, inputs: Mapping[str, Any] | None = None, seed: int = 0, **_: Any) -> int:
+def check_metric_leaves_its_input(
+    cls: type, *, embedder: Any, data: Any, inputs: Mapping[str, Any] | None = None, seed: int = 0,
+    params: Mapping[str, Any] | None = None, **_: Any,
+) -> int:
     """Computing changes neither the data, the inputs nor the model's vectors; a metric on the vectors
     of X, Y, A and B (`measure`) leaves the matrices it is given as they were."""
-    before = copy.deepcopy((data, dict(inputs or {})))
+    from bias.core.interfaces import ResolvedModel
+
+    given = {k: v for k, v in (inputs or {}).items() if not isinstance(v, ResolvedModel)}  # a model: its vectors below
+    before = copy.deepcopy((data, given))
     words = sorted({w for wl in data.sets().values() for w in wl.words}) if hasattr(data, "sets") else []
     vectors = _vectors(embedder, words) if words else None
-    _compute(cls, cls(), embedder, data, seed, inputs)
-    assert (data, dict(inputs or {})) == before, say(cls, "compute() changed the data or inputs it was given: work on a copy")
+    _compute(cls, cls(**dict(params or {})), embedder, data, seed, inputs)
+    assert (data, given) == before, say(cls, "compute() changed the data or inputs it was given: work on a copy")
     if vectors is not None:
         assert np.array_equal(_vectors(embedder, words), vectors), say(cls, "compute() changed the model's vectors: work on a copy")
     measure = getattr(cls, "measure", None)
@@ -191,7 +203,7 @@ def check_metric_leaves_its_input(cls: type, *, embedder: Any, data: Any, inputs
         matrices = {k: np.array([found[w] for w in ws if w in found], dtype=np.float64) for k, ws in sets.items()}
         given = {k: m.copy() for k, m in matrices.items()}
         try:
-            measured = cls().measure(SetVectors(matrices, {k: [w for w in ws if w in found] for k, ws in sets.items()}), seed=seed)
+            measured = cls(**dict(params or {})).measure(SetVectors(matrices, {k: [w for w in ws if w in found] for k, ws in sets.items()}), seed=seed)
         except (TypeError, BiasError):  # not the association shape, or refused: nothing to compare
             return 3
         assert all(np.array_equal(matrices[k], given[k]) for k in given), say(
@@ -201,11 +213,14 @@ def check_metric_leaves_its_input(cls: type, *, embedder: Any, data: Any, inputs
     return 3
 
 
-def check_metric_bad_values_at_compute(cls: type, *, embedder: Any, data: Any, inputs: Mapping[str, Any] | None = None, seed: int = 0, **_: Any) -> int:
+def check_metric_bad_values_at_compute(
+    cls: type, *, embedder: Any, data: Any, inputs: Mapping[str, Any] | None = None, seed: int = 0,
+    params: Mapping[str, Any] | None = None, **_: Any,
+) -> int:
     """A bad parameter value that construction accepts must not break compute with anything but a
     BiasError (the run then gives a refusal naming the value): add a validator to refuse it early."""
     checked = 0
-    for name, bad, metric in accepted_bad_values(cls, _build(cls)):
+    for name, bad, metric in accepted_bad_values(cls, lambda p: cls(**{**dict(params or {}), **p})):
         try:
             kwargs = {"inputs": dict(inputs or {})} if metric.inputs(data) else {}
             metric.compute(embedder, data, seed=seed, **kwargs)
@@ -217,7 +232,7 @@ def check_metric_bad_values_at_compute(cls: type, *, embedder: Any, data: Any, i
                          "refuse it with a validator (bias.api.between, int_at_least, one_of)")
             ) from exc
         checked += 1
-    return checked
+    return checked + 1  # and every other bad value was refused when the metric was built
 
 
 CLASS_CHECKS = (
@@ -229,12 +244,12 @@ CLASS_CHECKS = (
     check_metric_parameters_round_trip,
     check_metric_bad_values_refused,
 )
-RUN_CHECKS = (
+RUN_CHECKS = (  # what a computation changes is seen best by the first one: it comes first
     check_metric_fits_what_it_is_given,
+    check_metric_leaves_its_input,
     check_metric_cost,
     check_metric_result,
     check_metric_seed_reproduces,
-    check_metric_leaves_its_input,
     check_metric_bad_values_at_compute,
 )
 

@@ -66,14 +66,14 @@ def check_embedder_declarations(cls: type) -> int:
 def check_embedder_parameters(cls: type) -> int:
     build = lambda p: cls(**{"location": "model-file", **p})  # noqa: E731
     checks = check_parameters_documented(cls, required=("location",)) + check_no_mutable_defaults(cls)
-    checks += check_parameters_used(cls, Embedder)
+    checks += check_parameters_used(cls, Embedder, exempt=("location",))  # the base's spec reads it
     checks += check_parameters_round_trip(cls, build, lambda e: _embedder_params(cls, e))
     accepted_bad_values(cls, build)
     return checks + 1
 
 
-def check_embedder_loads(cls: type, *, location: str, **_: Any) -> int:
-    embedder = cls(location=location)
+def check_embedder_loads(cls: type, *, location: str, params: Mapping[str, Any] | None = None, **_: Any) -> int:
+    embedder = cls(location=location, **dict(params or {}))
     calling(cls, "check()", embedder.check)
     calling(cls, "load()", embedder.load)
     available = embedder.available()
@@ -82,10 +82,13 @@ def check_embedder_loads(cls: type, *, location: str, **_: Any) -> int:
     return 3
 
 
-def check_embedder_vectors(cls: type, *, location: str, words: tuple[str, ...] = ("the",), texts: tuple[str, ...] = ("A text.",), **_: Any) -> int:
+def check_embedder_vectors(
+    cls: type, *, location: str, params: Mapping[str, Any] | None = None, words: tuple[str, ...] = ("the",),
+    texts: tuple[str, ...] = ("A text.",), **_: Any,
+) -> int:
     """Word vectors one row per word found, an unknown word lost (never raised); encodings one row
     per text; a vocabulary that all_vectors agrees with."""
-    embedder = cls(location=location)
+    embedder = cls(location=location, **dict(params or {}))
     embedder.load()
     available, checks = embedder.available(), 0
     if Capability.WORD_VECTORS in available:
@@ -227,17 +230,22 @@ def checks_of(cls: type) -> list[Check]:
 
 
 def check_metric(cls: type, *, embedder: Embedder | None = None, data: Any = None, inputs: Mapping[str, Any] | None = None,
-                 seed: int = 0, expected_failed_checks: Mapping[str, str] | None = None) -> int:
+                 seed: int = 0, params: Mapping[str, Any] | None = None,
+                 expected_failed_checks: Mapping[str, str] | None = None) -> int:
     """The contract of a Metric class; with `embedder` and `data` (and the `inputs` its `inputs(data)`
-    asks for, resolved), also runs of it."""
-    context = {"embedder": embedder, "data": data, "inputs": inputs, "seed": seed} if embedder is not None and data is not None else {}
+    asks for, resolved), also runs of it, built with `params` (the defaults where none are given:
+    parameters that suit a tiny model, say)."""
+    run = embedder is not None and data is not None
+    context = {"embedder": embedder, "data": data, "inputs": inputs, "seed": seed, "params": params} if run else {}
     return run_checks(metric_checks(cls), context, expected_failed_checks)
 
 
-def check_embedder(cls: type, *, location: str | None = None, words: tuple[str, ...] = ("the",), texts: tuple[str, ...] = ("A text.",),
+def check_embedder(cls: type, *, location: str | None = None, params: Mapping[str, Any] | None = None,
+                   words: tuple[str, ...] = ("the",), texts: tuple[str, ...] = ("A text.",),
                    expected_failed_checks: Mapping[str, str] | None = None) -> int:
-    """The contract of an Embedder class; with `location` (a model it can load), also a use of it."""
-    context = {"location": location, "words": words, "texts": texts} if location is not None else {}
+    """The contract of an Embedder class; with `location` (a model it can load, opened with
+    `params`), also a use of it."""
+    context = {"location": location, "params": params, "words": words, "texts": texts} if location is not None else {}
     return run_checks(embedder_checks(cls), context, expected_failed_checks)
 
 

@@ -10,13 +10,13 @@ from typing import ClassVar
 import attrs
 import numpy as np
 
-from bias.api import ValueKind
 from bias.api import (
     AssociationMetric,
     AssociationTest,
     Cost,
     Measured,
     SetVectors,
+    ValueKind,
     int_at_least,
     param,
 )
@@ -74,5 +74,11 @@ class RelabelledGap(AssociationMetric):
         return Measured(
             effect_size=observed,
             p_value=float(p),
-            convention={"method": "relabelling", "relabellings": self.permutations},
+            convention={
+                "method": "relabelling",
+                "relabellings": self.permutations,
+                # The two keys reports print: how p was computed, and the smallest p it can give.
+                "p_value": f"relabelling test ({self.permutations:,} relabellings, seed {seed}), one-sided (greater)",
+                "p_floor": 1.0 / (self.permutations + 1),
+            },
         )
