@@ -6,8 +6,8 @@ declares its own as one value on its class,
     value: ClassVar[ValueKind] = ValueKind("d", "effect size d", reference=0.0, scale="d")
 
 and its results carry that declaration in `meta["value"]`, so that every report (which reads results
-only) labels, formats and compares the number without knowing the metric. Nothing here imports numpy:
-listing and describing plugins reads declarations.
+only) labels, formats and compares the number without knowing the metric. Nothing here imports
+numpy: listing and describing plugins reads declarations.
 """
 
 from __future__ import annotations
@@ -75,9 +75,13 @@ def _check_by_param(instance: ValueKind, attribute: attrs.Attribute, value: Any)
         raise TypeError(f"ValueKind: by_param must be {shape}, not {value!r}")
     for parameter, by_value in value.items():
         for chosen in by_value.values():
-            unknown = sorted(set(chosen) - set(FIELD_TYPES)) if isinstance(chosen, Mapping) else [chosen]
+            unknown = (
+                sorted(set(chosen) - set(FIELD_TYPES)) if isinstance(chosen, Mapping) else [chosen]
+            )
             if unknown:
-                raise TypeError(f"ValueKind: by_param[{parameter!r}] sets {unknown}, which are not fields")
+                raise TypeError(
+                    f"ValueKind: by_param[{parameter!r}] sets {unknown}, which are not fields"
+                )
             wrong = wrong_fields(chosen)
             if wrong:
                 raise TypeError(f"ValueKind: by_param[{parameter!r}]: {wrong[0]}")
@@ -160,7 +164,9 @@ class ValueKind:
         if wrong_fields(fields) or not fields["label"].strip():
             return None
         if not fields.get("name"):  # declared without a name: the label says it
-            fields["name"] = fields["label"] if fields["label"] != "value" else "value as the metric defines it"
+            fields["name"] = (
+                fields["label"] if fields["label"] != "value" else "value as the metric defines it"
+            )
         return cls(**fields)
 
     def format(self, value: float | None, digits: int | None = None) -> str:

@@ -8,7 +8,8 @@
     embedder = registry.build_embedder("word2vec:vectors.bin")
     metric = registry.build_metric("weat", permutations=10_000)
 
-Everything is discovered through entry points, first-party plugins included.
+Everything is discovered through entry points with stevedore, first-party plugins included
+(see docs/architecture.md, "Finding plugins: stevedore").
 """
 
 from __future__ import annotations

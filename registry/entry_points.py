@@ -33,7 +33,12 @@ FORMATS_GROUP = "bias.formats"  # importers of community word-set formats (inter
 # bias.core.data.kinds itself (the data model cannot depend on the registry); they are listed here
 # to be described, and the list is shared with it.
 INTERNAL: dict[str, str] = {"formats": FORMATS_GROUP, "kinds": KINDS_GROUP}
-_ALIASES = {"embedder": "embedders", "metric": "metrics", "wordset": "wordsets", "debiaser": "debiasers"}
+_ALIASES = {
+    "embedder": "embedders",
+    "metric": "metrics",
+    "wordset": "wordsets",
+    "debiaser": "debiasers",
+}
 
 
 def group_key(group: str) -> str:
@@ -142,9 +147,10 @@ def _declared_by() -> dict[tuple[str, str, str], list[tuple[str, str]]]:
 
 
 def _name_and_version(dist: Any) -> tuple[str, str]:
-    """A distribution's Name and Version, parsed from the header of its METADATA alone: the body after
-    the first blank line is the long description (often a whole README), which `dist.metadata` would
-    parse, and `dist.version` parse again. Where the header does not give both, `dist` is asked."""
+    """A distribution's Name and Version, parsed from the header of its METADATA alone: the body
+    after the first blank line is the long description (often a whole README), which
+    `dist.metadata` would parse, and `dist.version` parse again. Where the header does not give
+    both, `dist` is asked."""
     import email
 
     text = dist.read_text("METADATA") or dist.read_text("PKG-INFO") or ""
@@ -179,7 +185,8 @@ def load(group: str, name: str) -> Any:
     def broken(manager: Any, ep: importlib.metadata.EntryPoint, exc: BaseException) -> None:
         info = EntryPointInfo(key, ep.name, ep.value)
         raise BiasError(
-            f"Plugin '{name}' from {info.distribution} {info.version} is broken: {type(exc).__name__}: {exc}",
+            f"Plugin '{name}' from {info.distribution} {info.version} is broken: "
+            f"{type(exc).__name__}: {exc}",
             "Reinstall or fix that distribution; other plugins still work.",
             exit_code=FAILURE,
         ) from exc

@@ -2,8 +2,8 @@
 checks of declared parameters, and the model that offers nothing.
 
 A check is a named function of the plugin class (and, in run mode, of what it runs on). It raises
-AssertionError whose message starts with the plugin's class and name and says what to fix, and returns
-how many things it checked, so a test can see that it really ran.
+AssertionError whose message starts with the plugin's class and name and says what to fix, and
+returns how many things it checked, so a test can see that it really ran.
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ from bias.core.errors import BiasError
 from bias.core.interfaces import Capability, Embedder
 from bias.core.params import coerce_params, describe_params
 
-# Values a parameter is given to see that a bad one is refused cleanly (BiasError), whatever its type.
+# Values a parameter is given to see that a bad one is refused cleanly (BiasError), whatever its
+# type.
 BAD_VALUES = ("not-a-value", "-1", "0", "1e400", "")
 
 
@@ -47,7 +48,9 @@ class Check:
         return f"{getattr(self.plugin, 'name', self.plugin.__name__)}-{self.name}"
 
 
-def run_checks(checks: Iterable[Check], context: Mapping[str, Any], expected_failed: Mapping[str, str] | None) -> int:
+def run_checks(
+    checks: Iterable[Check], context: Mapping[str, Any], expected_failed: Mapping[str, str] | None
+) -> int:
     """Every check in order (run checks only with a context); a check named in `expected_failed`
     (name -> why) must fail, and is then skipped, so that a fixed defect is noticed."""
     done = 0
@@ -59,13 +62,18 @@ def run_checks(checks: Iterable[Check], context: Mapping[str, Any], expected_fai
                 check(**context)
             except AssertionError:
                 continue
-            raise AssertionError(say(check.plugin, f"{check.name} passes, but is declared to fail: {expected_failed[check.name]}"))
+            raise AssertionError(
+                say(
+                    check.plugin,
+                    f"{check.name} passes, but is declared to fail: {expected_failed[check.name]}",
+                )
+            )
         done += check(**context)
     return done
 
 
 def calling(plugin: type, what: str, call: Callable[[], Any]) -> Any:
-    """`call()`, an exception other than BiasError turned into a message naming `what` was called."""
+    """`call()`; an exception other than BiasError becomes a message naming `what` was called."""
     try:
         return call()
     except BiasError:
@@ -82,8 +90,12 @@ def calling(plugin: type, what: str, call: Callable[[], Any]) -> Any:
 def check_name_and_summary(cls: type, base: type) -> int:
     for attr in ("name", "summary"):
         value = getattr(cls, attr, None)
-        assert isinstance(value, str) and value.strip(), say(cls, f"declares no {attr} (a non-empty text ClassVar)")
-    assert isinstance(cls, type) and issubclass(cls, base), say(cls, f"does not derive from {base.__name__}")
+        assert isinstance(value, str) and value.strip(), say(
+            cls, f"declares no {attr} (a non-empty text ClassVar)"
+        )
+    assert isinstance(cls, type) and issubclass(cls, base), say(
+        cls, f"does not derive from {base.__name__}"
+    )
     return 2
 
 
@@ -107,43 +119,74 @@ def check_parameters_documented(cls: type, required: tuple[str, ...] = ()) -> in
     (but those in `required`: an embedder's `location`)."""
     infos = describe_params(cls)
     for field in attrs.fields(cls) if attrs.has(cls) else ():
-        if field.init and not field.name.startswith("_") and field.default is attrs.NOTHING and field.name not in required:
-            raise AssertionError(say(cls, f"parameter {field.name} has no default (param(default, help))"))
+        if (
+            field.init
+            and not field.name.startswith("_")
+            and field.default is attrs.NOTHING
+            and field.name not in required
+        ):
+            raise AssertionError(
+                say(cls, f"parameter {field.name} has no default (param(default, help))")
+            )
     for info in infos:
-        assert info.help.strip(), say(cls, f"parameter {info.name} has no help text (param(default, help))")
+        assert info.help.strip(), say(
+            cls, f"parameter {info.name} has no help text (param(default, help))"
+        )
     return len(infos) + 1
 
 
 def check_no_mutable_defaults(cls: type) -> int:
     """A list, dict or set as a default is one object shared by every instance: a change made by one
-    run leaks into the next. Immutable defaults (a tuple, a frozenset) or `attrs.Factory` instead."""
+    run leaks into the next. Immutable defaults (a tuple, a frozenset) or `attrs.Factory`
+    instead."""
     checked = 0
     for field in attrs.fields(cls) if attrs.has(cls) else ():
         checked += 1
         assert not isinstance(field.default, (list, dict, set, bytearray)), say(
-            cls, f"parameter {field.name} has a mutable default {field.default!r}: use a tuple, or attrs.Factory({type(field.default).__name__})"
+            cls,
+            f"parameter {field.name} has a mutable default {field.default!r}: "
+            f"use a tuple, or attrs.Factory({type(field.default).__name__})",
         )
     return checked
 
 
-def check_parameters_round_trip(cls: type, build: Callable[[dict[str, Any]], Any], params_of: Callable[[Any], dict[str, Any]]) -> int:
-    """`params()` gives back what the class takes, as Python values and as the command line's text."""
+def check_parameters_round_trip(
+    cls: type, build: Callable[[dict[str, Any]], Any], params_of: Callable[[Any], dict[str, Any]]
+) -> int:
+    """`params()` gives back what the class takes, as Python values and as command-line text."""
     params = params_of(calling(cls, "building it with its defaults", lambda: build({})))
     try:
         again = params_of(build(copy.deepcopy(dict(params))))
     except Exception as exc:  # noqa: BLE001  (a parameter that cannot be given back is the defect)
-        raise AssertionError(say(cls, f"params() gives what the class does not take back: {type(exc).__name__}: {exc}")) from exc
-    assert again == params, say(cls, "its parameters do not round-trip: cls(**params()).params() differs")
-    as_text = {k: _cli_text(v) for k, v in params.items() if v is not None and not isinstance(v, (dict, list, tuple))}
+        raise AssertionError(
+            say(
+                cls,
+                f"params() gives what the class does not take back: {type(exc).__name__}: {exc}",
+            )
+        ) from exc
+    assert again == params, say(
+        cls, "its parameters do not round-trip: cls(**params()).params() differs"
+    )
+    as_text = {
+        k: _cli_text(v)
+        for k, v in params.items()
+        if v is not None and not isinstance(v, (dict, list, tuple))
+    }
     try:
         again = params_of(build(coerce_params(cls, as_text, cls.name)))
     except BiasError as exc:
-        raise AssertionError(say(cls, f"its defaults, written as on the command line, are refused: {exc.message}")) from exc
-    assert again == params, say(cls, f"its defaults written as text do not read back: {as_text} gave {again}")
+        raise AssertionError(
+            say(cls, f"its defaults, written as on the command line, are refused: {exc.message}")
+        ) from exc
+    assert again == params, say(
+        cls, f"its defaults written as text do not read back: {as_text} gave {again}"
+    )
     return 2
 
 
-def accepted_bad_values(cls: type, build: Callable[[dict[str, Any]], Any]) -> list[tuple[str, str, Any]]:
+def accepted_bad_values(
+    cls: type, build: Callable[[dict[str, Any]], Any]
+) -> list[tuple[str, str, Any]]:
     """Each (parameter, bad text, plugin built with it) that construction accepts. A value refused
     must be refused with a BiasError; any other exception is a defect, named."""
     accepted = []
@@ -155,7 +198,11 @@ def accepted_bad_values(cls: type, build: Callable[[dict[str, Any]], Any]) -> li
                 continue
             except Exception as exc:  # noqa: BLE001  (the point: any other exception is a defect)
                 raise AssertionError(
-                    say(cls, f"parameter {info.name} = {bad!r} raised {type(exc).__name__}: {exc} instead of a BiasError")
+                    say(
+                        cls,
+                        f"parameter {info.name} = {bad!r} raised {type(exc).__name__}: {exc} "
+                        "instead of a BiasError",
+                    )
                 ) from exc
             accepted.append((info.name, bad, built))
     return accepted
@@ -176,7 +223,10 @@ def check_parameters_used(cls: type, stop: type, exempt: tuple[str, ...] = ()) -
         module = sys.modules.get(klass.__module__)
         try:
             sources.append(inspect.getsource(module) if module is not None else "")
-        except (OSError, TypeError):  # defined where no source is kept (a test's own class): its body
+        except (
+            OSError,
+            TypeError,
+        ):  # defined where no source is kept (a test's own class): its body
             try:
                 sources.append(inspect.getsource(klass))
             except (OSError, TypeError):
@@ -188,7 +238,9 @@ def check_parameters_used(cls: type, stop: type, exempt: tuple[str, ...] = ()) -
             continue
         name = re.escape(info.name)
         used = re.search(rf"\.{name}\b|[\"']{name}[\"']", text)
-        assert used, say(cls, f"parameter {info.name} is never read by its code: remove it or use it")
+        assert used, say(
+            cls, f"parameter {info.name} is never read by its code: remove it or use it"
+        )
         checked += 1
     return checked
 
@@ -198,7 +250,7 @@ def check_parameters_used(cls: type, stop: type, exempt: tuple[str, ...] = ()) -
 
 @attrs.define
 class Bare(Embedder):
-    """A model that offers nothing: every metric and debiaser that needs something must refuse it."""
+    """A model that offers nothing: a metric or debiaser that needs something must refuse it."""
 
     name: ClassVar[str] = "bare"
     summary: ClassVar[str] = "offers no capability"

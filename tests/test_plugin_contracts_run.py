@@ -51,11 +51,26 @@ RUN_METRICS = {
 # Parameters that suit the tiny models (the clustering test's default k = 500 needs a real vocabulary).
 PARAMS = {"clustering": {"k": 10}}
 # What runs on data only a test module builds (their own test files run them through check_metric).
-ELSEWHERE = {"ceat": "test_ceat.py", "fise": "test_fise.py", "probe": "test_probe.py", "stereoset": "test_stereoset.py",
-             "word-similarity": "test_word_similarity.py"}
+ELSEWHERE = {
+    "ceat": "test_ceat.py",
+    "fise": "test_fise.py",
+    "probe": "test_probe.py",
+    "stereoset": "test_stereoset.py",
+    "word-similarity": "test_word_similarity.py",
+}
 # Embedders with the model file they load here, and the words they are asked for.
-RUN_EMBEDDERS = {"word2vec": "word2vec_bin", "glove": "glove", "vec": "vec", "kv": "kv", "fasttext": "fasttext_bin", "hf": "bert"}
-EMBEDDER_PARAMS = {"kv": {"allow_pickle": True}, "hf": {"cache": False}}  # the planted .kv is this session's own pickle
+RUN_EMBEDDERS = {
+    "word2vec": "word2vec_bin",
+    "glove": "glove",
+    "vec": "vec",
+    "kv": "kv",
+    "fasttext": "fasttext_bin",
+    "hf": "bert",
+}
+EMBEDDER_PARAMS = {
+    "kv": {"allow_pickle": True},
+    "hf": {"cache": False},
+}  # the planted .kv is this session's own pickle
 
 
 def test_every_first_party_metric_is_run_here_or_in_its_own_tests():
@@ -76,7 +91,9 @@ def models(planted_files, planted_gender, tiny_bert_dir, tiny_gpt2_dir) -> dict[
 def bbq_questions(tmp_path_factory) -> Any:
     from test_bbq import planted_items, write_questions
 
-    return load_wordset(str(write_questions(tmp_path_factory.mktemp("bbq") / "questions.toml", planted_items())))
+    return load_wordset(
+        str(write_questions(tmp_path_factory.mktemp("bbq") / "questions.toml", planted_items()))
+    )
 
 
 def _context(name: str, models: dict[str, Any], planted_test: Any, bbq: Any) -> dict[str, Any]:
@@ -90,23 +107,43 @@ def _context(name: str, models: dict[str, Any], planted_test: Any, bbq: Any) -> 
         found = InputModels()
         resolved = resolve_requests(requests, name, ModelConfig(embedder.spec), {}, found)
         inputs = found.resolve(resolved, embedder)
-    return {"embedder": embedder, "data": data, "inputs": inputs, "seed": 3, "params": PARAMS.get(name, {})}
+    return {
+        "embedder": embedder,
+        "data": data,
+        "inputs": inputs,
+        "seed": 3,
+        "params": PARAMS.get(name, {}),
+    }
 
 
 @bt.parametrize_with_checks([eps.load("metrics", name) for name in RUN_METRICS], run=True)
-def test_first_party_metrics_pass_their_run_checks(check, models, planted_test, bbq_questions, one_torch_thread):
+def test_first_party_metrics_pass_their_run_checks(
+    check, models, planted_test, bbq_questions, one_torch_thread
+):
     assert check(**_context(check.plugin.name, models, planted_test, bbq_questions)) >= 1
 
 
 @bt.parametrize_with_checks([eps.load("embedders", name) for name in RUN_EMBEDDERS], run=True)
-def test_first_party_embedders_pass_their_run_checks(check, planted_files, tiny_bert_dir, one_torch_thread):
+def test_first_party_embedders_pass_their_run_checks(
+    check, planted_files, tiny_bert_dir, one_torch_thread
+):
     field = RUN_EMBEDDERS[check.plugin.name]
     location = str(tiny_bert_dir) if field == "bert" else str(getattr(planted_files, field))
     params = EMBEDDER_PARAMS.get(check.plugin.name, {})
-    assert check(location=location, params=params, words=("rose", "tulip"), texts=("A rose.", "A tulip here.")) >= 1
+    assert (
+        check(
+            location=location,
+            params=params,
+            words=("rose", "tulip"),
+            texts=("A rose.", "A tulip here."),
+        )
+        >= 1
+    )
 
 
-@bt.parametrize_with_checks([eps.load("debiasers", i.name) for i in eps.entry_points("debiasers")], run=True)
+@bt.parametrize_with_checks(
+    [eps.load("debiasers", i.name) for i in eps.entry_points("debiasers")], run=True
+)
 def test_first_party_debiasers_pass_their_run_checks(check, planted_gender):
     gender = build_embedder(f"word2vec:{planted_gender}")
     assert check(embedder=gender, lists=load_wordset("en/debias-gender")) >= 1
@@ -124,14 +161,21 @@ class Good(AssociationMetric):
 
     def measure(self, sets: SetVectors, *, seed: int | None) -> Measured:
         m = sets.matrices
-        sx, sy = association_scores(m["X"], m["A"], m["B"]), association_scores(m["Y"], m["A"], m["B"])
+        sx, sy = (
+            association_scores(m["X"], m["A"], m["B"]),
+            association_scores(m["Y"], m["A"], m["B"]),
+        )
         return Measured(effect_size=float(self.scale * (sx.mean() - sy.mean())))
 
 
 def defect(base: type = Good, **body: Any) -> type:
     """A subclass of `base` with `body` (class attributes, methods, fields under "fields")."""
     fields = body.pop("fields", {})
-    namespace = {"__annotations__": {k: v[0] for k, v in fields.items()}, **{k: v[1] for k, v in fields.items()}, **body}
+    namespace = {
+        "__annotations__": {k: v[0] for k, v in fields.items()},
+        **{k: v[1] for k, v in fields.items()},
+        **body,
+    }
     return attrs.define(type(body.get("__qualname__", "Planted"), (base,), namespace))
 
 
@@ -185,7 +229,9 @@ def _mutates_data(self, embedder, data, *, seed=None):
 def _seeded(self, sets, *, seed):
     m = sets.matrices
     sx, sy = association_scores(m["X"], m["A"], m["B"]), association_scores(m["Y"], m["A"], m["B"])
-    return Measured(effect_size=0.1, test=permutation_test(sx, sy, permutations=9, exact_limit=1, seed=seed))
+    return Measured(
+        effect_size=0.1, test=permutation_test(sx, sy, permutations=9, exact_limit=1, seed=seed)
+    )
 
 
 def _strictly_positive(instance, attribute, value):
@@ -201,51 +247,152 @@ class NeverRead(Good):
 
 # (defect, planted class, needs a run, the words the message must hold)
 PLANTED = [
-    ("parameter without help", defect(fields={"wobble": (float, attrs.field(default=1.0))}), False, "parameter wobble has no help text"),
+    (
+        "parameter without help",
+        defect(fields={"wobble": (float, attrs.field(default=1.0))}),
+        False,
+        "parameter wobble has no help text",
+    ),
     ("empty name", defect(name=""), False, "declares no name"),
-    ("requires of strings", defect(requires=frozenset({"word-vectors"})), False, "requires must be a frozenset of Capability"),
-    ("validator raising ValueError", defect(fields={"scale": (float, param(1.0, "positive", validator=_strictly_positive))}), False,
-     "parameter scale = '-1' raised ValueError: scale must be positive instead of a BiasError"),
-    ("no value declared", attrs.define(type("Unlabelled", (AssociationMetric,), {"name": "unlabelled", "summary": "x", "measure": _float})),
-     False, "declares no value (how reports label its number)"),
-    ("value of the wrong type", defect(value={"label": "gap"}), False, "value must be a ValueKind, not dict"),
-    ("data kind typo", defect(data_kind="assocation"), False, "data_kind 'assocation' is not an installed kind"),
-    ("mutable default", defect(fields={"words": (list, param([], "extra words"))}), False, "parameter words has a mutable default []"),
+    (
+        "requires of strings",
+        defect(requires=frozenset({"word-vectors"})),
+        False,
+        "requires must be a frozenset of Capability",
+    ),
+    (
+        "validator raising ValueError",
+        defect(fields={"scale": (float, param(1.0, "positive", validator=_strictly_positive))}),
+        False,
+        "parameter scale = '-1' raised ValueError: scale must be positive instead of a BiasError",
+    ),
+    (
+        "no value declared",
+        attrs.define(
+            type(
+                "Unlabelled",
+                (AssociationMetric,),
+                {"name": "unlabelled", "summary": "x", "measure": _float},
+            )
+        ),
+        False,
+        "declares no value (how reports label its number)",
+    ),
+    (
+        "value of the wrong type",
+        defect(value={"label": "gap"}),
+        False,
+        "value must be a ValueKind, not dict",
+    ),
+    (
+        "data kind typo",
+        defect(data_kind="assocation"),
+        False,
+        "data_kind 'assocation' is not an installed kind",
+    ),
+    (
+        "mutable default",
+        defect(fields={"words": (list, param([], "extra words"))}),
+        False,
+        "parameter words has a mutable default []",
+    ),
     ("parameter never used", NeverRead, False, "parameter spare is never read"),
-    ("state that is not a parameter", defect(fields={"_calls": (int, attrs.field(default=0, init=False))}), False,
-     "params() gives what the class does not take back"),
+    (
+        "state that is not a parameter",
+        defect(fields={"_calls": (int, attrs.field(default=0, init=False))}),
+        False,
+        "params() gives what the class does not take back",
+    ),
     ("ignores the seed", defect(measure=_unseeded), True, "seed 3 does not reproduce the result"),
     ("NaN effect size", defect(measure=_nan), True, "effect_size nan is not a finite float"),
     ("p = 1.5", defect(measure=_p_too_big), True, "p_value 1.5 is not a float in [0, 1]"),
-    ("p not described", defect(measure=_undescribed_p), True, "gives a p-value without saying how it was computed"),
-    ("cost() gives inf", defect(cost=_endless_cost), True, "cost() is not a finite, non-negative estimate"),
-    ("cost() raises", defect(cost=_raises_in_cost), True, "cost() raised TypeError: len() of unsized object"),
-    ("measure returns a float", defect(measure=_float), True, "measure() returned float, not a Measured"),
-    ("bad value breaking compute", defect(measure=_divides, fields={"k": (int, param(1, "divide by this"))}), True,
-     "parameter k = '0' is accepted, then compute() raises ZeroDivisionError"),
-    ("overwrites its input vectors", defect(measure=_in_place), True, "measure() overwrote the vectors it was given"),
-    ("changes the data", defect(compute=_mutates_data), True, "compute() changed the data or inputs it was given"),
+    (
+        "p not described",
+        defect(measure=_undescribed_p),
+        True,
+        "gives a p-value without saying how it was computed",
+    ),
+    (
+        "cost() gives inf",
+        defect(cost=_endless_cost),
+        True,
+        "cost() is not a finite, non-negative estimate",
+    ),
+    (
+        "cost() raises",
+        defect(cost=_raises_in_cost),
+        True,
+        "cost() raised TypeError: len() of unsized object",
+    ),
+    (
+        "measure returns a float",
+        defect(measure=_float),
+        True,
+        "measure() returned float, not a Measured",
+    ),
+    (
+        "bad value breaking compute",
+        defect(measure=_divides, fields={"k": (int, param(1, "divide by this"))}),
+        True,
+        "parameter k = '0' is accepted, then compute() raises ZeroDivisionError",
+    ),
+    (
+        "overwrites its input vectors",
+        defect(measure=_in_place),
+        True,
+        "measure() overwrote the vectors it was given",
+    ),
+    (
+        "changes the data",
+        defect(compute=_mutates_data),
+        True,
+        "compute() changed the data or inputs it was given",
+    ),
 ]
 
 
 @pytest.mark.parametrize(("what", "planted", "run", "words"), PLANTED, ids=[p[0] for p in PLANTED])
-def test_a_planted_metric_defect_is_caught_and_named(what, planted, run, words, planted_files, planted_test):
+def test_a_planted_metric_defect_is_caught_and_named(
+    what, planted, run, words, planted_files, planted_test
+):
     data = copy.deepcopy(planted_test)  # a defect may change what it is given
-    context = {"embedder": build_embedder(f"word2vec:{planted_files.word2vec_bin}"), "data": data, "seed": 3} if run else {}
+    context = (
+        {
+            "embedder": build_embedder(f"word2vec:{planted_files.word2vec_bin}"),
+            "data": data,
+            "seed": 3,
+        }
+        if run
+        else {}
+    )
     with pytest.raises(AssertionError) as caught:
         bt.check_metric(planted, **context)
     message = str(caught.value)
     assert words in message, message
     assert message.startswith(f"{planted.__name__} ({planted.name}): "), message
-    assert bt.check_metric(defect(measure=_seeded), **context) > 5  # the same shape without the defect passes
+    assert (
+        bt.check_metric(defect(measure=_seeded), **context) > 5
+    )  # the same shape without the defect passes
 
 
 def test_a_check_declared_to_fail_is_skipped_and_must_keep_failing(planted_files, planted_test):
-    context = {"embedder": build_embedder(f"word2vec:{planted_files.word2vec_bin}"), "data": planted_test}
+    context = {
+        "embedder": build_embedder(f"word2vec:{planted_files.word2vec_bin}"),
+        "data": planted_test,
+    }
     unseeded = defect(measure=_unseeded)
-    assert bt.check_metric(unseeded, **context, expected_failed_checks={"check_metric_seed_reproduces": "draws its own"}) > 5
+    assert (
+        bt.check_metric(
+            unseeded,
+            **context,
+            expected_failed_checks={"check_metric_seed_reproduces": "draws its own"},
+        )
+        > 5
+    )
     with pytest.raises(AssertionError, match="passes, but is declared to fail: known"):
-        bt.check_metric(Good, **context, expected_failed_checks={"check_metric_seed_reproduces": "known"})
+        bt.check_metric(
+            Good, **context, expected_failed_checks={"check_metric_seed_reproduces": "known"}
+        )
 
 
 # Embedders, debiasers and importers with a planted defect.
@@ -276,7 +423,9 @@ class Lossy(Overpromising):
         return self.capabilities
 
     def word_vectors(self, words):
-        return WordVectors(words=["the"], vectors=np.array([[np.nan, 1.0]]), lost=[w for w in words if w != "the"])
+        return WordVectors(
+            words=["the"], vectors=np.array([[np.nan, 1.0]]), lost=[w for w in words if w != "the"]
+        )
 
 
 @attrs.define
@@ -292,14 +441,26 @@ class ForgetfulFit(Debiaser):
 
 
 def test_planted_embedder_and_debiaser_defects_are_named(planted_gender):
-    with pytest.raises(AssertionError, match=r"Overpromising \(overpromising\): available\(\) offers more than declared: \[<Capability.CONTEXTUAL"):
+    with pytest.raises(
+        AssertionError,
+        match=r"Overpromising \(overpromising\): available\(\) offers more than declared: \[<Capability.CONTEXTUAL",
+    ):
         bt.check_embedder(Overpromising, location="-")
-    with pytest.raises(AssertionError, match=r"Raising \(overpromising\): word_vectors\(\) raised KeyError"):
-        bt.check_embedder(attrs.define(type("Raising", (Overpromising,), {"available": Lossy.available})), location="-")
-    with pytest.raises(AssertionError, match=r"Lossy \(lossy\): word_vectors\(\) gives a vector that is not finite"):
+    with pytest.raises(
+        AssertionError, match=r"Raising \(overpromising\): word_vectors\(\) raised KeyError"
+    ):
+        bt.check_embedder(
+            attrs.define(type("Raising", (Overpromising,), {"available": Lossy.available})),
+            location="-",
+        )
+    with pytest.raises(
+        AssertionError, match=r"Lossy \(lossy\): word_vectors\(\) gives a vector that is not finite"
+    ):
         bt.check_embedder(Lossy, location="-")
     gender = build_embedder(f"word2vec:{planted_gender}")
-    with pytest.raises(AssertionError, match=r"ForgetfulFit \(forgetful\): fit\(\) must return the debiaser itself"):
+    with pytest.raises(
+        AssertionError, match=r"ForgetfulFit \(forgetful\): fit\(\) must return the debiaser itself"
+    ):
         bt.check_debiaser(ForgetfulFit, embedder=gender, lists=load_wordset("en/debias-gender"))
 
 
@@ -307,8 +468,11 @@ def test_every_format_reads_a_file_of_its_own_and_refuses_another(tmp_path):
     from fixtures.framework_data import build_datasets
 
     root = build_datasets(tmp_path / "datasets")
-    samples = {"weat-txt": root / "en" / "WEAT" / "T2.txt", "crows-csv": root / "en" / "CROWS" / "crows_en.csv",
-               "lpbs-json": root / "en" / "LPBS" / "LPBS_1.jsonl"}
+    samples = {
+        "weat-txt": root / "en" / "WEAT" / "T2.txt",
+        "crows-csv": root / "en" / "CROWS" / "crows_en.csv",
+        "lpbs-json": root / "en" / "LPBS" / "LPBS_1.jsonl",
+    }
     broken = tmp_path / "broken"
     broken.mkdir()
     for name, path in samples.items():
@@ -330,5 +494,7 @@ def test_a_format_that_lets_a_broken_file_through_is_named(tmp_path):
             return dict(line.split("=", 1) for line in Path(path).read_text().splitlines())
 
     (tmp_path / "bad.txt").write_text("no equals sign here\n")
-    with pytest.raises(AssertionError, match=r"Trusting \(trusting\): record\(\) raised ValueError"):
+    with pytest.raises(
+        AssertionError, match=r"Trusting \(trusting\): record\(\) raised ValueError"
+    ):
         bt.check_format(Trusting, path=tmp_path / "bad.txt")

@@ -47,16 +47,38 @@ def test_a_third_party_metric_gets_its_own_table_footer_and_report(planted_files
     site = tmp_path / "site"
     site.mkdir()
     (site / "bias_gap_plugin.py").write_text(PLUGIN, encoding="utf-8")
-    make_distribution(site, "bias-gap-plugin", {"bias.metrics": {"mean-cosine-gap": "bias_gap_plugin:MeanCosineGap"}})
+    make_distribution(
+        site,
+        "bias-gap-plugin",
+        {"bias.metrics": {"mean-cosine-gap": "bias_gap_plugin:MeanCosineGap"}},
+    )
     test = wordset_toml(tmp_path / "flowers.toml")
     out = tmp_path / "run"
     done = run_bias(
-        ["run", "--model", f"word2vec:{planted_files.word2vec_bin}", "--wordset", str(test), "--metric", "mean-cosine-gap",
-         "--metric", "weat", "--seed", "7", "--out", str(out)],
-        extra_path=site, COLUMNS="80",
+        [
+            "run",
+            "--model",
+            f"word2vec:{planted_files.word2vec_bin}",
+            "--wordset",
+            str(test),
+            "--metric",
+            "mean-cosine-gap",
+            "--metric",
+            "weat",
+            "--seed",
+            "7",
+            "--out",
+            str(out),
+        ],
+        extra_path=site,
+        COLUMNS="80",
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    gap = next(json.loads(line) for line in (out / "results.jsonl").read_text().splitlines() if '"mean-cosine-gap"' in line)
+    gap = next(
+        json.loads(line)
+        for line in (out / "results.jsonl").read_text().splitlines()
+        if '"mean-cosine-gap"' in line
+    )
     assert gap["status"] == OK and gap["seed"] == 7 and gap["convention"]["seed"] == 7
     k = round(gap["p_value"] * 100) - 1  # p = (k + 1) / (99 + 1) over 99 relabellings
     assert 0 <= k <= 99 and abs(gap["p_value"] - (k + 1) / 100) < 1e-12
@@ -66,7 +88,10 @@ def test_a_third_party_metric_gets_its_own_table_footer_and_report(planted_files
     printed = " ".join(done.stdout.split())  # the terminal wraps the notes at 80 columns
     for text in (report, printed):
         assert sampled in " ".join(text.split()) and exact in " ".join(text.split())
-        assert "mean-cosine-gap: gap = mean association gap (0 = no bias; the sign says which way)." in " ".join(text.split())
+        assert (
+            "mean-cosine-gap: gap = mean association gap (0 = no bias; the sign says which way)."
+            in " ".join(text.split())
+        )
         assert "gap > 0: the X words lean to A more than the Y words do." in " ".join(text.split())
         assert "seed None" not in text
     if k == 0:  # at the floor the p is a bound, and the footer says what the bound is
@@ -77,12 +102,25 @@ def test_a_third_party_metric_gets_its_own_table_footer_and_report(planted_files
 
 def _quadrants(metric: str, figures: tuple[str, ...]) -> Result:
     points = [["a", 0.2, 0.1], ["b", -0.3, 0.2], ["c", 0.1, -0.4]]
-    return Result(key=f"{metric}-k", model="m", wordset="xx/t", metric=metric, status=OK, effect_size=1.0,
-                  figures={"axes": ["gender", "class"], "groups": {"gender": ["f", "m"], "class": ["rich", "poor"]}, "points": points},
-                  meta={"value": ValueKind("z", figures=figures).declared()})
+    return Result(
+        key=f"{metric}-k",
+        model="m",
+        wordset="xx/t",
+        metric=metric,
+        status=OK,
+        effect_size=1.0,
+        figures={
+            "axes": ["gender", "class"],
+            "groups": {"gender": ["f", "m"], "class": ["rich", "poor"]},
+            "points": points,
+        },
+        meta={"value": ValueKind("z", figures=figures).declared()},
+    )
 
 
 def test_the_quadrant_figure_is_drawn_for_whoever_declares_it(tmp_path):
     report = build([_quadrants("their-fise", ("quadrants",)), _quadrants("undeclared", ())])
     written = write_quadrant_figures(report, tmp_path, ("png",))
-    assert [p.name.split("-xx-")[0] for p in written] == ["their-fise"] and written[0].stat().st_size > 1000
+    assert [p.name.split("-xx-")[0] for p in written] == ["their-fise"] and written[
+        0
+    ].stat().st_size > 1000

@@ -19,8 +19,9 @@ class WordSetFormat(ABC):
 
     Registered under the entry-point group `bias.formats` and chosen by file suffix (and, where two
     formats share a suffix, by `sniff`); in a datasets folder of the BIAS Detection Framework
-    (`<lang>/<KIND>/<file>`) only the importers whose `folders` name that KIND are asked, so a file the
-    framework keeps beside its tests (a vocabulary CSV, a templates.txt) is not mistaken for a test. An importer only turns its file into the record the house
+    (`<lang>/<KIND>/<file>`) only the importers whose `folders` name that KIND are asked, so a file
+    the framework keeps beside its tests (a vocabulary CSV, a templates.txt) is not mistaken for a
+    test. An importer only turns its file into the record the house
     format describes (`kind`, `language`, ..., and the kind's contents); checking and building are
     shared, so an imported file is validated exactly like a TOML one.
     """
@@ -29,14 +30,17 @@ class WordSetFormat(ABC):
     summary: ClassVar[str]
     suffixes: ClassVar[tuple[str, ...]]
     kind: ClassVar[str] = "association"
-    folders: ClassVar[tuple[str, ...]] = ()  # the framework's KIND folders holding this format (WEAT, SEAT, ...)
+    folders: ClassVar[
+        tuple[str, ...]
+    ] = ()  # the framework's KIND folders holding this format (WEAT, SEAT, ...)
 
     @abstractmethod
     def record(self, path: Any) -> dict[str, Any]:
-        """The file as a house-format record; raise BiasError naming the file (and line) if unreadable."""
+        """The file as a house-format record; raise BiasError naming the file (and line) if
+        unreadable."""
 
     def sniff(self, path: Any) -> bool:
-        """Whether the file looks like this format (only asked when several formats share a suffix)."""
+        """Whether the file looks like this format (asked only when formats share a suffix)."""
         return True
 
     def load(self, path: Any) -> Any:

@@ -25,7 +25,9 @@ from bias.core.model import Result
 _SIDES = {"greater": "one-sided (greater)", "less": "one-sided (less)", "two-sided": "two-sided"}
 
 
-def upgraded(result: Result, declared: Callable[[str], dict[str, Any] | None] | None = None) -> Result:
+def upgraded(
+    result: Result, declared: Callable[[str], dict[str, Any] | None] | None = None
+) -> Result:
     """`result` as a report of today reads it; `declared(metric)` gives what a metric declares now
     (None where it is not installed)."""
     return _with_p_words(_with_declaration(result, declared) if declared is not None else result)
