@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import PurePosixPath
 
 from bias.core.model import Result
+from bias.core.text import shown
 from bias.core.values import PLAIN_VALUE, ValueKind
 
 
@@ -153,4 +154,4 @@ def convention_text(result: Result) -> str:
     """How the result's p-value was computed, in the words its metric wrote (convention["p_value"]:
     `PermutationTest.convention()` writes it, for one); "" when it says nothing."""
     text = (result.convention or {}).get("p_value")
-    return text if isinstance(text, str) else ""
+    return shown(text) if isinstance(text, str) else ""  # a results file is outside input

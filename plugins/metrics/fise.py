@@ -157,6 +157,7 @@ class Fise(Metric):
             p_value=float(p_value),
             figures={
                 "axes": [x_axis.name, y_axis.name],
+                "axis_unit": "mean cosine difference",
                 "groups": {x_axis.name: [x_axis.first, x_axis.second], y_axis.name: [y_axis.first, y_axis.second]},
                 "quadrants": quadrants,
                 "points": [[label, float(a), float(b)] for label, a, b in zip(labels, x, y)],
