@@ -120,7 +120,7 @@ _OWN = {"annotations", "ast", "importlib", "Path", "TYPE_CHECKING", "Any"}
 
 def __getattr__(name: str) -> Any:
     if name == "__all__":
-        return sorted([*(n for n in globals() if not n.startswith("_") and n not in _OWN), *_lazy()])
+        return sorted({*(n for n in globals() if not n.startswith("_") and n not in _OWN), *_lazy()})
     module = _lazy().get(name)
     if module is None:
         raise AttributeError(f"module 'bias.api' has no attribute '{name}'")
