@@ -11,7 +11,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bias import registry
 from bias import testing as bt
 from bias.registry import entry_points as eps
 from bias.registry.resolve import build_embedder, load_wordset
@@ -21,7 +20,11 @@ from test_registry import make_distribution, run_bias
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "thirdparty" / "bias-example-eo"
 GROUPS = ("metrics", "embedders", "debiasers", "formats")
-EVERY_PLUGIN = [eps.load(group, name) for group in GROUPS for name in sorted({i.name for i in eps.entry_points(group)})]
+EVERY_PLUGIN = [
+    eps.load(group, name)
+    for group in GROUPS
+    for name in sorted({i.name for i in eps.entry_points(group)})
+]
 
 
 @bt.parametrize_with_checks(EVERY_PLUGIN)

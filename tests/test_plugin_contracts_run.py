@@ -100,7 +100,9 @@ def _small(data: Any) -> Any:
     """A package's sample cut to a few items: each run check computes the metric several times."""
     if hasattr(data, "pairs"):
         return attrs.evolve(data, pairs=data.pairs[:6])
-    if hasattr(data, "templates") and hasattr(data, "X"):  # an LPBS test: two templates, four words a set
+    if hasattr(data, "templates") and hasattr(
+        data, "X"
+    ):  # an LPBS test: two templates, four words a set
         cut = {k: attrs.evolve(w, words=w.words[:4]) for k, w in data.sets().items()}
         return attrs.evolve(data, templates=data.templates[:2], **cut)
     return data
@@ -108,7 +110,9 @@ def _small(data: Any) -> Any:
 
 def _context(name: str, models: dict[str, Any], planted_test: Any, bbq: Any) -> dict[str, Any]:
     model, data_name = RUN_METRICS[name]
-    data = {"planted": planted_test, "bbq-planted": bbq}.get(data_name) or _small(load_wordset(data_name))
+    data = {"planted": planted_test, "bbq-planted": bbq}.get(data_name) or _small(
+        load_wordset(data_name)
+    )
     embedder = models[model]
     cls = eps.load("metrics", name)
     requests = cls(**PARAMS.get(name, {})).inputs(data)
