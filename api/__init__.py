@@ -19,6 +19,7 @@ from __future__ import annotations
 import ast
 import importlib
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from bias.core.runs.budget import Cost, bootstrap_cost, permutation_cost
@@ -115,12 +116,14 @@ def _lazy() -> dict[str, str]:
 
 
 _LAZY: dict[str, str] = {}
-_OWN = {"annotations", "ast", "importlib", "Path", "TYPE_CHECKING", "Any"}
+_OWN = {"annotations", "ast", "importlib", "Path", "ModuleType", "TYPE_CHECKING", "Any"}
 
 
 def __getattr__(name: str) -> Any:
     if name == "__all__":
-        return sorted({*(n for n in globals() if not n.startswith("_") and n not in _OWN), *_lazy()})
+        # Its sub-modules, once imported, are attributes of the package too: they are no names.
+        public = (n for n, v in globals().items() if n[0] != "_" and n not in _OWN and not isinstance(v, ModuleType))
+        return sorted({*public, *_lazy()})
     module = _lazy().get(name)
     if module is None:
         raise AttributeError(f"module 'bias.api' has no attribute '{name}'")
