@@ -1,12 +1,12 @@
-"""The stable API for plugin authors: everything a third-party metric, embedder, debiaser, data kind,
-format importer or language package imports, in one place.
+"""The stable API for plugin authors: everything a third-party metric, embedder, debiaser, data
+kind, format importer or language package imports, in one place.
 
 A plugin that imports only from `bias.api` (and `bias.testing` in its tests) keeps working when the
 framework's modules are reorganised: these names are the promise, the modules behind them are not
 (CONTRIBUTING.md, "The public API", says how a name may change). The sub-modules
-(`bias.api.association`, `.lm`, `.static`, `.hf`, `.services`, `.debiasing`, `.data`) are provisional:
-the shared libraries the first-party plugins build on, usable by anyone but free to change between
-minor versions.
+(`bias.api.association`, `.lm`, `.static`, `.hf`, `.services`, `.debiasing`, `.data`) are
+provisional: the shared libraries the first-party plugins build on, usable by anyone but free to
+change between minor versions.
 
 The import statements below are the one list of names. Those under `if TYPE_CHECKING:` come from
 modules that import numpy or scipy: they are imported on first use, so that importing bias.api (a
@@ -74,14 +74,15 @@ from bias.core.data.minimal_pairs import PairSet, SentencePair
 from bias.core.data.templates import TemplateSet
 
 if TYPE_CHECKING:
-    # Base classes of the two common metric shapes: a metric over the looked-up vectors of X, Y, A
-    # and B, and a metric over per-pair scores of a language model (a refusal is returned, not raised).
+    # Base classes of the two common metric shapes: a metric over the looked-up vectors of X, Y,
+    # A and B, and a metric over per-pair scores of a language model (a refusal is returned, not
+    # raised).
     from bias.core.association import AssociationMetric, SetVectors
     from bias.core.pair_metrics.metric import PairMetric, Refusal
     from bias.core.pair_metrics.scoring import PairScores
 
-    # Statistics to reuse rather than rewrite (signatures in CONTRIBUTING.md): the permutation test of
-    # two groups of scores, Cohen's d, bootstrap intervals and the multiple-testing corrections.
+    # Statistics to reuse rather than rewrite (signatures in CONTRIBUTING.md): the permutation test
+    # of two groups of scores, Cohen's d, bootstrap intervals and the multiple-testing corrections.
     from bias.core.statistics.association import (
         ALTERNATIVES,
         PermutationTest,
@@ -108,7 +109,8 @@ def _lazy() -> dict[str, str]:
     """Name -> module of the imports under `if TYPE_CHECKING:` above, read from this file once."""
     if not _LAZY:
         tree = ast.parse(Path(__file__).read_text(encoding="utf-8"))
-        block = next(n for n in tree.body if isinstance(n, ast.If) and ast.unparse(n.test) == "TYPE_CHECKING")
+        blocks = [n for n in tree.body if isinstance(n, ast.If)]
+        block = next(n for n in blocks if ast.unparse(n.test) == "TYPE_CHECKING")
         for node in block.body:
             if isinstance(node, ast.ImportFrom) and node.module:
                 _LAZY.update({alias.asname or alias.name: node.module for alias in node.names})
@@ -122,7 +124,8 @@ _OWN = {"annotations", "ast", "importlib", "Path", "ModuleType", "TYPE_CHECKING"
 def __getattr__(name: str) -> Any:
     if name == "__all__":
         # Its sub-modules, once imported, are attributes of the package too: they are no names.
-        public = (n for n, v in globals().items() if n[0] != "_" and n not in _OWN and not isinstance(v, ModuleType))
+        public = (n for n, v in globals().items() if n[0] != "_" and n not in _OWN)
+        public = (n for n in public if not isinstance(globals()[n], ModuleType))
         return sorted({*public, *_lazy()})
     module = _lazy().get(name)
     if module is None:
