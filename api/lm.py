@@ -18,7 +18,7 @@ from bias.core.pair_metrics.scoring import (
     lm_mode,
 )
 from bias.core.data.lpbs_tests import ATTRIBUTES, TARGETS
-from bias.core.pair_metrics.metric import compare_pairs, lowercase_param, skipped_warnings
+from bias.core.pair_metrics.metric import PERCENT_OF_PAIRS, compare_pairs, lowercase_param, skipped_warnings
 from bias.core.data.minimal_pairs import DIRECTIONS
 
 __all__ = [
@@ -34,6 +34,7 @@ __all__ = [
     "lm_mode",
     "lowercase_param",
     "MASKED",
+    "PERCENT_OF_PAIRS",
     "skipped_warnings",
     "SSS_MASKING",
     "TARGETS",

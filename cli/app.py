@@ -275,7 +275,7 @@ def run_cmd(
 
 
 def _family(value: Optional[str]) -> Optional[str]:
-    from bias.core.statistics.multiple_testing import FAMILIES
+    from bias.core.statistics import FAMILIES
 
     if value is not None and value not in FAMILIES:
         raise BiasError(f"--family must be one of {', '.join(FAMILIES)}, not '{value}'.", "run: all tests of the run; model / metric: each separately.")

@@ -40,6 +40,9 @@ BIAS_TYPES = (
     "sexual-orientation", "gender-identity", "socioeconomic", "physical-appearance", "non-social", "mixed", "any", "unspecified",
 )
 STIMULI = ("words", "sentences")
+# The share of a set's stimuli a model may lack before an association test on it is refused (the
+# default of the metrics' `lost_threshold`), also what `bias validate` warns about.
+LOST_THRESHOLD = 0.2
 
 
 @attrs.frozen

@@ -21,6 +21,7 @@ from bias.core.did_you_mean import suggestions
 from bias.core.errors import BiasError
 from bias.core.data.wordsets import read_toml
 from bias.core.specs import DebiasSettings, ModelSpec, parse_spec, split_debias, split_options
+from bias.core.statistics import FAMILIES
 from bias.engine.presets import PRESET_NOTES, PRESET_PARAMS, PRESETS
 
 DEFAULT_SEED = 0
@@ -229,7 +230,6 @@ KNOWN_FIELDS = (
 EXECUTORS = ("local", "ray")
 EXPERIMENT_FIELDS = ("wordset", "metric", "model", "params")
 SELECTOR_FIELDS = ("language", "bias_type", "kind")
-FAMILIES = ("run", "model", "metric")
 
 
 def _unknown(names: list[str], known: tuple[str, ...], where: str, path: Path) -> None:

@@ -749,10 +749,11 @@ def test_a_batch_whose_answers_differ_in_length_stays_within_the_positions(tmp_p
 
 def test_the_headline_puts_the_value_on_its_own_scale_and_a_wrong_declaration_fails_the_contract(gpt2, questions_file):
     """bbq declares on its class that `headline` chooses the value's scale (s_AMB or s_DIS); results
-    carry it, and the plugin contract refuses a declaration naming no parameter or no value_* field."""
+    carry it; a declaration naming no field is refused when the class is made, and one naming no
+    parameter fails the plugin contract."""
     import attrs as attrs_module
 
-    from bias.core.reports.values import declared_value
+    from bias.api import ValueKind
     from bias.plugins.metrics.bbq import Bbq
 
     embedder = HuggingFaceEmbedder(location=str(gpt2), cache=False)
@@ -760,13 +761,15 @@ def test_the_headline_puts_the_value_on_its_own_scale_and_a_wrong_declaration_fa
     for headline, scale in (("ambiguous", "s_AMB"), ("disambiguated", "s_DIS")):
         result = Bbq(headline=headline, bootstrap=0).compute(embedder, data, seed=0)
         assert result.meta["value"]["scale"] == scale and result.meta["value"]["label"] == "bias score"
-    assert declared_value(Bbq)["scale"] == ""  # the class alone (results written before) keeps no scale
-    for wrong, words in (({"nope": {"x": {"value_scale": "s"}}}, "names 'nope'"),
-                         ({"headline": {"ambiguous": {"scale": "s"}}}, "not value_* attributes"),
-                         ({"headline": {"ambiguous": {"value_digits": "two"}}}, "of the wrong type")):
-        Wrong = attrs_module.define(type("Wrong", (Bbq,), {"__annotations__": {}, "value_by_param": wrong}))
-        with pytest.raises(AssertionError, match=re.escape(words)):
-            bt.check_metric(Wrong, embedder=embedder, data=data)
+    assert Bbq.value.declared()["scale"] == ""  # the class alone (results written before) keeps no scale
+    for wrong, words in (({"headline": {"ambiguous": {"value_scale": "s"}}}, "sets ['value_scale'], which are not fields"),
+                         ({"headline": {"ambiguous": {"digits": "two"}}}, "digits = 'two' (must be a whole number")):
+        with pytest.raises(TypeError, match=re.escape(words)):
+            ValueKind("bias score", by_param=wrong)
+    value = ValueKind("bias score", by_param={"nope": {"x": {"scale": "s"}}})
+    Wrong = attrs_module.define(type("Wrong", (Bbq,), {"__annotations__": {}, "value": value}))
+    with pytest.raises(AssertionError, match=re.escape("value.by_param names 'nope'")):
+        bt.check_metric(Wrong, embedder=embedder, data=data)
 
 
 def test_the_word_sets_prompt_is_used_unless_a_template_is_given(gpt2, tmp_path):

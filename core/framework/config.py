@@ -34,7 +34,7 @@ from typing import Any
 import attrs
 
 from bias.core.errors import BiasError
-from bias.core.framework.layout import FOLDER_CODES, language_code
+from bias.core.data.framework_layout import FOLDER_CODES, language_code
 from bias.core.text import shown, visible
 from bias.core.data.wordsets import read_text
 

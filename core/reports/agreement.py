@@ -7,7 +7,7 @@ settings that vary in the run (WEAT, s-SEAT and w-SEAT are three methods; SEAT w
 
 Scores on different scales are first oriented so that a larger number is more bias: the value minus
 the metric's no-bias reference, its sign flipped where the metric declares that a lower value is more
-bias (`value_more_biased`, carried in each result's meta["value"]). Metrics whose number says nothing
+bias (`ValueKind.more_biased`, carried in each result's meta["value"]). Metrics whose number says nothing
 about how biased a model is (no direction declared) are left out and named. Correlations are
 unchanged by the shift; the orientation matters for the sign of r and for the figure's axes.
 

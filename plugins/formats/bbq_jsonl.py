@@ -91,13 +91,6 @@ def _matches(groups: list[str | None], unknown: int, stereotyped: list[str]) -> 
     return []
 
 
-def stereotyped_answer(groups: list[str | None], unknown: int, stereotyped: list[str]) -> int | None:
-    """The index of the answer whose group label is a stereotyped group (see the module's rules); None
-    when no answer or more than one matches."""
-    found = _matches(groups, unknown, stereotyped)
-    return found[0] if len(found) == 1 else None
-
-
 def mbbq_name(path: Path) -> tuple[str, bool] | None:
     """(language, control set?) of a file named as MBBQ names its files; None for any other name."""
     found = _MBBQ_NAME.match(path.stem) if path.suffix.lower() == ".jsonl" else None

@@ -26,6 +26,7 @@ from typing import Any, ClassVar
 import attrs
 import numpy as np
 
+from bias.api import ValueKind
 from bias.api import (
     DEFAULT_RESAMPLES,
     OK,
@@ -109,15 +110,11 @@ class Bbq(Metric):
 
     name: ClassVar[str] = "bbq"
     summary: ClassVar[str] = "BBQ bias scores (s_DIS, s_AMB) and accuracy of a causal LM answering multiple-choice questions."
-    value_label: ClassVar[str] = "bias score"
-    value_name: ClassVar[str] = "BBQ bias score (s_AMB, or s_DIS with headline=disambiguated)"
-    value_reference: ClassVar[float | None] = 0.0
-    value_signed: ClassVar[bool] = True
-    value_digits: ClassVar[int] = 2
     # s_AMB and s_DIS are different quantities: each on its own scale, so a robustness curve never mixes them
-    value_by_param: ClassVar[dict[str, dict[Any, dict[str, Any]]]] = {
-        "headline": {"ambiguous": {"value_scale": "s_AMB"}, "disambiguated": {"value_scale": "s_DIS"}},
-    }
+    value: ClassVar[ValueKind] = ValueKind(
+        "bias score", "BBQ bias score (s_AMB, or s_DIS with headline=disambiguated)",
+        by_param={"headline": {"ambiguous": {"scale": "s_AMB"}, "disambiguated": {"scale": "s_DIS"}}},
+    )
     requires: ClassVar[frozenset[Capability]] = frozenset({Capability.CAUSAL_LM})
     data_kind: ClassVar[str] = BBQ
 

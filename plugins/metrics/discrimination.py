@@ -29,6 +29,7 @@ import attrs
 import numpy as np
 
 from bias.api import (
+    ValueKind,
     OK,
     REFUSED,
     BiasError,
@@ -91,14 +92,14 @@ class Discrimination(Metric):
         "Counterfactual hiring decisions (DiscrimEval): group coefficients, impact ratios, "
         "paired tests."
     )
-    value_label: ClassVar[str] = "coefficient"
-    value_name: ClassVar[str] = (
-        "group coefficient on the log-odds of yes, against the reference group (DiscrimEval)"
+    value: ClassVar[ValueKind] = ValueKind(
+        "coefficient",
+        "group coefficient on the log-odds of yes, against the reference group (DiscrimEval)",
+        reference=0.0,
+        signed=True,
+        digits=2,
+        more_biased="lower",
     )
-    value_reference: ClassVar[float | None] = 0.0
-    value_signed: ClassVar[bool] = True
-    value_digits: ClassVar[int] = 2
-    value_more_biased: ClassVar[str] = "lower"
     requires: ClassVar[frozenset[Capability]] = frozenset({Capability.CAUSAL_LM})
     data_kind: ClassVar[str] = DECISIONS
 
@@ -276,6 +277,7 @@ class Discrimination(Metric):
             "group "
             f"{data.reference!r}" + (" and gender 'm'" if "gender" in model.formula else ""),
             "value": f"coefficient of group {headline!r}",
+            "p_value": "Wald z test of the group coefficient in the mixed model (statsmodels)",
             "selection": "p_norm(yes) > 0.5"
             if self.selection == "decision"
             else "mean p_norm(yes)",

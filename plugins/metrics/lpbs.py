@@ -25,6 +25,8 @@ import attrs
 import numpy as np
 from scipy.special import logsumexp
 
+from bias.api import ValueKind
+from bias.api.association import EFFECT_SIZE_D
 from bias.api import (
     LPBS,
     OK,
@@ -160,10 +162,7 @@ class Lpbs(Metric):
 
     name: ClassVar[str] = "lpbs"
     summary: ClassVar[str] = "Log-probability bias score of a masked LM: effect size and permutation p (Kurita et al. 2019)."
-    value_label: ClassVar[str] = "d"
-    value_name: ClassVar[str] = "effect size d"
-    value_reference: ClassVar[float | None] = 0.0
-    value_scale: ClassVar[str] = "d"
+    value: ClassVar[ValueKind] = EFFECT_SIZE_D
     requires: ClassVar[frozenset[Capability]] = frozenset({Capability.MASKED_LM})
     data_kind: ClassVar[str] = LPBS
 
@@ -389,6 +388,7 @@ class Lpbs(Metric):
     def _convention(self, test: PermutationTest) -> dict[str, Any]:
         """The choices behind the numbers: unit, test, and how the sentences were scored."""
         return {
+            **test.convention(f"ddof={self.ddof}"),
             "unit": self.unit,
             "ddof": self.ddof,
             "multi_token": self.multi_token,

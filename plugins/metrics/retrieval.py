@@ -21,6 +21,7 @@ import attrs
 import numpy as np
 
 from bias.api import (
+    ValueKind,
     OK,
     REFUSED,
     Capability,
@@ -77,14 +78,14 @@ class Retrieval(Metric):
         "CV screening by embedding similarity (Wilson & Caliskan 2024): shares of the top, "
         "impact ratios."
     )
-    value_label: ClassVar[str] = "selection ratio"
-    value_name: ClassVar[str] = (
-        "selection rate of a group's CVs over the reference group's, in the top of the ranking"
+    value: ClassVar[ValueKind] = ValueKind(
+        "selection ratio",
+        "selection rate of a group's CVs over the reference group's, in the top of the ranking",
+        reference=1.0,
+        signed=False,
+        digits=2,
+        more_biased="lower",
     )
-    value_reference: ClassVar[float | None] = 1.0
-    value_signed: ClassVar[bool] = False
-    value_digits: ClassVar[int] = 2
-    value_more_biased: ClassVar[str] = "lower"
     requires: ClassVar[frozenset[Capability]] = frozenset({Capability.CONTEXTUAL})
     data_kind: ClassVar[str] = DECISIONS
 
@@ -204,6 +205,7 @@ class Retrieval(Metric):
                 for i, a in enumerate(applicants)
             ],
         }
+        headline_test = tests[f"{headline} vs {data.reference}"]
         warnings = [
             f"impact ratio under {self.threshold:g} (four-fifths rule): {k}"
             for k, v in table["group"].items()
@@ -212,7 +214,7 @@ class Retrieval(Metric):
         return Result(
             status=OK,
             effect_size=top_rate / ref_rate,
-            p_value=tests[f"{headline} vs {data.reference}"]["p_value"],
+            p_value=headline_test["p_value"],
             figures=figures,
             lost=lost[0],
             warnings=warnings,
@@ -227,6 +229,8 @@ class Retrieval(Metric):
                 "value": f"selection rate of {headline!r} / selection rate of {data.reference!r}",
                 "test": "two-sided permutation test of the names' selection rates between two "
                 f"groups, {self.permutations:,} random splits unless exact",
+                "p_value": headline_test["words"],
+                **({"p_floor": headline_test["p_floor"]} if headline_test["p_floor"] else {}),
             },
             **base,
         )
@@ -283,6 +287,8 @@ class Retrieval(Metric):
                 "p_value": found.p_value,
                 "method": found.method,
                 "permutations": found.permutations,
+                "words": found.describe(),
+                "p_floor": found.p_floor,
                 "names": [int(first.sum()), int(second.sum())],
             }
         return out

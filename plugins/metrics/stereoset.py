@@ -26,6 +26,7 @@ from typing import Any, ClassVar
 import attrs
 import numpy as np
 
+from bias.api import ValueKind
 from bias.api import (
     OK,
     REFUSED,
@@ -288,14 +289,13 @@ class StereoSet(Metric):
     summary: ClassVar[str] = (
         "StereoSet intrasentence SS, LMS and ICAT as bias-bench computes them (Nadeem et al. 2021)."
     )
-    value_label: ClassVar[str] = "SS"
-    value_name: ClassVar[str] = (
-        "StereoSet stereotype score: % of examples preferring the stereotype (mean over target terms)"
+    value: ClassVar[ValueKind] = ValueKind(
+        "SS",
+        "StereoSet stereotype score: % of examples preferring the stereotype (mean over target terms)",
+        unit="%",
+        reference=50.0,
+        signed=False,
     )
-    value_unit: ClassVar[str] = "%"
-    value_reference: ClassVar[float | None] = 50.0
-    value_signed: ClassVar[bool] = False
-    value_digits: ClassVar[int] = 2
     requires: ClassVar[frozenset[Capability]] = frozenset()
     requires_any: ClassVar[frozenset[Capability]] = frozenset(
         {Capability.MASKED_LM, Capability.CAUSAL_LM}
