@@ -53,6 +53,13 @@ MODULES: dict[str, list[str]] = {
     "plugins/metrics/probe.py": ["tests/test_probe.py", "-k", "not tiny_bert and not finetune and not readme and not compare and not bad_labelled and not validate_reads and not given_to_weat"],
     "core/models/debiasing/linear_erasure.py": ["tests/test_leace.py", "tests/test_inlp.py", "tests/test_linear_erasure_params.py", "-k", "not cli"],
     "core/reports/robustness.py": ["tests/test_robustness.py", "-k", "not cli"],
+    "plugins/metrics/stereoset.py": ["tests/test_stereoset_edges.py", "tests/test_stereoset.py", "tests/test_stereoset_families.py",
+                                     "-k", "not smoke and not without_version and not bias_run and not shuffled"],
+    "plugins/metrics/bbq.py": ["tests/test_bbq_scores.py", "tests/test_bbq.py",
+                               "-k", "not server and not english_sample and not robustness and not agreement and not mbbq and not jsonl"],
+    "plugins/metrics/lpbs.py": ["tests/test_lpbs_framework.py", "tests/test_lpbs.py", "tests/test_peer_presets.py", "-k", "lpbs or not preset"],
+    "core/reports/agreement.py": ["tests/test_agreement.py", "-k", "not command_line and not readme"],
+    "core/statistics/correlation.py": ["tests/test_agreement.py", "-k", "not command_line and not readme"],
 }
 
 # Mutants judged equivalent: (module, a fragment of the mutated line, original token, replacement) ->
@@ -304,7 +311,8 @@ def main() -> None:
     # Loaded once, shared by every forked run (the project itself is imported afresh in each).
     for name in ("numpy", "scipy.stats", "scipy.special", "sklearn.linear_model", "sklearn.model_selection", "sklearn.pipeline",
                  "sklearn.preprocessing", "sklearn.metrics", "pytest", "hypothesis", "hypothesis.strategies", "attrs",
-                 "matplotlib", "gensim.models", "anyio", "pytest_benchmark.plugin"):
+                 "matplotlib", "gensim.models", "anyio", "pytest_benchmark.plugin", "torch", "transformers", "tokenizers",
+                 "transformers.models.bert", "transformers.models.gpt2", "transformers.models.roberta", "transformers.models.llama"):
         try:
             importlib.import_module(name)
         except ImportError:

@@ -52,6 +52,19 @@ def test_correlations_and_intervals_match_scipy() -> None:
     assert pearson([1, 2, 3, 4], [5, 5, 5, 5]).value is None and spearman([1, 2, 3, 4], [5, 5, 5, 5]).value is None
 
 
+def test_a_perfect_correlation_has_no_interval() -> None:
+    """At |r| = 1 Fisher's z is infinite: no interval (scipy gives the degenerate [1, 1]), printed as none."""
+    from bias.core.reports.agreement import with_interval
+
+    for x, y, value in (([1, 2, 3, 4, 5], [2, 4, 6, 8, 10], 1.0), ([1, 2, 3, 4, 5], [9, 7, 5, 3, 1], -1.0)):
+        assert stats.pearsonr(x, y).statistic == pytest.approx(value)
+        for found in (pearson(x, y), spearman(x, y)):
+            assert found.value == pytest.approx(value) and found.interval is None and found.low is None
+            assert with_interval(found) == f"{value:+.2f}"
+    almost = pearson([1, 2, 3, 4, 5], [2, 4, 6, 8, 11])
+    assert almost.value < 1 and almost.interval == pytest.approx(stats.pearsonr([1, 2, 3, 4, 5], [2, 4, 6, 8, 11]).confidence_interval(0.95), abs=1e-10)
+
+
 def test_metrics_declare_which_way_is_more_bias() -> None:
     assert kind_of(Result(key="", model="", wordset="", metric="weat", meta=value_of("weat"))).bias_sign == 1
     assert kind_of(Result(key="", model="", wordset="", metric="crows", meta=value_of("crows"))).bias_sign == 1  # 50 = no bias
