@@ -60,7 +60,9 @@ def roberta(tmp_path_factory) -> Path:
     that takes the space before it."""
     from fixtures.tiny_bert import build_tiny_roberta
 
-    return build_tiny_roberta(tmp_path_factory.mktemp("ss-roberta"), extra_text=CORPUS, mask_lstrip=True)
+    return build_tiny_roberta(
+        tmp_path_factory.mktemp("ss-roberta"), extra_text=CORPUS, mask_lstrip=True
+    )
 
 
 @pytest.fixture(scope="module")
@@ -88,8 +90,13 @@ def bias_bench_masked(folder: Path, roberta_branch: bool) -> dict[str, float]:
         for label, sentence in zip(LABELS, sentences):
             word = reference_word(context, sentence)
             pieces = tok.encode(f" {word}" if roberta_branch else word, add_special_tokens=False)
-            texts = [context.replace("BLANK", tok.decode(pieces[:i]) + tok.mask_token) for i in range(len(pieces))]
-            out[f"{eid}-{label}"] = _mean_probability(tok, model, torch, [tok(t)["input_ids"] for t in texts], pieces)
+            texts = [
+                context.replace("BLANK", tok.decode(pieces[:i]) + tok.mask_token)
+                for i in range(len(pieces))
+            ]
+            out[f"{eid}-{label}"] = _mean_probability(
+                tok, model, torch, [tok(t)["input_ids"] for t in texts], pieces
+            )
     return out
 
 
@@ -118,7 +125,10 @@ def token_space_masked(folder: Path) -> dict[str, float]:
         tail = tok.encode(after, add_special_tokens=False)
         for label, sentence in zip(LABELS, sentences):
             pieces = tok.encode(lead + reference_word(context, sentence), add_special_tokens=False)
-            inputs = [[tok.cls_token_id, *head, *pieces[:i], tok.mask_token_id, *tail, tok.sep_token_id] for i in range(len(pieces))]
+            inputs = [
+                [tok.cls_token_id, *head, *pieces[:i], tok.mask_token_id, *tail, tok.sep_token_id]
+                for i in range(len(pieces))
+            ]
             out[f"{eid}-{label}"] = _mean_probability(tok, model, torch, inputs, pieces)
     return out
 
@@ -138,8 +148,13 @@ def bias_bench_causal(folder: Path) -> dict[str, float]:
                 if ids[0] == tok.bos_token_id:
                     probs = [every[i - 1, ids[i]].item() for i in range(1, len(ids))]
                 else:
-                    first = torch.softmax(model(input_ids=torch.tensor([[tok.bos_token_id]])).logits[0, 0].double(), -1)
-                    probs = [first[ids[0]].item()] + [every[i - 1, ids[i]].item() for i in range(1, len(ids))]
+                    first = torch.softmax(
+                        model(input_ids=torch.tensor([[tok.bos_token_id]])).logits[0, 0].double(),
+                        -1,
+                    )
+                    probs = [first[ids[0]].item()] + [
+                        every[i - 1, ids[i]].item() for i in range(1, len(ids))
+                    ]
             out[f"{eid}-{label}"] = 2 ** (sum(math.log2(p) for p in probs) / len(probs))
     return out
 
@@ -158,17 +173,29 @@ def scores_of(result) -> dict[str, float]:
     return {r["sentence_id"]: r["score"] for r in result.figures["scores"]}
 
 
-def test_a_byte_level_bpe_masked_lm_reads_the_word_with_its_space_as_bias_bench_does(roberta: Path, data_file: Path) -> None:
+def test_a_byte_level_bpe_masked_lm_reads_the_word_with_its_space_as_bias_bench_does(
+    roberta: Path, data_file: Path
+) -> None:
     from transformers import AutoTokenizer
 
     tok = AutoTokenizer.from_pretrained(roberta)
     for word in SINGLE:  # one piece with its space mark, several without it
-        assert len(tok.encode(f" {word}", add_special_tokens=False)) == 1 < len(tok.encode(word, add_special_tokens=False)), word
+        assert (
+            len(tok.encode(f" {word}", add_special_tokens=False))
+            == 1
+            < len(tok.encode(word, add_special_tokens=False))
+        ), word
     ids = tok("was very <mask>.")["input_ids"]  # the mask takes the space before it, as RoBERTa's
     assert tok.convert_ids_to_tokens(ids)[-4:-1] == ["Ġvery", "<mask>", "."]
-    got = scores_of(StereoSet().compute(build_embedder(f"hf:{roberta}"), load_wordset_file(data_file), seed=0))
+    got = scores_of(
+        StereoSet().compute(build_embedder(f"hf:{roberta}"), load_wordset_file(data_file), seed=0)
+    )
     expected = bias_bench_masked(roberta, roberta_branch=True)
-    single = {sid for sid in expected if reference_word(*_context_sentence(sid)).lower() in SINGLE and not sid.startswith("n-2")}
+    single = {
+        sid
+        for sid in expected
+        if reference_word(*_context_sentence(sid)).lower() in SINGLE and not sid.startswith("n-2")
+    }
     assert len(single) >= 12
     for sid in single:  # a word of one piece: bias-bench's input exactly
         assert got[sid] == pytest.approx(expected[sid], rel=REL), sid
@@ -190,29 +217,43 @@ def _context_sentence(sid: str) -> tuple[str, str]:
     return row[3], row[4 + LABELS.index(label)]
 
 
-def test_a_word_that_starts_the_context_is_read_without_a_space(roberta: Path, data_file: Path) -> None:
-    """"Caring nurses work here.": the word as the sentence has it, its first piece without a space mark."""
+def test_a_word_that_starts_the_context_is_read_without_a_space(
+    roberta: Path, data_file: Path
+) -> None:
+    """ "Caring nurses work here.": the word as the sentence has it, its first piece without a space mark."""
     from transformers import AutoTokenizer
 
     tok = AutoTokenizer.from_pretrained(roberta)
-    got = scores_of(StereoSet().compute(build_embedder(f"hf:{roberta}"), load_wordset_file(data_file), seed=0))
+    got = scores_of(
+        StereoSet().compute(build_embedder(f"hf:{roberta}"), load_wordset_file(data_file), seed=0)
+    )
     alone = bias_bench_masked(roberta, roberta_branch=False)
     for label in LABELS:
-        assert not tok.convert_ids_to_tokens(tok.encode(reference_word(*_context_sentence(f"n-2-{label}")), add_special_tokens=False))[0].startswith("Ġ")
+        assert not tok.convert_ids_to_tokens(
+            tok.encode(reference_word(*_context_sentence(f"n-2-{label}")), add_special_tokens=False)
+        )[0].startswith("Ġ")
         assert got[f"n-2-{label}"] == pytest.approx(alone[f"n-2-{label}"], rel=REL)
 
 
 @pytest.mark.parametrize("family", ["gpt2", "llama"])
-def test_the_bias_bench_preset_on_causal_lms_is_bias_benchs_loop(family: str, tiny_gpt2_dir: Path, llama: Path, data_file: Path) -> None:
+def test_the_bias_bench_preset_on_causal_lms_is_bias_benchs_loop(
+    family: str, tiny_gpt2_dir: Path, llama: Path, data_file: Path
+) -> None:
     folder = tiny_gpt2_dir if family == "gpt2" else llama
-    result = StereoSet(causal_start="bos-first-token").compute(build_embedder(f"hf:{folder}"), load_wordset_file(data_file), seed=0)
+    result = StereoSet(causal_start="bos-first-token").compute(
+        build_embedder(f"hf:{folder}"), load_wordset_file(data_file), seed=0
+    )
     got, expected = scores_of(result), bias_bench_causal(folder)
     assert set(got) == set(expected)
     for sid, value in expected.items():
         assert got[sid] == pytest.approx(value, rel=REL), sid
     assert verdicts(got) == verdicts(expected)
     if family == "llama":  # its own <s>: both conventions are the same numbers
-        plain = scores_of(StereoSet().compute(build_embedder(f"hf:{folder}"), load_wordset_file(data_file), seed=0))
+        plain = scores_of(
+            StereoSet().compute(
+                build_embedder(f"hf:{folder}"), load_wordset_file(data_file), seed=0
+            )
+        )
         assert plain == pytest.approx(got, rel=REL)
 
 
@@ -226,11 +267,15 @@ class CountingEmbedder:
         return getattr(self.inner, name)
 
     def token_log_probs(self, sequences, **options):
-        self.rows.append((len(sequences), sum(len(s) for s in sequences), options.get("start", True)))
+        self.rows.append(
+            (len(sequences), sum(len(s) for s in sequences), options.get("start", True))
+        )
         return self.inner.token_log_probs(sequences, **options)
 
 
-def test_bias_benchs_convention_costs_one_pass_and_one_short_one(tiny_gpt2_dir: Path, data_file: Path) -> None:
+def test_bias_benchs_convention_costs_one_pass_and_one_short_one(
+    tiny_gpt2_dir: Path, data_file: Path
+) -> None:
     """Every sentence once without the start token, and each distinct first token once after it: not
     every sentence twice."""
     data = load_wordset_file(data_file)
@@ -238,7 +283,9 @@ def test_bias_benchs_convention_costs_one_pass_and_one_short_one(tiny_gpt2_dir: 
     StereoSet(causal_start="bos-first-token").compute(counting, data, seed=0)
     sentences = {s.sentence for e in data.examples for s in e.sentences}
     (plain, starts) = sorted(counting.rows, key=lambda r: r[2])
-    assert plain[0] == len(sentences) and not plain[2]  # distinct sentences, one pass, no start token
+    assert (
+        plain[0] == len(sentences) and not plain[2]
+    )  # distinct sentences, one pass, no start token
     assert starts[1] == starts[0] <= len({s.split(" ")[0] for s in sentences})  # one token each
 
 
@@ -250,8 +297,18 @@ FAMILIES = ("bert", "roberta", "gpt2", "gpt2-bias-bench", "llama")
 
 @pytest.fixture(scope="module")
 def by_batch(tiny_bert_dir: Path, roberta: Path, tiny_gpt2_dir: Path, llama: Path) -> dict:
-    folders = {"bert": tiny_bert_dir, "roberta": roberta, "gpt2": tiny_gpt2_dir, "gpt2-bias-bench": tiny_gpt2_dir, "llama": llama}
-    return {(f, b): build_embedder(f"hf:{folders[f]}[batch_size={b}]") for f in FAMILIES for b in BATCHES}
+    folders = {
+        "bert": tiny_bert_dir,
+        "roberta": roberta,
+        "gpt2": tiny_gpt2_dir,
+        "gpt2-bias-bench": tiny_gpt2_dir,
+        "llama": llama,
+    }
+    return {
+        (f, b): build_embedder(f"hf:{folders[f]}[batch_size={b}]")
+        for f in FAMILIES
+        for b in BATCHES
+    }
 
 
 def _shuffled(data: StereoSetExamples, order: list[int]) -> StereoSetExamples:
@@ -265,18 +322,31 @@ def _metric(family: str) -> StereoSet:
 
 
 @pytest.mark.parametrize("family", FAMILIES)
-def test_identical_sentences_tie_exactly_at_every_batch_size(family: str, by_batch: dict, data_file: Path) -> None:
+def test_identical_sentences_tie_exactly_at_every_batch_size(
+    family: str, by_batch: dict, data_file: Path
+) -> None:
     data = load_wordset_file(data_file)
     for batch in BATCHES:
         got = scores_of(_metric(family).compute(by_batch[(family, batch)], data, seed=0))
-        for eid in ("c-1", "c-2"):  # the stereotype (c-1) or anti-stereotype (c-2) repeated as unrelated
-            same = [got[f"{eid}-{label}"] for label in LABELS if _context_sentence(f"{eid}-{label}")[1] == ROWS[eid][6]]
+        for eid in (
+            "c-1",
+            "c-2",
+        ):  # the stereotype (c-1) or anti-stereotype (c-2) repeated as unrelated
+            same = [
+                got[f"{eid}-{label}"]
+                for label in LABELS
+                if _context_sentence(f"{eid}-{label}")[1] == ROWS[eid][6]
+            ]
             assert len(same) == 2 and same[0] == same[1], (family, batch, eid)
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(seed=st.integers(0, 2**16), batch=st.sampled_from(BATCHES), family=st.sampled_from(FAMILIES))
-def test_shuffled_and_rebatched_inputs_give_the_same_verdicts(seed: int, batch: int, family: str, by_batch: dict, data_file: Path) -> None:
+def test_shuffled_and_rebatched_inputs_give_the_same_verdicts(
+    seed: int, batch: int, family: str, by_batch: dict, data_file: Path
+) -> None:
     data = load_wordset_file(data_file)
     order = list(range(len(data.examples)))
     random.Random(seed).shuffle(order)
