@@ -204,11 +204,10 @@ def masked_sums(
 def token_log_probs_once(
     embedder: Embedder, sequences: Sequence[Sequence[int]], *, attention: bool = False, start: bool = True
 ) -> list[TokenScores]:
-    """`embedder.token_log_probs`, each distinct sequence scored once (see `computed_once`)."""
-    return computed_once(
-        [tuple(s) for s in sequences],
-        lambda unique: embedder.token_log_probs(unique, attention=attention, start=start),
-    )
+    """`embedder.token_log_probs`, each distinct sequence scored once (see `computed_once`); `start`
+    is passed only when False, so an embedder written before that option still serves the rest."""
+    options = {"attention": attention, **({} if start else {"start": False})}
+    return computed_once([tuple(s) for s in sequences], lambda unique: embedder.token_log_probs(unique, **options))
 
 
 # -- one function per scoring method ------------------------------------------------------------
