@@ -78,3 +78,36 @@ def test_a_tokenizer_that_keeps_accents_keeps_them_in_the_lookup(tmp_path, monke
     assert "Zürich" in strips.word_vectors(["Zürich"]).words
     assert "Zürich" not in keeps.word_vectors(["Zürich"]).words  # no "zürich" token: lost, not read as "zurich"
     assert keeps.describe()["accents_stripped"] is False and strips.describe()["accents_stripped"] is True
+
+
+def test_the_normaliser_is_read_from_the_tokenizer_files_and_a_broken_one_is_not_fatal(tmp_path):
+    """tokenizer.json's BertNormalizer decides; without it (or unreadable) tokenizer_config.json's
+    do_lower_case and strip_accents, BERT's rule for an unset strip_accents: strip when lowercasing."""
+    import json
+
+    from bias.core.models.static.from_encoder import SourceNormaliser, source_normaliser
+
+    (tmp_path / "tokenizer.json").write_text("{not json", encoding="utf-8")
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps({"do_lower_case": True}), encoding="utf-8")
+    assert source_normaliser(tmp_path) == SourceNormaliser(lowercase=True, strip_accents=True)
+    assert source_normaliser(tmp_path)("Çağrı Zoë") == "cagrı zoe"  # ı is a letter of its own, not i with an accent
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps({"do_lower_case": True, "strip_accents": False}), encoding="utf-8")
+    assert source_normaliser(tmp_path)("Zoë") == "zoë"
+    (tmp_path / "tokenizer.json").write_text(json.dumps({"normalizer": {"type": "BertNormalizer", "lowercase": False, "strip_accents": True}}), encoding="utf-8")
+    assert source_normaliser(tmp_path)("Zoë") == "Zoe"
+    (tmp_path / "tokenizer_config.json").write_text("[]", encoding="utf-8")
+    (tmp_path / "tokenizer.json").unlink()
+    assert source_normaliser(tmp_path) == SourceNormaliser(lowercase=False, strip_accents=False)
+
+
+@pytest.mark.parametrize(("lowercase", "strip"), [(True, None), (True, False), (False, True), (False, False)])
+def test_the_normaliser_is_berts(lowercase, strip):
+    """Against the tokenizers library's own BertNormalizer, on words of the shipped languages."""
+    from tokenizers.normalizers import BertNormalizer
+
+    from bias.core.models.static.from_encoder import SourceNormaliser
+
+    words = ["Jürgen", "böse", "Zoë", "efficiënt", "Þórður", "Ásgeir", "çan", "İstanbul", "Iğdır", "façade", "Straße", "ÆØÅ", "naïve"]
+    ours = SourceNormaliser(lowercase, lowercase if strip is None else strip)
+    theirs = BertNormalizer(lowercase=lowercase, strip_accents=strip)
+    assert [ours(w) for w in words] == [theirs.normalize_str(w) for w in words]
