@@ -116,6 +116,11 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
     ("core/reports/robustness.py", "label=kinds[0].scale_name", "0", "1"):
         "the label's kinds[0].scale_name: every member of a curve has the curve's scale name (it is part of the curve's key)",
     ("core/statistics/multiple_testing.py", "if m == 0:", "0", "1"): "one p-value adjusts to min(1, p) = p, which the early return gives too",
+    **{("core/statistics/correlation.py", "if tied.sum() > 1:", a, b): "a value tied with itself alone gets the mean of its one rank: the same rank"
+       for a, b in ((">", ">="), ("1", "0"))},
+    **{("core/reports/agreement.py", "sign, reference = kind.bias_sign or 1", "1", b):
+       "bias_sign is +1 or -1 here (a result without a declared direction is left out above): the fallback is never read"
+       for b in ("2", "0")},
     ("core/pair_metrics/scoring.py", '"causal_start": scores[0].context if scores else ""', "0", "1"):
         "one call gives every sequence with tokens the same start context, and every sentence that reaches a scorer has tokens: any of them names it",
     ("plugins/metrics/probe.py", "if n < AUTO_CV_BELOW and smallest >= 2 else 1", "2", "1"):

@@ -166,6 +166,28 @@ def test_agreement_of_a_run_matches_scipy() -> None:
     assert all(p.pearson["all"].value > 0 for p in jss_pairs)
 
 
+def test_scores_are_oriented_seeds_averaged_and_results_without_a_value_left_out() -> None:
+    """Each cell's oriented score is sign * (value - reference), the mean over a method's seeds (a
+    seed is no method of its own); refused results and values that are not finite do not enter."""
+    import attrs
+
+    results = hand_results()
+    extra = [attrs.evolve(r, key=r.key + "-seed1", seed=1, params={**r.params, "seed": 1}, effect_size=r.effect_size + 0.5)
+             for r in results if r.metric == "weat"]
+    refused = [attrs.evolve(results[0], key="refused", wordset="en/weat-new", status="refused", effect_size=None, p_value=None),
+               attrs.evolve(results[0], key="nan", wordset="en/weat-nan", effect_size=float("nan")),
+               attrs.evolve(results[0], key="refused-with-a-number", wordset="en/weat-refused", status="refused")]
+    found = agreement(build(results + extra + refused))
+    assert found.methods == ["WEAT", "s-SEAT", "w-SEAT", "JSS"]
+    for r in results:
+        if r.metric == "weat":
+            assert found.scores["WEAT"][(r.model, r.wordset)].oriented == pytest.approx(r.effect_size + 0.25, abs=1e-12)
+        if r.metric == "jss":
+            score = found.scores["JSS"][(r.model, r.wordset)]
+            assert score.oriented == pytest.approx(100 - r.effect_size, abs=1e-12) and score.value == r.effect_size
+    assert not any(cell[1] in ("en/weat-new", "en/weat-nan", "en/weat-refused") for cell in found.scores["WEAT"])
+
+
 def test_tables_figure_and_html(tmp_path: Path) -> None:
     results = hand_results()
     report = build(results, title="Agreement <grid>")
