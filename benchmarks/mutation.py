@@ -121,6 +121,10 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
     **{("core/reports/agreement.py", "sign, reference = kind.bias_sign or 1", "1", b):
        "bias_sign is +1 or -1 here (a result without a declared direction is left out above): the fallback is never read"
        for b in ("2", "0")},
+    ("core/reports/agreement.py", "significant = None if any(a is None for a in adjusted) else max(a.holm", "max", "min"):
+        "a cell's results are the seeds of one test, one hypothesis: each carries that hypothesis's adjusted p, so the largest is the smallest",
+    ("core/reports/agreement.py", "significant = None if any(a is None for a in adjusted) else max(a.holm", "any", "all"):
+        "a cell's results are the seeds of one test of one method: they all have an adjusted p or none has",
     ("core/pair_metrics/scoring.py", '"causal_start": scores[0].context if scores else ""', "0", "1"):
         "one call gives every sequence with tokens the same start context, and every sentence that reaches a scorer has tokens: any of them names it",
     ("plugins/metrics/probe.py", "if n < AUTO_CV_BELOW and smallest >= 2 else 1", "2", "1"):
