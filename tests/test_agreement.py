@@ -188,6 +188,20 @@ def test_scores_are_oriented_seeds_averaged_and_results_without_a_value_left_out
     assert not any(cell[1] in ("en/weat-new", "en/weat-nan", "en/weat-refused") for cell in found.scores["WEAT"])
 
 
+def test_the_notes_name_each_shift_and_flip_and_one_method_is_refused() -> None:
+    from bias.core.errors import BiasError
+    from bias.core.reports.agreement import notes
+
+    found = agreement(build(hand_results()))
+    assert notes(found)[1] == (
+        "Scores are oriented so that larger is more bias: the value minus the no-bias reference (JSS 100), "
+        "sign flipped for JSS (lower is more bias)."
+    )
+    assert notes(found)[-1] == "Not compared: mac, its MAC says nothing about how biased a model is (no direction declared)."
+    with pytest.raises(BiasError, match="this run has only WEAT"):
+        agreement(build([r for r in hand_results() if r.metric in ("weat", "mac")]))
+
+
 def test_tables_figure_and_html(tmp_path: Path) -> None:
     results = hand_results()
     report = build(results, title="Agreement <grid>")
