@@ -125,6 +125,10 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
         "a cell's results are the seeds of one test, one hypothesis: each carries that hypothesis's adjusted p, so the largest is the smallest",
     ("core/reports/agreement.py", "significant = None if any(a is None for a in adjusted) else max(a.holm", "any", "all"):
         "a cell's results are the seeds of one test of one method: they all have an adjusted p or none has",
+    ("core/reports/agreement.py", "no_p = [m for m in found.methods if all(s.significant is None", "all", "any"):
+        "a method is one metric with one setting: it gives p-values in all its cells or in none",
+    ("core/reports/agreement.py", "writer = csv.DictWriter(buffer, fieldnames=list(data[0])", "0", "1"):
+        "every record has the same keys, and a pair gives two records (all and significant scores)",
     ("core/pair_metrics/scoring.py", '"causal_start": scores[0].context if scores else ""', "0", "1"):
         "one call gives every sequence with tokens the same start context, and every sentence that reaches a scorer has tokens: any of them names it",
     ("plugins/metrics/probe.py", "if n < AUTO_CV_BELOW and smallest >= 2 else 1", "2", "1"):
