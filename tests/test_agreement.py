@@ -198,6 +198,10 @@ def test_the_notes_name_each_shift_and_flip_and_one_method_is_refused() -> None:
         "sign flipped for JSS (lower is more bias)."
     )
     assert notes(found)[-1] == "Not compared: mac, its MAC says nothing about how biased a model is (no direction declared)."
+    from bias.core.reports.agreement import to_latex
+
+    rows = [line for line in to_latex(found).splitlines() if line.endswith("\\\\") and "&" in line][1:]
+    assert rows[0].startswith("WEAT \\textbar{} s-SEAT & all & ") and rows[1].startswith(" & significant & ")
     with pytest.raises(BiasError, match="this run has only WEAT"):
         agreement(build([r for r in hand_results() if r.metric in ("weat", "mac")]))
 
