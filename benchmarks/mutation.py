@@ -129,6 +129,8 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
         "a method is one metric with one setting: it gives p-values in all its cells or in none",
     ("core/reports/agreement.py", "writer = csv.DictWriter(buffer, fieldnames=list(data[0])", "0", "1"):
         "every record has the same keys, and a pair gives two records (all and significant scores)",
+    ("core/reports/agreement.py", "figure = paths[-1].name if paths else None", "1", "0"):
+        "with PNG and SVG both written, either file is the same figure for the Markdown to show",
     ("core/reports/agreement.py", "return html.escape(str(text), quote=True)", "True", "False"):
         "the escaped text goes into element content only, never an attribute, where a quote reads the same escaped or not",
     ("core/pair_metrics/scoring.py", '"causal_start": scores[0].context if scores else ""', "0", "1"):

@@ -202,6 +202,8 @@ def test_the_notes_name_each_shift_and_flip_and_one_method_is_refused() -> None:
 
     rows = [line for line in to_latex(found).splitlines() if line.endswith("\\\\") and "&" in line][1:]
     assert rows[0].startswith("WEAT \\textbar{} s-SEAT & all & ") and rows[1].startswith(" & significant & ")
+    two = agreement(build([r for r in hand_results() if r.metric in ("weat", "jss")]))
+    assert two.methods == ["WEAT", "JSS"] and [(p.first, p.second) for p in two.pairs] == [("WEAT", "JSS")]
     with pytest.raises(BiasError, match="this run has only WEAT"):
         agreement(build([r for r in hand_results() if r.metric in ("weat", "mac")]))
 
