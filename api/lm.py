@@ -14,6 +14,7 @@ from bias.core.pair_metrics.scoring import (
     MASKED,
     SSS_MASKING,
     causal_sentence_scores,
+    computed_once,
     is_truncated,
     lm_mode,
 )
@@ -28,6 +29,7 @@ __all__ = [
     "CAUSAL_STARTS",
     "causal_sentence_scores",
     "compare_pairs",
+    "computed_once",
     "DIRECTIONS",
     "is_truncated",
     "LIKELIHOODS",

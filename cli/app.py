@@ -157,6 +157,7 @@ def run_cmd(
     pairs: list[str] = typer.Option([], "--pairs", help="Sentence-pair set (en/crows-sample) or CrowS-Pairs .csv/.tsv file. Repeatable."),
     analogies: list[str] = typer.Option([], "--analogies", help="Analogy set (name, or word2vec questions file). Repeatable."),
     param: list[str] = typer.Option([], "--param", help="Any metric parameter KEY=VALUE (see `bias info METRIC`). Repeatable."),
+    preset: Optional[str] = typer.Option(None, "--preset", help="A peer tool's conventions: bias-framework, bias-bench, sent-bias or wefe (docs/methods.md); --param wins."),
     device: Optional[str] = typer.Option(None, "--device", help="Model device: auto, cpu, cuda, cuda:N, mps."),
     dtype: Optional[str] = typer.Option(None, "--dtype", help="Model weights' precision: float32, float16, bfloat16."),
     batch_size: Optional[int] = typer.Option(None, "--batch-size", help="Texts per forward pass."),
@@ -270,6 +271,7 @@ def run_cmd(
         max_cost=max_cost,
         confirm_cost=confirm_cost,
         limit=limit,
+        preset=preset,
     )
     raise typer.Exit(code)
 

@@ -53,13 +53,14 @@ def execute(
     before_after: bool = False,
     max_cost: float | None = None,
     confirm_cost: bool = False,
+    preset: str | None = None,
 ) -> int:
     """Run and report; the output folder's lock is held until the report is printed, however it ends."""
     options = RunOptions(
         config=config, datasets=datasets, models_dir=models_dir, models=models, wordsets=wordsets, metrics=metrics, seeds=seeds,
         params=params, grid=grid, model_options=model_options, shared_model_options=shared_model_options or {}, out=out,
         resume=resume, family=family, executor=executor, ray_address=ray_address, with_original=with_original, before_after=before_after,
-        max_cost=max_cost, confirm_cost=confirm_cost, limit=limit,
+        max_cost=max_cost, confirm_cost=confirm_cost, limit=limit, preset=preset,
     )
     assembly = assemble(
         options,

@@ -17,7 +17,10 @@ import attrs
 from bias.core.runs.same_model import same_models
 from bias.core.errors import BiasError
 from bias.engine import planning
-from bias.engine.experiments import DEFAULT_SEED, EXECUTORS, Experiment, ModelConfig, expand, load_config, refuse_conflicts, unique
+from bias.engine.experiments import (
+    DEFAULT_SEED, EXECUTORS, Experiment, ModelConfig, expand, load_config, preset_notes, refuse_conflicts, unique, with_preset,
+)
+from bias.engine.presets import PRESETS
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +54,7 @@ class RunOptions:
     max_cost: float | None = None
     confirm_cost: bool = False
     limit: int | None = None  # --limit: the first N items of each list of each test
+    preset: str | None = None  # --preset: a peer tool's conventions (engine/presets.py)
 
 
 @attrs.frozen(kw_only=True)
@@ -90,6 +94,8 @@ def assemble(
             experiments = [attrs.evolve(e, seed=s) for s in o.seeds for e in experiments]
         if o.params or o.grid:
             raise BiasError("Metric options go into the experiment file's [params] or [grid] table when a file is given.")
+        if o.preset is not None:
+            raise BiasError("--preset goes with --model and --wordset; an experiment file names its own.", f'Write preset = "{o.preset}" in the file.')
     else:
         if o.datasets is not None or o.models_dir is not None:
             raise BiasError("--datasets and --models go with a BIAS Detection Framework config file.", "bias run CONFIG.txt --datasets DIR --models DIR")
@@ -103,6 +109,11 @@ def assemble(
         if o.with_original or o.before_after:
             after_model = configs[-1]
         experiments = expand(configs, o.wordsets, [(m, dict(o.params)) for m in o.metrics], list(o.seeds) or [DEFAULT_SEED], o.grid)
+        if o.preset is not None:
+            if o.preset not in PRESETS:
+                raise BiasError(f"--preset: unknown preset {o.preset!r}.", f"Presets: {', '.join(PRESETS)}.")
+            experiments = with_preset(experiments, o.preset)
+            settings["notes"] = preset_notes(o.preset)
     if o.limit is not None:
         experiments = [attrs.evolve(e, limit=o.limit) for e in experiments]
     experiments = unique(same_models(experiments))

@@ -417,6 +417,20 @@ def load_config(path: Path, text: str | None = None, base: Path | None = None) -
     return _with_preset(expand(models, wordsets, metrics, seeds, grid), data), settings
 
 
+def with_preset(experiments: Sequence[Experiment], preset: str) -> list[Experiment]:
+    """`--preset` on the command line: each experiment gets the preset's parameters its metric declares
+    (its own `--param` wins), marked with the preset, as an experiment file's `preset` gives them."""
+    return [
+        attrs.evolve(e, params={**_preset(e.metric, {"preset": preset}, Path("--preset")), **e.params}, preset=preset)
+        for e in experiments
+    ]
+
+
+def preset_notes(preset: str | None) -> list[str]:
+    """The note a run with this preset carries into its manifest and reports."""
+    return [PRESET_NOTES[preset]] if preset in PRESET_NOTES else []
+
+
 def _with_preset(experiments: list[Experiment], data: dict[str, Any]) -> list[Experiment]:
     """The experiments marked with the run's preset, so that each result records it."""
     preset = data.get("preset")
@@ -462,7 +476,7 @@ def _settings(data: dict[str, Any], path: Path, text: str | None) -> dict[str, A
         settings["out"] = str(path.parent / Path(settings["out"]).expanduser())
     settings.update(family=family, text=path.read_text(encoding="utf-8") if text is None else text, path=str(path))
     if data.get("preset") in PRESET_NOTES:
-        settings["notes"] = [PRESET_NOTES[data["preset"]]]
+        settings["notes"] = preset_notes(data["preset"])
     return settings
 
 

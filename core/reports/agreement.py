@@ -180,7 +180,7 @@ def notes(found: Agreement) -> list[str]:
         "n: (model, test) cells both methods measured (several seeds averaged); significant: both scores have "
         f"Holm-adjusted p < {found.alpha:g} (family: {found.family}).",
         "95% CI: Fisher z, standard error 1/sqrt(n-3) for Pearson, sqrt(1.06/(n-3)) for Spearman (Fieller et al. 1957); "
-        "none for n <= 3. '-': fewer than 3 cells, or a score that does not vary.",
+        "none for n <= 3 or |r| = 1 (z is infinite there). '-': fewer than 3 cells, or a score that does not vary.",
     ]
     no_p = [m for m in found.methods if all(s.significant is None for s in found.scores[m].values())]
     if no_p:

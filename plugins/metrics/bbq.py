@@ -46,6 +46,7 @@ from bias.api import (
     param,
 )
 from bias.api.data import BBQ, BiasQuestions, placeholders
+from bias.api.lm import computed_once
 
 DECIDE = ("sum", "mean")
 HEADLINES = ("ambiguous", "disambiguated")
@@ -149,7 +150,7 @@ class Bbq(Metric):
             )
             for q in items
         ]
-        scored = embedder.choice_log_probs(requests)
+        scored = computed_once(requests, embedder.choice_log_probs)  # a question asked twice is scored once
         sums = np.array([[float(np.sum(lp)) for lp in s.log_probs] for s in scored])
         means = np.array([[float(np.mean(lp)) for lp in s.log_probs] for s in scored])
         tokens = np.array([[len(lp) for lp in s.log_probs] for s in scored])
