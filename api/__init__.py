@@ -24,6 +24,7 @@ from bias.core.interfaces import (
     Capability,
     ChoiceRequest,
     ChoiceScores,
+    Contact,
     Debiaser,
     Embedder,
     InputRequest,
@@ -53,7 +54,7 @@ from bias.core.model import (
     WordSetMeta,
     WordVectors,
 )
-from bias.core.params import between, int_at_least, one_of, param
+from bias.core.params import at_most, between, int_at_least, one_of, param
 from bias.core.data.kinds import DataKind
 from bias.core.data.wordsets import DataPackage, Problem
 
@@ -151,6 +152,7 @@ __all__ = [
     "Capability",
     "ChoiceRequest",
     "ChoiceScores",
+    "Contact",
     "Cost",
     "DataKind",
     "DataPackage",
@@ -183,6 +185,7 @@ __all__ = [
     "WordVectors",
     "association_ci",
     "association_scores",
+    "at_most",
     "benjamini_hochberg",
     "between",
     "bootstrap_cost",

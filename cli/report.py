@@ -18,6 +18,9 @@ def execute(folder: Path, formats: tuple[str, ...], family: str | None, *, wide:
     from bias import registry
     from bias.core.reports import load_report, write_report
 
+    if robustness and agreement:
+        raise BiasError("--robustness and --agreement are two different reports; give one of them.",
+                        f"For example `bias report {folder} --robustness`, then `bias report {folder} --agreement`.")
     report = load_report(folder, family=family, declared=registry.value_declaration)
     if robustness and report.results:
         _robustness_report(report, folder, formats, console)

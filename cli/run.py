@@ -53,13 +53,15 @@ def execute(
     before_after: bool = False,
     max_cost: float | None = None,
     confirm_cost: bool = False,
+    allow: Sequence[str] = (),
+    code_flags: dict[str, str] | None = None,
 ) -> int:
     """Run and report; the output folder's lock is held until the report is printed, however it ends."""
     options = RunOptions(
         config=config, datasets=datasets, models_dir=models_dir, models=models, wordsets=wordsets, metrics=metrics, seeds=seeds,
         params=params, grid=grid, model_options=model_options, shared_model_options=shared_model_options or {}, out=out,
         resume=resume, family=family, executor=executor, ray_address=ray_address, with_original=with_original, before_after=before_after,
-        max_cost=max_cost, confirm_cost=confirm_cost, limit=limit,
+        max_cost=max_cost, confirm_cost=confirm_cost, limit=limit, allow=allow, code_flags=code_flags or {},
     )
     assembly = assemble(
         options,
@@ -69,6 +71,8 @@ def execute(
     plan, out = assembly.plan, assembly.out
     for skipped in skipped_lines(plan.skipped):
         say(err_console, skipped)  # a warning, on stderr beside the refusals: stdout keeps the results
+    for contact in assembly.contacts:  # before anything is sent: where requests go, with which key
+        say(err_console, contact)
     quiet = logging.getLogger().getEffectiveLevel() >= logging.ERROR
     show_progress = not as_json and not quiet and console.is_terminal
     # Off a terminal (CI, tee, nohup) a line per finished experiment on stderr, so a long run is never silent.

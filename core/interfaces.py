@@ -38,6 +38,28 @@ class Capability(str, enum.Enum):
         return self.value
 
 
+@attrs.frozen
+class Contact:
+    """An address a model sends requests to, and the environment variable whose key goes with them
+    (None: no key is sent). Said to the user before a run sends anything."""
+
+    url: str
+    key_env: str | None = None
+
+    def line(self, model: str) -> str:
+        from urllib.parse import urlsplit
+
+        try:
+            parts = urlsplit(self.url)
+            host = parts.hostname or self.url
+            host = f"[{host}]" if ":" in host else host
+            shown = f"{parts.scheme}://{host}{f':{parts.port}' if parts.port else ''}{parts.path}"
+        except ValueError:
+            shown = self.url
+        key = f"with the key in {self.key_env}" if self.key_env else "with no key"
+        return f"{model} sends requests to {shown} {key}"
+
+
 class Embedder(ABC):
     """Turns words or sentences into vectors (or probabilities) for metrics.
 
@@ -49,11 +71,29 @@ class Embedder(ABC):
     name: ClassVar[str]
     summary: ClassVar[str]
     capabilities: ClassVar[frozenset[Capability]]
+    # Whether LOCATION is a network address (a server's URL, as in completions:http://host:8000/v1),
+    # not a file, a folder or a model id: an experiment file's address then needs the user's
+    # confirmation (--allow location=URL), as a parameter declared with guard="route" does.
+    location_is_address: ClassVar[bool] = False
     location: str
 
     @property
     def spec(self) -> str:
         return f"{self.name}:{self.location}"
+
+    def contacts(self) -> tuple[Contact, ...]:
+        """Every address this model sends requests to, with the variable whose key goes along; `bias
+        run` says them before anything is sent. Default: the location when it is an address, and
+        every route parameter whose value is a URL (no key known); a model that sends a key says so
+        by overriding this."""
+        from bias.core.params import describe_params
+
+        urls = [self.location] if self.location_is_address else []
+        for p in describe_params(type(self)):
+            value = getattr(self, p.name, None)
+            if p.guard == "route" and isinstance(value, str) and "://" in value:
+                urls.append(value)
+        return tuple(Contact(url) for url in dict.fromkeys(urls))
 
     @property
     def static(self) -> bool:

@@ -100,11 +100,12 @@ class HuggingFaceEmbedder(Embedder):
         validator=one_of(HEADS, "auto reads the head from config.json; none loads the bare encoder (vectors only)."),
     )
     trust_remote_code: bool = param(
-        False, "run the model's own Python code from its folder or the Hub (only for models you trust)"
+        False, "run the model's own Python code from its folder or the Hub (only for models you trust)", guard="code"
     )
     cache: bool = param(True, "keep encodings on disk so a repeated run does not run the model again")
     cache_dir: str | None = param(
-        None, "folder of the encoding cache (default: $BIAS_CACHE_DIR/encodings or ~/.cache/bias-framework/encodings)"
+        None, "folder of the encoding cache (default: $BIAS_CACHE_DIR/encodings or ~/.cache/bias-framework/encodings)",
+        guard="route",
     )
 
     _loaded: LoadedModel | None = attrs.field(init=False, default=None, repr=False)

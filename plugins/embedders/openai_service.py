@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 
 import attrs
 from bias.api import Capability, int_at_least, param
-from bias.api.services import ServiceEmbedder, Transient, refused_for_status
+from bias.api.services import Refused, ServiceEmbedder, Transient, bounded_httpx_client, refused_for_status
 
 
 @attrs.define
@@ -39,10 +39,16 @@ class OpenAIEmbedder(ServiceEmbedder):
     def _identity(self) -> dict[str, Any]:
         return {"endpoint": self.endpoint, "model": self.location, "dimensions": self.dimensions}
 
+    def _asked_width(self) -> int | None:
+        return self.dimensions
+
     def _client(self, key: str) -> Any:
         import openai
 
-        return openai.OpenAI(api_key=key, base_url=self.endpoint, max_retries=0, timeout=self.timeout)
+        # The client's own retries are off and its HTTP client follows no redirect and reads no
+        # answer longer than a batch of vectors can be (the shared rules of bias.api.services).
+        http = bounded_httpx_client(openai.DefaultHttpxClient, self.answer_limit(), self.timeout)
+        return openai.OpenAI(api_key=key, base_url=self.endpoint, max_retries=0, timeout=self.timeout, http_client=http)
 
     def _send(self, client: Any, texts: list[str]) -> tuple[list[list[float]], int | None]:
         import openai
@@ -58,6 +64,11 @@ class OpenAIEmbedder(ServiceEmbedder):
             raise Transient("no connection to the service") from None
         except openai.APIStatusError as exc:
             raise refused_for_status(exc.status_code, str(getattr(exc, "message", "")), self._key(), exc.response.headers) from None
-        data = sorted(response.data, key=lambda item: item.index)
+        data = getattr(response, "data", None)
+        if not isinstance(data, list):
+            raise Refused("the service answered no list of vectors (no 'data')", "Check the model name and the service's address.")
+        index = [getattr(item, "index", None) for item in data]
+        if sorted(index) == list(range(len(data))):  # the answer's own order, when it gives one that fits
+            data = [item for _, item in sorted(zip(index, data), key=lambda pair: pair[0])]
         usage = getattr(response, "usage", None)
-        return [item.embedding for item in data], getattr(usage, "prompt_tokens", None)
+        return [getattr(item, "embedding", None) for item in data], getattr(usage, "prompt_tokens", None)
