@@ -125,11 +125,12 @@ def _at_least_without_file_costs(quote: Quote, texts: Sequence[str], config: Any
     from bias import registry
     from bias.core.params import describe_params
     from bias.core.specs import ModelSpec
+    from bias.registry.resolve import embedder_class
 
     if config is None or not getattr(config, "origin", ""):
         return quote
     parsed = config.parsed
-    costs = {p.name for p in describe_params(registry.embedder_class(parsed.embedder)) if p.guard == "cost"}
+    costs = {p.name for p in describe_params(embedder_class(parsed.embedder)) if p.guard == "cost"}
     given = {k: v for k, v in parsed.options.items() if str(k).replace("-", "_") in costs}
     if not given:
         return quote

@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 
 import attrs
 from bias.api import Capability, int_at_least, param
-from bias.api.services import Refused, ServiceEmbedder, Transient, bounded_httpx_client, refused_for_status
+from bias.api.services import ServiceEmbedder, Transient, bounded_httpx_client, refused_for_status
 
 
 @attrs.define
@@ -50,7 +50,7 @@ class OpenAIEmbedder(ServiceEmbedder):
         http = bounded_httpx_client(openai.DefaultHttpxClient, self.answer_limit(), self.timeout)
         return openai.OpenAI(api_key=key, base_url=self.endpoint, max_retries=0, timeout=self.timeout, http_client=http)
 
-    def _send(self, client: Any, texts: list[str]) -> tuple[list[list[float]], int | None]:
+    def _send(self, client: Any, texts: list[str]) -> tuple[Any, int | None]:
         import openai
 
         options: dict[str, Any] = {"model": self.location, "input": texts, "encoding_format": "float"}
@@ -66,9 +66,9 @@ class OpenAIEmbedder(ServiceEmbedder):
             raise refused_for_status(exc.status_code, str(getattr(exc, "message", "")), self._key(), exc.response.headers) from None
         data = getattr(response, "data", None)
         if not isinstance(data, list):
-            raise Refused("the service answered no list of vectors (no 'data')", "Check the model name and the service's address.")
+            return data, None  # refused by the shared check of the answer, naming what came instead
         index = [getattr(item, "index", None) for item in data]
-        if sorted(index) == list(range(len(data))):  # the answer's own order, when it gives one that fits
-            data = [item for _, item in sorted(zip(index, data), key=lambda pair: pair[0])]
+        if all(type(i) is int for i in index) and sorted(index) == list(range(len(data))):  # type: ignore[type-var]
+            data = [item for _, item in sorted(zip(index, data), key=lambda pair: pair[0])]  # the answer's own order
         usage = getattr(response, "usage", None)
         return [getattr(item, "embedding", None) for item in data], getattr(usage, "prompt_tokens", None)

@@ -27,12 +27,13 @@ KEY = "sk-victim-SECRET-0123456789abcdef"
 def victim(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     monkeypatch.setenv("BIAS_CACHE_DIR", str(tmp_path / "cache"))
-    words_toml(tmp_path / "ws.toml", X=X_WORDS[:4], Y=Y_WORDS[:4], A=A_WORDS[:4], B=B_WORDS[:4])
+    words_toml(tmp_path / "ws.toml", X=X_WORDS[:8], Y=Y_WORDS[:8], A=A_WORDS[:8], B=B_WORDS[:8])
     return tmp_path
 
 
 def run(folder: Path, url: str, *options: str) -> list[str]:
-    spec = f"openai:text-embedding-3-small[{','.join((f'base_url={url}', 'retries=0', *options))}]"
+    given = dict(option.split("=", 1) for option in ("retries=0", *options))  # an option given replaces retries=0
+    spec = f"openai:text-embedding-3-small[{','.join([f'base_url={url}', *(f'{k}={v}' for k, v in given.items())])}]"
     return ["run", "--model", spec, "--wordset", str(folder / "ws.toml"), "--bootstrap", "0", "--permutations", "100"]
 
 
@@ -79,7 +80,7 @@ def test_Z95_a_completion_servers_redirect_is_refused(victim: Path) -> None:
         (Answer(vector="abc"), "str 'abc' as vector 0"),  # Z73
         (Answer(vector=[[0.1, 0.2], [0.3]]), "a nested list inside vector 0"),  # Z78
         (Answer(vector=[None, 0.5]), "null inside vector 0"),  # Z79
-        (Answer(body=b'{"data": "no"}'), "no list of vectors"),  # Z80
+        (Answer(body=b'{"data": "no"}'), "where a list of vectors belongs"),  # Z80
         (Answer(body=b'{"data": [{"index": "x", "embedding": [1.0]}, 7]}'), "vector"),
     ],
     ids=["Z81-too-wide", "known-width", "Z73-string", "Z78-nested", "Z79-null", "Z80-no-list", "bad-items"],
