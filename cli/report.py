@@ -27,7 +27,7 @@ def execute(folder: Path, formats: tuple[str, ...], family: str | None, *, wide:
         return
     if not report.results:
         where = folder / "results.jsonl" if folder.is_dir() else folder
-        damaged = f" ({len(report.damaged):,} damaged line(s))" if report.damaged else ""
+        damaged = f" ({len(report.damaged):,} damaged line(s); {report.damaged[0]})" if report.damaged else ""
         raise BiasError(f"{where} holds no valid result line{damaged}.", "Give the folder of a `bias run --out` that finished at least one experiment.")
     for bad in report.damaged[:5]:
         warn(err_console, f"results.jsonl {bad}: skipped.")

@@ -21,6 +21,7 @@ if TYPE_CHECKING:  # annotations only: listing plugins must not import numpy
 
 from bias.core.errors import BiasError
 from bias.core.model import WordVectors
+from bias.core.remote import Contact, Quote  # noqa: F401 (part of the interfaces: what a remote model tells)
 
 
 class Capability(str, enum.Enum):
@@ -36,28 +37,6 @@ class Capability(str, enum.Enum):
 
     def __str__(self) -> str:
         return self.value
-
-
-@attrs.frozen
-class Contact:
-    """An address a model sends requests to, and the environment variable whose key goes with them
-    (None: no key is sent). Said to the user before a run sends anything."""
-
-    url: str
-    key_env: str | None = None
-
-    def line(self, model: str) -> str:
-        from urllib.parse import urlsplit
-
-        try:
-            parts = urlsplit(self.url)
-            host = parts.hostname or self.url
-            host = f"[{host}]" if ":" in host else host
-            shown = f"{parts.scheme}://{host}{f':{parts.port}' if parts.port else ''}{parts.path}"
-        except ValueError:
-            shown = self.url
-        key = f"with the key in {self.key_env}" if self.key_env else "with no key"
-        return f"{model} sends requests to {shown} {key}"
 
 
 class Embedder(ABC):
@@ -210,27 +189,6 @@ class Embedder(ABC):
         first experiment (with the texts its experiments will ask for), so a run can be stopped before
         any money is spent. None (the default): the model runs here and costs nothing to ask."""
         return None
-
-
-@attrs.frozen
-class Quote:
-    """What a paid embedder would send for a run: the texts not cached yet, about how many tokens they
-    are, how many were found in the cache, and the price in US dollars (None when not known)."""
-
-    texts: int
-    tokens: int
-    cached: int = 0
-    usd: float | None = None
-    basis: str = ""  # how the price was found ("$0.02 per million tokens")
-
-    def line(self, model: str) -> str:
-        if self.usd is None:
-            cost = f"not estimated ({self.basis})"
-        else:
-            cost = f"about ${self.usd:.2f}" if self.usd >= 0.01 else f"about ${self.usd:.6f}"
-            cost += f" ({self.basis})" if self.basis else ""
-        return (f"{model}: will send {self.texts:,} text(s), about {self.tokens:,} tokens ({self.cached:,} already cached); "
-                f"cost {cost}.")
 
 
 @attrs.frozen

@@ -40,7 +40,7 @@ class ModelInput:
     original: bool = False
     # The file the spec was written in (an experiment file's parameter, a debias.json), "" when the
     # command line gave it: held to what a file may decide (bias.engine.guards) before it is built.
-    origin: str = ""
+    origin: str = attrs.field(default="", eq=False)
 
 
 def requested_inputs(metric: Any, data: Any) -> dict[str, InputRequest]:

@@ -352,6 +352,7 @@ def test_both_forms_of_the_schema_are_walked_whole() -> None:
 @pytest.mark.parametrize("key, flag", [("allow_pickle", "--allow-pickle"), ("trust_remote_code", "--trust-remote-code"), ("trust-remote-code", "--trust-remote-code")])
 def test_no_table_of_an_experiment_file_can_carry_a_code_option(form: dict[str, Any], key: str, flag: str, tmp_path: Path) -> None:
     """In every table of both forms, and in tables nested below any of them, the key is refused."""
+    from bias.cli.app import CODE_FLAGS
     from bias.core.errors import BiasError
     from bias.engine.experiments import load_config
 
@@ -365,7 +366,7 @@ def test_no_table_of_an_experiment_file_can_carry_a_code_option(form: dict[str, 
             node.update(planted)
             path.write_text(_toml(data), encoding="utf-8")
             with pytest.raises(BiasError) as err:
-                load_config(path)
+                load_config(path, flags=CODE_FLAGS)
             assert key in err.value.message and "run code" in err.value.message, (trail, err.value.message)
             assert flag in (err.value.hint or ""), (trail, err.value.hint)
 

@@ -83,7 +83,7 @@ def _build(folder: Path, target: Path) -> None:
                 out.write(vocab[i].encode("utf-8") + b" " + matrix[i].tobytes() + b"\n")
         os.replace(partial, target)
     except OSError as exc:  # a read-only cache folder: the user's setting to change
-        if exc.errno not in (errno.EROFS, errno.EACCES, errno.EPERM):
+        if exc.errno not in (errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOTDIR, errno.EEXIST):
             raise
         with contextlib.suppress(OSError):
             partial.unlink(missing_ok=True)

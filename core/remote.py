@@ -1,0 +1,52 @@
+"""What a model that runs elsewhere tells a run before it sends anything: what its requests will cost
+(`Quote`, from `Embedder.quote`) and where they go, with which key (`Contact`, from
+`Embedder.contacts`). The runner stops above the user's --max-cost on the first, and `bias run` says
+the second to the user, one line per address.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+
+@attrs.frozen
+class Quote:
+    """What a paid embedder would send for a run: the texts not cached yet, about how many tokens they
+    are, how many were found in the cache, and the price in US dollars (None when not known)."""
+
+    texts: int
+    tokens: int
+    cached: int = 0
+    usd: float | None = None
+    basis: str = ""  # how the price was found ("$0.02 per million tokens")
+
+    def line(self, model: str) -> str:
+        if self.usd is None:
+            cost = f"not estimated ({self.basis})"
+        else:
+            cost = f"about ${self.usd:.2f}" if self.usd >= 0.01 else f"about ${self.usd:.6f}"
+            cost += f" ({self.basis})" if self.basis else ""
+        return (f"{model}: will send {self.texts:,} text(s), about {self.tokens:,} tokens ({self.cached:,} already cached); "
+                f"cost {cost}.")
+
+
+@attrs.frozen
+class Contact:
+    """An address a model sends requests to, and the environment variable whose key goes with them
+    (None: no key is sent). Said to the user before a run sends anything."""
+
+    url: str
+    key_env: str | None = None
+
+    def line(self, model: str) -> str:
+        from urllib.parse import urlsplit
+
+        try:
+            parts = urlsplit(self.url)
+            host = parts.hostname or self.url
+            host = f"[{host}]" if ":" in host else host
+            shown = f"{parts.scheme}://{host}{f':{parts.port}' if parts.port else ''}{parts.path}"
+        except ValueError:
+            shown = self.url
+        key = f"with the key in {self.key_env}" if self.key_env else "with no key"
+        return f"{model} sends requests to {shown} {key}"
