@@ -22,6 +22,7 @@ from bias.core.models.service_http import (
     bounded_httpx_client,
     bounded_requests_session,
     in_threads,
+    openai_client,
     read_bounded,
     redirect_refusal,
     too_large_in,
@@ -42,6 +43,6 @@ from bias.core.models.services import (
 __all__ = [
     "MAX_BACKOFF", "MAX_RETRIES", "MAX_TIMEOUT", "MAX_WAIT", "MAX_WIDTH", "PRICES", "AnswerTooLarge", "Redirected", "Refused",
     "ServiceEmbedder", "Stop", "Transient", "answer_limit", "backoff_wait", "bounded_httpx_client", "bounded_requests_session",
-    "estimate_tokens", "in_threads", "read_bounded", "redirect_refusal", "refused_for_status", "retry_after", "scrub",
+    "estimate_tokens", "in_threads", "openai_client", "read_bounded", "redirect_refusal", "refused_for_status", "retry_after", "scrub",
     "too_large_in", "urllib_opener", "vector_rows",
 ]

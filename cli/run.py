@@ -67,12 +67,11 @@ def execute(
         options,
         on_warning=lambda problem: warn(err_console, str(problem)),
         on_notice=lambda text: say(err_console, text),
+        on_contact=lambda text: say(err_console, text),  # where requests go, with which key: before anything is sent
     )
     plan, out = assembly.plan, assembly.out
     for skipped in skipped_lines(plan.skipped):
         say(err_console, skipped)  # a warning, on stderr beside the refusals: stdout keeps the results
-    for contact in assembly.contacts:  # before anything is sent: where requests go, with which key
-        say(err_console, contact)
     quiet = logging.getLogger().getEffectiveLevel() >= logging.ERROR
     show_progress = not as_json and not quiet and console.is_terminal
     # Off a terminal (CI, tee, nohup) a line per finished experiment on stderr, so a long run is never silent.

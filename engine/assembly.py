@@ -82,9 +82,12 @@ def assemble(
     *,
     on_warning: Callable[[str], None] = lambda text: None,
     on_notice: Callable[[str], None] = lambda text: None,
+    on_contact: Callable[[str], None] = lambda text: None,
 ) -> Assembly:
     """The plan of a run. `on_warning` hears each line of a BIAS Detection Framework config that cannot
-    run; `on_notice` hears that --out (or --ray-address) replaces the experiment file's `out` (`ray_address`)."""
+    run; `on_notice` hears that --out (or --ray-address) replaces the experiment file's `out` (`ray_address`);
+    `on_contact` hears each address the run's models will send requests to, and with which key, before
+    any model is checked or loaded."""
     o = options
     settings: dict[str, Any] = {}
     after_model: ModelConfig | None = None
@@ -128,9 +131,12 @@ def assemble(
     family = o.family or settings.get("family", "run")
     executor, ray_address = checked_executor(o.executor or settings.get("executor", "local"), ray_address_of(o.ray_address, settings, on_notice))
     plan = planning.plan(experiments, functools.partial(guard_input, allowed=allowed, flags=o.code_flags))
+    said = contacts(plan)
+    for line in said:  # before the models' checks, which may already ask a server (a Hub) something
+        on_contact(line)
     planning.check_models(plan)
     return Assembly(plan=plan, settings=settings, out=out, family=family, executor=executor, ray_address=ray_address, after_model=after_model,
-                    max_cost=o.max_cost, confirm_cost=o.confirm_cost, contacts=contacts(plan))
+                    max_cost=o.max_cost, confirm_cost=o.confirm_cost, contacts=said)
 
 
 def guard_input(found: ModelInput, *, allowed: guards.Allowed, flags: Mapping[str, str]) -> None:

@@ -320,7 +320,7 @@ def _listed_experiments(data: dict[str, Any], path: Path, shared: dict[str, Any]
         candidate = folder / wordset
         if candidate.exists() and not Path(wordset).exists():
             wordset = str(candidate)
-        merged = {**_preset(metric, data, path), **shared, **params}
+        merged = {**_preset(metric, data, path), **paths_in_file(shared, folder), **paths_in_file(params, folder)}
         out.extend(Experiment(config, wordset, metric, dict(merged), seed) for seed in seeds)
     return out
 
@@ -411,6 +411,7 @@ def load_config(
                 f"{path}: grid.{key} must be a non-empty list of values (an empty list leaves nothing to run).",
                 f"For example {key} = [{values!r}]" if not isinstance(values, list) else "Remove it, or list at least one value.",
             )
+    grid = {key: [paths_in_file({key: v}, folder)[key] for v in values] for key, values in grid.items()}  # files: the file's folder
     refuse_conflicts(shared, grid, f"{path} [params]", f"{path} [grid]")
     metrics: list[tuple[str, dict[str, Any]]] = []
     for i, entry in enumerate(_as_list(data["metrics"], "metrics", path)):

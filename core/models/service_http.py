@@ -11,8 +11,9 @@ openai and voyage clients, the completion server's urllib, a third party's) goes
   (`in_threads`), which the program does not wait for when it ends: Ctrl-C ends a run in about a
   second even while workers wait on retries or on a server that does not answer.
 - Answers are bounded in size before they are parsed (`answer_limit`, `bounded_httpx_client`,
-  `bounded_requests_session`, `read_bounded`) and vectors in width (MAX_WIDTH, or the width the
-  model is known to have) before anything is cached (`vector_rows`).
+  `bounded_requests_session`, `read_bounded`), and in time: a server that trickles its answer gets
+  the request's timeout for the whole of it, not for each byte; vectors are bounded in width
+  (MAX_WIDTH, or the width the model is known to have) before anything is cached (`vector_rows`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import importlib
 import math
 import queue
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
@@ -32,7 +34,7 @@ MAX_RETRIES = 10  # retries of one request after a 429, 5xx, timeout or refused 
 MAX_BACKOFF = 30.0  # seconds before the first retry (doubled for each next one, each wait capped)
 MAX_WAIT = 60.0  # seconds of any one wait, whatever the server's Retry-After asks
 MAX_TIMEOUT = 600.0  # seconds one request may take
-MAX_WIDTH = 16_384  # numbers in one vector of a server's answer (the widest known models have 4,096)
+MAX_WIDTH = 8_192  # numbers in one vector of a server's answer (the widest known models have 4,096)
 NUMBER_BYTES = 32  # room for one number in a JSON answer ("-1.2345678901234567e-05, ")
 MAX_ANSWER_BYTES = 256 * 2**20  # one answer, whatever the batch
 SLACK_BYTES = 2**20  # the rest of an answer: field names, usage, ids
@@ -157,16 +159,28 @@ def bounded_httpx_client(factory: Callable[..., Any], limit: int, timeout: float
         if length is not None and length.strip().isdigit() and int(length) > limit:
             response.close()
             raise AnswerTooLarge(limit)
-        response.stream = _counting_stream(response, limit)
+        response.stream = _counting_stream(response, limit, timeout)
 
     return factory(follow_redirects=False, timeout=timeout, event_hooks={"response": [check]})
 
 
-def _counting_stream(response: Any, limit: int) -> Any:
+def openai_client(key: str, base_url: str, timeout: float, limit: int) -> Any:
+    """The official `openai` client for `base_url` under these rules: its own retries off (the caller
+    retries, bounded), no redirect followed, no answer longer than `limit` bytes. Every embedder
+    over an OpenAI-compatible API (embeddings, chat, completions) builds its client here."""
+    import openai
+
+    http = bounded_httpx_client(openai.DefaultHttpxClient, limit, timeout)
+    return openai.OpenAI(api_key=key, base_url=base_url, max_retries=0, timeout=timeout, http_client=http)
+
+
+def _counting_stream(response: Any, limit: int, timeout: float) -> Any:
     """The response's byte stream, raising AnswerTooLarge past `limit` bytes (a chunked answer has no
-    length to check beforehand). Built on the stream class of the response's own httpx module."""
+    length to check beforehand) and the httpx module's ReadTimeout (retried as a timeout) when the
+    whole answer takes longer than `timeout`. Built on the stream class of the response's own module."""
     module = importlib.import_module(type(response).__module__.split(".")[0])
     inner = response.stream
+    deadline = time.monotonic() + timeout
 
     class Counting(module.SyncByteStream):  # type: ignore[name-defined,misc]
         def __iter__(self) -> Iterator[bytes]:
@@ -175,6 +189,8 @@ def _counting_stream(response: Any, limit: int) -> Any:
                 read += len(chunk)
                 if read > limit:
                     raise AnswerTooLarge(limit)
+                if time.monotonic() > deadline:
+                    raise module.ReadTimeout(f"no whole answer within {timeout:g} s")
                 yield chunk
 
         def close(self) -> None:
@@ -183,9 +199,9 @@ def _counting_stream(response: Any, limit: int) -> Any:
     return Counting()
 
 
-def bounded_requests_session(limit: int) -> Any:
-    """A `requests` session (for an SDK built on it, such as voyageai) that follows no redirect and
-    reads no answer longer than `limit` bytes."""
+def bounded_requests_session(limit: int, timeout: float) -> Any:
+    """A `requests` session (for an SDK built on it, such as voyageai) that follows no redirect,
+    reads no answer longer than `limit` bytes and none for longer than `timeout` seconds."""
     import requests
 
     class Bounded(requests.Session):
@@ -196,10 +212,14 @@ def bounded_requests_session(limit: int) -> Any:
             if response.is_redirect or 300 <= response.status_code < 400:
                 response.close()
                 raise Redirected(response.status_code, response.headers.get("location", ""))
-            body = response.raw.read(limit + 1, decode_content=True)
-            if len(body) > limit:
+            try:
+                body = _read_within(lambda n: response.raw.read(n, decode_content=True), limit, timeout)
+            except TimeoutError as exc:
                 response.close()
-                raise AnswerTooLarge(limit)
+                raise requests.exceptions.ReadTimeout(str(exc)) from None
+            except AnswerTooLarge:
+                response.close()
+                raise
             response._content = body
             response._content_consumed = True
             return response
@@ -207,12 +227,25 @@ def bounded_requests_session(limit: int) -> Any:
     return Bounded()
 
 
-def read_bounded(response: Any, limit: int) -> bytes:
-    """The body of a urllib response, refused past `limit` bytes."""
-    body = response.read(limit + 1)
-    if len(body) > limit:
-        raise AnswerTooLarge(limit)
-    return body
+def read_bounded(response: Any, limit: int, timeout: float) -> bytes:
+    """The body of a urllib response, refused past `limit` bytes or `timeout` seconds (TimeoutError)."""
+    return _read_within(response.read, limit, timeout)
+
+
+def _read_within(read: Callable[[int], bytes], limit: int, timeout: float) -> bytes:
+    """Chunks of `read` until the end, at most `limit` bytes within `timeout` seconds in all."""
+    deadline = time.monotonic() + timeout
+    chunks, size = [], 0
+    while True:
+        chunk = read(min(2**16, limit + 1 - size))
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+        size += len(chunk)
+        if size > limit:
+            raise AnswerTooLarge(limit)
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"no whole answer within {timeout:g} s")
 
 
 def urllib_opener() -> Any:

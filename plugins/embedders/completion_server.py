@@ -98,7 +98,7 @@ class CompletionServer(Embedder):
         request = urllib.request.Request(self.location.rstrip("/") + path, data=data, headers=headers, method=method)
         try:  # no redirect followed (it would carry the key), no answer longer than `limit` read
             with urllib_opener().open(request, timeout=self.timeout) as response:  # noqa: S310 (the user's URL)
-                return json.loads(read_bounded(response, limit).decode("utf-8"))
+                return json.loads(read_bounded(response, limit, self.timeout).decode("utf-8"))
         except Redirected as exc:
             raise redirect_refusal(self.spec, exc.status, exc.target) from None
         except AnswerTooLarge as exc:

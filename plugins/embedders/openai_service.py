@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 
 import attrs
 from bias.api import Capability, int_at_least, param
-from bias.api.services import ServiceEmbedder, Transient, bounded_httpx_client, refused_for_status
+from bias.api.services import ServiceEmbedder, Transient, openai_client, refused_for_status
 
 
 @attrs.define
@@ -43,12 +43,9 @@ class OpenAIEmbedder(ServiceEmbedder):
         return self.dimensions
 
     def _client(self, key: str) -> Any:
-        import openai
-
-        # The client's own retries are off and its HTTP client follows no redirect and reads no
-        # answer longer than a batch of vectors can be (the shared rules of bias.api.services).
-        http = bounded_httpx_client(openai.DefaultHttpxClient, self.answer_limit(), self.timeout)
-        return openai.OpenAI(api_key=key, base_url=self.endpoint, max_retries=0, timeout=self.timeout, http_client=http)
+        # Its own retries off, no redirect followed, no answer longer than a batch of vectors can be
+        # (the shared rules of bias.api.services).
+        return openai_client(key, self.endpoint, self.timeout, self.answer_limit())
 
     def _send(self, client: Any, texts: list[str]) -> tuple[Any, int | None]:
         import openai

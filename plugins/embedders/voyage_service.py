@@ -46,8 +46,8 @@ class VoyageEmbedder(ServiceEmbedder):
 
         # The client makes its requests through the session this factory gives (one per thread): no
         # redirect followed, no answer longer than a batch of vectors can be (bias.api.services).
-        limit = self.answer_limit()
-        voyageai.requestssession = lambda: bounded_requests_session(limit)
+        limit, timeout = self.answer_limit(), self.timeout
+        voyageai.requestssession = lambda: bounded_requests_session(limit, timeout)
         return voyageai.Client(api_key=key, max_retries=0, timeout=self.timeout, base_url=self.endpoint)
 
     def _send(self, client: Any, texts: list[str]) -> tuple[list[list[float]], int | None]:

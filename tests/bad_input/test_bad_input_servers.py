@@ -58,6 +58,16 @@ def test_Z95_Z82_a_redirect_is_refused_and_the_key_stays_with_its_address(victim
         assert KEY not in done.both
 
 
+def test_a_voyage_redirect_is_refused_too(victim: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("VOYAGE_API_KEY", KEY)
+    with HostileServer() as elsewhere, HostileServer() as server:
+        server.answer = Answer(307, {"Location": f"{elsewhere.url}/embeddings"})
+        spec = f"voyage:voyage-3[base_url={server.url},retries=0]"
+        done = cli("run", "--model", spec, "--wordset", str(victim / "ws.toml"), "--bootstrap", "0", "--permutations", "100")
+        assert done.code == 2 and "redirect" in done.err and KEY not in done.both, done.both
+        assert elsewhere.log == [] and server.keys() == [f"Bearer {KEY}"] * len(server.log)
+
+
 def test_Z95_a_completion_servers_redirect_is_refused(victim: Path) -> None:
     from bias.registry import build_embedder
 
