@@ -26,8 +26,10 @@ class Quote:
         else:
             cost = f"about ${self.usd:.2f}" if self.usd >= 0.01 else f"about ${self.usd:.6f}"
             cost += f" ({self.basis})" if self.basis else ""
-        return (f"{model}: will send {self.texts:,} text(s), about {self.tokens:,} tokens ({self.cached:,} already cached); "
-                f"cost {cost}.")
+        return (
+            f"{model}: will send {self.texts:,} text(s), about {self.tokens:,} tokens ({self.cached:,} already cached); "
+            f"cost {cost}."
+        )
 
 
 @attrs.frozen

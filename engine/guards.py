@@ -98,7 +98,9 @@ def code_flag(name: str, flags: Mapping[str, str]) -> str:
     return flags.get(name) or f"--model-option {name}=true"
 
 
-def refuse_code(origin: str, where: str, name: str, flags: Mapping[str, str], written: str = "") -> BiasError:
+def refuse_code(
+    origin: str, where: str, name: str, flags: Mapping[str, str], written: str = ""
+) -> BiasError:
     """The refusal of a code option `name` (as the file wrote it: `written`) that a file sets."""
     written = written or name
     return BiasError(
@@ -118,7 +120,13 @@ ROUTE_WHAT = "decides where requests, keys or data go"
 
 
 def check_model(
-    spec: ModelSpec, origin: str, allowed: Allowed, flags: Mapping[str, str], *, where: str = "", folder: Path | None = None
+    spec: ModelSpec,
+    origin: str,
+    allowed: Allowed,
+    flags: Mapping[str, str],
+    *,
+    where: str = "",
+    folder: Path | None = None,
 ) -> None:
     """Refuse what a file gave one model that the file may not decide (see the module's rules).
     `spec.options` are the options as the file wrote them, debiasing settings included."""
@@ -126,7 +134,9 @@ def check_model(
 
     where = where or f"model {spec}"
     written, debias = split_debias(spec.options)
-    own = {str(k).replace("-", "_"): v for k, v in written.items()}  # as the embedder's parameters read them
+    own = {
+        str(k).replace("-", "_"): v for k, v in written.items()
+    }  # as the embedder's parameters read them
     cls = embedder_class(spec.embedder)
     declared = {p.name: p for p in describe_params(cls)}
     guarded = {k: v for k, v in own.items() if k in declared and declared[k].guard in (CODE, ROUTE)}
@@ -142,17 +152,30 @@ def check_model(
         if not allowed.confirms(name, value):
             raise refuse_route(origin, where, name, value, ROUTE_WHAT)
     if getattr(cls, "location_is_address", False) and not allowed.confirms(LOCATION, spec.location):
-        raise refuse_route(origin, where, LOCATION, spec.location, "is the network address its requests and any key go to")
+        raise refuse_route(
+            origin,
+            where,
+            LOCATION,
+            spec.location,
+            "is the network address its requests and any key go to",
+        )
     paths = {k: v for k, v in own.items() if k in PATH_OPTIONS and k in declared}
     if debias is not None:
         paths.update({k: v for k, v in debias.as_options().items() if k in PATH_OPTIONS})
     # A folder declared as a route (where a cache is written) needs --allow wherever it is.
-    routes = {name for name, info in declared.items() if info.guard == ROUTE and name in PATH_OPTIONS}
+    routes = {
+        name for name, info in declared.items() if info.guard == ROUTE and name in PATH_OPTIONS
+    }
     check_paths(paths, origin, where, allowed, folder, always=routes)
 
 
 def check_paths(
-    options: Mapping[str, Any], origin: str, where: str, allowed: Allowed, folder: Path | None, always: Iterable[str] = ()
+    options: Mapping[str, Any],
+    origin: str,
+    where: str,
+    allowed: Allowed,
+    folder: Path | None,
+    always: Iterable[str] = (),
 ) -> None:
     """A file named by a file's options is read where the file's folder holds it; elsewhere (an
     absolute path, `..`, a link leading out) only with --allow NAME=PATH."""
@@ -165,7 +188,11 @@ def check_paths(
         if name not in always and folder is not None and inside(value, folder):
             continue
         if not allowed.confirms(name, value):
-            what = "decides where data is written" if name in always else "reads a file outside the experiment file's folder"
+            what = (
+                "decides where data is written"
+                if name in always
+                else "reads a file outside the experiment file's folder"
+            )
             raise refuse_route(origin, where, name, resolved(value), what)
 
 
@@ -184,7 +211,14 @@ def inside(value: str, folder: Path) -> bool:
     return path == base or base in path.parents
 
 
-def check_metric_params(metric: str, params: Mapping[str, Any], origin: str, allowed: Allowed, flags: Mapping[str, str], folder: Path | None) -> None:
+def check_metric_params(
+    metric: str,
+    params: Mapping[str, Any],
+    origin: str,
+    allowed: Allowed,
+    flags: Mapping[str, str],
+    folder: Path | None,
+) -> None:
     """The same rules for a metric's parameters from a file: its code and route options, and the
     files it reads."""
     from bias.registry import entry_points as eps
@@ -202,7 +236,9 @@ def check_metric_params(metric: str, params: Mapping[str, Any], origin: str, all
     check_paths({k.replace("-", "_"): v for k, v in params.items()}, origin, where, allowed, folder)
 
 
-def check_file_experiments(experiments: Sequence[Any], allowed: Allowed, flags: Mapping[str, str]) -> None:
+def check_file_experiments(
+    experiments: Sequence[Any], allowed: Allowed, flags: Mapping[str, str]
+) -> None:
     """Every model and metric of experiments read from a file (`ModelConfig.origin`), before any is
     built: what the file may not decide is refused, naming the file."""
     seen: set[tuple[str, str]] = set()
@@ -214,15 +250,21 @@ def check_file_experiments(experiments: Sequence[Any], allowed: Allowed, flags: 
         key = (model.label(), model.origin)
         if key not in seen:
             seen.add(key)
-            written = ModelSpec(model.parsed.embedder, model.parsed.location, model.written_options())
-            check_model(written, model.origin, allowed, flags, where=f"model {model.spec}", folder=folder)
+            written = ModelSpec(
+                model.parsed.embedder, model.parsed.location, model.written_options()
+            )
+            check_model(
+                written, model.origin, allowed, flags, where=f"model {model.spec}", folder=folder
+            )
         metric_key = (f"{e.metric}:{sorted(map(str, e.params.items()))}", model.origin)
         if metric_key not in seen:
             seen.add(metric_key)
             check_metric_params(e.metric, e.params, model.origin, allowed, flags, folder)
 
 
-def check_spec_from_file(spec: str, origin: str, allowed: Allowed, flags: Mapping[str, str], what: str) -> None:
+def check_spec_from_file(
+    spec: str, origin: str, allowed: Allowed, flags: Mapping[str, str], what: str
+) -> None:
     """A model spec written in a file for another purpose (a metric's `original` model, the
     `source_model` of a debias.json): the same rules as the file's own models."""
     parsed = parse_spec(spec)

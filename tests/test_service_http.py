@@ -16,7 +16,9 @@ from bias.core.models.service_http import MAX_WAIT, AnswerTooLarge, Stop, backof
 def test_backoff_doubles_and_every_wait_is_capped() -> None:
     assert [backoff_wait(a, 1.0, None) for a in range(4)] == [1.0, 2.0, 4.0, 8.0]
     assert backoff_wait(40, 1.0, None) == MAX_WAIT  # no overflow, no wait beyond the cap
-    assert backoff_wait(0, 1.0, 3600.0) == MAX_WAIT and backoff_wait(0, 1.0, float("inf")) == MAX_WAIT
+    assert (
+        backoff_wait(0, 1.0, 3600.0) == MAX_WAIT and backoff_wait(0, 1.0, float("inf")) == MAX_WAIT
+    )
     assert backoff_wait(0, 1.0, 2.5) == 2.5  # the server's Retry-After, within the cap
 
 
@@ -84,16 +86,27 @@ def test_a_body_that_takes_too_long_is_cut_off() -> None:
 def test_vector_rows_name_what_came_instead() -> None:
     from bias.core.errors import BiasError
 
-    assert [list(r) for r in service_http.vector_rows("m", [[1, 2.5], [3, 4]], 2, 2)] == [[1.0, 2.5], [3.0, 4.0]]
-    for vectors, texts, words in (([[1.0], [1.0, 2.0]], 2, "unequal width"), ([[True, 1.0]], 1, "bool"), ([[float("nan")]], 1, "not finite"),
-                                  ([[1.0]], 2, "1 vector(s) for 2"), ({"a": 1}, 1, "dict"),
-                                  ([[1.0] * (service_http.MAX_WIDTH + 1)], 1, "more than any"), ([[1.0, 2.0]], 1, "where this model gives 3")):
+    assert [list(r) for r in service_http.vector_rows("m", [[1, 2.5], [3, 4]], 2, 2)] == [
+        [1.0, 2.5],
+        [3.0, 4.0],
+    ]
+    for vectors, texts, words in (
+        ([[1.0], [1.0, 2.0]], 2, "unequal width"),
+        ([[True, 1.0]], 1, "bool"),
+        ([[float("nan")]], 1, "not finite"),
+        ([[1.0]], 2, "1 vector(s) for 2"),
+        ({"a": 1}, 1, "dict"),
+        ([[1.0] * (service_http.MAX_WIDTH + 1)], 1, "more than any"),
+        ([[1.0, 2.0]], 1, "where this model gives 3"),
+    ):
         with pytest.raises(BiasError) as err:
             service_http.vector_rows("m", vectors, texts, 3 if "gives 3" in words else None)
         assert words in err.value.message and err.value.exit_code == 1
 
 
-def test_a_server_that_trickles_its_answer_gets_the_timeout_for_all_of_it(tmp_path, monkeypatch) -> None:
+def test_a_server_that_trickles_its_answer_gets_the_timeout_for_all_of_it(
+    tmp_path, monkeypatch
+) -> None:
     """A server sending one byte every 0.05 s (its answer would take minutes) against a timeout of
     1 s per request: each byte comes well within 1 s, so only a deadline on the whole answer stops it."""
     from bias.core.errors import BiasError
@@ -103,7 +116,9 @@ def test_a_server_that_trickles_its_answer_gets_the_timeout_for_all_of_it(tmp_pa
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     with HostileServer(Answer(body=b'{"data": [' + b" " * 4000 + b"]}", trickle=0.05)) as server:
-        embedder = build_embedder(f"openai:m[base_url={server.url},retries=0,timeout=1,cache=false]")
+        embedder = build_embedder(
+            f"openai:m[base_url={server.url},retries=0,timeout=1,cache=false]"
+        )
         with pytest.raises(BiasError) as err:
             embedder.encode(["a text"])
         assert "no answer within 1 s" in err.value.message, err.value.message

@@ -115,7 +115,9 @@ def backoff_wait(attempt: int, backoff: float, retry_after: float | None) -> flo
     return min(wait, MAX_WAIT) if math.isfinite(wait) else MAX_WAIT
 
 
-def in_threads(work: Callable[[T], R], items: Sequence[T], workers: int, stop: Stop) -> Iterator[tuple[int, R | BaseException]]:
+def in_threads(
+    work: Callable[[T], R], items: Sequence[T], workers: int, stop: Stop
+) -> Iterator[tuple[int, R | BaseException]]:
     """(index, result or the exception raised) of each item, in the order they finish, computed by at
     most `workers` daemon threads. The program does not wait for daemon threads when it ends (it
     does for a ThreadPoolExecutor's), so Ctrl-C ends a run at once. Leaving the loop early (an
@@ -171,7 +173,9 @@ def openai_client(key: str, base_url: str, timeout: float, limit: int) -> Any:
     import openai
 
     http = bounded_httpx_client(openai.DefaultHttpxClient, limit, timeout)
-    return openai.OpenAI(api_key=key, base_url=base_url, max_retries=0, timeout=timeout, http_client=http)
+    return openai.OpenAI(
+        api_key=key, base_url=base_url, max_retries=0, timeout=timeout, http_client=http
+    )
 
 
 def _counting_stream(response: Any, limit: int, timeout: float) -> Any:
@@ -213,7 +217,9 @@ def bounded_requests_session(limit: int, timeout: float) -> Any:
                 response.close()
                 raise Redirected(response.status_code, response.headers.get("location", ""))
             try:
-                body = _read_within(lambda n: response.raw.read(n, decode_content=True), limit, timeout)
+                body = _read_within(
+                    lambda n: response.raw.read(n, decode_content=True), limit, timeout
+                )
             except TimeoutError as exc:
                 response.close()
                 raise requests.exceptions.ReadTimeout(str(exc)) from None
@@ -254,7 +260,9 @@ def urllib_opener() -> Any:
     import urllib.request
 
     class NoRedirect(urllib.request.HTTPRedirectHandler):
-        def redirect_request(self, req: Any, fp: Any, code: int, msg: str, headers: Any, newurl: str) -> None:
+        def redirect_request(
+            self, req: Any, fp: Any, code: int, msg: str, headers: Any, newurl: str
+        ) -> None:
             raise Redirected(code, newurl)
 
     return urllib.request.build_opener(NoRedirect)
@@ -269,7 +277,11 @@ def vector_rows(spec: str, vectors: Any, texts: int, width: int | None) -> list[
     than MAX_WIDTH and as wide as `width` when the model's width is known."""
 
     def refuse(what: str) -> BiasError:
-        return BiasError(f"{spec}: the service answered {what}.", "Check the model name and the service's address.", exit_code=FAILURE)
+        return BiasError(
+            f"{spec}: the service answered {what}.",
+            "Check the model name and the service's address.",
+            exit_code=FAILURE,
+        )
 
     if not isinstance(vectors, (list, tuple)):
         raise refuse(f"{type(vectors).__name__} where a list of vectors belongs")
@@ -280,7 +292,9 @@ def vector_rows(spec: str, vectors: Any, texts: int, width: int | None) -> list[
         if not isinstance(vector, (list, tuple)) or not vector:
             raise refuse(f"{_kind(vector)} as vector {i}, not a list of numbers")
         if len(vector) > MAX_WIDTH:
-            raise refuse(f"a vector of {len(vector):,} numbers, more than any embedding model gives ({MAX_WIDTH:,})")
+            raise refuse(
+                f"a vector of {len(vector):,} numbers, more than any embedding model gives ({MAX_WIDTH:,})"
+            )
         if any(isinstance(x, bool) or not isinstance(x, (int, float)) for x in vector):
             bad = next(x for x in vector if isinstance(x, bool) or not isinstance(x, (int, float)))
             raise refuse(f"{_kind(bad)} inside vector {i}, not a number")

@@ -7,51 +7,27 @@ nothing runs and nothing reaches the server the file names. With --allow the sam
 from __future__ import annotations
 
 import json
-import pickle
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from bad_input_helpers import Case, Outcome, World, assert_answered, cli, copy_model, write_experiment, world  # noqa: F401
-from bad_input_helpers import case_decorator
+from bad_input_helpers import (
+    Case,
+    Outcome,
+    World,
+    assert_answered,
+    cli,
+    copy_model,
+    write_experiment,
+    world,
+)  # noqa: F401
+from bad_input_helpers import case_decorator, evil_kv, nothing_ran, remote_code_model
 from fixtures.hostile_server import HostileServer
 
 CASES: list[Case] = []
 case = case_decorator(CASES)
-MARKER = "PWNED"
 KEY = "sk-victim-SECRET-0123456789abcdef"
 DB_PASSWORD = "db-victim-SECRET-42"
-
-
-class _RunsCode:
-    def __init__(self, marker: Path) -> None:
-        self.marker = marker
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (exec, (f"open({str(self.marker)!r}, 'w').close()",))
-
-
-def _nothing_ran(result: Outcome, folder: Path) -> None:
-    assert not (folder / MARKER).exists(), "the file's code ran"
-
-
-def _evil_kv(folder: Path) -> Path:
-    path = folder / "evil.kv"
-    path.write_bytes(pickle.dumps(_RunsCode(folder / MARKER)))
-    return path
-
-
-def _remote_code_model(world: World, folder: Path) -> Path:
-    model = copy_model(world, folder, "remote")
-    config = json.loads((model / "config.json").read_text())
-    config["auto_map"] = {"AutoConfig": "evil_config.EvilConfig"}
-    (model / "config.json").write_text(json.dumps(config))
-    (model / "evil_config.py").write_text(
-        f"open({str(folder / MARKER)!r}, 'w').close()\n"
-        "from transformers import BertConfig\n\n\nclass EvilConfig(BertConfig):\n    model_type = 'bert'\n"
-    )
-    return model
 
 
 def _weat(world: World, model: str) -> str:
@@ -61,54 +37,102 @@ def _weat(world: World, model: str) -> str:
 # Code in a spec's brackets, however the value is written ------------------------------------------
 
 
-@case("Z126-models-spec-brackets-allow-pickle", names=("exp.toml", "allow_pickle", "--allow-pickle"), check=_nothing_ran)
+@case(
+    "Z126-models-spec-brackets-allow-pickle",
+    names=("exp.toml", "allow_pickle", "--allow-pickle"),
+    check=nothing_ran,
+)
 def _(world, folder):
-    body = f'models = ["kv:{_evil_kv(folder)}[allow_pickle=true]"]\nwordsets = ["{world.wordset}"]\nmetrics = ["weat"]\n'
+    body = f'models = ["kv:{evil_kv(folder)}[allow_pickle=true]"]\nwordsets = ["{world.wordset}"]\nmetrics = ["weat"]\n'
     return ["run", str(write_experiment(folder, body))]
 
 
-@case("Z126-models-table-spec-brackets-allow-pickle-TRUE", names=("exp.toml", "allow_pickle", "--allow-pickle"), check=_nothing_ran)
+@case(
+    "Z126-models-table-spec-brackets-allow-pickle-TRUE",
+    names=("exp.toml", "allow_pickle", "--allow-pickle"),
+    check=nothing_ran,
+)
 def _(world, folder):
-    body = f'wordsets = ["{world.wordset}"]\nmetrics = ["weat"]\n[[models]]\nspec = "kv:{_evil_kv(folder)}[ allow_pickle = TRUE ]"\n'
+    body = f'wordsets = ["{world.wordset}"]\nmetrics = ["weat"]\n[[models]]\nspec = "kv:{evil_kv(folder)}[ allow_pickle = TRUE ]"\n'
     return ["run", str(write_experiment(folder, body))]
 
 
-@case("Z127-experiments-model-brackets-allow-pickle-1", names=("exp.toml", "allow_pickle", "--allow-pickle"), check=_nothing_ran)
+@case(
+    "Z127-experiments-model-brackets-allow-pickle-1",
+    names=("exp.toml", "allow_pickle", "--allow-pickle"),
+    check=nothing_ran,
+)
 def _(world, folder):
-    return ["run", str(write_experiment(folder, _weat(world, f"kv:{_evil_kv(folder)}[allow_pickle=1]")))]
+    return [
+        "run",
+        str(write_experiment(folder, _weat(world, f"kv:{evil_kv(folder)}[allow_pickle=1]"))),
+    ]
 
 
-@case("Z128-experiments-model-brackets-trust-remote-code", names=("exp.toml", "trust_remote_code", "--trust-remote-code"), check=_nothing_ran)
+@case(
+    "Z128-experiments-model-brackets-trust-remote-code",
+    names=("exp.toml", "trust_remote_code", "--trust-remote-code"),
+    check=nothing_ran,
+)
 def _(world, folder):
-    return ["run", str(write_experiment(folder, _weat(world, f"hf:{_remote_code_model(world, folder)}[trust_remote_code=on]")))]
+    return [
+        "run",
+        str(
+            write_experiment(
+                folder, _weat(world, f"hf:{remote_code_model(world, folder)}[trust_remote_code=on]")
+            )
+        ),
+    ]
 
 
-@case("code-option-in-a-metrics-model-parameter", names=("exp.toml", "allow_pickle", "--allow-pickle"), check=_nothing_ran)
+@case(
+    "code-option-in-a-metrics-model-parameter",
+    names=("exp.toml", "allow_pickle", "--allow-pickle"),
+    check=nothing_ran,
+)
 def _(world, folder):
-    body = (f'models = ["word2vec:{world.w2v_bin}"]\nwordsets = ["en/debias-gender"]\nmetrics = ["clustering"]\n'
-            f'[params]\noriginal = "kv:{_evil_kv(folder)}[allow_pickle=yes]"\n')
+    body = (
+        f'models = ["word2vec:{world.w2v_bin}"]\nwordsets = ["en/debias-gender"]\nmetrics = ["clustering"]\n'
+        f'[params]\noriginal = "kv:{evil_kv(folder)}[allow_pickle=yes]"\n'
+    )
     return ["run", str(write_experiment(folder, body))]
 
 
 # The source_model of a debias.json is read as its embedder and location only: the options in its
 # brackets never reach the model, so the pickle stays unloaded and refused as any pickle is.
-@case("code-option-in-a-debias-json-source-model", names=("evil.kv", "pickles"), check=_nothing_ran)
+@case("code-option-in-a-debias-json-source-model", names=("evil.kv", "pickles"), check=nothing_ran)
 def _(world, folder):
     model = folder / "debiased"
     model.mkdir()
     (model / "vectors.bin").write_bytes(world.w2v_bin.read_bytes())
-    (model / "debias.json").write_text(json.dumps({"source_model": f"kv:{_evil_kv(folder)}[allow_pickle=true]"}))
-    return ["run", "-m", f"word2vec:{model / 'vectors.bin'}", "-w", "en/debias-gender", "--metric", "clustering"]
+    (model / "debias.json").write_text(
+        json.dumps({"source_model": f"kv:{evil_kv(folder)}[allow_pickle=true]"})
+    )
+    return [
+        "run",
+        "-m",
+        f"word2vec:{model / 'vectors.bin'}",
+        "-w",
+        "en/debias-gender",
+        "--metric",
+        "clustering",
+    ]
 
 
-@case("code-option-in-a-framework-config-model-name", names=("config.txt", "trust_remote_code", "--trust-remote-code"), check=_nothing_ran)
+@case(
+    "code-option-in-a-framework-config-model-name",
+    names=("config.txt", "trust_remote_code", "--trust-remote-code"),
+    check=nothing_ran,
+)
 def _(world, folder):
     weat = folder / "datasets" / "en" / "WEAT"
     weat.mkdir(parents=True)
     (weat / "weat1.txt").write_text("a, b\nc, d\ne, f\ng, h\n")
     (folder / "models").mkdir()
-    _remote_code_model(world, folder / "models")
-    (folder / "config.txt").write_text("weat1,WEAT,bert,en,remote\nweat1,WEAT,bert,en,remote[trust_remote_code=true]\n")
+    remote_code_model(world, folder / "models")
+    (folder / "config.txt").write_text(
+        "weat1,WEAT,bert,en,remote\nweat1,WEAT,bert,en,remote[trust_remote_code=true]\n"
+    )
     return ["run", "config.txt"]
 
 
@@ -134,15 +158,37 @@ def victim(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
 
 ROUTES = [
     # Z129: base_url in a models table
-    ("openai:text-embedding-3-small", 'base_url = "{url}"\n', "base_url", "--allow base_url={url}", KEY),
+    (
+        "openai:text-embedding-3-small",
+        'base_url = "{url}"\n',
+        "base_url",
+        "--allow base_url={url}",
+        KEY,
+    ),
     # Z131: base_url inside the spec's brackets
-    ("openai:text-embedding-3-small[base_url={url}]", "", "base_url", "--allow base_url={url}", KEY),
+    (
+        "openai:text-embedding-3-small[base_url={url}]",
+        "",
+        "base_url",
+        "--allow base_url={url}",
+        KEY,
+    ),
     # Z130: any variable of the victim as the key (the base_url confirmed, key_env not)
-    ("openai:text-embedding-3-small", 'base_url = "{url}"\nkey_env = "VICTIM_DB_PASSWORD"\n', "key_env", "--allow key_env=VICTIM_DB_PASSWORD", DB_PASSWORD),
+    (
+        "openai:text-embedding-3-small",
+        'base_url = "{url}"\nkey_env = "VICTIM_DB_PASSWORD"\n',
+        "key_env",
+        "--allow key_env=VICTIM_DB_PASSWORD",
+        DB_PASSWORD,
+    ),
 ]
 
 
-@pytest.mark.parametrize(("spec", "extra", "field", "allow", "secret"), ROUTES, ids=["Z129-base-url", "Z131-brackets", "Z130-key-env"])
+@pytest.mark.parametrize(
+    ("spec", "extra", "field", "allow", "secret"),
+    ROUTES,
+    ids=["Z129-base-url", "Z131-brackets", "Z130-key-env"],
+)
 def test_a_files_route_needs_the_command_line_and_nothing_leaves_before(
     victim: Path, spec: str, extra: str, field: str, allow: str, secret: str
 ) -> None:
@@ -154,7 +200,11 @@ def test_a_files_route_needs_the_command_line_and_nothing_leaves_before(
         refused = cli("run", str(config), *confirm_url, cwd=victim)
         assert refused.code == 2, refused.both
         assert "Traceback" not in refused.both and len(refused.err_lines()) <= 2, refused.err
-        assert str(config) in refused.err and field in refused.err and allow.format(url=url) in refused.err, refused.err
+        assert (
+            str(config) in refused.err
+            and field in refused.err
+            and allow.format(url=url) in refused.err
+        ), refused.err
         assert server.log == [], "a request reached the file's server without confirmation"
         flag, value = allow.format(url=url).split(" ", 1)
         ran = cli("run", str(config), *confirm_url, flag, value, cwd=victim)
@@ -163,27 +213,45 @@ def test_a_files_route_needs_the_command_line_and_nothing_leaves_before(
         assert server.keys() and all(k == f"Bearer {secret}" for k in server.keys())
 
 
-def test_Z132_a_completion_servers_address_and_key_variable_need_the_command_line(victim: Path, world: World) -> None:
+def test_Z132_a_completion_servers_address_and_key_variable_need_the_command_line(
+    victim: Path, world: World
+) -> None:
     from bad_input_helpers import write_experiment as write
 
     with HostileServer() as server:
-        body = (f'[[experiments]]\nwordset = "{world.wordset}"\nmetric = "bbq"\n'
-                f'model = "completions:{server.url}[api_key_env=OPENAI_API_KEY]"\n')
+        body = (
+            f'[[experiments]]\nwordset = "{world.wordset}"\nmetric = "bbq"\n'
+            f'model = "completions:{server.url}[api_key_env=OPENAI_API_KEY]"\n'
+        )
         config = write(victim, body)
         first = cli("run", str(config), cwd=victim)
-        assert first.code == 2 and "api_key_env" in first.err and "--allow api_key_env=OPENAI_API_KEY" in first.err, first.both
+        assert (
+            first.code == 2
+            and "api_key_env" in first.err
+            and "--allow api_key_env=OPENAI_API_KEY" in first.err
+        ), first.both
         second = cli("run", str(config), "--allow", "api_key_env=OPENAI_API_KEY", cwd=victim)
-        assert second.code == 2 and "location" in second.err and f"--allow location={server.url}" in second.err, second.both
+        assert (
+            second.code == 2
+            and "location" in second.err
+            and f"--allow location={server.url}" in second.err
+        ), second.both
         assert server.log == []
 
 
-def test_Z136_a_debiasing_corpus_outside_the_files_folder_needs_the_command_line(victim: Path) -> None:
+def test_Z136_a_debiasing_corpus_outside_the_files_folder_needs_the_command_line(
+    victim: Path,
+) -> None:
     notes = victim / "victim_notes.txt"
     notes.write_text("he said the door code is 4711-SECRET\n")
     shared = victim / "shared"
     shared.mkdir()
     with HostileServer() as server:
-        body = _service(shared, f"openai:text-embedding-3-small[base_url={server.url}]", 'debias = "sent"\ndebias_corpus = "../victim_notes.txt"\n')
+        body = _service(
+            shared,
+            f"openai:text-embedding-3-small[base_url={server.url}]",
+            'debias = "sent"\ndebias_corpus = "../victim_notes.txt"\n',
+        )
         config = write_experiment(shared, body)
         refused = cli("run", str(config), "--allow", f"base_url={server.url}", cwd=victim)
         assert refused.code == 2 and "debias_corpus" in refused.err, refused.both
@@ -191,17 +259,31 @@ def test_Z136_a_debiasing_corpus_outside_the_files_folder_needs_the_command_line
         assert server.log == []
 
 
-def test_Z133_a_files_cache_dir_is_read_against_the_file_and_needs_the_command_line(victim: Path) -> None:
+def test_Z133_a_files_cache_dir_is_read_against_the_file_and_needs_the_command_line(
+    victim: Path,
+) -> None:
     shared = victim / "shared"
     shared.mkdir()
     with HostileServer() as server:
-        body = _service(shared, f"openai:text-embedding-3-small[base_url={server.url}]", 'cache_dir = "../outside_cache"\n')
+        body = _service(
+            shared,
+            f"openai:text-embedding-3-small[base_url={server.url}]",
+            'cache_dir = "../outside_cache"\n',
+        )
         config = write_experiment(shared, body)
         refused = cli("run", str(config), "--allow", f"base_url={server.url}", cwd=shared)
         outside = (victim / "outside_cache").resolve()
         assert refused.code == 2 and f"--allow cache_dir={outside}" in refused.err, refused.both
         assert not outside.exists() and server.log == []
-        ran = cli("run", str(config), "--allow", f"base_url={server.url}", "--allow", f"cache_dir={outside}", cwd=shared)
+        ran = cli(
+            "run",
+            str(config),
+            "--allow",
+            f"base_url={server.url}",
+            "--allow",
+            f"cache_dir={outside}",
+            cwd=shared,
+        )
         assert ran.code == 0 and outside.is_dir(), ran.both
 
 
@@ -217,7 +299,10 @@ def test_Z134_a_files_price_never_lowers_the_estimate(victim: Path) -> None:
             patch.setenv("NO_PROXY", "")
             done = cli("run", str(config), "--max-cost", "0.0000001", cwd=victim)
         assert done.code == 2, done.both
-        assert "above --max-cost" in done.err and "the list price of text-embedding-3-large" in done.err, done.err
+        assert (
+            "above --max-cost" in done.err
+            and "the list price of text-embedding-3-large" in done.err
+        ), done.err
         assert "price = 0 from" in done.err and "is lower and not used" in done.err, done.err
         assert server.log == []
 
@@ -225,16 +310,28 @@ def test_Z134_a_files_price_never_lowers_the_estimate(victim: Path) -> None:
 def test_Z63_an_ipv6_base_url_in_brackets_is_the_address_used() -> None:
     from bias.core.specs import parse_spec, split_options
 
-    bare, options = split_options("openai:text-embedding-3-small[base_url=http://[::1]:47410/v1,retries=0]")
-    assert bare == "openai:text-embedding-3-small" and options == {"base_url": "http://[::1]:47410/v1", "retries": "0"}
-    assert parse_spec("completions:http://[::1]:8000/v1[api_key_env=K]").location == "http://[::1]:8000/v1"
+    bare, options = split_options(
+        "openai:text-embedding-3-small[base_url=http://[::1]:47410/v1,retries=0]"
+    )
+    assert bare == "openai:text-embedding-3-small" and options == {
+        "base_url": "http://[::1]:47410/v1",
+        "retries": "0",
+    }
+    assert (
+        parse_spec("completions:http://[::1]:8000/v1[api_key_env=K]").location
+        == "http://[::1]:8000/v1"
+    )
     assert parse_spec("completions:http://[::1]:8000/v1").options == {}
 
 
-@pytest.mark.parametrize("spec", ["openai:m[base_url=http://[::1:47410/v1]", "openai:m[base_url=http://[::1]]:1/v1]"])
+@pytest.mark.parametrize(
+    "spec", ["openai:m[base_url=http://[::1:47410/v1]", "openai:m[base_url=http://[::1]]:1/v1]"]
+)
 def test_option_brackets_that_do_not_pair_up_are_refused_never_dropped(spec: str) -> None:
     done = cli("run", "--model", spec, "--wordset", "en/weat1")
-    assert done.code == 2 and "do not pair up" in done.err and "Traceback" not in done.both, done.both
+    assert done.code == 2 and "do not pair up" in done.err and "Traceback" not in done.both, (
+        done.both
+    )
 
 
 def test_an_ipv6_base_url_is_where_the_client_sends(victim: Path) -> None:
@@ -242,7 +339,9 @@ def test_an_ipv6_base_url_is_where_the_client_sends(victim: Path) -> None:
     official client's base URL (this machine may have no IPv6 loopback to answer, so no request)."""
     from bias.registry import build_embedder
 
-    embedder = build_embedder("openai:text-embedding-3-small[base_url=http://[::1]:47410/v1,retries=0]")
+    embedder = build_embedder(
+        "openai:text-embedding-3-small[base_url=http://[::1]:47410/v1,retries=0]"
+    )
     assert embedder.endpoint == "http://[::1]:47410/v1"
     assert [c.line(embedder.spec) for c in embedder.contacts()] == [
         "openai:text-embedding-3-small sends requests to http://[::1]:47410/v1 with the key in OPENAI_API_KEY"
@@ -254,7 +353,10 @@ def test_an_ipv6_base_url_is_where_the_client_sends(victim: Path) -> None:
 def test_a_file_may_route_inside_what_the_command_line_allows_only(victim: Path) -> None:
     """Confirming one address does not confirm another: a file with two servers needs both."""
     with HostileServer() as first, HostileServer() as second:
-        body = _service(victim, f"openai:text-embedding-3-small[base_url={first.url}]") + f'[[models]]\nspec = "openai:m[base_url={second.url}]"\n'
+        body = (
+            _service(victim, f"openai:text-embedding-3-small[base_url={first.url}]")
+            + f'[[models]]\nspec = "openai:m[base_url={second.url}]"\n'
+        )
         config = write_experiment(victim, body)
         done = cli("run", str(config), "--allow", f"base_url={first.url}", cwd=victim)
         assert done.code == 2 and f"--allow base_url={second.url}" in done.err, done.both

@@ -21,9 +21,11 @@ from fixtures.planted import A_WORDS, B_WORDS, X_WORDS, Y_WORDS
 CASES: list[Case] = []
 case = case_decorator(CASES)
 BBQ_HEADER = 'kind = "bbq"\nlanguage = "en"\nbias_type = "gender"\ntitle = "t"\nsource = "written by the tests"\nlicence = "CC0-1.0"\n'
-ITEM = ('[[items]]\ncategory = "Gender"\ncontext = "Tom and Anna work here."\ncontext_condition = "ambiguous"\n'
-        'question = "Who is bad?"\npolarity = "negative"\nanswers = ["Tom", "Anna", "Unknown"]\nunknown = 2\n'
-        'stereotyped = 1\ntarget = "F"\nlabel = 2\n')
+ITEM = (
+    '[[items]]\ncategory = "Gender"\ncontext = "Tom and Anna work here."\ncontext_condition = "ambiguous"\n'
+    'question = "Who is bad?"\npolarity = "negative"\nanswers = ["Tom", "Anna", "Unknown"]\nunknown = 2\n'
+    'stereotyped = 1\ntarget = "F"\nlabel = 2\n'
+)
 
 
 def _bbq_file(folder: Path, prompt: str) -> Path:
@@ -35,28 +37,67 @@ def _bbq_file(folder: Path, prompt: str) -> Path:
 # Z46, Z48, Z49, Z52: a prompt takes plain {context} and {question} fields only ---------------------
 
 
-@pytest.mark.parametrize("prompt", ["{context:>1000000} {question}", "{context!r} {question}", "{context:{question}} {question}",
-                                    "{context.__class__} {question}", "{context[0]} {question}", "{context:>30000000} {question}"])
-def test_a_prompt_with_a_format_spec_is_refused_when_the_file_is_read(world: World, tmp_path: Path, prompt: str) -> None:
+@pytest.mark.parametrize(
+    "prompt",
+    [
+        "{context:>1000000} {question}",
+        "{context!r} {question}",
+        "{context:{question}} {question}",
+        "{context.__class__} {question}",
+        "{context[0]} {question}",
+        "{context:>30000000} {question}",
+    ],
+)
+def test_a_prompt_with_a_format_spec_is_refused_when_the_file_is_read(
+    world: World, tmp_path: Path, prompt: str
+) -> None:
     path = _bbq_file(tmp_path, prompt)
-    done = cli("run", "--model", f"word2vec:{world.w2v_bin}", "--wordset", str(path), "--metric", "bbq", cwd=tmp_path)
+    done = cli(
+        "run",
+        "--model",
+        f"word2vec:{world.w2v_bin}",
+        "--wordset",
+        str(path),
+        "--metric",
+        "bbq",
+        cwd=tmp_path,
+    )
     assert done.code == 2 and "Traceback" not in done.both, done.both
-    assert str(path) in done.err and "prompt" in done.err and "plain {name} fields only" in done.err, done.err
+    assert (
+        str(path) in done.err and "prompt" in done.err and "plain {name} fields only" in done.err
+    ), done.err
     assert len(done.err_lines()) <= 2
 
 
 @pytest.mark.parametrize("template", ["{context:>9} {question}", "{context!s} {question}"])
-def test_a_template_parameter_with_a_format_spec_is_refused(world: World, tmp_path: Path, template: str) -> None:
+def test_a_template_parameter_with_a_format_spec_is_refused(
+    world: World, tmp_path: Path, template: str
+) -> None:
     path = _bbq_file(tmp_path, "{context} {question}")
-    done = cli("run", "--model", f"word2vec:{world.w2v_bin}", "--wordset", str(path), "--metric", "bbq", "--param", f"template={template}")
-    assert done.code == 2 and "template" in done.err and "plain {name} fields only" in done.err, done.both
+    done = cli(
+        "run",
+        "--model",
+        f"word2vec:{world.w2v_bin}",
+        "--wordset",
+        str(path),
+        "--metric",
+        "bbq",
+        "--param",
+        f"template={template}",
+    )
+    assert done.code == 2 and "template" in done.err and "plain {name} fields only" in done.err, (
+        done.both
+    )
 
 
 def test_plain_fields_are_filled_without_str_format() -> None:
     from bias.core.data.bias_questions import fill, placeholders
 
     assert placeholders("{context} {question}\n{{Answer}}:") == {"context", "question"}
-    assert fill("{context} {question}\n{{Answer}}:", context="{question:>9}", question="Q?") == "{question:>9} Q?\n{Answer}:"
+    assert (
+        fill("{context} {question}\n{{Answer}}:", context="{question:>9}", question="Q?")
+        == "{question:>9} Q?\n{Answer}:"
+    )
 
 
 # Z117, Z121, Z125: the folder of a static: model -----------------------------------------------------
@@ -67,12 +108,22 @@ def _encoder(world: World, folder: Path) -> Path:
     target = folder / "encoder"
     shutil.copytree(world.bert, target)
     vocab = json.loads((target / "tokenizer.json").read_text(encoding="utf-8"))["model"]["vocab"]
-    (target / "vocab.txt").write_text("".join(f"{t}\n" for t, _ in sorted(vocab.items(), key=lambda kv: kv[1])), encoding="utf-8")
+    (target / "vocab.txt").write_text(
+        "".join(f"{t}\n" for t, _ in sorted(vocab.items(), key=lambda kv: kv[1])), encoding="utf-8"
+    )
     return target
 
 
 def _static_run(world: World, folder: Path, model: Path) -> list[str]:
-    return ["run", "--model", f"static:{model}", "--wordset", str(world.wordset), "--bootstrap", "0"]
+    return [
+        "run",
+        "--model",
+        f"static:{model}",
+        "--wordset",
+        str(world.wordset),
+        "--bootstrap",
+        "0",
+    ]
 
 
 @case("Z117-vocab-txt-not-utf-8", names=("vocab.txt", "not UTF-8", "0xe9"))
@@ -83,16 +134,24 @@ def _(world, folder):
     return _static_run(world, folder, model)
 
 
-@case("Z121-one-dimensional-matrix", names=("bert.embeddings.word_embeddings.weight", "(4,)", "(tokens, dimensions)"))
+@case(
+    "Z121-one-dimensional-matrix",
+    names=("bert.embeddings.word_embeddings.weight", "(4,)", "(tokens, dimensions)"),
+)
 def _(world, folder):
     from safetensors.numpy import save_file
 
     model = _encoder(world, folder)
-    save_file({"bert.embeddings.word_embeddings.weight": np.zeros(4, dtype=np.float32)}, str(model / "model.safetensors"))
+    save_file(
+        {"bert.embeddings.word_embeddings.weight": np.zeros(4, dtype=np.float32)},
+        str(model / "model.safetensors"),
+    )
     return _static_run(world, folder, model)
 
 
-def test_Z125_a_cache_folder_that_cannot_be_written_exits_2(world: World, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_Z125_a_cache_folder_that_cannot_be_written_exits_2(
+    world: World, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """BIAS_CACHE_DIR naming a file (so no folder can be made in it): as a read-only folder, the user's
     setting to change, not a failure of the program."""
     blocked = tmp_path / "cache-is-a-file"
@@ -100,7 +159,11 @@ def test_Z125_a_cache_folder_that_cannot_be_written_exits_2(world: World, tmp_pa
     monkeypatch.setenv("BIAS_CACHE_DIR", str(blocked))
     done = cli(*_static_run(world, tmp_path, _encoder(world, tmp_path)))
     assert done.code == 2, done.both
-    assert "Cannot write the static vectors" in done.both and "BIAS_CACHE_DIR" in done.both and "Traceback" not in done.both
+    assert (
+        "Cannot write the static vectors" in done.both
+        and "BIAS_CACHE_DIR" in done.both
+        and "Traceback" not in done.both
+    )
 
 
 # Z108, Z109, N41, N58: run folders ------------------------------------------------------------------
@@ -116,15 +179,25 @@ def _tampered(world: World, folder: Path, value: object) -> Path:
     return run
 
 
-@case("Z108-agreement-on-an-edited-effect-size", names=("results.jsonl", "line 1", "effect_size 'abc' is not a finite number"))
+@case(
+    "Z108-agreement-on-an-edited-effect-size",
+    names=("results.jsonl", "line 1", "effect_size 'abc' is not a finite number"),
+)
 def _(world, folder):
     return ["report", str(_tampered(world, folder, "abc")), "--agreement"]
 
 
-@case("Z108-report-on-an-infinite-effect-size", names=("results.jsonl", "effect_size", "not a finite number"))
+@case(
+    "Z108-report-on-an-infinite-effect-size",
+    names=("results.jsonl", "effect_size", "not a finite number"),
+)
 def _(world, folder):
     run = _tampered(world, folder, 1.0)
-    text = (run / "results.jsonl").read_text().replace('"effect_size": 1.0', '"effect_size": Infinity', 1)
+    text = (
+        (run / "results.jsonl")
+        .read_text()
+        .replace('"effect_size": 1.0', '"effect_size": Infinity', 1)
+    )
     (run / "results.jsonl").write_text(text)
     return ["report", str(run), "--agreement"]
 
@@ -136,7 +209,11 @@ def _(world, folder):
     return ["report", str(run), "--robustness", "--agreement"]
 
 
-@case("N41-no-stray-equals-colon", names=("figures.scores in results.jsonl: '../../x.csv'", "outside the run folder"), absent=("=:",))
+@case(
+    "N41-no-stray-equals-colon",
+    names=("figures.scores in results.jsonl: '../../x.csv'", "outside the run folder"),
+    absent=("=:",),
+)
 def _(world, folder):
     run = folder / "runs" / "n41"
     shutil.copytree(world.finished, run)
@@ -152,7 +229,18 @@ def test_N58_a_temporary_file_of_a_killed_writer_is_removed(world: World, tmp_pa
     shutil.copytree(world.finished, run)
     stale = run / ".manifest.json.99999999.tmp"  # no process has that number
     stale.write_bytes(b"")
-    done = cli("run", "-m", f"word2vec:{world.w2v_bin}", "-w", str(world.wordset), "--bootstrap", "0", "--out", str(run), "--resume")
+    done = cli(
+        "run",
+        "-m",
+        f"word2vec:{world.w2v_bin}",
+        "-w",
+        str(world.wordset),
+        "--bootstrap",
+        "0",
+        "--out",
+        str(run),
+        "--resume",
+    )
     assert done.code == 0, done.both
     assert not stale.exists() and not list(run.glob(".*.tmp"))
 
@@ -162,10 +250,27 @@ def test_N58_a_temporary_file_of_a_killed_writer_is_removed(world: World, tmp_pa
 
 def _bbq_line(**changes: object) -> str:
     row = {
-        "example_id": 1, "question_index": "1", "question_polarity": "neg", "context_condition": "ambig", "category": "Gender_identity",
-        "answer_info": {"ans0": ["Tom", "M"], "ans1": ["Anna", "F"], "ans2": ["Can't be determined", "unknown"]},
-        "additional_metadata": {"subcategory": "None", "stereotyped_groups": ["F"], "version": "a", "source": "test"},
-        "context": "Tom and Anna work here.", "question": "Who is bad?", "ans0": "Tom", "ans1": "Anna", "ans2": "Can't be determined",
+        "example_id": 1,
+        "question_index": "1",
+        "question_polarity": "neg",
+        "context_condition": "ambig",
+        "category": "Gender_identity",
+        "answer_info": {
+            "ans0": ["Tom", "M"],
+            "ans1": ["Anna", "F"],
+            "ans2": ["Can't be determined", "unknown"],
+        },
+        "additional_metadata": {
+            "subcategory": "None",
+            "stereotyped_groups": ["F"],
+            "version": "a",
+            "source": "test",
+        },
+        "context": "Tom and Anna work here.",
+        "question": "Who is bad?",
+        "ans0": "Tom",
+        "ans1": "Anna",
+        "ans2": "Can't be determined",
         "label": 2,
     }
     row.update(changes)
@@ -177,20 +282,47 @@ def _bbq_line(**changes: object) -> str:
     [
         ({"target_loc": 5}, "target_loc 5 must be 0, 1 or 2"),
         ({"target_loc": "1"}, "target_loc '1' must be 0, 1 or 2"),
-        ({"target_loc": 2}, "target_loc 2 names ans2, which answer_info marks as the unknown answer"),
+        (
+            {"target_loc": 2},
+            "target_loc 2 names ans2, which answer_info marks as the unknown answer",
+        ),
         ({"target_loc": True}, "target_loc True must be 0, 1 or 2"),
-        ({"question_polarity": "negative"}, "question_polarity 'negative' must be \"neg\" or \"nonneg\""),
-        ({"context_condition": "ambiguous"}, "context_condition 'ambiguous' must be \"ambig\" or \"disambig\""),
+        (
+            {"question_polarity": "negative"},
+            'question_polarity \'negative\' must be "neg" or "nonneg"',
+        ),
+        (
+            {"context_condition": "ambiguous"},
+            'context_condition \'ambiguous\' must be "ambig" or "disambig"',
+        ),
         ({"label": 3}, "label 3 must be 0, 1 or 2"),
     ],
-    ids=["Z26-out-of-range", "Z27-text", "Z28-unknown", "Z29-bool", "Z30-polarity", "Z116-condition", "label"],
+    ids=[
+        "Z26-out-of-range",
+        "Z27-text",
+        "Z28-unknown",
+        "Z29-bool",
+        "Z30-polarity",
+        "Z116-condition",
+        "label",
+    ],
 )
-def test_bbq_lines_are_refused_with_the_files_own_field_names(world: World, tmp_path: Path, changes: dict, words: str) -> None:
+def test_bbq_lines_are_refused_with_the_files_own_field_names(
+    world: World, tmp_path: Path, changes: dict, words: str
+) -> None:
     path = tmp_path / "questions.jsonl"
-    path.write_text(_bbq_line() + "\n" + _bbq_line(example_id=2, **changes) + "\n", encoding="utf-8")
-    done = cli("run", "--model", f"word2vec:{world.w2v_bin}", "--wordset", str(path), "--metric", "bbq")
+    path.write_text(
+        _bbq_line() + "\n" + _bbq_line(example_id=2, **changes) + "\n", encoding="utf-8"
+    )
+    done = cli(
+        "run", "--model", f"word2vec:{world.w2v_bin}", "--wordset", str(path), "--metric", "bbq"
+    )
     assert done.code == 2 and "Traceback" not in done.both, done.both
-    assert f"{path}: line 2" in done.err and words in done.err and "stereotyped" not in done.err.split("\n")[0], done.err
+    assert (
+        f"{path}: line 2" in done.err
+        and words in done.err
+        and "stereotyped" not in done.err.split("\n")[0]
+    ), done.err
 
 
 def test_an_imported_bbq_file_states_no_direction(tmp_path: Path) -> None:
@@ -203,7 +335,10 @@ def test_an_imported_bbq_file_states_no_direction(tmp_path: Path) -> None:
 
 def test_Z33_a_dutch_mbbq_file_without_its_prompt_is_said(tmp_path: Path) -> None:
     path = tmp_path / "Gender_identity_nl.jsonl"
-    path.write_text(_bbq_line() + "\n" + _bbq_line(example_id=2, context_condition="disambig", label=0) + "\n", encoding="utf-8")
+    path.write_text(
+        _bbq_line() + "\n" + _bbq_line(example_id=2, context_condition="disambig", label=0) + "\n",
+        encoding="utf-8",
+    )
     done = cli("validate", str(path))
     assert "prompt" in done.out and "nl questions in its English prompt" in done.out, done.out
 
@@ -214,7 +349,9 @@ def test_Z33_a_dutch_mbbq_file_without_its_prompt_is_said(tmp_path: Path) -> Non
 def test_N13_a_converted_config_saved_elsewhere_runs(world: World, tmp_path: Path) -> None:
     weat = tmp_path / "fw" / "datasets" / "en" / "WEAT"
     weat.mkdir(parents=True)
-    (weat / "planted.txt").write_text("\n".join(", ".join(ws) for ws in (X_WORDS, Y_WORDS, A_WORDS, B_WORDS)) + "\n")
+    (weat / "planted.txt").write_text(
+        "\n".join(", ".join(ws) for ws in (X_WORDS, Y_WORDS, A_WORDS, B_WORDS)) + "\n"
+    )
     (tmp_path / "fw" / "models").mkdir()
     shutil.copy(world.w2v_bin, tmp_path / "fw" / "models" / "GoogleNews-vectors-negative300.bin")
     (tmp_path / "fw" / "config.txt").write_text("planted,WEAT,word2vec,en,None\n")
