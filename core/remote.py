@@ -1,7 +1,7 @@
-"""What a model that runs elsewhere tells a run before it sends anything: what its requests will cost
-(`Quote`, from `Embedder.quote`) and where they go, with which key (`Contact`, from
-`Embedder.contacts`). The runner stops above the user's --max-cost on the first, and `bias run` says
-the second to the user, one line per address.
+"""What a model that runs elsewhere tells a run before it sends anything: what its requests will
+cost (`Quote`, from `Embedder.quote`) and where they go, with which key (`Contact`, from
+`Embedder.contacts`). The runner stops above the user's --max-cost on the first, and `bias run`
+says the second to the user, one line per address.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import attrs
 
 @attrs.frozen
 class Quote:
-    """What a paid embedder would send for a run: the texts not cached yet, about how many tokens they
-    are, how many were found in the cache, and the price in US dollars (None when not known)."""
+    """What a paid embedder would send for a run: the texts not cached yet, about how many tokens
+    they are, how many were found in the cache, and the price in US dollars (None: not known)."""
 
     texts: int
     tokens: int
@@ -27,7 +27,8 @@ class Quote:
             cost = f"about ${self.usd:.2f}" if self.usd >= 0.01 else f"about ${self.usd:.6f}"
             cost += f" ({self.basis})" if self.basis else ""
         return (
-            f"{model}: will send {self.texts:,} text(s), about {self.tokens:,} tokens ({self.cached:,} already cached); "
+            f"{model}: will send {self.texts:,} text(s), about {self.tokens:,} tokens "
+            f"({self.cached:,} already cached); "
             f"cost {cost}."
         )
 

@@ -4,8 +4,8 @@ and data go.
 An experiment file, a converted BIAS Detection Framework config and the debias.json beside a model
 are often someone else's text. The command line is the user's. So:
 
-- an option declared `guard="code"` (it lets a model's files run code) is refused when a file sets it
-  to anything but its default, however it is written (a table key, inside a spec's brackets,
+- an option declared `guard="code"` (it lets a model's files run code) is refused when a file sets
+  it to anything but its default, however it is written (a table key, inside a spec's brackets,
   `TRUE`, `1`, `on`): the command line switches it on;
 - an option declared `guard="route"` (where requests, keys or data go: a server's URL, the variable
   holding a key, a folder written to), and the LOCATION of an embedder whose location is a network
@@ -58,7 +58,9 @@ class Allowed:
             if not sep or not name or not value.strip():
                 raise BiasError(
                     f"--allow {text!r} is not NAME=VALUE.",
-                    "For example --allow base_url=http://127.0.0.1:8000/v1 or --allow key_env=MY_KEY (the refusal says what to add).",
+                    "For example --allow base_url=http://127.0.0.1:8000/v1 or "
+                    "--allow key_env=MY_KEY "
+                    "(the refusal says what to add).",
                 )
             pairs.append((name, value.strip()))
         return cls(tuple(pairs))
@@ -104,15 +106,35 @@ def refuse_code(
     """The refusal of a code option `name` (as the file wrote it: `written`) that a file sets."""
     written = written or name
     return BiasError(
-        f"{origin}: {where} sets {written}, which lets a model's files run code; a file cannot switch that on.",
-        f"If you trust the file and its models, remove {written} from it and give {code_flag(name, flags)} on the command line.",
+        f"{origin}: {where} sets {written}, which lets a model's files run code; "
+        "a file cannot switch that on.",
+        f"If you trust the file and its models, remove {written} from it and give "
+        f"{code_flag(name, flags)} on the command line.",
     )
 
 
-def refuse_route(origin: str, where: str, name: str, value: Any, what: str) -> BiasError:
+@attrs.frozen
+class Need:
+    """A route a file gave that the command line has not confirmed: where, which option, value."""
+
+    origin: str
+    where: str
+    name: str
+    value: str
+    what: str
+
+
+def refuse_routes(needs: Sequence[Need]) -> BiasError:
+    """One refusal for every route a file gave unconfirmed, with each --allow that confirms one."""
+    first = needs[0]
+    more = f" (and {len(needs) - 1} more, each named by an --allow below)" if len(needs) > 1 else ""
+    flags = " ".join(dict.fromkeys(allow_hint(n.name, n.value) for n in needs))
     return BiasError(
-        f"{origin}: {where} sets {name} = {str(value)!r}, which {what}; a file alone does not decide that.",
-        f"If you trust it, confirm it on the command line with {allow_hint(name, value)} (or remove {name} from the file).",
+        f"{first.origin}: {first.where} sets {first.name} = {first.value!r}, which {first.what}; "
+        f"a file alone does not decide that{more}.",
+        f"If you trust {'it' if len(needs) == 1 else 'them'}, confirm on the command line with "
+        f"{flags} "
+        f"(or remove {'it' if len(needs) == 1 else 'them'} from the file).",
     )
 
 
@@ -127,9 +149,11 @@ def check_model(
     *,
     where: str = "",
     folder: Path | None = None,
+    needs: list[Need],
 ) -> None:
-    """Refuse what a file gave one model that the file may not decide (see the module's rules).
-    `spec.options` are the options as the file wrote them, debiasing settings included."""
+    """Refuse a code option a file gave one model, and add to `needs` every route it gave that the
+    command line has not confirmed (see the module's rules). `spec.options` are the options as the
+    file wrote them, debiasing settings included."""
     from bias.registry.resolve import embedder_class
 
     where = where or f"model {spec}"
@@ -150,15 +174,10 @@ def check_model(
         if name in PATH_OPTIONS:
             continue  # a folder: the path rule below decides
         if not allowed.confirms(name, value):
-            raise refuse_route(origin, where, name, value, ROUTE_WHAT)
+            needs.append(Need(origin, where, name, str(value), ROUTE_WHAT))
     if getattr(cls, "location_is_address", False) and not allowed.confirms(LOCATION, spec.location):
-        raise refuse_route(
-            origin,
-            where,
-            LOCATION,
-            spec.location,
-            "is the network address its requests and any key go to",
-        )
+        what = "is the network address its requests and any key go to"
+        needs.append(Need(origin, where, LOCATION, spec.location, what))
     paths = {k: v for k, v in own.items() if k in PATH_OPTIONS and k in declared}
     if debias is not None:
         paths.update({k: v for k, v in debias.as_options().items() if k in PATH_OPTIONS})
@@ -166,7 +185,7 @@ def check_model(
     routes = {
         name for name, info in declared.items() if info.guard == ROUTE and name in PATH_OPTIONS
     }
-    check_paths(paths, origin, where, allowed, folder, always=routes)
+    check_paths(paths, origin, where, allowed, folder, needs, always=routes)
 
 
 def check_paths(
@@ -175,6 +194,7 @@ def check_paths(
     where: str,
     allowed: Allowed,
     folder: Path | None,
+    needs: list[Need],
     always: Iterable[str] = (),
 ) -> None:
     """A file named by a file's options is read where the file's folder holds it; elsewhere (an
@@ -193,7 +213,7 @@ def check_paths(
                 if name in always
                 else "reads a file outside the experiment file's folder"
             )
-            raise refuse_route(origin, where, name, resolved(value), what)
+            needs.append(Need(origin, where, name, resolved(value), what))
 
 
 def names_a_file(name: str, value: str) -> bool:
@@ -218,6 +238,7 @@ def check_metric_params(
     allowed: Allowed,
     flags: Mapping[str, str],
     folder: Path | None,
+    needs: list[Need],
 ) -> None:
     """The same rules for a metric's parameters from a file: its code and route options, and the
     files it reads."""
@@ -232,16 +253,19 @@ def check_metric_params(
         if info.guard == CODE:
             raise refuse_code(origin, where, info.name, flags)
         if info.name not in PATH_OPTIONS and not allowed.confirms(info.name, value):
-            raise refuse_route(origin, where, info.name, value, ROUTE_WHAT)
-    check_paths({k.replace("-", "_"): v for k, v in params.items()}, origin, where, allowed, folder)
+            needs.append(Need(origin, where, info.name, str(value), ROUTE_WHAT))
+    paths = {k.replace("-", "_"): v for k, v in params.items()}
+    check_paths(paths, origin, where, allowed, folder, needs)
 
 
 def check_file_experiments(
     experiments: Sequence[Any], allowed: Allowed, flags: Mapping[str, str]
 ) -> None:
     """Every model and metric of experiments read from a file (`ModelConfig.origin`), before any is
-    built: what the file may not decide is refused, naming the file."""
+    built: a code option is refused at once; the routes left unconfirmed are refused together, the
+    refusal naming every --allow that would confirm them."""
     seen: set[tuple[str, str]] = set()
+    needs: list[Need] = []
     for e in experiments:
         model = e.model
         if not model.origin:
@@ -250,16 +274,18 @@ def check_file_experiments(
         key = (model.label(), model.origin)
         if key not in seen:
             seen.add(key)
-            written = ModelSpec(
-                model.parsed.embedder, model.parsed.location, model.written_options()
-            )
+            options = model.written_options()
+            written = ModelSpec(model.parsed.embedder, model.parsed.location, options)
+            where = f"model {model.spec}"
             check_model(
-                written, model.origin, allowed, flags, where=f"model {model.spec}", folder=folder
+                written, model.origin, allowed, flags, where=where, folder=folder, needs=needs
             )
         metric_key = (f"{e.metric}:{sorted(map(str, e.params.items()))}", model.origin)
         if metric_key not in seen:
             seen.add(metric_key)
-            check_metric_params(e.metric, e.params, model.origin, allowed, flags, folder)
+            check_metric_params(e.metric, e.params, model.origin, allowed, flags, folder, needs)
+    if needs:
+        raise refuse_routes(needs)
 
 
 def check_spec_from_file(
@@ -267,13 +293,23 @@ def check_spec_from_file(
 ) -> None:
     """A model spec written in a file for another purpose (a metric's `original` model, the
     `source_model` of a debias.json): the same rules as the file's own models."""
-    parsed = parse_spec(spec)
-    check_model(parsed, origin, allowed, flags, where=what, folder=Path(origin).parent)
+    needs: list[Need] = []
+    check_model(
+        parse_spec(spec),
+        origin,
+        allowed,
+        flags,
+        where=what,
+        folder=Path(origin).parent,
+        needs=needs,
+    )
+    if needs:
+        raise refuse_routes(needs)
 
 
 def code_option_names() -> dict[str, str]:
     """Every option an installed plugin declares with guard="code", by its name as a file could
-    write it (lowercase, `-` or `_`): for the refusal of such a key anywhere in an experiment file."""
+    write it (lowercase, `-` or `_`): to refuse such a key anywhere in an experiment file."""
     from bias.registry import entry_points as eps
 
     names: dict[str, str] = {}

@@ -1,7 +1,8 @@
-"""The HTTP side every service client shares: what a server (or a file naming one) can make a run do.
+"""The HTTP side every service client shares: what a server (or a file naming one) can make a run
+do.
 
 A server is someone else's program; a file may name one. So every client of a service embedder (the
-openai and voyage clients, the completion server's urllib, a third party's) goes through these rules:
+openai and voyage clients, the completion server's urllib, a third party's) follows these rules:
 
 - Redirects are not followed. A key is sent only to the address it was configured for: a 3xx answer
   is refused, naming where it pointed, so the user can give that address if they trust it.
@@ -52,7 +53,7 @@ class AnswerTooLarge(Exception):
 
 
 class Redirected(Exception):
-    """A server answered with a redirect, which is never followed (the key stays with its address)."""
+    """A server's redirect, which is never followed (the key stays with its own address)."""
 
     def __init__(self, status: int, target: str) -> None:
         super().__init__(f"HTTP {status} redirect to {target or 'an address it did not give'}")
@@ -69,9 +70,9 @@ def redirect_refusal(spec: str, status: int, target: str) -> BiasError:
     """What the user reads when a service answers with a redirect."""
     shown = target[:200] if target else "no address"
     return BiasError(
-        f"{spec}: the service answered HTTP {status}, a redirect to {shown}; redirects are not followed, so the key "
-        "goes only to the address given.",
-        "If you trust the address it names, give that one instead (base_url, or the model's location).",
+        f"{spec}: the service answered HTTP {status}, a redirect to {shown}; redirects are not "
+        "followed, so the key goes only to the address given.",
+        "If you trust the address it names, give that one instead (base_url, or the location).",
         redo=True,
     )
 
@@ -109,8 +110,8 @@ class Stop:
 
 
 def backoff_wait(attempt: int, backoff: float, retry_after: float | None) -> float:
-    """Seconds before retry number `attempt + 1`: the server's Retry-After, else `backoff` doubled for
-    each attempt; never more than MAX_WAIT."""
+    """Seconds before retry number `attempt + 1`: the server's Retry-After, else `backoff`
+    doubled for each attempt; never more than MAX_WAIT."""
     wait = retry_after if retry_after is not None else backoff * 2 ** min(attempt, 30)
     return min(wait, MAX_WAIT) if math.isfinite(wait) else MAX_WAIT
 
@@ -118,8 +119,8 @@ def backoff_wait(attempt: int, backoff: float, retry_after: float | None) -> flo
 def in_threads(
     work: Callable[[T], R], items: Sequence[T], workers: int, stop: Stop
 ) -> Iterator[tuple[int, R | BaseException]]:
-    """(index, result or the exception raised) of each item, in the order they finish, computed by at
-    most `workers` daemon threads. The program does not wait for daemon threads when it ends (it
+    """(index, result or the exception raised) of each item, in the order they finish, computed by
+    at most `workers` daemon threads. The program does not wait for daemon threads when it ends (it
     does for a ThreadPoolExecutor's), so Ctrl-C ends a run at once. Leaving the loop early (an
     interruption, a failure) stops the workers from starting more items."""
     todo: queue.SimpleQueue[int] = queue.SimpleQueue()
@@ -167,9 +168,9 @@ def bounded_httpx_client(factory: Callable[..., Any], limit: int, timeout: float
 
 
 def openai_client(key: str, base_url: str, timeout: float, limit: int) -> Any:
-    """The official `openai` client for `base_url` under these rules: its own retries off (the caller
-    retries, bounded), no redirect followed, no answer longer than `limit` bytes. Every embedder
-    over an OpenAI-compatible API (embeddings, chat, completions) builds its client here."""
+    """The official `openai` client for `base_url` under these rules: its own retries off (the
+    caller retries, bounded), no redirect followed, no answer longer than `limit` bytes. Every
+    embedder over an OpenAI-compatible API (embeddings, chat, completions) builds its client here."""
     import openai
 
     http = bounded_httpx_client(openai.DefaultHttpxClient, limit, timeout)
@@ -179,9 +180,10 @@ def openai_client(key: str, base_url: str, timeout: float, limit: int) -> Any:
 
 
 def _counting_stream(response: Any, limit: int, timeout: float) -> Any:
-    """The response's byte stream, raising AnswerTooLarge past `limit` bytes (a chunked answer has no
-    length to check beforehand) and the httpx module's ReadTimeout (retried as a timeout) when the
-    whole answer takes longer than `timeout`. Built on the stream class of the response's own module."""
+    """The response's byte stream, raising AnswerTooLarge past `limit` bytes (a chunked answer has
+    no length to check beforehand) and the httpx module's ReadTimeout (retried as a timeout) when
+    the whole answer takes longer than `timeout`. Built on the stream class of the response's own
+    module."""
     module = importlib.import_module(type(response).__module__.split(".")[0])
     inner = response.stream
     deadline = time.monotonic() + timeout
@@ -234,7 +236,7 @@ def bounded_requests_session(limit: int, timeout: float) -> Any:
 
 
 def read_bounded(response: Any, limit: int, timeout: float) -> bytes:
-    """The body of a urllib response, refused past `limit` bytes or `timeout` seconds (TimeoutError)."""
+    """The body of a urllib response, refused past `limit` bytes or after `timeout` seconds."""
     return _read_within(response.read, limit, timeout)
 
 
@@ -293,7 +295,8 @@ def vector_rows(spec: str, vectors: Any, texts: int, width: int | None) -> list[
             raise refuse(f"{_kind(vector)} as vector {i}, not a list of numbers")
         if len(vector) > MAX_WIDTH:
             raise refuse(
-                f"a vector of {len(vector):,} numbers, more than any embedding model gives ({MAX_WIDTH:,})"
+                f"a vector of {len(vector):,} numbers, "
+                f"more than any embedding model gives ({MAX_WIDTH:,})"
             )
         if any(isinstance(x, bool) or not isinstance(x, (int, float)) for x in vector):
             bad = next(x for x in vector if isinstance(x, bool) or not isinstance(x, (int, float)))
