@@ -170,7 +170,7 @@ def bounded_httpx_client(factory: Callable[..., Any], limit: int, timeout: float
 def openai_client(key: str, base_url: str, timeout: float, limit: int) -> Any:
     """The official `openai` client for `base_url` under these rules: its own retries off (the
     caller retries, bounded), no redirect followed, no answer longer than `limit` bytes. Every
-    embedder over an OpenAI-compatible API (embeddings, chat, completions) builds its client here."""
+    embedder over an OpenAI-compatible API (embeddings, chat, completions) builds it here."""
     import openai
 
     http = bounded_httpx_client(openai.DefaultHttpxClient, limit, timeout)
