@@ -42,14 +42,21 @@ class Contact:
     key_env: str | None = None
 
     def line(self, model: str) -> str:
-        from urllib.parse import urlsplit
-
-        try:
-            parts = urlsplit(self.url)
-            host = parts.hostname or self.url
-            host = f"[{host}]" if ":" in host else host
-            shown = f"{parts.scheme}://{host}{f':{parts.port}' if parts.port else ''}{parts.path}"
-        except ValueError:
-            shown = self.url
         key = f"with the key in {self.key_env}" if self.key_env else "with no key"
-        return f"{model} sends requests to {shown} {key}"
+        return f"{model} sends requests to {shown_url(self.url)} {key}"
+
+
+def shown_url(url: str) -> str:
+    """An address as the user should read it: scheme, host (an IPv6 one in brackets), port and path,
+    without a user name or password; a text that is no URL, as written."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return url
+    if not parts.scheme or not parts.hostname:
+        return url
+    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+    return f"{parts.scheme}://{host}{f':{port}' if port else ''}{parts.path}"

@@ -86,8 +86,8 @@ def assemble(
 ) -> Assembly:
     """The plan of a run. `on_warning` hears each line of a BIAS Detection Framework config that cannot
     run; `on_notice` hears that --out (or --ray-address) replaces the experiment file's `out` (`ray_address`);
-    `on_contact` hears each address the run's models will send requests to, and with which key, before
-    any model is checked or loaded."""
+    `on_contact` hears each address the run's models will send requests to, and with which key, once
+    the models are checked and before any is loaded."""
     o = options
     settings: dict[str, Any] = {}
     after_model: ModelConfig | None = None
@@ -131,10 +131,10 @@ def assemble(
     family = o.family or settings.get("family", "run")
     executor, ray_address = checked_executor(o.executor or settings.get("executor", "local"), ray_address_of(o.ray_address, settings, on_notice))
     plan = planning.plan(experiments, functools.partial(guard_input, allowed=allowed, flags=o.code_flags))
+    planning.check_models(plan)  # cheap checks that send nothing: a bad key variable is said first
     said = contacts(plan)
-    for line in said:  # before the models' checks, which may already ask a server (a Hub) something
+    for line in said:  # before any model is loaded, so before anything is sent
         on_contact(line)
-    planning.check_models(plan)
     return Assembly(plan=plan, settings=settings, out=out, family=family, executor=executor, ray_address=ray_address, after_model=after_model,
                     max_cost=o.max_cost, confirm_cost=o.confirm_cost, contacts=said)
 

@@ -64,6 +64,21 @@ def test_leaving_early_stops_the_workers_taking_more() -> None:
     assert first == (0, 0) and stop.is_set() and len(started) <= 3, started
 
 
+def test_a_stop_set_by_the_work_ends_the_loop_without_the_items_not_started() -> None:
+    """What a batch failing for good does: it sets the stop in its own thread before it returns, so
+    no worker takes another item; the loop ends with the items in hand."""
+    stop = Stop()
+
+    def work(n: int) -> int:
+        if n == 1:
+            stop.set()
+            raise ValueError("refused for good")
+        return n
+
+    seen = [i for i, _ in in_threads(work, list(range(100)), 1, stop)]
+    assert seen == [0, 1]
+
+
 @pytest.mark.parametrize("size", [0, 10, 2**16 + 5])
 def test_a_body_within_the_limit_is_read_whole(size: int) -> None:
     body = b"x" * size

@@ -116,34 +116,47 @@ def backoff_wait(attempt: int, backoff: float, retry_after: float | None) -> flo
     return min(wait, MAX_WAIT) if math.isfinite(wait) else MAX_WAIT
 
 
+class Stopped(Exception):
+    """A request given up because the run stopped (interrupted, or another batch failed for good)."""
+
+
 def in_threads(
     work: Callable[[T], R], items: Sequence[T], workers: int, stop: Stop
 ) -> Iterator[tuple[int, R | BaseException]]:
     """(index, result or the exception raised) of each item, in the order they finish, computed by
     at most `workers` daemon threads. The program does not wait for daemon threads when it ends (it
-    does for a ThreadPoolExecutor's), so Ctrl-C ends a run at once. Leaving the loop early (an
-    interruption, a failure) stops the workers from starting more items."""
+    does for a ThreadPoolExecutor's), so Ctrl-C ends a run at once. Once `stop` is set (by the
+    caller, or when the loop is left early) the workers take no new item, and the loop ends when
+    those in hand are done: the items never started are never yielded."""
     todo: queue.SimpleQueue[int] = queue.SimpleQueue()
     for i in range(len(items)):
         todo.put(i)
-    done: queue.SimpleQueue[tuple[int, Any]] = queue.SimpleQueue()
+    done: queue.SimpleQueue[tuple[int, Any] | None] = queue.SimpleQueue()
 
     def worker() -> None:
-        while not stop.is_set():
-            try:
-                i = todo.get_nowait()
-            except queue.Empty:
-                return
-            try:
-                done.put((i, work(items[i])))
-            except BaseException as exc:  # handed to the caller, which decides
-                done.put((i, exc))
+        try:
+            while not stop.is_set():
+                try:
+                    i = todo.get_nowait()
+                except queue.Empty:
+                    return
+                try:
+                    done.put((i, work(items[i])))
+                except BaseException as exc:  # handed to the caller, which decides
+                    done.put((i, exc))
+        finally:
+            done.put(None)  # this worker has ended
 
-    for _ in range(max(1, min(workers, len(items)))):
+    live = max(1, min(workers, len(items)))
+    for _ in range(live):
         threading.Thread(target=worker, daemon=True, name="bias-service-request").start()
     try:
-        for _ in range(len(items)):
-            yield done.get()
+        while live:
+            found = done.get()
+            if found is None:
+                live -= 1
+            else:
+                yield found
     finally:
         stop.set()
 

@@ -359,12 +359,23 @@ class ServiceEmbedder(Embedder):
 
     def _fetch(self, texts: list[str], keys: list[str]) -> dict[str, np.ndarray]:
         """Every text sent once, in batches, `concurrency` at a time; each batch cached as it arrives.
-        The batches run in daemon threads that an interruption stops at once (see service_http)."""
+        The batches run in daemon threads that an interruption stops at once (see service_http); after
+        a batch failed for good no new one is sent (the experiment fails; --resume sends the rest)."""
         batches = [(texts[i : i + self.batch_size], keys[i : i + self.batch_size]) for i in range(0, len(texts), self.batch_size)]
         got: dict[str, np.ndarray] = {}
         failure: BaseException | None = None
         stop = Stop()
-        for i, outcome in service_http.in_threads(lambda batch: self._batch(batch[0], stop), batches, self.concurrency, stop):
+
+        def one(batch: tuple[list[str], list[str]]) -> list[np.ndarray]:
+            try:
+                return self._batch(batch[0], stop)
+            except BiasError:
+                stop.set()  # failed for good: the experiment fails, no new batch is sent
+                raise
+
+        for i, outcome in service_http.in_threads(one, batches, self.concurrency, stop):
+            if isinstance(outcome, service_http.Stopped):
+                continue  # given up after the first failure
             if isinstance(outcome, BaseException):
                 failure = failure or outcome
                 continue
@@ -392,7 +403,7 @@ class ServiceEmbedder(Embedder):
                 wait = service_http.backoff_wait(attempt, self.backoff, exc.retry_after)
                 log.info("%s: %s; sending again in %.1f s (attempt %d of %d).", self.spec, scrub(exc.what, key), wait, attempt + 2, self.retries + 1)
                 if stop.wait(wait):
-                    raise KeyboardInterrupt from None  # the run was interrupted meanwhile
+                    raise service_http.Stopped from None  # the run stopped meanwhile
             except Refused as exc:  # the key, the model or an option: the user's to fix (exit 2), redone by --resume
                 raise BiasError(f"{self.spec}: {scrub(exc.what, key)}.", exc.hint or None, redo=True) from None
             except service_http.Redirected as exc:

@@ -104,16 +104,15 @@ class CompletionServer(Embedder):
         except AnswerTooLarge as exc:
             raise BiasError(f"The completion server at {self.location} answered more than {exc.limit:,} bytes to {path}, more than "
                             "its texts can explain.", "Check the URL and the model name.") from None
-        except urllib.error.HTTPError as exc:
-            usage = exc.code in (400, 401, 403, 404, 422)  # the URL, the key or the model: the user's to fix
+        except urllib.error.HTTPError as exc:  # the URL, the key or the model: fixed outside the run's files
             raise BiasError(f"The completion server at {self.location} answered {exc.code} to {path}: {exc.reason}.",
                             "Check the URL, the model name, the key and that the server allows echo with logprobs.",
-                            exit_code=2 if usage else 1, redo=usage) from None
+                            redo=True) from None
         except (urllib.error.URLError, OSError) as exc:
             raise BiasError(f"The completion server at {self.location} cannot be reached: {getattr(exc, 'reason', exc)}.",
-                            "Start the server, or check the URL given with --model.", exit_code=1) from None
+                            "Start the server, or check the URL given with --model.", redo=True) from None
         except ValueError:  # not JSON, not UTF-8, an invalid URL
-            raise BiasError(f"The completion server at {self.location} did not answer JSON to {path}.", exit_code=1) from None
+            raise BiasError(f"The completion server at {self.location} did not answer JSON to {path}.") from None
 
     def choice_log_probs(self, requests: Sequence[ChoiceRequest]) -> list[ChoiceScores]:
         self.load()

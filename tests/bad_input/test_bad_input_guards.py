@@ -363,6 +363,13 @@ def test_a_file_may_route_inside_what_the_command_line_allows_only(victim: Path)
         assert first.log == [] and second.log == []
 
 
+@pytest.mark.parametrize("value", ["nonsense", "=x", "base_url=", " = "])
+def test_a_malformed_allow_is_refused(value: str) -> None:
+    done = cli("run", "--model", "word2vec:x.bin", "--wordset", "en/weat1", "--allow", value)
+    assert done.code == 2 and "is not NAME=VALUE" in done.err and "--allow base_url=" in done.err, done.both
+    assert len(done.err_lines()) <= 2 and "Traceback" not in done.both
+
+
 @pytest.mark.parametrize("bad", CASES, ids=lambda c: c.name)
 def test_guard_case(bad: Case, world: World, tmp_path: Path) -> None:
     assert_answered(bad, world, tmp_path / "case")

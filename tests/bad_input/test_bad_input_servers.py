@@ -162,8 +162,9 @@ def test_an_answer_longer_than_its_texts_can_explain_is_refused_unread(victim: P
 @pytest.mark.parametrize("status", [401, 403, 404])
 def test_Z75_a_refused_key_or_model_is_the_users_to_fix(victim: Path, status: int) -> None:
     with HostileServer(Answer(status, body=b'{"error": {"message": "no"}}')) as server:
-        done = cli(*run(victim, server.url), "--out", str(victim / "out"))
+        done = cli(*run(victim, server.url, "batch_size=4", "concurrency=1"), "--out", str(victim / "out"))
     assert done.code == 2, done.both
+    assert len(server.log) == 1, "batches were sent after one was refused for good"
     assert f"HTTP {status}" in done.both and KEY not in done.both
     line = json.loads((victim / "out" / "results.jsonl").read_text().splitlines()[0])
     assert line["status"] == "failed", (
