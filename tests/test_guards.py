@@ -165,14 +165,28 @@ def test_a_network_location_from_a_file_needs_the_command_line(
     assert [m.location for m in _built(_checked(path, (f"location={url}",)))] == [url]
 
 
-def test_a_framework_configs_model_name_cannot_switch_on_code(tmp_path: Path) -> None:
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    text=TRUE_TEXTS,
+    embedding=st.sampled_from(["bert", "bert_pooling", "bert_first"]),
+    upper=st.booleans(),
+)
+def test_a_framework_configs_model_name_cannot_switch_on_code(
+    tmp_path: Path, text, embedding, upper
+) -> None:
+    """A converted BIAS Detection Framework config: the model name (its fifth field, so no comma)
+    reaches the spec as written, brackets included, and is held to the same rule."""
     weat = tmp_path / "datasets" / "en" / "WEAT"
-    weat.mkdir(parents=True)
+    weat.mkdir(parents=True, exist_ok=True)
     (weat / "weat1.txt").write_text("a, b\nc, d\ne, f\ng, h\n")
-    (tmp_path / "models").mkdir()
+    (tmp_path / "models").mkdir(exist_ok=True)
+    key = "TRUST_REMOTE_CODE" if upper else "trust_remote_code"
     config = tmp_path / "config.txt"
     config.write_text(
-        "# a first line without '=', so the file reads as a framework config\nweat1,WEAT,bert,en,bert\nweat1,WEAT,bert,en,folder[trust_remote_code=true]\n"
+        "# a first line without '=', so the file reads as a framework config\n"
+        f"weat1,WEAT,{embedding},en,bert\nweat1,WEAT,{embedding},en,folder[{key}={text.strip()}]\n"
     )
     with pytest.raises(BiasError) as refused:
         experiments, _ = load(
