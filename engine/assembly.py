@@ -143,7 +143,8 @@ def guard_input(found: ModelInput, *, allowed: guards.Allowed, flags: Mapping[st
     """A model a file named as a metric's input (or a debias.json's source_model) is held to what a
     file may decide, as the file's own models are."""
     if found.origin and found.spec is not None:
-        guards.check_spec_from_file(found.spec, found.origin, allowed, flags, f"the model {found.spec} ({found.how})")
+        how = f" ({found.how})" if found.how != found.spec else ", a metric's input,"
+        guards.check_spec_from_file(found.spec, found.origin, allowed, flags, f"the model {found.spec}{how}")
 
 
 def contacts(plan: planning.Plan) -> list[str]:
