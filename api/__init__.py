@@ -32,6 +32,7 @@ from bias.core.interfaces import (
     Capability,
     ChoiceRequest,
     ChoiceScores,
+    Contact,
     Debiaser,
     Embedder,
     InputRequest,
@@ -60,7 +61,7 @@ from bias.core.model import (
     WordSetMeta,
     WordVectors,
 )
-from bias.core.params import between, int_at_least, one_of, param
+from bias.core.params import at_most, between, int_at_least, one_of, param
 from bias.core.values import ValueKind
 from bias.core.data.importers import WordSetFormat
 from bias.core.data.kinds import DataKind

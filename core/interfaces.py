@@ -21,6 +21,7 @@ if TYPE_CHECKING:  # annotations only: listing plugins must not import numpy
 
 from bias.core.errors import BiasError
 from bias.core.model import WordVectors
+from bias.core.remote import Contact, Quote  # noqa: F401 (part of the interfaces: what a remote model tells)
 from bias.core.values import PLAIN_VALUE, ValueKind
 
 
@@ -50,11 +51,29 @@ class Embedder(ABC):
     name: ClassVar[str]
     summary: ClassVar[str]
     capabilities: ClassVar[frozenset[Capability]]
+    # Whether LOCATION is a network address (a server's URL, as in completions:http://host:8000/v1),
+    # not a file, a folder or a model id: an experiment file's address then needs the user's
+    # confirmation (--allow location=URL), as a parameter declared with guard="route" does.
+    location_is_address: ClassVar[bool] = False
     location: str
 
     @property
     def spec(self) -> str:
         return f"{self.name}:{self.location}"
+
+    def contacts(self) -> tuple[Contact, ...]:
+        """Every address this model sends requests to, with the variable whose key goes along; `bias
+        run` says them before anything is sent. Default: the location when it is an address, and
+        every route parameter whose value is a URL (no key known); a model that sends a key says so
+        by overriding this."""
+        from bias.core.params import describe_params
+
+        urls = [self.location] if self.location_is_address else []
+        for p in describe_params(type(self)):
+            value = getattr(self, p.name, None)
+            if p.guard == "route" and isinstance(value, str) and "://" in value:
+                urls.append(value)
+        return tuple(Contact(url) for url in dict.fromkeys(urls))
 
     @property
     def static(self) -> bool:
@@ -171,27 +190,6 @@ class Embedder(ABC):
         first experiment (with the texts its experiments will ask for), so a run can be stopped before
         any money is spent. None (the default): the model runs here and costs nothing to ask."""
         return None
-
-
-@attrs.frozen
-class Quote:
-    """What a paid embedder would send for a run: the texts not cached yet, about how many tokens they
-    are, how many were found in the cache, and the price in US dollars (None when not known)."""
-
-    texts: int
-    tokens: int
-    cached: int = 0
-    usd: float | None = None
-    basis: str = ""  # how the price was found ("$0.02 per million tokens")
-
-    def line(self, model: str) -> str:
-        if self.usd is None:
-            cost = f"not estimated ({self.basis})"
-        else:
-            cost = f"about ${self.usd:.2f}" if self.usd >= 0.01 else f"about ${self.usd:.6f}"
-            cost += f" ({self.basis})" if self.basis else ""
-        return (f"{model}: will send {self.texts:,} text(s), about {self.tokens:,} tokens ({self.cached:,} already cached); "
-                f"cost {cost}.")
 
 
 @attrs.frozen

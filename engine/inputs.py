@@ -38,6 +38,9 @@ class ModelInput:
     spec: str | None
     how: str
     original: bool = False
+    # The file the spec was written in (an experiment file's parameter, a debias.json), "" when the
+    # command line gave it: held to what a file may decide (bias.engine.guards) before it is built.
+    origin: str = attrs.field(default="", eq=False)
 
 
 def requested_inputs(metric: Any, data: Any) -> dict[str, InputRequest]:
@@ -77,14 +80,14 @@ def model_input(request: InputRequest, measured: ModelConfig) -> ModelInput:
     debiased in this run (known once it is built), else the debias.json beside the model's file, else
     the model itself."""
     if request.name:
-        return ModelInput(request.name, request.name)
+        return ModelInput(request.name, request.name, origin=measured.origin)
     if measured.debias is not None:
         return ModelInput(None, SAME, original=True)
     record = debias_record(measured.parsed.location)
     if record is None:
         return ModelInput(None, SAME, original=True)
     spec, how = recorded_source(record, request.hint)
-    return ModelInput(spec, how, original=True)
+    return ModelInput(spec, how, original=True, origin=str(record))
 
 
 def wordset_input(name: str | None, request: InputRequest, metric: str, load: Callable[[str], Any]) -> Any:
@@ -110,9 +113,11 @@ def resolve_requests(
     measured: ModelConfig,
     wordsets: dict[str, Any],
     models: InputModels,
+    guard: Callable[[ModelInput], None] | None = None,
 ) -> dict[str, Any]:
     """Each request resolved as far as it can be before the run: word sets loaded (once per name, in
-    `wordsets`), model inputs located and built (once per spec, in `models`)."""
+    `wordsets`), model inputs located, held to `guard` (what a file may not decide) and built (once
+    per spec, in `models`)."""
     out: dict[str, Any] = {}
     for key, request in requests.items():
         if request.kind == WORDSET_INPUT:
@@ -122,6 +127,8 @@ def resolve_requests(
         elif request.kind == MODEL_INPUT:
             found = model_input(request, measured)
             if found.spec is not None:
+                if guard is not None:
+                    guard(found)
                 models.build(found.spec)
             out[key] = found
         else:

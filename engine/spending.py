@@ -16,6 +16,7 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
+import attrs
 import numpy as np
 
 from bias.core.errors import USAGE, BiasError
@@ -93,15 +94,19 @@ def _record(p: Any, recorder: Recorder) -> bool:
     return True
 
 
-def check_spending(embedder: Embedder, group: Sequence[Any], model: str, max_cost: float | None, confirmed: bool) -> str | None:
+def check_spending(
+    embedder: Embedder, group: Sequence[Any], model: str, max_cost: float | None, confirmed: bool, config: Any = None
+) -> str | None:
     """The line announcing what `model`'s experiments will send and cost, or None when the model is
-    free to ask; raises BiasError when the estimate is above `max_cost` and not confirmed."""
+    free to ask; raises BiasError when the estimate is above `max_cost` and not confirmed. `config`
+    (the model's ModelConfig): a price an experiment file gave can raise the estimate, never lower it."""
     if embedder.quote(()) is None:
         return None
     texts, uncounted = texts_of(group, embedder)
     quote: Quote | None = embedder.quote(texts)
     if quote is None:
         return None
+    quote = _at_least_without_file_costs(quote, texts, config)
     line = quote.line(model) + (f" ({uncounted} experiment(s) could not be counted beforehand.)" if uncounted else "")
     limit = DEFAULT_MAX_COST if max_cost is None else max_cost
     if quote.usd is not None and quote.usd > limit and not confirmed:
@@ -111,3 +116,27 @@ def check_spending(embedder: Embedder, group: Sequence[Any], model: str, max_cos
             exit_code=USAGE,
         )
     return line
+
+
+def _at_least_without_file_costs(quote: Quote, texts: Sequence[str], config: Any) -> Quote:
+    """The estimate, no lower than it is without the options declared guard="cost" (a price) that an
+    experiment file gave: a file can make a run look dearer, never cheaper, so it cannot get past the
+    user's --max-cost. The basis says which price counted and where it came from."""
+    from bias import registry
+    from bias.core.params import describe_params
+    from bias.core.specs import ModelSpec
+    from bias.registry.resolve import embedder_class
+
+    if config is None or not getattr(config, "origin", ""):
+        return quote
+    parsed = config.parsed
+    costs = {p.name for p in describe_params(embedder_class(parsed.embedder)) if p.guard == "cost"}
+    given = {k: v for k, v in parsed.options.items() if str(k).replace("-", "_") in costs}
+    if not given:
+        return quote
+    written = ", ".join(f"{k} = {v}" for k, v in sorted(given.items()))
+    without = {k: v for k, v in parsed.options.items() if k not in given}
+    floor = registry.build_embedder(ModelSpec(parsed.embedder, parsed.location, without), config.debias).quote(texts)
+    if floor is None or floor.usd is None or (quote.usd is not None and quote.usd >= floor.usd):
+        return attrs.evolve(quote, basis=f"{quote.basis} ({written} from {config.origin})")
+    return attrs.evolve(floor, basis=f"{floor.basis}; {written} from {config.origin} is lower and not used")

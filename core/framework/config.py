@@ -302,6 +302,19 @@ def to_toml(path: Path, planned: list[Planned], problems: list[str], *, preset: 
     return "\n".join(out) + "\n"
 
 
+def with_absolute_paths(planned: list[Planned]) -> list[Planned]:
+    """The experiments with their data and model files as absolute paths: the printed file of `bias
+    convert` is saved elsewhere, and an experiment file's relative paths are read against its own
+    folder, so paths relative to the working directory would name other files there."""
+    out = []
+    for p in planned:
+        name, _, location = p.model.partition(":")
+        if location and Path(location).exists():
+            p = attrs.evolve(p, model=f"{name}:{Path(location).resolve()}")
+        out.append(attrs.evolve(p, wordset=str(Path(p.wordset).resolve())))
+    return out
+
+
 def default_folder(config: Path, name: str) -> Path:
     """`--datasets` / `--models` when not given: `./NAME` if it exists, else the `NAME` folder beside the
     config file or above it (the framework keeps its configs under `experiments/` in the folder that

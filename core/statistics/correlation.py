@@ -43,6 +43,9 @@ def _fisher_interval(r: float, n: int, variance: float, level_z: float = Z_95) -
 def _pearson(x: np.ndarray, y: np.ndarray) -> float | None:
     if len(x) < 3:
         return None
+    # scaled first: r does not change, and values near the float limit (a hand-edited results file's
+    # 1e308) do not overflow the sums of squares
+    x, y = x / max(float(np.max(np.abs(x))), 1e-300), y / max(float(np.max(np.abs(y))), 1e-300)
     dx, dy = x - x.mean(), y - y.mean()
     denominator = math.sqrt(float(dx @ dx) * float(dy @ dy))
     if denominator == 0.0:

@@ -171,7 +171,9 @@ class KeyedVectorsEmbedder(_GensimStatic):
     summary: ClassVar[str] = "gensim KeyedVectors or model saved with .save() (.kv/.model; a pickle, needs --allow-pickle)."
     capabilities: ClassVar[frozenset[Capability]] = frozenset({Capability.WORD_VECTORS, Capability.CONTEXTUAL, Capability.VOCABULARY})
 
-    allow_pickle: bool = param(False, "load the file although it is a pickle, which can run code: only for files you trust")
+    allow_pickle: bool = param(
+        False, "load the file although it is a pickle, which can run code: only for files you trust", guard="code"
+    )
     mmap: bool = param(False, "memory-map the arrays saved beside the file (.npy) instead of reading them into memory")
 
     def _open(self, path: Path) -> Any:

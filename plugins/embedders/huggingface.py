@@ -17,6 +17,7 @@ This class only holds the options and the loaded model; the work is done in `bia
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -26,6 +27,7 @@ import numpy as np
 from bias.api import (
     BiasError,
     Capability,
+    Contact,
     ChoiceRequest,
     ChoiceScores,
     Embedder,
@@ -100,11 +102,12 @@ class HuggingFaceEmbedder(Embedder):
         validator=one_of(HEADS, "auto reads the head from config.json; none loads the bare encoder (vectors only)."),
     )
     trust_remote_code: bool = param(
-        False, "run the model's own Python code from its folder or the Hub (only for models you trust)"
+        False, "run the model's own Python code from its folder or the Hub (only for models you trust)", guard="code"
     )
     cache: bool = param(True, "keep encodings on disk so a repeated run does not run the model again")
     cache_dir: str | None = param(
-        None, "folder of the encoding cache (default: $BIAS_CACHE_DIR/encodings or ~/.cache/bias-framework/encodings)"
+        None, "folder of the encoding cache (default: $BIAS_CACHE_DIR/encodings or ~/.cache/bias-framework/encodings)",
+        guard="route",
     )
 
     _loaded: LoadedModel | None = attrs.field(init=False, default=None, repr=False)
@@ -114,6 +117,18 @@ class HuggingFaceEmbedder(Embedder):
     def check(self) -> None:
         """Before any work: the device, and the folder's files or the Hub id's reachability."""
         loading.check_source(self.location, self.device)
+
+    def contacts(self) -> tuple[Contact, ...]:
+        """A Hub id is looked up on the Hub, and downloaded unless the local cache has it (with the
+        user's Hugging Face token, when one is set); a folder, or anything offline, sends nothing."""
+        try:
+            folder, repo_id = loading.resolve_source(self.location)
+        except BiasError:
+            return ()  # refused by check(), with its reason
+        if folder is not None or loading.offline():
+            return ()
+        endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co").rstrip("/")
+        return (Contact(f"{endpoint}/{repo_id}", "HF_TOKEN" if os.environ.get("HF_TOKEN") else None),)
 
     def load(self) -> None:
         if self._loaded is not None:

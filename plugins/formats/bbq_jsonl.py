@@ -135,6 +135,7 @@ class BbqJsonlFormat(WordSetFormat):
             "title": title,
             "source": source,
             "licence": "unspecified",
+            "expected_direction": "none",  # the file states none; the bbq metric's sign is its own convention
             "items": items,
         }
 
@@ -159,6 +160,7 @@ class BbqJsonlFormat(WordSetFormat):
         if not isinstance(groups_named, list) or not groups_named:
             raise BiasError(f"{where}: additional_metadata.stereotyped_groups is missing or empty.",
                             "Name the stereotyped group(s), as the published files do.")
+        self._check_fields(row, where, unknowns[0])
         target_loc = row.get("target_loc")
         if target_loc is not None:
             # BBQ's metadata table names the answer that follows the bias: the stereotyped group for a
@@ -188,6 +190,26 @@ class BbqJsonlFormat(WordSetFormat):
             "label": row["label"],
             "line": number,
         }
+
+    @staticmethod
+    def _check_fields(row: dict[str, Any], where: str, unknown: int) -> None:
+        """The fields the house format renames, checked under the names the file gives them, so a
+        message names what the user sees in the file (target_loc, not the stereotyped answer it becomes)."""
+        if row["question_polarity"] not in ("neg", "nonneg"):
+            raise BiasError(f"{where}: question_polarity {row['question_polarity']!r} must be \"neg\" or \"nonneg\".")
+        if row["context_condition"] not in ("ambig", "disambig"):
+            raise BiasError(f"{where}: context_condition {row['context_condition']!r} must be \"ambig\" or \"disambig\".")
+        for key in ("label", "target_loc"):
+            value = row.get(key)
+            if key == "target_loc" and value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 3:
+                raise BiasError(f"{where}: {key} {value!r} must be 0, 1 or 2, the index of one of ans0, ans1 and ans2.")
+        if row.get("target_loc") == unknown:
+            raise BiasError(
+                f"{where}: target_loc {unknown} names ans{unknown}, which answer_info marks as the unknown answer.",
+                "target_loc is the answer that follows the bias, one of the two groups (as in BBQ's metadata table).",
+            )
 
     @staticmethod
     def _unresolved(where: str, groups: list[str | None], unknown: int, named: list[str], found: int) -> str:

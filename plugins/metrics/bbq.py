@@ -45,7 +45,7 @@ from bias.api import (
     one_of,
     param,
 )
-from bias.api.data import BBQ, BiasQuestions, placeholders
+from bias.api.data import BBQ, PLAIN_PLACEHOLDERS, BiasQuestions, fill, placeholders
 from bias.api.lm import computed_once
 
 DECIDE = ("sum", "mean")
@@ -62,7 +62,7 @@ def _placeholders(*wanted: str, empty: bool = False) -> Any:
         if found is None or set(wanted) - found or found - set(wanted):
             raise BiasError(
                 f"bbq: {attribute.name} must be a text with the placeholders {', '.join('{' + w + '}' for w in wanted)} "
-                f"and no others, not {value!r}.",
+                f"and no others, not {value!r} ({PLAIN_PLACEHOLDERS}).",
                 f"The default is {attribute.default!r}.",
             )
 
@@ -145,8 +145,8 @@ class Bbq(Metric):
         prompt, source = (self.template, "parameter") if self.template else (data.prompt, "word set") if data.prompt else (DEFAULT_TEMPLATE, "default")
         requests = [
             ChoiceRequest(
-                prompt.format(context=q.context, question=q.question),
-                tuple(self.answer_template.format(answer=a) for a in q.answers),
+                fill(prompt, context=q.context, question=q.question),
+                tuple(fill(self.answer_template, answer=a) for a in q.answers),
             )
             for q in items
         ]

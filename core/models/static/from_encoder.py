@@ -15,6 +15,8 @@ forms; a cased one keeps both.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import hashlib
 import json
 import os
@@ -84,22 +86,43 @@ def _build(folder: Path, target: Path) -> None:
     from safetensors import safe_open
 
     weights, vocab_file = _source_files(folder)
-    vocab = vocab_file.read_text(encoding="utf-8").splitlines()
+    try:
+        vocab = vocab_file.read_text(encoding="utf-8").splitlines()
+    except UnicodeDecodeError as exc:
+        raise BiasError(
+            f"Cannot build static vectors from {folder}: vocab.txt is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at position {exc.start}).",
+            "A WordPiece vocab.txt is UTF-8, one token a line: save it as UTF-8.",
+        ) from None
     with safe_open(str(weights), "np") as tensors:
         key = next((k for k in _MATRIX_KEYS if k in tensors.keys()), None)
         if key is None:
             raise BiasError(f"Cannot build static vectors from {folder}: its weights hold no word-embedding matrix.", f"Expected one of {', '.join(_MATRIX_KEYS)}.")
         matrix = tensors.get_tensor(key).astype(np.float32)
+    if matrix.ndim != 2:
+        raise BiasError(
+            f"Cannot build static vectors from {folder}: {key} in model.safetensors has the shape {tuple(matrix.shape)}, not (tokens, dimensions).",
+            "A word-embedding matrix has one row per entry of vocab.txt: check that the weights are those of the model.",
+        )
     if matrix.shape[0] != len(vocab):
         raise BiasError(f"Cannot build static vectors from {folder}: vocab.txt has {len(vocab)} entries but the matrix {matrix.shape[0]} rows.")
     rows = [i for i, token in enumerate(vocab) if _WORD.fullmatch(token)]
-    target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_suffix(f".{os.getpid()}.partial")
-    with partial.open("wb") as out:
-        out.write(f"{len(rows)} {matrix.shape[1]}\n".encode())
-        for i in rows:
-            out.write(vocab[i].encode("utf-8") + b" " + matrix[i].tobytes() + b"\n")
-    os.replace(partial, target)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with partial.open("wb") as out:
+            out.write(f"{len(rows)} {matrix.shape[1]}\n".encode())
+            for i in rows:
+                out.write(vocab[i].encode("utf-8") + b" " + matrix[i].tobytes() + b"\n")
+        os.replace(partial, target)
+    except OSError as exc:  # a read-only cache folder: the user's setting to change
+        if exc.errno not in (errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOTDIR, errno.EEXIST):
+            raise
+        with contextlib.suppress(OSError):
+            partial.unlink(missing_ok=True)
+        raise BiasError(
+            f"Cannot write the static vectors of {folder} into the cache folder {target.parent}: {exc.strerror}.",
+            f"Set {encoding_cache.ENV_VAR} to a folder you can write.",
+        ) from None
 
 
 
