@@ -54,6 +54,7 @@ from bias.core.model import (
     WordVectors,
 )
 from bias.core.params import between, int_at_least, one_of, param
+from bias.core.generation import GenerationRequest, Generations, Message, Reply, Sampling
 from bias.core.data.kinds import DataKind
 from bias.core.data.wordsets import DataPackage, Problem
 
@@ -157,11 +158,14 @@ __all__ = [
     "DebiasLists",
     "Debiaser",
     "Embedder",
+    "GenerationRequest",
+    "Generations",
     "InputRequest",
     "Interval",
     "LpbsTest",
     "MaskedRequest",
     "Measured",
+    "Message",
     "Metric",
     "PairMetric",
     "PairScores",
@@ -170,8 +174,10 @@ __all__ = [
     "Problem",
     "Quote",
     "Refusal",
+    "Reply",
     "ResolvedModel",
     "Result",
+    "Sampling",
     "SentencePair",
     "SetVectors",
     "TemplateSet",

@@ -17,9 +17,18 @@ import attrs
 from bias.core.errors import BadValue, BiasError
 
 
-def param(default: Any, help: str, **kwargs: Any) -> Any:
-    """An attrs field with a help text for `bias info`."""
-    return attrs.field(default=default, metadata={"help": help}, **kwargs)
+# What a guarded option decides, so that a shared file cannot decide it alone: "route", where
+# requests, keys and data are sent (a service's address, the variable its key is read from).
+GUARDS = ("route",)
+
+
+def param(default: Any, help: str, *, guard: str | None = None, **kwargs: Any) -> Any:
+    """An attrs field with a help text for `bias info`; `guard` marks an option a file may not
+    decide by itself (see GUARDS)."""
+    if guard is not None and guard not in GUARDS:
+        raise ValueError(f"guard must be one of {GUARDS}, not {guard!r}")
+    metadata = {"help": help, **({"guard": guard} if guard else {})}
+    return attrs.field(default=default, metadata=metadata, **kwargs)
 
 
 @attrs.frozen
