@@ -178,7 +178,7 @@ def _result(
     seed: int,
     inputs: Mapping[str, Any] | None,
 ) -> Result:
-    kwargs = {"inputs": dict(inputs)} if metric.inputs(data) else {}
+    kwargs = {"inputs": dict(inputs or {})} if metric.inputs(data) else {}
     result = metric.compute(embedder, data, seed=seed, **kwargs)
     assert isinstance(result, Result), _say(
         cls, f"compute() returned {type(result).__name__}, not a Result"
@@ -218,7 +218,7 @@ def check_metric(
     checks += _cost(cls, metric, data)
     asked = metric.inputs(data)
     assert isinstance(asked, dict), _say(cls, "inputs() must give a dict")
-    missing = sorted(set(asked) - set(inputs or {}))
+    missing = sorted(k for k in set(asked) - set(inputs or {}) if not getattr(asked[k], "optional", False))
     assert not missing, _say(cls, f"asks for inputs {missing}; pass them resolved with inputs=")
     first = _result(cls, metric, embedder, data, seed, inputs)
     assert first.metric == cls.name and first.params == metric.params() and first.seed == seed, (
