@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 import attrs
-from bias.api.services import ChatServiceModel, Transient, refused_for_status
+from bias.api.services import ChatServiceModel, Refused, Transient, refused_for_status
 
 
 @attrs.define
@@ -49,6 +49,11 @@ class ChatEmbedder(ChatServiceModel):
         except openai.APIStatusError as exc:
             raise refused_for_status(
                 exc.status_code, str(getattr(exc, "message", "")), self._key(), exc.response.headers
+            ) from None
+        except (openai.APIError, ValueError, TypeError):  # a body that is not a chat completion
+            raise Refused(
+                "the service answered something that is not a chat completion",
+                "Check base_url: it must be an OpenAI-compatible /v1 address.",
             ) from None
         choices = getattr(response, "choices", None)
         first = choices[0] if isinstance(choices, list) and choices else None
