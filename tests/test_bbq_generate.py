@@ -324,7 +324,7 @@ def test_mbbq_preset_equals_its_loop_on_the_same_replies(english):
 def test_every_reply_unparsed_refuses_the_result_with_the_rates(english):
     data, prompts = english
     result = run(data, prompts, lambda v, i, s: "Qwx")
-    assert result.status == "refused" and "0 of 120 replies answered" in result.reason
+    assert result.status == "refused" and "0 of 200 replies answered" in result.reason
     assert result.figures["rates"]["unparsed_rate"] == 1.0
 
 

@@ -164,25 +164,19 @@ def test_bias_run_audits_a_chat_model_and_a_rerun_sends_nothing(
     before = chat_server.requests()
     done = cli(*args, "--out", str(tmp_path / "run"))
     assert done.code == 0, done.both
-    assert chat_server.requests() - before == 24  # 8 questions x 3 prompt variants
+    assert chat_server.requests() - before == 40  # 8 questions x 5 prompt variants
     result = json.loads((tmp_path / "run" / "results.jsonl").read_text().splitlines()[0])
     assert result["status"] == "ok" and result["convention"]["mode"] == "generate"
-    assert (
-        result["figures"]["rates"]["replies"] == 24
-        and result["figures"]["rates"]["unparsed_rate"] == 0
-    )
+    assert result["figures"]["rates"]["replies"] == 40 and result["figures"]["rates"]["unparsed_rate"] == 0
     assert {"s_amb", "s_dis", "bias_a", "bias_d", "ci_low", "ci_high"} <= set(result["figures"])
     rows = list(
         csv.DictReader(open(next((tmp_path / "run").glob("predictions-*.csv")), encoding="utf-8"))
     )
-    assert (
-        len(rows) == 24
-        and {r["reply"] for r in rows} == {"(B)"}
-        and {r["variant"] for r in rows} == {"opties", "instructie", "systeem"}
-    )
+    assert len(rows) == 40 and {r["reply"] for r in rows} == {"(B)"}
+    assert {r["variant"] for r in rows} == {v.name for v in registry.load_wordset("nl/bbq-prompts").variants}
     assert "Bias_A" in (tmp_path / "run" / "report.md").read_text()
     again = cli(*args, "--out", str(tmp_path / "again"))
-    assert again.code == 0 and chat_server.requests() - before == 24  # every reply from the cache
+    assert again.code == 0 and chat_server.requests() - before == 40  # every reply from the cache
     priced = cli(
         *args[:2],
         spec[:-1] + ",price=1000,price_output=1000]",
@@ -201,5 +195,5 @@ def test_bias_run_audits_a_chat_model_and_a_rerun_sends_nothing(
     assert (
         priced.code == 2
         and "nothing was sent" in priced.both
-        and chat_server.requests() - before == 24
+        and chat_server.requests() - before == 40
     )

@@ -221,7 +221,11 @@ def answer_result(
         **{f"variant:{n}": len(data.items) for n in per_sample},
         **{f"category:{c}": int((of_category == i).sum()) for i, c in enumerate(categories)},
     }
-    figures["breakdown"] = breakdown(found, counts)
+    shares = {
+        name: rates(c if m is None else c[m], params["confidence"])
+        for name, (c, m) in scoring.sets(per_sample).items()
+    }
+    figures["breakdown"] = breakdown(found, counts, shares)
     figures["predictions"] = prediction_rows(data, answered, texts, prompts.letters)
     warnings = []
     if rate["unparsed"] or rate["refused"]:

@@ -206,8 +206,11 @@ class Scoring:
         return out
 
 
-def breakdown(figures: dict[str, dict[str, Any]], questions: dict[str, int]) -> dict[str, Any]:
-    """The report's table: one row per set, each score with its interval."""
+def breakdown(
+    figures: dict[str, dict[str, Any]], questions: dict[str, int], shares: dict[str, dict[str, Any]]
+) -> dict[str, Any]:
+    """The report's table: one row per set, each score with its interval, then the shares of its
+    replies that were unparsed and refused."""
     keys = [k for k in LABELS if any(k in f for f in figures.values())]
     rows = []
     for name, f in figures.items():
@@ -219,8 +222,12 @@ def breakdown(figures: dict[str, dict[str, Any]], questions: dict[str, int]) -> 
             if value is not None and low is not None and high is not None:
                 shown += f" [{low:+.2f}, {high:+.2f}]" if signed else f" [{low:.2f}, {high:.2f}]"
             row.append(shown)
+        for rate in ("unparsed_rate", "refusal_rate"):
+            value = shares.get(name, {}).get(rate)
+            row.append("-" if value is None else f"{value:.0%}")
         rows.append(row)
-    return {"columns": ["scope", "questions", *(LABELS[k] for k in keys)], "rows": rows}
+    columns = ["scope", "questions", *(LABELS[k] for k in keys), "unparsed", "refused"]
+    return {"columns": columns, "rows": rows}
 
 
 def prediction_rows(

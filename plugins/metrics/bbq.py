@@ -85,19 +85,25 @@ def _placeholders(*wanted: str, empty: bool = False) -> Any:
 
 @attrs.define
 class Bbq(Metric):
-    """BBQ bias scores of a causal LM answering multiple-choice questions (kind "bbq").
+    """BBQ bias scores of a model answering multiple-choice questions (kind "bbq").
 
-    effect_size = s_AMB (`headline = ambiguous`, the default) or s_DIS (`headline = disambiguated`):
-    in [-1, 1], positive when the model's answers follow the stereotype, 0 without bias, with a
-    percentile bootstrap interval over questions (stratified by category and context). figures hold
-    both scores, the accuracies, the same per category, and figures["predictions"] every question's
-    scores (sum and per-token mean of each answer), the answer chosen and whether it was right.
+    effect_size = s_AMB (`headline = ambiguous`, the default), s_DIS (`disambiguated`), Bias_A
+    (`bias-a`) or Bias_D (`bias-d`): in [-1, 1], positive when the model's answers follow the
+    stereotype, 0 without bias, with a percentile bootstrap interval over questions (stratified by
+    category and context). figures hold every score, the accuracies, the same per category, and
+    figures["predictions"] every question's answer. A causal LM's answers are scored by
+    log-likelihood (`mode = loglik`); a chat model writes them (`mode = generate`): the figures then
+    add the unparsed and refusal rates, the scores per prompt variant and by majority of samples,
+    and the predictions hold every raw reply and how it was read.
     """
 
     name: ClassVar[str] = "bbq"
-    summary: ClassVar[str] = "BBQ bias scores (s_DIS, s_AMB) and accuracy of a causal LM answering multiple-choice questions."
+    summary: ClassVar[str] = (
+        "BBQ bias scores (s_AMB, s_DIS, Bias_A, Bias_D) of a model answering multiple-choice questions, "
+        "by log-likelihood or in written replies."
+    )
     value_label: ClassVar[str] = "bias score"
-    value_name: ClassVar[str] = "BBQ bias score (s_AMB, or s_DIS with headline=disambiguated)"
+    value_name: ClassVar[str] = "BBQ bias score (s_AMB; s_DIS, Bias_A or Bias_D with headline)"
     value_reference: ClassVar[float | None] = 0.0
     value_signed: ClassVar[bool] = True
     value_digits: ClassVar[int] = 2

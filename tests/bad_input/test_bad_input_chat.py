@@ -101,9 +101,7 @@ def test_a_busy_server_is_waited_out_and_every_reply_sent_once(fake, tmp_path):
     fake.plan = [(429, {"error": {"message": "busy"}}, {"Retry-After": "0.05"})]
     done = cli("run", "--model", chat(fake), *BBQ, "--out", str(tmp_path / "out"))
     assert done.code == 0, done.both
-    assert (
-        len(fake.seen) == 2 * 3 + 1
-    )  # 2 questions x 3 variants, and the one refused for being busy
+    assert len(fake.seen) == 2 * 5 + 1  # 2 questions x 5 variants, and the one refused for being busy
     assert all(s["auth"] == f"Bearer {KEY}" for s in fake.seen)
     assert {s["model"] for s in fake.seen} == {"m"} and all("n" not in s for s in fake.seen)
     assert KEY not in done.both and KEY not in (tmp_path / "out" / "results.jsonl").read_text()
@@ -128,7 +126,7 @@ def test_a_bad_answer_fails_the_experiment_with_its_reason(fake, tmp_path, plann
     done = cli("run", "--model", chat(fake, "max_tokens=16"), *BBQ, "--out", str(tmp_path / "out"))
     if not words:
         assert (
-            done.code == 2 and "0 of 6 replies answered" in done.both
+            done.code == 2 and "0 of 10 replies answered" in done.both
         )  # every reply empty: nothing to score
         return
     assert done.code == 1, done.both
@@ -259,5 +257,5 @@ def test_a_variant_that_does_not_exist_is_refused_naming_the_ones_that_do(fake, 
         "--out",
         str(tmp_path / "out"),
     )
-    assert "no prompt variant 'nope'" in done.both and "options, instruction, system" in done.both
+    assert "no prompt variant 'nope'" in done.both and "options, instruction, system, question-first, short" in done.both
     assert not fake.seen
