@@ -223,3 +223,17 @@ def test_helm_reads_only_a_bare_letter():
     assert read_helm(" B \n", ["A", "B", "C"]).answer == 1
     assert read_helm("(B)", ["A", "B", "C"]).answer is None
     assert read_helm("", ["A", "B", "C"]).rule == "empty"
+
+
+def test_render_shows_every_variant_with_every_question_and_every_rule():
+    from bias.engine.rendering import rendered_lines
+
+    lines = rendered_lines("nl/bbq-prompts")
+    prompts, data = rules_of("nl"), registry.load_wordset("nl/bbq-sample")
+    headers = [line for line in lines if line.startswith("== variant ")]
+    assert [h.split()[2] for h in headers] == [v.name for v in prompts.variants]
+    assert "systeem (system: Je bent een behulpzame assistent." in headers[2]
+    first = prompts.variants[0].render(data.items[0].context, data.items[0].question, data.items[0].answers)
+    assert first.replace("\n", " ⏎ ") in lines and "\n" not in "".join(lines)
+    assert len(lines) == 1 + 5 * (1 + len(data.items)) + 6 + sum(len(getattr(prompts.rules, k)) for k in
+                                                              ("answer_before", "answer_after", "unknown", "refusal", "articles", "unknown_answers"))
