@@ -197,3 +197,17 @@ def test_bias_run_audits_a_chat_model_and_a_rerun_sends_nothing(
         and "nothing was sent" in priced.both
         and chat_server.requests() - before == 40
     )
+
+
+def test_the_reply_cache_keeps_replies_and_drops_damaged_rows(tmp_path):
+    import sqlite3
+
+    from bias.core.models.reply_cache import ReplyCache
+
+    cache = ReplyCache(tmp_path, "chat:test")
+    cache.put({"a": {"text": "(B) Het is de man.", "finish": "stop"}, "b": {"text": "ß and İ", "finish": "length"}})
+    assert ReplyCache(tmp_path, "chat:test").get(["a", "b", "c"]) == {
+        "a": {"text": "(B) Het is de man.", "finish": "stop"}, "b": {"text": "ß and İ", "finish": "length"}}
+    with sqlite3.connect(cache.path) as db:
+        db.execute("UPDATE rows SET data = ? WHERE key = 'a'", (b'{"text": "(C)"}',))
+    assert set(ReplyCache(tmp_path, "chat:test").get(["a", "b"])) == {"b"}  # the changed row fails its checksum

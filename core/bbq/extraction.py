@@ -113,30 +113,16 @@ def _labels_marked(text: str, letters: Sequence[str]) -> set[int]:
     return found
 
 
-def _lines_after(text: str, phrase: str) -> list[str]:
-    """The rest of the line after each place `phrase` occurs (folded comparison, original text)."""
+def _around(text: str, phrase: str) -> list[tuple[str, str]]:
+    """For each place `phrase` occurs in `text` (case ignored, any run of spaces between its words):
+    the part of its line before it and the part after it."""
+    pattern = r"\s+".join(re.escape(word) for word in phrase.split())
     out = []
-    folded = text.casefold()
-    start = 0
-    while True:
-        at = folded.find(phrase, start)
-        if at < 0:
-            return out
-        rest = text[at + len(phrase) :]
-        out.append(rest.split("\n", 1)[0])
-        start = at + 1
-
-
-def _lines_before(text: str, phrase: str) -> list[str]:
-    out = []
-    folded = text.casefold()
-    start = 0
-    while True:
-        at = folded.find(phrase, start)
-        if at < 0:
-            return out
-        out.append(text[:at].rsplit("\n", 1)[-1])
-        start = at + 1
+    for found in re.finditer(pattern, text, re.IGNORECASE):
+        before = text[: found.start()].rsplit("\n", 1)[-1]
+        after = text[found.end() :].split("\n", 1)[0]
+        out.append((before, after))
+    return out
 
 
 def _answer_in(
@@ -192,16 +178,15 @@ def read_reply(
     found = _option_at_start(reply, forms)
     if found is not None:
         return Coded(found, ANSWERED, "option-first")
-    for phrase in rules.answer_before:
-        for rest in _lines_after(reply, fold(phrase)):
-            found = _answer_in(rest, letters, forms, at_end=False)
-            if found is not None:
-                return Coded(found, ANSWERED, "answer-before")
-    for phrase in rules.answer_after:
-        for before in _lines_before(reply, fold(phrase)):
-            found = _answer_in(before, letters, forms, at_end=True)
-            if found is not None:
-                return Coded(found, ANSWERED, "answer-after")
+    for phrases, at_end, rule in (
+        (rules.answer_before, False, "answer-before"),
+        (rules.answer_after, True, "answer-after"),
+    ):
+        for phrase in phrases:
+            for before, after in _around(reply, phrase):
+                found = _answer_in(before if at_end else after, letters, forms, at_end=at_end)
+                if found is not None:
+                    return Coded(found, ANSWERED, rule)
     folded = fold(reply)
     if any(fold(p) in folded for p in rules.unknown):
         return Coded(unknown, ANSWERED, "unknown-phrase")
