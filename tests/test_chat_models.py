@@ -167,13 +167,18 @@ def test_bias_run_audits_a_chat_model_and_a_rerun_sends_nothing(
     assert chat_server.requests() - before == 40  # 8 questions x 5 prompt variants
     result = json.loads((tmp_path / "run" / "results.jsonl").read_text().splitlines()[0])
     assert result["status"] == "ok" and result["convention"]["mode"] == "generate"
-    assert result["figures"]["rates"]["replies"] == 40 and result["figures"]["rates"]["unparsed_rate"] == 0
+    assert (
+        result["figures"]["rates"]["replies"] == 40
+        and result["figures"]["rates"]["unparsed_rate"] == 0
+    )
     assert {"s_amb", "s_dis", "bias_a", "bias_d", "ci_low", "ci_high"} <= set(result["figures"])
     rows = list(
         csv.DictReader(open(next((tmp_path / "run").glob("predictions-*.csv")), encoding="utf-8"))
     )
     assert len(rows) == 40 and {r["reply"] for r in rows} == {"(B)"}
-    assert {r["variant"] for r in rows} == {v.name for v in registry.load_wordset("nl/bbq-prompts").variants}
+    assert {r["variant"] for r in rows} == {
+        v.name for v in registry.load_wordset("nl/bbq-prompts").variants
+    }
     assert "Bias_A" in (tmp_path / "run" / "report.md").read_text()
     again = cli(*args, "--out", str(tmp_path / "again"))
     assert again.code == 0 and chat_server.requests() - before == 40  # every reply from the cache
@@ -205,9 +210,64 @@ def test_the_reply_cache_keeps_replies_and_drops_damaged_rows(tmp_path):
     from bias.core.models.reply_cache import ReplyCache
 
     cache = ReplyCache(tmp_path, "chat:test")
-    cache.put({"a": {"text": "(B) Het is de man.", "finish": "stop"}, "b": {"text": "ß and İ", "finish": "length"}})
+    cache.put(
+        {
+            "a": {"text": "(B) Het is de man.", "finish": "stop"},
+            "b": {"text": "ß and İ", "finish": "length"},
+        }
+    )
     assert ReplyCache(tmp_path, "chat:test").get(["a", "b", "c"]) == {
-        "a": {"text": "(B) Het is de man.", "finish": "stop"}, "b": {"text": "ß and İ", "finish": "length"}}
+        "a": {"text": "(B) Het is de man.", "finish": "stop"},
+        "b": {"text": "ß and İ", "finish": "length"},
+    }
     with sqlite3.connect(cache.path) as db:
         db.execute("UPDATE rows SET data = ? WHERE key = 'a'", (b'{"text": "(C)"}',))
-    assert set(ReplyCache(tmp_path, "chat:test").get(["a", "b"])) == {"b"}  # the changed row fails its checksum
+    assert set(ReplyCache(tmp_path, "chat:test").get(["a", "b"])) == {
+        "b"
+    }  # the changed row fails its checksum
+
+
+@pytest.mark.parametrize("preset", ["lm-eval", "euroeval"])
+def test_log_likelihood_presets_score_their_peers_continuations(planted_chat_dir, preset):
+    import attrs
+    import numpy as np
+
+    from bias.api import ChoiceRequest
+    from fixtures.bbq_peers import euroeval_scores_reference, lm_eval_scores_reference
+
+    data = registry.load_wordset("en/bbq-sample")
+    data = attrs.evolve(data, items=data.items[:12])
+    prompts = registry.load_wordset("en/bbq-prompts")
+    variant = prompts.variant("short")
+    hf = HuggingFaceEmbedder(location=str(planted_chat_dir), cache=False)
+    result = Bbq(
+        mode="loglik",
+        preset=preset,
+        variant="short",
+        bootstrap=0,
+        headline="bias-a" if preset == "euroeval" else "ambiguous",
+    ).compute(hf, data, seed=0, inputs={"prompts": prompts})
+    answers = []
+    for q in (
+        data.items
+    ):  # by hand: the peer's continuations, each scored after the prompt, the highest wins
+        prompt = variant.render(q.context, q.question, q.answers)
+        if preset == "lm-eval":
+            choices = [a for k, a in enumerate(q.answers) if k != q.unknown] + list(
+                prompts.rules.unknown_answers
+            )
+        else:
+            choices = ["A", "B", "C"]
+        scores = hf.choice_log_probs([ChoiceRequest(prompt, tuple(" " + c for c in choices))])[0]
+        best = int(np.argmax([float(np.sum(lp)) for lp in scores.log_probs]))
+        answers.append(best)
+    if preset == "lm-eval":
+        assert len(choices) == 12
+        expected = lm_eval_scores_reference(data.items, answers)
+        keys = ["s_amb", "s_dis", "accuracy_ambiguous", "accuracy_disambiguated"]
+    else:
+        expected = euroeval_scores_reference(data.items, answers)
+        keys = ["bias_a", "accuracy_ambiguous", "bias_adjusted_accuracy"]
+    for key in keys:
+        assert result.figures[key] == pytest.approx(expected[key]), key
+    assert result.convention["mode"] == "loglik" and result.convention["preset"] == preset
