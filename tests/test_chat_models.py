@@ -271,3 +271,28 @@ def test_log_likelihood_presets_score_their_peers_continuations(planted_chat_dir
     for key in keys:
         assert result.figures[key] == pytest.approx(expected[key]), key
     assert result.convention["mode"] == "loglik" and result.convention["preset"] == preset
+
+
+@pytest.mark.parametrize("code", ["en", "nl", "de", "no", "is", "tr", "it"])
+def test_every_language_asks_in_its_own_prompts_and_reads_the_replies(planted_chat_dir, code):
+    import attrs
+
+    data = registry.load_wordset(f"{code}/bbq-sample")
+    data = attrs.evolve(data, items=data.items[:4])  # one scenario: both contexts, both polarities
+    prompts = registry.load_wordset(f"{code}/bbq-prompts")
+    hf = HuggingFaceEmbedder(location=str(planted_chat_dir), cache=False)
+    result = Bbq(mode="generate", max_tokens=4, bootstrap=0).compute(
+        hf, data, seed=0, inputs={"prompts": prompts}
+    )
+    assert result.figures["rates"]["answered"] == 4 * len(prompts.variants) == 20
+    rows = result.figures["predictions"]
+    assert {r["predicted"] for r in rows} == {
+        data.items[0].answers[1]
+    }  # "(B)" read as the second answer
+    dis = [
+        q for q in data.items if not q.ambiguous and q.unknown != 1
+    ]  # disambiguated, answer (B) names a group
+    if dis:
+        assert result.figures["s_dis"] == pytest.approx(
+            2 * sum(q.biased == 1 for q in dis) / len(dis) - 1
+        )
