@@ -286,7 +286,8 @@ def loglik_choices(
     preset: str, question: Any, letters: Sequence[str], rules: ReadingRules
 ) -> tuple[list[str], list[int]]:
     """The continuations a preset scores by log-likelihood, and the answer each stands for:
-    lm-eval's two group answers then the unknown wordings (12 in its English list); EuroEval's option letters, as the prompt writes them."""
+    lm-eval's two group answers then the unknown wordings (12 in its English list); EuroEval's
+    option letters, as the prompt writes them."""
     if preset == "lm-eval":
         groups = [i for i in range(3) if i != question.unknown]
         wordings = list(rules.unknown_answers) or [question.answers[question.unknown]]

@@ -143,7 +143,7 @@ class ServiceModel(Embedder):
     default_base_url: ClassVar[str] = ""
     library: ClassVar[str] = ""  # the provider's client package, imported when the model is loaded
 
-    location: str = param(attrs.NOTHING, "the model's id at the service (e.g. text-embedding-3-small)")
+    location: str = param(attrs.NOTHING, "the model's id at the service (e.g. text-embedding-3-small, gpt-4o-mini)")
     base_url: str | None = param(
         None, "the API's base URL (default: the provider's own), e.g. http://127.0.0.1:8000/v1", guard="route"
     )
@@ -154,7 +154,9 @@ class ServiceModel(Embedder):
     retries: int = param(5, "times a request is sent again after a 429, 5xx, timeout or refused connection", validator=int_at_least(0))
     backoff: float = param(1.0, "seconds before the first retry, doubled for each next one (a Retry-After header wins)")
     timeout: float = param(60.0, "seconds a request may take before it is retried")
-    price: float | None = param(None, "US dollars per million tokens, for the cost estimate (default: the list price of known models)")
+    price: float | None = param(
+        None, "US dollars per million (input) tokens, for the cost estimate (default: the list price of known models)"
+    )
     cache: bool = param(True, "keep what the service answered on disk so a repeated run sends no request")
     cache_dir: str | None = param(
         None, "folder of the cache (default: $BIAS_CACHE_DIR/encodings or ~/.cache/bias-framework/encodings)", guard="route"
