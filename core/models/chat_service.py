@@ -59,10 +59,13 @@ CHAT_PRICES: dict[str, tuple[float, float]] = {
 MAX_CHARS_PER_TOKEN = 64  # no tokenizer's token is longer; a longer reply did not honour max_tokens
 
 
-def _non_negative(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
+def _rate(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
+    """0 (no limit) or at least one request a minute: a smaller rate would wait hours between requests."""
     ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-    if not ok or value < 0:
-        raise BiasError(f"{attribute.name} must be a number >= 0, not {value!r}.")
+    if not ok or not (value == 0 or 1 <= value <= 1_000_000):
+        raise BiasError(
+            f"{attribute.name} must be 0 (no limit) or from 1 to 1000000 requests a minute, not {value!r}."
+        )
 
 
 @attrs.define
@@ -98,7 +101,7 @@ class ChatServiceModel(ServiceModel):
     rate: float = param(
         0.0,
         "requests per minute at most, for a service's rate limit (0: no limit)",
-        validator=_non_negative,
+        validator=_rate,
     )
     price_output: float | None = param(
         None,

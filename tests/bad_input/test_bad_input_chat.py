@@ -139,7 +139,8 @@ def test_a_bad_answer_fails_the_experiment_with_its_reason(fake, tmp_path, plann
     [
         (["--model-option", "base_url=ftp://example.invalid/v1"], "is not an http(s) URL"),
         (["--model-option", "temperature=3"], "temperature must lie between 0.0 and 2.0"),
-        (["--model-option", "rate=-1"], "rate must be a number >= 0"),
+        (["--model-option", "rate=-1"], "rate must be 0 (no limit) or from 1 to 1000000"),
+        (["--model-option", "rate=0.001"], "rate must be 0 (no limit) or from 1 to 1000000"),
         (["--model-option", "samples=0"], "samples must be a positive whole number"),
         (["--param", "mode=chatty"], "mode must be one of auto, loglik, generate"),
         (["--param", "preset=lm_eval"], "preset must be one of"),
