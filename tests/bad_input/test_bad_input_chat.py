@@ -101,7 +101,9 @@ def test_a_busy_server_is_waited_out_and_every_reply_sent_once(fake, tmp_path):
     fake.plan = [(429, {"error": {"message": "busy"}}, {"Retry-After": "0.05"})]
     done = cli("run", "--model", chat(fake), *BBQ, "--out", str(tmp_path / "out"))
     assert done.code == 0, done.both
-    assert len(fake.seen) == 2 * 5 + 1  # 2 questions x 5 variants, and the one refused for being busy
+    assert (
+        len(fake.seen) == 2 * 5 + 1
+    )  # 2 questions x 5 variants, and the one refused for being busy
     assert all(s["auth"] == f"Bearer {KEY}" for s in fake.seen)
     assert {s["model"] for s in fake.seen} == {"m"} and all("n" not in s for s in fake.seen)
     assert KEY not in done.both and KEY not in (tmp_path / "out" / "results.jsonl").read_text()
@@ -258,5 +260,19 @@ def test_a_variant_that_does_not_exist_is_refused_naming_the_ones_that_do(fake, 
         "--out",
         str(tmp_path / "out"),
     )
-    assert "no prompt variant 'nope'" in done.both and "options, instruction, system, question-first, short" in done.both
+    assert (
+        "no prompt variant 'nope'" in done.both
+        and "options, instruction, system, question-first, short" in done.both
+    )
     assert not fake.seen
+
+
+def test_a_run_the_server_breaks_off_resumes_without_sending_a_reply_twice(fake, tmp_path):
+    fake.plan = [(200, reply("(A)"), {})] * 3 + [(503, {"error": {"message": "down"}}, {})] * 40
+    out = str(tmp_path / "out")
+    first = cli("run", "--model", chat(fake), *BBQ, "--out", out)
+    assert first.code == 1 and "--resume" in first.both
+    fake.plan, sent = [], len(fake.seen)
+    again = cli("run", "--model", chat(fake), *BBQ, "--out", out, "--resume")
+    assert again.code == 0, again.both
+    assert len(fake.seen) - sent == 2 * 5 - 3  # only the replies the first run did not receive
