@@ -10,6 +10,8 @@ instruct model, a chat server) are in test_chat_models.py.
 from __future__ import annotations
 
 import hashlib
+
+import attrs
 import math
 
 import numpy as np
@@ -337,3 +339,19 @@ def test_intervals_resample_questions_and_hold_the_estimate(english):
     again = run(data, prompts, lambda v, i, s: letter_reply(v, i), headline="bias-a")
     assert again.figures["bias_a_low"] == f["bias_a_low"]  # seeded
     assert np.isfinite(f["ci_low"]) and f["ci_low"] == f["bias_a_low"]
+
+
+def test_the_prompt_variant_is_a_dimension_of_the_robustness_curves(english):
+    from bias.core.reports import build
+    from bias.core.reports.robustness import curves
+
+    data, prompts = english
+    results = []
+    for v in prompts.variants[:3]:
+        r = run(data, prompts, lambda name, i, s: letter_reply(name, i), variant=v.name)
+        results.append(attrs.evolve(r, key=v.name))
+    found = curves(build(results, family="run"))
+    assert len(found) == 1 and found[0].n == 3 and found[0].dimensions == ["variant"]
+    assert sorted(s.choices["variant"] for s in found[0].specifications) == sorted(
+        v.name for v in prompts.variants[:3]
+    )
