@@ -10,10 +10,9 @@ instruct model, a chat server) are in test_chat_models.py.
 from __future__ import annotations
 
 import hashlib
-
-import attrs
 import math
 
+import attrs
 import numpy as np
 import pytest
 
