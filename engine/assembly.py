@@ -20,9 +20,9 @@ from bias.core.errors import BiasError
 from bias.engine import guards, planning
 from bias.engine.inputs import ModelInput
 from bias.engine.experiments import (
-    DEFAULT_SEED, EXECUTORS, Experiment, ModelConfig, expand, load_config, preset_notes, refuse_conflicts, unique, with_preset,
+    DEFAULT_SEED, EXECUTORS, Experiment, ModelConfig, expand, load_config, refuse_conflicts, unique,
 )
-from bias.engine.presets import PRESETS
+from bias.engine.presets import PRESETS, preset_notes, with_preset
 
 log = logging.getLogger(__name__)
 

@@ -23,7 +23,7 @@ from bias.core.data.wordsets import read_toml
 from bias.core.specs import DebiasSettings, ModelSpec, parse_spec, split_debias, split_options
 from bias.core.statistics import FAMILIES
 from bias.engine.guards import ALWAYS_FILES, PATH_OPTIONS
-from bias.engine.presets import PRESET_NOTES, PRESET_PARAMS, PRESETS
+from bias.engine.presets import PRESET_NOTES, _preset, _with_preset, preset_notes
 
 DEFAULT_SEED = 0
 
@@ -266,33 +266,6 @@ def select_wordsets(selector: dict[str, Any], path: Path, index: int) -> list[st
     return names
 
 
-def _declared(metric: str) -> set[str]:
-    from bias.core.params import describe_params
-    from bias.registry.entry_points import load
-
-    return {p.name for p in describe_params(load("metrics", metric))}
-
-
-def _preset(metric: str, data: dict[str, Any], path: Path) -> dict[str, Any]:
-    """The parameters a preset (and the `duplicates` setting) give this metric, where it declares them."""
-    preset = data.get("preset")
-    out: dict[str, Any] = {}
-    if preset is not None:
-        if preset not in PRESETS:
-            raise BiasError(f"{path}: unknown preset {preset!r}.", f"Presets: {', '.join(PRESETS)}.")
-        out.update(PRESET_PARAMS[preset])
-    if "duplicates" in data:
-        from bias.core.association.lookup import DUPLICATES
-
-        if data["duplicates"] not in DUPLICATES:
-            raise BiasError(f"{path}: duplicates must be one of {', '.join(DUPLICATES)}, not {data['duplicates']!r}.")
-        out["duplicates"] = data["duplicates"]
-    if not out:
-        return {}
-    declared = _declared(metric)
-    return {k: v for k, v in out.items() if k in declared}
-
-
 def _listed_experiments(data: dict[str, Any], path: Path, shared: dict[str, Any], seeds: list[Any], folder: Path) -> list[Experiment]:
     """`[[experiments]]` entries: one experiment each (model, word set, metric, params), not a grid."""
     entries = data["experiments"]
@@ -427,26 +400,6 @@ def load_config(
     settings = _settings(data, path, text)
     settings.update(grid=grid)
     return _with_preset(expand(models, wordsets, metrics, seeds, grid), data), settings
-
-
-def with_preset(experiments: Sequence[Experiment], preset: str) -> list[Experiment]:
-    """`--preset` on the command line: each experiment gets the preset's parameters its metric declares
-    (its own `--param` wins), marked with the preset, as an experiment file's `preset` gives them."""
-    return [
-        attrs.evolve(e, params={**_preset(e.metric, {"preset": preset}, Path("--preset")), **e.params}, preset=preset)
-        for e in experiments
-    ]
-
-
-def preset_notes(preset: str | None) -> list[str]:
-    """The note a run with this preset carries into its manifest and reports."""
-    return [PRESET_NOTES[preset]] if preset in PRESET_NOTES else []
-
-
-def _with_preset(experiments: list[Experiment], data: dict[str, Any]) -> list[Experiment]:
-    """The experiments marked with the run's preset, so that each result records it."""
-    preset = data.get("preset")
-    return [attrs.evolve(e, preset=preset) for e in experiments] if preset else experiments
 
 
 def parse_toml(text: str, path: Path) -> dict[str, Any]:
