@@ -54,18 +54,23 @@ def execute(
     max_cost: float | None = None,
     confirm_cost: bool = False,
     threads: int | None = None,
+    preset: str | None = None,
+    allow: Sequence[str] = (),
+    code_flags: dict[str, str] | None = None,
 ) -> int:
     """Run and report; the output folder's lock is held until the report is printed, however it ends."""
     options = RunOptions(
         config=config, datasets=datasets, models_dir=models_dir, models=models, wordsets=wordsets, metrics=metrics, seeds=seeds,
         params=params, grid=grid, model_options=model_options, shared_model_options=shared_model_options or {}, out=out,
         resume=resume, family=family, executor=executor, ray_address=ray_address, with_original=with_original, before_after=before_after,
-        max_cost=max_cost, confirm_cost=confirm_cost, limit=limit, threads=threads,
+        max_cost=max_cost, confirm_cost=confirm_cost, limit=limit, threads=threads, preset=preset, allow=allow,
+        code_flags=code_flags or {},
     )
     assembly = assemble(
         options,
         on_warning=lambda problem: warn(err_console, str(problem)),
         on_notice=lambda text: say(err_console, text),
+        on_contact=lambda text: say(err_console, text),  # where requests go, with which key: before anything is sent
     )
     plan, out = assembly.plan, assembly.out
     for skipped in skipped_lines(plan.skipped):

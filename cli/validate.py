@@ -15,7 +15,7 @@ from bias.core.text import visible
 def execute(paths: list[Path], frequencies: Path | None, render: list[str], model: str | None, console: Console) -> int:
     """The exit status: 2 when an error was found, else 0."""
     from bias.cli.render import problems
-    from bias.engine.validate import validate_path, validate_paths
+    from bias.engine.validate import attributed, severity_counts, validate_path, validate_paths
 
     if render:
         from bias.engine.rendering import rendered_lines
@@ -36,14 +36,16 @@ def execute(paths: list[Path], frequencies: Path | None, render: list[str], mode
     if model is not None:
         from bias.engine.model_losses import model_losses
 
-        found = [*found, *model_losses(model, paths)]
+        losses = model_losses(model, paths)
+        found = [*found, *losses]
+        if per_file is not None:
+            per_file = attributed(per_file, losses)
     problems(console, found)
     if per_file is not None:
         for file, errors_, warnings_ in per_file:
             status = ("error", "red") if errors_ else ("ok", "yellow") if warnings_ else ("ok", "green")
             say(console, status, f" {file}: {errors_} error(s), {warnings_} warning(s)")
-    errors = sum(p.severity == "error" for p in found)
-    warnings = sum(p.severity == "warning" for p in found)
+    errors, warnings = severity_counts(found)
     colour = "red" if errors else "green"
     say(console, (f"{checked} file(s) checked: {errors} error(s), {warnings} warning(s).", colour))
     return USAGE if errors else 0

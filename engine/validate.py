@@ -217,7 +217,7 @@ def validate_paths(paths: list[Path], frequencies: Path | None = None) -> tuple[
     file by file (a folder of the BIAS Detection Framework's datasets, say). Returns the problems, the
     number of files checked, and (file, errors, warnings) for each file; a folder named with one of
     the framework's own language codes (tk, ne) adds a note saying which language it is read as."""
-    from bias.core.framework.layout import FOLDER_CODES, language_code
+    from bias.core.data.framework_layout import FOLDER_CODES, language_code
 
     problems: list[Problem] = []
     per_file: list[tuple[str, int, int]] = []
@@ -230,7 +230,7 @@ def validate_paths(paths: list[Path], frequencies: Path | None = None) -> tuple[
             found, n = validate_path(path, frequencies)
             problems.extend(found)
             checked += n
-            per_file.append((str(path), len(errors_of(found)), len(found) - len(errors_of(found))))
+            per_file.append((str(path), *severity_counts(found)))
             continue
         files = [path] if path.is_file() else data_files(path, problems)
         if not files:
@@ -244,6 +244,23 @@ def validate_paths(paths: list[Path], frequencies: Path | None = None) -> tuple[
                     found = [*found, Problem(str(file.parent.parent), "", language_code(part)[1] or "", "note")]
             problems.extend(found)
             checked += 1
-            real = [p for p in found if p.severity != "note"]
-            per_file.append((str(file), len(errors_of(real)), len(real) - len(errors_of(real))))
+            per_file.append((str(file), *severity_counts(found)))
     return problems, checked, per_file
+
+
+def severity_counts(problems: list[Problem]) -> tuple[int, int]:
+    """Errors and warnings among `problems`; notes are facts, not problems, and count as neither.
+    The one count of both the per-path lines and the total line of `bias validate`."""
+    return sum(p.severity == "error" for p in problems), sum(p.severity == "warning" for p in problems)
+
+
+def attributed(per_file: list[tuple[str, int, int]], extra: list[Problem]) -> list[tuple[str, int, int]]:
+    """The per-path counts with `extra` problems (found later, as a model's losses) added to the
+    path that holds each one's file, so the per-path lines add up to the total."""
+    out = []
+    for name, errors, warnings in per_file:
+        base = Path(name)
+        mine = [p for p in extra if Path(p.file) == base or base in Path(p.file).parents]
+        more_errors, more_warnings = severity_counts(mine)
+        out.append((name, errors + more_errors, warnings + more_warnings))
+    return out

@@ -306,3 +306,22 @@ def test_review_log_missing_or_silent_about_a_test_is_a_warning(tmp_path):
     # a name inside a longer one does not count: "t" is not mentioned by "t2" or "weat-t"
     assert len(messages(package(tmp_path / "3", files, review=partial + "- t2 and weat-t\n"))) == 1
     assert messages(package(tmp_path / "4", files, review=partial + "- t: 32 entries\n")) == []
+
+
+def test_validate_of_several_packages_totals_what_the_package_lines_count(tmp_path):
+    """A note (a phrase the notes name) is a fact, counted as no warning on either line; a warning
+    (an unnamed phrase) counts once on its package's line and once in the total."""
+    import re
+
+    x = ["rot", "hell rot", *X[2:]]
+    noted = package(tmp_path / "1", {"t.toml": association(x=x, notes="hell rot is a phrase: SEAT only.")})
+    warned = package(tmp_path / "2", {"t.toml": association(x=x)})
+    proc = subprocess.run(
+        [sys.executable, "-m", "bias.cli.app", "validate", str(noted), str(warned)],
+        capture_output=True, text=True, timeout=300, env={**__import__("os").environ, "COLUMNS": "80"},
+    )
+    assert proc.returncode == 0, proc.stderr
+    out = " ".join(proc.stdout.split())  # lines wrapped at 80 columns read as one
+    lines = re.findall(r"ok (\S+): (\d+) error\(s\), (\d+) warning\(s\)", out)
+    assert [(Path(p).parent.name, int(e), int(w)) for p, e, w in lines] == [("1", 0, 0), ("2", 0, 1)], out
+    assert "4 file(s) checked: 0 error(s), 1 warning(s)." in out, out

@@ -86,7 +86,7 @@ class EncodingCache:
                 chunk = wanted[first : first + _CHUNK]
                 marks = ",".join("?" * len(chunk))
                 fetched = connection.execute(f"SELECT key, dim, crc, data FROM rows WHERE key IN ({marks})", chunk).fetchall()
-                rows, bad = _decode_all(fetched)
+                rows, bad = self._decode_rows(fetched)
                 found.update(rows)
                 damaged += bad
         except sqlite3.Error as exc:
@@ -104,15 +104,35 @@ class EncodingCache:
         connection = self._connect()
         if connection is None or not rows:
             return
-        records = []
-        for key, vector in rows.items():
-            data = np.ascontiguousarray(vector, dtype="<f8").tobytes()
-            records.append((key, int(np.asarray(vector).size), zlib.crc32(data), data))
+        records = [(key, *self._encode_row(value)) for key, value in rows.items()]
         try:
             with connection:
                 connection.executemany("INSERT OR REPLACE INTO rows (key, dim, crc, data) VALUES (?, ?, ?, ?)", records)
         except sqlite3.Error as exc:
             self._give_up("write", exc)
+
+    @staticmethod
+    def _encode_row(vector: Any) -> tuple[int, int, bytes]:
+        """A row as stored: its size, the CRC-32 of its bytes, and the bytes."""
+        data = np.ascontiguousarray(vector, dtype="<f8").tobytes()
+        return int(np.asarray(vector).size), zlib.crc32(data), data
+
+    @staticmethod
+    def _decode_row(dim: Any, crc: Any, data: Any) -> Any:
+        """The stored row, or None when it is damaged (see `_decode`)."""
+        return _decode(dim, crc, data)
+
+    def _decode_rows(self, fetched: list[tuple[Any, Any, Any, Any]]) -> tuple[dict[str, Any], int]:
+        """The intact rows of (key, dim, crc, data) records, and how many were damaged: vectors all in
+        one pass (`_decode_all`); rows of a subclass's own kind one by one with its `_decode_row`."""
+        if type(self)._decode_row is EncodingCache._decode_row:
+            return _decode_all(fetched)
+        found: dict[str, Any] = {}
+        for key, dim, crc, data in fetched:
+            row = self._decode_row(dim, crc, data)
+            if row is not None:
+                found[key] = row
+        return found, len(fetched) - len(found)
 
     def close(self) -> None:
         if self._connection is not None:

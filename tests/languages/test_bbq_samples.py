@@ -3,10 +3,14 @@ the loader): ten scenarios, each asked four ways over the same three answers; th
 is the start of the disambiguated one and is answered by the unknown answer; five disambiguations
 name the stereotyped group as the one who did the harmful thing and five the other group; neither
 the unknown answer nor the stereotyped group's answer keeps one position; the six categories of the
-notes with their counts."""
+notes with their counts. Every package also names, for every scenario, where its stereotype
+is attested (a survey, report or paper with its year), and names the other group first in about half
+of the contexts."""
 
 from __future__ import annotations
 
+import os
+import re
 import tomllib
 from collections import Counter
 
@@ -57,3 +61,90 @@ def test_bbq_sample_design(code: str) -> None:
         stereotyped_at[first["stereotyped"]] += 1
     assert consistent == 5
     assert set(unknown_at) == {0, 1, 2} and set(stereotyped_at) == {0, 1, 2}
+
+
+# Every package's scenarios name where each stereotype is attested and alternate the group named
+# first.
+ATTESTED = ("en", "nl", "de", "no", "is", "tr", "it")
+WORD = re.compile(r"\w+")
+CITATION = re.compile(r"\b(19|20)\d\d\b")  # the year of the survey, report or paper
+
+
+def _words(text: str) -> list[str]:
+    return [w.casefold() for w in WORD.findall(text)]
+
+
+def _same_word(seen: str, word: str) -> int:
+    """How well a word of a context is a word of an answer, perhaps inflected (kona / Konan,
+    annesiyle / Anne, far / Faren): the length of their common beginning, 0 when they differ."""
+    if seen == word:
+        return 100 + len(word)
+    common = len(os.path.commonprefix([seen, word]))
+    if common >= 4 and len(seen) - common <= 4 and len(word) - common <= 4:
+        return common
+    if common >= 3 and common == min(len(seen), len(word)) and abs(len(seen) - len(word)) <= 3:
+        return common
+    if common == len(word) >= 4 and len(seen) - common <= 6:
+        return common
+    return 0
+
+
+def first_named(text: str, stereotyped: str, other: str) -> str | None:
+    """Which of two answers' groups a text names first, by the longest words in which the answers
+    differ (Sextugu konunni / Tvítugu konunni: sextug- / tvítug-)."""
+    def naming(answer: str, versus: str) -> list[str]:
+        own = [w for w in _words(answer) if w not in _words(versus)]
+        return [w for w in own if len(w) == max(map(len, own))]
+
+    mine, theirs = naming(stereotyped, other), naming(other, stereotyped)
+    for seen in _words(text):
+        s, o = max(_same_word(seen, w) for w in mine), max(_same_word(seen, w) for w in theirs)
+        if s != o:
+            return "stereotyped" if s > o else "other"
+    return None
+
+
+def test_first_named_finds_inflected_and_agglutinated_group_words() -> None:
+    cases = [
+        ("A man with depression and a man without depression", "The man with depression",
+         "The man without depression", "stereotyped"),
+        ("Sextug kona og tvítug kona", "Sextugu konunni", "Tvítugu konunni", "stereotyped"),
+        ("Elif'in annesiyle babası mutfak işini paylaştı", "Baba", "Anne", "other"),
+        ("En mor og en far byttet på", "Faren", "Moren", "other"),
+        ("Ein rumänischer und ein einheimischer Bauer", "Der einheimische Bauer",
+         "Der rumänische Bauer", "other"),
+        ("Two people met.", "The woman", "The man", None),
+    ]
+    for text, stereotyped, other, expected in cases:
+        assert first_named(text, stereotyped, other) == expected, text
+
+
+@pytest.mark.parametrize("code", ATTESTED)
+def test_bbq_sample_names_where_each_stereotype_is_attested(code: str) -> None:
+    """BBQ's design: every scenario's stereotype is documented by a survey, report or paper."""
+    sources = set()
+    for name, items in scenarios(code).items():
+        attested = {i.get("attested", "") for i in items}
+        assert len(attested) == 1, name  # one source for the four questions of a scenario
+        (source,) = attested
+        assert CITATION.search(source) and len(source) > 60, (name, source)
+        sources.add(source)
+    assert len(sources) >= 7  # ten scenarios, not one source for all
+
+
+@pytest.mark.parametrize("code", ATTESTED)
+def test_bbq_sample_alternates_the_group_named_first(code: str) -> None:
+    """About half the contexts name the other group first, so that a preference for the first-named
+    person does not line up with the stereotype (BBQ writes its contexts in both orders)."""
+    in_context, in_disambiguation = Counter(), Counter()
+    for items in scenarios(code).values():
+        first = items[0]
+        stereotyped = first["answers"][first["stereotyped"]]
+        other = first["answers"][3 - first["unknown"] - first["stereotyped"]]
+        ambiguous = next(i["context"] for i in items if i["context_condition"] == "ambiguous")
+        stated = next(i["context"] for i in items if i["context_condition"] == "disambiguated")
+        in_context[first_named(ambiguous, stereotyped, other)] += 1
+        in_disambiguation[first_named(stated[len(ambiguous):], stereotyped, other)] += 1
+    assert None not in in_context and None not in in_disambiguation, (in_context, in_disambiguation)
+    assert 4 <= in_context["stereotyped"] <= 6, in_context
+    assert 4 <= in_disambiguation["stereotyped"] <= 6, in_disambiguation

@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 import attrs
 import pytest
-from fixtures.language_data import data_dir
+from fixtures.language_data import language_data
 
 from bias.testing import (
     LanguageData,
@@ -39,14 +39,9 @@ class Rules:
     minimal_pairs: bool = False  # every crows-sample pair differs in one run of words
 
 
-_DATA: dict[str, LanguageData] = {}
-
-
 def package(code: str) -> LanguageData:
     """One LanguageData per language for the whole session: its sentences are rendered once."""
-    if code not in _DATA:
-        _DATA[code] = LanguageData(code, data_dir(code))
-    return _DATA[code]
+    return language_data(code)
 
 
 def tokens(text: str) -> list[str]:
@@ -308,9 +303,11 @@ def no_definite_sentences_use_the_suffixed_form_without_an_article(d: LanguageDa
 
 def no_predicative_adjectives_agree_with_the_subject(d: LanguageData) -> None:
     """Neuter after det/dette, the base form after a common-gender person noun; adjectives that describe
-    only people (predicate_of = person: orientation, gender identity, disability) never follow det/dette,
-    where "Det er så homo." would be an insult idiom and "Det er døvt." is odd."""
-    neuter = common = person = 0
+    only people (predicate_of = person: orientation, gender identity, disability, moods) never follow
+    det/dette, where "Det er så homo." would be an insult idiom and "Det er nedstemt." means nothing;
+    adjectives said only of states and events (predicate_of = thing: kronisk, midlertidig) never follow
+    a person, where "Personen er kronisk." means nothing and "Personen er kort." is a short person."""
+    neuter = common = person = thing = 0
     for s in d.seat_sentences:
         if s.word.features.get("class") != "adjective":
             continue
@@ -318,13 +315,16 @@ def no_predicative_adjectives_agree_with_the_subject(d: LanguageData) -> None:
         if s.word.features.get("predicate_of") == "person":
             assert subject in ("personen", "naboen", "kollegaen") and s.slot == s.word.word, (s.word.word, s.text)
             person += 1
+        elif s.word.features.get("predicate_of") == "thing":
+            assert subject in ("det", "dette") and s.slot == s.word.features["neuter"], (s.word.word, s.text)
+            thing += 1
         elif subject in ("det", "dette"):
             assert s.slot == s.word.features["neuter"], (s.word.word, s.text)
             neuter += 1
         else:
             assert subject == "personen" and s.slot == s.word.word, (s.word.word, s.text)
             common += 1
-    assert neuter and common and person
+    assert neuter and common and person and thing
     assert neuter == 2 * common  # both neuter templates and the common-gender one fit every other adjective
 
 
@@ -459,6 +459,7 @@ IS_ADJECTIVE_SUBJECTS = {  # predicate_of -> the subjects its adjectives may fol
     "person": ("Hann er ", "Hann virðist "),
     "anyone": ("Manneskjan er ", "Manneskjan virðist "),  # gender identity: 'Hann er kynsegin' misgenders
     "relationship": ("Sambandið er ", "Parið er "),  # samkynja describes a couple, not a person
+    "state": ("Það er ", "Það virðist "),  # 'Hann er stuttur' says that a man is short
 }
 
 
@@ -475,6 +476,19 @@ def is_plural_and_adjective_templates_fit_their_words(d: LanguageData) -> None:
             assert s.text.startswith(IS_ADJECTIVE_SUBJECTS[kind]), s.text
             kinds.add(kind)
     assert kinds == set(IS_ADJECTIVE_SUBJECTS)
+
+
+def is_state_adjectives_take_their_neuter_form(d: LanguageData) -> None:
+    """After the impersonal 'Það er' an adjective is neuter: -t (stutt, langvinnt), -ð (tímabundið) or
+    an indeclinable participle in -andi (viðvarandi); never the masculine citation form."""
+    states = [w for w in d.words if w.features.get("predicate_of") == "state"]
+    for w in states:
+        neuter = w.features.get("neuter", "")
+        if w.word.endswith("andi"):  # indeclinable participle
+            assert neuter == w.word, w.word
+        else:
+            assert neuter.endswith(("t", "ð")) and neuter[:3] == w.word[:3], (w.word, neuter)
+    assert len(states) >= 16
 
 
 def is_lpbs_targets_and_adjectives_agree(d: LanguageData) -> None:
@@ -773,7 +787,7 @@ RULES: dict[str, Rules] = {
     "is": Rules("icelandic", (
         is_nouns_have_gender_and_a_definite_form_that_agrees, is_plural_demonstrative_agrees_with_the_gender_of_the_plural,
         is_demonstratives_and_pronouns_agree_with_gender, is_plural_and_adjective_templates_fit_their_words,
-        is_lpbs_targets_and_adjectives_agree,
+        is_state_adjectives_take_their_neuter_form, is_lpbs_targets_and_adjectives_agree,
     ), minimal_pairs=True),
     "tr": Rules("turkish", (
         tr_harmony_feature_follows_the_last_vowel, tr_plural_suffix_follows_vowel_harmony, tr_sentences_are_capitalised_the_turkish_way,
