@@ -201,7 +201,7 @@ def lm_rows(repeats: int, sentences: int, threads: int, device: str, dtype: str)
     for name, (_fn, needed) in work.items():
         ROWS.append((f"LM {name}", best[name], needed / peak, f"{needed / peak / best[name]:.0%} of the {dtype} GEMM"))
     pll_name = next(iter(work))
-    ROWS.append((f"LM pll against a plain forward of its batches", best[pll_name], best_plain,
+    ROWS.append(("LM pll against a plain forward of its batches", best[pll_name], best_plain,
                  f"{best_plain / best[pll_name]:.0%} of the plain forward's rate"))
     rows, engine, bare = host.measure(400, 64, repeats, device, clock, dtype=dtype)
     ROWS.append((f"LM host overhead, tiny masked LM, {rows} masked rows", engine, bare,
