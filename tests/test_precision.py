@@ -123,3 +123,26 @@ def test_bfloat16_bbq_choices_equal_float32s(tiny_gpt2_dir, tmp_path) -> None:
         and reduced.convention["rescored_in_float32"] > 0
     )
     assert "precision" not in full.convention
+
+
+def test_bfloat16_bbq_preset_loglik_answers_equal_float32s(tiny_gpt2_dir, tmp_path) -> None:
+    """A preset scored by log-likelihood (EuroEval's letters) decides its answers as float32 does."""
+    from test_bbq import planted_items, write_questions
+
+    data = load_wordset(str(write_questions(tmp_path / "questions.toml", planted_items())))
+    prompts = load_wordset("en/bbq-prompts")
+    bbq = registry.get("metrics", "bbq")(
+        bootstrap=0, mode="loglik", preset="euroeval", headline="adjusted-accuracy",
+        variant=prompts.variants[0].name,
+    )
+
+    def run(dtype: str):
+        embedder = HuggingFaceEmbedder(location=str(tiny_gpt2_dir), dtype=dtype, cache=False)
+        return bbq.compute(embedder, data, seed=0, inputs={"prompts": prompts})
+
+    full, reduced = run("float32"), run("bfloat16")
+    assert full.status == reduced.status == "ok", (full.reason, reduced.reason)
+    assert reduced.figures == full.figures and reduced.effect_size == full.effect_size
+    assert reduced.convention["precision"] == "bfloat16"
+    assert reduced.convention["rescored_in_float32"] > 0
+    assert "precision" not in full.convention
