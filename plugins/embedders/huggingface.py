@@ -280,13 +280,14 @@ class HuggingFaceEmbedder(Embedder):
 
     def generate(self, requests: Sequence[GenerationRequest], sampling: Sampling | None = None) -> list[Generations]:
         """Replies written by the model (see `bias.api.hf.generation`), in its chat template when it
-        has one (chat = auto or true), sample j drawn with seed + j; batch_size = auto gives the
-        batch's rows as for scoring."""
+        has one (chat = auto or true), sample j drawn with seed + j. batch_size = auto writes 32
+        replies at a time on any device: the token budget of scoring does not count the growing
+        key-value cache of generation."""
         loaded = self._need_head("causal", "generated replies")
         asked = [(GenerationRequest.of(r) if isinstance(r, str) else r).with_system(self.system or None) for r in requests]
         template = chat_template.uses_template(loaded.tokenizer, self.chat, self.spec)
         resolved = (sampling or Sampling()).over(Sampling())
-        rows, _, _ = self._batch_limits()
+        rows = batching.CPU_BATCH if self.batch_size == "auto" else int(self.batch_size)
         with loading.matmul_precision(self.dtype, loaded.device):
             return generation.generate(loaded, asked, resolved, template, rows)
 
