@@ -124,34 +124,58 @@ def _(world, folder):
     return retrieval(world, damaged(folder, "", ""), "--param", "permutations=0")
 
 
-@case("discrimination-param-selection", names=("selection", "decision", "probability"))
-def _(world, folder):
+def discrimination(world: World, folder: Path, *extra: str, model: str = "") -> list[str]:
+    name = damaged(folder, "", "")
     return [
         "run",
         "-m",
-        f"hf:{world.bert}",
+        model or f"hf:{world.bert}",
         "-w",
-        damaged(folder, "", ""),
+        name,
         "--metric",
         "discrimination",
-        "--param",
-        "selection=maybe",
+        *extra,
     ]
+
+
+@case("discrimination-param-selection", names=("selection", "decision", "probability"))
+def _(world, folder):
+    return discrimination(world, folder, "--param", "selection=maybe")
 
 
 @case("discrimination-param-answer-template", names=("answer_template", "{answer}"))
 def _(world, folder):
-    return [
-        "run",
-        "-m",
-        f"hf:{world.bert}",
-        "-w",
-        damaged(folder, "", ""),
-        "--metric",
-        "discrimination",
-        "--param",
-        "answer_template={answer.__class__}",
-    ]
+    return discrimination(world, folder, "--param", "answer_template={answer.__class__}")
+
+
+@case("discrimination-param-mode", names=("mode", "auto", "loglik", "generate", "'chat'"))
+def _(world, folder):
+    return discrimination(world, folder, "--param", "mode=chat")
+
+
+@case("discrimination-param-samples-zero", names=("samples", "positive whole number"))
+def _(world, folder):
+    return discrimination(world, folder, "--param", "samples=0")
+
+
+@case("discrimination-param-temperature", names=("temperature", "2.0", "7.0"))
+def _(world, folder):
+    return discrimination(world, folder, "--param", "temperature=7")
+
+
+@case("discrimination-param-max-tokens", names=("max_tokens",))
+def _(world, folder):
+    return discrimination(world, folder, "--param", "max_tokens=-3")
+
+
+@case(
+    "discrimination-log-likelihoods-asked-of-a-chat-model",
+    names=("mode=loglik", "log-likelihoods", "chat", "mode=generate"),
+)
+def _(world, folder):
+    # planned and refused before anything is sent: no server, no key needed
+    chat = "chat:some-model[base_url=http://127.0.0.1:9/v1]"
+    return discrimination(world, folder, "--param", "mode=loglik", model=chat)
 
 
 @pytest.mark.parametrize("bad", CASES, ids=lambda c: c.name)
