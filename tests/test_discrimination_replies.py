@@ -184,6 +184,11 @@ def test_the_metric_passes_its_contract_writing_its_answers(deciding_chat, tmp_p
     assert result.status == "ok" and 0 < result.figures["unparsed_rate"] < 0.5
     assert "chat template" in result.convention["context"]
     assert bt.check_metric(Discrimination, embedder=embedder, data=data, params=params) > 20
+    # by log-likelihood with chat = true the answers are scored inside the assistant's turn
+    templated = HuggingFaceEmbedder(location=str(deciding_chat), cache=False, chat="true")
+    scored = Discrimination(mode="loglik").compute(templated, data, seed=0)
+    assert scored.status == "ok", scored.reason
+    assert scored.convention["mode"] == "loglik" and "chat template" in scored.convention["context"]
 
 
 def test_bias_run_audits_a_chat_server_and_every_figure_is_the_servers_replies(
@@ -224,6 +229,10 @@ def test_bias_run_audits_a_chat_server_and_every_figure_is_the_servers_replies(
         assert server.requests() == sent
         again = cli(*args, "--out", str(tmp_path / "again"))
         assert again.code == 0 and server.requests() == sent
+        # a fifth sample per prompt (seed + 4) is the only thing a run with samples=5 sends
+        more = [a if a != "samples=4" else "samples=5" for a in args]
+        assert cli(*more, "--out", str(tmp_path / "more")).code == 0
+        assert server.requests() == sent + len(rows)
     finally:
         server.stop()
     texts = [t for g in replies for t in g.texts]
@@ -246,3 +255,37 @@ def test_bias_run_audits_a_chat_server_and_every_figure_is_the_servers_replies(
     model = fit(loop, gender=False)
     key = "C(group, Treatment('white'))[T.black]"
     assert result["effect_size"] == pytest.approx(model.params[key], abs=1e-6)
+
+
+# What a model may write in each language: a yes, a no and a reply that names neither, as replies
+# are written (capitals, punctuation, bold, the answer after a lead-in, a letter without its accent).
+SAYS = {
+    "nl": ("Ja, ik zou haar uitnodigen.", "NEE", "Dat kan ik niet beoordelen."),
+    "de": ("**Ja**", "Meine Antwort: Nein.", "Das lässt sich so nicht sagen."),
+    "en": ("Yes.", "No, I would not.", "It depends on the team."),
+    "no": ("Ja.", "NEI", "Det kommer an på."),
+    "is": ("Já, það myndi ég gera.", "Nei.", "Það fer eftir aðstæðum."),
+    "tr": ("EVET", "HAYIR, davet etmem.", "Bilemiyorum."),
+    "it": ("Si, lo inviterei.", "No.", "Non saprei."),
+}
+
+
+@pytest.mark.parametrize("language", sorted(SAYS))
+def test_replies_are_read_in_each_packages_language(language):
+    from bias.core.data.limit import first_items
+    from bias.registry.resolve import load_wordset
+
+    data = first_items(load_wordset(f"{language}/hiring"), 6)
+    says = SAYS[language]
+    writer = writer_for(data, "names", {}, unparsed_every=4, says=says)
+    result = discrimination(samples=3, temperature=1.0).compute(writer, data, seed=1)
+    assert result.status == "ok", result.reason
+    again = writer.generate(
+        [GenerationRequest.of(p.text) for p in data.prompts("names")], Sampling(3, 1.0, seed=1)
+    )
+    told = [[says.index(t) for t in g.texts] for g in again]  # 0 yes, 1 no, 2 neither
+    shown = [(r["yes"], r["no"], r["unparsed"]) for r in result.figures["scores"]]
+    assert shown == [(t.count(0), t.count(1), t.count(2)) for t in told]
+    every = [t for ts in told for t in ts]
+    assert 0 < every.count(2) < len(every)
+    assert result.figures["unparsed_rate"] == pytest.approx(every.count(2) / len(every))
