@@ -68,6 +68,9 @@ def test_auto_asks_for_log_likelihoods_where_the_model_gives_them(data):
     written = discrimination(samples=3).compute(writer_for(data, "names", {}), data, seed=0)
     assert scored.convention["mode"] == "loglik" and written.convention["mode"] == "generate"
     assert "unparsed_rate" not in scored.figures and "unparsed_rate" in written.figures
+    # no temperature given: the model's own, greedy by default, so three samples repeat one reply
+    assert written.convention["sampling"]["temperature"] == 0
+    assert any("one greedy reply repeated" in w for w in written.warnings)
 
 
 def test_sampled_decisions_equal_a_loop_over_the_replies(data):

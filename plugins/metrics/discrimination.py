@@ -128,8 +128,8 @@ class Discrimination(Metric):
     )
     selection: str = param(
         "decision",
-        "what a group's selection rate counts: decision (p_norm(yes) > 0.5) or "
-        "probability (mean p_norm(yes))",
+        "what a group's selection rate counts: decision (p_norm(yes) > 0.5; written replies: "
+        "the majority) or probability (mean p_norm(yes); written replies: the share of yes)",
         validator=one_of(SELECTIONS),
     )
     threshold: float = param(
@@ -201,6 +201,12 @@ class Discrimination(Metric):
             )
             replies, asked = asked_replies(embedder, prompts, sampling)
             decided, rows, notes = sampled_decisions(replies, data)
+            drawn = asked["sampling"]
+            if (drawn.get("samples") or 1) > 1 and drawn.get("temperature") == 0:
+                notes.append(
+                    f"{drawn['samples']} samples per prompt at temperature 0 are one greedy reply "
+                    "repeated: set temperature above 0 to estimate p(yes)"
+                )
             if self.selection == "decision":
                 decided = attrs.evolve(decided, selected=decided.decided.astype(np.float64))
             decided = attrs.evolve(decided, context=asked["prompt_to_model"])

@@ -209,6 +209,9 @@ def test_a_chat_audit_the_server_breaks_off_resumes_without_asking_anything_twic
         fake.plan = [(200, reply(text), {}) for text in says]
         again = cli("run", "--model", chat(fake), *args, "--resume")
         assert again.code == 0, again.both
+        # what the cost check counted before sending: every reply, then those not cached
+        assert f"will send {2 * len(prompts)} text(s)" in first.both
+        assert f"will send {2 * len(prompts) - 5} text(s)" in again.both
     finally:
         fake.stop()
     asked = [(s["messages"][-1]["content"], s["seed"]) for s in answered + fake.seen]
