@@ -184,7 +184,7 @@ class ChatServiceModel(ServiceModel):
         asked, resolved, draws = self._plan(requests, sampling)
         keys = [[self._reply_key(r, resolved, j) for j in range(draws)] for r in asked]
         flat = [k for row in keys for k in row]
-        found = self._replies.get(flat) if self._replies is not None else {}
+        found = self._cached(flat, resolved)
         jobs = {}
         for i, request in enumerate(asked):
             for j, key in enumerate(keys[i]):
@@ -209,6 +209,22 @@ class ChatServiceModel(ServiceModel):
                 replies = replies * int(resolved.samples or 1)
             out.append(Generations(tuple(replies), resolved, context))
         return out
+
+    def _cached(self, keys: list[str], sampling: Sampling) -> dict[str, dict[str, Any]]:
+        """The cached replies among `keys` that a server's answer could have been (see `_one`): a
+        row altered on disk into a reply longer than max_tokens allows is asked again, not read."""
+        if self._replies is None:
+            return {}
+        limit = MAX_CHARS_PER_TOKEN * int(sampling.max_tokens or 1)
+        found = self._replies.get(keys)
+        return {
+            k: v
+            for k, v in found.items()
+            if len(v["text"]) <= limit
+            and all(isinstance(v.get(f, ""), (str, type(None))) for f in ("finish", "refusal"))
+            and len(str(v.get("finish") or "")) <= 40
+            and len(str(v.get("refusal") or "")) <= limit
+        }
 
     @staticmethod
     def _reply(stored: dict[str, Any], cached: bool) -> Reply:
@@ -328,7 +344,7 @@ class ChatServiceModel(ServiceModel):
                     wanted.setdefault(
                         self._reply_key(request, resolved, j), (size, int(resolved.max_tokens or 0))
                     )
-        found = self._replies.get(list(wanted)) if self._replies is not None else {}
+        found = self._cached(list(wanted), resolved) if wanted else {}
         todo = [v for k, v in wanted.items() if k not in found]
         tokens_in = sum(v[0] for v in todo)
         tokens_out = sum(v[1] for v in todo)
