@@ -16,7 +16,7 @@ import zlib
 import pytest
 
 from bad_input_helpers import cli
-from test_bad_input_chat import Fake, reply
+from test_bad_input_chat import Fake
 
 KEY = "sk-chat-hostile-KEY-0a1b2c3d4e5f6789"
 BBQ = ["--wordset", "en/bbq-sample", "--metric", "bbq", "--param", "mode=generate"]
