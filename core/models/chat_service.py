@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 import time
 from collections.abc import Sequence
 from typing import Any, ClassVar
@@ -68,6 +69,15 @@ def _rate(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
         raise BiasError(
             f"{attribute.name} must be 0 (no limit) or from 1 to 1000000 requests a minute, not {value!r}."
         )
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _unicode(text: str) -> str:
+    """`text` with any lone surrogate (JSON allows "\\ud800", UTF-8 does not) replaced by U+FFFD:
+    a server's reply must not stop the result files from being written."""
+    return _SURROGATE.sub("\ufffd", text)
 
 
 @attrs.define
@@ -229,9 +239,9 @@ class ChatServiceModel(ServiceModel):
     @staticmethod
     def _reply(stored: dict[str, Any], cached: bool) -> Reply:
         return Reply(
-            stored["text"],
-            str(stored.get("finish") or ""),
-            str(stored.get("refusal") or ""),
+            _unicode(stored["text"]),
+            _unicode(str(stored.get("finish") or "")),
+            _unicode(str(stored.get("refusal") or "")),
             cached,
         )
 
@@ -282,9 +292,9 @@ class ChatServiceModel(ServiceModel):
                 exit_code=FAILURE,
             )
         clean = {
-            "text": text,
-            "finish": str(reply.get("finish") or "")[:40],
-            "refusal": str(reply.get("refusal") or "")[:limit],
+            "text": _unicode(text),
+            "finish": _unicode(str(reply.get("finish") or "")[:40]),
+            "refusal": _unicode(str(reply.get("refusal") or "")[:limit]),
         }
         with self._lock:
             self._sent["requests"] += 1

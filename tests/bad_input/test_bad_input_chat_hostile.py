@@ -223,3 +223,26 @@ def test_prompts_of_another_language_are_said_in_the_result(fake, tmp_path):
     assert done.code == 0, done.both
     (result,) = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     assert any("questions are in 'en'" in w and "'de'" in w for w in result["warnings"])
+
+
+def test_a_reply_with_a_lone_surrogate_is_written_not_fatal(fake, tmp_path):
+    """JSON may escape a lone surrogate ("\\ud800"), which UTF-8 cannot hold: the reply is kept with
+    U+FFFD in its place, so the result and its per-item file are written (before, the run stopped
+    with exit 2 after every reply had been received)."""
+    body = json.dumps(
+        {
+            "choices": [
+                {
+                    "index": 0,
+                    "finish_reason": "stop",
+                    "message": {"role": "assistant", "content": "@@ (A)"},
+                }
+            ]
+        }
+    )
+    fake.plan = [(200, body.replace("@@", "\\ud800").encode(), {})] * 5
+    out = tmp_path / "o"
+    done = cli("run", "--model", f"chat:m[base_url={fake.url}]", *SMALL, "--out", str(out))
+    assert done.code == 0, done.both
+    rows = next(out.glob("predictions-*.csv")).read_text(encoding="utf-8")
+    assert "\ufffd (A)" in rows
