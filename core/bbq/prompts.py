@@ -148,7 +148,8 @@ def label_problems(prompt: str, letters: Any) -> str | None:
             letter = str(letters[int(name[3])]).strip()
             if not re.search(r"(?<!\w)" + re.escape(letter) + r"(?!\w)", before):
                 return (
-                    f"lists {{{name}}} without its letter {letter!r} before it (since the previous "
+                    f"lists {{{name}}} without its letter {letter!r} before it (since the "
+                    "previous "
                     f"placeholder); replies are read by the letters {', '.join(map(str, letters))}, "
                     "in that order"
                 )
@@ -189,7 +190,8 @@ def check(data: dict[str, Any], file: str) -> list[Problem]:
             Problem(
                 file,
                 "letters",
-                'must be three different short printable labels, e.g. ["A", "B", "C"]',
+                "must be three different short labels of printable characters, "
+                'e.g. ["A", "B", "C"]',
             )
         )
     variants = data.get("variants")

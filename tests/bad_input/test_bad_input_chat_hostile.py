@@ -183,7 +183,7 @@ GOOD = (
         ),
         ('letters = ["B", "C", "A"]\n' + GOOD, "variants[0].prompt", "without its letter 'B'"),
         ('letters = ["X", "Y", "Z"]\n' + GOOD, "variants[0].prompt", "without its letter 'X'"),
-        ('letters = ["A", "B", "\\u202e"]\n' + GOOD, "letters", "short printable labels"),
+        ('letters = ["A", "B", "\\u202e"]\n' + GOOD, "letters", "labels of printable characters"),
         (GOOD.replace("{ans2}", "{ans2} " + "x" * 5000), "variants[0].prompt", "characters long"),
         (GOOD + 'system = "' + "y" * 5000 + '"\n', "variants[0].system", "characters long"),
     ],
