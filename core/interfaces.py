@@ -49,6 +49,9 @@ class Embedder(ABC):
     name: ClassVar[str]
     summary: ClassVar[str]
     capabilities: ClassVar[frozenset[Capability]]
+    # The libraries (import names) the embedder computes with: their versions are recorded with each
+    # result, beside Python's, numpy's and the framework's (`bias.engine.runner.versions`).
+    libraries: ClassVar[tuple[str, ...]] = ()
     location: str
 
     @property

@@ -116,7 +116,7 @@ def assemble(
     family = o.family or settings.get("family", "run")
     executor, ray_address = checked_executor(o.executor or settings.get("executor", "local"), ray_address_of(o.ray_address, settings, on_notice))
     plan = planning.plan(experiments)
-    planning.check_models(plan)
+    planning.check_models(plan, devices=executor != "ray")  # on Ray, the workers' GPUs count
     return Assembly(plan=plan, settings=settings, out=out, family=family, executor=executor, ray_address=ray_address, after_model=after_model,
                     max_cost=o.max_cost, confirm_cost=o.confirm_cost)
 

@@ -137,6 +137,9 @@ def _run(
         if out is not None and (out / "results.jsonl").exists():
             from bias import registry
 
-            session.report = load_report(out, family=family, title=settings.get("title"), declared=registry.value_declaration)
+            order = [p.experiment.key for p in plan.runnable]  # plan order, whatever order results arrived in
+            session.report = load_report(
+                out, family=family, title=settings.get("title"), declared=registry.value_declaration, order=order
+            )
             session.written = write_report(session.report, out, formats)
     return session

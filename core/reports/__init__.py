@@ -49,16 +49,22 @@ def parse_formats(values: Sequence[str]) -> tuple[str, ...]:
 def load_report(
     folder: Path, *, family: str | None = None, title: str | None = None,
     declared: Callable[[str], dict[str, Any] | None] | None = None,
+    order: Sequence[str] = (),
 ) -> Report:
     """The report of a run folder (or a results.jsonl path): latest result per key, damaged lines listed.
 
     `declared(metric)` answers, for results written before results carried how their metric labels its
-    number (meta["value"]), what the metric declares now (the CLI asks the registry)."""
+    number (meta["value"]), what the metric declares now (the CLI asks the registry). `order` (the
+    plan's experiment keys) puts the results in plan order, whatever order they arrived in (a Ray run
+    writes them as its workers finish); keys it does not name follow, in the file's order."""
     from bias.core.runs.manifest import read_manifest
     from bias.core.runs.results import scan_results
 
     found = scan_results(folder)
     results = found.latest()
+    if order:
+        place = {key: i for i, key in enumerate(order)}
+        results = sorted(results, key=lambda r: place.get(r.key, len(place)))  # stable: the rest keep file order
     if declared is not None:
         results = [with_declared_value(r, declared) for r in results]
     try:
