@@ -276,7 +276,8 @@ class _progress:
         self.loaded: set[str] = set()
         self.bar: Any = None
         self.waiting: dict[str, str] = {}  # Ray: model -> what it waits for (a free CPU or GPU)
-        self.retried: dict[tuple[str, str], int] = {}  # Ray: (model, why) -> experiments sent again
+        # Ray: model -> (the experiments sent again after a worker was lost, why)
+        self.retried: dict[str, tuple[set[str], dict[str, None]]] = {}
         self.started = False  # whether experiments are announced as they start (the local runner)
 
     def __enter__(self) -> _progress:
@@ -296,9 +297,10 @@ class _progress:
         if event.kind == "quote":
             say(err_console, event.note)
         self.started = self.started or event.kind == "start"
-        if event.kind == "retry":
-            key = (event.model, event.note)
-            self.retried[key] = self.retried.get(key, 0) + 1
+        if event.kind == "retry" and event.experiment is not None:
+            keys, reasons = self.retried.setdefault(event.model, (set(), {}))
+            keys.add(event.experiment.key)
+            reasons[event.note] = None
         verbose = logging.getLogger().isEnabledFor(logging.INFO)
         if (self.plain or verbose) and event.kind == "result" and event.result is not None:
             self._line(event, verbose)
@@ -353,4 +355,7 @@ class _progress:
 
     def retried_lines(self) -> list[str]:
         """What the Ray executor sent again after losing a worker, one line per model and cause."""
-        return [f"retried {n} experiment(s) of {model} on Ray: {why}" for (model, why), n in self.retried.items()]
+        return [
+            f"retried {len(keys)} experiment(s) of {model} on Ray, after losing its worker: {'; '.join(reasons)}"
+            for model, (keys, reasons) in self.retried.items()
+        ]

@@ -141,6 +141,7 @@ class ModelWorker:
             os.environ["CUDA_VISIBLE_DEVICES"] = ""
         self.spec, self.debias, self.debug = spec, debias, debug
         self.node = node_name()
+        self.node_id = ray.get_runtime_context().get_node_id()
         self.embedder: Any = None
         self.error: BaseException | None = None
         self.load_s = 0.0
@@ -149,7 +150,7 @@ class ModelWorker:
 
     def where(self) -> dict[str, Any]:
         """Answered as soon as the actor is placed (the model loads at its first experiment)."""
-        return {"node": self.node, "pid": os.getpid()}
+        return {"node": self.node, "node_id": self.node_id, "pid": os.getpid()}
 
     def _load(self) -> None:
         if self.embedder is not None or self.error is not None:
@@ -164,17 +165,20 @@ class ModelWorker:
             self.error = exc
         self.load_s = time.perf_counter() - started
 
-    def run(self, planned: Any) -> tuple[Result, dict[str, Any] | None]:
-        """The experiment's result, and with the first result of this worker, how its model loaded."""
+    def run(self, planned: Any) -> tuple[Result, dict[str, Any]]:
+        """The experiment's result and which worker computed it (a worker restarted by Ray is another
+        one); with the worker's first result, how its model loaded."""
         self._load()
-        state = None
+        state: dict[str, Any] = {"node": self.node, "node_id": self.node_id, "pid": os.getpid()}
         if not self.reported:
             self.reported = True
-            state = {"node": self.node, "pid": os.getpid(), "load_s": self.load_s}
+            state["loaded"] = {"load_s": self.load_s}
             if self.error is None:
-                state.update(fingerprint=self.embedder.fingerprint(), info=self.embedder.describe())
+                state["loaded"].update(
+                    fingerprint=self.embedder.fingerprint(), info=self.embedder.describe()
+                )
             else:
-                state["error"] = f"on Ray node {self.node}: {self.error}"
+                state["loaded"]["error"] = f"on Ray node {self.node}: {self.error}"
         if self.error is not None:
             return _load_failure(
                 planned, self.error, self.load_s, where=f" on Ray node {self.node}"
@@ -283,11 +287,18 @@ class _Grid:
     actors: dict[str, Any] = attrs.Factory(dict)
     # object ref -> (model, planned experiment)
     pending: dict[Any, tuple[str, Any]] = attrs.Factory(dict)
-    placing: dict[Any, str] = attrs.Factory(dict)  # `where` ref -> model waiting for resources
+    # `where` ref -> (model, whether it waits for resources)
+    placing: dict[Any, tuple[str, bool]] = attrs.Factory(dict)
     attempts: dict[str, int] = attrs.Factory(dict)  # experiment key -> retries spent
     # model -> when its actor became unreachable
     unreachable_since: dict[str, float] = attrs.Factory(dict)
     resend: list[tuple[float, str, Any]] = attrs.Factory(list)  # (when, model, planned experiment)
+    # experiments sent again while their node is unreachable; those said to be retried
+    unreachable: set[str] = attrs.Factory(set)
+    announced: set[str] = attrs.Factory(set)
+    # model -> ((node id, pid), node) of its first worker; the node its worker was last seen on
+    workers: dict[str, Any] = attrs.Factory(dict)
+    nodes: dict[str, str] = attrs.Factory(dict)
     retried: list[dict[str, Any]] = attrs.Factory(list)
     finished: int = 0
     order: dict[str, int] = attrs.Factory(dict)
@@ -319,12 +330,12 @@ class _Grid:
                 max_restarts=self.max_retries, max_task_retries=0, **options
             ).remote(model.parsed, model.parsed_debias, self.debug)
             self.actors[label] = actor
+            self.placing[actor.where.remote()] = (label, not fits)  # runs first: the first worker
             if fits:
                 free["CPU"] = free.get("CPU", 0.0) - options["num_cpus"]
                 free["GPU"] = free.get("GPU", 0.0) - options["num_gpus"]
                 self.emit("loading", label)
             else:  # the cluster's free resources are held by other models (or other users)
-                self.placing[actor.where.remote()] = label
                 self.emit(
                     "waiting",
                     label,
@@ -354,8 +365,17 @@ class _Grid:
                 continue
             ref = ready[0]
             if ref in self.placing:
-                label = self.placing.pop(ref)
-                self.emit("loading", label)
+                label, waited = self.placing.pop(ref)
+                try:
+                    state = self.ray.get(ref)
+                    self.workers.setdefault(
+                        label, ((state["node_id"], state["pid"]), state["node"])
+                    )
+                    self.nodes[label] = state["node"]
+                except self.ray.exceptions.RayError:  # lost before it answered: its results tell
+                    pass
+                if waited:
+                    self.emit("loading", label)
                 continue
             label, p = self.pending.pop(ref)
             result = self._outcome(ref, label, p)
@@ -379,13 +399,16 @@ class _Grid:
         except ray.exceptions.ActorUnavailableError as exc:
             since = self.unreachable_since.setdefault(label, time.monotonic())
             if time.monotonic() - since < UNREACHABLE_PATIENCE_S:
+                if p.experiment.key not in self.unreachable:  # said once, however often it is sent
+                    self.unreachable.add(p.experiment.key)
+                    self._announce(label, p, _why(exc, self._node(label)))
                 self.resend.append((time.monotonic() + RESEND_PAUSE_S, label, p))
                 return None
             self.unreachable_since.pop(label, None)
             return self._retry(
                 label,
                 p,
-                f"its worker stayed unreachable for {UNREACHABLE_PATIENCE_S:g} s ({_why(exc)})",
+                f"{_why(exc, self._node(label))}, for {UNREACHABLE_PATIENCE_S:g} s",
             )
         except (
             ray.exceptions.RayActorError,
@@ -395,36 +418,57 @@ class _Grid:
             ray.exceptions.ObjectLostError,
         ) as exc:
             self.unreachable_since.pop(label, None)
-            return self._retry(label, p, _why(exc))
+            return self._retry(label, p, _why(exc, self._node(label)))
         # Not a lost worker (a task that could not run): not retried.
         except ray.exceptions.RayError as exc:
             return failed_before_metric(
                 p.experiment,
-                f"Ray could not run it ({type(exc).__name__}: {_why(exc)})",
+                f"Ray could not run it ({type(exc).__name__}: {' '.join(str(exc).split())[:200]})",
                 {"compute_s": 0.0},
             )
         self.unreachable_since.pop(label, None)
-        if state is not None and self.manifest is not None:
-            self.manifest.model_loaded(
-                label,
-                fingerprint=state.get("fingerprint"),
-                info=state.get("info"),
-                load_s=state.get("load_s"),
-                error=state.get("error"),
-            )
+        self.unreachable.discard(p.experiment.key)
+        self._restarted(label, p, state)
+        loaded = state.get("loaded")
+        if loaded is not None and self.manifest is not None:
+            self.manifest.model_loaded(label, **loaded)
         return result
+
+    def _restarted(self, label: str, p: Any, state: dict[str, Any]) -> None:
+        """Ray restarts a lost worker and may run the experiments it held again by itself: a result
+        from another worker than the model's first is such a retry, said like the driver's own."""
+        worker = (state["node_id"], state["pid"])
+        self.nodes[label] = state["node"]
+        first = self.workers.setdefault(label, (worker, state["node"]))
+        if worker == first[0] or p.experiment.key in self.announced:
+            return
+        alive = {n.get("NodeID") for n in self.ray.nodes() if n.get("Alive")}
+        lost = (
+            f"Ray node {first[1]} was lost"
+            if first[0][0] not in alive
+            else f"its worker process on Ray node {first[1]} died"
+        )
+        self._announce(label, p, f"{lost}; restarted on Ray node {state['node']}")
 
     def _retry(self, label: str, p: Any, why: str) -> Result | None:
         key = p.experiment.key
         spent = self.attempts.get(key, 0)
         if spent >= self.max_retries:
-            reason = f"the Ray worker running it died and {self.max_retries} retries were spent (last: {why})"
+            reason = f"the Ray worker running it was lost and {self.max_retries} retries were spent (last: {why})"
             return failed_before_metric(p.experiment, reason, {"compute_s": 0.0})
         self.attempts[key] = spent + 1
-        self.retried.append({"model": label, "key": key, "reason": why})
-        self.emit("retry", label, p.experiment, note=why)
+        self._announce(label, p, why)
         self.resend.append((time.monotonic(), label, p))
         return None
+
+    def _node(self, label: str) -> str:
+        """The node the model's worker was last known on."""
+        return self.nodes.get(label, "")
+
+    def _announce(self, label: str, p: Any, why: str) -> None:
+        self.announced.add(p.experiment.key)
+        self.retried.append({"model": label, "key": p.experiment.key, "reason": why})
+        self.emit("retry", label, p.experiment, note=why)
 
     def _send_due(self) -> None:
         """Send again, in plan order, the experiments whose pause is over."""
@@ -437,15 +481,15 @@ class _Grid:
             self.pending[self.actors[label].run.remote(p)] = (label, p)
 
     def retried_summary(self) -> list[dict[str, Any]]:
-        """What the manifest keeps: per model and reason, how many experiments were sent again."""
-        counts: dict[tuple[str, str], int] = {}
+        """What the manifest keeps: per model, how many experiments were sent again, and why."""
+        keys: dict[str, set[str]] = {}
+        reasons: dict[str, dict[str, None]] = {}
         for entry in self.retried:
-            counts[(entry["model"], entry["reason"])] = (
-                counts.get((entry["model"], entry["reason"]), 0) + 1
-            )
+            keys.setdefault(entry["model"], set()).add(entry["key"])
+            reasons.setdefault(entry["model"], {})[entry["reason"]] = None
         return [
-            {"model": model, "reason": reason, "experiments": n}
-            for (model, reason), n in counts.items()
+            {"model": model, "experiments": len(keys[model]), "reasons": list(reasons[model])}
+            for model in keys
         ]
 
     def stop(self) -> None:
@@ -456,15 +500,21 @@ class _Grid:
                 pass
 
 
-def _why(exc: BaseException) -> str:
-    """What Ray says of a lost worker, in one short line: the cause and the node's address."""
+def _why(exc: BaseException, node: str = "") -> str:
+    """What happened to the worker, in a few words, with the node it ran on (Ray's own message is
+    pages long; `--debug` keeps Ray's logging)."""
     text = " ".join(str(exc).split())
-    node = re.search(r"\bip: ([0-9a-fA-F.:]+)", text)
-    cause = re.search(
-        r"(The actor (?:is dead|died) because [^.]*\.|node [^.]*(?:dead|died|lost)[^.]*\.|"
-        r"failed to connect[^.]*|Worker exit detail: [^.]*\.)",
-        text,
-        re.IGNORECASE,
-    )
-    said = cause.group(1) if cause else (text[:160] or type(exc).__name__)
-    return f"{type(exc).__name__}: {said}" + (f" (node {node.group(1)})" if node else "")
+    if not node:
+        found = re.search(r"\bip: ([0-9a-fA-F.:]+)", text)
+        node = found.group(1) if found else ""
+    where = f"Ray node {node}" if node else "its Ray node"
+    name = type(exc).__name__
+    if name == "ActorUnavailableError":
+        return f"its worker on {where} became unreachable"
+    if name == "OutOfMemoryError" or re.search(r"out of memory|\bOOM\b", text, re.IGNORECASE):
+        return f"its worker on {where} ran out of memory"
+    if name == "NodeDiedError" or re.search(
+        r"node\b[^.]*\b(dead|died|lost)\b", text, re.IGNORECASE
+    ):
+        return f"{where} was lost"
+    return f"its worker process on {where} died ({name})"

@@ -88,6 +88,35 @@ class Hold(Metric):
             time.sleep(0.05)
         found = embedder.word_vectors(data.X.words).as_dict()
         return Result(key="", model=embedder.spec, wordset=data.name, metric=self.name, effect_size=float(len(found)))
+
+
+@attrs.define
+class Devices(Metric):
+    """Records the GPUs its worker sees; a worker that sees one waits (at most two minutes) until
+    `share` workers that see one have arrived in `barrier`: they hold the GPU at the same time."""
+
+    name: ClassVar[str] = "devices"
+    summary: ClassVar[str] = "Records CUDA_VISIBLE_DEVICES (a test of GPU shares)."
+    requires: ClassVar[frozenset[Capability]] = frozenset({Capability.WORD_VECTORS})
+    data_kind: ClassVar[str] = ASSOCIATION
+
+    barrier: str = param("", "folder where the workers that see a GPU meet")
+    share: int = param(1, "how many workers must meet there")
+
+    def compute(self, embedder, data, *, seed=None):
+        import time
+
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+        met = 0
+        if visible:
+            folder = Path(self.barrier)
+            (folder / str(os.getpid())).write_text(visible)
+            deadline = time.monotonic() + 120
+            while len(list(folder.iterdir())) < self.share and time.monotonic() < deadline:
+                time.sleep(0.05)
+            met = len(list(folder.iterdir()))
+        return Result(key="", model=embedder.spec, wordset=data.name, metric=self.name, effect_size=float(met),
+                      figures={"visible": visible, "met": met})
 '''
 
 
@@ -106,14 +135,15 @@ def cluster(tmp_path_factory):
     root = tmp_path_factory.mktemp("ray")
     plugin = root / "bias_kill_worker.py"
     plugin.write_text(CRASH_PLUGIN)
-    site = make_distribution(root / "site", "bias-kill-worker", {"bias.metrics": {"kill-worker": "bias_kill_worker:KillWorker", "hold": "bias_kill_worker:Hold"}}, plugin)
+    site = make_distribution(root / "site", "bias-kill-worker", {"bias.metrics": {"kill-worker": "bias_kill_worker:KillWorker", "hold": "bias_kill_worker:Hold", "devices": "bias_kill_worker:Devices"}}, plugin)
     old = os.environ.get("PYTHONPATH")
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(site), old) if p)
     sys.path.insert(0, str(site))
     from bias.registry import entry_points
 
     entry_points.refresh()
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    # One GPU declared (none is there): Ray hands out its shares and sets CUDA_VISIBLE_DEVICES as on a GPU node.
+    ray.init(num_cpus=2, num_gpus=1, include_dashboard=False, log_to_driver=False, configure_logging=False)
     wordset = root / "flowers.toml"
     wordset.write_text(
         'kind = "association"\nlanguage = "en"\nbias_type = "non-social"\nsource = "test"\nlicence = "CC0-1.0"\n'
@@ -141,8 +171,7 @@ def grid(cluster, seeds=range(3), metric="weat", params=None) -> list[Experiment
 
 def comparable(result) -> dict:
     d = result.to_dict()
-    for volatile in ("timings", "versions"):
-        d.pop(volatile, None)
+    d.pop("timings", None)  # versions included: they depend on the model, not on what ran before
     return d
 
 
@@ -213,6 +242,40 @@ def test_retries_are_bounded_and_the_failure_is_recorded(cluster, tmp_path):
     assert len(results) == 1 and results[0].status == FAILED and "retries" in results[0].reason
     assert 100 - int(marker.read_text()) == 2  # the first attempt and one retry, no more
     assert len(lines(tmp_path / "out" / "results.jsonl")) == 1
+
+
+def test_gpu_shares_are_held_together_and_other_models_see_no_gpu_or_wait(cluster, tmp_path):
+    """Two models asking for half of the one GPU hold it at the same time and see it; a model
+    asking for no GPU sees none (CUDA_VISIBLE_DEVICES empty, not the machine's GPUs); a model that
+    needs more CPUs than are free is announced as waiting for resources, then runs."""
+    barrier = tmp_path / "barrier"
+    barrier.mkdir()
+    models = [write_model(tmp_path / f"share{i}.txt", 10 + i) for i in range(3)]
+    resources = [{"gpus": 0.5, "cpus": 0.5}] * 2 + [{"cpus": 2}]
+    experiments = [
+        Experiment(ModelConfig(f"word2vec:{m}", resources=r), str(cluster["wordset"]), "devices", {"barrier": str(barrier), "share": 2}, 0)
+        for m, r in zip(models, resources)
+    ]
+    events = []
+    results = {r.model: r for r in ray_executor.run(planning.plan(experiments).runnable, on_event=events.append)}
+    assert [results[f"word2vec:{m}"].status for m in models] == [OK] * 3
+    assert [results[f"word2vec:{m}"].figures["visible"] for m in models] == ["0", "0", ""]
+    assert [results[f"word2vec:{m}"].figures["met"] for m in models] == [2, 2, 0]
+    last = f"word2vec:{models[-1]}"
+    kinds = [e.kind for e in events if e.model == last]
+    assert kinds[:2] == ["waiting", "loading"] and kinds[-1] == "result"
+    waiting = next(e for e in events if e.kind == "waiting" and e.model == last)
+    assert waiting.note == f"waiting for resources: {last} needs 2 CPU"
+
+
+def test_a_model_file_a_worker_cannot_read_fails_naming_the_node_and_the_path(cluster, tmp_path):
+    model = write_model(tmp_path / "gone.txt", 3)
+    planned = planning.plan([Experiment(ModelConfig(f"word2vec:{model}"), str(cluster["wordset"]), "weat", {"permutations": 1000}, 0)])
+    model.unlink()  # read on this machine while planning; not there where the worker runs
+    results = list(ray_executor.run(planned.runnable))
+    assert len(results) == 1 and results[0].status == FAILED
+    reason = results[0].reason
+    assert reason.startswith("the model could not be loaded on Ray node ") and str(model) in reason, reason
 
 
 def write_config(cluster, folder: Path, seeds: int, permutations: int, gate: Path | None = None) -> Path:
@@ -364,6 +427,16 @@ def test_joining_says_which_cluster_and_a_wrong_token_is_said_as_such(cluster, t
     )
     assert joined.returncode == 0, joined.stderr
     assert f"Joined the Ray cluster at {cluster['address']}" in " ".join(joined.stderr.split())
+    started = time.monotonic()
+    none = subprocess.run(  # a machine that holds no token at all (an empty HOME, no RAY_AUTH_TOKEN)
+        [sys.executable, "-m", "bias.cli.app", "run", str(config), "--ray-address", cluster["address"]],
+        capture_output=True, text=True, timeout=180, env={**env, "HOME": str(tmp_path)},
+    )
+    said = " ".join(none.stderr.split())
+    assert none.returncode == 2 and "Traceback" not in none.stderr, none.stderr
+    assert f"The Ray cluster at {cluster['address']} asks for a token, and this machine holds none." in said
+    assert "RAY_AUTH_TOKEN" in said and "InvalidAuthToken" not in said and "gcs_client" not in said  # none of Ray's C++ lines
+    assert time.monotonic() - started < 120  # a generous bound, only against Ray's minutes of retries
     wrong = subprocess.run(
         [sys.executable, "-m", "bias.cli.app", "run", str(config), "--ray-address", cluster["address"]],
         capture_output=True, text=True, timeout=180, env={**env, "RAY_AUTH_TOKEN": "0" * 32},

@@ -1,0 +1,128 @@
+"""Real Ray nodes for tests: `ray start --block` processes on this machine, each in a process group of
+its own, with its own temporary folder, ports and HOME, so that nothing of another user's Ray is seen
+or touched. A node is ended by its process group's id (never `ray stop`, which would end every Ray
+process of the machine)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import attrs
+
+# Ray's dashboard agent takes tens of seconds to start on a busy machine; the raylet would give up on it.
+SLOW_MACHINE = {"RAY_agent_register_timeout_ms": "300000"}
+# The control store declares a node dead after 5 missed health checks 1 s apart (default 3 s), each
+# allowed Ray's 10 s to answer: a killed node is found in seconds, a slow one is not taken for dead.
+HEALTH_CHECKS = '{"health_check_period_ms": 1000, "health_check_failure_threshold": 5}'
+
+
+def free_ports(n: int) -> list[int]:
+    sockets = [socket.socket() for _ in range(n)]
+    for s in sockets:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in sockets]
+    for s in sockets:
+        s.close()
+    return ports
+
+
+@attrs.define
+class Node:
+    process: subprocess.Popen
+    folder: Path  # its temporary folder (also where `ray start` ran)
+
+    def running(self) -> bool:
+        """True while `ray start` runs; a node that stopped fails the test with the end of its log."""
+        if self.process.poll() is None:
+            return True
+        log = (self.folder / "node.log").read_text(errors="replace").splitlines()
+        raise AssertionError(f"ray start ended with {self.process.returncode}: " + "\n".join(log[-15:]))
+
+    def kill(self) -> None:
+        """The whole node at once, as a lost machine: `ray start` and every process under it (the
+        raylet, its agents and its workers, which run in sessions of their own), each by its PID."""
+        for pid in [*descendants(self.process.pid), self.process.pid]:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        self.process.wait(timeout=60)
+
+
+def descendants(pid: int) -> list[int]:
+    """The PIDs of every process under `pid` (read from /proc), deepest first."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):  # a process that just ended
+                continue
+            children.setdefault(parent, []).append(int(entry.name))
+    found: list[int] = []
+    stack = list(children.get(pid, []))
+    while stack:
+        child = stack.pop()
+        found.append(child)
+        stack.extend(children.get(child, []))
+    return found[::-1]
+
+
+def start_node(env: dict[str, str], *, head_port: int | None = None, cpus: int = 1, gpus: int = 0) -> tuple[Node, int]:
+    """A head (no `head_port`) or a node joining the head at 127.0.0.1:`head_port`; returns the node and
+    the head's port. `env` is the environment of `ray start` (HOME, RAY_AUTH_MODE, PYTHONPATH)."""
+    folder = Path(tempfile.mkdtemp(prefix="rn", dir="/tmp"))  # short: Ray's socket paths have a length limit
+    ports = free_ports(10)
+    args = [
+        "ray", "start", "--block", "--num-cpus", str(cpus), "--num-gpus", str(gpus), "--temp-dir", str(folder),
+        "--node-manager-port", str(ports[1]), "--object-manager-port", str(ports[2]),
+        "--dashboard-agent-listen-port", str(ports[3]), "--dashboard-agent-grpc-port", str(ports[4]),
+        "--runtime-env-agent-port", str(ports[5]), "--metrics-export-port", str(ports[6]),
+        "--worker-port-list", ",".join(str(p) for p in free_ports(12)), "--disable-usage-stats",
+    ]
+    if head_port is None:
+        head_port = ports[0]
+        args += ["--head", "--port", str(head_port), "--include-dashboard", "false", "--dashboard-port", str(ports[7]),
+                 "--ray-client-server-port", str(ports[8]), "--system-config", HEALTH_CHECKS]
+    else:
+        args += ["--address", f"127.0.0.1:{head_port}"]
+    process = subprocess.Popen(
+        args, env={**env, **SLOW_MACHINE, "RAY_TMPDIR": str(folder)}, cwd=folder, start_new_session=True,
+        stdout=open(folder / "node.log", "w"), stderr=subprocess.STDOUT,
+    )
+    return Node(process, folder), head_port
+
+
+def alive_nodes(address: str) -> list[tuple[str, bool, dict[str, float]]]:
+    """(node id, is head, total resources) of every live node, asked of the control store (no token)."""
+    import grpc
+    from ray.core.generated import gcs_pb2, gcs_service_pb2, gcs_service_pb2_grpc
+
+    with grpc.insecure_channel(address) as channel:
+        stub = gcs_service_pb2_grpc.NodeInfoGcsServiceStub(channel)
+        reply = stub.GetAllNodeInfo(gcs_service_pb2.GetAllNodeInfoRequest(), timeout=10)
+    alive = gcs_pb2.GcsNodeInfo.GcsNodeState.ALIVE
+    return [(n.node_id.hex(), n.is_head_node, dict(n.resources_total)) for n in reply.node_info_list if n.state == alive]
+
+
+def wait_for(condition, what: str, timeout: float = 240.0, every: float = 0.2):
+    """Wait on a condition (never on a duration): generous deadline, checked often."""
+    deadline = time.monotonic() + timeout
+    last: Exception | None = None
+    while time.monotonic() < deadline:
+        try:
+            found = condition()
+        except AssertionError:  # a node ended: said at once
+            raise
+        except Exception as exc:  # the cluster is still starting
+            last, found = exc, None
+        if found:
+            return found
+        time.sleep(every)
+    raise AssertionError(f"timed out waiting for {what} ({last})")
