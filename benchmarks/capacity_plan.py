@@ -1,18 +1,26 @@
-"""A capacity plan for a large audit, computed from the measured costs of a real run.
+"""A capacity plan for a large audit: every registered metric, priced at the published test's real size.
 
 Run:  python benchmarks/capacity_plan.py RUN_FOLDER [--models 40] [--languages 7] [--choices 4]
-                                                    [--workers 8] [--speedup 1.0]
+                                                    [--workers 8]
 
-RUN_FOLDER is a folder written by `bias run --out` on the hardware to plan for (or on another, with
---speedup saying how much faster the target is). From its results.jsonl it takes each metric's median
-compute time per experiment and from its manifest the model's load time. The audit is: MODELS models
-x LANGUAGES languages x every installed test of each language that a metric of the measured run can
-take (counted from the installed language packages, by kind: association tests for SEAT/WEAT, pair
-sets for CrowS/AUL/..., LPBS template sets for LPBS) x CHOICES design choices (pooling, layer, ...,
-applied to every experiment). With the Ray executor each model is one actor that loads the model once
-and runs all its experiments; models are spread over WORKERS actors at a time (longest first). It
-prints the experiment count and cost per metric, the total compute, the wall time on the workers and
-where the time goes. A plan, not a promise: costs scale with the test sizes of the measured run.
+RUN_FOLDER is a folder written by `bias run --out` (benchmarks/capacity_measure.py writes one that
+runs every installed metric). From its results.jsonl the plan takes, for each metric, the median CPU
+cost of one unit of work (one word of an association test, one sentence pair, one question, ...: the
+items `--limit` cuts, counted here from the test the result names) and, from its manifest, the model
+load time. Every metric the registry knows is listed, measured or not (a metric the run did not
+measure says so, with its test size, instead of being left out).
+
+The audit: MODELS models x LANGUAGES languages x the tests of each kind per language (the installed
+ones; one per language for a kind no language package installs) x CHOICES design choices for the
+metrics that take a layer, pooling or level (the others are not crossed with them). Each test is
+priced at its real size: the published test's (`REAL_SIZES`, with sources), else the installed
+tests' mean. With the Ray executor a model is one actor that runs all its experiments: models are
+spread over WORKERS actors at a time.
+
+The GPU columns use the only GPU figures measured for this project (an H200, fp32, bert-base- and
+GPT-2-sized models; ../shared/reviews/gpu-2026-11-28.md): CrowS-Pairs scoring, 1.37 s for the 71
+pairs of en/crows-sample, and BBQ's cached-prefix scoring, 633 questions a second. A metric with no GPU
+figure is priced at its CPU cost there, marked `cpu`: an upper bound, not a measurement.
 """
 
 from __future__ import annotations
@@ -20,38 +28,99 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-from collections import Counter, defaultdict
+from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
-KIND_OF_METRIC = {
-    "weat": "association", "seat": "association", "ceat": "association",
-    "crows": "pairs", "sss": "pairs", "aul": "pairs", "aula": "pairs", "kls": "pairs", "jss": "pairs", "jss-mixture": "pairs",
-    "lpbs": "lpbs",
+import attrs
+
+# The published tests' sizes (items as `--limit` counts them), where the kind has one; sources in docs/scaling.md.
+REAL_SIZES: dict[str, dict[str, Any]] = {
+    "pairs": {"items": 1508, "source": "CrowS-Pairs, Nangia et al. 2020 (1,508 sentence pairs)"},
+    "stereoset": {"items": 2106, "source": "StereoSet intrasentence dev set, Nadeem et al. 2021 (2,106 examples; test 6,392, not public)"},
+    "bbq": {"items": 58492, "other_languages": 10088,
+            "source": "BBQ, Parrish et al. 2022 (58,492 questions); other languages MBBQ, Neplenbroek et al. 2024 (10,088 per language)"},
+    "analogies": {"items": 19544, "source": "Google analogy test set, Mikolov et al. 2013 (19,544 questions)"},
+    "similarity-pairs": {"items": 999, "source": "SimLex-999, Hill et al. 2015 (999 pairs)"},
 }
+# Measured GPU seconds per item (H200, fp32; ../shared/reviews/gpu-2026-11-28.md).
+GPU_SECONDS_PER_ITEM = {"crows": 1.37 / 71, "bbq": 1 / 633}
+CHOICE_PARAMS = ("layer", "pooling", "level")
 
 
-def measured(folder: Path) -> tuple[dict[str, float], float]:
-    per_metric: dict[str, list[float]] = defaultdict(list)
+def items(data: Any) -> int:
+    """The units of work of a test: the entries of its lists, counted the way `--limit` cuts them (the
+    words of X, Y, A and B; the pairs; the questions of each section); for LPBS, the sentences scored:
+    each template with each target and each attribute."""
+    from bias.core.data.limit import _is_container
+
+    if not attrs.has(type(data)):
+        return 0
+    if getattr(getattr(data, "meta", None), "kind", "") == "lpbs":
+        words = {key: len(getattr(data, key).words) for key in "XYAB"}
+        return len(data.templates) * (words["X"] + words["Y"]) * (words["A"] + words["B"])
+    count = 0
+    for field in attrs.fields(type(data)):
+        value = getattr(data, field.name)
+        if not field.init or field.name == "meta":
+            continue
+        if isinstance(value, tuple):
+            count += sum(items(v) if _is_container(v) else 1 for v in value)
+        elif attrs.has(type(value)):  # a word list: its parallel lists (words, grammar) count once
+            count += max((len(getattr(value, f.name)) for f in attrs.fields(type(value))
+                          if f.init and isinstance(getattr(value, f.name), tuple)), default=0)
+    return count
+
+
+def measured(folder: Path) -> tuple[dict[str, float], dict[str, int], float]:
+    """Per metric: median compute seconds per item, and the items of its measured test; the longest
+    model load of the run."""
+    from bias import registry
+    from bias.core.data.limit import first_items
+
+    per_item: dict[str, list[float]] = defaultdict(list)
+    sizes: dict[str, int] = {}
+    data_cache: dict[str, Any] = {}
     for line in (folder / "results.jsonl").read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            r = json.loads(line)
-            if r.get("status") == "ok":
-                per_metric[r["metric"]].append(float(r["timings"]["compute_s"]))
+        if not line.strip():
+            continue
+        r = json.loads(line)
+        if r.get("status") != "ok":
+            continue
+        if r["wordset"] not in data_cache:
+            data_cache[r["wordset"]] = registry.load_wordset(r["wordset"])
+        n = items(first_items(data_cache[r["wordset"]], r.get("meta", {}).get("limit")))
+        if n:
+            per_item[r["metric"]].append(float(r["timings"]["compute_s"]) / n)
+            sizes[r["metric"]] = n
     manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
     loads = [m["load_s"] for m in manifest.get("models", {}).values() if m.get("load_s") is not None]
-    return {m: statistics.median(v) for m, v in per_metric.items()}, (max(loads) if loads else 0.0)
+    return {m: statistics.median(v) for m, v in per_item.items()}, sizes, (max(loads) if loads else 0.0)
 
 
-def tests_per_language(languages: int) -> dict[str, float]:
-    """Average number of installed tests of each kind per language (over the first LANGUAGES)."""
+def installed(languages: list[str]) -> dict[str, tuple[float, float]]:
+    """Per data kind: installed tests per language (mean over `languages`) and items per test (mean)."""
     from bias import registry
 
-    counts: dict[str, Counter] = defaultdict(Counter)
+    count: dict[str, int] = defaultdict(int)
+    sizes: dict[str, list[int]] = defaultdict(list)
     for row in registry.wordsets():
-        if row.status == "ok":
-            counts[row.language][row.kind] += 1
-    chosen = sorted(counts)[:languages] or ["en"]
-    return {kind: sum(counts[lang][kind] for lang in chosen) / len(chosen) for kind in ("association", "pairs", "lpbs")}
+        if row.status == "ok" and row.language in languages:
+            count[row.kind] += 1
+            sizes[row.kind].append(items(registry.load_wordset(row.name)))
+    return {kind: (count[kind] / len(languages), statistics.mean(sizes[kind])) for kind in count}
+
+
+def real_size(kind: str, languages: list[str], have: dict[str, tuple[float, float]], fallback: int) -> tuple[float, str]:
+    """Items per test at real size, and where the number comes from."""
+    published = REAL_SIZES.get(kind)
+    if published:
+        other = published.get("other_languages", published["items"])
+        mean = statistics.mean(published["items"] if lang == "en" else other for lang in languages)
+        return mean, published["source"]
+    if kind in have:
+        return have[kind][1], "the installed tests (mean)"
+    return float(fallback), "the measured file (no published size, none installed)"
 
 
 def main() -> None:
@@ -61,36 +130,53 @@ def main() -> None:
     parser.add_argument("--languages", type=int, default=7)
     parser.add_argument("--choices", type=int, default=4)
     parser.add_argument("--workers", type=int, default=8)
-    parser.add_argument("--speedup", type=float, default=1.0, help="how much faster the target hardware is than the measured run")
     args = parser.parse_args()
 
-    costs, load_s = measured(args.run)
-    per_language = tests_per_language(args.languages)
-    print(f"measured in {args.run}: model load {load_s:.1f} s; median compute per experiment: "
-          + ", ".join(f"{m} {c:.2f} s" for m, c in sorted(costs.items())))
-    print(f"installed tests per language (mean of {args.languages}): "
-          + ", ".join(f"{k} {v:.1f}" for k, v in per_language.items()))
-    print(f"audit: {args.models} models x {args.languages} languages x tests x {args.choices} choices, "
-          f"{args.workers} workers, speed-up {args.speedup:g}x over the measured hardware\n")
-    print(f"{'metric':<10}{'experiments':>13}{'s each':>9}{'worker-hours':>14}{'share':>8}")
-    rows = []
-    for metric, cost in sorted(costs.items()):
-        kind = KIND_OF_METRIC.get(metric)
-        if kind is None:
+    from bias import registry
+    from bias.core.params import describe_params
+    from bias.registry import entry_points as eps
+
+    costs, measured_sizes, load_s = measured(args.run)
+    languages = sorted({row.language for row in registry.wordsets() if row.status == "ok"})[: args.languages]
+    have = installed(languages)
+    print(f"measured in {args.run}: {len(costs)} metrics; model load {load_s:.1f} s")
+    print(f"audit: {args.models} models x {len(languages)} languages ({', '.join(languages)}) x tests x "
+          f"{args.choices} choices (metrics with a layer, pooling or level), {args.workers} workers\n")
+    header = f"{'metric':<15}{'kind':<17}{'items':>7}{'tests':>7}{'CPU s':>9}{'CPU h':>9}{'GPU s':>9}{'GPU h':>8}"
+    print(header)
+    rows, missing, sources = [], [], {}
+    for name in registry.names("metrics"):
+        cls = eps.load("metrics", name)
+        kind = getattr(cls, "data_kind", "?")
+        size, source = real_size(kind, languages, have, measured_sizes.get(name, 0))
+        sources[kind] = source
+        tests = have.get(kind, (1.0, 0.0))[0]
+        crossed = args.choices if {p.name for p in describe_params(cls)} & set(CHOICE_PARAMS) else 1
+        experiments = args.models * len(languages) * tests * crossed
+        if name not in costs:
+            missing.append((name, kind, size))
             continue
-        n = args.models * args.languages * per_language[kind] * args.choices
-        rows.append((metric, n, cost / args.speedup))
-    loading = args.models * load_s / args.speedup
-    total = sum(n * c for _, n, c in rows) + loading
-    for metric, n, c in rows:
-        print(f"{metric:<10}{n:>13,.0f}{c:>9.2f}{n * c / 3600:>14.1f}{n * c / total:>8.1%}")
-    print(f"{'loading':<10}{args.models:>13,}{load_s / args.speedup:>9.2f}{loading / 3600:>14.2f}{loading / total:>8.1%}")
-    per_model = total / args.models
-    # Longest-first spreading of identical models: ceil(models / workers) rounds of one model each.
+        cpu = costs[name] * size
+        gpu = GPU_SECONDS_PER_ITEM[name] * size if name in GPU_SECONDS_PER_ITEM else cpu
+        rows.append((name, kind, size, experiments, cpu, gpu, name in GPU_SECONDS_PER_ITEM))
+    for name, kind, size, experiments, cpu, gpu, on_gpu in rows:
+        mark = "" if on_gpu else " cpu"
+        print(f"{name:<15}{kind:<17}{size:>7,.0f}{experiments:>7,.0f}{cpu:>9.1f}{experiments * cpu / 3600:>9.1f}"
+              f"{gpu:>9.1f}{experiments * gpu / 3600:>8.1f}{mark}")
+    loading = args.models * load_s
+    cpu_total = sum(e * c for _, _, _, e, c, _, _ in rows) + loading
+    gpu_total = sum(e * g for _, _, _, e, _, g, _ in rows) + loading
+    print(f"{'loading':<15}{'':<17}{'':>7}{args.models:>7,}{load_s:>9.1f}{loading / 3600:>9.2f}{load_s:>9.1f}{loading / 3600:>8.2f}")
     rounds = -(-args.models // args.workers)
-    wall = rounds * per_model
-    print(f"\ntotal {total / 3600:.1f} worker-hours; per model {per_model / 3600:.2f} h; "
-          f"wall time on {args.workers} workers: {wall / 3600:.1f} h ({rounds} round(s) of {min(args.workers, args.models)} models)")
+    for label, total in (("CPU", cpu_total), ("GPU", gpu_total)):
+        per_model = total / args.models
+        print(f"\n{label}: {total / 3600:,.1f} worker-hours; per model {per_model / 3600:.2f} h; wall time on "
+              f"{args.workers} workers: {rounds * per_model / 3600:,.1f} h ({rounds} round(s))", end="")
+    print("\n\nitems per test at real size:")
+    for kind, source in sorted(sources.items()):
+        print(f"  {kind}: {source}")
+    for name, kind, size in missing:
+        print(f"not measured in {args.run}: {name} (kind {kind}, {size:,.0f} items per test): add a test of that kind to the measured run")
 
 
 if __name__ == "__main__":
