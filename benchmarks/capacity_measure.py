@@ -33,9 +33,20 @@ sys.path.insert(0, str(HERE))
 from bench_bbq import build_model as build_causal  # noqa: E402
 from bench_crows import GROUPS, OBJECTS, PLACES, VERBS, build_model as build_masked  # noqa: E402
 
-EN = {"association": "en/weat1", "pairs": "en/crows-sample", "lpbs": "en/lpbs-gender", "bbq": "en/bbq-sample",
-      "analogies": "en/analogies", "debias-lists": "en/debias-gender"}
-ADJECTIVES = [("careful", "careless", "purple"), ("calm", "loud", "window"), ("kind", "rude", "carrot"), ("strong", "weak", "spoon")]
+EN = {
+    "association": "en/weat1",
+    "pairs": "en/crows-sample",
+    "lpbs": "en/lpbs-gender",
+    "bbq": "en/bbq-sample",
+    "analogies": "en/analogies",
+    "debias-lists": "en/debias-gender",
+}
+ADJECTIVES = [
+    ("careful", "careless", "purple"),
+    ("calm", "loud", "window"),
+    ("kind", "rude", "carrot"),
+    ("strong", "weak", "spoon"),
+]
 
 
 def static_file(path: Path, words: int = 100_000, dimensions: int = 300, seed: int = 0) -> Path:
@@ -65,7 +76,9 @@ def static_file(path: Path, words: int = 100_000, dimensions: int = 300, seed: i
     vocabulary = list(found)[:words]
     vocabulary += [f"filler{i}" for i in range(words - len(vocabulary))]
     vectors = KeyedVectors(dimensions)
-    vectors.add_vectors(vocabulary, np.random.default_rng(seed).normal(size=(words, dimensions)).astype(np.float32))
+    vectors.add_vectors(
+        vocabulary, np.random.default_rng(seed).normal(size=(words, dimensions)).astype(np.float32)
+    )
     vectors.save_word2vec_format(str(path), binary=True)
     return path
 
@@ -78,11 +91,29 @@ def stereoset_file(path: Path, n: int = 40, seed: int = 0) -> Path:
         group = rng.choice(GROUPS)[0]
         context = f"The {group} who {rng.choice(VERBS)} {rng.choice(OBJECTS)} was BLANK."
         words = rng.choice(ADJECTIVES)
-        sentences = [{"id": f"s{i}-{label}", "sentence": context.replace("BLANK", word), "gold_label": label,
-                      "labels": [{"human_id": "h", "label": label}]}
-                     for label, word in zip(("stereotype", "anti-stereotype", "unrelated"), words)]
-        examples.append({"id": f"s{i}", "bias_type": "gender", "target": group, "context": context, "sentences": sentences})
-    path.write_text(json.dumps({"version": "generated", "data": {"intrasentence": examples, "intersentence": []}}))
+        sentences = [
+            {
+                "id": f"s{i}-{label}",
+                "sentence": context.replace("BLANK", word),
+                "gold_label": label,
+                "labels": [{"human_id": "h", "label": label}],
+            }
+            for label, word in zip(("stereotype", "anti-stereotype", "unrelated"), words)
+        ]
+        examples.append(
+            {
+                "id": f"s{i}",
+                "bias_type": "gender",
+                "target": group,
+                "context": context,
+                "sentences": sentences,
+            }
+        )
+    path.write_text(
+        json.dumps(
+            {"version": "generated", "data": {"intrasentence": examples, "intersentence": []}}
+        )
+    )
     return path
 
 
@@ -93,7 +124,9 @@ def similarity_file(path: Path, seed: int = 0) -> Path:
     rng = random.Random(seed)
     test = registry.load_wordset(EN["association"])
     words = [w for key in "XYAB" for w in getattr(test, key).words]
-    lines = [f"{rng.choice(words)}\t{rng.choice(words)}\t{rng.uniform(0, 10):.2f}" for _ in range(60)]
+    lines = [
+        f"{rng.choice(words)}\t{rng.choice(words)}\t{rng.uniform(0, 10):.2f}" for _ in range(60)
+    ]
     path.write_text("# language: en\nword1\tword2\tscore\n" + "\n".join(lines) + "\n")
     return path
 
@@ -105,7 +138,9 @@ def labelled_file(path: Path, n: int = 80, seed: int = 0) -> Path:
     for _ in range(n):
         label = rng.randrange(2)
         group = rng.choice(GROUPS)[label]
-        rows.append(f"The {group} {rng.choice(VERBS)} {rng.choice(OBJECTS)} {rng.choice(PLACES)}.,{label}")
+        rows.append(
+            f"The {group} {rng.choice(VERBS)} {rng.choice(OBJECTS)} {rng.choice(PLACES)}.,{label}"
+        )
     path.write_text("text,label\n" + "\n".join(rows) + "\n")
     return path
 
@@ -130,8 +165,11 @@ def main() -> None:
     static = folder / "static-100k.bin"
     if not static.exists():
         static_file(static)
-    files = {"stereoset": stereoset_file(folder / "stereoset.json"), "similarity-pairs": similarity_file(folder / "simlex.tsv"),
-             "labelled-texts": labelled_file(folder / "labelled.csv")}
+    files = {
+        "stereoset": stereoset_file(folder / "stereoset.json"),
+        "similarity-pairs": similarity_file(folder / "simlex.tsv"),
+        "labelled-texts": labelled_file(folder / "labelled.csv"),
+    }
     tests = {**EN, **{kind: str(path) for kind, path in files.items()}}
     entries = []
     for name in registry.names("metrics"):
@@ -145,11 +183,23 @@ def main() -> None:
             model = f'"word2vec:{static}"'
         else:
             model = f'{{ spec = "hf:{masked}", device = "cpu", cache = false }}'
-        entries.append(f'[[experiments]]\nmetric = "{name}"\nwordset = "{tests[kind]}"\nmodel = {model}\n')
+        entries.append(
+            f'[[experiments]]\nmetric = "{name}"\nwordset = "{tests[kind]}"\nmodel = {model}\n'
+        )
     config = folder / "measure.toml"
     config.write_text('title = "Capacity plan: measured costs"\n\n' + "\n".join(entries))
     run = folder / "run"
-    command = [sys.executable, "-m", "bias.cli.app", "run", str(config), "--out", str(run), "--limit", str(args.limit)]
+    command = [
+        sys.executable,
+        "-m",
+        "bias.cli.app",
+        "run",
+        str(config),
+        "--out",
+        str(run),
+        "--limit",
+        str(args.limit),
+    ]
     if (run / "results.jsonl").exists():
         command.append("--resume")
     print(" ".join(command), flush=True)

@@ -37,10 +37,19 @@ import attrs
 # The published tests' sizes (items as `--limit` counts them), where the kind has one; sources in docs/scaling.md.
 REAL_SIZES: dict[str, dict[str, Any]] = {
     "pairs": {"items": 1508, "source": "CrowS-Pairs, Nangia et al. 2020 (1,508 sentence pairs)"},
-    "stereoset": {"items": 2106, "source": "StereoSet intrasentence dev set, Nadeem et al. 2021 (2,106 examples; test 6,392, not public)"},
-    "bbq": {"items": 58492, "other_languages": 10088,
-            "source": "BBQ, Parrish et al. 2022 (58,492 questions); other languages MBBQ, Neplenbroek et al. 2024 (10,088 per language)"},
-    "analogies": {"items": 19544, "source": "Google analogy test set, Mikolov et al. 2013 (19,544 questions)"},
+    "stereoset": {
+        "items": 2106,
+        "source": "StereoSet intrasentence dev set, Nadeem et al. 2021 (2,106 examples; test 6,392, not public)",
+    },
+    "bbq": {
+        "items": 58492,
+        "other_languages": 10088,
+        "source": "BBQ, Parrish et al. 2022 (58,492 questions); other languages MBBQ, Neplenbroek et al. 2024 (10,088 per language)",
+    },
+    "analogies": {
+        "items": 19544,
+        "source": "Google analogy test set, Mikolov et al. 2013 (19,544 questions)",
+    },
     "similarity-pairs": {"items": 999, "source": "SimLex-999, Hill et al. 2015 (999 pairs)"},
 }
 # Measured GPU seconds per item (H200, fp32; ../shared/reviews/gpu-2026-11-28.md).
@@ -67,8 +76,14 @@ def items(data: Any) -> int:
         if isinstance(value, tuple):
             count += sum(items(v) if _is_container(v) else 1 for v in value)
         elif attrs.has(type(value)):  # a word list: its parallel lists (words, grammar) count once
-            count += max((len(getattr(value, f.name)) for f in attrs.fields(type(value))
-                          if f.init and isinstance(getattr(value, f.name), tuple)), default=0)
+            count += max(
+                (
+                    len(getattr(value, f.name))
+                    for f in attrs.fields(type(value))
+                    if f.init and isinstance(getattr(value, f.name), tuple)
+                ),
+                default=0,
+            )
     return count
 
 
@@ -94,8 +109,14 @@ def measured(folder: Path) -> tuple[dict[str, float], dict[str, int], float]:
             per_item[r["metric"]].append(float(r["timings"]["compute_s"]) / n)
             sizes[r["metric"]] = n
     manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
-    loads = [m["load_s"] for m in manifest.get("models", {}).values() if m.get("load_s") is not None]
-    return {m: statistics.median(v) for m, v in per_item.items()}, sizes, (max(loads) if loads else 0.0)
+    loads = [
+        m["load_s"] for m in manifest.get("models", {}).values() if m.get("load_s") is not None
+    ]
+    return (
+        {m: statistics.median(v) for m, v in per_item.items()},
+        sizes,
+        (max(loads) if loads else 0.0),
+    )
 
 
 def installed(languages: list[str]) -> dict[str, tuple[float, float]]:
@@ -111,7 +132,9 @@ def installed(languages: list[str]) -> dict[str, tuple[float, float]]:
     return {kind: (count[kind] / len(languages), statistics.mean(sizes[kind])) for kind in count}
 
 
-def real_size(kind: str, languages: list[str], have: dict[str, tuple[float, float]], fallback: int) -> tuple[float, str]:
+def real_size(
+    kind: str, languages: list[str], have: dict[str, tuple[float, float]], fallback: int
+) -> tuple[float, str]:
     """Items per test at real size, and where the number comes from."""
     published = REAL_SIZES.get(kind)
     if published:
@@ -137,11 +160,15 @@ def main() -> None:
     from bias.registry import entry_points as eps
 
     costs, measured_sizes, load_s = measured(args.run)
-    languages = sorted({row.language for row in registry.wordsets() if row.status == "ok"})[: args.languages]
+    languages = sorted({row.language for row in registry.wordsets() if row.status == "ok"})[
+        : args.languages
+    ]
     have = installed(languages)
     print(f"measured in {args.run}: {len(costs)} metrics; model load {load_s:.1f} s")
-    print(f"audit: {args.models} models x {len(languages)} languages ({', '.join(languages)}) x tests x "
-          f"{args.choices} choices (metrics with a layer, pooling or level), {args.workers} workers\n")
+    print(
+        f"audit: {args.models} models x {len(languages)} languages ({', '.join(languages)}) x tests x "
+        f"{args.choices} choices (metrics with a layer, pooling or level), {args.workers} workers\n"
+    )
     header = f"{'metric':<15}{'kind':<17}{'items':>7}{'tests':>7}{'CPU s':>9}{'CPU h':>9}{'GPU s':>9}{'GPU h':>8}"
     print(header)
     rows, missing, sources = [], [], {}
@@ -161,22 +188,31 @@ def main() -> None:
         rows.append((name, kind, size, experiments, cpu, gpu, name in GPU_SECONDS_PER_ITEM))
     for name, kind, size, experiments, cpu, gpu, on_gpu in rows:
         mark = "" if on_gpu else " cpu"
-        print(f"{name:<15}{kind:<17}{size:>7,.0f}{experiments:>7,.0f}{cpu:>9.1f}{experiments * cpu / 3600:>9.1f}"
-              f"{gpu:>9.1f}{experiments * gpu / 3600:>8.1f}{mark}")
+        print(
+            f"{name:<15}{kind:<17}{size:>7,.0f}{experiments:>7,.0f}{cpu:>9.1f}{experiments * cpu / 3600:>9.1f}"
+            f"{gpu:>9.1f}{experiments * gpu / 3600:>8.1f}{mark}"
+        )
     loading = args.models * load_s
     cpu_total = sum(e * c for _, _, _, e, c, _, _ in rows) + loading
     gpu_total = sum(e * g for _, _, _, e, _, g, _ in rows) + loading
-    print(f"{'loading':<15}{'':<17}{'':>7}{args.models:>7,}{load_s:>9.1f}{loading / 3600:>9.2f}{load_s:>9.1f}{loading / 3600:>8.2f}")
+    print(
+        f"{'loading':<15}{'':<17}{'':>7}{args.models:>7,}{load_s:>9.1f}{loading / 3600:>9.2f}{load_s:>9.1f}{loading / 3600:>8.2f}"
+    )
     rounds = -(-args.models // args.workers)
     for label, total in (("CPU", cpu_total), ("GPU", gpu_total)):
         per_model = total / args.models
-        print(f"\n{label}: {total / 3600:,.1f} worker-hours; per model {per_model / 3600:.2f} h; wall time on "
-              f"{args.workers} workers: {rounds * per_model / 3600:,.1f} h ({rounds} round(s))", end="")
+        print(
+            f"\n{label}: {total / 3600:,.1f} worker-hours; per model {per_model / 3600:.2f} h; wall time on "
+            f"{args.workers} workers: {rounds * per_model / 3600:,.1f} h ({rounds} round(s))",
+            end="",
+        )
     print("\n\nitems per test at real size:")
     for kind, source in sorted(sources.items()):
         print(f"  {kind}: {source}")
     for name, kind, size in missing:
-        print(f"not measured in {args.run}: {name} (kind {kind}, {size:,.0f} items per test): add a test of that kind to the measured run")
+        print(
+            f"not measured in {args.run}: {name} (kind {kind}, {size:,.0f} items per test): add a test of that kind to the measured run"
+        )
 
 
 if __name__ == "__main__":

@@ -42,7 +42,9 @@ class Node:
         if self.process.poll() is None:
             return True
         log = (self.folder / "node.log").read_text(errors="replace").splitlines()
-        raise AssertionError(f"ray start ended with {self.process.returncode}: " + "\n".join(log[-15:]))
+        raise AssertionError(
+            f"ray start ended with {self.process.returncode}: " + "\n".join(log[-15:])
+        )
 
     def kill(self) -> None:
         """The whole node at once, as a lost machine: `ray start` and every process under it (the
@@ -74,27 +76,50 @@ def descendants(pid: int) -> list[int]:
     return found[::-1]
 
 
-def start_node(env: dict[str, str], *, head_port: int | None = None, cpus: int = 1, gpus: int = 0) -> tuple[Node, int]:
+def start_node(
+    env: dict[str, str], *, head_port: int | None = None, cpus: int = 1, gpus: int = 0
+) -> tuple[Node, int]:
     """A head (no `head_port`) or a node joining the head at 127.0.0.1:`head_port`; returns the node and
     the head's port. `env` is the environment of `ray start` (HOME, RAY_AUTH_MODE, PYTHONPATH)."""
-    folder = Path(tempfile.mkdtemp(prefix="rn", dir="/tmp"))  # short: Ray's socket paths have a length limit
+    # A short folder name: Ray's socket paths have a length limit.
+    folder = Path(tempfile.mkdtemp(prefix="rn", dir="/tmp"))
     ports = free_ports(10)
-    args = [
-        "ray", "start", "--block", "--num-cpus", str(cpus), "--num-gpus", str(gpus), "--temp-dir", str(folder),
-        "--node-manager-port", str(ports[1]), "--object-manager-port", str(ports[2]),
-        "--dashboard-agent-listen-port", str(ports[3]), "--dashboard-agent-grpc-port", str(ports[4]),
-        "--runtime-env-agent-port", str(ports[5]), "--metrics-export-port", str(ports[6]),
-        "--worker-port-list", ",".join(str(p) for p in free_ports(12)), "--disable-usage-stats",
-    ]
+    options: dict[str, object] = {
+        "--num-cpus": cpus,
+        "--num-gpus": gpus,
+        "--temp-dir": folder,
+        "--node-manager-port": ports[1],
+        "--object-manager-port": ports[2],
+        "--dashboard-agent-listen-port": ports[3],
+        "--dashboard-agent-grpc-port": ports[4],
+        "--runtime-env-agent-port": ports[5],
+        "--metrics-export-port": ports[6],
+        "--worker-port-list": ",".join(map(str, free_ports(12))),
+    }
     if head_port is None:
         head_port = ports[0]
-        args += ["--head", "--port", str(head_port), "--include-dashboard", "false", "--dashboard-port", str(ports[7]),
-                 "--ray-client-server-port", str(ports[8]), "--system-config", HEALTH_CHECKS]
+        options.update(
+            {
+                "--head": None,
+                "--port": head_port,
+                "--include-dashboard": "false",
+                "--dashboard-port": ports[7],
+                "--ray-client-server-port": ports[8],
+                "--system-config": HEALTH_CHECKS,
+            }
+        )
     else:
-        args += ["--address", f"127.0.0.1:{head_port}"]
+        options["--address"] = f"127.0.0.1:{head_port}"
+    args = ["ray", "start", "--block", "--disable-usage-stats"]
+    for flag, value in options.items():
+        args += [flag] if value is None else [flag, str(value)]
     process = subprocess.Popen(
-        args, env={**env, **SLOW_MACHINE, "RAY_TMPDIR": str(folder)}, cwd=folder, start_new_session=True,
-        stdout=open(folder / "node.log", "w"), stderr=subprocess.STDOUT,
+        args,
+        env={**env, **SLOW_MACHINE, "RAY_TMPDIR": str(folder)},
+        cwd=folder,
+        start_new_session=True,
+        stdout=open(folder / "node.log", "w"),
+        stderr=subprocess.STDOUT,
     )
     return Node(process, folder), head_port
 
@@ -108,7 +133,11 @@ def alive_nodes(address: str) -> list[tuple[str, bool, dict[str, float]]]:
         stub = gcs_service_pb2_grpc.NodeInfoGcsServiceStub(channel)
         reply = stub.GetAllNodeInfo(gcs_service_pb2.GetAllNodeInfoRequest(), timeout=10)
     alive = gcs_pb2.GcsNodeInfo.GcsNodeState.ALIVE
-    return [(n.node_id.hex(), n.is_head_node, dict(n.resources_total)) for n in reply.node_info_list if n.state == alive]
+    return [
+        (n.node_id.hex(), n.is_head_node, dict(n.resources_total))
+        for n in reply.node_info_list
+        if n.state == alive
+    ]
 
 
 def wait_for(condition, what: str, timeout: float = 240.0, every: float = 0.2):

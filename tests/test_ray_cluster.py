@@ -25,14 +25,9 @@ from pathlib import Path
 import pytest
 
 from ray_nodes import alive_nodes, start_node, wait_for
+from test_ray_executor import WORDS, write_model
 from test_registry import make_distribution
 
-WORDS = {
-    "X": ["rose", "tulip", "daisy", "lily", "orchid", "violet", "poppy", "iris"],
-    "Y": ["ant", "wasp", "beetle", "moth", "flea", "hornet", "gnat", "spider"],
-    "A": ["joy", "love", "peace", "happy", "gentle", "lucky", "honest", "warm"],
-    "B": ["pain", "hatred", "war", "ugly", "filthy", "rotten", "poison", "grief"],
-}
 
 # At seed 0, while its gate file exists, the metric leaves a marker (its node and model) and waits: the
 # test acts (SIGTERM, a node killed) while both models are mid-run, however busy the machine.
@@ -75,22 +70,18 @@ class Gate(Metric):
 '''
 
 
-def write_model(path: Path, seed: int) -> None:
-    import numpy as np
-
-    rng = np.random.default_rng(seed)
-    words = [w for ws in WORDS.values() for w in ws]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(f"{len(words)} 12\n" + "".join(w + " " + " ".join(f"{v:.5f}" for v in rng.normal(size=12)) + "\n" for w in words))
-
-
 @pytest.fixture(scope="module")
 def two_nodes(tmp_path_factory):
     """A head and a second node, one CPU each, started in a folder of their own; the driver's files
     and environment (its HOME holds a token, the cluster runs without one)."""
     root = tmp_path_factory.mktemp("cluster")
     (root / "bias_gate.py").write_text(GATE_PLUGIN)
-    site = make_distribution(root / "site", "bias-gate", {"bias.metrics": {"gate": "bias_gate:Gate"}}, root / "bias_gate.py")
+    site = make_distribution(
+        root / "site",
+        "bias-gate",
+        {"bias.metrics": {"gate": "bias_gate:Gate"}},
+        root / "bias_gate.py",
+    )
     python_path = os.pathsep.join(p for p in (str(site), os.environ.get("PYTHONPATH", "")) if p)
     (root / "cluster-home").mkdir()
     node_env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
@@ -99,14 +90,25 @@ def two_nodes(tmp_path_factory):
     second = None
     try:
         address = f"127.0.0.1:{port}"
-        wait_for(lambda: head.running() and alive_nodes(address), "the head")
+        # the second node joins as soon as the head's control store answers (its raylet comes later)
+        wait_for(
+            lambda: head.running() and alive_nodes(address) is not None, "the head's control store"
+        )
         second, _ = start_node(node_env, head_port=port)
-        nodes = wait_for(lambda: second.running() and len(alive_nodes(address)) == 2 and alive_nodes(address), "two live nodes")
+        nodes = wait_for(
+            lambda: second.running() and len(alive_nodes(address)) == 2 and alive_nodes(address),
+            "two live nodes",
+        )
         (root / "driver-home" / ".ray").mkdir(parents=True)
-        (root / "driver-home" / ".ray" / "auth_token").write_text("a" * 32)  # a token this cluster never asked for
+        (root / "driver-home" / ".ray" / "auth_token").write_text(
+            "a" * 32
+        )  # a token this cluster never asked for
         driver_env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
-        driver_env.update(HOME=str(root / "driver-home"), PYTHONPATH=python_path, HF_HUB_OFFLINE="1", COLUMNS="80")
+        driver_env.update(
+            HOME=str(root / "driver-home"), PYTHONPATH=python_path, HF_HUB_OFFLINE="1", COLUMNS="80"
+        )
         project = root / "project"
+        (project / "exp" / "models").mkdir(parents=True)
         for i in range(2):
             write_model(project / "exp" / "models" / f"m{i}.txt", i)
         (project / "exp" / "flowers.toml").write_text(
@@ -114,8 +116,14 @@ def two_nodes(tmp_path_factory):
             + "".join(f"[sets.{k}]\nwords = {ws!r}\n".replace("'", '"') for k, ws in WORDS.items())
         )
         second_id = next(node for node, is_head, _ in nodes if not is_head)
-        yield {"address": address, "project": project, "env": driver_env, "second": second, "second_id": second_id,
-               "root": root}
+        yield {
+            "address": address,
+            "project": project,
+            "env": driver_env,
+            "second": second,
+            "second_id": second_id,
+            "root": root,
+        }
     finally:
         for node in (second, head):
             if node is not None:
@@ -125,10 +133,19 @@ def two_nodes(tmp_path_factory):
 
 def bias(cluster, args: list[str], **kwargs) -> subprocess.Popen:
     """`bias ...` started in the project folder, as a terminal starts it (SIGINT and SIGTERM delivered)."""
-    runner = ("import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
-              "sys.argv = ['bias', *sys.argv[1:]]; runpy.run_module('bias.cli.app', run_name='__main__')")
-    return subprocess.Popen([sys.executable, "-c", runner, *args], cwd=cluster["project"], env=cluster["env"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs)
+    runner = (
+        "import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+        "sys.argv = ['bias', *sys.argv[1:]]; runpy.run_module('bias.cli.app', run_name='__main__')"
+    )
+    return subprocess.Popen(
+        [sys.executable, "-c", runner, *args],
+        cwd=cluster["project"],
+        env=cluster["env"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        **kwargs,
+    )
 
 
 def rows(path: Path) -> list[dict]:
@@ -139,14 +156,19 @@ def markers(gate: Path, driver: subprocess.Popen | None = None) -> list[tuple[st
     """(node id, model) of each experiment waiting at the gate (a driver that ended fails the test)."""
     if driver is not None and driver.poll() is not None:
         raise AssertionError(f"the run ended early: {driver.communicate()}")
-    return [tuple(p.read_text().split(" ", 1)) for p in gate.parent.glob("reached-*") if p.read_text()]
+    return [
+        tuple(p.read_text().split(" ", 1)) for p in gate.parent.glob("reached-*") if p.read_text()
+    ]
 
 
 def test_grid_survives_sigterm_and_a_lost_node_and_equals_a_local_run(two_nodes):
     project, gate = two_nodes["project"], two_nodes["root"] / "gate" / "closed"
     gate.parent.mkdir()
     gate.write_text("")
-    models = "".join(f'\n[[models]]\nspec = "word2vec:models/m{i}.txt"\nresources = {{ cpus = 1 }}\n' for i in range(2))
+    models = "".join(
+        f'\n[[models]]\nspec = "word2vec:models/m{i}.txt"\nresources = {{ cpus = 1 }}\n'
+        for i in range(2)
+    )
     (project / "exp" / "exp.toml").write_text(
         'executor = "ray"\nwordsets = ["flowers.toml"]\nseeds = [0, 1, 2]\n'
         f'metrics = [{{ name = "weat", permutations = 2000, exact_limit = 0, bootstrap = 0 }}, {{ name = "gate", gate = "{gate}" }}]\n'
@@ -154,8 +176,12 @@ def test_grid_survives_sigterm_and_a_lost_node_and_equals_a_local_run(two_nodes)
     )
     run = ["run", "exp/exp.toml", "--out", "runs/ray", "--ray-address", two_nodes["address"]]
 
-    first = bias(two_nodes, run)  # both models reach the gate, one on each node; then SIGTERM, as a scheduler's time limit
-    reached = wait_for(lambda: len(markers(gate, first)) == 2 and markers(gate), "both models at the gate")
+    first = bias(
+        two_nodes, run
+    )  # both models reach the gate, one on each node; then SIGTERM, as a scheduler's time limit
+    reached = wait_for(
+        lambda: len(markers(gate, first)) == 2 and markers(gate), "both models at the gate"
+    )
     nodes = {node for node, _ in reached}
     assert len(nodes) == 2 and two_nodes["second_id"] in nodes, reached  # one model on each node
     out = project / "runs" / "ray"
@@ -166,12 +192,18 @@ def test_grid_survives_sigterm_and_a_lost_node_and_equals_a_local_run(two_nodes)
     assert "Interrupted" in err and "--resume" in err and "runs without token authentication" in err
     kept = rows(out / "results.jsonl")
     assert len(kept) == 6 and all(r["status"] == "ok" and r["metric"] == "weat" for r in kept)
-    assert json.loads((out / "manifest.json").read_text())["sessions"][-1]["status"] == "interrupted"
+    assert (
+        json.loads((out / "manifest.json").read_text())["sessions"][-1]["status"] == "interrupted"
+    )
 
     for marker in gate.parent.glob("reached-*"):
         marker.unlink()
-    resumed = bias(two_nodes, [*run, "--resume"])  # the gate holds both models again; node 2 is lost there
-    reached = wait_for(lambda: len(markers(gate, resumed)) == 2 and markers(gate), "both models at the gate again")
+    resumed = bias(
+        two_nodes, [*run, "--resume"]
+    )  # the gate holds both models again; node 2 is lost there
+    reached = wait_for(
+        lambda: len(markers(gate, resumed)) == 2 and markers(gate), "both models at the gate again"
+    )
     lost_model = next(model for node, model in reached if node == two_nodes["second_id"])
     two_nodes["second"].kill()
     gate.unlink()
@@ -187,8 +219,24 @@ def test_grid_survives_sigterm_and_a_lost_node_and_equals_a_local_run(two_nodes)
     session = json.loads((out / "manifest.json").read_text())["sessions"][-1]
     assert session["status"] == "finished" and session["executor"]["retried"][0]["experiments"] == 3
 
-    local = subprocess.run([sys.executable, "-m", "bias.cli.app", "run", "exp/exp.toml", "--executor", "local", "--out", "runs/local"],
-                           cwd=project, env=two_nodes["env"], capture_output=True, text=True, timeout=300)
+    local = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "bias.cli.app",
+            "run",
+            "exp/exp.toml",
+            "--executor",
+            "local",
+            "--out",
+            "runs/local",
+        ],
+        cwd=project,
+        env=two_nodes["env"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert local.returncode == 0, local.stderr
     by_key = {r["key"]: r for r in rows(project / "runs" / "local" / "results.jsonl")}
     assert by_key.keys() == set(keys)
@@ -200,8 +248,23 @@ def test_grid_survives_sigterm_and_a_lost_node_and_equals_a_local_run(two_nodes)
 
 
 def test_relative_model_path_on_the_command_line_reaches_the_workers(two_nodes):
-    proc = bias(two_nodes, ["run", "-m", "word2vec:exp/models/m0.txt", "-w", "exp/flowers.toml", "--permutations", "1000",
-                            "--executor", "ray", "--ray-address", two_nodes["address"], "--json"])
+    proc = bias(
+        two_nodes,
+        [
+            "run",
+            "-m",
+            "word2vec:exp/models/m0.txt",
+            "-w",
+            "exp/flowers.toml",
+            "--permutations",
+            "1000",
+            "--executor",
+            "ray",
+            "--ray-address",
+            two_nodes["address"],
+            "--json",
+        ],
+    )
     out, err = proc.communicate(timeout=300)
     assert proc.returncode == 0, err
     result = json.loads(out.splitlines()[-1])
@@ -216,7 +279,17 @@ def test_a_gpu_no_node_has_and_another_ray_release_are_refused_in_seconds(two_no
     )
     cases = {
         "gpus = 1": ["run", "gpu.toml"],
-        "--device cuda": ["run", "-m", f"hf:{tiny_bert_dir}", "-w", "exp/flowers.toml", "--device", "cuda", "--executor", "ray"],
+        "--device cuda": [
+            "run",
+            "-m",
+            f"hf:{tiny_bert_dir}",
+            "-w",
+            "exp/flowers.toml",
+            "--device",
+            "cuda",
+            "--executor",
+            "ray",
+        ],
     }
     for case, args in cases.items():
         started = time.monotonic()
@@ -224,12 +297,23 @@ def test_a_gpu_no_node_has_and_another_ray_release_are_refused_in_seconds(two_no
         _, err = proc.communicate(timeout=120)
         said = " ".join(err.split())
         assert proc.returncode == 2 and "Traceback" not in err, (case, err)
-        assert "asks for 1 CPU and 1 GPU, and no node of the Ray cluster at" in said and "has a GPU (" in said, case
+        assert (
+            "asks for 1 CPU and 1 GPU, and no node of the Ray cluster at" in said
+            and "has a GPU (" in said
+        ), case
         assert time.monotonic() - started < 120  # a generous bound, only against waiting for ever
-    other = ("import runpy, sys, ray; ray.__version__ = '2.59.0'; "  # this driver as if another Ray release were installed
-             "sys.argv = ['bias', *sys.argv[1:]]; runpy.run_module('bias.cli.app', run_name='__main__')")
-    proc = subprocess.run([sys.executable, "-c", other, "run", "gpu.toml", "--ray-address", two_nodes["address"]],
-                          cwd=project, env=two_nodes["env"], capture_output=True, text=True, timeout=120)
+    other = (
+        "import runpy, sys, ray; ray.__version__ = '2.59.0'; "  # this driver as if another Ray release were installed
+        "sys.argv = ['bias', *sys.argv[1:]]; runpy.run_module('bias.cli.app', run_name='__main__')"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", other, "run", "gpu.toml", "--ray-address", two_nodes["address"]],
+        cwd=project,
+        env=two_nodes["env"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     said = " ".join(proc.stderr.split())
     assert proc.returncode == 2, proc.stderr
     assert "runs Ray 2.60.0 on Python" in said and "this machine has Ray 2.59.0" in said

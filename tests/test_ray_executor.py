@@ -383,6 +383,41 @@ def test_resources_are_checked_and_become_actor_options():
     with pytest.raises(BiasError) as err:
         ray_executor.actor_options({"cpus": -1}, "hf:x")
     assert "resources.cpus" in err.value.message
+    # --device cuda asks for a whole GPU unless the model says how much; Ray, not cuda:N, picks the GPU
+    assert ray_executor.actor_options({}, "m", "cuda") == {"num_cpus": 1.0, "num_gpus": 1.0}
+    assert ray_executor.actor_options({"gpus": 0.25}, "m", "cuda") == {"num_cpus": 1.0, "num_gpus": 0.25}
+    with pytest.raises(BiasError, match="cuda:1 names one GPU of one machine"):
+        ray_executor.actor_options({}, "m", "cuda:1")
+    # checked against the live nodes, one node at a time: 2 + 2 CPUs on two nodes are not 4 on one
+    nodes = [{"Resources": {"CPU": 2.0}}, {"Resources": {"CPU": 2.0, "GPU": 1.0}}]
+    ray_executor.check_resources(nodes, {"m": {"num_cpus": 2.0, "num_gpus": 1.0}}, "h:1")
+    with pytest.raises(BiasError) as err:
+        ray_executor.check_resources(nodes, {"big": {"num_cpus": 4.0, "num_gpus": 0.0}}, "h:1")
+    assert err.value.exit_code == 2 and "Model big asks for 4 CPU" in err.value.message and "the most is 2" in err.value.message
+    with pytest.raises(BiasError) as err:
+        ray_executor.check_resources(nodes, {"two": {"num_cpus": 1.0, "num_gpus": 2.0}}, "h:1")
+    assert "2 GPU on one node (the most is 1)" in err.value.message
+
+
+def test_waiting_and_retries_are_said_off_a_terminal(capsys):
+    """Off a terminal the progress says, once, that a model waits for resources (a long wait is never
+    silent), and the run ends with one line per model whose experiments were retried, and why."""
+    from rich.console import Console
+
+    from bias.cli.run import _progress
+    from bias.engine.runner import Event
+
+    progress = _progress(Console(), enabled=False, plain=True)
+    progress.event(Event("waiting", 4, 8, "hf:big", note="waiting for resources: hf:big needs 1 CPU and 1 GPU"))
+    exp = [Experiment(ModelConfig("word2vec:v.txt"), "en/weat1", "weat", {}, seed) for seed in range(3)]
+    for e, why in zip([*exp, exp[0]], ["its worker on Ray node n2 became unreachable"] * 2 + ["Ray node n2 was lost"] * 2):
+        progress.event(Event("retry", 4, 8, "word2vec:v.txt", e, note=why))
+    said = " ".join(capsys.readouterr().err.split())
+    assert "[4/8] waiting for resources: hf:big needs 1 CPU and 1 GPU" in said
+    assert progress.retried_lines() == [
+        "retried 3 experiment(s) of word2vec:v.txt on Ray, after losing its worker: its worker on Ray node n2 "
+        "became unreachable; Ray node n2 was lost"
+    ]
 
 
 def test_executor_and_resources_in_the_experiment_file(tmp_path):
