@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import statistics
 from collections import defaultdict
 from pathlib import Path
@@ -53,7 +54,16 @@ REAL_SIZES: dict[str, dict[str, Any]] = {
     "similarity-pairs": {"items": 999, "source": "SimLex-999, Hill et al. 2015 (999 pairs)"},
 }
 # Measured GPU seconds per item (H200, fp32; ../shared/reviews/gpu-2026-11-28.md).
-GPU_SECONDS_PER_ITEM = {"crows": 1.37 / 71, "bbq": 1 / 633}
+# kls, jss and jss-mixture score each sentence with CrowS's pseudo-log-likelihood (their default):
+# the computation measured for crows.
+PLL_PAIR = 1.37 / 71
+GPU_SECONDS_PER_ITEM = {
+    "crows": PLL_PAIR,
+    "kls": PLL_PAIR,
+    "jss": PLL_PAIR,
+    "jss-mixture": PLL_PAIR,
+    "bbq": 1 / 633,
+}
 CHOICE_PARAMS = ("layer", "pooling", "level")
 
 
@@ -88,8 +98,8 @@ def items(data: Any) -> int:
 
 
 def measured(folder: Path) -> tuple[dict[str, float], dict[str, int], float]:
-    """Per metric: median compute seconds per item, and the items of its measured test; the longest
-    model load of the run."""
+    """Per metric: median compute seconds per item, and the items of its measured test (the whole test,
+    not the part `--limit` ran); the longest model load of the run."""
     from bias import registry
     from bias.core.data.limit import first_items
 
@@ -107,7 +117,7 @@ def measured(folder: Path) -> tuple[dict[str, float], dict[str, int], float]:
         n = items(first_items(data_cache[r["wordset"]], r.get("meta", {}).get("limit")))
         if n:
             per_item[r["metric"]].append(float(r["timings"]["compute_s"]) / n)
-            sizes[r["metric"]] = n
+            sizes[r["metric"]] = items(data_cache[r["wordset"]])
     manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
     loads = [
         m["load_s"] for m in manifest.get("models", {}).values() if m.get("load_s") is not None
@@ -153,7 +163,11 @@ def main() -> None:
     parser.add_argument("--languages", type=int, default=7)
     parser.add_argument("--choices", type=int, default=4)
     parser.add_argument("--workers", type=int, default=8)
+    parser.add_argument(
+        "--metrics", default="", help="only these metrics, comma-separated (default: every one)"
+    )
     args = parser.parse_args()
+    logging.disable(logging.WARNING)  # notes of the installed tests, read here only to be counted
 
     from bias import registry
     from bias.core.params import describe_params
@@ -166,13 +180,19 @@ def main() -> None:
     have = installed(languages)
     print(f"measured in {args.run}: {len(costs)} metrics; model load {load_s:.1f} s")
     print(
-        f"audit: {args.models} models x {len(languages)} languages ({', '.join(languages)}) x tests x "
-        f"{args.choices} choices (metrics with a layer, pooling or level), {args.workers} workers\n"
+        f"audit: {args.models} models x {len(languages)} languages ({', '.join(languages)}) x tests"
     )
-    header = f"{'metric':<15}{'kind':<17}{'items':>7}{'tests':>7}{'CPU s':>9}{'CPU h':>9}{'GPU s':>9}{'GPU h':>8}"
-    print(header)
+    print(
+        f"  x {args.choices} choices (metrics with a layer, pooling or level), {args.workers} workers\n"
+    )
+    print(
+        f"{'metric':<16}{'items':>7}{'tests':>7}{'CPU s':>10}{'CPU h':>9}{'GPU s':>10}{'GPU h':>9}"
+    )
+    wanted = {m.strip() for m in args.metrics.split(",") if m.strip()}
     rows, missing, sources = [], [], {}
     for name in registry.names("metrics"):
+        if wanted and name not in wanted:
+            continue
         cls = eps.load("metrics", name)
         kind = getattr(cls, "data_kind", "?")
         size, source = real_size(kind, languages, have, measured_sizes.get(name, 0))
@@ -181,37 +201,39 @@ def main() -> None:
         crossed = args.choices if {p.name for p in describe_params(cls)} & set(CHOICE_PARAMS) else 1
         experiments = args.models * len(languages) * tests * crossed
         if name not in costs:
-            missing.append((name, kind, size))
+            missing.append((name, kind))
             continue
         cpu = costs[name] * size
-        gpu = GPU_SECONDS_PER_ITEM[name] * size if name in GPU_SECONDS_PER_ITEM else cpu
-        rows.append((name, kind, size, experiments, cpu, gpu, name in GPU_SECONDS_PER_ITEM))
-    for name, kind, size, experiments, cpu, gpu, on_gpu in rows:
-        mark = "" if on_gpu else " cpu"
+        gpu = GPU_SECONDS_PER_ITEM.get(name, costs[name]) * size
+        rows.append((name, size, experiments, cpu, gpu))
+        mark = "" if name in GPU_SECONDS_PER_ITEM else " cpu"
         print(
-            f"{name:<15}{kind:<17}{size:>7,.0f}{experiments:>7,.0f}{cpu:>9.1f}{experiments * cpu / 3600:>9.1f}"
-            f"{gpu:>9.1f}{experiments * gpu / 3600:>8.1f}{mark}"
+            f"{name:<16}{size:>7,.0f}{experiments:>7,.0f}{cpu:>10.1f}{experiments * cpu / 3600:>9.1f}"
+            f"{gpu:>10.1f}{experiments * gpu / 3600:>9.1f}{mark}"
         )
     loading = args.models * load_s
-    cpu_total = sum(e * c for _, _, _, e, c, _, _ in rows) + loading
-    gpu_total = sum(e * g for _, _, _, e, _, g, _ in rows) + loading
     print(
-        f"{'loading':<15}{'':<17}{'':>7}{args.models:>7,}{load_s:>9.1f}{loading / 3600:>9.2f}{load_s:>9.1f}{loading / 3600:>8.2f}"
+        f"{'loading':<16}{'':>7}{args.models:>7,}{load_s:>10.1f}{loading / 3600:>9.1f}{load_s:>10.1f}{loading / 3600:>9.1f}"
+    )
+    print(
+        "(s: per experiment at real size; h: all experiments; cpu: no GPU figure, priced at its CPU cost)"
     )
     rounds = -(-args.models // args.workers)
-    for label, total in (("CPU", cpu_total), ("GPU", gpu_total)):
-        per_model = total / args.models
+    for label, total in (
+        ("CPU", sum(e * c for _, _, e, c, _ in rows)),
+        ("GPU", sum(e * g for _, _, e, _, g in rows)),
+    ):
+        per_model = (total + loading) / args.models
         print(
-            f"\n{label}: {total / 3600:,.1f} worker-hours; per model {per_model / 3600:.2f} h; wall time on "
-            f"{args.workers} workers: {rounds * per_model / 3600:,.1f} h ({rounds} round(s))",
-            end="",
+            f"{label}: {(total + loading) / 3600:,.0f} worker-hours, {per_model / 3600:,.1f} h per model; "
+            f"on {args.workers} workers {rounds * per_model / 3600:,.0f} h ({rounds} rounds)"
         )
-    print("\n\nitems per test at real size:")
+    print("items per test at real size:")
     for kind, source in sorted(sources.items()):
         print(f"  {kind}: {source}")
-    for name, kind, size in missing:
+    for name, kind in missing:
         print(
-            f"not measured in {args.run}: {name} (kind {kind}, {size:,.0f} items per test): add a test of that kind to the measured run"
+            f"not measured in {args.run}: {name} (no test of kind {kind} in the run); add one to price it"
         )
 
 
