@@ -6,6 +6,7 @@ process of the machine)."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -22,13 +23,21 @@ SLOW_MACHINE = {"RAY_agent_register_timeout_ms": "300000"}
 HEALTH_CHECKS = '{"health_check_period_ms": 1000, "health_check_failure_threshold": 5}'
 
 
+_GIVEN: set[int] = (
+    set()
+)  # ports handed out in this process: never twice (a node's worker ports bind late)
+
+
 def free_ports(n: int) -> list[int]:
-    sockets = [socket.socket() for _ in range(n)]
-    for s in sockets:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in sockets]
-    for s in sockets:
-        s.close()
+    """`n` ports that nothing listens on now and that this process has not handed out before."""
+    ports: list[int] = []
+    while len(ports) < n:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port not in _GIVEN:
+            _GIVEN.add(port)
+            ports.append(port)
     return ports
 
 
@@ -155,3 +164,38 @@ def wait_for(condition, what: str, timeout: float = 240.0, every: float = 0.2):
             return found
         time.sleep(every)
     raise AssertionError(f"timed out waiting for {what} ({last})")
+
+
+def start_cluster(env: dict[str, str], nodes: int = 2, attempts: int = 3) -> tuple[list[Node], str]:
+    """A head and `nodes - 1` more, started one after the other (each registered before the next
+    starts), and the head's address. `ray start` gives a node 30 s to register, which a busy machine can
+    exceed while the node's agents import: such a node is ended and started again, up to `attempts`."""
+    started: list[Node] = []
+    port: int | None = None
+    try:
+        for index in range(nodes):
+            for attempt in range(attempts):
+                node, port = start_node(env, head_port=port)
+                address = f"127.0.0.1:{port}"
+                try:
+                    wait_for(
+                        lambda node=node, address=address, index=index: (
+                            node.running() and len(alive_nodes(address)) > index
+                        ),
+                        f"node {index + 1}",
+                    )
+                    break
+                except AssertionError:
+                    node.kill()
+                    shutil.rmtree(node.folder, ignore_errors=True)
+                    if index == 0:
+                        port = None
+                    if attempt == attempts - 1:
+                        raise
+            started.append(node)
+    except BaseException:
+        for node in started:
+            node.kill()
+            shutil.rmtree(node.folder, ignore_errors=True)
+        raise
+    return started, f"127.0.0.1:{port}"
