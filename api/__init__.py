@@ -1,17 +1,25 @@
-"""The public API for plugin authors: everything a third-party metric, embedder, debiaser, data kind or
-language package imports, in one place.
+"""The stable API for plugin authors: everything a third-party metric, embedder, debiaser, data
+kind, format importer or language package imports, in one place.
 
 A plugin that imports only from `bias.api` (and `bias.testing` in its tests) keeps working when the
-framework's modules are reorganised: these names are the promise, the modules behind them are not.
-The first-party plugins and language packages import from here only (a test checks it). Beside the
-names below, the sub-modules group the shared libraries of one kind of plugin: `bias.api.association`,
-`bias.api.lm`, `bias.api.static`, `bias.api.hf`, `bias.api.services`, `bias.api.debiasing` and `bias.api.data`.
-See CONTRIBUTING.md for complete examples and the list of names.
+framework's modules are reorganised: these names are the promise, the modules behind them are not
+(CONTRIBUTING.md, "The public API", says how a name may change). The sub-modules
+(`bias.api.association`, `.lm`, `.static`, `.hf`, `.services`, `.debiasing`, `.decisions`, `.data`) are
+provisional: the shared libraries the first-party plugins build on, usable by anyone but free to
+change between minor versions.
+
+The import statements below are the one list of names. Those under `if TYPE_CHECKING:` come from
+modules that import numpy or scipy: they are imported on first use, so that importing bias.api (a
+language package does, when `bias list` reads it) stays light; the registry reads the same
+statements from this file's source to follow a plugin's base class without importing anything.
 """
 
 from __future__ import annotations
 
+import ast
 import importlib
+from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from bias.core.runs.budget import Cost, bootstrap_cost, permutation_cost
@@ -24,6 +32,7 @@ from bias.core.interfaces import (
     Capability,
     ChoiceRequest,
     ChoiceScores,
+    Contact,
     Debiaser,
     Embedder,
     InputRequest,
@@ -34,7 +43,6 @@ from bias.core.interfaces import (
     ResolvedModel,
     Tokens,
     TokenScores,
-    WordSetFormat,
 )
 from bias.core.model import (
     ANALOGIES,
@@ -53,7 +61,10 @@ from bias.core.model import (
     WordSetMeta,
     WordVectors,
 )
-from bias.core.params import between, int_at_least, one_of, param
+from bias.core.params import at_most, between, int_at_least, one_of, param
+from bias.core.values import ValueKind
+from bias.core.data.importers import WordSetFormat
+from bias.core.generation import GenerationRequest, Generations, Message, Reply, Sampling
 from bias.core.data.kinds import DataKind
 from bias.core.data.wordsets import DataPackage, Problem
 
@@ -64,45 +75,16 @@ from bias.core.data.lpbs_tests import LpbsTest
 from bias.core.data.minimal_pairs import PairSet, SentencePair
 from bias.core.data.templates import TemplateSet
 
-# Names whose modules import numpy or scipy are loaded on first use, so that importing bias.api (a
-# language package does, when `bias list` reads it) stays light. The table is a plain literal: the
-# registry reads it from this file's source, as it reads the imports above, to follow a plugin's base
-# class without importing anything.
-_LAZY = {
-    # Base classes of the two common metric shapes: a metric over the looked-up vectors of X, Y, A and
-    # B, and a metric over per-pair scores of a language model (a refusal is returned, not raised).
-    "AssociationMetric": "bias.core.association",
-    "SetVectors": "bias.core.association",
-    "PairScores": "bias.core.pair_metrics.scoring",
-    "PairMetric": "bias.core.pair_metrics.metric",
-    "Refusal": "bias.core.pair_metrics.metric",
-    # Statistics to reuse rather than rewrite (signatures in CONTRIBUTING.md): the permutation test of
-    # two groups of scores, Cohen's d, bootstrap intervals and the multiple-testing corrections.
-    "ALTERNATIVES": "bias.core.statistics.association",
-    "PermutationTest": "bias.core.statistics.association",
-    "association_scores": "bias.core.statistics.association",
-    "effect_size": "bias.core.statistics.association",
-    "fresh_seed": "bias.core.statistics.association",
-    "n_partitions": "bias.core.statistics.association",
-    "no_spread": "bias.core.statistics.association",
-    "normal_p": "bias.core.statistics.association",
-    "permutation_test": "bias.core.statistics.association",
-    "unit_rows": "bias.core.statistics.association",
-    "DEFAULT_RESAMPLES": "bias.core.statistics.bootstrap",
-    "Interval": "bias.core.statistics.bootstrap",
-    "association_ci": "bias.core.statistics.bootstrap",
-    "generator": "bias.core.statistics.bootstrap",
-    "interval": "bias.core.statistics.bootstrap",
-    "benjamini_hochberg": "bias.core.statistics.multiple_testing",
-    "holm": "bias.core.statistics.multiple_testing",
-}
-
-if TYPE_CHECKING:  # what the table above gives, for type checkers and editors
+if TYPE_CHECKING:
+    # Base classes of the two common metric shapes: a metric over the looked-up vectors of X, Y,
+    # A and B, and a metric over per-pair scores of a language model (a refusal is returned, not
+    # raised).
     from bias.core.association import AssociationMetric, SetVectors
-    from bias.core.statistics.bootstrap import DEFAULT_RESAMPLES, Interval, association_ci, generator, interval
-    from bias.core.pair_metrics.scoring import PairScores
-    from bias.core.statistics.multiple_testing import benjamini_hochberg, holm
     from bias.core.pair_metrics.metric import PairMetric, Refusal
+    from bias.core.pair_metrics.scoring import PairScores
+
+    # Statistics to reuse rather than rewrite (signatures in CONTRIBUTING.md): the permutation test
+    # of two groups of scores, Cohen's d, bootstrap intervals and the multiple-testing corrections.
     from bias.core.statistics.association import (
         ALTERNATIVES,
         PermutationTest,
@@ -115,89 +97,45 @@ if TYPE_CHECKING:  # what the table above gives, for type checkers and editors
         permutation_test,
         unit_rows,
     )
+    from bias.core.statistics.bootstrap import (
+        DEFAULT_RESAMPLES,
+        Interval,
+        association_ci,
+        generator,
+        interval,
+    )
+    from bias.core.statistics.multiple_testing import benjamini_hochberg, holm
+
+
+def _lazy() -> dict[str, str]:
+    """Name -> module of the imports under `if TYPE_CHECKING:` above, read from this file once."""
+    if not _LAZY:
+        tree = ast.parse(Path(__file__).read_text(encoding="utf-8"))
+        blocks = [n for n in tree.body if isinstance(n, ast.If)]
+        block = next(n for n in blocks if ast.unparse(n.test) == "TYPE_CHECKING")
+        for node in block.body:
+            if isinstance(node, ast.ImportFrom) and node.module:
+                _LAZY.update({alias.asname or alias.name: node.module for alias in node.names})
+    return _LAZY
+
+
+_LAZY: dict[str, str] = {}
+_OWN = {"annotations", "ast", "importlib", "Path", "ModuleType", "TYPE_CHECKING", "Any"}
 
 
 def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        value = getattr(importlib.import_module(_LAZY[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'bias.api' has no attribute '{name}'")
+    if name == "__all__":
+        # Its sub-modules, once imported, are attributes of the package too: they are no names.
+        public = (n for n, v in globals().items() if n[0] != "_" and n not in _OWN)
+        public = (n for n in public if not isinstance(globals()[n], ModuleType))
+        return sorted({*public, *_lazy()})
+    module = _lazy().get(name)
+    if module is None:
+        raise AttributeError(f"module 'bias.api' has no attribute '{name}'")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
 
 
-__all__ = [
-    "ALTERNATIVES",
-    "ANALOGIES",
-    "ASSOCIATION",
-    "BIAS_TYPES",
-    "DEBIAS_LISTS",
-    "DEFAULT_RESAMPLES",
-    "FAILED",
-    "FAILURE",
-    "LPBS",
-    "MODEL_INPUT",
-    "OK",
-    "ON_THE_FLY",
-    "PAIRS",
-    "REFUSED",
-    "STATIC_VECTORS",
-    "TEMPLATES",
-    "USAGE",
-    "WORDSET_INPUT",
-    "Analogies",
-    "AssociationMetric",
-    "AssociationTest",
-    "BiasError",
-    "Capability",
-    "ChoiceRequest",
-    "ChoiceScores",
-    "Cost",
-    "DataKind",
-    "DataPackage",
-    "DebiasLists",
-    "Debiaser",
-    "Embedder",
-    "InputRequest",
-    "Interval",
-    "LpbsTest",
-    "MaskedRequest",
-    "Measured",
-    "Metric",
-    "PairMetric",
-    "PairScores",
-    "PairSet",
-    "PermutationTest",
-    "Problem",
-    "Quote",
-    "Refusal",
-    "ResolvedModel",
-    "Result",
-    "SentencePair",
-    "SetVectors",
-    "TemplateSet",
-    "TokenScores",
-    "Tokens",
-    "WordList",
-    "WordSetFormat",
-    "WordSetMeta",
-    "WordVectors",
-    "association_ci",
-    "association_scores",
-    "benjamini_hochberg",
-    "between",
-    "bootstrap_cost",
-    "effect_size",
-    "generator",
-    "holm",
-    "int_at_least",
-    "interval",
-    "n_partitions",
-    "no_spread",
-    "normal_p",
-    "one_of",
-    "param",
-    "permutation_cost",
-    "permutation_test",
-    "fresh_seed",
-    "unit_rows",
-]
+def __dir__() -> list[str]:
+    return __getattr__("__all__")

@@ -8,6 +8,7 @@ Part of the public API (`bias.api`): first-party plugins import these names from
 from __future__ import annotations
 
 from bias.core.association import (
+    EFFECT_SIZE_D,
     AssociationConventions,
     LOOKUP_CASES,
     UNCASED_HINT,
@@ -35,6 +36,7 @@ from bias.core.data.templates import Sentence, sentence_sets
 __all__ = [
     "association_result",
     "AssociationConventions",
+    "EFFECT_SIZE_D",
     "case_param",
     "duplicates_param",
     "check_layer",

@@ -9,7 +9,7 @@ from __future__ import annotations
 from bias.core.data import fise_tests as fise_data
 from bias.core.data.fise_tests import FiseTest, Stimulus
 from bias.core.data.labelled_texts import LabelledTexts
-from bias.core.data.bias_questions import BiasQuestion, BiasQuestions, placeholders
+from bias.core.data.bias_questions import PLAIN_PLACEHOLDERS, BiasQuestion, BiasQuestions, fill, placeholders
 from bias.core.model import BBQ, FISE, LABELLED_TEXTS, SIMILARITY_PAIRS, STEREOSET
 from bias.core.params import is_layer, layer_value
 from bias.core.data.similarity_pairs import MIN_PAIRS, SimilarityPairs
@@ -36,6 +36,8 @@ __all__ = [
     "normalise",
     "parse_json",
     "placeholders",
+    "PLAIN_PLACEHOLDERS",
+    "fill",
     "read_json",
     "read_text",
     "shown",

@@ -14,11 +14,12 @@ from bias.core.pair_metrics.scoring import (
     MASKED,
     SSS_MASKING,
     causal_sentence_scores,
+    computed_once,
     is_truncated,
     lm_mode,
 )
 from bias.core.data.lpbs_tests import ATTRIBUTES, TARGETS
-from bias.core.pair_metrics.metric import compare_pairs, lowercase_param, skipped_warnings
+from bias.core.pair_metrics.metric import PERCENT_OF_PAIRS, compare_pairs, lowercase_param, skipped_warnings
 from bias.core.data.minimal_pairs import DIRECTIONS
 
 __all__ = [
@@ -28,12 +29,14 @@ __all__ = [
     "CAUSAL_STARTS",
     "causal_sentence_scores",
     "compare_pairs",
+    "computed_once",
     "DIRECTIONS",
     "is_truncated",
     "LIKELIHOODS",
     "lm_mode",
     "lowercase_param",
     "MASKED",
+    "PERCENT_OF_PAIRS",
     "skipped_warnings",
     "SSS_MASKING",
     "TARGETS",

@@ -16,7 +16,7 @@ from bias.core.models.static.base import (
     unique,
     words_to_vectors,
 )
-from bias.core.models.static.from_encoder import check_encoder_folder, token_vectors_file
+from bias.core.models.static.from_encoder import SourceNormaliser, check_encoder_folder, token_vectors_file
 from bias.core.models.static.formats import (
     FASTTEXT_BIN,
     FileFormat,
@@ -51,6 +51,7 @@ __all__ = [
     "static_encode",
     "StaticEmbedder",
     "text_words",
+    "SourceNormaliser",
     "token_vectors_file",
     "unique",
     "with_layout_language",

@@ -53,6 +53,13 @@ MODULES: dict[str, list[str]] = {
     "plugins/metrics/probe.py": ["tests/test_probe.py", "-k", "not tiny_bert and not finetune and not readme and not compare and not bad_labelled and not validate_reads and not given_to_weat"],
     "core/models/debiasing/linear_erasure.py": ["tests/test_leace.py", "tests/test_inlp.py", "tests/test_linear_erasure_params.py", "-k", "not cli"],
     "core/reports/robustness.py": ["tests/test_robustness.py", "-k", "not cli"],
+    "plugins/metrics/stereoset.py": ["tests/test_stereoset_edges.py", "tests/test_stereoset.py", "tests/test_stereoset_families.py",
+                                     "-k", "not smoke and not without_version and not bias_run and not shuffled"],
+    "plugins/metrics/bbq.py": ["tests/test_bbq_scores.py", "tests/test_bbq.py",
+                               "-k", "not server and not english_sample and not robustness and not agreement and not mbbq and not jsonl"],
+    "plugins/metrics/lpbs.py": ["tests/test_lpbs_framework.py", "tests/test_lpbs.py", "tests/test_peer_presets.py", "-k", "lpbs or not preset"],
+    "core/reports/agreement.py": ["tests/test_agreement.py", "-k", "not command_line and not readme"],
+    "core/statistics/correlation.py": ["tests/test_agreement.py", "-k", "not command_line and not readme"],
 }
 
 # Mutants judged equivalent: (module, a fragment of the mutated line, original token, replacement) ->
@@ -109,6 +116,23 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
     ("core/reports/robustness.py", "label=kinds[0].scale_name", "0", "1"):
         "the label's kinds[0].scale_name: every member of a curve has the curve's scale name (it is part of the curve's key)",
     ("core/statistics/multiple_testing.py", "if m == 0:", "0", "1"): "one p-value adjusts to min(1, p) = p, which the early return gives too",
+    **{("core/statistics/correlation.py", "if tied.sum() > 1:", a, b): "a value tied with itself alone gets the mean of its one rank: the same rank"
+       for a, b in ((">", ">="), ("1", "0"))},
+    **{("core/reports/agreement.py", "sign, reference = kind.bias_sign or 1", "1", b):
+       "bias_sign is +1 or -1 here (a result without a declared direction is left out above): the fallback is never read"
+       for b in ("2", "0")},
+    ("core/reports/agreement.py", "significant = None if any(a is None for a in adjusted) else max(a.holm", "max", "min"):
+        "a cell's results are the seeds of one test, one hypothesis: each carries that hypothesis's adjusted p, so the largest is the smallest",
+    ("core/reports/agreement.py", "significant = None if any(a is None for a in adjusted) else max(a.holm", "any", "all"):
+        "a cell's results are the seeds of one test of one method: they all have an adjusted p or none has",
+    ("core/reports/agreement.py", "no_p = [m for m in found.methods if all(s.significant is None", "all", "any"):
+        "a method is one metric with one setting: it gives p-values in all its cells or in none",
+    ("core/reports/agreement.py", "writer = csv.DictWriter(buffer, fieldnames=list(data[0])", "0", "1"):
+        "every record has the same keys, and a pair gives two records (all and significant scores)",
+    ("core/reports/agreement.py", "figure = paths[-1].name if paths else None", "1", "0"):
+        "with PNG and SVG both written, either file is the same figure for the Markdown to show",
+    ("core/reports/agreement.py", "return html.escape(str(text), quote=True)", "True", "False"):
+        "the escaped text goes into element content only, never an attribute, where a quote reads the same escaped or not",
     ("core/pair_metrics/scoring.py", '"causal_start": scores[0].context if scores else ""', "0", "1"):
         "one call gives every sequence with tokens the same start context, and every sentence that reaches a scorer has tokens: any of them names it",
     ("plugins/metrics/probe.py", "if n < AUTO_CV_BELOW and smallest >= 2 else 1", "2", "1"):
@@ -304,7 +328,8 @@ def main() -> None:
     # Loaded once, shared by every forked run (the project itself is imported afresh in each).
     for name in ("numpy", "scipy.stats", "scipy.special", "sklearn.linear_model", "sklearn.model_selection", "sklearn.pipeline",
                  "sklearn.preprocessing", "sklearn.metrics", "pytest", "hypothesis", "hypothesis.strategies", "attrs",
-                 "matplotlib", "gensim.models", "anyio", "pytest_benchmark.plugin"):
+                 "matplotlib", "gensim.models", "anyio", "pytest_benchmark.plugin", "torch", "transformers", "tokenizers",
+                 "transformers.models.bert", "transformers.models.gpt2", "transformers.models.roberta", "transformers.models.llama"):
         try:
             importlib.import_module(name)
         except ImportError:

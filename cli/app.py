@@ -157,6 +157,7 @@ def run_cmd(
     pairs: list[str] = typer.Option([], "--pairs", help="Sentence-pair set (en/crows-sample) or CrowS-Pairs .csv/.tsv file. Repeatable."),
     analogies: list[str] = typer.Option([], "--analogies", help="Analogy set (name, or word2vec questions file). Repeatable."),
     param: list[str] = typer.Option([], "--param", help="Any metric parameter KEY=VALUE (see `bias info METRIC`). Repeatable."),
+    preset: Optional[str] = typer.Option(None, "--preset", help="A peer tool's conventions: bias-framework, bias-bench, sent-bias or wefe (docs/methods.md); --param wins."),
     device: Optional[str] = typer.Option(None, "--device", help="Model device: auto, cpu, cuda, cuda:N, mps."),
     dtype: Optional[str] = typer.Option(None, "--dtype", help="Model weights' precision: float32, float16, bfloat16."),
     batch_size: Optional[int] = typer.Option(None, "--batch-size", help="Texts per forward pass."),
@@ -182,6 +183,7 @@ def run_cmd(
     ray_address: Optional[str] = typer.Option(None, "--ray-address", help="With --executor ray: join this cluster (auto or HOST:PORT); default: start a local Ray instance."),
     max_cost: Optional[float] = typer.Option(None, "--max-cost", help="Embedding services: stop before sending when a model's estimated cost is above this many US dollars (default 1)."),
     confirm_cost: bool = typer.Option(False, "--confirm-cost", help="Embedding services: send even when the estimated cost is above --max-cost."),
+    allow: list[str] = typer.Option([], "--allow", help="Confirm an experiment file's NAME = VALUE that decides where requests, keys or data go (base_url, key_env, a server's location, a cache or a file outside the file's folder): the refusal says what to add. Repeatable."),
 ) -> None:
     """Run experiments: every combination of the repeatable options, or an experiment file."""
     from bias.cli.run import execute
@@ -270,12 +272,19 @@ def run_cmd(
         max_cost=max_cost,
         confirm_cost=confirm_cost,
         limit=limit,
+        preset=preset,
+        allow=allow,
+        code_flags=CODE_FLAGS,
     )
     raise typer.Exit(code)
 
 
+# The flags that switch on a model option that runs code (a file cannot): named when a file sets one.
+CODE_FLAGS = {"allow_pickle": "--allow-pickle", "trust_remote_code": "--trust-remote-code"}
+
+
 def _family(value: Optional[str]) -> Optional[str]:
-    from bias.core.statistics.multiple_testing import FAMILIES
+    from bias.core.statistics import FAMILIES
 
     if value is not None and value not in FAMILIES:
         raise BiasError(f"--family must be one of {', '.join(FAMILIES)}, not '{value}'.", "run: all tests of the run; model / metric: each separately.")
@@ -308,13 +317,13 @@ def convert_cmd(
     models_dir: Optional[Path] = typer.Option(None, "--models", help="The models folder (cc.<lang>.300.bin, Hub ids; default ./models, else the models folder beside or above CONFIG)."),
 ) -> None:
     """Print the TOML experiment file equivalent to a BIAS Detection Framework config file."""
-    from bias.core.framework.config import default_folder, plan, refuse_empty, to_toml
+    from bias.core.framework.config import default_folder, plan, refuse_empty, to_toml, with_absolute_paths
 
     planned, skipped = plan(config, datasets or default_folder(config, "datasets"), models_dir or default_folder(config, "models"))
     for problem in skipped:
         warn(err_console, str(problem))
     refuse_empty(config, planned, skipped, "nothing to convert")
-    print(to_toml(config, planned, skipped), end="")
+    print(to_toml(config, with_absolute_paths(planned), skipped), end="")  # absolute: the file may be saved anywhere
 
 
 @app.command("report")

@@ -14,6 +14,13 @@ from bias.core.did_you_mean import suggestions
 from bias.core.errors import BiasError
 
 
+# What `bias info` adds to a guarded parameter's description (see README, "Security").
+GUARD_NOTES = {
+    "code": " [runs code: from the command line only]",
+    "route": " [where requests, keys or data go: from a file only with --allow NAME=VALUE]",
+    "cost": " [a price: from a file it can only raise the estimate]",
+}
+
 def plugin_documentation(name: str) -> list[dict[str, Any]]:
     from bias.core.params import describe_params
     from bias.registry import entry_points as eps
@@ -36,7 +43,8 @@ def plugin_documentation(name: str) -> list[dict[str, Any]]:
                     "doc": inspect.cleandoc(plugin.__doc__ or ""),
                     "kind": kind_of(group, plugin),
                     "parameters": [
-                        {"name": p.name, "type": p.type, "default": p.default, "help": p.help} for p in describe_params(plugin)
+                        {"name": p.name, "type": p.type, "default": p.default, "help": p.help, "guard": p.guard}
+                        for p in describe_params(plugin)
                     ],
                     "requires": sorted(c.value for c in getattr(plugin, "requires", ()))
                     + ([" or ".join(sorted(c.value for c in plugin.requires_any))] if getattr(plugin, "requires_any", None) else []),
@@ -176,7 +184,7 @@ def render(console: Console, entry: dict[str, Any]) -> None:
                 table.add_column(column, overflow="fold")
             for p in entry["parameters"]:
                 default = "(required)" if p["default"] is None and p["name"] == "location" else repr(p["default"])
-                table.add_row(cell(p["name"]), cell(p["type"]), cell(default), cell(p["help"]))
+                table.add_row(cell(p["name"]), cell(p["type"]), cell(default), cell(p["help"] + GUARD_NOTES.get(p.get("guard"), "")))
             console.print(table)
         say(console, ("entry point:", "bold"), f" {entry['entry_point']}")
         if entry.get("method"):

@@ -18,13 +18,16 @@ def execute(folder: Path, formats: tuple[str, ...], family: str | None, *, wide:
     from bias import registry
     from bias.core.reports import load_report, write_report
 
+    if robustness and agreement:
+        raise BiasError("--robustness and --agreement are two different reports; give one of them.",
+                        f"For example `bias report {folder} --robustness`, then `bias report {folder} --agreement`.")
     report = load_report(folder, family=family, declared=registry.value_declaration)
     if robustness and report.results:
         _robustness_report(report, folder, formats, console)
         return
     if not report.results:
         where = folder / "results.jsonl" if folder.is_dir() else folder
-        damaged = f" ({len(report.damaged):,} damaged line(s))" if report.damaged else ""
+        damaged = f" ({len(report.damaged):,} damaged line(s); {report.damaged[0]})" if report.damaged else ""
         raise BiasError(f"{where} holds no valid result line{damaged}.", "Give the folder of a `bias run --out` that finished at least one experiment.")
     for bad in report.damaged[:5]:
         warn(err_console, f"results.jsonl {bad}: skipped.")

@@ -53,18 +53,23 @@ def execute(
     before_after: bool = False,
     max_cost: float | None = None,
     confirm_cost: bool = False,
+    preset: str | None = None,
+    allow: Sequence[str] = (),
+    code_flags: dict[str, str] | None = None,
 ) -> int:
     """Run and report; the output folder's lock is held until the report is printed, however it ends."""
     options = RunOptions(
         config=config, datasets=datasets, models_dir=models_dir, models=models, wordsets=wordsets, metrics=metrics, seeds=seeds,
         params=params, grid=grid, model_options=model_options, shared_model_options=shared_model_options or {}, out=out,
         resume=resume, family=family, executor=executor, ray_address=ray_address, with_original=with_original, before_after=before_after,
-        max_cost=max_cost, confirm_cost=confirm_cost, limit=limit,
+        max_cost=max_cost, confirm_cost=confirm_cost, limit=limit, preset=preset, allow=allow,
+        code_flags=code_flags or {},
     )
     assembly = assemble(
         options,
         on_warning=lambda problem: warn(err_console, str(problem)),
         on_notice=lambda text: say(err_console, text),
+        on_contact=lambda text: say(err_console, text),  # where requests go, with which key: before anything is sent
     )
     plan, out = assembly.plan, assembly.out
     for skipped in skipped_lines(plan.skipped):

@@ -10,13 +10,16 @@ class BiasError(Exception):
     """An error meant for a person: what is wrong, and what to do about it.
 
     `hint` is the second line the CLI prints; `exit_code` is 2 for bad usage or input, 1 for failures.
+    `redo`: an experiment it ends is run again by --resume although the input was at fault, because the
+    input is outside the run's files (a key a service refused, fixed in the environment).
     """
 
-    def __init__(self, message: str, hint: str | None = None, exit_code: int = USAGE) -> None:
+    def __init__(self, message: str, hint: str | None = None, exit_code: int = USAGE, *, redo: bool = False) -> None:
         super().__init__(message)
         self.message = message
         self.hint = hint
         self.exit_code = exit_code
+        self.redo = redo
 
     def __str__(self) -> str:
         return self.message if not self.hint else f"{self.message}\n{self.hint}"

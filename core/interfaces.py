@@ -17,10 +17,13 @@ import attrs
 if TYPE_CHECKING:  # annotations only: listing plugins must not import numpy
     import numpy as np
 
+    from bias.core.generation import GenerationRequest, Generations, Sampling
     from bias.core.runs.budget import Cost
 
 from bias.core.errors import BiasError
 from bias.core.model import WordVectors
+from bias.core.remote import Contact, Quote  # noqa: F401 (part of the interfaces: what a remote model tells)
+from bias.core.values import PLAIN_VALUE, ValueKind
 
 
 class Capability(str, enum.Enum):
@@ -33,6 +36,7 @@ class Capability(str, enum.Enum):
     # A fixed list of words with one vector each (static vectors, and debiased ones): `vocabulary()` and
     # `all_vectors()` answer. Whole-vocabulary methods (Hard-Debias, clustering, analogies) need it.
     VOCABULARY = "vocabulary"
+    GENERATION = "generation"  # replies written to prompts or chat messages (bias.core.generation)
 
     def __str__(self) -> str:
         return self.value
@@ -52,11 +56,29 @@ class Embedder(ABC):
     # The libraries (import names) the embedder computes with: their versions are recorded with each
     # result, beside Python's, numpy's and the framework's (`bias.engine.runner.versions`).
     libraries: ClassVar[tuple[str, ...]] = ()
+    # Whether LOCATION is a network address (a server's URL, as in completions:http://host:8000/v1),
+    # not a file, a folder or a model id: an experiment file's address then needs the user's
+    # confirmation (--allow location=URL), as a parameter declared with guard="route" does.
+    location_is_address: ClassVar[bool] = False
     location: str
 
     @property
     def spec(self) -> str:
         return f"{self.name}:{self.location}"
+
+    def contacts(self) -> tuple[Contact, ...]:
+        """Every address this model sends requests to, with the variable whose key goes along; `bias
+        run` says them before anything is sent. Default: the location when it is an address, and
+        every route parameter whose value is a URL (no key known); a model that sends a key says so
+        by overriding this."""
+        from bias.core.params import describe_params
+
+        urls = [self.location] if self.location_is_address else []
+        for p in describe_params(type(self)):
+            value = getattr(self, p.name, None)
+            if p.guard == "route" and isinstance(value, str) and "://" in value:
+                urls.append(value)
+        return tuple(Contact(url) for url in dict.fromkeys(urls))
 
     @property
     def static(self) -> bool:
@@ -150,6 +172,10 @@ class Embedder(ABC):
 
         return choice_log_probs_by_sequences(self, requests)
 
+    def generate(self, requests: Sequence[GenerationRequest], sampling: Sampling | None = None) -> list[Generations]:
+        """For each request, `sampling.samples` replies, sample j drawn with seed + j (bias.core.generation)."""
+        raise BiasError(f"Embedder '{self.name}' writes no text.", "Use a chat: model or a causal LM (hf).")
+
     def check(self) -> None:
         """Cheap checks of the model's files and settings, made for every model before any work starts
         (a missing file, a folder without a tokenizer, an impossible device); raises BiasError."""
@@ -173,27 +199,6 @@ class Embedder(ABC):
         first experiment (with the texts its experiments will ask for), so a run can be stopped before
         any money is spent. None (the default): the model runs here and costs nothing to ask."""
         return None
-
-
-@attrs.frozen
-class Quote:
-    """What a paid embedder would send for a run: the texts not cached yet, about how many tokens they
-    are, how many were found in the cache, and the price in US dollars (None when not known)."""
-
-    texts: int
-    tokens: int
-    cached: int = 0
-    usd: float | None = None
-    basis: str = ""  # how the price was found ("$0.02 per million tokens")
-
-    def line(self, model: str) -> str:
-        if self.usd is None:
-            cost = f"not estimated ({self.basis})"
-        else:
-            cost = f"about ${self.usd:.2f}" if self.usd >= 0.01 else f"about ${self.usd:.6f}"
-            cost += f" ({self.basis})" if self.basis else ""
-        return (f"{model}: will send {self.texts:,} text(s), about {self.tokens:,} tokens ({self.cached:,} already cached); "
-                f"cost {cost}.")
 
 
 @attrs.frozen
@@ -262,6 +267,7 @@ class InputRequest:
     name: str | None = None
     data_kind: str | None = None
     hint: str = ""
+    optional: bool = False  # a word set that does not exist is passed as None instead of stopping the run
 
 
 @attrs.frozen
@@ -274,13 +280,27 @@ class ResolvedModel:
 
 @attrs.frozen
 class Measured:
-    """What a metric's own arithmetic found; the base classes turn it into a Result."""
+    """What a metric's own arithmetic found; the base classes turn it into a Result.
+
+    `test` is the significance test behind the p-value, such as the `PermutationTest` that
+    `permutation_test` returns (any object with `p_value` and `convention()`): the result then takes
+    its p-value, where `p_value` is not given, and the convention keys it writes, among them how the
+    p-value was computed in words (`p_value`) and the smallest p it can give (`p_floor`), which the
+    reports print. The metric's own `convention` keys come on top."""
 
     effect_size: float | None
     p_value: float | None = None
     figures: dict[str, Any] = attrs.field(factory=dict)
     convention: dict[str, Any] = attrs.field(factory=dict)
     warnings: list[str] = attrs.field(factory=list)
+    test: Any = None
+
+    def p_and_convention(self) -> tuple[float | None, dict[str, Any]]:
+        """The p-value and the convention as the result carries them (see `test`)."""
+        if self.test is None:
+            return self.p_value, dict(self.convention)
+        p = self.p_value if self.p_value is not None else self.test.p_value
+        return p, {**self.test.convention(), **self.convention}
 
 
 class Metric(ABC):
@@ -298,27 +318,13 @@ class Metric(ABC):
     # At least one of these is needed too (pair metrics take a masked or a causal LM).
     requires_any: ClassVar[frozenset[Capability]] = frozenset()
     data_kind: ClassVar[str]
-    # How reports label the number (`effect_size`): a short label ("d", "%", "accuracy"), what it is,
-    # its unit ("%" or ""), the value a model without bias gives (None: no such value), whether its
-    # sign says which way the bias goes, the decimals shown, and the scale it shares with other
-    # metrics (values on one scale may share a robustness curve; "" is the label's own scale).
-    # Results carry the declaration in meta["value"], so reports, which read results only, use it.
-    value_label: ClassVar[str] = "value"
-    value_name: ClassVar[str] = ""  # "": the label says it
-    value_unit: ClassVar[str] = ""
-    value_reference: ClassVar[float | None] = None
-    value_signed: ClassVar[bool] = True
-    value_digits: ClassVar[int] = 2
-    value_scale: ClassVar[str] = ""
-    # Which way of the value is more bias, so that methods on different scales can be compared
-    # (`bias report --agreement`): "higher", "lower" (a JSS of 100 is no bias) or "none" (the number
-    # says nothing about how biased the model is). "" derives it: "higher" where the metric declares
-    # a no-bias `value_reference`, else "none".
-    value_more_biased: ClassVar[str] = ""
-    # What changes in that declaration with a parameter's value, where a parameter chooses which number
-    # the value is: {parameter: {value: {"value_scale": ..., ...}}} (bbq's `headline` puts s_AMB and
-    # s_DIS on scales of their own, so a robustness curve does not mix them).
-    value_by_param: ClassVar[dict[str, dict[Any, dict[str, Any]]]] = {}
+    # What the number (`effect_size`) is and how reports show it (label, unit, no-bias reference,
+    # direction, ...): one declaration, which every result carries in meta["value"].
+    value: ClassVar[ValueKind] = PLAIN_VALUE
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        _read_old_value_attributes(cls)
 
     @abstractmethod
     def compute(self, embedder: Embedder, data: Any, *, seed: int | None = None) -> Any:
@@ -362,17 +368,41 @@ class Metric(ABC):
             "params": self.params(),
             "seed": seed,
             "meta": {"bias_type": meta.bias_type, "language": meta.language, "expected_direction": meta.expected_direction,
-                     **({"title": meta.title} if meta.title else {}), **variant_meta(meta), **value_meta(type(self), self.params())},
+                     **({"title": meta.title} if meta.title else {}), **variant_meta(meta),
+                     "value": type(self).value.declared(self.params())},
             **extra,
         }
 
 
-def value_meta(metric_class: type, params: dict[str, Any] | None = None) -> dict[str, Any]:
-    """What a metric declares about its number (label, unit, ...) with the parameters `params`, so that
-    reports, which read results only, label every metric's value from its results."""
-    from bias.core.reports.values import declared_value
+# The flat class attributes metrics declared their number with before `value`, and the field of
+# ValueKind each sets. Read (with a DeprecationWarning) until the rule in CONTRIBUTING.md removes them.
+OLD_VALUE_ATTRIBUTES = {
+    "value_label": "label", "value_name": "name", "value_unit": "unit", "value_reference": "reference",
+    "value_signed": "signed", "value_digits": "digits", "value_scale": "scale", "value_more_biased": "more_biased",
+}
 
-    return {"value": declared_value(metric_class, params)}
+
+def _read_old_value_attributes(cls: type) -> None:
+    """A metric written for the flat `value_*` attributes keeps its labels: they become its `value`."""
+    old = {field: vars(cls)[attr] for attr, field in OLD_VALUE_ATTRIBUTES.items() if attr in vars(cls)}
+    by_param = vars(cls).get("value_by_param")
+    if (not old and by_param is None) or "value" in vars(cls):
+        return
+    import warnings
+
+    warnings.warn(
+        f"{cls.__module__}.{cls.__qualname__}: the value_* attributes are deprecated; declare "
+        "`value: ClassVar[ValueKind] = ValueKind(label, name, ...)` instead (see CONTRIBUTING.md).",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    base = cls.value if "label" not in old else ValueKind(old["label"], reference=None)
+    if isinstance(by_param, dict):
+        old["by_param"] = {
+            p: {v: {OLD_VALUE_ATTRIBUTES.get(a, a): x for a, x in chosen.items()} for v, chosen in by_value.items()}
+            for p, by_value in by_param.items()
+        }
+    cls.value = attrs.evolve(base, **old)
 
 
 def variant_meta(meta: Any) -> dict[str, str]:
@@ -453,44 +483,3 @@ def check_compatible(metric: Metric | type[Metric], embedder: Embedder | type[Em
             f"Metric '{metric.name}' needs {metric.data_kind} data, but the word set given is of kind {data_kind}.",
             f"Pick a word set of kind {metric.data_kind} (see `bias list wordsets`).",
         )
-
-
-class WordSetFormat(ABC):
-    """An importer of a community word-set format (WEAT .txt, SEAT JSON, CrowS-Pairs CSV, ...).
-
-    Registered under the entry-point group `bias.formats` and chosen by file suffix (and, where two
-    formats share a suffix, by `sniff`); in a datasets folder of the BIAS Detection Framework
-    (`<lang>/<KIND>/<file>`) only the importers whose `folders` name that KIND are asked, so a file the
-    framework keeps beside its tests (a vocabulary CSV, a templates.txt) is not mistaken for a test. An importer only turns its file into the record the house
-    format describes (`kind`, `language`, ..., and the kind's contents); checking and building are
-    shared, so an imported file is validated exactly like a TOML one.
-    """
-
-    name: ClassVar[str]
-    summary: ClassVar[str]
-    suffixes: ClassVar[tuple[str, ...]]
-    kind: ClassVar[str] = "association"
-    folders: ClassVar[tuple[str, ...]] = ()  # the framework's KIND folders holding this format (WEAT, SEAT, ...)
-
-    @abstractmethod
-    def record(self, path: Any) -> dict[str, Any]:
-        """The file as a house-format record; raise BiasError naming the file (and line) if unreadable."""
-
-    def sniff(self, path: Any) -> bool:
-        """Whether the file looks like this format (only asked when several formats share a suffix)."""
-        return True
-
-    def load(self, path: Any) -> Any:
-        from pathlib import Path
-
-        from bias.core.data.wordsets import build_record
-
-        return build_record(self.record(path), Path(path).stem, str(path))
-
-    def validate(self, path: Any) -> list[Any]:
-        from bias.core.data.wordsets import Problem, check_record
-
-        try:
-            return check_record(self.record(path), str(path))
-        except BiasError as exc:
-            return [Problem(str(path), "", exc.message)]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -27,6 +27,7 @@ LABELLED_TEXTS = "labelled-texts"  # texts with a class label: what the probe me
 SIMILARITY_PAIRS = "similarity-pairs"  # word pairs with human similarity scores
 BBQ = "bbq"  # multiple-choice bias questions (Parrish et al. 2022): what the bbq metric asks a causal LM
 STEREOSET = "stereoset"  # StereoSet intrasentence examples (Nadeem et al. 2021): what the stereoset metric scores
+DECISIONS = "decisions"  # yes/no decisions about applicants who differ only in the name (hiring audits)
 DIRECTIONS = ("positive", "negative", "none")
 # The first-party kinds of word set; a third party adds one through the entry-point group `bias.kinds`.
 # The social dimension a word set measures: free text, these are the recommended names (validation
@@ -39,6 +40,9 @@ BIAS_TYPES = (
     "sexual-orientation", "gender-identity", "socioeconomic", "physical-appearance", "non-social", "mixed", "any", "unspecified",
 )
 STIMULI = ("words", "sentences")
+# The share of a set's stimuli a model may lack before an association test on it is refused (the
+# default of the metrics' `lost_threshold`), also what `bias validate` warns about.
+LOST_THRESHOLD = 0.2
 
 
 @attrs.frozen
@@ -74,9 +78,37 @@ class WordList:
     # Every stimulus as the file lists it, repeats included, when it repeats any (else empty): the
     # `duplicates = "keep"` convention of tools that count a repeated word twice.
     listed: tuple[str, ...] = ()
+    # The features of each entry of `listed`, when a repeated stimulus is listed with features of its
+    # own (a word that is both singular and plural, German "Lehrer"); else empty: every copy has the
+    # word's features.
+    listed_features: tuple[dict[str, str], ...] = attrs.field(default=(), hash=False)
 
     def features(self, word: str) -> dict[str, str]:
         return self.grammar.get(word, {})
+
+    def entries(self) -> list[tuple[str, dict[str, str]]]:
+        """Every stimulus as the file lists it, repeats included, each with its own features."""
+        if self.listed_features:
+            return list(zip(self.listed, self.listed_features))
+        return [(w, self.features(w)) for w in self.listed or self.words]
+
+    def with_entries(self, entries: Sequence[tuple[str, dict[str, str]]]) -> WordList:
+        """The list of these (word, features) entries, in their order: a word's features are those of
+        its first entry, and a repeat's own are kept where they differ (`entries`)."""
+        listed = tuple(w for w, _ in entries)
+        words = tuple(dict.fromkeys(listed))
+        grammar = dict(self.grammar)
+        for w, f in reversed(entries):
+            if f:
+                grammar[w] = dict(f)
+            else:
+                grammar.pop(w, None)
+        repeated = len(listed) > len(words)
+        differ = repeated and any(f != grammar.get(w, {}) for w, f in entries)
+        return attrs.evolve(
+            self, words=words, grammar=grammar, listed=listed if repeated else (),
+            listed_features=tuple(f for _, f in entries) if differ else (),
+        )
 
     def repeats(self) -> dict[str, int]:
         """Each repeated stimulus and how often the file lists it."""
@@ -97,7 +129,11 @@ class WordList:
         for word in self.listed or self.words:
             listed.append(kept.setdefault(key(word), word))
         words = tuple(kept.values())
-        return attrs.evolve(self, words=words, listed=tuple(listed) if len(listed) > len(words) else ())
+        repeated = len(listed) > len(words)
+        return attrs.evolve(
+            self, words=words, listed=tuple(listed) if repeated else (),
+            listed_features=self.listed_features if repeated else (),
+        )
 
 
 @attrs.frozen

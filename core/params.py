@@ -17,9 +17,25 @@ import attrs
 from bias.core.errors import BadValue, BiasError
 
 
-def param(default: Any, help: str, **kwargs: Any) -> Any:
-    """An attrs field with a help text for `bias info`."""
-    return attrs.field(default=default, metadata={"help": help}, **kwargs)
+# What a parameter may do beyond computing (see README, "Security", and CONTRIBUTING, "Guarded
+# parameters"); an experiment file, a converted config or a word-set file is someone else's text:
+#   code   its value lets the model's files run code (gensim's pickles, a Hub model's own Python).
+#          Only the command line sets it; a file that does is refused.
+#   route  it decides where requests, keys or data go (a server's URL, the variable holding a key, a
+#          folder written to). From a file it needs the user's confirmation: --allow NAME=VALUE.
+#   cost   it sets what the run's cost estimate assumes (a price). From a file it can only make the
+#          estimate higher, never lower what --max-cost stops.
+GUARDS = ("code", "route", "cost")
+
+
+def param(default: Any, help: str, *, guard: str | None = None, **kwargs: Any) -> Any:
+    """An attrs field with a help text for `bias info`, and, for a parameter that runs code, routes
+    requests or sets a price, its `guard` (one of GUARDS), which the engine enforces for values that
+    come from a file."""
+    if guard is not None and guard not in GUARDS:
+        raise ValueError(f"guard must be one of {', '.join(GUARDS)}, not {guard!r}")
+    metadata = {"help": help, **({"guard": guard} if guard else {})}
+    return attrs.field(default=default, metadata=metadata, **kwargs)
 
 
 @attrs.frozen
@@ -28,6 +44,7 @@ class ParamInfo:
     type: str
     default: Any
     help: str
+    guard: str | None = None  # see GUARDS
 
 
 def describe_params(cls: type) -> list[ParamInfo]:
@@ -43,8 +60,13 @@ def describe_params(cls: type) -> list[ParamInfo]:
         if default is attrs.NOTHING:
             default = None
         type_name = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))
-        out.append(ParamInfo(f.name, str(type_name), default, f.metadata.get("help", "")))
+        out.append(ParamInfo(f.name, str(type_name), default, f.metadata.get("help", ""), f.metadata.get("guard")))
     return out
+
+
+def guarded(cls: type, guard: str) -> dict[str, ParamInfo]:
+    """The parameters of a plugin class declared with `guard`, by name."""
+    return {p.name: p for p in describe_params(cls) if p.guard == guard}
 
 
 def coerce_params(cls: type, options: dict[str, Any], plugin: str) -> dict[str, Any]:
@@ -166,6 +188,16 @@ def int_at_least(minimum: int, hint: str | None = None) -> Any:
         if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
             what = "a positive whole number" if minimum == 1 else f"a whole number >= {minimum}"
             raise BadValue(f"{attribute.name} must be {what}, not {value!r}.", hint)
+
+    return check
+
+
+def at_most(maximum: int | float) -> Any:
+    """A bound a value may not pass (a documented maximum, such as the retries of a request)."""
+
+    def check(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value > maximum:
+            raise BadValue(f"{attribute.name} must be at most {maximum:g}, not {value!r}.")
 
     return check
 

@@ -37,17 +37,56 @@ class ModelSpec:
         return f"{self.embedder}:{self.location}"
 
 
-_OPTION = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*=(.*)$")
+_OPTION = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*=(.*)$", re.DOTALL)
+_OPENS_OPTIONS = re.compile(r"\[\s*[A-Za-z_][A-Za-z0-9_]*\s*=")
+
+
+def _closes_at_end(text: str, start: int) -> bool:
+    """Whether the bracket opened at `start` is closed by the text's last character (brackets inside,
+    such as an IPv6 host's, balanced)."""
+    depth = 0
+    for i in range(start, len(text)):
+        depth += {"[": 1, "]": -1}.get(text[i], 0)
+        if depth == 0:
+            return i == len(text) - 1
+    return False
+
+
+def _items(inside: str) -> list[str]:
+    """The comma-separated items of an option list, a comma inside brackets kept in its item."""
+    items, depth, current = [], 0, []
+    for char in inside:
+        depth += {"[": 1, "]": -1}.get(char, 0)
+        if char == "," and depth == 0:
+            items.append("".join(current))
+            current = []
+        else:
+            current.append(char)
+    items.append("".join(current))
+    return items
 
 
 def split_options(spec: str) -> tuple[str, dict[str, str]]:
-    """`NAME:LOCATION[k=v,...]` -> (`NAME:LOCATION`, {k: v}). Brackets whose content is not options
-    (a folder named `model[1]`) stay part of the location; a mix of both is refused."""
+    """`NAME:LOCATION[k=v,...]` -> (`NAME:LOCATION`, {k: v}). The options are the bracket that opens
+    with `key=` and closes at the end, whatever brackets the values hold (`base_url=http://[::1]:8000/v1`).
+    Brackets whose content is not options (a folder named `model[1]`) stay part of the location; a mix
+    of both, or option brackets that do not close at the end, is refused: an option is never dropped."""
     text = spec.strip()
     if not text.endswith("]") or "[" not in text:
         return spec, {}
-    start = text.rindex("[")
-    items = text[start + 1 : -1].split(",")
+    opening = [m.start() for m in _OPENS_OPTIONS.finditer(text)]
+    start = next((i for i in opening if _closes_at_end(text, i)), None)
+    if start is None:
+        if opening:
+            raise BiasError(
+                f"Model spec '{spec}': the brackets of its options do not pair up.",
+                "Options in brackets are key=value pairs after the location, closed at the end: "
+                "openai:NAME[base_url=http://[::1]:8000/v1,dimensions=256].",
+            )
+        start = text.rindex("[")
+        if not any(_OPTION.match(item) for item in _items(text[start + 1 : -1])):
+            return spec, {}
+    items = _items(text[start + 1 : -1])
     matched = [_OPTION.match(item) for item in items]
     if not any(matched):
         return spec, {}

@@ -7,8 +7,9 @@ an `out` replaced on the command line) goes to the callbacks the caller gives, i
 
 from __future__ import annotations
 
+import functools
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +17,12 @@ import attrs
 
 from bias.core.runs.same_model import same_models
 from bias.core.errors import BiasError
-from bias.engine import planning
-from bias.engine.experiments import DEFAULT_SEED, EXECUTORS, Experiment, ModelConfig, expand, load_config, refuse_conflicts, unique
+from bias.engine import guards, planning
+from bias.engine.inputs import ModelInput
+from bias.engine.experiments import (
+    DEFAULT_SEED, EXECUTORS, Experiment, ModelConfig, expand, load_config, refuse_conflicts, unique,
+)
+from bias.engine.presets import PRESETS, preset_notes, with_preset
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +56,11 @@ class RunOptions:
     max_cost: float | None = None
     confirm_cost: bool = False
     limit: int | None = None  # --limit: the first N items of each list of each test
+    preset: str | None = None  # --preset: a peer tool's conventions (engine/presets.py)
+    # --allow NAME=VALUE: what the command line confirms of a file's route options (bias.engine.guards).
+    allow: Sequence[str] = ()
+    # The command line's flag for each option that runs code (named when a file sets one).
+    code_flags: Mapping[str, str] = attrs.field(factory=dict)
 
 
 @attrs.frozen(kw_only=True)
@@ -66,6 +76,9 @@ class Assembly:
     after_model: ModelConfig | None  # the debiased model of a before/after comparison, else None
     max_cost: float | None = None  # see RunOptions
     confirm_cost: bool = False
+    # Where the run's models send requests and with which key variable, one line each, said before
+    # anything is sent.
+    contacts: list[str] = attrs.field(factory=list)
 
 
 def assemble(
@@ -73,23 +86,31 @@ def assemble(
     *,
     on_warning: Callable[[str], None] = lambda text: None,
     on_notice: Callable[[str], None] = lambda text: None,
+    on_contact: Callable[[str], None] = lambda text: None,
 ) -> Assembly:
     """The plan of a run. `on_warning` hears each line of a BIAS Detection Framework config that cannot
-    run; `on_notice` hears that --out (or --ray-address) replaces the experiment file's `out` (`ray_address`)."""
+    run; `on_notice` hears that --out (or --ray-address) replaces the experiment file's `out` (`ray_address`);
+    `on_contact` hears each address the run's models will send requests to, and with which key, once
+    the models are checked and before any is loaded."""
     o = options
     settings: dict[str, Any] = {}
     after_model: ModelConfig | None = None
+    # A value repeated with --model-option confirms a file's route option as --allow does.
+    allowed = guards.Allowed.parse([*o.allow, *(f"{k}={v}" for k, v in o.model_options.items() if str(v).strip())])
     if o.with_original and o.config is not None:
         raise BiasError("--with-original goes with --model and --debias, not with an experiment file.", "List the original and the debiased model in the file's [[models]] instead.")
     if o.config is not None:
         if o.models or o.wordsets:
             raise BiasError("Give either an experiment file or --model/--wordset, not both.")
-        experiments, settings = load(o.config, o.datasets, o.models_dir, on_warning)
+        experiments, settings = load(o.config, o.datasets, o.models_dir, on_warning, o.code_flags)
+        guards.check_file_experiments(experiments, allowed, o.code_flags)
         experiments = with_command_line_options(experiments, o.shared_model_options, o.model_options)
         if o.seeds:
             experiments = [attrs.evolve(e, seed=s) for s in o.seeds for e in experiments]
         if o.params or o.grid:
             raise BiasError("Metric options go into the experiment file's [params] or [grid] table when a file is given.")
+        if o.preset is not None:
+            raise BiasError("--preset goes with --model and --wordset; an experiment file names its own.", f'Write preset = "{o.preset}" in the file.')
     else:
         if o.datasets is not None or o.models_dir is not None:
             raise BiasError("--datasets and --models go with a BIAS Detection Framework config file.", "bias run CONFIG.txt --datasets DIR --models DIR")
@@ -103,6 +124,11 @@ def assemble(
         if o.with_original or o.before_after:
             after_model = configs[-1]
         experiments = expand(configs, o.wordsets, [(m, dict(o.params)) for m in o.metrics], list(o.seeds) or [DEFAULT_SEED], o.grid)
+        if o.preset is not None:
+            if o.preset not in PRESETS:
+                raise BiasError(f"--preset: unknown preset {o.preset!r}.", f"Presets: {', '.join(PRESETS)}.")
+            experiments = with_preset(experiments, o.preset)
+            settings["notes"] = preset_notes(o.preset)
     if o.limit is not None:
         experiments = [attrs.evolve(e, limit=o.limit) for e in experiments]
     experiments = unique(same_models(experiments))
@@ -115,10 +141,40 @@ def assemble(
         raise BiasError("--resume needs --out (the folder of the run to resume).")
     family = o.family or settings.get("family", "run")
     executor, ray_address = checked_executor(o.executor or settings.get("executor", "local"), ray_address_of(o.ray_address, settings, on_notice))
-    plan = planning.plan(experiments)
-    planning.check_models(plan, devices=executor != "ray")  # on Ray, the workers' GPUs count
+    plan = planning.plan(experiments, functools.partial(guard_input, allowed=allowed, flags=o.code_flags))
+    # Cheap checks that send nothing: a bad key variable is said first. On Ray, the workers' GPUs count.
+    planning.check_models(plan, devices=executor != "ray")
+    said = contacts(plan)
+    for line in said:  # before any model is loaded, so before anything is sent
+        on_contact(line)
     return Assembly(plan=plan, settings=settings, out=out, family=family, executor=executor, ray_address=ray_address, after_model=after_model,
-                    max_cost=o.max_cost, confirm_cost=o.confirm_cost)
+                    max_cost=o.max_cost, confirm_cost=o.confirm_cost, contacts=said)
+
+
+def guard_input(found: ModelInput, *, allowed: guards.Allowed, flags: Mapping[str, str]) -> None:
+    """A model a file named as a metric's input (or a debias.json's source_model) is held to what a
+    file may decide, as the file's own models are."""
+    if found.origin and found.spec is not None:
+        how = f" ({found.how})" if found.how != found.spec else ", a metric's input,"
+        guards.check_spec_from_file(found.spec, found.origin, allowed, flags, f"the model {found.spec}{how}")
+
+
+def contacts(plan: planning.Plan) -> list[str]:
+    """One line per address the run's models will send requests to, with the variable whose key goes
+    along (`Embedder.contacts`), for the user to read before anything is sent."""
+    from bias import registry
+
+    lines: list[str] = []
+    seen: set[str] = set()
+    models = {p.experiment.model.label(): p.experiment.model for p in plan.runnable}
+    embedders = [registry.build_embedder(m.parsed, m.debias) for m in models.values()]
+    for embedder in [*embedders, *plan.input_models.built.values()]:
+        for contact in embedder.contacts():
+            line = contact.line(embedder.spec)
+            if line not in seen:
+                seen.add(line)
+                lines.append(line)
+    return lines
 
 
 def with_original(configs: Sequence[ModelConfig]) -> list[ModelConfig]:
@@ -147,7 +203,8 @@ def with_command_line_options(experiments: Sequence[Experiment], shared: dict[st
         given = {**fitting(e.model.parsed.embedder, shared, e.model.spec), **strict}
         written = e.model.written_options()
         refuse_conflicts(written, given, f"the experiment file (model {e.model.spec})", "the command line")
-        out.append(attrs.evolve(e, model=ModelConfig(e.model.spec, {**written, **given}, e.model.resources, e.model.name)))
+        model = ModelConfig(e.model.spec, {**written, **given}, e.model.resources, e.model.name, origin=e.model.origin)
+        out.append(attrs.evolve(e, model=model))
     return out
 
 
@@ -183,7 +240,9 @@ def out_of_file(out: Path, written: str, config: Path) -> Path:
     return out
 
 
-def load(config: Path, datasets: Path | None, models_dir: Path | None, on_warning: Callable[[str], None]) -> tuple[list[Experiment], dict[str, Any]]:
+def load(
+    config: Path, datasets: Path | None, models_dir: Path | None, on_warning: Callable[[str], None], flags: Mapping[str, str] | None = None
+) -> tuple[list[Experiment], dict[str, Any]]:
     """An experiment file: house TOML, or a BIAS Detection Framework config converted line by line
     (lines that cannot run go to `on_warning` and are left out)."""
     from bias.core.framework import config as framework_config
@@ -191,14 +250,14 @@ def load(config: Path, datasets: Path | None, models_dir: Path | None, on_warnin
     if not framework_config.is_framework_config(config):
         if datasets is not None or models_dir is not None:
             raise BiasError("--datasets and --models go with a BIAS Detection Framework config file, not a TOML one.")
-        return load_config(config)
+        return load_config(config, flags=flags)
     datasets = datasets or framework_config.default_folder(config, "datasets")
     models_dir = models_dir or framework_config.default_folder(config, "models")
     planned, problems = framework_config.plan(config, datasets, models_dir)
     for problem in problems:
         on_warning(problem)
     framework_config.refuse_empty(config, planned, problems, "nothing to run")
-    return load_config(config, framework_config.to_toml(config, planned, problems), base=Path("."))
+    return load_config(config, framework_config.to_toml(config, planned, problems), base=Path("."), flags=flags)
 
 
 def with_shared(config: ModelConfig, shared: dict[str, Any]) -> ModelConfig:

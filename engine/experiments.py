@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +21,10 @@ from bias.core.did_you_mean import suggestions
 from bias.core.errors import BiasError
 from bias.core.data.wordsets import read_toml
 from bias.core.specs import DebiasSettings, ModelSpec, parse_spec, split_debias, split_options
+from bias.core.statistics import FAMILIES
 from bias.engine.absolute_paths import absolute_debias, absolute_spec
-from bias.engine.presets import PRESET_NOTES, PRESET_PARAMS, PRESETS
+from bias.engine.guards import ALWAYS_FILES, PATH_OPTIONS
+from bias.engine.presets import PRESET_NOTES, _preset, _with_preset, preset_notes
 
 DEFAULT_SEED = 0
 
@@ -41,6 +43,9 @@ class ModelConfig:
     resources: dict[str, Any] = attrs.field(factory=dict, eq=False)
     name: str = attrs.field(default="", eq=False)  # a short name for tables and figures; not part of the key
     debias: DebiasSettings | None = None
+    # The file the model was read from ("" on the command line): what that file may not decide alone
+    # is checked against the command line's confirmations (bias.engine.guards). Not part of the key.
+    origin: str = attrs.field(default="", eq=False)
     parsed: ModelSpec = attrs.field(init=False, eq=False, repr=False)
     parsed_debias: DebiasSettings | None = attrs.field(init=False, eq=False, repr=False)
 
@@ -147,17 +152,14 @@ def _as_list(value: Any, field: str, path: Path) -> list[Any]:
     raise BiasError(f"{path}: field '{field}' must be a non-empty list.", f"For example {field} = [\"...\"].")
 
 
-# Settings that let a model file run code. An experiment file has no such key, in no table at any depth
-# (a colleague's file would run the colleague's code): only the command line or the Python API's own
-# arguments set them. `refuse_code_keys` is that rule, applied to the whole parsed file before anything
-# else reads it, so a table added to the format later is covered without being named here.
-CODE_OPTIONS = {"allow_pickle": "--allow-pickle", "trust_remote_code": "--trust-remote-code"}
-# Parameters whose value is a file; in an experiment file they are relative to the file's folder.
-PATH_OPTIONS = ("corpus", "templates", "debias_corpus", "debias_lists")
+def refuse_code_keys(data: Any, path: Path, flags: Mapping[str, str] | None = None) -> None:
+    """Refuse an experiment file in which any table, however nested, names an option that an
+    installed plugin declares as running code (`guard="code"`): a colleague's file would run the
+    colleague's code. Only the command line sets such options (see bias.engine.guards); this walk over
+    the whole parsed file, before anything else reads it, covers a table added to the format later."""
+    from bias.engine.guards import code_option_names, refuse_code
 
-
-def refuse_code_keys(data: Any, path: Path) -> None:
-    """Refuse an experiment file in which any table, however nested, names a setting that runs code."""
+    names = code_option_names()
     stack: list[tuple[Any, str]] = [(data, "")]
     while stack:  # a loop, not recursion: a deeply nested file must not overflow the stack
         node, where = stack.pop()
@@ -167,13 +169,9 @@ def refuse_code_keys(data: Any, path: Path) -> None:
         if not isinstance(node, dict):
             continue
         for key, value in node.items():
-            flag = CODE_OPTIONS.get(str(key).strip().lower().replace("-", "_"))
-            if flag:
-                place = where or "the top level"
-                raise BiasError(
-                    f"{path}: {place} sets {key}, which lets a model file run code; an experiment file has no such setting.",
-                    f"If you trust this file and its models, remove {key} from it and give {flag} on the command line.",
-                )
+            name = names.get(str(key).strip().lower().replace("-", "_"))
+            if name:
+                raise refuse_code(str(path), where or "the top level", name, flags or {}, written=str(key))
             if isinstance(value, (dict, list)):
                 table = isinstance(value, dict) and not where
                 stack.append((value, f"[{key}]" if table else f"{where}.{key}" if where else str(key)))
@@ -210,7 +208,17 @@ def model_spec_in_file(spec: str, folder: Path) -> str:
 
 
 def paths_in_file(options: dict[str, Any], folder: Path) -> dict[str, Any]:
-    return {k: relative_to_file(v, folder) if k in PATH_OPTIONS and isinstance(v, str) else v for k, v in options.items()}
+    """The options naming files, read against the experiment file's folder (a corpus or a cache
+    folder is always a path; templates and lists may be the name of an installed word set)."""
+    out = {}
+    for key, value in options.items():
+        name = str(key).replace("-", "_")
+        if name in ALWAYS_FILES and isinstance(value, str) and value.strip() and not Path(value).expanduser().is_absolute():
+            value = str(folder / value)
+        elif name in PATH_OPTIONS and isinstance(value, str):
+            value = relative_to_file(value, folder)
+        out[key] = value
+    return out
 
 
 def refuse_conflicts(first: dict[str, Any], second: dict[str, Any], where_first: str, where_second: str) -> None:
@@ -233,7 +241,6 @@ KNOWN_FIELDS = (
 EXECUTORS = ("local", "ray")
 EXPERIMENT_FIELDS = ("wordset", "metric", "model", "params")
 SELECTOR_FIELDS = ("language", "bias_type", "kind")
-FAMILIES = ("run", "model", "metric")
 
 
 def _unknown(names: list[str], known: tuple[str, ...], where: str, path: Path) -> None:
@@ -263,33 +270,6 @@ def select_wordsets(selector: dict[str, Any], path: Path, index: int) -> list[st
     return names
 
 
-def _declared(metric: str) -> set[str]:
-    from bias.core.params import describe_params
-    from bias.registry.entry_points import load
-
-    return {p.name for p in describe_params(load("metrics", metric))}
-
-
-def _preset(metric: str, data: dict[str, Any], path: Path) -> dict[str, Any]:
-    """The parameters a preset (and the `duplicates` setting) give this metric, where it declares them."""
-    preset = data.get("preset")
-    out: dict[str, Any] = {}
-    if preset is not None:
-        if preset not in PRESETS:
-            raise BiasError(f"{path}: unknown preset {preset!r}.", f"Presets: {', '.join(PRESETS)}.")
-        out.update(PRESET_PARAMS[preset])
-    if "duplicates" in data:
-        from bias.core.association.lookup import DUPLICATES
-
-        if data["duplicates"] not in DUPLICATES:
-            raise BiasError(f"{path}: duplicates must be one of {', '.join(DUPLICATES)}, not {data['duplicates']!r}.")
-        out["duplicates"] = data["duplicates"]
-    if not out:
-        return {}
-    declared = _declared(metric)
-    return {k: v for k, v in out.items() if k in declared}
-
-
 def _listed_experiments(data: dict[str, Any], path: Path, shared: dict[str, Any], seeds: list[Any], folder: Path) -> list[Experiment]:
     """`[[experiments]]` entries: one experiment each (model, word set, metric, params), not a grid."""
     entries = data["experiments"]
@@ -302,10 +282,10 @@ def _listed_experiments(data: dict[str, Any], path: Path, shared: dict[str, Any]
         _unknown(list(entry), EXPERIMENT_FIELDS, f" in experiments[{i}]", path)
         model = entry.get("model")
         if isinstance(model, str):  # a model location is read against the file's folder, as in [[models]]
-            config = ModelConfig(model_spec_in_file(model, folder))
+            config = ModelConfig(model_spec_in_file(model, folder), origin=str(path))
         elif isinstance(model, dict) and isinstance(model.get("spec"), str):
             options = paths_in_file({k: v for k, v in model.items() if k != "spec"}, folder)
-            config = ModelConfig(model_spec_in_file(model["spec"], folder), options)
+            config = ModelConfig(model_spec_in_file(model["spec"], folder), options, origin=str(path))
         else:
             raise BiasError(f"{path}: experiments[{i}].model needs a spec such as \"fasttext:cc.de.300.bin\".")
         metric, wordset = entry.get("metric"), entry.get("wordset")
@@ -317,15 +297,18 @@ def _listed_experiments(data: dict[str, Any], path: Path, shared: dict[str, Any]
         candidate = folder / wordset
         if candidate.exists() and not Path(wordset).exists():
             wordset = str(candidate)
-        merged = {**_preset(metric, data, path), **shared, **params}
+        merged = {**_preset(metric, data, path), **paths_in_file(shared, folder), **paths_in_file(params, folder)}
         out.extend(Experiment(config, wordset, metric, dict(merged), seed) for seed in seeds)
     return out
 
 
-def load_config(path: Path, text: str | None = None, base: Path | None = None) -> tuple[list[Experiment], dict[str, Any]]:
+def load_config(
+    path: Path, text: str | None = None, base: Path | None = None, flags: Mapping[str, str] | None = None
+) -> tuple[list[Experiment], dict[str, Any]]:
     """Experiments of a TOML file, and its run settings (`out`, `title`, `family`, `text`). Relative
     paths in it are read against the file's folder (`base` instead: a framework config's conversion,
-    whose paths are the working directory's).
+    whose paths are the working directory's). `flags`: the command line's flag for each option that
+    runs code, named in a refusal (default: --model-option NAME=true).
 
     ```toml
     title = "Dutch gender tests"
@@ -351,7 +334,7 @@ def load_config(path: Path, text: str | None = None, base: Path | None = None) -
     if not path.exists():
         raise BiasError(f"Experiment file not found: {path}", "Check the path.")
     data = read_toml(path) if text is None else parse_toml(text, path)
-    refuse_code_keys(data, path)
+    refuse_code_keys(data, path, flags)
     _unknown(list(data), KNOWN_FIELDS, "", path)
     if "experiments" in data:
         listed, listed_settings = _listed(data, path, text, base or path.parent)
@@ -363,7 +346,7 @@ def load_config(path: Path, text: str | None = None, base: Path | None = None) -
     models = []
     for i, entry in enumerate(_as_list(data["models"], "models", path)):
         if isinstance(entry, str):
-            models.append(ModelConfig(model_spec_in_file(entry, folder)))
+            models.append(ModelConfig(model_spec_in_file(entry, folder), origin=str(path)))
         elif isinstance(entry, dict) and isinstance(entry.get("spec"), str):
             resources = entry.get("resources", {})
             if not isinstance(resources, dict):
@@ -372,7 +355,8 @@ def load_config(path: Path, text: str | None = None, base: Path | None = None) -
             if not isinstance(name, str):
                 raise BiasError(f"{path}: models[{i}].name must be text, a short name for tables and figures.")
             options = {k: v for k, v in entry.items() if k not in ("spec", "resources", "name")}
-            models.append(ModelConfig(model_spec_in_file(entry["spec"], folder), paths_in_file(options, folder), resources, name))
+            options = paths_in_file(options, folder)
+            models.append(ModelConfig(model_spec_in_file(entry["spec"], folder), options, resources, name, origin=str(path)))
         else:
             raise BiasError(f"{path}: models[{i}] needs a 'spec' such as \"word2vec:vectors.bin\".")
     wordsets: list[str] = []
@@ -404,6 +388,7 @@ def load_config(path: Path, text: str | None = None, base: Path | None = None) -
                 f"{path}: grid.{key} must be a non-empty list of values (an empty list leaves nothing to run).",
                 f"For example {key} = [{values!r}]" if not isinstance(values, list) else "Remove it, or list at least one value.",
             )
+    grid = {key: [paths_in_file({key: v}, folder)[key] for v in values] for key, values in grid.items()}  # files: the file's folder
     refuse_conflicts(shared, grid, f"{path} [params]", f"{path} [grid]")
     metrics: list[tuple[str, dict[str, Any]]] = []
     for i, entry in enumerate(_as_list(data["metrics"], "metrics", path)):
@@ -419,12 +404,6 @@ def load_config(path: Path, text: str | None = None, base: Path | None = None) -
     settings = _settings(data, path, text)
     settings.update(grid=grid)
     return _with_preset(expand(models, wordsets, metrics, seeds, grid), data), settings
-
-
-def _with_preset(experiments: list[Experiment], data: dict[str, Any]) -> list[Experiment]:
-    """The experiments marked with the run's preset, so that each result records it."""
-    preset = data.get("preset")
-    return [attrs.evolve(e, preset=preset) for e in experiments] if preset else experiments
 
 
 def parse_toml(text: str, path: Path) -> dict[str, Any]:
@@ -466,7 +445,7 @@ def _settings(data: dict[str, Any], path: Path, text: str | None) -> dict[str, A
         settings["out"] = str(path.parent / Path(settings["out"]).expanduser())
     settings.update(family=family, text=path.read_text(encoding="utf-8") if text is None else text, path=str(path))
     if data.get("preset") in PRESET_NOTES:
-        settings["notes"] = [PRESET_NOTES[data["preset"]]]
+        settings["notes"] = preset_notes(data["preset"])
     return settings
 
 

@@ -39,6 +39,9 @@ class ModelInput:
     spec: str | None
     how: str
     original: bool = False
+    # The file the spec was written in (an experiment file's parameter, a debias.json), "" when the
+    # command line gave it: held to what a file may decide (bias.engine.guards) before it is built.
+    origin: str = attrs.field(default="", eq=False)
 
 
 def requested_inputs(metric: Any, data: Any) -> dict[str, InputRequest]:
@@ -78,14 +81,14 @@ def model_input(request: InputRequest, measured: ModelConfig) -> ModelInput:
     debiased in this run (known once it is built), else the debias.json beside the model's file, else
     the model itself."""
     if request.name:  # its location absolute: the model is loaded where the metric runs
-        return ModelInput(absolute_spec_text(request.name), request.name)
+        return ModelInput(absolute_spec_text(request.name), request.name, origin=measured.origin)
     if measured.debias is not None:
         return ModelInput(None, SAME, original=True)
     record = debias_record(measured.parsed.location)
     if record is None:
         return ModelInput(None, SAME, original=True)
     spec, how = recorded_source(record, request.hint)
-    return ModelInput(absolute_spec_text(spec), how, original=True)
+    return ModelInput(absolute_spec_text(spec), how, original=True, origin=str(record))
 
 
 def wordset_input(name: str | None, request: InputRequest, metric: str, load: Callable[[str], Any]) -> Any:
@@ -95,6 +98,8 @@ def wordset_input(name: str | None, request: InputRequest, metric: str, load: Ca
     try:
         found = load(name)
     except BiasError as exc:
+        if request.optional and not _exists(name):
+            return None
         raise BiasError(f"Metric '{metric}' needs the word set {name}: {exc.message}", request.hint or exc.hint) from exc
     kind = getattr(getattr(found, "meta", None), "kind", None)
     if request.data_kind and kind != request.data_kind:
@@ -105,15 +110,24 @@ def wordset_input(name: str | None, request: InputRequest, metric: str, load: Ca
     return found
 
 
+def _exists(name: str) -> bool:
+    """Whether a word-set name or file exists at all (a broken one still stops the run)."""
+    if Path(name).expanduser().exists():
+        return True
+    return any(info.name == name for info in registry.wordsets())
+
+
 def resolve_requests(
     requests: dict[str, InputRequest],
     metric: str,
     measured: ModelConfig,
     wordsets: dict[str, Any],
     models: InputModels,
+    guard: Callable[[ModelInput], None] | None = None,
 ) -> dict[str, Any]:
     """Each request resolved as far as it can be before the run: word sets loaded (once per name, in
-    `wordsets`), model inputs located and built (once per spec, in `models`)."""
+    `wordsets`), model inputs located, held to `guard` (what a file may not decide) and built (once
+    per spec, in `models`)."""
     out: dict[str, Any] = {}
     for key, request in requests.items():
         if request.kind == WORDSET_INPUT:
@@ -123,6 +137,8 @@ def resolve_requests(
         elif request.kind == MODEL_INPUT:
             found = model_input(request, measured)
             if found.spec is not None:
+                if guard is not None:
+                    guard(found)
                 models.build(found.spec)
             out[key] = found
         else:

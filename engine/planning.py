@@ -5,7 +5,7 @@ input fails in seconds rather than after the first models ran."""
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import attrs
@@ -109,11 +109,12 @@ class Plan:
         return hashlib.sha256("\n".join(keys).encode("utf-8")).hexdigest()[:16]
 
 
-def plan(experiments: Sequence[Experiment]) -> Plan:
+def plan(experiments: Sequence[Experiment], input_guard: Callable[[Any], None] | None = None) -> Plan:
     """Build every metric and load every word set up front, so bad input fails before any model loads;
     set aside the combinations that cannot run, with their reason; then resolve the secondary inputs
     every runnable experiment's metric asks for (see `bias.engine.inputs`). Raises if nothing is left
-    or an input is missing."""
+    or an input is missing. `input_guard` sees each model input before it is built (see
+    bias.engine.guards: a spec a file wrote is held to what a file may decide)."""
     if not experiments:
         raise BiasError("Nothing to run: the grid has no experiments.", "Name at least one model, word set and metric.")
     wordsets: dict[str, Any] = {}
@@ -170,7 +171,9 @@ def plan(experiments: Sequence[Experiment]) -> Plan:
         )
     models = InputModels()
     runnable = [
-        attrs.evolve(p, inputs=resolve_requests(requested_inputs(p.metric, p.data), p.experiment.metric, p.experiment.model, wordsets, models))
+        attrs.evolve(p, inputs=resolve_requests(
+            requested_inputs(p.metric, p.data), p.experiment.metric, p.experiment.model, wordsets, models, input_guard
+        ))
         for p in runnable
     ]
     return Plan(runnable, skipped, merged, models)

@@ -10,7 +10,16 @@ docs/methods.md has the table of conventions: our default, each peer's choice, t
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from bias.core.errors import BiasError
+
+if TYPE_CHECKING:
+    from bias.engine.experiments import Experiment
 
 PRESET_PARAMS: dict[str, dict[str, Any]] = {
     # The BIAS Detection Framework: numpy's population std, repeated stimuli kept (case-sensitive, as
@@ -59,3 +68,50 @@ PRESET_NOTES = {
         "replacement) and its cosine RND's flipped sign are not reproduced."
     ),
 }
+
+
+def _declared(metric: str) -> set[str]:
+    from bias.core.params import describe_params
+    from bias.registry.entry_points import load
+
+    return {p.name for p in describe_params(load("metrics", metric))}
+
+
+def _preset(metric: str, data: dict[str, Any], path: Path) -> dict[str, Any]:
+    """The parameters a preset (and the `duplicates` setting) give this metric, where it declares them."""
+    preset = data.get("preset")
+    out: dict[str, Any] = {}
+    if preset is not None:
+        if preset not in PRESETS:
+            raise BiasError(f"{path}: unknown preset {preset!r}.", f"Presets: {', '.join(PRESETS)}.")
+        out.update(PRESET_PARAMS[preset])
+    if "duplicates" in data:
+        from bias.core.association.lookup import DUPLICATES
+
+        if data["duplicates"] not in DUPLICATES:
+            raise BiasError(f"{path}: duplicates must be one of {', '.join(DUPLICATES)}, not {data['duplicates']!r}.")
+        out["duplicates"] = data["duplicates"]
+    if not out:
+        return {}
+    declared = _declared(metric)
+    return {k: v for k, v in out.items() if k in declared}
+
+
+def with_preset(experiments: Sequence[Experiment], preset: str) -> list[Experiment]:
+    """`--preset` on the command line: each experiment gets the preset's parameters its metric declares
+    (its own `--param` wins), marked with the preset, as an experiment file's `preset` gives them."""
+    return [
+        attrs.evolve(e, params={**_preset(e.metric, {"preset": preset}, Path("--preset")), **e.params}, preset=preset)
+        for e in experiments
+    ]
+
+
+def preset_notes(preset: str | None) -> list[str]:
+    """The note a run with this preset carries into its manifest and reports."""
+    return [PRESET_NOTES[preset]] if preset in PRESET_NOTES else []
+
+
+def _with_preset(experiments: list[Experiment], data: dict[str, Any]) -> list[Experiment]:
+    """The experiments marked with the run's preset, so that each result records it."""
+    preset = data.get("preset")
+    return [attrs.evolve(e, preset=preset) for e in experiments] if preset else experiments

@@ -170,7 +170,7 @@ def run(
             embedder = registry.build_embedder(model.parsed, model.parsed_debias)
         except Exception:  # the worker reports it, for each of the model's experiments
             continue
-        quote = check_spending(embedder, group, label, max_cost, confirm_cost)
+        quote = check_spending(embedder, group, label, max_cost, confirm_cost, model)
         if quote and on_event:
             on_event(Event("quote", 0, len(todo), label, note=quote))
     cluster = Cluster.connect(address, num_cpus=num_cpus)

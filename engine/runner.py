@@ -144,7 +144,7 @@ def run(
         else:
             # A paid model: what its experiments will send, asked before anything is sent (a model
             # debiased on load sends the debiasing lists' words when it is fitted, at its load).
-            quote = check_spending(embedder, group, model.label(), max_cost, confirm_cost)
+            quote = check_spending(embedder, group, model.label(), max_cost, confirm_cost, model)
             try:
                 embedder.load()
             except Exception as exc:
@@ -292,9 +292,11 @@ def run_one(p: PlannedExperiment, embedder: Embedder, *, debug: bool = False, in
             raise
         # A refusal is about the input (the same input is refused again); a BiasError with the failure
         # exit code (out of memory, ...) is about this attempt, so it is failed and --resume redoes it.
-        status = FAILED if exc.exit_code == FAILURE else REFUSED
+        # A service's refusal of the key or the model is the user's input (exit 2) but redone by --resume.
+        status = FAILED if exc.exit_code == FAILURE or exc.redo else REFUSED
         reason = exc.message + (f" {exc.hint}" if status == FAILED and exc.hint else "")
-        result = Result(**identity(exp), status=status, reason=reason, meta=_data_meta(p.data))
+        meta = {**_data_meta(p.data), **({"exit_code": exc.exit_code} if status == FAILED else {})}
+        result = Result(**identity(exp), status=status, reason=reason, meta=meta)
     except Exception as exc:  # a failing experiment is recorded and the batch goes on
         if debug:
             raise

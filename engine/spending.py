@@ -4,7 +4,9 @@ An embedding service charges per token, so the runner asks the embedder (`Embedd
 model that runs here) before its experiments start. The texts are found by running each experiment's
 metric once on a stand-in that records every word and sentence asked for and answers with
 deterministic vectors (nothing is sent, nothing is kept of that pass), so the count is that of the
-real run whatever the metric does with its data. The embedder leaves out what its cache holds.
+real run whatever the metric does with its data. A metric that asks for replies (`generate`) gets
+empty ones from the stand-in, and its requests reach `quote` as `Asked` values among the texts. The
+embedder leaves out what its cache holds.
 Above the run's limit (`--max-cost`) the run stops with the estimate, unless the spending was
 confirmed (`--confirm-cost`).
 """
@@ -16,9 +18,11 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
+import attrs
 import numpy as np
 
 from bias.core.errors import USAGE, BiasError
+from bias.core.generation import Asked, GenerationRequest, Generations, Reply, Sampling, check_requests
 from bias.core.interfaces import Capability, Embedder, Quote
 from bias.core.model import WordVectors
 from bias.engine.inputs import InputModels, ModelInput
@@ -37,6 +41,7 @@ class Recorder(Embedder):
         self.name, self.location, self.summary = real.name, real.location, "recording stand-in"
         self.capabilities = frozenset(real.capabilities)  # what it declares: available() could load (fit) it, and send
         self.texts: dict[str, None] = {}
+        self.asked: list[Asked] = []
 
     def available(self) -> frozenset[Capability]:
         return self.capabilities
@@ -56,6 +61,14 @@ class Recorder(Embedder):
     def encode(self, texts: Sequence[str], spans: Any = None, *, pooling: str = "mean", layer: Any = None) -> np.ndarray:
         return self._rows(list(texts))
 
+    def generate(self, requests: Sequence[GenerationRequest], sampling: Sampling | None = None) -> list[Generations]:
+        """Records the requests; every reply is empty (the metric's count of unparsed replies is not kept)."""
+        requests = check_requests(requests)
+        sampling = sampling or Sampling()
+        self.asked.append(Asked(tuple(requests), sampling))
+        k = sampling.samples or 1
+        return [Generations(tuple(Reply("") for _ in range(k)), sampling, "recording stand-in") for _ in requests]
+
     def check(self) -> None:
         """Nothing to check: the real embedder was checked."""
 
@@ -63,9 +76,10 @@ class Recorder(Embedder):
         return "recorder:" + self.real.fingerprint()
 
 
-def texts_of(group: Sequence[Any], real: Embedder) -> tuple[list[str], int]:
-    """The texts the experiments of `group` (PlannedExperiment) will ask `real` for, and how many
-    experiments could not be counted (their metric failed on the stand-in, or needs another model)."""
+def texts_of(group: Sequence[Any], real: Embedder) -> tuple[list[Any], int]:
+    """The texts the experiments of `group` (PlannedExperiment) will ask `real` for (and the `Asked`
+    generation requests), and how many experiments could not be counted (their metric failed on the
+    stand-in, or needs another model)."""
     recorder = Recorder(real)
     uncounted = 0
     previous = logging.root.manager.disable
@@ -75,7 +89,7 @@ def texts_of(group: Sequence[Any], real: Embedder) -> tuple[list[str], int]:
             uncounted += not _record(p, recorder)
     finally:
         logging.disable(previous)
-    return list(recorder.texts), uncounted
+    return [*recorder.texts, *recorder.asked], uncounted
 
 
 def _record(p: Any, recorder: Recorder) -> bool:
@@ -93,15 +107,19 @@ def _record(p: Any, recorder: Recorder) -> bool:
     return True
 
 
-def check_spending(embedder: Embedder, group: Sequence[Any], model: str, max_cost: float | None, confirmed: bool) -> str | None:
+def check_spending(
+    embedder: Embedder, group: Sequence[Any], model: str, max_cost: float | None, confirmed: bool, config: Any = None
+) -> str | None:
     """The line announcing what `model`'s experiments will send and cost, or None when the model is
-    free to ask; raises BiasError when the estimate is above `max_cost` and not confirmed."""
+    free to ask; raises BiasError when the estimate is above `max_cost` and not confirmed. `config`
+    (the model's ModelConfig): a price an experiment file gave can raise the estimate, never lower it."""
     if embedder.quote(()) is None:
         return None
     texts, uncounted = texts_of(group, embedder)
     quote: Quote | None = embedder.quote(texts)
     if quote is None:
         return None
+    quote = _at_least_without_file_costs(quote, texts, config)
     line = quote.line(model) + (f" ({uncounted} experiment(s) could not be counted beforehand.)" if uncounted else "")
     limit = DEFAULT_MAX_COST if max_cost is None else max_cost
     if quote.usd is not None and quote.usd > limit and not confirmed:
@@ -111,3 +129,27 @@ def check_spending(embedder: Embedder, group: Sequence[Any], model: str, max_cos
             exit_code=USAGE,
         )
     return line
+
+
+def _at_least_without_file_costs(quote: Quote, texts: Sequence[str], config: Any) -> Quote:
+    """The estimate, no lower than it is without the options declared guard="cost" (a price) that an
+    experiment file gave: a file can make a run look dearer, never cheaper, so it cannot get past the
+    user's --max-cost. The basis says which price counted and where it came from."""
+    from bias import registry
+    from bias.core.params import describe_params
+    from bias.core.specs import ModelSpec
+    from bias.registry.resolve import embedder_class
+
+    if config is None or not getattr(config, "origin", ""):
+        return quote
+    parsed = config.parsed
+    costs = {p.name for p in describe_params(embedder_class(parsed.embedder)) if p.guard == "cost"}
+    given = {k: v for k, v in parsed.options.items() if str(k).replace("-", "_") in costs}
+    if not given:
+        return quote
+    written = ", ".join(f"{k} = {v}" for k, v in sorted(given.items()))
+    without = {k: v for k, v in parsed.options.items() if k not in given}
+    floor = registry.build_embedder(ModelSpec(parsed.embedder, parsed.location, without), config.debias).quote(texts)
+    if floor is None or floor.usd is None or (quote.usd is not None and quote.usd >= floor.usd):
+        return attrs.evolve(quote, basis=f"{quote.basis} ({written} from {config.origin})")
+    return attrs.evolve(floor, basis=f"{floor.basis}; {written} from {config.origin} is lower and not used")

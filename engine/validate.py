@@ -217,7 +217,7 @@ def validate_paths(paths: list[Path], frequencies: Path | None = None) -> tuple[
     file by file (a folder of the BIAS Detection Framework's datasets, say). Returns the problems, the
     number of files checked, and (file, errors, warnings) for each file; a folder named with one of
     the framework's own language codes (tk, ne) adds a note saying which language it is read as."""
-    from bias.core.framework.layout import FOLDER_CODES, language_code
+    from bias.core.data.framework_layout import FOLDER_CODES, language_code
 
     problems: list[Problem] = []
     per_file: list[tuple[str, int, int]] = []

@@ -8,7 +8,8 @@
     embedder = registry.build_embedder("word2vec:vectors.bin")
     metric = registry.build_metric("weat", permutations=10_000)
 
-Everything is discovered through entry points, first-party plugins included.
+Everything is discovered through entry points with stevedore, first-party plugins included
+(see docs/architecture.md, "Finding plugins: stevedore").
 """
 
 from __future__ import annotations
@@ -38,12 +39,13 @@ def value_declaration(metric: str) -> dict[str, Any] | None:
     """How the metric registered as `metric` labels its number (meta["value"] of its results), for
     results written before results carried it; None when no such metric loads."""
     from bias.core.errors import BiasError
-    from bias.core.reports.values import declared_value
+    from bias.core.values import ValueKind
 
     try:
-        return declared_value(load("metrics", metric))
+        value = getattr(load("metrics", metric), "value", None)
     except BiasError:
         return None
+    return value.declared() if isinstance(value, ValueKind) else None
 
 
 def wordsets(language: str | None = None, bias_type: str | None = None) -> list[PluginInfo]:

@@ -112,13 +112,21 @@ def _plugin_row(group: str, info: eps.EntryPointInfo, dups: dict[str, list[eps.E
 
 @attrs.frozen
 class WordSetEntry:
-    """Where a named word set lives: its package entry point and its file."""
+    """Where a named word set lives: its package entry point and its file (the distribution that
+    publishes it is read only when asked for)."""
 
     name: str
     path: Path
     language: str
-    distribution: str
-    version: str
+    entry_point: eps.EntryPointInfo
+
+    @property
+    def distribution(self) -> str:
+        return self.entry_point.distribution
+
+    @property
+    def version(self) -> str:
+        return self.entry_point.version
 
 
 def data_packages() -> list[tuple[eps.EntryPointInfo, DataPackage | None, str]]:
@@ -149,7 +157,7 @@ def wordset_entries(language: str | None = None) -> dict[str, WordSetEntry]:
                     f"Word set '{name}' is published twice: by {entries[name].distribution} and by {info.distribution}.",
                     "Uninstall one of them; word-set names must be unique.",
                 )
-            entries[name] = WordSetEntry(name, path, package.language, info.distribution, info.version)
+            entries[name] = WordSetEntry(name, path, package.language, info)
     return entries
 
 

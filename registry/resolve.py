@@ -11,7 +11,8 @@ import attrs
 from bias.core.data.debias_lists import DebiasLists, SentenceTemplates
 from bias.core.did_you_mean import suggestions
 from bias.core.errors import BiasError
-from bias.core.interfaces import Embedder, Metric, WordSetFormat
+from bias.core.data.importers import WordSetFormat
+from bias.core.interfaces import Embedder, Metric
 from bias.core.params import coerce_params
 from bias.core.text import natural_key
 from bias.core.specs import DebiasSettings, ModelSpec, parse_spec
@@ -72,7 +73,7 @@ def format_for(path: Path, by_folder: bool = True, kind: str | None = None) -> W
     declare that KIND folder are candidates (None: the file is not a test, see `not_a_test`), unless
     `by_folder` is false; with `kind`, only importers of that kind (a `--pairs` file is read as pairs,
     whatever its header)."""
-    from bias.core.framework.layout import kind_folder
+    from bias.core.data.framework_layout import kind_folder
 
     suffix = path.suffix.lower()
     folder = kind_folder(path) if by_folder else None
@@ -99,7 +100,7 @@ def not_a_test(path: Path) -> str | None:
     """Why a file of the BIAS Detection Framework's datasets folder is no test, when an importer reads
     its suffix but none reads what its KIND folder holds (a translation vocabulary under WEAT/, the
     sentence frames under SEAT/); None otherwise."""
-    from bias.core.framework.layout import kind_folder
+    from bias.core.data.framework_layout import kind_folder
 
     kind = kind_folder(path)
     if kind is None or format_for(path) is not None or format_for(path, by_folder=False) is None:

@@ -129,17 +129,14 @@ def _core_source(module_name: str) -> str | None:
 
 def _imported(tree: ast.Module) -> list[tuple[str, str, str]]:
     """(module, name, local name) of what `tree` takes from bias.core or bias.api: its top-level
-    `from ... import ...`, and the entries of a `_LAZY = {"Name": "bias.core.module", ...}` table (the
-    names bias.api loads on first use)."""
+    `from ... import ...`, those under a top-level `if TYPE_CHECKING:` included (the names bias.api
+    loads on first use)."""
     out = []
     for node in tree.body:
-        if isinstance(node, ast.ImportFrom) and node.level == 0 and _framework(node.module or ""):
-            out += [(node.module or "", alias.name, alias.asname or alias.name) for alias in node.names]
-        target, value = _assignment(node)
-        if target == "_LAZY" and isinstance(value, ast.Dict):
-            for key, module in zip(value.keys, value.values):
-                if isinstance(key, ast.Constant) and isinstance(module, ast.Constant) and _framework(str(module.value)):
-                    out.append((str(module.value), str(key.value), str(key.value)))
+        inner = node.body if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING" else [node]
+        for statement in inner:
+            if isinstance(statement, ast.ImportFrom) and statement.level == 0 and _framework(statement.module or ""):
+                out += [(statement.module or "", alias.name, alias.asname or alias.name) for alias in statement.names]
     return out
 
 
@@ -159,8 +156,8 @@ def _core_class(tree: ast.Module, name: str, depth: int = 0) -> tuple[ast.Module
 
 
 def _outline(source: str) -> str:
-    """The module without its functions and methods: top-level imports, assignments and classes with
-    their class-level statements. Parsing a large plugin module whole costs more than the rest of
+    """The module without its functions and methods: top-level imports (those under `if
+    TYPE_CHECKING:` too), assignments and classes with their class-level statements. Parsing a large plugin module whole costs more than the rest of
     `bias list`; its declarations are a few lines. Top-level statements are told apart by starting
     at column 0 outside a multi-line string; inside a class, a `def` or decorator at the class's
     indentation starts a method, skipped up to the next statement at that indentation."""
@@ -170,7 +167,7 @@ def _outline(source: str) -> str:
         quotes = line.count('"""') + line.count("'''")
         stripped = line.strip()
         if not in_string and line and not line[0].isspace() and line[0] not in ")]}#":
-            keep_block = line.startswith(("import ", "from ", "class ")) or ("=" in line and not line.startswith(("def ", "async def ", "@", "if ", "try", "with ", "for ", "while ")))
+            keep_block = line.startswith(("import ", "from ", "class ", "if TYPE_CHECKING:")) or ("=" in line and not line.startswith(("def ", "async def ", "@", "if ", "try", "with ", "for ", "while ")))
             in_method = False
         elif not in_string and keep_block and line.startswith("    ") and not line.startswith("     ") and stripped and stripped[0] not in ")]}#":
             in_method = stripped.startswith(("def ", "async def ", "@"))

@@ -11,8 +11,9 @@ snapshot among them: `python -m bias.testing.snapshot FOLDER` writes it); the si
 `LanguageData` (every word, SEAT sentence and LPBS sentence of the package) are there for the
 language's own agreement rules.
 
-A plugin distribution runs `check_metric`, `check_embedder` and `check_debiaser` on its classes (see
-`bias.testing.plugins`): the contract every first-party plugin passes too.
+A plugin distribution runs `check_metric`, `check_embedder`, `check_debiaser` and `check_format` on
+its classes, or `parametrize_with_checks` for one test per named check (see `bias.testing.plugins`):
+the contract every first-party plugin passes too.
 """
 
 from __future__ import annotations
@@ -31,7 +32,14 @@ from bias.testing.checks import (
     check_validates,
 )
 from bias.testing.language_data import LanguageData, LpbsSentence, SeatSentence, Word
-from bias.testing.plugins import check_debiaser, check_embedder, check_metric
+from bias.testing.plugins import (
+    check_debiaser,
+    check_embedder,
+    check_format,
+    check_metric,
+    checks_of,
+    parametrize_with_checks,
+)
 from bias.testing.validation import validate
 
 
@@ -69,6 +77,7 @@ __all__ = [
     "check_every_word_gets_a_sentence",
     "check_expected_files",
     "check_files_are_nfc_utf8",
+    "check_format",
     "check_lpbs_renders_every_pair",
     "check_metric",
     "check_origin_names_are_typed_and_balanced",
@@ -76,5 +85,7 @@ __all__ = [
     "check_pairs_differ_in_one_phrase",
     "check_sentences_are_well_formed",
     "check_validates",
+    "checks_of",
+    "parametrize_with_checks",
     "validate",
 ]

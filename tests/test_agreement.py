@@ -52,6 +52,19 @@ def test_correlations_and_intervals_match_scipy() -> None:
     assert pearson([1, 2, 3, 4], [5, 5, 5, 5]).value is None and spearman([1, 2, 3, 4], [5, 5, 5, 5]).value is None
 
 
+def test_a_perfect_correlation_has_no_interval() -> None:
+    """At |r| = 1 Fisher's z is infinite: no interval (scipy gives the degenerate [1, 1]), printed as none."""
+    from bias.core.reports.agreement import with_interval
+
+    for x, y, value in (([1, 2, 3, 4, 5], [2, 4, 6, 8, 10], 1.0), ([1, 2, 3, 4, 5], [9, 7, 5, 3, 1], -1.0)):
+        assert stats.pearsonr(x, y).statistic == pytest.approx(value)
+        for found in (pearson(x, y), spearman(x, y)):
+            assert found.value == pytest.approx(value) and found.interval is None and found.low is None
+            assert with_interval(found) == f"{value:+.2f}"
+    almost = pearson([1, 2, 3, 4, 5], [2, 4, 6, 8, 11])
+    assert almost.value < 1 and almost.interval == pytest.approx(stats.pearsonr([1, 2, 3, 4, 5], [2, 4, 6, 8, 11]).confidence_interval(0.95), abs=1e-10)
+
+
 def test_metrics_declare_which_way_is_more_bias() -> None:
     assert kind_of(Result(key="", model="", wordset="", metric="weat", meta=value_of("weat"))).bias_sign == 1
     assert kind_of(Result(key="", model="", wordset="", metric="crows", meta=value_of("crows"))).bias_sign == 1  # 50 = no bias
@@ -61,7 +74,7 @@ def test_metrics_declare_which_way_is_more_bias() -> None:
         assert kind_of(Result(key="", model="", wordset="", metric=none, meta=value_of(none))).bias_sign is None
     from bias.core.interfaces import Metric
 
-    assert Metric.value_more_biased == ""  # derived from the reference unless declared
+    assert Metric.value.more_biased == ""  # derived from the reference unless declared
 
 
 MODELS = ("hf:bert-a", "hf:bert-b", "word2vec:c.bin")
@@ -151,6 +164,48 @@ def test_agreement_of_a_run_matches_scipy() -> None:
     assert {p.pearson["all"].n for p in jss_pairs} == {len(MODELS) * (len(TESTS) - 1)}
     # JSS falls as the bias grows, so it correlates positively with the others only once oriented.
     assert all(p.pearson["all"].value > 0 for p in jss_pairs)
+
+
+def test_scores_are_oriented_seeds_averaged_and_results_without_a_value_left_out() -> None:
+    """Each cell's oriented score is sign * (value - reference), the mean over a method's seeds (a
+    seed is no method of its own); refused results and values that are not finite do not enter."""
+    import attrs
+
+    results = hand_results()
+    extra = [attrs.evolve(r, key=r.key + "-seed1", seed=1, params={**r.params, "seed": 1}, effect_size=r.effect_size + 0.5)
+             for r in results if r.metric == "weat"]
+    refused = [attrs.evolve(results[0], key="refused", wordset="en/weat-new", status="refused", effect_size=None, p_value=None),
+               attrs.evolve(results[0], key="nan", wordset="en/weat-nan", effect_size=float("nan")),
+               attrs.evolve(results[0], key="refused-with-a-number", wordset="en/weat-refused", status="refused")]
+    found = agreement(build(results + extra + refused))
+    assert found.methods == ["WEAT", "s-SEAT", "w-SEAT", "JSS"]
+    for r in results:
+        if r.metric == "weat":
+            assert found.scores["WEAT"][(r.model, r.wordset)].oriented == pytest.approx(r.effect_size + 0.25, abs=1e-12)
+        if r.metric == "jss":
+            score = found.scores["JSS"][(r.model, r.wordset)]
+            assert score.oriented == pytest.approx(100 - r.effect_size, abs=1e-12) and score.value == r.effect_size
+    assert not any(cell[1] in ("en/weat-new", "en/weat-nan", "en/weat-refused") for cell in found.scores["WEAT"])
+
+
+def test_the_notes_name_each_shift_and_flip_and_one_method_is_refused() -> None:
+    from bias.core.errors import BiasError
+    from bias.core.reports.agreement import notes
+
+    found = agreement(build(hand_results()))
+    assert notes(found)[1] == (
+        "Scores are oriented so that larger is more bias: the value minus the no-bias reference (JSS 100), "
+        "sign flipped for JSS (lower is more bias)."
+    )
+    assert notes(found)[-1] == "Not compared: mac, its MAC says nothing about how biased a model is (no direction declared)."
+    from bias.core.reports.agreement import to_latex
+
+    rows = [line for line in to_latex(found).splitlines() if line.endswith("\\\\") and "&" in line][1:]
+    assert rows[0].startswith("WEAT \\textbar{} s-SEAT & all & ") and rows[1].startswith(" & significant & ")
+    two = agreement(build([r for r in hand_results() if r.metric in ("weat", "jss")]))
+    assert two.methods == ["WEAT", "JSS"] and [(p.first, p.second) for p in two.pairs] == [("WEAT", "JSS")]
+    with pytest.raises(BiasError, match="this run has only WEAT"):
+        agreement(build([r for r in hand_results() if r.metric in ("weat", "mac")]))
 
 
 def test_tables_figure_and_html(tmp_path: Path) -> None:

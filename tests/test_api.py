@@ -53,3 +53,21 @@ def test_case_policy_finds_capitalised_stimuli_in_a_lowercase_vocabulary(planted
     mixed = attrs.evolve(capitalised, Y=WordList("insects", ("Zzzunknown",) + planted_test.Y.words[1:]))
     result = registry.build_metric("weat", case="fallback").compute(embedder, mixed, seed=1)
     assert result.lost == {"Y": ["Zzzunknown"]} and result.sizes["X"] == 8
+
+
+def test_bias_api_is_one_list_of_names_and_imports_numpy_only_when_asked():
+    """The import statements of api/__init__.py are its names: every one resolves, the stable names
+    are few, and those whose modules need numpy are imported on first use only."""
+    import subprocess
+    import sys
+
+    import bias.api as api
+    import bias.api.association  # noqa: F401  (a sub-module, once imported, is no name of bias.api)
+
+    names = api.__all__
+    assert len(names) == len(set(names)) and 60 <= len(names) <= 80  # small: the stable contract
+    assert all(getattr(api, name) is not None for name in names)
+    assert {"Metric", "ValueKind", "Measured", "AssociationMetric", "permutation_test"} <= set(names)
+    code = "import sys, bias.api; print('numpy' in sys.modules); bias.api.PermutationTest; print('numpy' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.stdout.split() == ["False", "True"], done.stdout + done.stderr

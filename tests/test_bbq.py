@@ -19,6 +19,7 @@ from bias.core.errors import BiasError
 from bias.core.data.wordsets import load_toml_wordset
 from bias.plugins.embedders.huggingface import HuggingFaceEmbedder
 from bias.registry.resolve import load_wordset_file
+from fixtures.completion_server import LocalCompletionServer as _Server
 
 
 PROMPT = "{context} {question}\nAnswer:"
@@ -670,61 +671,6 @@ def test_agreement_correlates_the_bbq_settings_across_models_checked_against_the
 # -- completion servers -------------------------------------------------------------------------------
 
 
-class _Server:
-    """An OpenAI-compatible /v1 server on localhost answering /models and /completions (echo, logprobs)
-    with the tiny GPT-2's own log-probabilities, computed by transformers here; `logprobs=False` answers
-    without them, as a server that does not support echo."""
-
-    def __init__(self, folder: Path, logprobs: bool = True) -> None:
-        import threading
-        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
-        import torch
-        from transformers import AutoModelForCausalLM, AutoTokenizer
-
-        tok = AutoTokenizer.from_pretrained(folder)
-        model = AutoModelForCausalLM.from_pretrained(folder).eval()
-
-        def echo(text: str) -> dict:
-            enc = tok(text, return_offsets_mapping=True)
-            ids = torch.tensor([[tok.bos_token_id] + enc["input_ids"]])
-            with torch.no_grad():
-                lp = torch.log_softmax(model(ids).logits[0].double(), dim=-1)
-            scores = [float(lp[j - 1, ids[0, j]]) for j in range(1, ids.shape[1])]
-            return {"tokens": tok.convert_ids_to_tokens(enc["input_ids"]) + ["x"], "token_logprobs": scores + [-1.0],
-                    "text_offset": [start for start, _ in enc["offset_mapping"]] + [len(text)]}
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args) -> None:
-                pass
-
-            def reply(self, body: dict) -> None:
-                data = json.dumps(body).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def do_GET(self) -> None:
-                self.reply({"data": [{"id": "tiny-gpt2"}]})
-
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                assert body["echo"] is True and body["logprobs"] == 1 and body["model"] == "tiny-gpt2"
-                prompts = body["prompt"]
-                self.reply({"choices": [{"index": i, "text": p + "x", "logprobs": echo(p) if logprobs else None}
-                                        for i, p in enumerate(prompts)]})
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
-
 def test_a_completion_server_gives_the_same_answers_as_the_model(gpt2, questions_file):
     from bias.plugins.embedders.completion_server import CompletionServer
     from bias.plugins.metrics.bbq import Bbq
@@ -803,10 +749,11 @@ def test_a_batch_whose_answers_differ_in_length_stays_within_the_positions(tmp_p
 
 def test_the_headline_puts_the_value_on_its_own_scale_and_a_wrong_declaration_fails_the_contract(gpt2, questions_file):
     """bbq declares on its class that `headline` chooses the value's scale (s_AMB or s_DIS); results
-    carry it, and the plugin contract refuses a declaration naming no parameter or no value_* field."""
+    carry it; a declaration naming no field is refused when the class is made, and one naming no
+    parameter fails the plugin contract."""
     import attrs as attrs_module
 
-    from bias.core.reports.values import declared_value
+    from bias.api import ValueKind
     from bias.plugins.metrics.bbq import Bbq
 
     embedder = HuggingFaceEmbedder(location=str(gpt2), cache=False)
@@ -814,13 +761,15 @@ def test_the_headline_puts_the_value_on_its_own_scale_and_a_wrong_declaration_fa
     for headline, scale in (("ambiguous", "s_AMB"), ("disambiguated", "s_DIS")):
         result = Bbq(headline=headline, bootstrap=0).compute(embedder, data, seed=0)
         assert result.meta["value"]["scale"] == scale and result.meta["value"]["label"] == "bias score"
-    assert declared_value(Bbq)["scale"] == ""  # the class alone (results written before) keeps no scale
-    for wrong, words in (({"nope": {"x": {"value_scale": "s"}}}, "names 'nope'"),
-                         ({"headline": {"ambiguous": {"scale": "s"}}}, "not value_* attributes"),
-                         ({"headline": {"ambiguous": {"value_digits": "two"}}}, "of the wrong type")):
-        Wrong = attrs_module.define(type("Wrong", (Bbq,), {"__annotations__": {}, "value_by_param": wrong}))
-        with pytest.raises(AssertionError, match=re.escape(words)):
-            bt.check_metric(Wrong, embedder=embedder, data=data)
+    assert Bbq.value.declared()["scale"] == ""  # the class alone (results written before) keeps no scale
+    for wrong, words in (({"headline": {"ambiguous": {"value_scale": "s"}}}, "sets ['value_scale'], which are not fields"),
+                         ({"headline": {"ambiguous": {"digits": "two"}}}, "digits = 'two' (must be a whole number")):
+        with pytest.raises(TypeError, match=re.escape(words)):
+            ValueKind("bias score", by_param=wrong)
+    value = ValueKind("bias score", by_param={"nope": {"x": {"scale": "s"}}})
+    Wrong = attrs_module.define(type("Wrong", (Bbq,), {"__annotations__": {}, "value": value}))
+    with pytest.raises(AssertionError, match=re.escape("value.by_param names 'nope'")):
+        bt.check_metric(Wrong, embedder=embedder, data=data)
 
 
 def test_the_word_sets_prompt_is_used_unless_a_template_is_given(gpt2, tmp_path):

@@ -677,10 +677,9 @@ def test_contextual_words_are_encoded_alone_and_broken_vectors_are_lost(hand, tm
 
 
 def test_reports_show_the_value_as_a_signed_number_around_zero() -> None:
-    from bias.core.reports.values import kind_of_class
     from bias.plugins.metrics.fise import Fise
 
-    shown = kind_of_class(Fise)  # a signed z around 0, two digits
+    shown = Fise.value  # a signed z around 0, two digits
     assert (shown.reference, shown.format(1.2345), shown.format(-0.5)) == (0.0, "+1.23", "-0.50")
 
 

@@ -71,9 +71,11 @@ def test_convert_gives_a_toml_file_that_plans_the_same_experiments(workspace: Pa
     assert "line 15" in done.stderr and "skipped" in done.stderr
     text = done.stdout
     assert 'preset = "bias-framework"' in text
-    assert 'wordset = "datasets/tk/WEAT/T1.txt"' in text and 'model = "fasttext:models/cc.tr.300.bin"' in text
-    assert 'wordset = "datasets/tk/genSEAT/genSEAT_T1.jsonl"' in text
-    assert 'wordset = "datasets/ne/WEAT/T1.txt"' in text and "cc.nl.300.bin" in text
+    # absolute paths: the printed file may be saved in any folder (a file's relative paths are its folder's)
+    root = workspace.resolve()
+    assert f'wordset = "{root}/datasets/tk/WEAT/T1.txt"' in text and f'model = "fasttext:{root}/models/cc.tr.300.bin"' in text
+    assert f'wordset = "{root}/datasets/tk/genSEAT/genSEAT_T1.jsonl"' in text
+    assert f'wordset = "{root}/datasets/ne/WEAT/T1.txt"' in text and "cc.nl.300.bin" in text
     toml = workspace / "converted.toml"
     toml.write_text(text, encoding="utf-8")
     experiments, settings = load_config(toml)

@@ -10,7 +10,7 @@ import pytest
 
 from bias.core.errors import BiasError
 from bias.core.data.fise_tests import parse_trait_line, read_affect, read_traits
-from bias.core.framework.layout import language_of
+from bias.core.data.framework_layout import language_of
 from bias.engine.validate import validate_paths
 from bias.registry.resolve import format_for, load_wordset
 from fixtures.framework_data import IT_CROWS_ROWS, WORDS, build_datasets

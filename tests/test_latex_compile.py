@@ -123,3 +123,14 @@ def test_p_values_wider_than_the_estimate_are_shrunk_to_the_line(tmp_path):
     results = [weat_like(f"en/weat{n}", "weat", 1.9, 7.8e-05, model=f"word2vec:{m}.bin", permutations=200, extra={"ddof": ddof})
                for m in ("planted", "reversed", "control") for n in range(1, 11) for ddof in (0, 1)]
     fits(compile_log(tmp_path, standalone(build(results))))
+
+
+def test_file_paths_in_the_notes_break_in_a_two_column_paper(tmp_path):
+    """The legend of a run on the user's own files names each file in full: a path longer than a
+    column may break after its separators, so nothing sticks out of the column."""
+    tests = [f"/home/researcher/projects/biasaudit/wordsets/custom/{n}_gender_career_family_version2.toml" for n in ("first", "second")]
+    model = "word2vec:/data/embeddings/nl/wikipedia_dutch_skipgram_300d_minimum5.bin"
+    report = build([weat_like(test, "weat", 0.5, 0.01, model=model) for test in tests])
+    tex = to_latex(report)
+    fits(compile_log(tmp_path, standalone(report, two_columns=True)))
+    assert "biasaudit/\\allowbreak{}wordsets/\\allowbreak{}" in tex and "\\_\\allowbreak{}" in tex

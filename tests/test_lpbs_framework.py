@@ -194,3 +194,46 @@ def test_ith_pairs_are_formed_within_each_number(bert: HuggingFaceEmbedder, fw: 
     got = scores_of(result)
     for word in data["attr1"] + data["attr2"]:
         assert got[word] == pytest.approx(score(word), abs=1e-6), word
+
+
+@pytest.mark.parametrize("duplicates", ["keep", "drop"])
+def test_a_word_in_both_number_lists_is_one_singular_target(bert: HuggingFaceEmbedder, fw: Framework, tmp_path: Path, duplicates: str) -> None:
+    """"woman" listed as singular and as plural (as German "Lehrer" would be): the framework zips the
+    singular lists only, so the pairs are he-she and man-woman; the plural copy is no third singular
+    target (caress-woman), however targ1 is longer."""
+    data = {
+        "targ1": {"singular": ["he", "man", "doctor"], "plural": ["nurses"]}, "targ2": {"singular": ["she", "woman"], "plural": ["woman"]},
+        "attr1": ["good", "flower", "rose"], "attr2": ["bad", "insect", "tulip"], "templates": TEMPLATES,
+    }
+    pairs = list(zip(data["targ1"]["singular"], data["targ2"]["singular"]))
+    s1 = [fw.score(data, a, pairs) for a in data["attr1"]]
+    s2 = [fw.score(data, a, pairs) for a in data["attr2"]]
+    result = Lpbs(duplicates=duplicates, **FRAMEWORK).compute(bert, framework_file(tmp_path, data), seed=0)
+    assert result.ok, result.reason
+    got = scores_of(result)
+    for word, value in zip(data["attr1"] + data["attr2"], s1 + s2):
+        assert got[word] == pytest.approx(value, abs=1e-6), word
+    assert result.effect_size == pytest.approx((np.mean(s1) - np.mean(s2)) / np.std(s1 + s2), rel=1e-5)
+    assert result.sizes["Y"] == 2 and result.sizes["X"] == 3
+
+
+def test_with_either_number_a_word_in_both_lists_fills_each_numbers_templates(bert: HuggingFaceEmbedder, fw: Framework, tmp_path: Path) -> None:
+    """`target_number = any`: the plural copy of "woman" is the first plural target of targ2, scored in
+    the plural template against the first plural of targ1, as the singular one is in the singular
+    template."""
+    data = {
+        "targ1": {"singular": ["he", "man"], "plural": ["men"]}, "targ2": {"singular": ["she", "woman"], "plural": ["woman"]},
+        "attr1": ["good", "doctor", "flower"], "attr2": ["bad", "insect", "nurse"],
+        "templates": {"singular": ["the TARGET is ATTRIBUTE ."], "plural": ["the TARGET are ATTRIBUTE ."]},
+    }
+    singular, plural = data["templates"]["singular"][0], data["templates"]["plural"][0]
+
+    def score(a: str) -> float:
+        found = [fw.asc(singular, x, a) - fw.asc(singular, y, a) for x, y in (("he", "she"), ("man", "woman"))]
+        return float(np.mean(found + [fw.asc(plural, "men", a) - fw.asc(plural, "woman", a)]))
+
+    result = Lpbs(**{**FRAMEWORK, "target_number": "any"}).compute(bert, framework_file(tmp_path, data), seed=0)
+    assert result.ok, result.reason
+    got = scores_of(result)
+    for word in data["attr1"] + data["attr2"]:
+        assert got[word] == pytest.approx(score(word), abs=1e-6), word

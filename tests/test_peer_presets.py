@@ -334,3 +334,28 @@ def test_bias_framework_preset_on_the_frameworks_file_shape(planted_mlm: Path, t
     got = {**result.figures["attribute_scores"]["A"], **result.figures["attribute_scores"]["B"]}
     shifts = [got[w] - expected_scores[w] for w in expected_scores]
     assert max(shifts) - min(shifts) < 1e-5 and abs(shifts[0]) > 1e-3  # one shift for all, not none
+
+
+def test_a_preset_on_the_command_line_is_the_experiment_files_preset(planted_mlm: Path, tmp_path: Path) -> None:
+    """`bias run --preset bias-framework` gives what `preset = "bias-framework"` in a file gives: the
+    framework's LPBS, the preset recorded in the result and its note in the manifest; --param wins."""
+    from test_bbq import cli
+
+    folder = tmp_path / "en" / "LPBS"
+    folder.mkdir(parents=True)
+    path = folder / "LPBS_T.jsonl"
+    path.write_text(json.dumps(LPBS_FILE), encoding="utf-8")
+    args = ["run", "-m", f"hf:{planted_mlm}", "-w", str(path), "--metric", "lpbs", "--param", "permutations=200", "--json"]
+    code, out, err = cli(*args, "--preset", "bias-framework", "--out", str(tmp_path / "run"))
+    assert code == 0, out + err
+    (line,) = [json.loads(t) for t in out.splitlines() if t.startswith("{")]
+    _, expected_d = framework_lpbs(planted_mlm, LPBS_FILE)
+    assert line["effect_size"] == pytest.approx(expected_d, rel=1e-6)
+    assert line["convention"]["run_preset"] == "bias-framework" and line["params"]["pairing"] == "i-th"
+    manifest = json.loads((tmp_path / "run" / "manifest.json").read_text(encoding="utf-8"))
+    assert any(note.startswith("Preset bias-framework:") for note in json.dumps(manifest).split('"'))
+    code, out, err = cli(*args, "--preset", "bias-framework", "--param", "ddof=1")
+    assert code == 0, out + err
+    (mine,) = [json.loads(t) for t in out.splitlines() if t.startswith("{")]
+    assert mine["params"]["ddof"] == 1 and mine["params"]["pairing"] == "i-th"
+    assert mine["convention"]["run_preset_params"].get("ddof") is None  # the preset's ddof did not run

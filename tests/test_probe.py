@@ -487,7 +487,7 @@ def test_parameter_defaults_bounds_and_how_the_value_is_shown() -> None:
     p = Probe()
     assert (p.pooling, p.layer, p.test_size, p.folds, p.C, p.max_iter, p.standardize, p.mode) == (None, None, 0.2, 0, 1.0, 2000, True, "probe")
     assert (p.epochs, p.learning_rate, p.train_batch_size, p.max_length) == (3, 5e-5, 16, 128)
-    assert (Probe.value_label, Probe.value_signed, Probe.value_digits, Probe.value_reference) == ("accuracy", False, 3, None)
+    assert (Probe.value.label, Probe.value.signed, Probe.value.digits, Probe.value.reference) == ("accuracy", False, 3, None)
     smallest = Probe(max_iter=1, epochs=1, train_batch_size=1, max_length=2, folds=0, pooling="mean", test_size=0.5)
     assert (smallest.max_iter, smallest.epochs, smallest.train_batch_size, smallest.max_length) == (1, 1, 1, 2)
     for bad in ({"max_iter": 0}, {"epochs": 0}, {"train_batch_size": 0}, {"max_length": 1}, {"folds": -1}, {"pooling": "max"}):

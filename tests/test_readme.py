@@ -107,7 +107,7 @@ def test_every_documented_command_runs(tmp_path, capsys):
     build_framework_checkout(framework)
     stand_ins = tmp_path / "stand-ins"
     build_tiny_bert(stand_ins / "bert")
-    build_tiny_gpt2(stand_ins / "gpt2", positions=256)  # the BBQ sample's questions are read whole
+    build_tiny_gpt2(stand_ins / "gpt2", positions=1024)  # the BBQ questions and hiring prompts are read whole
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "COLUMNS": "100", "PYTHONWARNINGS": "ignore", "BIAS_CACHE_DIR": str(tmp_path / "cache")}
 
     as_written, stood_in, passed_by = [], [], []
@@ -117,7 +117,7 @@ def test_every_documented_command_runs(tmp_path, capsys):
             passed_by.append(f"{file}: {command}  [skipped: {elsewhere}]")
             continue
         args, cwd = shlex.split(command), home
-        if "Hub" in comment.split():
+        if "Hub" in re.findall(r"\w+", comment):
             args = [f"hf:{stand_ins / HUB[a]}" if a in HUB else a for a in args]
             stood_in.append(f"{file}: {command}  [a tiny local model for the Hub model]")
         elif "framework" in comment.split(";")[0].split() or file == "coming-from-bias-detection-framework.md":

@@ -414,10 +414,10 @@ def test_metrics_on_one_scale_share_a_curve_named_by_both():
     declarations; a curve of that metric alone keeps its own label."""
     import attrs
 
-    from bias.core.reports.values import ValueKind, kind_of_class
+    from bias.core.values import ValueKind
     from bias.plugins.metrics.weat import Weat
 
-    weat = kind_of_class(Weat)
+    weat = ValueKind.from_declared(Weat.value.declared())  # what a report reads back
     hedges = {"label": "g", "name": "Hedges' g", "scale": "d", "digits": 3, "reference": 0.0}
 
     def g(key, wordset, effect, p):

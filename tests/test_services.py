@@ -271,7 +271,7 @@ def test_cost_above_max_cost_stops_before_any_request(server, key_env, tmp_path)
     assert server.requests() == []
     # the estimate: one token per 4 characters (at least one a word), at $100,000 a million tokens
     tokens = sum(max(1, -(-len(w) // 4)) for w in _weat1_words())
-    assert f"about {tokens:,} tokens" in stopped.stderr and f"about ${tokens * 0.1:.2f} ($100000 per million tokens)" in stopped.stderr
+    assert f"about {tokens:,} tokens" in stopped.stderr and f"about ${tokens * 0.1:.2f} ($100000 per million tokens, the price option)" in stopped.stderr
     higher = run_cli(*base, "--max-cost", str(tokens * 0.1 + 0.5), "--out", str(tmp_path / "b"))
     assert higher.returncode == 0, higher.stderr
     assert sum(r["texts"] for r in server.requests()) == 100

@@ -20,6 +20,12 @@ from hypothesis import strategies as st
 
 from bias.core.statistics import association as stats
 
+
+def sampled_null(s: np.ndarray, n_x: int, permutations: int, seed: int, total: float) -> np.ndarray:
+    """Every sampled null statistic of the permutation test, in the order it draws them."""
+    return np.concatenate(list(stats._sampled_null_chunks(s, n_x, permutations, seed, total)))
+
+
 ALTERNATIVES = ("greater", "less", "two-sided")
 
 
@@ -381,7 +387,7 @@ def test_sampled_p_estimator(alternative):
     # k counted here from the same seeded null statistics, with the test's definitions written out
     s = np.concatenate([sx, sy])
     total = float(s.sum())
-    null = stats._sampled_null(s, len(sx), m, seed, total)
+    null = sampled_null(s, len(sx), m, seed, total)
     observed = float(np.sum(sx) - np.sum(sy))
     centre = (2 * len(sx) / len(s) - 1) * total
     tol = 1e-12 * max(1.0, float(np.abs(s).sum()))
@@ -399,11 +405,11 @@ def _subset_sums_from_sampler(s, n_x, m, seed):
     """Subset sums of the first set, recovered from the private sampler.
 
     `permutation_test` only returns a p-value and two moments; checking that the sampler draws
-    uniformly among partitions needs the raw null statistics, which only `_sampled_null` exposes.
+    uniformly among partitions needs the raw null statistics, which only `sampled_null` below exposes.
     """
     s = np.asarray(s, dtype=np.float64)
     total = float(s.sum())
-    null = stats._sampled_null(s, n_x, m, seed, total)
+    null = sampled_null(s, n_x, m, seed, total)
     assert null.shape == (m,)
     return np.rint((null + total) / 2.0).astype(np.int64)
 
@@ -459,7 +465,7 @@ def test_sampler_chunks_cover_every_row():
     # More permutations than one chunk holds: no row may be left unfilled or repeated across chunks.
     s = np.arange(40, dtype=np.float64)
     m = stats._CHUNK_ELEMENTS // len(s) * 2 + 17
-    null = stats._sampled_null(s, 20, m, 7, float(s.sum()))
+    null = sampled_null(s, 20, m, 7, float(s.sum()))
     assert np.isfinite(null).all()
     lo, hi = 2 * sum(range(20)) - s.sum(), 2 * sum(range(20, 40)) - s.sum()
     assert null.min() >= lo and null.max() <= hi
@@ -475,7 +481,7 @@ def test_sampled_null_is_the_first_x_of_a_full_sort_of_the_seeded_keys(n_x, n_y,
     keys = np.random.default_rng(99).random((m, n_x + n_y))  # one stream, in row order
     first_x = np.argsort(keys, axis=1)[:, :n_x]
     brute = np.array([2.0 * math.fsum(s[row]) - math.fsum(s) for row in first_x])
-    null = stats._sampled_null(s, n_x, m, 99, float(s.sum()))
+    null = sampled_null(s, n_x, m, 99, float(s.sum()))
     assert np.allclose(null, brute, rtol=0, atol=1e-12)
     observed = float(s[:n_x].sum() - s[n_x:].sum())
     result = stats.permutation_test(s[:n_x], s[n_x:], permutations=m, exact_limit=0, seed=99)

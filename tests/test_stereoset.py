@@ -283,7 +283,7 @@ def test_masked_scores_follow_bias_bench(tiny_bert_dir: Path, data_file: Path) -
         "ss": 0.0,
         "lms": 0.0,
     }
-    assert any("counted as not preferring the stereotype" in w for w in result.warnings)
+    assert [w for w in result.warnings if "counted as not preferring the stereotype" in w][0].startswith("1 example(s) scored")
     assert result.sizes == {"examples": 7, "sentences": 21, "terms": 4, "domains": 2}
 
 

@@ -142,3 +142,48 @@ def test_a_smoke_run_keeps_the_first_examples_whole(tiny_bert_dir: Path, data_fi
     # both examples are about the one term "nurse": SS and LMS are that term's shares
     assert line["effect_size"] == pytest.approx(100 * counts["pro"] / 2)
     assert line["figures"]["lms"] == pytest.approx(100 * counts["related"] / 4)
+
+
+def test_a_character_beside_blank_glues_it_as_bert_splits_words(tiny_bert_dir: Path) -> None:
+    """`joins_word` against the real WordPiece pre-tokenizer: a character glues BLANK to a word exactly
+    when "aXb" stays one word (every ASCII symbol, `$ + < = > ^ | ~` included, splits it), and spaces
+    never glue."""
+    from transformers import AutoTokenizer
+
+    from bias.plugins.metrics.stereoset import joins_word
+
+    split = AutoTokenizer.from_pretrained(tiny_bert_dir).backend_tokenizer.pre_tokenizer.pre_tokenize_str
+    for code in [*range(33, 127), 0xA1, 0xA7, 0xBF, 0xE9, 0x2014, 0x201C, 0x3001, 0x20AC, 0x2603]:
+        ch = chr(code)
+        assert joins_word(ch) == (len(split(f"a{ch}b")) == 1), repr(ch)
+    assert not any(joins_word(ch) for ch in " \t\n\u00a0\u3000")
+
+
+def test_a_context_that_ends_with_blank_is_scored(tiny_bert_dir: Path, tmp_path: Path) -> None:
+    examples = [("end-1", "gender", "man", "The man is BLANK", "The man is good", "The man is bad", "The man is tulip"),
+                ("end-2", "gender", "man", "BLANK", "Doctor", "Nurse", "Tulip")]
+    path = tmp_path / "end.json"
+    path.write_text(json.dumps(stereoset_json(examples)), encoding="utf-8")
+    result = StereoSet().compute(build_embedder(f"hf:{tiny_bert_dir}"), load_wordset_file(path), seed=0)
+    assert result.ok, result.reason
+    rows = {r["sentence_id"]: r["score"] for r in result.figures["scores"]}
+    for sid, (score, _) in reference_masked(tiny_bert_dir, examples).items():
+        assert rows[sid] == pytest.approx(score, rel=REL), sid
+
+
+def test_a_token_joining_blank_with_the_text_after_it_is_refused() -> None:
+    """"(BLANK)" tokenised as ( BL AN K) : no boundary after the slot either."""
+    from bias.core.data.stereoset import StereoExample, StereoSentence, StereoSetExamples
+    from bias.core.errors import BiasError
+    from bias.core.interfaces import Tokens
+    from bias.core.model import WordSetMeta
+    from bias.plugins.metrics.stereoset import slot_split
+
+    context = "The man (BLANK) works."
+    example = StereoExample("e1", "gender", "man", context, (StereoSentence("s", "x", "stereotype", "x"),))
+    data = StereoSetExamples(WordSetMeta(name="t", kind="stereoset", language="en", bias_type="mixed", path="t.json"), (example,))
+    spans = [(0, 3), (4, 7), (8, 9), (9, 11), (11, 13), (13, 15), (16, 22)]  # The man ( BL AN K) works.
+    tokens = Tokens((101, 1, 2, 3, 4, 5, 6, 7, 102), ((0, 0), *spans, (0, 0)), (True, *[False] * 7, True))
+    with pytest.raises(BiasError) as err:
+        slot_split(data, example, tokens)
+    assert "joins BLANK with the text beside it ('BLANK)')" in err.value.message

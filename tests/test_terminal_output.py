@@ -29,7 +29,10 @@ def weat_like(test: str, metric: str, d: float, p: float, *, level: str | None =
     return Result(
         key=f"{model}{test}{metric}{level}{sorted((extra or {}).items())}", model=model, wordset=test, metric=metric,
         effect_size=d, p_value=p, figures={"ci_low": d - 0.31, "ci_high": d + 0.25, "ci_level": 0.95, "ci_method": "bca", "ci_resamples": 2000},
-        convention={"method": "sampled", "permutations": permutations, "ddof": 1, "alternative": "greater", "seed": 0},
+        convention={"method": "sampled", "permutations": permutations, "ddof": 1, "alternative": "greater", "seed": 0,
+                    # how a result says what its p is (PermutationTest.convention), and the test's floor
+                    "p_value": f"sampled permutation test ({permutations:,} permutations, seed 0), ddof=1, one-sided (greater)",
+                    "p_floor": 1 / (permutations + 1)},
         sizes={"X": 25, "Y": 25, "A": 25, "B": 25}, params=params, seed=0, meta={"title": TITLES.get(test, ""), **value_of(metric)},
     )
 

@@ -106,7 +106,7 @@ def test_its_metric_runs_on_a_word2vec_model(installed, tmp_path):
     assert result["effect_size"] > 0  # the planted direction
     assert not result["lost"]
     assert result["meta"]["value"] == {"label": "gap", "name": "centroid cosine gap", "unit": "", "reference": 0.0, "signed": True,
-                                       "digits": 3, "scale": "", "more_biased": ""}
+                                       "digits": 3, "scale": "", "more_biased": "", "meaning": "", "figures": []}
     # eo/weat1 is 8 + 8: its other metric's own parameter `permutations` is its own business
     relabelled = bias("run", "--model", f"word2vec:{model}", "--wordset", "eo/weat1", "--metric", "relabelled-gap",
                       "--param", "permutations=199", "--json")

@@ -6,7 +6,7 @@
 - `contexts`: contextual vectors of stimuli (SEAT's sentences, CEAT's contexts).
 """
 
-from bias.core.association.conventions import AssociationConventions, association_result
+from bias.core.association.conventions import EFFECT_SIZE_D, AssociationConventions, association_result
 from bias.core.association.lookup import (
     CASES,
     DUPLICATES,
@@ -25,6 +25,7 @@ from bias.core.association.metric import AssociationMetric, SetVectors, per_word
 __all__ = [
     "CASES",
     "DUPLICATES",
+    "EFFECT_SIZE_D",
     "LOOKUP_CASES",
     "UNCASED_HINT",
     "AssociationConventions",

@@ -18,6 +18,16 @@ from bias.core.runs.budget import Cost, bootstrap_cost, permutation_cost
 from bias.core.interfaces import Metric
 from bias.core.model import OK, REFUSED, AssociationTest, Result
 from bias.core.params import between, int_at_least, one_of, param
+from bias.core.values import ValueKind
+
+# WEAT's effect size, which SEAT and LPBS report too.
+EFFECT_SIZE_D = ValueKind(
+    "d",
+    "effect size d",
+    reference=0.0,
+    scale="d",
+    meaning="d > 0: X closer to A and Y closer to B (Cohen's d of the association s(w)).",
+)
 
 @attrs.define
 class AssociationConventions(Metric):
@@ -166,12 +176,8 @@ def association_result(
         },
         convention={
             "ddof": metric.ddof,
-            "alternative": test.alternative,
-            "method": test.method,
-            "permutations": test.permutations,
+            **test.convention(f"ddof={metric.ddof}"),
             "exact_limit": metric.exact_limit,
-            "seed": test.seed,
-            "p_estimator": "k/C(N,|X|)" if test.method == "exact" else "(k+1)/(m+1)",
             "partitions": "equal sizes" if equal else f"observed sizes {sizes['X']}/{sizes['Y']}",
             "ties": metric.ties,
             "comparison": (">" if metric.ties == "strict" else ">=")

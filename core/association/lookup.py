@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from bias.core.interfaces import Embedder
-from bias.core.model import AssociationTest
+from bias.core.model import LOST_THRESHOLD, AssociationTest
 from bias.core.params import between, one_of, param
 
 CASES: dict[str, str] = {
@@ -25,7 +25,6 @@ CASES: dict[str, str] = {
 }
 LOOKUP_CASES = ("exact", "lower", "fallback")  # what a lookup of single words can honour
 UNCASED_HINT = "Use lower or fallback for uncased vocabularies such as GloVe."
-LOST_THRESHOLD = 0.2
 DUPLICATES = ("drop", "keep")
 
 

@@ -68,6 +68,9 @@ class AssociationMetric(Metric):
         if reason:
             return self.make_result(embedder.spec, data, seed, status=REFUSED, reason=reason, **base)
         found = self.measure(SetVectors(matrices, sets), seed=seed)
+        if not isinstance(found, Measured):
+            raise TypeError(f"{type(self).__name__}.measure() returned {type(found).__name__}, not a Measured")
+        p_value, convention = found.p_and_convention()
         warnings = list(found.warnings)
         if base["approximated"]:
             n = sum(len(v) for v in base["approximated"].values())
@@ -78,9 +81,9 @@ class AssociationMetric(Metric):
             seed,
             status=OK,
             effect_size=found.effect_size,
-            p_value=found.p_value,
+            p_value=p_value,
             figures={**found.figures, **per_word_table(found.figures, sets)},
-            convention={**found.convention, "case": self.case},
+            convention={**convention, "case": self.case},
             warnings=warnings,
             **base,
         )

@@ -42,6 +42,7 @@ import attrs
 
 from bias.core.data.wordsets import Problem, check_meta, meta_of, raise_on_errors
 from bias.core.model import BBQ, WordSetMeta
+from bias.core.text import shown
 
 ITEM_KEYS = (
     "id", "category", "context", "context_condition", "question", "polarity", "answers", "unknown",
@@ -181,21 +182,46 @@ def check_item(entry: Any, field: str, file: str) -> list[Problem]:
 
 
 def placeholders(text: Any) -> set[str] | None:
-    """The `{name}` fields of a prompt or answer template; None when it is not a well-formed one."""
+    """The `{name}` fields of a prompt or answer template; None when it is not a well-formed one of
+    plain fields only. A format spec (`{context:>1000000}`, which pads to a million characters), a
+    conversion (`{context!r}`), a nested field or an attribute or index (`{context.__class__}`) is
+    refused: a shared file's template must not make the run build huge texts or reach into objects."""
     if not isinstance(text, str):
         return None
+    names = set()
     try:
-        return {name for _, name, _, _ in string.Formatter().parse(text) if name is not None}
+        for _, name, spec, conversion in string.Formatter().parse(text):
+            if name is None:
+                continue
+            if spec or conversion or not name.isidentifier():
+                return None
+            names.add(name)
     except ValueError:
         return None
+    return names
+
+
+def fill(template: str, **values: str) -> str:
+    """`template` with each plain `{name}` replaced by its value (a template `placeholders` accepts;
+    `{{` and `}}` are literal braces). Never str.format: nothing in a value or the template is read
+    as a format instruction."""
+    out = []
+    for literal, name, _, _ in string.Formatter().parse(template):
+        out.append(literal)
+        if name is not None:
+            out.append(str(values[name]))
+    return "".join(out)
+
+
+PLAIN_PLACEHOLDERS = "plain {name} fields only: no format spec (:...), conversion (!r) or nested field; a literal brace is written twice: {{ }}"
 
 
 def _check_prompt(prompt: Any, file: str) -> list[Problem]:
     if prompt is None:
         return []
     if placeholders(prompt) != {"context", "question"}:
-        return [Problem(file, "prompt", f"must be a text with the placeholders {{context}} and {{question}} and no others, not {prompt!r} "
-                        "(write a literal brace twice: {{ }})")]
+        return [Problem(file, "prompt", f"must be a text with the placeholders {{context}} and {{question}} and no others, not '{shown(prompt, 80)}' "
+                        f"({PLAIN_PLACEHOLDERS})")]
     return []
 
 
@@ -203,6 +229,10 @@ def check(data: dict[str, Any], file: str) -> list[Problem]:
     """Every problem of a bbq record (TOML or imported), naming the item and field."""
     problems = check_meta(data, file, ("items", "prompt"))
     problems.extend(_check_prompt(data.get("prompt", None), file))
+    language = str(data.get("language") or "")
+    if data.get("prompt") is None and language not in ("", "en", "und", "unspecified"):
+        problems.append(Problem(file, "prompt", f"none given: the bbq metric puts these {language} questions in its English prompt "
+                                "unless --param template=... gives one; a prompt in the file's language is better", "warning"))
     items = data.get("items")
     if not isinstance(items, list) or not items:
         problems.append(Problem(file, "items", "missing or empty: give [[items]] tables (see docs/data-formats.md, bbq)"))

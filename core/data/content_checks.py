@@ -36,6 +36,7 @@ from typing import Any
 
 from bias.core.data import grammar
 from bias.core.data.wordsets import SET_KEYS, Problem, normalise, word_entry, word_list
+from bias.core.model import LOST_THRESHOLD
 
 AMBIGUOUS_FILE = "ambiguous-words.txt"
 OPPOSITE = (("X", "Y"), ("A", "B"))
@@ -281,8 +282,6 @@ def static_loss(words: list[str], lost: list[str], threshold: float) -> str:
 
 def check_multi_word(data: Mapping[str, Any], file: str, threshold: float | None = None) -> list[Problem]:
     """Multi-word stimuli of a word-level association test, one finding per set that has any."""
-    from bias.core.association.lookup import LOST_THRESHOLD
-
     threshold = LOST_THRESHOLD if threshold is None else threshold
     notes = str(data.get("notes", ""))
     problems = []

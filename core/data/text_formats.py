@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from bias.core.data.framework_layout import language_of
 from bias.core.data.wordsets import read_text
 
 META_KEYS = ("language", "bias_type", "source", "licence", "title")
@@ -34,8 +35,6 @@ def read_lines(path: Path, bias_type: str = "unspecified") -> tuple[dict[str, An
 
 def with_layout_language(meta: dict[str, Any], path: Path) -> dict[str, Any]:
     """The file's language from the BIAS Detection Framework's folder layout when it says none."""
-    from bias.core.framework.layout import language_of
-
     if meta.get("language", "und") == "und":
         code, note = language_of(path)
         if code:

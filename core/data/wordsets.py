@@ -325,21 +325,27 @@ def word_list(entry: dict[str, Any], default_label: str) -> WordList:
     kept: dict[str, str] = {}
     grammar: dict[str, dict[str, str]] = {}
     listed: list[str] = []
+    own: list[dict[str, str]] = []  # each entry's features: a repeat may carry other ones (singular, plural)
     for item in entry["words"]:
         word, features = word_entry(item)
         assert word is not None
         word = unicodedata.normalize("NFC", word).strip()
         norm = stimulus_key(word)
+        merged = {**defaults, **{k: unicodedata.normalize("NFC", str(v)) for k, v in features.items()}}
+        own.append(merged)
         if norm in kept:
             listed.append(kept[norm])
             continue
         listed.append(word)
         kept[norm] = word
-        merged = {**defaults, **{k: unicodedata.normalize("NFC", str(v)) for k, v in features.items()}}
         if merged:
             grammar[word] = merged
     repeated = len(listed) > len(kept)
-    return WordList(str(entry.get("label", default_label)), tuple(kept.values()), grammar, tuple(listed) if repeated else ())
+    differ = repeated and any(f != grammar.get(w, {}) for w, f in zip(listed, own))
+    return WordList(
+        str(entry.get("label", default_label)), tuple(kept.values()), grammar, tuple(listed) if repeated else (),
+        tuple(own) if differ else (),
+    )
 
 
 def check_association(data: dict[str, Any], file: str) -> list[Problem]:

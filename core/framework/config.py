@@ -34,7 +34,7 @@ from typing import Any
 import attrs
 
 from bias.core.errors import BiasError
-from bias.core.framework.layout import FOLDER_CODES, language_code
+from bias.core.data.framework_layout import FOLDER_CODES, language_code
 from bias.core.text import shown, visible
 from bias.core.data.wordsets import read_text
 
@@ -300,6 +300,19 @@ def to_toml(path: Path, planned: list[Planned], problems: list[str], *, preset: 
         if p.params:
             out.append(f"params = {_value(p.params)}")
     return "\n".join(out) + "\n"
+
+
+def with_absolute_paths(planned: list[Planned]) -> list[Planned]:
+    """The experiments with their data and model files as absolute paths: the printed file of `bias
+    convert` is saved elsewhere, and an experiment file's relative paths are read against its own
+    folder, so paths relative to the working directory would name other files there."""
+    out = []
+    for p in planned:
+        name, _, location = p.model.partition(":")
+        if location and Path(location).exists():
+            p = attrs.evolve(p, model=f"{name}:{Path(location).resolve()}")
+        out.append(attrs.evolve(p, wordset=str(Path(p.wordset).resolve())))
+    return out
 
 
 def default_folder(config: Path, name: str) -> Path:

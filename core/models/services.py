@@ -7,9 +7,13 @@ money per token, so the same work is done once here for every service embedder:
   in a file, the manifest, a log line or an error message: messages are built from status codes,
   and any text a server sends back is scrubbed of the key before it is shown.
 - Texts are sent in batches, several batches at a time (`concurrency`), each retried on 429, 5xx,
-  timeouts and refused connections with exponential backoff that honours `Retry-After`. A batch
-  still failing after the retries is a failure of the experiment (exit code 1, status `failed`), so
-  `--resume` runs it again; the batches that succeeded are in the cache by then.
+  timeouts and refused connections with exponential backoff that honours `Retry-After`, within the
+  bounds of `bias.core.models.service_http` (retries, waits, answer sizes, no redirects, Ctrl-C at
+  once). A batch still failing after the retries is a failure of the experiment (exit code 1, status
+  `failed`), so `--resume` runs it again; the batches that succeeded are in the cache by then.
+- Where requests go (`base_url`), which variable's key goes with them (`key_env`) and where the cache
+  is written (`cache_dir`) are route parameters: an experiment file sets them only with the user's
+  `--allow` (bias.engine.guards). A file's `price` can only raise the estimate.
 - Every vector is kept in the encoding cache (`bias.core.models.encoding_cache`), keyed by endpoint,
   model, output dimensions and text, so a rerun, or another metric on the same texts, sends nothing.
 - `quote` tells the runner, before the first request, how many texts and tokens a run would send and
@@ -27,8 +31,7 @@ import math
 import os
 import threading
 import time
-from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 from urllib.parse import urlsplit, urlunsplit
@@ -37,10 +40,11 @@ import attrs
 import numpy as np
 
 from bias.core.errors import FAILURE, BiasError
-from bias.core.interfaces import Capability, Embedder, Quote
+from bias.core.interfaces import Capability, Contact, Embedder, Quote
 from bias.core.model import WordVectors
-from bias.core.models import encoding_cache
-from bias.core.params import int_at_least, param
+from bias.core.models import encoding_cache, service_http
+from bias.core.models.service_http import MAX_BACKOFF, MAX_RETRIES, MAX_TIMEOUT, Stop
+from bias.core.params import at_most, int_at_least, param
 
 log = logging.getLogger(__name__)
 
@@ -57,8 +61,20 @@ PRICES: dict[str, float] = {
     "voyage-3.5": 0.06,
     "voyage-3.5-lite": 0.02,
 }
+# The width of each known model's vectors at its provider (without a `dimensions` asked for): an
+# answer of another width is refused before anything is cached.
+WIDTHS: dict[str, int] = {
+    "text-embedding-3-small": 1536,
+    "text-embedding-3-large": 3072,
+    "text-embedding-ada-002": 1536,
+    "voyage-multilingual-2": 1024,
+    "voyage-3": 1024,
+    "voyage-3-lite": 512,
+    "voyage-3-large": 1024,
+    "voyage-3.5": 1024,
+    "voyage-3.5-lite": 1024,
+}
 CHARS_PER_TOKEN = 4  # a rough count for European languages; the estimate is rounded up
-MAX_WAIT = 120.0  # seconds: a longer Retry-After is capped (the retries still bound the total)
 SERVICE_CAPABILITIES = frozenset({Capability.WORD_VECTORS, Capability.CONTEXTUAL})
 
 
@@ -108,6 +124,10 @@ def refused_for_status(status: int, message: str, key: str, headers: Mapping[str
     Retry-After if it gives one); `message` (the server's words) is shown without the key."""
     if status == 429 or status >= 500 or status == 408:
         return Transient(f"HTTP {status}", retry_after(headers))
+    if 300 <= status < 400:
+        location = (headers or {}).get("location") or (headers or {}).get("Location") or ""
+        return Refused(f"the service answered HTTP {status}, a redirect to {str(location)[:200] or 'no address'}, which is not followed",
+                       "If you trust the address it names, give that one as base_url.")
     if status in (401, 403):
         return Refused(f"the service refused the API key (HTTP {status})", "Check the key in the environment variable (see key_env).")
     shown = " ".join(scrub(message, key).split())[:200]
@@ -134,41 +154,43 @@ def public_url(url: str) -> str:
 
 
 @attrs.define
-class ServiceEmbedder(Embedder):
-    """A model behind a web API, named by its model id (`openai:text-embedding-3-small`).
+class ServiceModel(Embedder):
+    """A model behind a web API, named by its model id: what every service shares (where requests
+    go, the key's variable, concurrency, retries, the price and the cache folder). Its subclasses
+    say what the service gives: vectors (ServiceEmbedder) or replies (the chat embedder)."""
 
-    Sentence vectors are the service's own (its pooling; `pooling` and `layer` of a metric do not
-    apply); a word's vector is the word sent alone as a text. Spans inside sentences are not offered.
-    """
-
-    capabilities: ClassVar[frozenset[Capability]] = SERVICE_CAPABILITIES
     default_key_env: ClassVar[str] = ""
     default_base_url: ClassVar[str] = ""
     library: ClassVar[str] = ""  # the provider's client package, imported when the model is loaded
 
-    location: str = param(attrs.NOTHING, "the model's id at the service (e.g. text-embedding-3-small)")
-    base_url: str | None = param(None, "the API's base URL (default: the provider's own), e.g. http://127.0.0.1:8000/v1")
-    key_env: str | None = param(None, "the environment variable holding the API key (default: the provider's usual one)")
-    batch_size: int = param(128, "texts per request", validator=int_at_least(1))
-    concurrency: int = param(4, "requests in flight at once", validator=int_at_least(1))
-    retries: int = param(5, "times a request is sent again after a 429, 5xx, timeout or refused connection", validator=int_at_least(0))
-    backoff: float = param(1.0, "seconds before the first retry, doubled for each next one (a Retry-After header wins)")
-    timeout: float = param(60.0, "seconds a request may take before it is retried")
-    price: float | None = param(None, "US dollars per million tokens, for the cost estimate (default: the list price of known models)")
-    truncate: int | None = param(
-        None, "keep only the first N components of each vector, as the BIAS Detection Framework does (768) for OpenAI vectors",
-        validator=attrs.validators.optional(int_at_least(1)),
+    location: str = param(attrs.NOTHING, "the model's id at the service (e.g. text-embedding-3-small, gpt-4o-mini)")
+    base_url: str | None = param(
+        None, "the API's base URL (default: the provider's own), e.g. http://127.0.0.1:8000/v1", guard="route"
     )
-    cache: bool = param(True, "keep vectors on disk so a repeated run sends no request")
+    key_env: str | None = param(
+        None, "the environment variable holding the API key (default: the provider's usual one)", guard="route"
+    )
+    concurrency: int = param(4, "requests in flight at once (at most 32)", validator=[int_at_least(1), at_most(32)])
+    retries: int = param(
+        5, f"times a request is sent again after a 429, 5xx, timeout or refused connection (at most {MAX_RETRIES})",
+        validator=[int_at_least(0), at_most(MAX_RETRIES)],
+    )
+    backoff: float = param(
+        1.0, f"seconds before the first retry (at most {MAX_BACKOFF:g}), doubled for each next one; a Retry-After "
+        f"header wins; no wait is longer than {service_http.MAX_WAIT:g} s"
+    )
+    timeout: float = param(60.0, f"seconds a request may take before it is retried (at most {MAX_TIMEOUT:g})")
+    price: float | None = param(
+        None, "US dollars per million (input) tokens, for the cost estimate (default: the list price of known models)",
+        guard="cost",
+    )
+    cache: bool = param(True, "keep what the service answered on disk so a repeated run sends no request")
     cache_dir: str | None = param(
-        None, "folder of the cache (default: $BIAS_CACHE_DIR/encodings or ~/.cache/bias-framework/encodings)"
+        None, "folder of the cache (default: $BIAS_CACHE_DIR/encodings or ~/.cache/bias-framework/encodings)", guard="route"
     )
 
     _client_object: Any = attrs.field(init=False, default=None, repr=False)
-    _cache: encoding_cache.EncodingCache | None = attrs.field(init=False, default=None, repr=False)
     _lock: threading.Lock = attrs.field(init=False, factory=threading.Lock, repr=False)
-    _sent: dict[str, int] = attrs.field(init=False, factory=lambda: {"requests": 0, "texts": 0, "tokens": 0}, repr=False)
-    _width: int | None = attrs.field(init=False, default=None, repr=False)
 
     # ------------------------------------------------------------------ what subclasses give
 
@@ -176,13 +198,8 @@ class ServiceEmbedder(Embedder):
         """The provider's client for `key` and `self.endpoint`, with its own retries off."""
         raise NotImplementedError
 
-    def _send(self, client: Any, texts: list[str]) -> tuple[list[list[float]], int | None]:
-        """One request: the vectors of `texts` in order and the tokens the service counted (or None).
-        Raises Transient or Refused (built with `refused_for_status`) for errors."""
-        raise NotImplementedError
-
     def _identity(self) -> dict[str, Any]:
-        """What decides the numbers besides the text (the cache's and the fingerprint's key)."""
+        """What decides the answers besides the request (the cache's and the fingerprint's key)."""
         return {"endpoint": self.endpoint, "model": self.location}
 
     def _library(self, module: str) -> Any:
@@ -207,6 +224,13 @@ class ServiceEmbedder(Embedder):
     def key_variable(self) -> str:
         return self.key_env or self.default_key_env
 
+    def answer_limit(self) -> int:
+        """The most bytes one answer may take (see service_http); each kind of service says less."""
+        return service_http.MAX_ANSWER_BYTES
+
+    def contacts(self) -> tuple[Contact, ...]:
+        return (Contact(self.endpoint, self.key_variable),)
+
     def _key(self) -> str:
         key = os.environ.get(self.key_variable, "").strip()
         if not key:
@@ -226,20 +250,107 @@ class ServiceEmbedder(Embedder):
                 f"{self.spec}: base_url {public_url(self.endpoint)!r} is not an http(s) URL.",
                 "Give the API's base URL, e.g. --model-option base_url=http://127.0.0.1:8000/v1.",
             )
-        for name, value, least in (("backoff", self.backoff, 0.0), ("timeout", self.timeout, 1e-3), ("price", self.price, 0.0)):
-            if value is not None and not (math.isfinite(value) and value >= least):
-                raise BiasError(f"{self.spec}: {name} must be a number >= {least:g}, not {value}.", f"Give --model-option {name}=N.")
+        bounds = (("backoff", self.backoff, 0.0, MAX_BACKOFF), ("timeout", self.timeout, 1e-3, MAX_TIMEOUT), ("price", self.price, 0.0, math.inf))
+        for name, value, least, most in bounds:
+            if value is not None and not (math.isfinite(value) and least <= value <= most):
+                limits = f">= {least:g}" if most == math.inf else f"between {least:g} and {most:g}"
+                raise BiasError(f"{self.spec}: {name} must be a number {limits}, not {value}.", f"Give --model-option {name}=N.")
         self._key()
 
-    def load(self) -> None:
+    def _connect(self) -> bool:
+        """Check the settings and build the client once; False when it was built already."""
         if self._client_object is not None:
-            return
+            return False
         self.check()
         self._library(self.library)
         self._client_object = self._client(self._key())
+        return True
+
+    def _cache_folder(self) -> Path:
+        return Path(self.cache_dir).expanduser() if self.cache_dir else encoding_cache.default_cache_dir()
+
+    def _retrying(self, call: Callable[[], Any], stop: Stop | None = None, *, what: str = "the request") -> Any:
+        """`call()`, one request, sent again after a Transient error (429, 5xx, timeout, no
+        connection) up to `retries` times with exponential backoff (a Retry-After wins, no wait over
+        MAX_WAIT), each wait cut short when the run stops (`stop`, see service_http); a Refused error
+        is the user's to fix (exit 2, redone by --resume); a Transient one after the last attempt, a
+        redirect or an answer too large fails the experiment (what arrived before is cached, so
+        --resume sends only the rest)."""
+        key = self._key()
+        stop = stop if stop is not None else Stop()
+        for attempt in range(self.retries + 1):
+            try:
+                return call()
+            except Transient as exc:
+                if attempt == self.retries:
+                    raise BiasError(
+                        f"{self.spec}: {scrub(exc.what, key)} after {self.retries + 1} attempt(s) at {public_url(self.endpoint)}.",
+                        "What was received so far is cached; run again with --resume to send only the rest.",
+                        exit_code=FAILURE,
+                    ) from None
+                wait = service_http.backoff_wait(attempt, self.backoff, exc.retry_after)
+                log.info("%s: %s; sending again in %.1f s (attempt %d of %d).", self.spec, scrub(exc.what, key), wait, attempt + 2, self.retries + 1)
+                if stop.wait(wait):
+                    raise service_http.Stopped from None  # the run stopped meanwhile
+            except Refused as exc:  # the key, the model or an option: the user's to fix (exit 2), redone by --resume
+                raise BiasError(f"{self.spec}: {scrub(exc.what, key)}.", exc.hint or None, redo=True) from None
+            except service_http.Redirected as exc:
+                raise service_http.redirect_refusal(self.spec, exc.status, scrub(exc.target, key)) from None
+            except service_http.AnswerTooLarge as exc:
+                raise BiasError(
+                    f"{self.spec}: the service's answer to {what} is longer than {exc.limit:,} bytes, more than "
+                    "this model's answers can take.", "Check the model name and the service's address.", exit_code=FAILURE,
+                ) from None
+        raise AssertionError("unreachable")  # pragma: no cover
+
+
+@attrs.define
+class ServiceEmbedder(ServiceModel):
+    """A model behind an embeddings API, named by its model id (`openai:text-embedding-3-small`).
+
+    Sentence vectors are the service's own (its pooling; `pooling` and `layer` of a metric do not
+    apply); a word's vector is the word sent alone as a text. Spans inside sentences are not offered.
+    """
+
+    capabilities: ClassVar[frozenset[Capability]] = SERVICE_CAPABILITIES
+
+    batch_size: int = param(128, "texts per request (at most 2048)", validator=[int_at_least(1), at_most(2048)])
+    truncate: int | None = param(
+        None, "keep only the first N components of each vector, as the BIAS Detection Framework does (768) for OpenAI vectors",
+        validator=attrs.validators.optional(int_at_least(1)),
+    )
+
+    _cache: encoding_cache.EncodingCache | None = attrs.field(init=False, default=None, repr=False)
+    _sent: dict[str, int] = attrs.field(init=False, factory=lambda: {"requests": 0, "texts": 0, "tokens": 0}, repr=False)
+    _width: int | None = attrs.field(init=False, default=None, repr=False)
+
+    @property
+    def width(self) -> int | None:
+        """The width this model's vectors must have, where it is known: the one asked for, else the
+        provider's for a model it lists (at the provider's own address only)."""
+        asked = self._asked_width()
+        if asked is not None:
+            return asked
+        return WIDTHS.get(self.location) if self.endpoint == self.default_base_url.rstrip("/") else None
+
+    def _asked_width(self) -> int | None:
+        """The width asked of the server (an option such as `dimensions`), if any."""
+        return None
+
+    def answer_limit(self) -> int:
+        """The most bytes one answer may take: a full batch of vectors of the known width."""
+        return service_http.answer_limit(self.batch_size, self.width)
+
+    def _send(self, client: Any, texts: list[str]) -> tuple[list[list[float]], int | None]:
+        """One request: the vectors of `texts` in order and the tokens the service counted (or None).
+        Raises Transient or Refused (built with `refused_for_status`) for errors."""
+        raise NotImplementedError
+
+    def load(self) -> None:
+        if not self._connect():
+            return
         if self.cache:
-            folder = Path(self.cache_dir).expanduser() if self.cache_dir else encoding_cache.default_cache_dir()
-            self._cache = encoding_cache.EncodingCache(folder, "service:" + encoding_cache.row_key(self._identity()))
+            self._cache = encoding_cache.EncodingCache(self._cache_folder(), "service:" + encoding_cache.row_key(self._identity()))
 
     # ------------------------------------------------------------------ the cost, asked before any request
 
@@ -250,9 +361,13 @@ class ServiceEmbedder(Embedder):
         found = self._cache.get([encoding_cache.row_key(t) for t in wanted]) if self._cache is not None else {}
         missing = [t for t in wanted if encoding_cache.row_key(t) not in found]
         tokens = estimate_tokens(missing)
-        rate = self.price if self.price is not None else (PRICES.get(self.location) if self.endpoint == self.default_base_url else None)
+        listed = PRICES.get(self.location) if self.endpoint == self.default_base_url.rstrip("/") else None
+        rate = self.price if self.price is not None else listed
         usd = tokens * rate / 1e6 if rate is not None else None
-        basis = f"${rate:g} per million tokens" if rate is not None else "no list price for this model at this endpoint; --model-option price=N sets one"
+        if rate is None:
+            basis = "no list price for this model at this endpoint; --model-option price=N sets one"
+        else:
+            basis = f"${rate:g} per million tokens, " + ("the price option" if self.price is not None else f"the list price of {self.location}")
         return Quote(texts=len(missing), tokens=tokens, cached=len(wanted) - len(missing), usd=usd, basis=basis)
 
     # ------------------------------------------------------------------ vectors
@@ -290,59 +405,56 @@ class ServiceEmbedder(Embedder):
         found, missing = encoding_cache.lookup(self._cache, keys)
         if missing:
             found.update(self._fetch([texts[i] for i in missing], [keys[i] for i in missing]))
+        widths = {np.shape(found[k]) for k in keys}
+        if len(widths) > 1:
+            where = self._cache.path if self._cache is not None else "the cache"
+            raise BiasError(f"{self.spec}: the vectors of these texts have unequal widths ({', '.join(sorted(str(w) for w in widths))}), "
+                            f"some of them from the cache {where}.", "Remove the cache file (or give --model-option cache=false) and run again.")
         rows = np.vstack([found[k] for k in keys]) if keys else np.zeros((0, self._width or 0))
         self._width = rows.shape[1] if rows.size else self._width
         return rows[:, : self.truncate] if self.truncate else rows
 
     def _fetch(self, texts: list[str], keys: list[str]) -> dict[str, np.ndarray]:
-        """Every text sent once, in batches, `concurrency` at a time; each batch cached as it arrives."""
+        """Every text sent once, in batches, `concurrency` at a time; each batch cached as it arrives.
+        The batches run in daemon threads that an interruption stops at once (see service_http); after
+        a batch failed for good no new one is sent (the experiment fails; --resume sends the rest)."""
         batches = [(texts[i : i + self.batch_size], keys[i : i + self.batch_size]) for i in range(0, len(texts), self.batch_size)]
         got: dict[str, np.ndarray] = {}
-        failure: BiasError | None = None
-        with ThreadPoolExecutor(max_workers=min(self.concurrency, len(batches))) as pool:
-            futures = {pool.submit(self._batch, batch): batch_keys for batch, batch_keys in batches}
-            for future in as_completed(futures):
-                try:
-                    rows = future.result()
-                except BiasError as exc:
-                    failure = failure or exc
-                    continue
-                fresh = dict(zip(futures[future], rows))
-                if self._cache is not None:
-                    self._cache.put(fresh)
-                got.update(fresh)
+        failure: BaseException | None = None
+        stop = Stop()
+
+        def one(batch: tuple[list[str], list[str]]) -> list[np.ndarray]:
+            try:
+                return self._batch(batch[0], stop)
+            except BiasError:
+                stop.set()  # failed for good: the experiment fails, no new batch is sent
+                raise
+
+        for i, outcome in service_http.in_threads(one, batches, self.concurrency, stop):
+            if isinstance(outcome, service_http.Stopped):
+                continue  # given up after the first failure
+            if isinstance(outcome, BaseException):
+                failure = failure or outcome
+                continue
+            fresh = dict(zip(batches[i][1], outcome))
+            if self._cache is not None:
+                self._cache.put(fresh)
+            got.update(fresh)
         if failure is not None:
             raise failure
         return got
 
-    def _batch(self, texts: list[str]) -> list[np.ndarray]:
-        key = self._key()
-        for attempt in range(self.retries + 1):
-            try:
-                vectors, tokens = self._send(self._client_object, texts)
-                break
-            except Transient as exc:
-                if attempt == self.retries:
-                    raise BiasError(
-                        f"{self.spec}: {scrub(exc.what, key)} after {self.retries + 1} attempt(s) at {public_url(self.endpoint)}.",
-                        "The vectors received so far are cached; run again with --resume to send only the rest.",
-                        exit_code=FAILURE,
-                    ) from None
-                wait = exc.retry_after if exc.retry_after is not None else self.backoff * 2**attempt
-                wait = min(wait, MAX_WAIT)
-                log.info("%s: %s; sending again in %.1f s (attempt %d of %d).", self.spec, scrub(exc.what, key), wait, attempt + 2, self.retries + 1)
-                time.sleep(wait)
-            except Refused as exc:
-                raise BiasError(f"{self.spec}: {scrub(exc.what, key)}.", exc.hint or None, exit_code=FAILURE) from None
-        if len(vectors) != len(texts):
-            raise BiasError(f"{self.spec}: the service answered {len(vectors)} vector(s) for {len(texts)} text(s).", exit_code=FAILURE)
-        rows = [np.asarray(v, dtype=np.float64) for v in vectors]
-        if len({r.shape for r in rows}) > 1 or any(r.ndim != 1 or not np.isfinite(r).all() for r in rows):
-            raise BiasError(f"{self.spec}: the service answered vectors of unequal width or with non-finite numbers.", exit_code=FAILURE)
+    def _batch(self, texts: list[str], stop: Stop) -> list[np.ndarray]:
+        vectors, tokens = self._retrying(lambda: self._send(self._client_object, texts), stop, what=f"{len(texts)} text(s)")
+        rows = service_http.vector_rows(self.spec, vectors, len(texts), self.width)
         with self._lock:
+            if self._width is not None and rows and len(rows[0]) != self._width:
+                raise BiasError(f"{self.spec}: the service answered vectors of {len(rows[0])} numbers after vectors of {self._width}.",
+                                "Check the model name and the service's address.", exit_code=FAILURE)
+            self._width = len(rows[0]) if rows else self._width
             self._sent["requests"] += 1
             self._sent["texts"] += len(texts)
-            self._sent["tokens"] += tokens if tokens is not None else estimate_tokens(texts)
+            self._sent["tokens"] += tokens if isinstance(tokens, int) and not isinstance(tokens, bool) and tokens >= 0 else estimate_tokens(texts)
         return rows
 
     # ------------------------------------------------------------------ provenance

@@ -23,6 +23,13 @@ from bias.core.pair_metrics.scoring import LOWERCASE, PairScores, describe_pair,
 from bias.core.model import OK, PAIRS, REFUSED, Result
 from bias.core.data.minimal_pairs import DIRECTIONS, PairSet
 from bias.core.params import one_of, param
+from bias.core.values import ValueKind
+
+# What CrowS-Pairs, AUL, AULA and the StereoSet-style score report: the share of pairs whose
+# stereotyping sentence scores higher.
+PERCENT_OF_PAIRS = ValueKind(
+    "%", "% of pairs preferring the stereotype", unit="%", reference=50.0, signed=False, digits=1
+)
 
 
 def lowercase_param() -> Any:
@@ -171,10 +178,13 @@ class PairMetric(Metric):
     def compute(self, embedder: Embedder, data: PairSet, *, seed: int | None = None) -> Result:
         scores = score_pairs(embedder, data, method=self.scoring_method(), metric=self.name, **self.scoring_options())
         found = self.measure(data, scores)
+        if not isinstance(found, (Measured, Refusal)):
+            raise TypeError(f"{type(self).__name__}.measure() returned {type(found).__name__}, not a Measured or a Refusal")
         if isinstance(found, Refusal):
             return self.make_result(embedder.spec, data, seed, status=REFUSED, reason=found.reason, figures=found.figures,
                                     convention=found.convention, warnings=found.warnings)
+        p_value, convention = found.p_and_convention()
         return self.make_result(
-            embedder.spec, data, seed, status=OK, effect_size=found.effect_size, p_value=found.p_value, figures=found.figures,
-            convention=found.convention, sizes=pair_sizes(scores), warnings=found.warnings,
+            embedder.spec, data, seed, status=OK, effect_size=found.effect_size, p_value=p_value, figures=found.figures,
+            convention=convention, sizes=pair_sizes(scores), warnings=found.warnings,
         )

@@ -21,21 +21,29 @@ modified tokens M; special tokens are in neither. Per-sentence scores, one funct
   only the first token's log-probability from the pass with BOS and tokens 2..n from a pass on the
   sentence without it (bias-bench). Recorded as `causal_start` (what the first token saw) and
   `causal_context`.
+
+Every scorer sends each distinct input to the model once (`computed_once`) and gives its number to every
+sentence that asked for it: the model's rounding depends on the batch an input falls in, so two
+identical sentences scored in different batches could differ in the last bits and an exact tie could
+turn into a verdict that changes with the batch size.
 """
 
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any, TypeVar
 
 import attrs
 import numpy as np
 
 from bias.core.errors import BiasError
 from bias.core.text import shown
-from bias.core.interfaces import Capability, Embedder, MaskedRequest, Tokens
+from bias.core.interfaces import Capability, Embedder, MaskedRequest, Tokens, TokenScores
 from bias.core.data.minimal_pairs import PairSet, SentencePair
+
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
 
 MASKED, CAUSAL = "masked", "causal"
 LOWERCASE = ("auto", "yes", "no")
@@ -170,18 +178,36 @@ def prepare_pairs(embedder: Embedder, data: PairSet, lowercase: bool) -> tuple[l
     return aligned, skipped
 
 
+def computed_once(items: Sequence[K], compute: Callable[[list[K]], Sequence[V]]) -> list[V]:
+    """`compute` over the distinct items (in first-seen order, one call), its answers given back to every
+    item: identical inputs get the very same number, whichever batch the model would have put them in."""
+    index: dict[K, int] = {}
+    plan = [index.setdefault(item, len(index)) for item in items]
+    found = compute(list(index)) if index else []
+    return [found[i] for i in plan]
+
+
 def masked_sums(
     embedder: Embedder, sequences: Sequence[Tokens], positions: Sequence[Sequence[int]], *, joint: bool = False
 ) -> list[np.ndarray]:
     """log P(token | its position masked) for each listed position of each sequence: one request per
     position (or one per sequence with `joint`), all sent at once, identical requests computed once."""
-    requests: dict[MaskedRequest, int] = {}
-    plan: list[list[int]] = []
-    for toks, pos in zip(sequences, positions):
-        wanted = [MaskedRequest(toks.ids, tuple(pos))] if joint else [MaskedRequest(toks.ids, (p,)) for p in pos]
-        plan.append([requests.setdefault(r, len(requests)) for r in wanted if r.positions])
-    results = embedder.masked_log_probs(list(requests)) if requests else []
-    return [np.concatenate([results[i] for i in ids]) if ids else np.zeros(0) for ids in plan]
+    wanted = [
+        [MaskedRequest(toks.ids, tuple(pos))] if joint else [MaskedRequest(toks.ids, (p,)) for p in pos]
+        for toks, pos in zip(sequences, positions)
+    ]
+    wanted = [[r for r in rows if r.positions] for rows in wanted]
+    found = iter(computed_once([r for rows in wanted for r in rows], embedder.masked_log_probs))
+    return [np.concatenate([next(found) for _ in rows]) if rows else np.zeros(0) for rows in wanted]
+
+
+def token_log_probs_once(
+    embedder: Embedder, sequences: Sequence[Sequence[int]], *, attention: bool = False, start: bool = True
+) -> list[TokenScores]:
+    """`embedder.token_log_probs`, each distinct sequence scored once (see `computed_once`); `start`
+    is passed only when False, so an embedder written before that option still serves the rest."""
+    options = {"attention": attention, **({} if start else {"start": False})}
+    return computed_once([tuple(s) for s in sequences], lambda unique: embedder.token_log_probs(unique, **options))
 
 
 # -- one function per scoring method ------------------------------------------------------------
@@ -235,7 +261,7 @@ def score_sss(embedder: Embedder, pairs: Sequence[AlignedPair], options: Scoring
 
 def _unmasked(embedder: Embedder, pairs: Sequence[AlignedPair], attention: bool) -> SentenceScores:
     sequences = _sentences(pairs)
-    scores = embedder.token_log_probs([t.ids for t in sequences], attention=attention)
+    scores = token_log_probs_once(embedder, [t.ids for t in sequences], attention=attention)
     values, counts = [], []
     for toks, s in zip(sequences, scores):
         usable = ~np.array(toks.special, dtype=bool)
@@ -278,12 +304,11 @@ def causal_sentence_scores(
     the context is (`CAUSAL_CONTEXTS`). The one causal scorer of the sentence metrics: CrowS-Pairs and
     friends call it through `score_causal`, StereoSet on its candidate sentences."""
     options = ScoringOptions(likelihood=likelihood, causal_start=causal_start)
-    scores = embedder.token_log_probs([t.ids for t in sequences])
+    ids = [t.ids for t in sequences]
     if options.causal_start == "bos-first-token":
-        plain = embedder.token_log_probs([t.ids for t in sequences], start=False)
-        scores = [
-            attrs.evolve(s, log_probs=np.concatenate([s.log_probs[:1], p.log_probs[1:]])) for s, p in zip(scores, plain)
-        ]
+        scores = _first_token_after_start(embedder, ids)
+    else:
+        scores = token_log_probs_once(embedder, ids)
     summed = options.likelihood == "sum"
     values, counts = [], []
     for toks, s in zip(sequences, scores):
@@ -301,6 +326,18 @@ def causal_sentence_scores(
         "likelihood": options.likelihood,
     }
     return SentenceScores(values, counts, convention)
+
+
+def _first_token_after_start(embedder: Embedder, sequences: Sequence[Sequence[int]]) -> list[TokenScores]:
+    """bias-bench's causal scores in one pass and one short one: tokens 2..n from a pass on the
+    sequences without a start token; token 1 from its own row after the start token, which is
+    log P(w_1 | BOS) exactly as in the whole sequence (a causal model's first position sees only the
+    start token), so only the distinct first tokens are scored there, each a row of two tokens."""
+    plain = token_log_probs_once(embedder, sequences, start=False)
+    firsts = token_log_probs_once(embedder, [tuple(s[:1]) for s in sequences])
+    return [
+        attrs.evolve(f, log_probs=np.concatenate([f.log_probs[:1], p.log_probs[1:]])) for f, p in zip(firsts, plain)
+    ]
 
 
 Scorer = Callable[[Embedder, Sequence[AlignedPair], ScoringOptions], SentenceScores]

@@ -14,11 +14,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-import attrs
-
 from bias.core.did_you_mean import suggestions
 from bias.core.errors import BiasError
-from bias.core.model import Result
 from bias.core.reports.tables import Report, build, to_csv, to_markdown
 
 FORMATS = ("md", "csv", "tex", "png", "svg", "html")
@@ -53,20 +50,21 @@ def load_report(
 ) -> Report:
     """The report of a run folder (or a results.jsonl path): latest result per key, damaged lines listed.
 
-    `declared(metric)` answers, for results written before results carried how their metric labels its
-    number (meta["value"]), what the metric declares now (the CLI asks the registry). `order` (the
-    plan's experiment keys) puts the results in plan order, whatever order they arrived in (a Ray run
-    writes them as its workers finish); keys it does not name follow, in the file's order."""
+    Results written by earlier versions are read as today's (`old_results`); `declared(metric)`
+    answers what a metric declares now, for those written before results carried it (the CLI asks
+    the registry). `order` (the plan's experiment keys) puts the results in plan order, whatever
+    order they arrived in (a Ray run writes them as its workers finish); keys it does not name
+    follow, in the file's order."""
     from bias.core.runs.manifest import read_manifest
     from bias.core.runs.results import scan_results
 
+    from bias.core.reports.old_results import upgraded
+
     found = scan_results(folder)
-    results = found.latest()
+    results = [upgraded(r, declared) for r in found.latest()]
     if order:
         place = {key: i for i, key in enumerate(order)}
-        results = sorted(results, key=lambda r: place.get(r.key, len(place)))  # stable: the rest keep file order
-    if declared is not None:
-        results = [with_declared_value(r, declared) for r in results]
+        results = sorted(results, key=lambda r: place.get(r.key, len(place)))  # stable: rest in file order
     try:
         manifest = read_manifest(found.path.parent) or {}
     except BiasError as exc:  # the results alone make the report; the manifest adds title and family
@@ -82,14 +80,6 @@ def load_report(
         damaged=found.damaged,
         notes=manifest.get("notes", []),
     )
-
-
-def with_declared_value(result: Result, declared: Callable[[str], dict[str, Any] | None]) -> Result:
-    """The result with its metric's value declaration in meta["value"] where it carries none."""
-    if "value" in (result.meta or {}):
-        return result
-    value = declared(result.metric)
-    return result if value is None else attrs.evolve(result, meta={**(result.meta or {}), "value": value})
 
 
 def write_report(report: Report, folder: Path, formats: Sequence[str] = FORMATS, agreement: Any = None) -> list[Path]:
@@ -113,9 +103,9 @@ def write_report(report: Report, folder: Path, formats: Sequence[str] = FORMATS,
         from bias.core.reports.figures import write_figures
 
         written += write_figures(report, folder, images)
-        from bias.core.reports.fise_figure import write_fise_figures
+        from bias.core.reports.quadrant_figure import write_quadrant_figures
 
-        written += write_fise_figures(report, folder, images)
+        written += write_quadrant_figures(report, folder, images)
     if agreement is not None:
         from bias.core.reports.agreement import write_agreement
 

@@ -7,7 +7,7 @@ settings that vary in the run (WEAT, s-SEAT and w-SEAT are three methods; SEAT w
 
 Scores on different scales are first oriented so that a larger number is more bias: the value minus
 the metric's no-bias reference, its sign flipped where the metric declares that a lower value is more
-bias (`value_more_biased`, carried in each result's meta["value"]). Metrics whose number says nothing
+bias (`ValueKind.more_biased`, carried in each result's meta["value"]). Metrics whose number says nothing
 about how biased a model is (no direction declared) are left out and named. Correlations are
 unchanged by the shift; the orientation matters for the sign of r and for the figure's axes.
 
@@ -180,7 +180,7 @@ def notes(found: Agreement) -> list[str]:
         "n: (model, test) cells both methods measured (several seeds averaged); significant: both scores have "
         f"Holm-adjusted p < {found.alpha:g} (family: {found.family}).",
         "95% CI: Fisher z, standard error 1/sqrt(n-3) for Pearson, sqrt(1.06/(n-3)) for Spearman (Fieller et al. 1957); "
-        "none for n <= 3. '-': fewer than 3 cells, or a score that does not vary.",
+        "none for n <= 3 or |r| = 1 (z is infinite there). '-': fewer than 3 cells, or a score that does not vary.",
     ]
     no_p = [m for m in found.methods if all(s.significant is None for s in found.scores[m].values())]
     if no_p:

@@ -125,8 +125,10 @@ def forest(report: Report, folder: Path, formats: tuple[str, ...] = FORMATS) -> 
             ax.axvline(kind.reference, color="grey", linewidth=0.8, linestyle="--")
         for y in range(len(keys) - 1):
             ax.axhline(y + 0.5, color="#eeeeee", linewidth=0.6, zorder=0)
-        bars = {"normal" if r.figures.get("ci_method") == "normal" else "bootstrap" for r in members if ci_of(r)}
-        bars_text = {"normal": "95% normal-approximation interval", "bootstrap": "bootstrap interval"}
+        bars = {r.figures.get("ci_method") if r.figures.get("ci_method") in ("normal", "wald") else "bootstrap"
+                for r in members if ci_of(r)}
+        bars_text = {"normal": "95% normal-approximation interval", "bootstrap": "bootstrap interval",
+                     "wald": "Wald interval of the model's coefficient"}
         ax.set_xlabel(kind.axis + (f"  (bars: {', '.join(bars_text[b] for b in sorted(bars))})" if bars else ""), fontsize=8)
         ax.set_title(variant_label(metric, ""), fontsize=9, loc="left")
         ax.tick_params(axis="x", labelsize=8)

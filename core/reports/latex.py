@@ -8,6 +8,7 @@ typeset in math mode (a real minus sign), and every special character of names a
 from __future__ import annotations
 
 import math
+import re
 
 from bias.core.model import OK
 from bias.core.reports.tables import Report, significance
@@ -135,9 +136,24 @@ def to_latex(report: Report, *, caption: str | None = None, label: str = "tab:bi
     return "\n".join(lines) + "\n"
 
 
+# Long words of a note (file paths, model specs with options) may break after these; TeX breaks a
+# line only at spaces and hyphens, and a path wider than a column of a two-column paper sticks out.
+_BREAK_AFTER = re.compile(r"(/|\\_|\.|,|=|:|\[|-)(?=[^\s])")
+_LONG_WORD = 16
+
+
+def breakable(text: str) -> str:
+    """LaTeX text with a permitted line break (`\\allowbreak`) after each separator of its long words
+    (paths, model specs); short words are left as they are."""
+    return " ".join(
+        _BREAK_AFTER.sub(lambda m: m.group(1) + "\\allowbreak{}", word) if len(word) > _LONG_WORD else word
+        for word in text.split(" ")
+    )
+
+
 def _note(text: str) -> str:
-    """A note in LaTeX: escaped, with `<=` as a real sign."""
-    return escape(text).replace("\\textless{}=", "$\\le$")
+    """A note in LaTeX: escaped, with `<=` as a real sign, long paths breakable."""
+    return breakable(escape(text)).replace("\\textless{}=", "$\\le$")
 
 
 def standalone(report: Report, *, two_columns: bool = False) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -45,15 +46,6 @@ def sizes_text(result: Result) -> str:
 
 def lost_text(result: Result) -> str:
     return str(sum(len(v) for v in result.lost.values()))
-
-
-def method_text(result: Result) -> str:
-    c = result.convention
-    if not c or "method" not in c:
-        return "-"
-    seed = f", seed={c.get('seed')}" if c.get("method") == "sampled" else ""
-    ddof = f", ddof={c.get('ddof')}" if "ddof" in c else ""
-    return f"{c.get('method')} ({c.get('permutations')}){ddof}, {c.get('alternative')}{seed}"
 
 
 def ci_of(result: Result) -> tuple[float, float] | None:
@@ -164,7 +156,7 @@ class Report:
         out = []
         for r in self.results:
             adj = self.adjusted.get(r.key)
-            c, f = r.convention, r.figures
+            f = r.figures
             out.append(
                 {
                     "model": r.model,
@@ -184,10 +176,8 @@ class Report:
                     "family": adj.family if adj else None,
                     "family_size": adj.size if adj else None,
                     "seeds_in_hypothesis": adj.seeds if adj else None,
-                    "p_method": c.get("method"),
-                    "permutations": c.get("permutations"),
-                    "ddof": c.get("ddof"),
-                    "alternative": c.get("alternative"),
+                    "p_convention": convention_text(r) or None,
+                    "p_floor": p_floor(r),
                     "seed": r.seed,
                     "n_X": r.sizes.get("X"),
                     "n_Y": r.sizes.get("Y"),
@@ -195,6 +185,7 @@ class Report:
                     "n_B": r.sizes.get("B"),
                     "lost": sum(len(v) for v in r.lost.values()),
                     "reason": r.reason,
+                    "convention": json.dumps(r.convention, sort_keys=True, ensure_ascii=False, default=str),
                     "key": r.key,
                 }
             )
@@ -209,6 +200,7 @@ class Report:
         ok = [r for r in self.results if r.status == OK]
         notes = []
         kinds: dict[str, list[str]] = {}
+        meanings: list[str] = []
         for metric in dict.fromkeys(r.metric for r in ok):
             k = kind_of(next(r for r in ok if r.metric == metric))
             ref = "" if k.reference is None else f"{k.reference:g}{k.unit} = no bias"
@@ -216,11 +208,12 @@ class Report:
             extra = "; ".join(x for x in (ref, sign) if x)
             text = (f"{k.label} = {k.name}" if k.name != k.label else k.label) + (f" ({extra})" if extra else "")
             kinds.setdefault(text, []).append(metric)
+            if k.meaning and k.meaning not in meanings:
+                meanings.append(k.meaning)
         for text, metrics in kinds.items():
             notes.append(f"{', '.join(metrics)}: {text}.")
-        if any(kind_of(r).label == "d" for r in ok):
-            notes.append("d > 0: X closer to A and Y closer to B (Cohen's d of the association s(w)).")
-        booted = [r for r in ok if ci_of(r) and r.figures.get("ci_method") != "normal"]
+        notes.extend(meanings)
+        booted = [r for r in ok if ci_of(r) and r.figures.get("ci_method") not in ("normal", "wald")]
         if booted:
             methods = {{"bca": "BCa"}.get(str(r.figures.get("ci_method", "")), str(r.figures.get("ci_method", ""))) for r in booted}
             resamples = {r.figures.get("ci_resamples") for r in booted}
@@ -230,6 +223,9 @@ class Report:
             # what was resampled: a metric may say (figures["ci_resampling"]); else the stimuli of each set
             resampled = sorted({str(r.figures.get("ci_resampling") or "stimuli resampled within each set") for r in booted})
             notes.append(f"{self.ci_label}: bootstrap interval ({detail}), {'; '.join(resampled)}.")
+        wald = sorted({r.metric for r in ok if ci_of(r) and r.figures.get("ci_method") == "wald"})
+        if wald:  # a model's coefficient (discrimination's mixed model): statsmodels' Wald interval
+            notes.append(f"{self.ci_label} ({', '.join(wald)}): Wald interval of the model's coefficient (estimate +- z SE).")
         normal = sorted({r.metric for r in ok if ci_of(r) and r.figures.get("ci_method") == "normal"})
         if normal:
             notes.append(f"{self.ci_label} ({', '.join(normal)}): normal approximation p +- 1.96 sqrt(p(1-p)/n) over the held-out texts.")

@@ -1,11 +1,10 @@
-"""What each metric's number is, and how every output writes numbers and p-values.
+"""How every output writes numbers and p-values, models and tests.
 
-A WEAT d, a CrowS-Pairs percentage and an analogy accuracy are different quantities: each gets its
-own label, unit, reference value (the value an unbiased model would give) and a sign only where the
-sign means something. Every output (terminal, Markdown, LaTeX, figures, HTML) takes them from here,
-so they cannot disagree. Every metric, first-party or not, describes its own number by class
-attributes (`value_label`, ... on `bias.core.interfaces.Metric`), which its results carry in
-`meta["value"]`; a result without one is shown as a plain "value".
+Every output (terminal, Markdown, LaTeX, figures, HTML) takes them from here, so they cannot disagree.
+What a number is comes from the declaration its result carries (`meta["value"]`, a
+`bias.core.values.ValueKind`); how its p-value was computed from the words its result carries
+(`convention["p_value"]`, with `convention["p_floor"]` for a test whose p has a floor). A result
+without them is shown as a plain value with a bare p.
 """
 
 from __future__ import annotations
@@ -14,119 +13,27 @@ import math
 import re
 from collections.abc import Sequence
 from pathlib import PurePosixPath
-from typing import Any
-
-import attrs
 
 from bias.core.model import Result
-
-
-@attrs.frozen
-class ValueKind:
-    label: str  # short column or axis name: "d", "% stereo", "accuracy"
-    name: str  # what it is, for notes and axis titles
-    unit: str = ""  # "%" or "" (unitless)
-    reference: float | None = 0.0  # the value of an unbiased model; None: no such value
-    signed: bool = True  # write a + sign: the sign says which way the bias goes
-    digits: int = 2
-    scale: str = ""  # values of one scale may share a curve ("" : the label's own scale)
-    more_biased: str = ""  # "higher", "lower", "none"; "": higher where there is a reference, else none
-
-    @property
-    def scale_name(self) -> str:
-        return self.scale or self.label
-
-    @property
-    def bias_sign(self) -> int | None:
-        """+1 when a higher value is more bias, -1 when a lower one is, None when the value says nothing
-        about how biased a model is (no reference declared and no direction)."""
-        chosen = self.more_biased or ("higher" if self.reference is not None else "none")
-        return {"higher": 1, "lower": -1}.get(chosen)
-
-    def format(self, value: float | None, digits: int | None = None) -> str:
-        if value is None or (isinstance(value, float) and not math.isfinite(value)):
-            return "-"
-        d = self.digits if digits is None else digits
-        text = f"{value:+.{d}f}" if self.signed else f"{value:.{d}f}"
-        return text
-
-    @property
-    def axis(self) -> str:
-        """Axis title of a figure: name, unit and the reference value."""
-        ref = "" if self.reference is None else f"; {_plain(self.reference)}{self.unit} = no bias"
-        unit = f" ({self.unit})" if self.unit else ""
-        return f"{self.name}{unit}{ref}"
-
-
-def _plain(x: float) -> str:
-    return f"{x:g}"
-
-
-_VALUE = ValueKind("value", "value as the metric defines it", reference=None)
-
-
-# The class attributes a metric declares to describe its number (`bias.core.interfaces.Metric`, with
-# their defaults there), and the ValueKind field each fills.
-DECLARED = {
-    "value_label": "label", "value_name": "name", "value_unit": "unit", "value_reference": "reference",
-    "value_signed": "signed", "value_digits": "digits", "value_scale": "scale", "value_more_biased": "more_biased",
-}
-MORE_BIASED = ("", "higher", "lower", "none")
-
-
-def declared_value(metric_class: type, params: dict[str, Any] | None = None) -> dict[str, Any]:
-    """What a metric class declares about its number (`value_label = "ratio"`, `value_unit = "%"`, ...),
-    as the fields of a ValueKind, with what it declares for the parameter values in `params`
-    (`value_by_param`: a parameter that chooses which number is the value, such as bbq's `headline`,
-    may put it on its own scale). Results carry it in meta["value"]."""
-    out = {field: getattr(metric_class, attr) for attr, field in DECLARED.items() if hasattr(metric_class, attr)}
-    by_param = getattr(metric_class, "value_by_param", None)
-    if params and isinstance(by_param, dict):
-        for name, by_value in by_param.items():
-            chosen = by_value.get(params.get(name)) if isinstance(by_value, dict) and name in params else None
-            if isinstance(chosen, dict):
-                out.update({DECLARED[attr]: v for attr, v in chosen.items() if attr in DECLARED})
-    return out
-
-
-def kind_of_class(metric_class: type) -> ValueKind:
-    """The kind of the number a metric class declares."""
-    return _from_declared(declared_value(metric_class))
-
-
-_TYPES = {  # what a declared field must be for a report to use it (a results file is outside input)
-    "label": lambda v: isinstance(v, str), "name": lambda v: isinstance(v, str), "unit": lambda v: isinstance(v, str),
-    "reference": lambda v: v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)),
-    "signed": lambda v: isinstance(v, bool), "digits": lambda v: isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= 10,
-    "scale": lambda v: isinstance(v, str),
-    "more_biased": lambda v: v in MORE_BIASED,
-}
-
-
-def _from_declared(declared: Any) -> ValueKind:
-    if isinstance(declared, dict) and all(_TYPES[k](v) for k, v in declared.items() if k in _TYPES):
-        fields = {k: v for k, v in declared.items() if k in _TYPES}
-        kind = attrs.evolve(_VALUE, **fields)
-        if not fields.get("name"):  # declared without a name: the label says it
-            kind = attrs.evolve(kind, name=fields["label"] if fields.get("label") not in (None, "value") else _VALUE.name)
-        return kind
-    return _VALUE
+from bias.core.text import shown
+from bias.core.values import PLAIN_VALUE, ValueKind
 
 
 def kind_of(result: Result) -> ValueKind:
     """The kind of a result's number, as its metric declared it (carried in meta["value"]); a plain
     value when the result carries no (well-formed) declaration."""
-    return _from_declared((result.meta or {}).get("value"))
+    return ValueKind.from_declared((result.meta or {}).get("value")) or PLAIN_VALUE
 
 
 # --- p-values -------------------------------------------------------------------------------------
 
 
 def p_floor(result: Result) -> float | None:
-    """The smallest p a sampled permutation test can report, (0+1)/(m+1): a p there is a bound."""
-    c = result.convention or {}
-    if c.get("method") == "sampled" and isinstance(c.get("permutations"), int) and c["permutations"] > 0:
-        return 1.0 / (c["permutations"] + 1)
+    """The smallest p the result's test can report (convention["p_floor"], which a sampled
+    permutation test writes: (0+1)/(m+1)); a p there is a bound."""
+    floor = (result.convention or {}).get("p_floor")
+    if isinstance(floor, (int, float)) and not isinstance(floor, bool) and 0.0 < floor <= 1.0:
+        return float(floor)
     return None
 
 
@@ -244,20 +151,7 @@ def variant_label(metric: str, settings: str) -> str:
 
 
 def convention_text(result: Result) -> str:
-    """The p-value convention in words: exact or sampled, permutations, ddof, sidedness, seed."""
-    c = result.convention or {}
-    if not c.get("method"):
-        return ""
-    bits = []
-    if c.get("method") == "exact":
-        bits.append(f"exact test over {c.get('permutations'):,} partitions" if c.get("permutations") else "exact test")
-    elif c.get("method") == "sampled":
-        bits.append(f"sampled permutation test ({c.get('permutations'):,} permutations, seed {c.get('seed')})")
-    else:
-        bits.append(str(c.get("method")))
-    if c.get("ddof") is not None:
-        bits.append(f"ddof={c.get('ddof')}")
-    alt = c.get("alternative")
-    if alt:
-        bits.append({"greater": "one-sided (greater)", "less": "one-sided (less)", "two-sided": "two-sided"}.get(alt, alt))
-    return ", ".join(bits)
+    """How the result's p-value was computed, in the words its metric wrote (convention["p_value"]:
+    `PermutationTest.convention()` writes it, for one); "" when it says nothing."""
+    text = (result.convention or {}).get("p_value")
+    return shown(text) if isinstance(text, str) else ""  # a results file is outside input

@@ -11,6 +11,8 @@ itself does not follow a link (O_NOFOLLOW), so one swapped in after the check is
 
 from __future__ import annotations
 
+import contextlib
+import glob
 import os
 from pathlib import Path
 from typing import IO, Any
@@ -59,6 +61,8 @@ def open_in_run(folder: Path, name: str | Path, mode: str = "w", *, encoding: st
     binary = "b" in mode
     flags = _FLAGS[mode.replace("b", "")] | _NOFOLLOW
     path = target.with_name(f".{target.name}.{os.getpid()}.tmp") if atomic else target
+    if atomic:
+        _remove_stale_temporaries(target)
     if atomic and path.is_symlink():
         path.unlink()
     try:
@@ -70,6 +74,27 @@ def open_in_run(folder: Path, name: str | Path, mode: str = "w", *, encoding: st
     handle: IO[Any] = os.fdopen(fd, mode if binary else mode.replace("b", ""), buffering=0 if binary and "+" in mode else -1,
                                 **({} if binary else {"encoding": encoding, "newline": newline}))
     return _Replacing(handle, path, target) if atomic else handle
+
+
+def _remove_stale_temporaries(target: Path) -> None:
+    """The hidden files an atomic write of `target` left when its process was killed mid-write
+    (`.NAME.PID.tmp` of a process that no longer runs): removed, so a run folder holds no debris."""
+    for stale in target.parent.glob(f".{glob.escape(target.name)}.*.tmp"):
+        pid = stale.name[len(target.name) + 2 : -len(".tmp")]
+        if not pid.isdigit() or int(pid) == os.getpid() or _running(int(pid)):
+            continue
+        with contextlib.suppress(OSError):
+            stale.unlink()
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, OSError):
+        return True  # another user's process, or not ours to tell: left alone
+    return True
 
 
 def remove_in_run(folder: Path, name: str | Path) -> bool:
@@ -111,5 +136,5 @@ def readable_in_run(folder: Path, name: Any, field: str) -> Path | None:
     is refused, naming the field: an edited results.jsonl must not make a report read other files."""
     if not isinstance(name, str) or not name:
         return None
-    path = _inside(folder, name, f"{field} =")
+    path = _inside(folder, name, field)
     return path if path.is_file() else None

@@ -8,6 +8,7 @@ is skipped and reported with its line number, and the rest of the file is still 
 from __future__ import annotations
 
 import json
+import math
 import logging
 import os
 from pathlib import Path
@@ -139,6 +140,9 @@ class ResultsFile:
         return [by_key[k] for k in order]
 
 
+NUMBER_FIELDS = ("effect_size", "p_value")
+
+
 def results_path(path: Path) -> Path:
     path = Path(path)
     return path / RESULTS_FILE if path.is_dir() else path
@@ -165,6 +169,10 @@ def scan_results(path: Path) -> ResultsFile:
             data = json.loads(line)
             if not isinstance(data, dict) or not isinstance(data.get("key"), str):
                 raise TypeError("not a result object with a key")
+            for field in NUMBER_FIELDS:  # a run writes a finite number or null; anything else was edited
+                value = data.get(field)
+                if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)):
+                    raise ValueError(f"{field} {str(value)[:20]!r} is not a finite number")
             results.append(Result.from_dict(data))
         except (json.JSONDecodeError, TypeError, ValueError) as exc:
             if number == len(lines) and not line.endswith("\n"):

@@ -25,6 +25,7 @@ import attrs
 import numpy as np
 
 ALTERNATIVES = ("greater", "less", "two-sided")
+SIDES = {"greater": "one-sided (greater)", "less": "one-sided (less)", "two-sided": "two-sided"}
 TIES = ("counted", "strict")  # S_i >= S (the observed partition counts), or S_i > S (Caliskan et al.'s definition)
 _CHUNK_ELEMENTS = 131_072  # keys per chunk of sampled permutations: 1 MiB, so a chunk stays in the CPU cache
 
@@ -86,6 +87,34 @@ class PermutationTest:
     null_mean: float
     null_std: float
     parametric_p: float
+
+    @property
+    def p_floor(self) -> float | None:
+        """The smallest p a sampled test can give, (0+1)/(m+1): a p there is a bound. None when exact."""
+        return 1.0 / (self.permutations + 1) if self.method == "sampled" else None
+
+    def describe(self, *details: str) -> str:
+        """The test in words, as the note under a report's table says it; `details` (such as the
+        effect size's "ddof=1") go between the test and its sidedness."""
+        if self.method == "exact":
+            what = f"exact test over {self.permutations:,} partitions"
+        else:
+            what = f"sampled permutation test ({self.permutations:,} permutations, seed {self.seed})"
+        return ", ".join([what, *details, SIDES.get(self.alternative, self.alternative)])
+
+    def convention(self, *details: str) -> dict[str, object]:
+        """The keys a result records for this test: method, permutations, alternative, seed, the p
+        estimator, and the two that reports read: `p_value` (`describe(*details)`) and, for a
+        sampled test, `p_floor`."""
+        return {
+            "method": self.method,
+            "permutations": self.permutations,
+            "alternative": self.alternative,
+            "seed": self.seed,
+            "p_estimator": "k/C(N,|X|)" if self.method == "exact" else "(k+1)/(m+1)",
+            "p_value": self.describe(*details),
+            **({"p_floor": self.p_floor} if self.p_floor is not None else {}),
+        }
 
 
 def permutation_test(
@@ -169,7 +198,7 @@ def _count_extreme(null: np.ndarray, observed: float, center: float, alternative
     return int(np.count_nonzero(distance > gap + tol if strict else distance >= gap - tol))
 
 
-def _sampled_null(s: np.ndarray, n_x: int, permutations: int, seed: int, total: float) -> np.ndarray:
+def _sampled_null_chunks(s: np.ndarray, n_x: int, permutations: int, seed: int, total: float) -> Iterator[np.ndarray]:
     """S_i for `permutations` true random permutations, in cache-sized chunks of bounded memory.
 
     The first |X| positions of a uniform random permutation form a uniform random |X|-subset, which is
@@ -181,13 +210,8 @@ def _sampled_null(s: np.ndarray, n_x: int, permutations: int, seed: int, total: 
 
     Speed comes from the chunk fitting in the CPU cache and from reusing four buffers (keys, their
     partitioned copy, the subset mask as bool and as float64): about 4 MiB in all, whatever the
-    number of permutations, plus the returned 8 bytes per permutation.
+    number of permutations.
     """
-    return np.concatenate(list(_sampled_null_chunks(s, n_x, permutations, seed, total)))
-
-
-def _sampled_null_chunks(s: np.ndarray, n_x: int, permutations: int, seed: int, total: float) -> Iterator[np.ndarray]:
-    """The sampled null statistics in chunks of bounded memory, in the order `_sampled_null` gives."""
     rng = np.random.default_rng(seed)
     n_total = len(s)
     chunk = max(1, min(permutations, _CHUNK_ELEMENTS // n_total))

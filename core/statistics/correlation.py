@@ -3,7 +3,8 @@
 Pearson's interval is Fisher's: z = atanh(r) is near normal with standard error 1/sqrt(n - 3), so the
 interval is tanh(z -+ 1.96 / sqrt(n - 3)) (needs n > 3). Spearman's rho uses the same transform with
 the standard error sqrt(1.06 / (n - 3)) of Fieller, Hartley & Pearson (1957). With fewer than three
-pairs, or a constant series, there is no correlation to report (None), never a number that reads as one.
+pairs, or a constant series, there is no correlation to report (None), never a number that reads as one;
+at |r| = 1 there is no interval (z is infinite), rather than the point [1, 1] that reads as certainty.
 """
 
 from __future__ import annotations
@@ -33,10 +34,8 @@ class Correlation:
 
 
 def _fisher_interval(r: float, n: int, variance: float, level_z: float = Z_95) -> tuple[float | None, float | None]:
-    if n <= 3:
+    if n <= 3 or abs(r) >= 1.0:  # at |r| = 1 atanh is infinite: Fisher's interval does not exist
         return None, None
-    if abs(r) >= 1.0:  # atanh is infinite: the interval is the point
-        return r, r
     z, se = math.atanh(r), math.sqrt(variance / (n - 3))
     return math.tanh(z - level_z * se), math.tanh(z + level_z * se)
 
@@ -44,6 +43,9 @@ def _fisher_interval(r: float, n: int, variance: float, level_z: float = Z_95) -
 def _pearson(x: np.ndarray, y: np.ndarray) -> float | None:
     if len(x) < 3:
         return None
+    # scaled first: r does not change, and values near the float limit (a hand-edited results file's
+    # 1e308) do not overflow the sums of squares
+    x, y = x / max(float(np.max(np.abs(x))), 1e-300), y / max(float(np.max(np.abs(y))), 1e-300)
     dx, dy = x - x.mean(), y - y.mean()
     denominator = math.sqrt(float(dx @ dx) * float(dy @ dy))
     if denominator == 0.0:

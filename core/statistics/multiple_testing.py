@@ -29,7 +29,7 @@ from typing import Any
 import attrs
 import numpy as np
 
-FAMILIES = ("run", "model", "metric")
+from bias.core.statistics import FAMILIES
 
 
 def holm(p_values: Sequence[float]) -> np.ndarray:

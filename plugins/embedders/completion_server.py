@@ -10,13 +10,15 @@ is 1 (some servers refuse 0) and the generated token, which starts after the tex
 server that returns no log-probabilities for the text is refused with that reason, never read as 0.
 
 The server tokenises the text itself, with its own start token; the result records the server and the
-model it named. Nothing is sent anywhere else: the location is the only address contacted.
+model it named. Nothing is sent anywhere else: the location is the only address contacted, a redirect
+is refused (it would carry the key elsewhere), and an answer longer than its texts can explain is
+refused before it is parsed (the shared rules of `bias.api.services`). The location is a network
+address and `api_key_env` names the key sent: from an experiment file, both need the user's --allow.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import os
 from collections.abc import Sequence
 from typing import Any, ClassVar
@@ -24,12 +26,18 @@ from typing import Any, ClassVar
 import attrs
 import numpy as np
 
-from bias.api import BiasError, Capability, ChoiceRequest, ChoiceScores, Embedder, int_at_least, param
+from bias.api import BiasError, Capability, ChoiceRequest, ChoiceScores, Contact, Embedder, at_most, int_at_least, param
+from bias.api.services import MAX_TIMEOUT, AnswerTooLarge, Redirected, read_bounded, redirect_refusal, urllib_opener
+
+# An answer's bound: its texts echoed as tokens (each token with its text, log-probability, offset and
+# the top alternative, about BYTES_PER_CHAR bytes of JSON per character of text at most), plus room.
+BYTES_PER_CHAR = 400
+ANSWER_SLACK = 2**20
 
 
 def _positive_seconds(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (0 < value < math.inf):
-        raise BiasError(f"{attribute.name} must be a positive number of seconds, not {value!r}.")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (0 < value <= MAX_TIMEOUT):
+        raise BiasError(f"{attribute.name} must be a positive number of seconds, at most {MAX_TIMEOUT:g}, not {value!r}.")
 
 
 @attrs.define
@@ -41,19 +49,29 @@ class CompletionServer(Embedder):
     name: ClassVar[str] = "completions"
     summary: ClassVar[str] = "OpenAI-compatible completion server (vLLM, llama.cpp) returning prompt log-probabilities: answer scores for bbq."
     capabilities: ClassVar[frozenset[Capability]] = frozenset({Capability.CAUSAL_LM})
+    location_is_address: ClassVar[bool] = True
 
     location: str = param(attrs.NOTHING, "the server's base URL, e.g. http://localhost:8000/v1")
     model: str = param("", "the model the server is asked for (empty: the first of its /models list)")
-    api_key_env: str = param("", "environment variable holding the server's API key (empty: none sent)")
-    timeout: float = param(120.0, "seconds to wait for one answer of the server", validator=_positive_seconds)
-    batch_size: int = param(16, "texts per request", validator=int_at_least(1))
+    api_key_env: str = param("", "environment variable holding the server's API key (empty: none sent)", guard="route")
+    timeout: float = param(120.0, f"seconds to wait for one answer of the server (at most {MAX_TIMEOUT:g})", validator=_positive_seconds)
+    batch_size: int = param(16, "texts per request (at most 256)", validator=[int_at_least(1), at_most(256)])
 
     _served: str | None = attrs.field(init=False, default=None, repr=False)
 
+    def contacts(self) -> tuple[Contact, ...]:
+        return (Contact(self.location, self.api_key_env or None),)
+
     def check(self) -> None:
-        if not isinstance(self.location, str) or not self.location.startswith(("http://", "https://")):
+        from urllib.parse import urlsplit
+
+        try:
+            host = urlsplit(self.location).hostname if isinstance(self.location, str) else None
+        except ValueError:  # an unclosed IPv6 bracket, a port that is no number
+            host = None
+        if not isinstance(self.location, str) or not self.location.startswith(("http://", "https://")) or not host:
             raise BiasError(f"A completion server is given by its URL (http://... or https://...), not {self.location!r}.",
-                            "For example --model completions:http://localhost:8000/v1")
+                            "For example --model completions:http://localhost:8000/v1 (an IPv6 host in brackets: http://[::1]:8000/v1)")
 
     def load(self) -> None:
         if self._served is not None:
@@ -68,7 +86,7 @@ class CompletionServer(Embedder):
             raise BiasError(f"The completion server at {self.location} lists no model.", "Name one with --model-option model=NAME.")
         self._served = names[0]
 
-    def _call(self, method: str, path: str, body: dict[str, Any] | None) -> Any:
+    def _call(self, method: str, path: str, body: dict[str, Any] | None, limit: int = ANSWER_SLACK) -> Any:
         import urllib.error
         import urllib.request
 
@@ -78,17 +96,23 @@ class CompletionServer(Embedder):
             headers["Authorization"] = f"Bearer {key}"
         data = json.dumps(body).encode() if body is not None else None
         request = urllib.request.Request(self.location.rstrip("/") + path, data=data, headers=headers, method=method)
-        try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:  # noqa: S310 (the user's URL)
-                return json.loads(response.read().decode("utf-8"))
-        except urllib.error.HTTPError as exc:
+        try:  # no redirect followed (it would carry the key), no answer longer than `limit` read
+            with urllib_opener().open(request, timeout=self.timeout) as response:  # noqa: S310 (the user's URL)
+                return json.loads(read_bounded(response, limit, self.timeout).decode("utf-8"))
+        except Redirected as exc:
+            raise redirect_refusal(self.spec, exc.status, exc.target) from None
+        except AnswerTooLarge as exc:
+            raise BiasError(f"The completion server at {self.location} answered more than {exc.limit:,} bytes to {path}, more than "
+                            "its texts can explain.", "Check the URL and the model name.") from None
+        except urllib.error.HTTPError as exc:  # the URL, the key or the model: fixed outside the run's files
             raise BiasError(f"The completion server at {self.location} answered {exc.code} to {path}: {exc.reason}.",
-                            "Check the URL, the model name and that the server allows echo with logprobs.") from exc
+                            "Check the URL, the model name, the key and that the server allows echo with logprobs.",
+                            redo=True) from None
         except (urllib.error.URLError, OSError) as exc:
             raise BiasError(f"The completion server at {self.location} cannot be reached: {getattr(exc, 'reason', exc)}.",
-                            "Start the server, or check the URL given with --model.") from exc
-        except ValueError as exc:
-            raise BiasError(f"The completion server at {self.location} did not answer JSON to {path}.") from exc
+                            "Start the server, or check the URL given with --model.", redo=True) from None
+        except ValueError:  # not JSON, not UTF-8, an invalid URL
+            raise BiasError(f"The completion server at {self.location} did not answer JSON to {path}.") from None
 
     def choice_log_probs(self, requests: Sequence[ChoiceRequest]) -> list[ChoiceScores]:
         self.load()
@@ -96,10 +120,11 @@ class CompletionServer(Embedder):
         values: list[np.ndarray] = []
         for start in range(0, len(texts), self.batch_size):
             batch = texts[start : start + self.batch_size]
+            limit = ANSWER_SLACK + BYTES_PER_CHAR * sum(len(t) + 16 for _, t in batch)
             answer = self._call("POST", "/completions", {
                 "model": self._served, "prompt": [t for _, t in batch], "max_tokens": 1, "temperature": 0,
                 "echo": True, "logprobs": 1,
-            })
+            }, limit)
             choices = answer.get("choices") if isinstance(answer, dict) else None
             if not isinstance(choices, list) or len(choices) != len(batch):
                 raise BiasError(f"The completion server at {self.location} returned {len(choices) if isinstance(choices, list) else 'no'} "

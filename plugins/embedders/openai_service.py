@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 
 import attrs
 from bias.api import Capability, int_at_least, param
-from bias.api.services import ServiceEmbedder, Transient, refused_for_status
+from bias.api.services import ServiceEmbedder, Transient, openai_client, refused_for_status
 
 
 @attrs.define
@@ -39,12 +39,15 @@ class OpenAIEmbedder(ServiceEmbedder):
     def _identity(self) -> dict[str, Any]:
         return {"endpoint": self.endpoint, "model": self.location, "dimensions": self.dimensions}
 
+    def _asked_width(self) -> int | None:
+        return self.dimensions
+
     def _client(self, key: str) -> Any:
-        import openai
+        # Its own retries off, no redirect followed, no answer longer than a batch of vectors can be
+        # (the shared rules of bias.api.services).
+        return openai_client(key, self.endpoint, self.timeout, self.answer_limit())
 
-        return openai.OpenAI(api_key=key, base_url=self.endpoint, max_retries=0, timeout=self.timeout)
-
-    def _send(self, client: Any, texts: list[str]) -> tuple[list[list[float]], int | None]:
+    def _send(self, client: Any, texts: list[str]) -> tuple[Any, int | None]:
         import openai
 
         options: dict[str, Any] = {"model": self.location, "input": texts, "encoding_format": "float"}
@@ -58,6 +61,11 @@ class OpenAIEmbedder(ServiceEmbedder):
             raise Transient("no connection to the service") from None
         except openai.APIStatusError as exc:
             raise refused_for_status(exc.status_code, str(getattr(exc, "message", "")), self._key(), exc.response.headers) from None
-        data = sorted(response.data, key=lambda item: item.index)
+        data = getattr(response, "data", None)
+        if not isinstance(data, list):
+            return data, None  # refused by the shared check of the answer, naming what came instead
+        index = [getattr(item, "index", None) for item in data]
+        if all(type(i) is int for i in index) and sorted(index) == list(range(len(data))):  # type: ignore[type-var]
+            data = [item for _, item in sorted(zip(index, data), key=lambda pair: pair[0])]  # the answer's own order
         usage = getattr(response, "usage", None)
-        return [item.embedding for item in data], getattr(usage, "prompt_tokens", None)
+        return [getattr(item, "embedding", None) for item in data], getattr(usage, "prompt_tokens", None)

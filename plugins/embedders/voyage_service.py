@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 
 import attrs
 from bias.api import Capability, int_at_least, one_of, param
-from bias.api.services import ServiceEmbedder, Transient, refused_for_status
+from bias.api.services import ServiceEmbedder, Transient, bounded_requests_session, refused_for_status
 
 INPUT_TYPES = ("none", "query", "document")
 
@@ -38,9 +38,16 @@ class VoyageEmbedder(ServiceEmbedder):
     def _identity(self) -> dict[str, Any]:
         return {"endpoint": self.endpoint, "model": self.location, "dimensions": self.output_dimension, "input_type": self.input_type}
 
+    def _asked_width(self) -> int | None:
+        return self.output_dimension
+
     def _client(self, key: str) -> Any:
         import voyageai
 
+        # The client makes its requests through the session this factory gives (one per thread): no
+        # redirect followed, no answer longer than a batch of vectors can be (bias.api.services).
+        limit, timeout = self.answer_limit(), self.timeout
+        voyageai.requestssession = lambda: bounded_requests_session(limit, timeout)
         return voyageai.Client(api_key=key, max_retries=0, timeout=self.timeout, base_url=self.endpoint)
 
     def _send(self, client: Any, texts: list[str]) -> tuple[list[list[float]], int | None]:
@@ -58,4 +65,4 @@ class VoyageEmbedder(ServiceEmbedder):
         except error.VoyageError as exc:
             status = exc.http_status if isinstance(exc.http_status, int) else 500
             raise refused_for_status(status, str(exc.user_message or ""), self._key(), exc.headers) from None
-        return result.embeddings, result.total_tokens
+        return getattr(result, "embeddings", None), getattr(result, "total_tokens", None)

@@ -91,13 +91,6 @@ def _matches(groups: list[str | None], unknown: int, stereotyped: list[str]) -> 
     return []
 
 
-def stereotyped_answer(groups: list[str | None], unknown: int, stereotyped: list[str]) -> int | None:
-    """The index of the answer whose group label is a stereotyped group (see the module's rules); None
-    when no answer or more than one matches."""
-    found = _matches(groups, unknown, stereotyped)
-    return found[0] if len(found) == 1 else None
-
-
 def mbbq_name(path: Path) -> tuple[str, bool] | None:
     """(language, control set?) of a file named as MBBQ names its files; None for any other name."""
     found = _MBBQ_NAME.match(path.stem) if path.suffix.lower() == ".jsonl" else None
@@ -142,6 +135,7 @@ class BbqJsonlFormat(WordSetFormat):
             "title": title,
             "source": source,
             "licence": "unspecified",
+            "expected_direction": "none",  # the file states none; the bbq metric's sign is its own convention
             "items": items,
         }
 
@@ -166,6 +160,7 @@ class BbqJsonlFormat(WordSetFormat):
         if not isinstance(groups_named, list) or not groups_named:
             raise BiasError(f"{where}: additional_metadata.stereotyped_groups is missing or empty.",
                             "Name the stereotyped group(s), as the published files do.")
+        self._check_fields(row, where, unknowns[0])
         target_loc = row.get("target_loc")
         if target_loc is not None:
             # BBQ's metadata table names the answer that follows the bias: the stereotyped group for a
@@ -195,6 +190,26 @@ class BbqJsonlFormat(WordSetFormat):
             "label": row["label"],
             "line": number,
         }
+
+    @staticmethod
+    def _check_fields(row: dict[str, Any], where: str, unknown: int) -> None:
+        """The fields the house format renames, checked under the names the file gives them, so a
+        message names what the user sees in the file (target_loc, not the stereotyped answer it becomes)."""
+        if row["question_polarity"] not in ("neg", "nonneg"):
+            raise BiasError(f"{where}: question_polarity {row['question_polarity']!r} must be \"neg\" or \"nonneg\".")
+        if row["context_condition"] not in ("ambig", "disambig"):
+            raise BiasError(f"{where}: context_condition {row['context_condition']!r} must be \"ambig\" or \"disambig\".")
+        for key in ("label", "target_loc"):
+            value = row.get(key)
+            if key == "target_loc" and value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 3:
+                raise BiasError(f"{where}: {key} {value!r} must be 0, 1 or 2, the index of one of ans0, ans1 and ans2.")
+        if row.get("target_loc") == unknown:
+            raise BiasError(
+                f"{where}: target_loc {unknown} names ans{unknown}, which answer_info marks as the unknown answer.",
+                "target_loc is the answer that follows the bias, one of the two groups (as in BBQ's metadata table).",
+            )
 
     @staticmethod
     def _unresolved(where: str, groups: list[str | None], unknown: int, named: list[str], found: int) -> str:

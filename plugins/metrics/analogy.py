@@ -11,6 +11,7 @@ from typing import Any, ClassVar
 
 import attrs
 import numpy as np
+from bias.api import ValueKind
 from bias.api import (
     ANALOGIES,
     OK,
@@ -97,11 +98,7 @@ class Analogy(Metric):
 
     name: ClassVar[str] = "analogy"
     summary: ClassVar[str] = "Analogy accuracy (3CosAdd) overall and per section: does a model still know what it knew?"
-    value_label: ClassVar[str] = "accuracy"
-    value_name: ClassVar[str] = "analogy accuracy"
-    value_reference: ClassVar[float | None] = None
-    value_signed: ClassVar[bool] = False
-    value_digits: ClassVar[int] = 2
+    value: ClassVar[ValueKind] = ValueKind("accuracy", "analogy accuracy", reference=None, signed=False)
     requires: ClassVar[frozenset[Capability]] = frozenset({Capability.WORD_VECTORS})
     data_kind: ClassVar[str] = ANALOGIES
 

@@ -12,6 +12,8 @@ from typing import ClassVar
 
 import attrs
 
+from bias.api import ValueKind
+from bias.api.lm import PERCENT_OF_PAIRS
 from bias.api import Capability, Measured, PairMetric, PairScores, PairSet, Refusal
 from bias.api.lm import compare_pairs, lowercase_param
 
@@ -30,12 +32,7 @@ class Aul(PairMetric):
 
     name: ClassVar[str] = "aul"
     summary: ClassVar[str] = "All Unmasked Likelihood: % of pairs whose stereotyping sentence is more likely, unmasked (Kaneko & Bollegala 2022)."
-    value_label: ClassVar[str] = "%"
-    value_name: ClassVar[str] = "% of pairs preferring the stereotype"
-    value_unit: ClassVar[str] = "%"
-    value_reference: ClassVar[float | None] = 50.0
-    value_signed: ClassVar[bool] = False
-    value_digits: ClassVar[int] = 1
+    value: ClassVar[ValueKind] = PERCENT_OF_PAIRS
     scoring: ClassVar[str] = "aul"
 
     lowercase: str = lowercase_param()
@@ -57,12 +54,7 @@ class Aula(PairMetric):
 
     name: ClassVar[str] = "aula"
     summary: ClassVar[str] = "AUL weighted by attention: % of pairs whose stereotyping sentence is more likely (Kaneko & Bollegala 2022)."
-    value_label: ClassVar[str] = "%"
-    value_name: ClassVar[str] = "% of pairs preferring the stereotype"
-    value_unit: ClassVar[str] = "%"
-    value_reference: ClassVar[float | None] = 50.0
-    value_signed: ClassVar[bool] = False
-    value_digits: ClassVar[int] = 1
+    value: ClassVar[ValueKind] = PERCENT_OF_PAIRS
     requires: ClassVar[frozenset[Capability]] = frozenset({Capability.MASKED_LM})
     requires_any: ClassVar[frozenset[Capability]] = frozenset()
     scoring: ClassVar[str] = "aula"

@@ -30,6 +30,7 @@ from typing import Any, ClassVar
 import attrs
 import numpy as np
 
+from bias.api import ValueKind
 from bias.api import (
     ALTERNATIVES,
     ASSOCIATION,
@@ -183,10 +184,7 @@ class Ceat(Metric):
 
     name: ClassVar[str] = "ceat"
     summary: ClassVar[str] = "Contextualized Embedding Association Test: random-effects combined effect size (Guo & Caliskan 2021)."
-    value_label: ClassVar[str] = "CES"
-    value_name: ClassVar[str] = "combined effect size (CES)"
-    value_reference: ClassVar[float | None] = 0.0
-    value_scale: ClassVar[str] = "d"
+    value: ClassVar[ValueKind] = ValueKind("CES", "combined effect size (CES)", scale="d")
     requires: ClassVar[frozenset[Capability]] = frozenset({Capability.CONTEXTUAL})
     data_kind: ClassVar[str] = ASSOCIATION
 
@@ -335,6 +333,8 @@ class Ceat(Metric):
                 "alternative": self.alternative,
                 "p_estimator": "normal, z = CES/SE; below 1e-300 p is given as that bound (p_value = 1e-300, "
                 "figures.p_bound) with the exact figures.log10_p",
+                "p_value": "normal test of the combined effect size (z = CES/SE), "
+                + ("two-sided" if self.alternative == "two-sided" else f"one-sided ({self.alternative})"),
                 "seed": used_seed,
             },
             warnings=warnings,

@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 
 import attrs
 import numpy as np
+from bias.api import ValueKind
 from bias.api import (
     DEBIAS_LISTS,
     MODEL_INPUT,
@@ -130,11 +131,7 @@ class Clustering(Metric):
 
     name: ClassVar[str] = "clustering"
     summary: ClassVar[str] = "Clustering test: do the most gendered words (original space) still cluster by gender? (Gonen & Goldberg 2019)"
-    value_label: ClassVar[str] = "accuracy"
-    value_name: ClassVar[str] = "clustering accuracy (0.5 = chance)"
-    value_reference: ClassVar[float | None] = 0.5
-    value_signed: ClassVar[bool] = False
-    value_digits: ClassVar[int] = 2
+    value: ClassVar[ValueKind] = ValueKind("accuracy", "clustering accuracy (0.5 = chance)", reference=0.5, signed=False)
     requires: ClassVar[frozenset[Capability]] = frozenset({Capability.WORD_VECTORS})
     data_kind: ClassVar[str] = DEBIAS_LISTS
 
@@ -229,7 +226,7 @@ class Clustering(Metric):
                 "excluded": "every word of the lists except the neutral ones",
                 "kmeans": f"k=2, n_init={self.n_init}, random_state={used_seed}, unit vectors",
                 "score": "max(acc, 1 - acc)",
-                "p": "exact, hypergeometric over labels given the clusters",
+                "p_value": "exact hypergeometric test of the labels given the clusters",
             },
             sizes={"male": int(labels.sum()), "female": int(len(labels) - labels.sum())},
             lost={"words": lost} if lost else {},

@@ -7,6 +7,8 @@ from typing import ClassVar
 
 import attrs
 
+from bias.api import ValueKind
+from bias.api.lm import PERCENT_OF_PAIRS
 from bias.api import Measured, PairMetric, PairScores, PairSet, Refusal, one_of, param
 from bias.api.lm import CAUSAL_STARTS, LIKELIHOODS, MASKED, compare_pairs, lowercase_param
 
@@ -37,12 +39,7 @@ class Crows(PairMetric):
 
     name: ClassVar[str] = "crows"
     summary: ClassVar[str] = "CrowS-Pairs score: % of pairs where the stereotyping sentence is more likely (Nangia et al. 2020)."
-    value_label: ClassVar[str] = "%"
-    value_name: ClassVar[str] = "% of pairs preferring the stereotype"
-    value_unit: ClassVar[str] = "%"
-    value_reference: ClassVar[float | None] = 50.0
-    value_signed: ClassVar[bool] = False
-    value_digits: ClassVar[int] = 1
+    value: ClassVar[ValueKind] = PERCENT_OF_PAIRS
     scoring: ClassVar[str] = "pll"
 
     preset: str = param(

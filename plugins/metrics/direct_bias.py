@@ -11,6 +11,7 @@ from typing import Any, ClassVar
 
 import attrs
 import numpy as np
+from bias.api import ValueKind
 from bias.api import (
     DEBIAS_LISTS,
     OK,
@@ -77,11 +78,7 @@ class DirectBias(Metric):
 
     name: ClassVar[str] = "direct-bias"
     summary: ClassVar[str] = "Direct bias: mean |cos(w, g)|^c of gender-neutral words (Bolukbasi et al. 2016)."
-    value_label: ClassVar[str] = "DB"
-    value_name: ClassVar[str] = "direct bias"
-    value_reference: ClassVar[float | None] = 0.0
-    value_signed: ClassVar[bool] = False
-    value_digits: ClassVar[int] = 3
+    value: ClassVar[ValueKind] = ValueKind("DB", "direct bias", signed=False, digits=3)
     requires: ClassVar[frozenset[Capability]] = frozenset({Capability.WORD_VECTORS})
     data_kind: ClassVar[str] = DEBIAS_LISTS
 

@@ -32,6 +32,7 @@ from typing import Any, ClassVar
 import attrs
 import numpy as np
 
+from bias.api import ValueKind
 from bias.api import (
     OK,
     REFUSED,
@@ -70,11 +71,9 @@ class Fise(Metric):
 
     name: ClassVar[str] = "fise"
     summary: ClassVar[str] = "Flexible Intersectional Stereotype Extraction: traits in the quadrants of two social axes (Charlesworth et al. 2024)."
-    value_label: ClassVar[str] = "z"
-    value_name: ClassVar[str] = "standardised quadrant strength (z against re-partitioned groups)"
-    value_reference: ClassVar[float | None] = 0.0
-    value_signed: ClassVar[bool] = True
-    value_digits: ClassVar[int] = 2
+    value: ClassVar[ValueKind] = ValueKind(
+        "z", "standardised quadrant strength (z against re-partitioned groups)", figures=("quadrants",)
+    )
     requires: ClassVar[frozenset[Capability]] = frozenset()
     requires_any: ClassVar[frozenset[Capability]] = frozenset({Capability.WORD_VECTORS, Capability.CONTEXTUAL})
     data_kind: ClassVar[str] = FISE
@@ -158,6 +157,7 @@ class Fise(Metric):
             p_value=float(p_value),
             figures={
                 "axes": [x_axis.name, y_axis.name],
+                "axis_unit": "mean cosine difference",
                 "groups": {x_axis.name: [x_axis.first, x_axis.second], y_axis.name: [y_axis.first, y_axis.second]},
                 "quadrants": quadrants,
                 "points": [[label, float(a), float(b)] for label, a, b in zip(labels, x, y)],
@@ -179,6 +179,13 @@ class Fise(Metric):
                 "statistic": "mean intersectional strength (|x| + |y|) / sqrt(2)",
                 "effect": "(S - null mean) / null std",
                 "seed": seed,
+                "p_value": (
+                    f"exact test over {len(t_null):,} partitions"
+                    if method == "exact"
+                    else f"sampled permutation test ({drawn:,} permutations, seed {seed})"
+                )
+                + ", one-sided (greater)",
+                **({"p_floor": 1.0 / (drawn + 1)} if method == "sampled" else {}),
                 "encoding": self._encoding_used(embedder),
                 "traits_file": self.traits or "",
                 "affect_file": self.affect or "",

@@ -27,6 +27,7 @@ from typing import Any, ClassVar
 import attrs
 import numpy as np
 
+from bias.api import ValueKind
 from bias.api import Measured, PairMetric, PairScores, PairSet, Refusal, one_of, param
 from bias.api.lm import LIKELIHOODS, lowercase_param, skipped_warnings
 
@@ -195,11 +196,7 @@ class Kls(_Divergence):
 
     name: ClassVar[str] = "kls"
     summary: ClassVar[str] = "KL-divergence score of stereotype vs anti-stereotype sentence scores (Liu 2024)."
-    value_label: ClassVar[str] = "KLS"
-    value_name: ClassVar[str] = "KL-divergence score (0-100)"
-    value_reference: ClassVar[float | None] = 50.0
-    value_signed: ClassVar[bool] = False
-    value_digits: ClassVar[int] = 3
+    value: ClassVar[ValueKind] = ValueKind("KLS", "KL-divergence score (0-100)", reference=50.0, signed=False, digits=3)
     figure: ClassVar[str] = "kls"
 
     def type_score(self, mu_s: float, sigma_s: float, mu_a: float, sigma_a: float) -> tuple[float | None, dict[str, Any], str | None]:
@@ -226,12 +223,7 @@ class Jss(_Divergence):
 
     name: ClassVar[str] = "jss"
     summary: ClassVar[str] = "Jensen-Shannon score as defined by Liu (2024) (Gaussian M, folded terms)."
-    value_label: ClassVar[str] = "JSS"
-    value_name: ClassVar[str] = "Jensen-Shannon score (0-100, higher: less bias)"
-    value_reference: ClassVar[float | None] = 100.0
-    value_more_biased: ClassVar[str] = "lower"  # 100 is no bias
-    value_signed: ClassVar[bool] = False
-    value_digits: ClassVar[int] = 3
+    value: ClassVar[ValueKind] = ValueKind("JSS", "Jensen-Shannon score (0-100, higher: less bias)", reference=100.0, signed=False, digits=3, more_biased="lower")
     figure: ClassVar[str] = "jss"
 
     def type_score(self, mu_s: float, sigma_s: float, mu_a: float, sigma_a: float) -> tuple[float | None, dict[str, Any], str | None]:
@@ -254,12 +246,7 @@ class JssMixture(_Divergence):
 
     name: ClassVar[str] = "jss-mixture"
     summary: ClassVar[str] = "Jensen-Shannon score with the true mixture, numerically integrated (corrected JSS)."
-    value_label: ClassVar[str] = "JSS"
-    value_name: ClassVar[str] = "Jensen-Shannon score, true mixture (0-100, higher: less bias)"
-    value_reference: ClassVar[float | None] = 100.0
-    value_more_biased: ClassVar[str] = "lower"  # 100 is no bias
-    value_signed: ClassVar[bool] = False
-    value_digits: ClassVar[int] = 3
+    value: ClassVar[ValueKind] = ValueKind("JSS", "Jensen-Shannon score, true mixture (0-100, higher: less bias)", reference=100.0, signed=False, digits=3, more_biased="lower")
     figure: ClassVar[str] = "jss_mixture"
 
     def type_score(self, mu_s: float, sigma_s: float, mu_a: float, sigma_a: float) -> tuple[float | None, dict[str, Any], str | None]:

@@ -25,6 +25,8 @@ import attrs
 import numpy as np
 from scipy.special import logsumexp
 
+from bias.api import ValueKind
+from bias.api.association import EFFECT_SIZE_D
 from bias.api import (
     LPBS,
     OK,
@@ -39,6 +41,7 @@ from bias.api import (
     PermutationTest,
     Result,
     Tokens,
+    WordList,
     between,
     effect_size,
     int_at_least,
@@ -49,7 +52,7 @@ from bias.api import (
     permutation_test,
 )
 from bias.api.association import duplicates_param
-from bias.api.lm import ATTRIBUTES, MASKED, TARGETS, is_truncated, lm_mode
+from bias.api.lm import ATTRIBUTES, MASKED, TARGETS, computed_once, is_truncated, lm_mode
 
 MULTI_TOKEN = ("joint", "first", "one-mask", "reduce")
 UNITS = ("attribute", "target")
@@ -120,6 +123,10 @@ def _one_slot_each(it: _Item) -> tuple[list[int], int, list[int], int, int]:
     return one, t0, both, t_first, a_first
 
 
+def _number(features: dict[str, str]) -> str:
+    return features.get("number", "singular")  # a word without one counts as singular
+
+
 def _listed(scores: dict[str, dict[str, float]], data: LpbsTest, key: str) -> np.ndarray:
     """The scores of a set's words in its order, a word listed twice counted twice (`duplicates = keep`)."""
     found = scores[key]
@@ -160,10 +167,7 @@ class Lpbs(Metric):
 
     name: ClassVar[str] = "lpbs"
     summary: ClassVar[str] = "Log-probability bias score of a masked LM: effect size and permutation p (Kurita et al. 2019)."
-    value_label: ClassVar[str] = "d"
-    value_name: ClassVar[str] = "effect size d"
-    value_reference: ClassVar[float | None] = 0.0
-    value_scale: ClassVar[str] = "d"
+    value: ClassVar[ValueKind] = EFFECT_SIZE_D
     requires: ClassVar[frozenset[Capability]] = frozenset({Capability.MASKED_LM})
     data_kind: ClassVar[str] = LPBS
 
@@ -230,16 +234,20 @@ class Lpbs(Metric):
         """The test as scored: each listed copy of a stimulus with `duplicates = keep`, and only the
         singular targets with `target_number = singular`."""
         sets = data.sets()
+        if self.target_number == "singular":
+            # by entry, not by word: a word listed as singular and as plural keeps its singular entry only
+            for key in TARGETS:
+                sets[key] = sets[key].with_entries([(w, f) for w, f in sets[key].entries() if _number(f) == "singular"])
         if self.duplicates == "keep":
             sets = {key: wl.with_duplicates() for key, wl in sets.items()}
-        if self.target_number == "singular":
-            for key in TARGETS:
-                wl = sets[key]
-                singular = [w for w in dict.fromkeys(wl.words) if wl.features(w).get("number", "singular") == "singular"]
-                sets[key] = attrs.evolve(
-                    wl, words=tuple(w for w in wl.words if w in singular), listed=tuple(w for w in wl.listed if w in singular)
-                )
         return attrs.evolve(data, **sets)
+
+    def _entries(self, wl: WordList) -> list[tuple[str, dict[str, str]]]:
+        """The (word, features) a set's sentences are rendered for: each listed entry with `duplicates =
+        keep`, else each distinct one (a word that is singular and plural has two)."""
+        if self.duplicates == "keep":
+            return wl.entries()
+        return list({(w, tuple(sorted(f.items()))): (w, f) for w, f in wl.entries()}.values())
 
     def _group_scores(self, data: LpbsTest, items: Sequence[_Item], log_tgt: np.ndarray, log_prior: np.ndarray) -> _Scores:
         """The score of every attribute (see `pairing`), its mean per template, and the WEAT-like score
@@ -298,9 +306,8 @@ class Lpbs(Metric):
         index = {(it.template, it.t_key, it.target, it.attribute): i for i, it in enumerate(items)}
         numbered: dict[str, dict[str, list[str]]] = {"X": defaultdict(list), "Y": defaultdict(list)}
         for key in TARGETS:
-            wl = getattr(data, key)
-            for w in wl.listed or wl.words:
-                numbered[key][wl.features(w).get("number", "singular")].append(w)
+            for w, f in getattr(data, key).entries():
+                numbered[key][_number(f)].append(w)
         pairs = [pair for number, xs in numbered["X"].items() for pair in zip(xs, numbered["Y"].get(number, []))]
         if self.duplicates == "drop":
             pairs = list(dict.fromkeys(pairs))
@@ -389,6 +396,7 @@ class Lpbs(Metric):
     def _convention(self, test: PermutationTest) -> dict[str, Any]:
         """The choices behind the numbers: unit, test, and how the sentences were scored."""
         return {
+            **test.convention(f"ddof={self.ddof}"),
             "unit": self.unit,
             "ddof": self.ddof,
             "multi_token": self.multi_token,
@@ -439,14 +447,12 @@ class Lpbs(Metric):
         rendered: list[tuple[int, str, str, str, str, Any]] = []
         for ti, template in enumerate(data.templates):
             for t_key in TARGETS:
-                for t in getattr(data, t_key).words:
+                for target in self._entries(getattr(data, t_key)):
                     for a_key in ATTRIBUTES:
-                        for a in getattr(data, a_key).words:
-                            target = (t, getattr(data, t_key).features(t))
-                            attribute = (a, getattr(data, a_key).features(a))
+                        for attribute in self._entries(getattr(data, a_key)):
                             found = data.render(template, target, attribute)
                             if found is not None:
-                                rendered.append((ti, t_key, t, a_key, a, found))
+                                rendered.append((ti, t_key, target[0], a_key, attribute[0], found))
         if not rendered:
             raise BiasError(f"{data.name}: no template fits any (target, attribute) pair.", "Check the templates' `when` conditions and the words' features.")
         texts = list(dict.fromkeys(r[5].text for r in rendered))
@@ -471,16 +477,12 @@ class Lpbs(Metric):
 
     def _score(self, embedder: Embedder, items: Sequence[_Item]) -> tuple[np.ndarray, np.ndarray]:
         """log p_tgt and log p_prior of every item, from one batched call (identical requests once)."""
-        requests: dict[MaskedRequest, int] = {}
-        plan: list[list[tuple[int, int, int]]] = []  # per item: (target request, prior request, positions read)
-        for it in items:
-            plan.append([
-                (requests.setdefault(tgt, len(requests)), requests.setdefault(prior, len(requests)), n_read)
-                for tgt, prior, n_read in self._requests(it)
-            ])
-        results = embedder.masked_log_probs(list(requests))
-        log_tgt = np.array([sum(results[t][:n].sum() for t, _, n in parts) for parts in plan], dtype=np.float64)
-        log_prior = np.array([sum(results[p][:n].sum() for _, p, n in parts) for parts in plan], dtype=np.float64)
+        plan = [self._requests(it) for it in items]  # per item: (target request, prior request, positions read)
+        found = computed_once([r for parts in plan for tgt, prior, _ in parts for r in (tgt, prior)], embedder.masked_log_probs)
+        results = iter(found)
+        read = [[(next(results), next(results), n) for _, _, n in parts] for parts in plan]
+        log_tgt = np.array([sum(t[:n].sum() for t, _, n in parts) for parts in read], dtype=np.float64)
+        log_prior = np.array([sum(p[:n].sum() for _, p, n in parts) for parts in read], dtype=np.float64)
         return log_tgt, log_prior
 
     def _requests(self, it: _Item) -> list[tuple[MaskedRequest, MaskedRequest, int]]:

@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 import attrs
 import numpy as np
 
+from bias.api import ValueKind
 from bias.api import OK, REFUSED, BiasError, Capability, Embedder, Metric, Result, int_at_least, one_of, param
 from bias.api.data import LABELLED_TEXTS, LabelledTexts, is_layer, layer_value
 
@@ -94,11 +95,7 @@ class Probe(Metric):
 
     name: ClassVar[str] = "probe"
     summary: ClassVar[str] = "Accuracy of a logistic-regression probe on frozen sentence encodings of labelled texts: what debiasing costs."
-    value_label: ClassVar[str] = "accuracy"
-    value_name: ClassVar[str] = "probe accuracy on held-out texts"
-    value_reference: ClassVar[float | None] = None
-    value_signed: ClassVar[bool] = False
-    value_digits: ClassVar[int] = 3
+    value: ClassVar[ValueKind] = ValueKind("accuracy", "probe accuracy on held-out texts", reference=None, signed=False, digits=3)
     requires: ClassVar[frozenset[Capability]] = frozenset({Capability.CONTEXTUAL})
     data_kind: ClassVar[str] = LABELLED_TEXTS
 

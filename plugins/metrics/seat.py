@@ -26,6 +26,8 @@ from typing import Any, ClassVar
 
 import attrs
 import numpy as np
+from bias.api import ValueKind
+from bias.api.association import EFFECT_SIZE_D
 from bias.api import (
     ASSOCIATION,
     AssociationTest,
@@ -81,10 +83,7 @@ class Seat(AssociationConventions):
 
     name: ClassVar[str] = "seat"
     summary: ClassVar[str] = "Sentence Encoder Association Test: WEAT on template sentences, sentence or word level (May et al. 2019)."
-    value_label: ClassVar[str] = "d"
-    value_name: ClassVar[str] = "effect size d"
-    value_reference: ClassVar[float | None] = 0.0
-    value_scale: ClassVar[str] = "d"
+    value: ClassVar[ValueKind] = EFFECT_SIZE_D
     requires: ClassVar[frozenset[Capability]] = frozenset({Capability.CONTEXTUAL})
     data_kind: ClassVar[str] = ASSOCIATION
 

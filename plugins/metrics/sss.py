@@ -7,6 +7,8 @@ from typing import ClassVar
 
 import attrs
 
+from bias.api import ValueKind
+from bias.api.lm import PERCENT_OF_PAIRS
 from bias.api import Capability, Measured, PairMetric, PairScores, PairSet, Refusal, one_of, param
 from bias.api.lm import SSS_MASKING, compare_pairs, lowercase_param
 
@@ -26,12 +28,7 @@ class StereoSetScore(PairMetric):
 
     name: ClassVar[str] = "sss"
     summary: ClassVar[str] = "StereoSet-style score: % of pairs whose stereotyping sentence's group tokens are more likely."
-    value_label: ClassVar[str] = "%"
-    value_name: ClassVar[str] = "% of pairs preferring the stereotype (group tokens)"
-    value_unit: ClassVar[str] = "%"
-    value_reference: ClassVar[float | None] = 50.0
-    value_signed: ClassVar[bool] = False
-    value_digits: ClassVar[int] = 1
+    value: ClassVar[ValueKind] = attrs.evolve(PERCENT_OF_PAIRS, name="% of pairs preferring the stereotype (group tokens)")
     requires: ClassVar[frozenset[Capability]] = frozenset({Capability.MASKED_LM})
     requires_any: ClassVar[frozenset[Capability]] = frozenset()
     scoring: ClassVar[str] = "sss"

@@ -11,6 +11,8 @@ from typing import ClassVar
 
 import attrs
 
+from bias.api import ValueKind
+from bias.api.association import EFFECT_SIZE_D
 from bias.api import ASSOCIATION, AssociationTest, Capability, Embedder, Result
 from bias.api.association import (
     LOOKUP_CASES,
@@ -34,10 +36,7 @@ class Weat(AssociationConventions):
 
     name: ClassVar[str] = "weat"
     summary: ClassVar[str] = "Word Embedding Association Test: effect size d and permutation p (Caliskan et al. 2017)."
-    value_label: ClassVar[str] = "d"
-    value_name: ClassVar[str] = "effect size d"
-    value_reference: ClassVar[float | None] = 0.0
-    value_scale: ClassVar[str] = "d"
+    value: ClassVar[ValueKind] = EFFECT_SIZE_D
     requires: ClassVar[frozenset[Capability]] = frozenset({Capability.WORD_VECTORS})
     data_kind: ClassVar[str] = ASSOCIATION
 

@@ -14,6 +14,7 @@ from typing import ClassVar
 
 import attrs
 import numpy as np
+from bias.api import ValueKind
 from bias.api import AssociationMetric, BiasError, Measured, SetVectors, between, one_of, param, unit_rows
 
 
@@ -57,10 +58,7 @@ class Rnd(AssociationMetric):
 
     name: ClassVar[str] = "rnd"
     summary: ClassVar[str] = "Relative Norm Distance of neutral words to two groups (Garg et al. 2018)."
-    value_label: ClassVar[str] = "RND"
-    value_name: ClassVar[str] = "relative norm distance (+: closer to Y)"
-    value_reference: ClassVar[float | None] = 0.0
-    value_digits: ClassVar[int] = 3
+    value: ClassVar[ValueKind] = ValueKind("RND", "relative norm distance (+: closer to Y)", digits=3)
 
     distance: str = param("euclidean", "euclidean (Garg et al.) or cosine (1 - cos; same sign convention)", validator=one_of(DISTANCES))
     normalise: bool = param(True, "unit-normalise every vector before averaging groups (Garg et al.)")
@@ -115,11 +113,7 @@ class Rnsb(AssociationMetric):
 
     name: ClassVar[str] = "rnsb"
     summary: ClassVar[str] = "Relative Negative Sentiment Bias: KL of negative-class probabilities from uniform (Sweeney & Najafian 2019)."
-    value_label: ClassVar[str] = "RNSB"
-    value_name: ClassVar[str] = "RNSB, KL from uniform (nats)"
-    value_reference: ClassVar[float | None] = 0.0
-    value_signed: ClassVar[bool] = False
-    value_digits: ClassVar[int] = 3
+    value: ClassVar[ValueKind] = ValueKind("RNSB", "RNSB, KL from uniform (nats)", signed=False, digits=3)
 
     C: float = param(1.0, "inverse L2 regularisation strength of the logistic regression", validator=between(1e-9, 1e9))
 
@@ -173,11 +167,7 @@ class Mac(AssociationMetric):
 
     name: ClassVar[str] = "mac"
     summary: ClassVar[str] = "Mean Average Cosine distance of targets to attribute sets (Manzini et al. 2019)."
-    value_label: ClassVar[str] = "MAC"
-    value_name: ClassVar[str] = "mean average cosine distance"
-    value_reference: ClassVar[float | None] = None
-    value_signed: ClassVar[bool] = False
-    value_digits: ClassVar[int] = 3
+    value: ClassVar[ValueKind] = ValueKind("MAC", "mean average cosine distance", reference=None, signed=False, digits=3)
 
     def measure(self, sets: SetVectors, *, seed: int | None) -> Measured:
         m = sets.matrices
@@ -214,12 +204,7 @@ class Ect(AssociationMetric):
 
     name: ClassVar[str] = "ect"
     summary: ClassVar[str] = "Embedding Coherence Test: rank correlation of attribute similarities to two groups (Dev & Phillips 2019)."
-    value_label: ClassVar[str] = "ECT rho"
-    value_name: ClassVar[str] = "ECT rank correlation (1 = no bias)"
-    value_reference: ClassVar[float | None] = 1.0
-    value_more_biased: ClassVar[str] = "lower"  # 1 is no bias
-    value_signed: ClassVar[bool] = True
-    value_digits: ClassVar[int] = 3
+    value: ClassVar[ValueKind] = ValueKind("ECT rho", "ECT rank correlation (1 = no bias)", reference=1.0, digits=3, more_biased="lower")
 
     def measure(self, sets: SetVectors, *, seed: int | None) -> Measured:
         from scipy.stats import spearmanr
@@ -309,10 +294,7 @@ class Ripa(AssociationMetric):
 
     name: ClassVar[str] = "ripa"
     summary: ClassVar[str] = "Relational Inner Product Association along an X-Y relation vector (Ethayarajh et al. 2019)."
-    value_label: ClassVar[str] = "RIPA"
-    value_name: ClassVar[str] = "RIPA, mean inner product with the X-Y relation"
-    value_reference: ClassVar[float | None] = 0.0
-    value_digits: ClassVar[int] = 3
+    value: ClassVar[ValueKind] = ValueKind("RIPA", "RIPA, mean inner product with the X-Y relation", digits=3)
 
     relation: str = param(
         "all-pairs", "relation vector from all-pairs (first PC of every x - y), means, paired (first PC of the i-th pairs) "

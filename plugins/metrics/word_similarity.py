@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 
 import attrs
 import numpy as np
+from bias.api import ValueKind
 from bias.api import (
     DEFAULT_RESAMPLES,
     OK,
@@ -87,11 +88,7 @@ class WordSimilarity(Metric):
 
     name: ClassVar[str] = "word-similarity"
     summary: ClassVar[str] = "Word similarity: Spearman's rho between cosines and human scores of word pairs (SimLex/WordSim), pairs lost reported."
-    value_label: ClassVar[str] = "rho"
-    value_name: ClassVar[str] = "word similarity, Spearman's rho with human scores"
-    value_reference: ClassVar[float | None] = None
-    value_signed: ClassVar[bool] = True
-    value_digits: ClassVar[int] = 3
+    value: ClassVar[ValueKind] = ValueKind("rho", "word similarity, Spearman's rho with human scores", reference=None, digits=3)
     requires: ClassVar[frozenset[Capability]] = frozenset({Capability.WORD_VECTORS})
     data_kind: ClassVar[str] = SIMILARITY_PAIRS
 

@@ -202,3 +202,45 @@ def assert_answered(case: Case, world: World, folder: Path) -> Outcome:
     if case.check is not None:
         case.check(result, folder)
     return result
+
+
+# Hostile model files: what runs code when loaded, leaving a marker file if it does ------------------
+
+MARKER = "PWNED"
+
+
+class RunsCode:
+    """What a hostile .kv file holds: a pickle whose loading creates the marker file."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (exec, (f"open({str(self.marker)!r}, 'w').close()",))
+
+
+def nothing_ran(result: Outcome, folder: Path) -> None:
+    assert not (folder / MARKER).exists(), "the file's code ran"
+
+
+def evil_kv(folder: Path) -> Path:
+    import pickle
+
+    path = folder / "evil.kv"
+    path.write_bytes(pickle.dumps(RunsCode(folder / MARKER)))
+    return path
+
+
+def remote_code_model(world: World, folder: Path) -> Path:
+    """A real model folder whose config names its own Python module, which creates the marker when imported."""
+    import json
+
+    model = copy_model(world, folder, "remote")
+    config = json.loads((model / "config.json").read_text())
+    config["auto_map"] = {"AutoConfig": "evil_config.EvilConfig"}
+    (model / "config.json").write_text(json.dumps(config))
+    (model / "evil_config.py").write_text(
+        f"open({str(folder / MARKER)!r}, 'w').close()\n"
+        "from transformers import BertConfig\n\n\nclass EvilConfig(BertConfig):\n    model_type = 'bert'\n"
+    )
+    return model

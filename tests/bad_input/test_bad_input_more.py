@@ -527,6 +527,16 @@ def _(world, folder):
     return ["run", "-m", f"hf:{world.bert}", "-w", "en/lpbs-gender", "--metric", "lpbs", "--param", "target_number=plural"]
 
 
+@case("preset-flag-unknown", names=("--preset", "wefee", "bias-framework, bias-bench, sent-bias, wefe"))
+def _(world, folder):
+    return ["run", *w2v(world), "--preset", "wefee"]
+
+
+@case("preset-with-an-experiment-file", names=("--preset", 'preset = "wefe"'))
+def _(world, folder):
+    return ["run", str(write_experiment(folder, basic_experiment(world))), "--preset", "wefe"]
+
+
 @pytest.mark.parametrize("bad", CASES, ids=lambda c: c.name)
 def test_more_bad_input(bad: Case, world: World, tmp_path: Path) -> None:
     assert_answered(bad, world, tmp_path / "case")

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import pickle
 import shutil
 import socket
 from pathlib import Path
@@ -16,62 +15,28 @@ from typing import Any
 import pytest
 
 from bad_input_helpers import Case, Outcome, World, assert_answered, cli, copy_model, words_toml, world  # noqa: F401 (world is a fixture)
-from bad_input_helpers import basic_experiment, case_decorator, write_experiment
+from bad_input_helpers import basic_experiment, case_decorator, evil_kv, nothing_ran, remote_code_model, write_experiment
 from fixtures.planted import A_WORDS, B_WORDS, X_WORDS, Y_WORDS
 
 CASES: list[Case] = []
 case = case_decorator(CASES)
-MARKER = "PWNED"
-
-
-class _RunsCode:
-    """What a hostile .kv file holds: a pickle whose loading creates the marker file."""
-
-    def __init__(self, marker: Path) -> None:
-        self.marker = marker
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (exec, (f"open({str(self.marker)!r}, 'w').close()",))
-
-
-def _nothing_ran(result: Outcome, folder: Path) -> None:
-    assert not (folder / MARKER).exists(), "the file's code ran"
-
-
-def _evil_kv(folder: Path) -> Path:
-    path = folder / "evil.kv"
-    path.write_bytes(pickle.dumps(_RunsCode(folder / MARKER)))
-    return path
-
-
-def _remote_code_model(world: World, folder: Path) -> Path:
-    """A real model folder whose config names its own Python module, which creates the marker when imported."""
-    model = copy_model(world, folder, "remote")
-    config = json.loads((model / "config.json").read_text())
-    config["auto_map"] = {"AutoConfig": "evil_config.EvilConfig"}
-    (model / "config.json").write_text(json.dumps(config))
-    (model / "evil_config.py").write_text(
-        f"open({str(folder / MARKER)!r}, 'w').close()\n"
-        "from transformers import BertConfig\n\n\nclass EvilConfig(BertConfig):\n    model_type = 'bert'\n"
-    )
-    return model
 
 
 # N63, N64: settings that run code, in an [[experiments]] entry's model ------------------------------
 
 
-@case("N63-experiments-model-allow-pickle", names=("experiments[0].model", "allow_pickle", "--allow-pickle"), check=_nothing_ran)
+@case("N63-experiments-model-allow-pickle", names=("experiments[0].model", "allow_pickle", "--allow-pickle"), check=nothing_ran)
 def _(world, folder):
     body = (
         f'[[experiments]]\nwordset = "{world.wordset}"\nmetric = "weat"\n'
-        f'model = {{ spec = "kv:{_evil_kv(folder)}", allow_pickle = true }}\n'
+        f'model = {{ spec = "kv:{evil_kv(folder)}", allow_pickle = true }}\n'
     )
     return ["run", str(write_experiment(folder, body))]
 
 
-@case("N64-experiments-model-trust-remote-code", names=("experiments[0].model", "trust_remote_code", "--trust-remote-code"), check=_nothing_ran)
+@case("N64-experiments-model-trust-remote-code", names=("experiments[0].model", "trust_remote_code", "--trust-remote-code"), check=nothing_ran)
 def _(world, folder):
-    model = _remote_code_model(world, folder)
+    model = remote_code_model(world, folder)
     body = (
         f'[[experiments]]\nwordset = "{world.wordset}"\nmetric = "weat"\n'
         f'model = {{ spec = "hf:{model}", trust_remote_code = true }}\n'
@@ -352,6 +317,7 @@ def test_both_forms_of_the_schema_are_walked_whole() -> None:
 @pytest.mark.parametrize("key, flag", [("allow_pickle", "--allow-pickle"), ("trust_remote_code", "--trust-remote-code"), ("trust-remote-code", "--trust-remote-code")])
 def test_no_table_of_an_experiment_file_can_carry_a_code_option(form: dict[str, Any], key: str, flag: str, tmp_path: Path) -> None:
     """In every table of both forms, and in tables nested below any of them, the key is refused."""
+    from bias.cli.app import CODE_FLAGS
     from bias.core.errors import BiasError
     from bias.engine.experiments import load_config
 
@@ -365,7 +331,7 @@ def test_no_table_of_an_experiment_file_can_carry_a_code_option(form: dict[str, 
             node.update(planted)
             path.write_text(_toml(data), encoding="utf-8")
             with pytest.raises(BiasError) as err:
-                load_config(path)
+                load_config(path, flags=CODE_FLAGS)
             assert key in err.value.message and "run code" in err.value.message, (trail, err.value.message)
             assert flag in (err.value.hint or ""), (trail, err.value.hint)
 

@@ -51,7 +51,7 @@ def test_unreachable_url_fails_the_experiment_without_the_key(tmp_path):
         ("dimensions=0", "dimensions"),
         ("concurrency=0", "concurrency"),
         ("base_url=ftp://example.invalid/v1", "is not an http(s) URL"),
-        ("timeout=0", "timeout must be a number >= 0.001"),
+        ("timeout=0", "timeout must be a number between 0.001 and 600"),
         ("price=-1", "price must be a number >= 0"),
         ("no_such_option=1", "no_such_option"),
     ],

@@ -3,8 +3,8 @@ the loader): ten scenarios, each asked four ways over the same three answers; th
 is the start of the disambiguated one and is answered by the unknown answer; five disambiguations
 name the stereotyped group as the one who did the harmful thing and five the other group; neither
 the unknown answer nor the stereotyped group's answer keeps one position; the six categories of the
-notes with their counts. The packages of ATTESTED also name, for every scenario, where its stereotype
-is attested (a survey, report or paper with its year), and name the other group first in about half
+notes with their counts. Every package also names, for every scenario, where its stereotype
+is attested (a survey, report or paper with its year), and names the other group first in about half
 of the contexts."""
 
 from __future__ import annotations
@@ -63,9 +63,9 @@ def test_bbq_sample_design(code: str) -> None:
     assert set(unknown_at) == {0, 1, 2} and set(stereotyped_at) == {0, 1, 2}
 
 
-# Packages whose scenarios name where each stereotype is attested and alternate the group named
+# Every package's scenarios name where each stereotype is attested and alternate the group named
 # first.
-ATTESTED = ("en", "is", "tr", "it")
+ATTESTED = ("en", "nl", "de", "no", "is", "tr", "it")
 WORD = re.compile(r"\w+")
 CITATION = re.compile(r"\b(19|20)\d\d\b")  # the year of the survey, report or paper
 

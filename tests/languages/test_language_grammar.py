@@ -303,9 +303,11 @@ def no_definite_sentences_use_the_suffixed_form_without_an_article(d: LanguageDa
 
 def no_predicative_adjectives_agree_with_the_subject(d: LanguageData) -> None:
     """Neuter after det/dette, the base form after a common-gender person noun; adjectives that describe
-    only people (predicate_of = person: orientation, gender identity, disability) never follow det/dette,
-    where "Det er så homo." would be an insult idiom and "Det er døvt." is odd."""
-    neuter = common = person = 0
+    only people (predicate_of = person: orientation, gender identity, disability, moods) never follow
+    det/dette, where "Det er så homo." would be an insult idiom and "Det er nedstemt." means nothing;
+    adjectives said only of states and events (predicate_of = thing: kronisk, midlertidig) never follow
+    a person, where "Personen er kronisk." means nothing and "Personen er kort." is a short person."""
+    neuter = common = person = thing = 0
     for s in d.seat_sentences:
         if s.word.features.get("class") != "adjective":
             continue
@@ -313,13 +315,16 @@ def no_predicative_adjectives_agree_with_the_subject(d: LanguageData) -> None:
         if s.word.features.get("predicate_of") == "person":
             assert subject in ("personen", "naboen", "kollegaen") and s.slot == s.word.word, (s.word.word, s.text)
             person += 1
+        elif s.word.features.get("predicate_of") == "thing":
+            assert subject in ("det", "dette") and s.slot == s.word.features["neuter"], (s.word.word, s.text)
+            thing += 1
         elif subject in ("det", "dette"):
             assert s.slot == s.word.features["neuter"], (s.word.word, s.text)
             neuter += 1
         else:
             assert subject == "personen" and s.slot == s.word.word, (s.word.word, s.text)
             common += 1
-    assert neuter and common and person
+    assert neuter and common and person and thing
     assert neuter == 2 * common  # both neuter templates and the common-gender one fit every other adjective
 
 

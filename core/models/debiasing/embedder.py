@@ -28,7 +28,7 @@ from typing import Any, ClassVar
 import attrs
 import numpy as np
 from bias.core.errors import BiasError
-from bias.core.interfaces import Capability, Embedder, Quote
+from bias.core.interfaces import Capability, Contact, Embedder, Quote
 from bias.core.model import WordVectors
 from bias.core.models.static.base import static_encode, words_to_vectors
 from bias.core.models.debiasing.transforms import VectorTransform
@@ -79,6 +79,10 @@ class DebiasedEmbedder(Embedder):
     def check(self) -> None:
         """The source's own checks: a debiased view has no file of its own (a service model has none)."""
         self.source.check()
+
+    def contacts(self) -> tuple[Contact, ...]:
+        """The source's: a debiased view sends what its source sends."""
+        return self.source.contacts()
 
     def foreseen(self) -> frozenset[Capability] | None:
         found = self.source.foreseen()

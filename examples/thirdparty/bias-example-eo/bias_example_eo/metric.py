@@ -9,7 +9,7 @@ from typing import ClassVar
 import attrs
 import numpy as np
 
-from bias.api import AssociationMetric, Measured, SetVectors, param
+from bias.api import AssociationMetric, Measured, SetVectors, ValueKind, param
 
 
 def _centre(rows: np.ndarray) -> np.ndarray:
@@ -27,12 +27,11 @@ class CentroidGap(AssociationMetric):
     """
 
     name: ClassVar[str] = "centroid-gap"
-    summary: ClassVar[str] = "Cosine gap between set centroids: (x.a - x.b) - (y.a - y.b) (example plugin)."
-    # How reports label the number (read with defaults: a metric that says nothing is a plain "value").
-    value_label: ClassVar[str] = "gap"
-    value_name: ClassVar[str] = "centroid cosine gap"
-    value_reference: ClassVar[float] = 0.0
-    value_digits: ClassVar[int] = 3
+    summary: ClassVar[str] = (
+        "Cosine gap between set centroids: (x.a - x.b) - (y.a - y.b) (example plugin)."
+    )
+    # What the number is: its label, what it is, 0 as no bias (the default reference), 3 decimals.
+    value: ClassVar[ValueKind] = ValueKind("gap", "centroid cosine gap", digits=3)
 
     scale: float = param(1.0, "multiply the gap by this (e.g. 100 for hundredths)")
 

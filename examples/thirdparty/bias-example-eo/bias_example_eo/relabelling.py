@@ -16,6 +16,7 @@ from bias.api import (
     Cost,
     Measured,
     SetVectors,
+    ValueKind,
     int_at_least,
     param,
 )
@@ -45,10 +46,7 @@ class RelabelledGap(AssociationMetric):
         "Centroid gap with a relabelling p-value (example plugin with a parameter named permutations)."
     )
     # Its own label: reports write "gap*=+0.123" and the footer says what it is.
-    value_label: ClassVar[str] = "gap*"
-    value_name: ClassVar[str] = "centroid gap, relabelling test"
-    value_reference: ClassVar[float] = 0.0
-    value_digits: ClassVar[int] = 3
+    value: ClassVar[ValueKind] = ValueKind("gap*", "centroid gap, relabelling test", digits=3)
 
     permutations: int = param(
         500, "relabellings of the target words drawn for the p-value", validator=int_at_least(1)
@@ -76,5 +74,11 @@ class RelabelledGap(AssociationMetric):
         return Measured(
             effect_size=observed,
             p_value=float(p),
-            convention={"method": "relabelling", "relabellings": self.permutations},
+            convention={
+                "method": "relabelling",
+                "relabellings": self.permutations,
+                # The two keys reports print: how p was computed, and the smallest p it can give.
+                "p_value": f"relabelling test ({self.permutations:,} relabellings, seed {seed}), one-sided (greater)",
+                "p_floor": 1.0 / (self.permutations + 1),
+            },
         )

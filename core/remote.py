@@ -1,0 +1,62 @@
+"""What a model that runs elsewhere tells a run before it sends anything: what its requests will
+cost (`Quote`, from `Embedder.quote`) and where they go, with which key (`Contact`, from
+`Embedder.contacts`). The runner stops above the user's --max-cost on the first, and `bias run`
+says the second to the user, one line per address.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+
+@attrs.frozen
+class Quote:
+    """What a paid embedder would send for a run: the texts not cached yet, about how many tokens
+    they are, how many were found in the cache, and the price in US dollars (None: not known)."""
+
+    texts: int
+    tokens: int
+    cached: int = 0
+    usd: float | None = None
+    basis: str = ""  # how the price was found ("$0.02 per million tokens")
+
+    def line(self, model: str) -> str:
+        if self.usd is None:
+            cost = f"not estimated ({self.basis})"
+        else:
+            cost = f"about ${self.usd:.2f}" if self.usd >= 0.01 else f"about ${self.usd:.6f}"
+            cost += f" ({self.basis})" if self.basis else ""
+        return (
+            f"{model}: will send {self.texts:,} text(s), about {self.tokens:,} tokens "
+            f"({self.cached:,} already cached); "
+            f"cost {cost}."
+        )
+
+
+@attrs.frozen
+class Contact:
+    """An address a model sends requests to, and the environment variable whose key goes with them
+    (None: no key is sent). Said to the user before a run sends anything."""
+
+    url: str
+    key_env: str | None = None
+
+    def line(self, model: str) -> str:
+        key = f"with the key in {self.key_env}" if self.key_env else "with no key"
+        return f"{model} sends requests to {shown_url(self.url)} {key}"
+
+
+def shown_url(url: str) -> str:
+    """An address as the user should read it: scheme, host (an IPv6 one in brackets), port and path,
+    without a user name or password; a text that is no URL, as written."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return url
+    if not parts.scheme or not parts.hostname:
+        return url
+    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+    return f"{parts.scheme}://{host}{f':{port}' if port else ''}{parts.path}"

@@ -1,0 +1,140 @@
+"""The HTTP rules every service client follows (bias.core.models.service_http): bounded waits that an
+interruption ends, daemon request threads that hand back results and exceptions, answers bounded in
+size and in time, and a server that trickles its answer cut off at the request's timeout."""
+
+from __future__ import annotations
+
+import io
+import threading
+
+import pytest
+
+from bias.core.models import service_http
+from bias.core.models.service_http import MAX_WAIT, AnswerTooLarge, Stop, backoff_wait, in_threads
+
+
+def test_backoff_doubles_and_every_wait_is_capped() -> None:
+    assert [backoff_wait(a, 1.0, None) for a in range(4)] == [1.0, 2.0, 4.0, 8.0]
+    assert backoff_wait(40, 1.0, None) == MAX_WAIT  # no overflow, no wait beyond the cap
+    assert (
+        backoff_wait(0, 1.0, 3600.0) == MAX_WAIT and backoff_wait(0, 1.0, float("inf")) == MAX_WAIT
+    )
+    assert backoff_wait(0, 1.0, 2.5) == 2.5  # the server's Retry-After, within the cap
+
+
+def test_a_stopped_wait_returns_at_once() -> None:
+    stop = Stop()
+    stop.set()
+    assert stop.wait(MAX_WAIT) is True  # set before: no sleep at all (a timing-free check)
+    assert Stop().wait(0) is False
+
+
+def test_in_threads_gives_every_result_and_exception_by_index() -> None:
+    def work(n: int) -> int:
+        if n == 3:
+            raise ValueError("three")
+        return n * n
+
+    got = dict(in_threads(work, list(range(6)), 3, Stop()))
+    assert {k: v for k, v in got.items() if k != 3} == {0: 0, 1: 1, 2: 4, 4: 16, 5: 25}
+    assert isinstance(got[3], ValueError)
+    assert all(t.daemon for t in threading.enumerate() if t.name == "bias-service-request")
+
+
+def test_leaving_early_stops_the_workers_taking_more() -> None:
+    """Item 0 may finish, the others wait until the loop was left: then no worker takes a new item
+    (at most the two in hand and the one a worker took after item 0)."""
+    started: list[int] = []
+    released = [threading.Event() for _ in range(50)]
+    released[0].set()
+
+    def work(n: int) -> int:
+        started.append(n)
+        released[n].wait(30)
+        return n
+
+    stop = Stop()
+    results = in_threads(work, list(range(50)), 2, stop)
+    first = next(results)
+    results.close()  # what an interruption does to the loop
+    for event in released:
+        event.set()
+    for thread in [t for t in threading.enumerate() if t.name == "bias-service-request"]:
+        thread.join(30)
+    assert first == (0, 0) and stop.is_set() and len(started) <= 3, started
+
+
+def test_a_stop_set_by_the_work_ends_the_loop_without_the_items_not_started() -> None:
+    """What a batch failing for good does: it sets the stop in its own thread before it returns, so
+    no worker takes another item; the loop ends with the items in hand."""
+    stop = Stop()
+
+    def work(n: int) -> int:
+        if n == 1:
+            stop.set()
+            raise ValueError("refused for good")
+        return n
+
+    seen = [i for i, _ in in_threads(work, list(range(100)), 1, stop)]
+    assert seen == [0, 1]
+
+
+@pytest.mark.parametrize("size", [0, 10, 2**16 + 5])
+def test_a_body_within_the_limit_is_read_whole(size: int) -> None:
+    body = b"x" * size
+    assert service_http._read_within(io.BytesIO(body).read, size, 60) == body
+
+
+def test_a_body_past_the_limit_is_refused_unread() -> None:
+    stream = io.BytesIO(b"x" * (2**20))
+    with pytest.raises(AnswerTooLarge):
+        service_http._read_within(stream.read, 1000, 60)
+    assert stream.tell() <= 1001  # not read beyond the limit
+
+
+def test_a_body_that_takes_too_long_is_cut_off() -> None:
+    chunks = iter([b"a", b"b", b"c"])
+    with pytest.raises(TimeoutError):
+        service_http._read_within(lambda n: next(chunks, b""), 100, -1.0)  # a deadline already past
+
+
+def test_vector_rows_name_what_came_instead() -> None:
+    from bias.core.errors import BiasError
+
+    assert [list(r) for r in service_http.vector_rows("m", [[1, 2.5], [3, 4]], 2, 2)] == [
+        [1.0, 2.5],
+        [3.0, 4.0],
+    ]
+    for vectors, texts, words in (
+        ([[1.0], [1.0, 2.0]], 2, "unequal width"),
+        ([[True, 1.0]], 1, "bool"),
+        ([[float("nan")]], 1, "not finite"),
+        ([[1.0]], 2, "1 vector(s) for 2"),
+        ({"a": 1}, 1, "dict"),
+        ([[1.0] * (service_http.MAX_WIDTH + 1)], 1, "more than any"),
+        ([[1.0, 2.0]], 1, "where this model gives 3"),
+    ):
+        with pytest.raises(BiasError) as err:
+            service_http.vector_rows("m", vectors, texts, 3 if "gives 3" in words else None)
+        assert words in err.value.message and err.value.exit_code == 1
+
+
+def test_a_server_that_trickles_its_answer_gets_the_timeout_for_all_of_it(
+    tmp_path, monkeypatch
+) -> None:
+    """A server sending one byte every 0.05 s (its answer would take minutes) against a timeout of
+    1 s per request: each byte comes well within 1 s, so only a deadline on the whole answer stops it."""
+    from bias.core.errors import BiasError
+    from bias.registry import build_embedder
+
+    from fixtures.hostile_server import Answer, HostileServer
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    with HostileServer(Answer(body=b'{"data": [' + b" " * 4000 + b"]}", trickle=0.05)) as server:
+        embedder = build_embedder(
+            f"openai:m[base_url={server.url},retries=0,timeout=1,cache=false]"
+        )
+        with pytest.raises(BiasError) as err:
+            embedder.encode(["a text"])
+        assert "no answer within 1 s" in err.value.message, err.value.message
+        assert server.finished == 0
