@@ -10,7 +10,7 @@ them; more than the 30,000 and 50,000 words `analogy` and `clustering` search by
 test files of the kinds no language package installs (a StereoSet file, word-similarity pairs,
 labelled texts), written here from our own generated sentences. Then `bias run --limit LIMIT` runs every
 metric on its English test, on the static model for the metrics that need word vectors only, on the
-causal LM for BBQ and on the masked LM for the others (the first LIMIT items of each list): the plan scales each cost per item to
+causal LM for BBQ and the hiring decisions and on the masked LM for the others (the first LIMIT items of each list): the plan scales each cost per item to
 the published test's size. Costs are CPU costs on this machine (`--device cpu`, no encoding cache).
 A metric with no test here (fise: its trait and affect files) is left for the plan to name as not measured.
 """
@@ -40,6 +40,7 @@ EN = {
     "bbq": "en/bbq-sample",
     "analogies": "en/analogies",
     "debias-lists": "en/debias-gender",
+    "decisions": "en/hiring",
 }
 ADJECTIVES = [
     ("careful", "careless", "purple"),
@@ -177,7 +178,7 @@ def main() -> None:
         kind = getattr(cls, "data_kind", "")
         if kind not in tests:
             continue
-        if kind == "bbq":
+        if kind == "bbq" or "CAUSAL_LM" in {c.name for c in cls.requires}:
             model = f'{{ spec = "hf:{causal}", device = "cpu", cache = false }}'
         elif {c.name for c in cls.requires} == {"WORD_VECTORS"}:
             model = f'"word2vec:{static}"'

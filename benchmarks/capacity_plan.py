@@ -1,10 +1,11 @@
 """A capacity plan for a large audit: every registered metric, priced at the published test's real size.
 
-Run:  python benchmarks/capacity_plan.py RUN_FOLDER [--models 40] [--languages 7] [--choices 4]
-                                                    [--workers 8]
+Run:  python benchmarks/capacity_plan.py RUN_FOLDER [RUN_FOLDER ...] [--models 40] [--languages 7]
+                                                    [--choices 4] [--workers 8]
 
 RUN_FOLDER is a folder written by `bias run --out` (benchmarks/capacity_measure.py writes one that
-runs every installed metric). From its results.jsonl the plan takes, for each metric, the median CPU
+runs every installed metric); several are read together (a metric measured later, in a run of its
+own). From its results.jsonl the plan takes, for each metric, the median CPU
 cost of one unit of work (one word of an association test, one sentence pair, one question, ...: the
 items `--limit` cuts, counted here from the test the result names) and, from its manifest, the model
 load time. Every metric the registry knows is listed, measured or not (a metric the run did not
@@ -97,16 +98,21 @@ def items(data: Any) -> int:
     return count
 
 
-def measured(folder: Path) -> tuple[dict[str, float], dict[str, int], float]:
+def measured(folders: list[Path]) -> tuple[dict[str, float], dict[str, int], float]:
     """Per metric: median compute seconds per item, and the items of its measured test (the whole test,
-    not the part `--limit` ran); the longest model load of the run."""
+    not the part `--limit` ran); the longest model load of the runs."""
     from bias import registry
     from bias.core.data.limit import first_items
 
     per_item: dict[str, list[float]] = defaultdict(list)
     sizes: dict[str, int] = {}
     data_cache: dict[str, Any] = {}
-    for line in (folder / "results.jsonl").read_text(encoding="utf-8").splitlines():
+    lines = [
+        line
+        for folder in folders
+        for line in (folder / "results.jsonl").read_text(encoding="utf-8").splitlines()
+    ]
+    for line in lines:
         if not line.strip():
             continue
         r = json.loads(line)
@@ -118,9 +124,12 @@ def measured(folder: Path) -> tuple[dict[str, float], dict[str, int], float]:
         if n:
             per_item[r["metric"]].append(float(r["timings"]["compute_s"]) / n)
             sizes[r["metric"]] = items(data_cache[r["wordset"]])
-    manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+    manifests = [json.loads((f / "manifest.json").read_text(encoding="utf-8")) for f in folders]
     loads = [
-        m["load_s"] for m in manifest.get("models", {}).values() if m.get("load_s") is not None
+        m["load_s"]
+        for manifest in manifests
+        for m in manifest.get("models", {}).values()
+        if m.get("load_s") is not None
     ]
     return (
         {m: statistics.median(v) for m, v in per_item.items()},
@@ -158,7 +167,7 @@ def real_size(
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("run", type=Path)
+    parser.add_argument("run", type=Path, nargs="+")
     parser.add_argument("--models", type=int, default=40)
     parser.add_argument("--languages", type=int, default=7)
     parser.add_argument("--choices", type=int, default=4)
@@ -178,7 +187,8 @@ def main() -> None:
         : args.languages
     ]
     have = installed(languages)
-    print(f"measured in {args.run}: {len(costs)} metrics; model load {load_s:.1f} s")
+    where = ", ".join(map(str, args.run))
+    print(f"measured in {where}: {len(costs)} metrics; model load {load_s:.1f} s")
     print(
         f"audit: {args.models} models x {len(languages)} languages ({', '.join(languages)}) x tests"
     )
@@ -233,7 +243,7 @@ def main() -> None:
         print(f"  {kind}: {source}")
     for name, kind in missing:
         print(
-            f"not measured in {args.run}: {name} (no test of kind {kind} in the run); add one to price it"
+            f"not measured in {where}: {name} (no test of kind {kind} in the run); add one to price it"
         )
 
 

@@ -20,7 +20,8 @@ import attrs
 from bias.core.specs import DebiasSettings, ModelSpec
 
 # Options of a model, of its debiasing and of a metric whose value is a file or folder read where the
-# model runs (the template sets of SEAT and CEAT are read while planning, and need nothing here).
+# model runs (the template sets of SEAT and CEAT are read while planning, and need nothing here). A
+# model's cache folder is always a folder, and may not exist yet: it is made absolute as written.
 MODEL_PATH_OPTIONS = ("cache_dir",)
 DEBIAS_PATH_FIELDS = ("corpus", "lists")
 METRIC_PATH_PARAMS = ("corpus",)
@@ -46,9 +47,16 @@ def absolute(value: Any) -> Any:
     return value
 
 
+def absolute_folder(value: Any) -> Any:
+    """A value that is always a path (a cache folder), absolute whether or not it exists yet."""
+    if not isinstance(value, str) or not value.strip():
+        return value
+    return os.path.abspath(Path(value).expanduser())
+
+
 def absolute_spec(spec: ModelSpec) -> ModelSpec:
-    """A parsed model spec with its location and path options absolute (see `absolute`)."""
-    options = {k: absolute(v) if k in MODEL_PATH_OPTIONS else v for k, v in spec.options.items()}
+    """A parsed model spec with its location (see `absolute`) and its folders absolute."""
+    options = {k: absolute_folder(v) if k in MODEL_PATH_OPTIONS else v for k, v in spec.options.items()}
     return ModelSpec(spec.embedder, absolute(spec.location), options)
 
 

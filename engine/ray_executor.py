@@ -433,7 +433,9 @@ def _why(exc: BaseException, node: str = "") -> str:
     name = type(exc).__name__
     if name == "ActorUnavailableError":
         return f"its worker on {where} became unreachable"
-    if name == "OutOfMemoryError" or re.search(r"out of memory|\bOOM\b", text, re.IGNORECASE):
+    # Ray's message for any worker death lists "killed by the OOM killer" among common causes: only
+    # Ray's own memory monitor's kill (OutOfMemoryError, exit type NODE_OUT_OF_MEMORY) is.
+    if name == "OutOfMemoryError" or "NODE_OUT_OF_MEMORY" in text:
         return f"its worker on {where} ran out of memory"
     if name == "NodeDiedError" or re.search(
         r"node\b[^.]*\b(dead|died|lost)\b", text, re.IGNORECASE

@@ -50,6 +50,8 @@ def test_a_model_is_built_from_absolute_paths_and_keyed_by_what_was_written(in_f
     )
     assert config.parsed.location == f"{in_folder}/models/v.txt"
     assert config.parsed.options["cache_dir"] == f"{in_folder}/cache"
+    later = ModelConfig("word2vec:models/v.txt[cache_dir=cache]")  # a folder not made yet
+    assert later.parsed.options["cache_dir"] == f"{in_folder}/cache"
     assert (
         config.parsed_debias.lists == f"{in_folder}/lists.toml"
         and config.debias.lists == "lists.toml"

@@ -3,7 +3,8 @@ with one CPU, its own temporary folder and ports, no token authentication), driv
 user runs it, from another folder than the nodes', with relative paths in the file and on the
 command line, by a driver that holds a token of its own.
 
-Proves: the relative paths reach the workers (which run in the folder of `ray start`); SIGTERM ends a
+Proves: the relative paths of the file reach the workers (which run in the folder of `ray start`;
+relative paths on the command line: tests/test_ray_executor.py); SIGTERM ends a
 Ray run as it ends a local one (143, `interrupted`, resumable); a node lost mid-run has its
 experiments retried on the surviving node, said in the summary, and every experiment ends done
 exactly once, equal to a local run key by key (versions included) and in the same report order; a
@@ -237,30 +238,6 @@ def test_grid_survives_sigterm_and_a_lost_node_and_equals_a_local_run(two_nodes)
         assert {k: v for k, v in r.items() if k != "timings"} == expected, r["key"]
     for name in ("results.csv", "report.md"):  # plan order, whatever order the results arrived in
         assert (out / name).read_text() == (project / "runs" / "local" / name).read_text(), name
-
-
-def test_relative_model_path_on_the_command_line_reaches_the_workers(two_nodes):
-    proc = bias(
-        two_nodes,
-        [
-            "run",
-            "-m",
-            "word2vec:exp/models/m0.txt",
-            "-w",
-            "exp/flowers.toml",
-            "--permutations",
-            "1000",
-            "--executor",
-            "ray",
-            "--ray-address",
-            two_nodes["address"],
-            "--json",
-        ],
-    )
-    out, err = proc.communicate(timeout=300)
-    assert proc.returncode == 0, err
-    result = json.loads(out.splitlines()[-1])
-    assert result["status"] == "ok" and result["model"] == "word2vec:exp/models/m0.txt"
 
 
 def test_a_gpu_no_node_has_and_another_ray_release_are_refused_in_seconds(two_nodes, tiny_bert_dir):
