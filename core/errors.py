@@ -110,7 +110,8 @@ class Interrupted(KeyboardInterrupt):
 
 
 def interrupt_exit_code(exc: KeyboardInterrupt, default: int = 130) -> int:
-    """128 + the number of the signal that ended the run (130, Ctrl-C, when none is known)."""
-    if isinstance(exc, Interrupted):
+    """128 + the number of the signal that ended the run (130, Ctrl-C, when none is known); an
+    interruption that names its exit code itself (`exit_code`) is taken at its word."""
+    if isinstance(getattr(exc, "exit_code", None), int):
         return exc.exit_code
     return 128 + Interrupted.latest if Interrupted.latest is not None else default
