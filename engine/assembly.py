@@ -144,7 +144,8 @@ def assemble(
     family = o.family or settings.get("family", "run")
     executor, ray_address = checked_executor(o.executor or settings.get("executor", "local"), ray_address_of(o.ray_address, settings, on_notice))
     plan = planning.plan(experiments, functools.partial(guard_input, allowed=allowed, flags=o.code_flags))
-    planning.check_models(plan)  # cheap checks that send nothing: a bad key variable is said first
+    # Cheap checks that send nothing: a bad key variable is said first. On Ray, the workers' GPUs count.
+    planning.check_models(plan, devices=executor != "ray")
     said = contacts(plan)
     for line in said:  # before any model is loaded, so before anything is sent
         on_contact(line)

@@ -49,6 +49,8 @@ class _GensimStatic(StaticEmbedder):
     """Shared lookup for embedders whose whole vocabulary sits in memory: a gensim KeyedVectors, or a
     `WordTable` with the same fields (index_to_key, key_to_index, vectors, vector_size)."""
 
+    libraries: ClassVar[tuple[str, ...]] = ("gensim",)
+
     location: str = attrs.field(metadata={"help": "path of the vector file"})
     _kv: Any = attrs.field(default=None, init=False, repr=False)
     _path: Path | None = attrs.field(default=None, init=False, repr=False)
