@@ -57,6 +57,20 @@ def detail_file_name(name: str, result: Result) -> str:
     return f"{name}-{slug}-{result.key[:8]}.csv"
 
 
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def spreadsheet_safe(value: object) -> object:
+    """A text cell a spreadsheet would run as a formula (a model's reply or a file's word opening
+    with = + - @) gets a leading apostrophe, as OWASP advises for CSV; numbers stay numbers."""
+    if isinstance(value, str) and value.startswith(_FORMULA_START):
+        try:
+            float(value)
+        except ValueError:
+            return "'" + value
+    return value
+
+
 class ResultStore:
     """Appends results to `folder/results.jsonl` (see the module docstring for when they are synced).
 
@@ -154,7 +168,7 @@ class ResultStore:
             with open_in_run(self.folder, target, "w", newline="") as fh:
                 writer = csv.DictWriter(fh, fieldnames=columns)
                 writer.writeheader()
-                writer.writerows(rows)
+                writer.writerows({k: spreadsheet_safe(v) for k, v in row.items()} for row in rows)
                 fh.flush()
                 sizes[name] = os.fstat(fh.fileno()).st_size
             figures[name] = target
