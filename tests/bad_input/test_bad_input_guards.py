@@ -21,7 +21,7 @@ from bad_input_helpers import (
     write_experiment,
     world,
 )  # noqa: F401
-from bad_input_helpers import case_decorator, evil_kv, nothing_ran, remote_code_model
+from bad_input_helpers import case_decorator, evil_kv, local_wordset, nothing_ran, remote_code_model
 from fixtures.hostile_server import HostileServer
 
 CASES: list[Case] = []
@@ -30,8 +30,8 @@ KEY = "sk-victim-SECRET-0123456789abcdef"
 DB_PASSWORD = "db-victim-SECRET-42"
 
 
-def _weat(world: World, model: str) -> str:
-    return f'[[experiments]]\nwordset = "{world.wordset}"\nmetric = "weat"\nmodel = {json.dumps(model)}\nparams = {{ bootstrap = 0 }}\n'
+def _weat(world: World, folder: Path, model: str) -> str:
+    return f'[[experiments]]\nwordset = "{local_wordset(world, folder)}"\nmetric = "weat"\nmodel = {json.dumps(model)}\nparams = {{ bootstrap = 0 }}\n'
 
 
 # Code in a spec's brackets, however the value is written ------------------------------------------
@@ -43,7 +43,7 @@ def _weat(world: World, model: str) -> str:
     check=nothing_ran,
 )
 def _(world, folder):
-    body = f'models = ["kv:{evil_kv(folder)}[allow_pickle=true]"]\nwordsets = ["{world.wordset}"]\nmetrics = ["weat"]\n'
+    body = f'models = ["kv:{evil_kv(folder)}[allow_pickle=true]"]\nwordsets = ["{local_wordset(world, folder)}"]\nmetrics = ["weat"]\n'
     return ["run", str(write_experiment(folder, body))]
 
 
@@ -53,7 +53,7 @@ def _(world, folder):
     check=nothing_ran,
 )
 def _(world, folder):
-    body = f'wordsets = ["{world.wordset}"]\nmetrics = ["weat"]\n[[models]]\nspec = "kv:{evil_kv(folder)}[ allow_pickle = TRUE ]"\n'
+    body = f'wordsets = ["{local_wordset(world, folder)}"]\nmetrics = ["weat"]\n[[models]]\nspec = "kv:{evil_kv(folder)}[ allow_pickle = TRUE ]"\n'
     return ["run", str(write_experiment(folder, body))]
 
 
@@ -65,7 +65,7 @@ def _(world, folder):
 def _(world, folder):
     return [
         "run",
-        str(write_experiment(folder, _weat(world, f"kv:{evil_kv(folder)}[allow_pickle=1]"))),
+        str(write_experiment(folder, _weat(world, folder, f"kv:{evil_kv(folder)}[allow_pickle=1]"))),
     ]
 
 
@@ -79,7 +79,7 @@ def _(world, folder):
         "run",
         str(
             write_experiment(
-                folder, _weat(world, f"hf:{remote_code_model(world, folder)}[trust_remote_code=on]")
+                folder, _weat(world, folder, f"hf:{remote_code_model(world, folder)}[trust_remote_code=on]")
             )
         ),
     ]
@@ -220,7 +220,7 @@ def test_Z132_a_completion_servers_address_and_key_variable_need_the_command_lin
 
     with HostileServer() as server:
         body = (
-            f'[[experiments]]\nwordset = "{world.wordset}"\nmetric = "bbq"\n'
+            f'[[experiments]]\nwordset = "{local_wordset(world, victim)}"\nmetric = "bbq"\n'
             f'model = "completions:{server.url}[api_key_env=OPENAI_API_KEY]"\n'
         )
         config = write(victim, body)
