@@ -81,9 +81,11 @@ def same_value(name: str, given: str, written: str) -> bool:
         return True
     if name in PATH_OPTIONS or name == WORDSET:
         try:
-            return Path(given).expanduser().resolve() == Path(written).expanduser().resolve()
+            mine, theirs = Path(given).expanduser().resolve(), Path(written).expanduser().resolve()
         except (OSError, RuntimeError, ValueError):
             return False
+        # A folder confirms the word sets in it (a converted config's datasets, saved elsewhere).
+        return mine == theirs or (name == WORDSET and mine.is_dir() and mine in theirs.parents)
     if "://" in given and "://" in written:
         return same_url(given, written)
     return False

@@ -222,6 +222,7 @@ def bounded_requests_session(limit: int, timeout: float) -> Any:
     """A `requests` session (for an SDK built on it, such as voyageai) that follows no redirect,
     reads no answer longer than `limit` bytes and none for longer than `timeout` seconds."""
     import requests
+    import urllib3
 
     class Bounded(requests.Session):
         def send(self, request: Any, **kwargs: Any) -> Any:
@@ -238,9 +239,9 @@ def bounded_requests_session(limit: int, timeout: float) -> Any:
                     timeout,
                     _socket_of(response.raw),
                 )
-            except TimeoutError as exc:
+            except (TimeoutError, urllib3.exceptions.ReadTimeoutError):  # urllib3 names a socket's
                 response.close()
-                raise requests.exceptions.ReadTimeout(str(exc)) from None
+                raise requests.exceptions.ReadTimeout(f"no whole answer within {timeout:g} s") from None
             except AnswerTooLarge:
                 response.close()
                 raise

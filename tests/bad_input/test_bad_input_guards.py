@@ -65,7 +65,9 @@ def _(world, folder):
 def _(world, folder):
     return [
         "run",
-        str(write_experiment(folder, _weat(world, folder, f"kv:{evil_kv(folder)}[allow_pickle=1]"))),
+        str(
+            write_experiment(folder, _weat(world, folder, f"kv:{evil_kv(folder)}[allow_pickle=1]"))
+        ),
     ]
 
 
@@ -79,7 +81,10 @@ def _(world, folder):
         "run",
         str(
             write_experiment(
-                folder, _weat(world, folder, f"hf:{remote_code_model(world, folder)}[trust_remote_code=on]")
+                folder,
+                _weat(
+                    world, folder, f"hf:{remote_code_model(world, folder)}[trust_remote_code=on]"
+                ),
             )
         ),
     ]
@@ -325,13 +330,22 @@ def test_Z63_an_ipv6_base_url_in_brackets_is_the_address_used() -> None:
 
 
 @pytest.mark.parametrize(
-    "spec", ["openai:m[base_url=http://[::1:47410/v1]", "openai:m[base_url=http://[::1]]:1/v1]"]
+    "spec",
+    [
+        "openai:m[base_url=http://[::1:47410/v1]",
+        "openai:m[base_url=http://[::1]]:1/v1]",
+        # V03: the closing bracket missing: the whole spec was taken as a model id at OpenAI
+        "openai:m[base_url=http://[::1]:47410/v1",
+        "openai:m[base_url=http://127.0.0.1:8000/v1",
+        # V05: a second bracket after the options: the first was left in the model id
+        "openai:m[base_url=http://[::1]:47410/v1][retries=0]",
+        "openai:m[base_url=http://127.0.0.1:8000/v1]]",
+    ],
 )
 def test_option_brackets_that_do_not_pair_up_are_refused_never_dropped(spec: str) -> None:
     done = cli("run", "--model", spec, "--wordset", "en/weat1")
-    assert done.code == 2 and "do not pair up" in done.err and "Traceback" not in done.both, (
-        done.both
-    )
+    assert done.code == 2 and "do not pair up" in done.err and spec in done.err, done.both
+    assert "Traceback" not in done.both and "sends requests" not in done.both, done.both
 
 
 def test_an_ipv6_base_url_is_where_the_client_sends(victim: Path) -> None:
@@ -366,10 +380,126 @@ def test_a_file_may_route_inside_what_the_command_line_allows_only(victim: Path)
 @pytest.mark.parametrize("value", ["nonsense", "=x", "base_url=", " = "])
 def test_a_malformed_allow_is_refused(value: str) -> None:
     done = cli("run", "--model", "word2vec:x.bin", "--wordset", "en/weat1", "--allow", value)
-    assert done.code == 2 and "is not NAME=VALUE" in done.err and "--allow base_url=" in done.err, done.both
+    assert done.code == 2 and "is not NAME=VALUE" in done.err and "--allow base_url=" in done.err, (
+        done.both
+    )
     assert len(done.err_lines()) <= 2 and "Traceback" not in done.both
 
 
 @pytest.mark.parametrize("bad", CASES, ids=lambda c: c.name)
 def test_guard_case(bad: Case, world: World, tmp_path: Path) -> None:
     assert_answered(bad, world, tmp_path / "case")
+
+
+@pytest.mark.parametrize(
+    ("spec", "extra", "allow", "secret"),
+    [
+        # R10: a link named LAB_KEY leading to VICTIM_DB_PASSWORD in the shared checkout
+        ("openai:m", 'key_env = "VICTIM_DB_PASSWORD"\n', "key_env=LAB_KEY", DB_PASSWORD),
+        # R10b: the same through the completion server's api_key_env
+        (
+            "completions:{url}[model=m]",
+            'api_key_env = "OPENAI_API_KEY"\n',
+            "api_key_env=LAB_KEY",
+            KEY,
+        ),
+        # R11: a variable name written with a final slash reads as the same path
+        ("openai:m", 'key_env = "LAB_KEY/"\n', "key_env=LAB_KEY", "lab-key-ok"),
+    ],
+    ids=["R10-link", "R10b-completions-link", "R11-slash"],
+)
+def test_a_key_variable_is_confirmed_by_its_name_never_as_a_path(
+    victim: Path, monkeypatch: pytest.MonkeyPatch, spec: str, extra: str, allow: str, secret: str
+) -> None:
+    """`--allow key_env=LAB_KEY` confirms the variable LAB_KEY, not whatever a file or folder named
+    LAB_KEY in the working folder links to: the file's other variable is refused, nothing sent."""
+    monkeypatch.setenv("LAB_KEY", "lab-key-ok")
+    (victim / "LAB_KEY").symlink_to(
+        "VICTIM_DB_PASSWORD" if "key_env =" in extra else "OPENAI_API_KEY"
+    )
+    with HostileServer() as server:
+        url = server.url
+        where = f'base_url = "{url}"\n' if spec.startswith("openai") else ""
+        config = write_experiment(victim, _service(victim, spec.format(url=url), where + extra))
+        confirm = ["--allow", f"base_url={url}", "--allow", f"location={url}", "--allow", allow]
+        done = cli("run", str(config), *confirm, cwd=victim)
+        assert done.code == 2, done.both
+        assert "Traceback" not in done.both and len(done.err_lines()) <= 2, done.err
+        name = allow.split("=")[0]
+        assert str(config) in done.err and f"{name} = " in done.err, done.err
+        assert server.log == [] and secret not in done.both
+
+
+def test_a_url_is_confirmed_as_a_parsed_url() -> None:
+    """Scheme and host case, a default port and a final slash do not matter; the host, port, path
+    and credentials do, and text a parser could read two ways is compared as text only."""
+    from bias.engine.guards import Allowed
+
+    allowed = Allowed.parse(["base_url=HTTP://LocalHost:80/v1/"])
+    assert allowed.confirms("base_url", "http://localhost/v1")
+    for other in (
+        "http://localhost:8000/v1",
+        "http://127.0.0.1/v1",
+        "http://localhost/v2",
+        "http://user@localhost/v1",
+        "http://localhost/v1/../v1",
+        "https://localhost/v1",
+    ):
+        assert not allowed.confirms("base_url", other), other
+    assert not Allowed.parse(["base_url=http://a/v1"]).confirms("base_url", "http://a\\@b/v1")
+    assert not Allowed.parse(["key_env=LAB_KEY"]).confirms("key_env", "./LAB_KEY")
+    assert Allowed.parse(["wordsets=ws.toml"]).confirms("wordset", "./ws.toml")  # a path is a path
+    here = Path.cwd()
+    assert Allowed.parse([f"wordset={here}"]).confirms("wordset", str(here / "sub" / "ws.toml"))
+    assert not Allowed.parse([f"corpus={here}"]).confirms("corpus", str(here / "notes.txt"))
+
+
+def test_X01_a_word_set_file_outside_the_files_folder_needs_the_command_line(
+    victim: Path,
+) -> None:
+    """A shared file naming a private word set elsewhere: its words would go to the file's (confirmed)
+    server. Refused, naming --allow wordset=PATH; confirmed, it runs."""
+    from bad_input_helpers import words_toml
+    from fixtures.planted import A_WORDS, B_WORDS, X_WORDS, Y_WORDS
+
+    private = victim / "private"
+    private.mkdir()
+    secret = words_toml(
+        private / "secret_ws.toml",
+        X=["SECRET-rose", *X_WORDS[:7]],
+        Y=Y_WORDS[:8],
+        A=A_WORDS[:8],
+        B=B_WORDS[:8],
+    )
+    shared = victim / "shared"
+    shared.mkdir()
+    with HostileServer() as server:
+        body = (
+            f'wordsets = ["{secret}"]\nmetrics = [{{ name = "weat", bootstrap = 0, permutations = 100 }}]\n'
+            f'[[models]]\nspec = "openai:m[base_url={server.url}]"\n'
+        )
+        config = write_experiment(shared, body)
+        refused = cli("run", str(config), "--allow", f"base_url={server.url}", cwd=victim)
+        assert refused.code == 2 and len(refused.err_lines()) <= 2, refused.both
+        assert f"--allow wordset={secret.resolve()}" in refused.err and str(config) in refused.err
+        assert server.log == []
+        listed = write_experiment(
+            shared,
+            '[[experiments]]\nwordset = "../private/secret_ws.toml"\nmetric = "weat"\n'
+            f'model = "openai:m[base_url={server.url}]"\nparams = {{ bootstrap = 0 }}\n',
+            "listed.toml",
+        )
+        refused = cli("run", str(listed), "--allow", f"base_url={server.url}", cwd=victim)
+        assert refused.code == 2 and "--allow wordset=" in refused.err, refused.both
+        assert server.log == []
+        ran = cli(
+            "run",
+            str(config),
+            "--allow",
+            f"base_url={server.url}",
+            "--allow",
+            f"wordsets={secret}",
+            cwd=victim,
+        )
+        assert ran.code == 0, ran.both
+        assert server.log  # confirmed: the words went where the user said
