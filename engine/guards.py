@@ -205,7 +205,11 @@ def check_model(
     cls = embedder_class(spec.embedder)
     declared = {p.name: p for p in describe_params(cls)}
     guarded = {k: v for k, v in own.items() if k in declared and declared[k].guard in (CODE, ROUTE)}
-    values = coerce_params(cls, guarded, spec.embedder) if guarded else {}
+    try:  # an unknown name, or a table where text belongs: said with the file that wrote it
+        values = coerce_params(cls, guarded, spec.embedder) if guarded else {}
+        coerce_params(cls, {k: v for k, v in own.items() if k not in guarded}, spec.embedder)
+    except BiasError as exc:
+        raise BiasError(f"{origin}: {where}: {exc.message}", exc.hint) from None
     for name, value in values.items():
         info = declared[name]
         if value == info.default or (value in ("", None) and info.default in ("", None)):

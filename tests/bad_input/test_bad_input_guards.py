@@ -503,3 +503,32 @@ def test_X01_a_word_set_file_outside_the_files_folder_needs_the_command_line(
         )
         assert ran.code == 0, ran.both
         assert server.log  # confirmed: the words went where the user said
+
+
+@pytest.mark.parametrize(
+    ("table", "allow", "words"),
+    [
+        # L11, L11b: a table for a route option, and the --allow its old refusal offered
+        ('[models.base_url]\nhost = "127.0.0.1"\n', (), ("'base_url'", "got a table")),
+        (
+            '[models.base_url]\nhost = "127.0.0.1"\n',
+            ("--allow", "base_url={'host': '127.0.0.1'}"),
+            ("'base_url'", "got a table"),
+        ),
+        ('key_env = ["A", "B"]\n', (), ("'key_env'", "got a list")),
+        ("retries = [1]\n", (), ("'retries'", "got a list")),
+        # R07 and C07: a key the embedder does not know, named with the file; a look-alike shown
+        ('BASE_URL = "http://127.0.0.1:9/v1"\n', (), ("no parameter 'BASE_URL'",)),
+        ('"\u0430llow_pickle" = true\n', (), ("no parameter '<U+0430>llow_pickle'",)),
+    ],
+    ids=["L11-table", "L11b-allowed", "list", "number-list", "R07-case", "C07-lookalike"],
+)
+def test_an_option_of_the_wrong_shape_is_refused_naming_the_file_and_field(
+    victim: Path, table: str, allow: tuple[str, ...], words: tuple[str, ...]
+) -> None:
+    body = 'wordsets = ["en/weat1"]\nmetrics = ["weat"]\n[[models]]\nspec = "openai:m"\n' + table
+    config = write_experiment(victim, body)
+    done = cli("run", str(config), *allow, cwd=victim)
+    assert done.code == 2 and "Traceback" not in done.both, done.both
+    assert len(done.err_lines()) <= 2 and str(config) in done.err, done.err
+    assert all(w in done.err for w in words), done.err
