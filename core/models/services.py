@@ -148,6 +148,8 @@ def public_url(url: str) -> str:
     """A URL as it may be recorded: without a user name or password in it."""
     parts = urlsplit(url)
     netloc = parts.hostname or ""
+    if ":" in netloc:  # an IPv6 address keeps its brackets
+        netloc = f"[{netloc}]"
     if parts.port:
         netloc += f":{parts.port}"
     return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
@@ -302,6 +304,11 @@ class ServiceModel(Embedder):
                 raise self._fails(BiasError(f"{self.spec}: {scrub(exc.what, key)}.", exc.hint or None, redo=True)) from None
             except service_http.Redirected as exc:
                 raise self._fails(service_http.redirect_refusal(self.spec, exc.status, scrub(exc.target, key))) from None
+            except RecursionError:  # a JSON answer nested thousands deep, where the client parsed it
+                raise self._fails(BiasError(
+                    f"{self.spec}: the service answered JSON nested too deeply to read.",
+                    "Check the model name and the service's address.", exit_code=FAILURE,
+                )) from None
             except service_http.AnswerTooLarge as exc:
                 raise BiasError(
                     f"{self.spec}: the service's answer to {what} is longer than {exc.limit:,} bytes, more than "

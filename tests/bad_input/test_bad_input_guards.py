@@ -103,9 +103,13 @@ def _(world, folder):
     return ["run", str(write_experiment(folder, body))]
 
 
-# The source_model of a debias.json is read as its embedder and location only: the options in its
-# brackets never reach the model, so the pickle stays unloaded and refused as any pickle is.
-@case("code-option-in-a-debias-json-source-model", names=("evil.kv", "pickles"), check=nothing_ran)
+# The source_model of a debias.json keeps the options in its brackets, and they are judged as any
+# file's: a code option is refused naming the record, the option and the flag (G01).
+@case(
+    "code-option-in-a-debias-json-source-model",
+    names=("debias.json", "allow_pickle", "--allow-pickle"),
+    check=nothing_ran,
+)
 def _(world, folder):
     model = folder / "debiased"
     model.mkdir()
@@ -119,6 +123,21 @@ def _(world, folder):
         f"word2vec:{model / 'vectors.bin'}",
         "-w",
         "en/debias-gender",
+        "--metric",
+        "clustering",
+    ]
+
+
+# G03: an address in a debias.json's source_model was dropped, and the run announced the default host
+@case("route-in-a-debias-json-source-model", names=("debias.json", "--allow base_url="))
+def _(world, folder):
+    model = folder / "debiased"
+    model.mkdir()
+    (model / "vectors.bin").write_bytes(world.w2v_bin.read_bytes())
+    (model / "debias.json").write_text(
+        json.dumps({"source_model": "openai:m[base_url=http://127.0.0.1:9/v1]"})
+    )
+    return ["run", "-m", f"word2vec:{model / 'vectors.bin'}", "-w", "en/debias-gender"] + [
         "--metric",
         "clustering",
     ]
