@@ -331,6 +331,23 @@ def test_Z134_a_files_price_never_lowers_the_estimate(victim: Path) -> None:
         assert server.log == []
 
 
+@pytest.mark.parametrize("model", ["openai:text-embedding-3-large-preview", "voyage:voyage-law-2"])
+def test_M08_a_model_without_a_list_price_does_not_get_past_max_cost(
+    victim: Path, monkeypatch: pytest.MonkeyPatch, model: str
+) -> None:
+    """A shared file naming a paid model the price list does not know, at the provider's address:
+    --max-cost cannot be checked, so nothing is sent (the proxy's server records any request)."""
+    monkeypatch.setenv("VOYAGE_API_KEY", "pa-victim")
+    with HostileServer() as server:
+        config = write_experiment(victim, _service(victim, model))
+        monkeypatch.setenv("HTTPS_PROXY", f"http://127.0.0.1:{server.port}")
+        monkeypatch.setenv("NO_PROXY", "")
+        done = cli("run", str(config), "--max-cost", "0.0000001", cwd=victim)
+        assert done.code == 2 and "Traceback" not in done.both, done.both
+        assert "--max-cost 1e-07 cannot be checked" in done.err and "price=N" in done.err, done.err
+        assert server.log == []
+
+
 def test_Z63_an_ipv6_base_url_in_brackets_is_the_address_used() -> None:
     from bias.core.specs import parse_spec, split_options
 
