@@ -207,7 +207,7 @@ def check_model(
     guarded = {k: v for k, v in own.items() if k in declared and declared[k].guard in (CODE, ROUTE)}
     try:  # an unknown name, or a table where text belongs: said with the file that wrote it
         values = coerce_params(cls, guarded, spec.embedder) if guarded else {}
-        coerce_params(cls, {k: v for k, v in own.items() if k not in guarded}, spec.embedder)
+        rest = coerce_params(cls, {k: v for k, v in own.items() if k not in guarded}, spec.embedder)
     except BiasError as exc:
         raise BiasError(f"{origin}: {where}: {exc.message}", exc.hint) from None
     for name, value in values.items():
@@ -231,6 +231,10 @@ def check_model(
         name for name, info in declared.items() if info.guard == ROUTE and name in PATH_OPTIONS
     }
     check_paths(paths, origin, where, allowed, folder, needs, always=routes)
+    try:  # a value out of its bounds (retries = 1000000), said with the file and the model
+        cls(location=spec.location, **values, **rest)
+    except BiasError as exc:
+        raise BiasError(f"{origin}: {where}: {exc.message}", exc.hint) from None
 
 
 def check_paths(

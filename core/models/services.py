@@ -259,7 +259,7 @@ class ServiceModel(Embedder):
         for name, value, least, most in bounds:
             if value is not None and not (math.isfinite(value) and least <= value <= most):
                 limits = f">= {least:g}" if most == math.inf else f"between {least:g} and {most:g}"
-                raise BiasError(f"{self.spec}: {name} must be a number {limits}, not {value}.", f"Give --model-option {name}=N.")
+                raise BiasError(f"{self.spec}: {name} must be a number {limits}, not {value}.", f"Correct {name} where the model's options are given (the experiment file, or --model-option {name}=N).")
         self._key()
 
     def _connect(self) -> bool:

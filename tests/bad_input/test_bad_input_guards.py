@@ -556,8 +556,11 @@ def test_X01_a_word_set_file_outside_the_files_folder_needs_the_command_line(
         # R07 and C07: a key the embedder does not know, named with the file; a look-alike shown
         ('BASE_URL = "http://127.0.0.1:9/v1"\n', (), ("no parameter 'BASE_URL'",)),
         ('"\u0430llow_pickle" = true\n', (), ("no parameter '<U+0430>llow_pickle'",)),
+        # B01, B04: a bound a file oversteps, said with the file and the model
+        ("retries = 1000000\n", (), ("model openai:m", "retries must be at most 10")),
+        ("concurrency = 100000\n", (), ("model openai:m", "concurrency must be at most 32")),
     ],
-    ids=["L11-table", "L11b-allowed", "list", "number-list", "R07-case", "C07-lookalike"],
+    ids=["L11-table", "L11b-allowed", "list", "number-list", "R07-case", "C07-lookalike", "B01", "B04"],
 )
 def test_an_option_of_the_wrong_shape_is_refused_naming_the_file_and_field(
     victim: Path, table: str, allow: tuple[str, ...], words: tuple[str, ...]
