@@ -39,7 +39,7 @@ LOCATION = "location"  # the name --allow confirms a network LOCATION under
 WORDSET = "wordset"  # the name --allow confirms a word-set file outside the file's folder under
 # Options naming a file to read; in an experiment file they are read against the file's folder, and
 # one outside it needs --allow. (Their values go into a run as data, never as code.)
-PATH_OPTIONS = ("corpus", "templates", "debias_corpus", "debias_lists", "cache_dir")
+PATH_OPTIONS = ("corpus", "templates", "prompts", "debias_corpus", "debias_lists", "cache_dir")
 ALWAYS_FILES = ("corpus", "debias_corpus", "cache_dir")  # never the name of an installed word set
 
 

@@ -560,7 +560,16 @@ def test_X01_a_word_set_file_outside_the_files_folder_needs_the_command_line(
         ("retries = 1000000\n", (), ("model openai:m", "retries must be at most 10")),
         ("concurrency = 100000\n", (), ("model openai:m", "concurrency must be at most 32")),
     ],
-    ids=["L11-table", "L11b-allowed", "list", "number-list", "R07-case", "C07-lookalike", "B01", "B04"],
+    ids=[
+        "L11-table",
+        "L11b-allowed",
+        "list",
+        "number-list",
+        "R07-case",
+        "C07-lookalike",
+        "B01",
+        "B04",
+    ],
 )
 def test_an_option_of_the_wrong_shape_is_refused_naming_the_file_and_field(
     victim: Path, table: str, allow: tuple[str, ...], words: tuple[str, ...]
@@ -571,3 +580,22 @@ def test_an_option_of_the_wrong_shape_is_refused_naming_the_file_and_field(
     assert done.code == 2 and "Traceback" not in done.both, done.both
     assert len(done.err_lines()) <= 2 and str(config) in done.err, done.err
     assert all(w in done.err for w in words), done.err
+
+
+def test_a_files_bbq_prompts_file_outside_its_folder_needs_the_command_line(victim: Path) -> None:
+    """The prompts of a bbq-prompts file go to the chat server in every request: a shared file naming
+    one elsewhere (the user's own, unpublished) is refused as any file outside its folder is."""
+    private = victim / "private"
+    private.mkdir()
+    prompts = private / "prompts.toml"
+    prompts.write_text('kind = "bbq-prompts"\n', encoding="utf-8")
+    shared = victim / "shared"
+    shared.mkdir()
+    body = (
+        'models = ["chat:m[base_url=http://127.0.0.1:9/v1]"]\nwordsets = ["en/bbq-sample"]\n'
+        f'metrics = [{{ name = "bbq", mode = "generate", prompts = "{prompts}" }}]\n'
+    )
+    config = write_experiment(shared, body)
+    done = cli("run", str(config), "--allow", "base_url=http://127.0.0.1:9/v1", cwd=victim)
+    assert done.code == 2 and "Traceback" not in done.both, done.both
+    assert f"--allow prompts={prompts.resolve()}" in done.err and str(config) in done.err, done.err
