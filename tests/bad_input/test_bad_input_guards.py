@@ -160,6 +160,22 @@ def _(world, folder):
     return ["run", "config.txt"]
 
 
+# F01: the same line first in the file was taken for TOML ("--datasets ... not a TOML one")
+@case(
+    "code-option-in-a-framework-configs-first-line",
+    names=("config.txt", "trust_remote_code", "--trust-remote-code"),
+    check=nothing_ran,
+)
+def _(world, folder):
+    weat = folder / "datasets" / "en" / "WEAT"
+    weat.mkdir(parents=True)
+    (weat / "weat1.txt").write_text("a, b\nc, d\ne, f\ng, h\n")
+    (folder / "models").mkdir()
+    remote_code_model(world, folder / "models")
+    (folder / "config.txt").write_text("weat1,WEAT,bert,en,remote[trust_remote_code=true]\n")
+    return ["run", "config.txt", "--datasets", "datasets", "--models", "models"]
+
+
 # Where requests, keys and data go ------------------------------------------------------------------
 
 
