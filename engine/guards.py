@@ -171,7 +171,8 @@ def refuse_routes(needs: Sequence[Need]) -> BiasError:
     more = f" (and {len(needs) - 1} more, each named by an --allow below)" if len(needs) > 1 else ""
     flags = " ".join(dict.fromkeys(allow_hint(n.name, n.value) for n in needs))
     return BiasError(
-        f"{first.origin}: {first.where} sets {first.name} = {first.value!r}, which {first.what}; "
+        f"{first.origin}: {first.where} sets {first.name} = {first.value!r}{_host_of(first.value)}, "
+        f"which {first.what}; "
         f"a file alone does not decide that{more}.",
         f"If you trust {'it' if len(needs) == 1 else 'them'}, confirm on the command line with "
         f"{flags} "
@@ -180,6 +181,22 @@ def refuse_routes(needs: Sequence[Need]) -> BiasError:
 
 
 ROUTE_WHAT = "decides where requests, keys or data go"
+
+
+def _host_of(value: str) -> str:
+    """For a URL whose first-read host is not its host (`http://a:1@b:2/v1` goes to b): where it
+    goes, said beside it."""
+    from urllib.parse import urlsplit
+
+    if "://" not in value or "@" not in value:
+        return ""
+    try:
+        parts = urlsplit(value)
+        host, port = parts.hostname or "", parts.port
+    except ValueError:
+        return ""
+    host = f"[{host}]" if ":" in host else host
+    return f" (a user name and password, then the host {host}{f':{port}' if port else ''})"
 
 
 def check_model(

@@ -575,6 +575,12 @@ def test_X01_a_word_set_file_outside_the_files_folder_needs_the_command_line(
         # B01, B04: a bound a file oversteps, said with the file and the model
         ("retries = 1000000\n", (), ("model openai:m", "retries must be at most 10")),
         ("concurrency = 100000\n", (), ("model openai:m", "concurrency must be at most 32")),
+        # R12: a URL whose first-read host is not where it goes says where it goes
+        (
+            'base_url = "http://127.0.0.1:47610@127.0.0.1:47611/v1"\n',
+            (),
+            ("then the host 127.0.0.1:47611", "--allow base_url="),
+        ),
     ],
     ids=[
         "L11-table",
@@ -585,6 +591,7 @@ def test_X01_a_word_set_file_outside_the_files_folder_needs_the_command_line(
         "C07-lookalike",
         "B01",
         "B04",
+        "R12-userinfo",
     ],
 )
 def test_an_option_of_the_wrong_shape_is_refused_naming_the_file_and_field(
