@@ -622,3 +622,16 @@ def test_a_files_bbq_prompts_file_outside_its_folder_needs_the_command_line(vict
     done = cli("run", str(config), "--allow", "base_url=http://127.0.0.1:9/v1", cwd=victim)
     assert done.code == 2 and "Traceback" not in done.both, done.both
     assert f"--allow prompts={prompts.resolve()}" in done.err and str(config) in done.err, done.err
+
+
+def test_T05_a_files_spec_with_brackets_that_do_not_end_it_is_refused_naming_the_file(
+    victim: Path,
+) -> None:
+    """A zero-width space after the brackets: the options did not close the spec, which was then
+    taken for a model file "given with --model". Refused, naming the file and the spec, shown."""
+    body = 'wordsets = ["en/weat1"]\nmetrics = ["weat"]\nmodels = ["word2vec:x.bin[mmap=true]\u200b"]\n'
+    config = write_experiment(victim, body)
+    done = cli("run", str(config), cwd=victim)
+    assert done.code == 2 and "Traceback" not in done.both, done.both
+    assert f"{config}: Model spec 'word2vec:x.bin[mmap=true]<U+200B>'" in done.err, done.err
+    assert "do not pair up" in done.err and "--model" not in done.err.splitlines()[0]
