@@ -188,3 +188,34 @@ def test_a_recorded_url_keeps_an_ipv6_hosts_brackets_and_drops_credentials() -> 
 
     assert public_url("http://[::1]:47660/v1") == "http://[::1]:47660/v1"  # V01: was http://::1:47660
     assert public_url("https://user:pw@Example.org/v1?x=1") == "https://example.org/v1"
+
+
+def test_a_completion_server_closing_mid_answer_is_a_lost_connection_not_bad_json() -> None:
+    """W06c: the server announces 1,000 bytes, sends 10 and closes. The answer is said as a lost
+    connection (as the openai client says it), not as an answer that is not JSON."""
+    import socket
+    import threading
+
+    from bias.core.errors import BiasError
+    from bias.registry import build_embedder
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+
+    def serve() -> None:
+        connection, _ = listener.accept()
+        connection.recv(65536)
+        connection.sendall(
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n"
+            + b'{"data": [{'
+        )
+        connection.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    port = listener.getsockname()[1]
+    embedder = build_embedder(f"completions:http://127.0.0.1:{port}/v1[timeout=30]")
+    with pytest.raises(BiasError) as err:
+        embedder.load()
+    listener.close()
+    assert "closed before the whole answer" in err.value.message, err.value.message
