@@ -122,8 +122,7 @@ def check_spending(
     quote = _at_least_without_file_costs(quote, texts, config)
     line = quote.line(model) + (f" ({uncounted} experiment(s) could not be counted beforehand.)" if uncounted else "")
     limit = DEFAULT_MAX_COST if max_cost is None else max_cost
-    at_provider = getattr(embedder, "endpoint", None) == str(getattr(embedder, "default_base_url", "")).rstrip("/")
-    if quote.usd is None and max_cost is not None and at_provider and not confirmed:
+    if quote.usd is None and max_cost is not None and _at_provider(embedder) and not confirmed:
         # A paid provider's model without a list price: the user's cap cannot be checked, so nothing
         # is sent on the strength of it (a shared file may name any model).
         raise BiasError(
@@ -139,6 +138,12 @@ def check_spending(
             exit_code=USAGE,
         )
     return line
+
+
+def _at_provider(embedder: Embedder) -> bool:
+    """Whether a service model sends to its provider's own address (where it is paid for)."""
+    default = str(getattr(embedder, "default_base_url", "") or "").rstrip("/")
+    return bool(default) and getattr(embedder, "endpoint", None) == default
 
 
 def _at_least_without_file_costs(quote: Quote, texts: Sequence[str], config: Any) -> Quote:
@@ -159,7 +164,12 @@ def _at_least_without_file_costs(quote: Quote, texts: Sequence[str], config: Any
         return quote
     written = ", ".join(f"{k} = {v}" for k, v in sorted(given.items()))
     without = {k: v for k, v in parsed.options.items() if k not in given}
-    floor = registry.build_embedder(ModelSpec(parsed.embedder, parsed.location, without), config.debias).quote(texts)
+    listed = registry.build_embedder(ModelSpec(parsed.embedder, parsed.location, without), config.debias)
+    floor = listed.quote(texts)
+    if floor is not None and floor.usd is None and quote.usd is not None and _at_provider(listed):
+        # No list price at the provider: a file's price would stand in for one and could let a run
+        # past --max-cost (price = 0), so the cost stays unknown.
+        return attrs.evolve(quote, usd=None, basis=f"no list price; {written} from {config.origin} is not used")
     if floor is None or floor.usd is None or (quote.usd is not None and quote.usd >= floor.usd):
         return attrs.evolve(quote, basis=f"{quote.basis} ({written} from {config.origin})")
     return attrs.evolve(floor, basis=f"{floor.basis}; {written} from {config.origin} is lower and not used")

@@ -16,15 +16,26 @@ from fixtures.hostile_server import HostileServer
 from test_bad_input_guards import DB_PASSWORD, KEY, _service, victim  # noqa: F401 (a fixture)
 
 
-@pytest.mark.parametrize("model", ["openai:text-embedding-3-large-preview", "voyage:voyage-law-2"])
+@pytest.mark.parametrize(
+    ("model", "extra"),
+    [
+        ("openai:text-embedding-3-large-preview", ""),
+        ("voyage:voyage-law-2", ""),
+        (
+            "openai:text-embedding-3-large-preview",
+            "price = 0\n",
+        ),  # a file's price stands in for none
+    ],
+    ids=["M09-openai", "M08-voyage", "file-price-for-an-unlisted-model"],
+)
 def test_M08_a_model_without_a_list_price_does_not_get_past_max_cost(
-    victim: Path, monkeypatch: pytest.MonkeyPatch, model: str
+    victim: Path, monkeypatch: pytest.MonkeyPatch, model: str, extra: str
 ) -> None:
     """A shared file naming a paid model the price list does not know, at the provider's address:
     --max-cost cannot be checked, so nothing is sent (the proxy's server records any request)."""
     monkeypatch.setenv("VOYAGE_API_KEY", "pa-victim")
     with HostileServer() as server:
-        config = write_experiment(victim, _service(victim, model))
+        config = write_experiment(victim, _service(victim, model, extra))
         monkeypatch.setenv("HTTPS_PROXY", f"http://127.0.0.1:{server.port}")
         monkeypatch.setenv("NO_PROXY", "")
         done = cli("run", str(config), "--max-cost", "0.0000001", cwd=victim)
