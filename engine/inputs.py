@@ -63,7 +63,7 @@ def recorded_source(record: Path, hint: str) -> tuple[str, str]:
     location is read against the record's folder), and how it was found."""
     try:
         data = json.loads(record.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
         raise BiasError(f"{record}: cannot read the record of the debiasing ({exc}).", hint) from exc
     found = data.get("source_model") if isinstance(data, dict) else None
     if not isinstance(found, str) or ":" not in found:
