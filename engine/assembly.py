@@ -105,7 +105,8 @@ def assemble(
         if o.models or o.wordsets:
             raise BiasError("Give either an experiment file or --model/--wordset, not both.")
         experiments, settings = load(o.config, o.datasets, o.models_dir, on_warning, o.code_flags)
-        guards.check_file_experiments(experiments, allowed, o.code_flags)
+        data = [Path(settings["datasets"])] if settings.get("datasets") else []
+        guards.check_file_experiments(experiments, allowed, o.code_flags, data)
         experiments = with_command_line_options(experiments, o.shared_model_options, o.model_options)
         if o.seeds:
             experiments = [attrs.evolve(e, seed=s) for s in o.seeds for e in experiments]
@@ -259,7 +260,8 @@ def load(
     for problem in problems:
         on_warning(problem)
     framework_config.refuse_empty(config, planned, problems, "nothing to run")
-    return load_config(config, framework_config.to_toml(config, planned, problems), base=Path("."), flags=flags)
+    experiments, settings = load_config(config, framework_config.to_toml(config, planned, problems), base=Path("."), flags=flags)
+    return experiments, {**settings, "datasets": str(datasets)}  # word sets are read from there
 
 
 def with_shared(config: ModelConfig, shared: dict[str, Any]) -> ModelConfig:

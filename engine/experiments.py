@@ -196,10 +196,14 @@ FILE_SUFFIXES = (
 )
 
 
-def model_spec_in_file(spec: str, folder: Path) -> str:
+def model_spec_in_file(spec: str, folder: Path, path: Path | None = None) -> str:
     """`NAME:LOCATION[OPTION=VALUE,...]` with a relative LOCATION, and relative files among the options
-    in brackets (`debias_lists`, ...), read against the experiment file's folder."""
-    bare, options = split_options(spec)
+    in brackets (`debias_lists`, ...), read against the experiment file's folder (a malformed spec
+    is refused naming the file, `path`)."""
+    try:
+        bare, options = split_options(spec)
+    except BiasError as exc:
+        raise BiasError(f"{path or folder}: {exc.message}", exc.hint) from None
     name, sep, location = bare.partition(":")
     if not sep:
         return spec
@@ -282,10 +286,10 @@ def _listed_experiments(data: dict[str, Any], path: Path, shared: dict[str, Any]
         _unknown(list(entry), EXPERIMENT_FIELDS, f" in experiments[{i}]", path)
         model = entry.get("model")
         if isinstance(model, str):  # a model location is read against the file's folder, as in [[models]]
-            config = ModelConfig(model_spec_in_file(model, folder), origin=str(path))
+            config = ModelConfig(model_spec_in_file(model, folder, path), origin=str(path))
         elif isinstance(model, dict) and isinstance(model.get("spec"), str):
             options = paths_in_file({k: v for k, v in model.items() if k != "spec"}, folder)
-            config = ModelConfig(model_spec_in_file(model["spec"], folder), options, origin=str(path))
+            config = ModelConfig(model_spec_in_file(model["spec"], folder, path), options, origin=str(path))
         else:
             raise BiasError(f"{path}: experiments[{i}].model needs a spec such as \"fasttext:cc.de.300.bin\".")
         metric, wordset = entry.get("metric"), entry.get("wordset")
@@ -346,7 +350,7 @@ def load_config(
     models = []
     for i, entry in enumerate(_as_list(data["models"], "models", path)):
         if isinstance(entry, str):
-            models.append(ModelConfig(model_spec_in_file(entry, folder), origin=str(path)))
+            models.append(ModelConfig(model_spec_in_file(entry, folder, path), origin=str(path)))
         elif isinstance(entry, dict) and isinstance(entry.get("spec"), str):
             resources = entry.get("resources", {})
             if not isinstance(resources, dict):
@@ -356,7 +360,7 @@ def load_config(
                 raise BiasError(f"{path}: models[{i}].name must be text, a short name for tables and figures.")
             options = {k: v for k, v in entry.items() if k not in ("spec", "resources", "name")}
             options = paths_in_file(options, folder)
-            models.append(ModelConfig(model_spec_in_file(entry["spec"], folder), options, resources, name, origin=str(path)))
+            models.append(ModelConfig(model_spec_in_file(entry["spec"], folder, path), options, resources, name, origin=str(path)))
         else:
             raise BiasError(f"{path}: models[{i}] needs a 'spec' such as \"word2vec:vectors.bin\".")
     wordsets: list[str] = []
