@@ -583,6 +583,19 @@ def test_a_question_longer_than_the_model_reads_is_refused_naming_it(gpt2):
     assert "Question 0" in err.value.message and "token limit" in err.value.message
 
 
+def test_reply_settings_given_to_the_log_likelihood_path_are_refused_not_ignored(gpt2, questions_file):
+    """`variant`, `samples`, `aggregate` set how replies are asked and counted; the log-likelihood path
+    asks once with the word set's own prompt, so they would be silently ignored: refused, saying why."""
+    from bias.plugins.metrics.bbq import Bbq
+
+    data = load_wordset_file(questions_file)
+    model = HuggingFaceEmbedder(location=str(gpt2), cache=False)
+    result = Bbq(bootstrap=0, mode="loglik", variant="instruction").compute(model, data, seed=0)
+    assert result.status == "refused" and "variant=instruction" in result.reason and "mode=generate" in result.reason
+    result = Bbq(bootstrap=0, mode="loglik", samples=5, aggregate="majority").compute(model, data, seed=0)
+    assert result.status == "refused" and "samples=5, aggregate=majority" in result.reason
+
+
 # -- robustness and agreement views of bbq results -----------------------------------------------------
 
 

@@ -61,14 +61,8 @@ def _generated(
     variants: list[Any],
     prompts: BbqPrompts,
     params: dict[str, Any],
-    seed: int,
+    sampling: Sampling,
 ) -> tuple[Answered, list[list[list[str]]], dict[str, Any]]:
-    sampling = Sampling(
-        samples=params["samples"],
-        temperature=params["temperature"],
-        max_tokens=params["max_tokens"],
-        seed=seed,
-    )
     requests = [
         GenerationRequest.of(v.render(q.context, q.question, q.answers), v.system or None)
         for v in variants
@@ -140,6 +134,7 @@ def answer_result(
     mode: str,
     seed: int,
     base: dict[str, Any],
+    sampling: Sampling | None = None,
 ) -> Result:
     """The bbq Result from the model's answers (see the module's docstring)."""
     if prompts is None:
@@ -158,7 +153,7 @@ def answer_result(
             **base,
         )
     if mode == GENERATE:
-        answered, texts, how = _generated(embedder, data, variants, prompts, params, seed)
+        answered, texts, how = _generated(embedder, data, variants, prompts, params, sampling or Sampling(seed=seed))
     else:
         answered, texts, how = _scored(embedder, data, variants, prompts, params)
     facts = QuestionFacts.of(data.items)

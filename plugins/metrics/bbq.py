@@ -34,7 +34,7 @@ from typing import Any, ClassVar
 import attrs
 import numpy as np
 
-from bias.api import ValueKind
+from bias.api import Sampling, ValueKind
 from bias.api import (
     at_most,
     DEFAULT_RESAMPLES,
@@ -189,7 +189,17 @@ class Bbq(Metric):
         if mode == LOGLIK and self.preset in _GENERATED_ONLY:
             return Result(status=REFUSED, reason=f"preset {self.preset} reads generated replies: run it with mode=generate", **base)
         if mode == GENERATE or self.preset:
-            return answer_result(embedder, data, (inputs or {}).get("prompts"), self.params(), mode, seed, base)
+            sampling = Sampling(samples=self.samples, temperature=self.temperature, max_tokens=self.max_tokens, seed=seed)
+            return answer_result(embedder, data, (inputs or {}).get("prompts"), self.params(), mode, seed, base, sampling)
+        # The log-likelihood path asks once, with the word set's own prompt: settings of written replies
+        # would be silently ignored there.
+        unused = [f"{name}={value}" for name, value in (
+            ("variant", self.variant), ("samples", self.samples), ("temperature", self.temperature),
+            ("max_tokens", self.max_tokens), ("aggregate", "" if self.aggregate == "samples" else self.aggregate),
+        ) if value not in ("", None)]
+        if unused:
+            return Result(status=REFUSED, reason=f"{', '.join(unused)} set how written replies are asked and "
+                          "counted, which only mode=generate (or a preset) uses", **base)
         if self.headline == "adjusted-accuracy":
             return Result(status=REFUSED, reason="the bias-adjusted accuracy is EuroEval's: run it with preset=euroeval", **base)
         items = data.items
