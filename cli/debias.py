@@ -60,6 +60,10 @@ def measure(original: str, debiased: str, wordsets: list[str], metrics: list[str
     (results and report in OUT/measures), then the before/after table (bias down by X, similarity
     down by Y)."""
     from bias.cli.run import execute as run
+    from bias.engine.experiments import ModelConfig
+    from bias.engine.front_door import validate
+    from bias.engine.model_options import with_shared
+    from bias.engine.run_spec import MetricEntry, RunSpec
     from bias.registry.resolve import load_wordset
 
     if not metrics:
@@ -68,8 +72,13 @@ def measure(original: str, debiased: str, wordsets: list[str], metrics: list[str
         if unknown:
             raise BiasError(f"No default metric for the word set {unknown[0]}.", "Name the metrics with --metric.")
         metrics = list(dict.fromkeys(DEFAULT_METRICS[k] for k in kinds))  # type: ignore[index]
-    return run(
-        config=None, models=[original, debiased], wordsets=wordsets, metrics=metrics, seeds=[], params={}, grid={},
-        model_options={}, shared_model_options=model_options, out=out, resume=False, fail_fast=False, as_json=False,
-        console=console, debug=False, before_after=True,
+    spec = RunSpec(
+        models=[with_shared(ModelConfig(m), model_options) for m in (original, debiased)],
+        wordsets=wordsets,
+        metrics=[MetricEntry(m) for m in metrics],
+        shared_model_options=model_options,
+        out=out,
+        before_after=True,
+        where={"models": "--model", "wordsets": "--wordset", "metrics": "--metric", "out": "--out"},
     )
+    return run(validate(spec), console=console, debug=False)

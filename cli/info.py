@@ -156,6 +156,20 @@ def reflow(doc: str) -> str:
     return "\n\n".join(paragraphs)
 
 
+def parameters_table(entry: dict[str, Any], flags: dict[str, str] | None = None) -> Table:
+    """A plugin's declared parameters; `flags`: the command line's own flag of a parameter, shown
+    beside its name (`bias run --metric NAME --help`)."""
+    flags = flags or {}
+    table = Table(title="Parameters")
+    for column in ("Name", "Type", "Default", "Description"):
+        table.add_column(column, overflow="fold")
+    for p in entry["parameters"]:
+        default = "(required)" if p["default"] is None and p["name"] == "location" else repr(p["default"])
+        name = p["name"] + (f" ({flags[p['name']]})" if p["name"] in flags else "")
+        table.add_row(cell(name), cell(p["type"]), cell(default), cell(p["help"] + GUARD_NOTES.get(p.get("guard"), "")))
+    return table
+
+
 def render(console: Console, entry: dict[str, Any]) -> None:
     say(console, (entry["name"], "bold"), f" ({entry['group'][:-1]}) - {entry['summary']}")
     if entry.get("doc"):
@@ -179,13 +193,7 @@ def render(console: Console, entry: dict[str, Any]) -> None:
             kind = f"; data kind: {entry['data_kind']}" if entry.get("data_kind") else ""
             say(console, ("requires:", "bold"), f" {', '.join(entry['requires'])}{kind}")
         if entry["parameters"]:
-            table = Table(title="Parameters")
-            for column in ("Name", "Type", "Default", "Description"):
-                table.add_column(column, overflow="fold")
-            for p in entry["parameters"]:
-                default = "(required)" if p["default"] is None and p["name"] == "location" else repr(p["default"])
-                table.add_row(cell(p["name"]), cell(p["type"]), cell(default), cell(p["help"] + GUARD_NOTES.get(p.get("guard"), "")))
-            console.print(table)
+            console.print(parameters_table(entry))
         say(console, ("entry point:", "bold"), f" {entry['entry_point']}")
         if entry.get("method"):
             say(console, ("method:", "bold"), f" {entry['method']}")

@@ -16,61 +16,19 @@ from bias.core.errors import FAILURE, USAGE
 from bias.core.model import FAILED, OK, REFUSED, Result
 from bias.cli.say import Line, cell, line, say, warn
 from bias.core.text import listed
-from bias.engine.assembly import Assembly, RunOptions, assemble
+from bias.engine.assembly import Assembly, assemble
 from bias.engine.experiments import ModelConfig
+from bias.engine.run_spec import RunSpec
 from bias.engine.session import INTERRUPTED, INTERRUPTED_EXIT, STOPPED, Session, run_session
 
 err_console = Console(stderr=True)
+DEFAULT_FORMATS = ("md", "csv", "tex")  # the report files a run with --out writes
 
 
-def execute(
-    *,
-    config: Path | None,
-    models: Sequence[str],
-    datasets: Path | None = None,
-    models_dir: Path | None = None,
-    wordsets: Sequence[str],
-    metrics: Sequence[str],
-    seeds: Sequence[int],
-    params: dict[str, Any],
-    grid: dict[str, list[Any]],
-    model_options: dict[str, str],
-    out: Path | None,
-    shared_model_options: dict[str, Any] | None = None,
-    resume: bool,
-    fail_fast: bool,
-    as_json: bool,
-    console: Console,
-    debug: bool,
-    family: str | None = None,
-    formats: Sequence[str] = ("md", "csv", "tex"),
-    argv: Sequence[str] | None = None,
-    executor: str | None = None,
-    ray_address: str | None = None,
-    wide: bool = False,
-    with_original: bool = False,
-    limit: int | None = None,
-    before_after: bool = False,
-    max_cost: float | None = None,
-    confirm_cost: bool = False,
-    preset: str | None = None,
-    allow: Sequence[str] = (),
-    code_flags: dict[str, str] | None = None,
-) -> int:
+def execute(spec: RunSpec, *, console: Console, debug: bool, argv: Sequence[str] | None = None) -> int:
     """Run and report; the output folder's lock is held until the report is printed, however it ends."""
-    options = RunOptions(
-        config=config, datasets=datasets, models_dir=models_dir, models=models, wordsets=wordsets, metrics=metrics, seeds=seeds,
-        params=params, grid=grid, model_options=model_options, shared_model_options=shared_model_options or {}, out=out,
-        resume=resume, family=family, executor=executor, ray_address=ray_address, with_original=with_original, before_after=before_after,
-        max_cost=max_cost, confirm_cost=confirm_cost, limit=limit, preset=preset, allow=allow,
-        code_flags=code_flags or {},
-    )
-    assembly = assemble(
-        options,
-        on_warning=lambda problem: warn(err_console, str(problem)),
-        on_notice=lambda text: say(err_console, text),
-        on_contact=lambda text: say(err_console, text),  # where requests go, with which key: before anything is sent
-    )
+    assembly = assemble(spec, on_contact=lambda text: say(err_console, text))  # before anything is sent
+    as_json, resume, wide = spec.json, spec.resume, spec.wide
     plan, out = assembly.plan, assembly.out
     for skipped in skipped_lines(plan.skipped):
         say(err_console, skipped)  # a warning, on stderr beside the refusals: stdout keeps the results
@@ -85,7 +43,8 @@ def execute(
 
     with contextlib.ExitStack() as hold:
         session = run_session(
-            assembly, resume=resume, fail_fast=fail_fast, debug=debug, formats=formats, argv=argv, on_event=progress.event,
+            assembly, resume=resume, fail_fast=spec.fail_fast, debug=debug, formats=spec.formats or DEFAULT_FORMATS, argv=argv,
+            on_event=progress.event,
             on_result=print_json if as_json else None, display=progress, hold=hold,
         )
         results = session.results

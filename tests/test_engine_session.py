@@ -15,8 +15,9 @@ from bias.core.errors import BiasError
 from bias.core.runs.lock import RunLock
 from bias.core.runs.manifest import read_manifest
 from bias.engine import planning, runner
-from bias.engine.assembly import RunOptions, assemble
-from bias.engine.experiments import load_config
+from bias.engine.assembly import assemble
+from bias.engine.front_door import from_options, spec_for_run
+from bias.engine.experiment_file import load_config
 from bias.engine.session import run_session
 
 
@@ -26,7 +27,7 @@ def sets(tmp_path):
 
 
 def _assembly(planted_files, tmp_path, out):
-    return assemble(RunOptions(config=config(tmp_path, f"word2vec:{planted_files.word2vec_bin}", GRID), out=out))
+    return assemble(spec_for_run(from_options({"out": out} if out else {}), config(tmp_path, f"word2vec:{planted_files.word2vec_bin}", GRID)))
 
 
 def test_a_session_writes_results_manifest_and_report_and_says_it_finished(planted_files, tmp_path, sets):
@@ -47,7 +48,8 @@ def test_a_session_writes_results_manifest_and_report_and_says_it_finished(plant
 
 
 def test_without_a_folder_nothing_is_written(planted_files, tmp_path, sets):
-    assembly = assemble(RunOptions(models=[f"word2vec:{planted_files.word2vec_bin}"], wordsets=[str(sets[0])], metrics=["weat"], params={"permutations": 100}))
+    options = {"models": [f"word2vec:{planted_files.word2vec_bin}"], "wordsets": [str(sets[0])], "metrics": ["weat"], "permutations": [100]}
+    assembly = assemble(spec_for_run(from_options(options)))
     session = run_session(assembly)
     assert session.status == "finished" and [r.status for r in session.results] == ["ok"]
     assert session.report is None and session.written == [] and session.this_run() == session.results

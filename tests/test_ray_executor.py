@@ -324,7 +324,7 @@ def test_resources_are_checked_and_become_actor_options():
 
 def test_executor_and_resources_in_the_experiment_file(tmp_path):
     from bias.core.errors import BiasError
-    from bias.engine.experiments import load_config
+    from bias.engine.experiment_file import load_config
 
     config = tmp_path / "exp.toml"
     config.write_text(
