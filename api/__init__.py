@@ -64,6 +64,7 @@ from bias.core.model import (
 from bias.core.params import at_most, between, int_at_least, one_of, param
 from bias.core.values import ValueKind
 from bias.core.data.importers import WordSetFormat
+from bias.core.generation import GenerationRequest, Generations, Message, Reply, Sampling
 from bias.core.data.kinds import DataKind
 from bias.core.data.wordsets import DataPackage, Problem
 

@@ -1,7 +1,8 @@
-"""Building blocks of embedders over web services: the shared base class (batching, concurrency,
-retries honouring Retry-After, the on-disk cache, the cost estimate), the errors a subclass maps
-its client's exceptions to, and the HTTP rules every service client follows (no redirects, bounded
-retries, waits and answers, Ctrl-C at once: see bias.core.models.service_http).
+"""Building blocks of embedders over web services: the shared base classes (`ServiceModel`: address,
+key, concurrency, retries honouring Retry-After; `ServiceEmbedder`: batched vectors, their on-disk
+cache and cost estimate; `ChatServiceModel`: replies of a chat API, their cache and cost estimate), the
+errors a subclass maps its client's exceptions to, and the HTTP rules every service client follows (no
+redirects, bounded retries, waits and answers, Ctrl-C at once: see bias.core.models.service_http).
 
 Part of the public API (`bias.api`): first-party plugins import these names from here only.
 """
@@ -30,10 +31,12 @@ from bias.core.models.service_http import (
     urllib_opener,
     vector_rows,
 )
+from bias.core.models.chat_service import CHAT_PRICES, ChatServiceModel
 from bias.core.models.services import (
     PRICES,
     Refused,
     ServiceEmbedder,
+    ServiceModel,
     Transient,
     estimate_tokens,
     refused_for_status,
@@ -47,11 +50,14 @@ __all__ = [
     "MAX_TIMEOUT",
     "MAX_WAIT",
     "MAX_WIDTH",
+    "CHAT_PRICES",
+    "ChatServiceModel",
     "PRICES",
     "AnswerTooLarge",
     "Redirected",
     "Refused",
     "ServiceEmbedder",
+    "ServiceModel",
     "Stop",
     "Stopped",
     "Transient",

@@ -17,6 +17,7 @@ import attrs
 if TYPE_CHECKING:  # annotations only: listing plugins must not import numpy
     import numpy as np
 
+    from bias.core.generation import GenerationRequest, Generations, Sampling
     from bias.core.runs.budget import Cost
 
 from bias.core.errors import BiasError
@@ -35,6 +36,7 @@ class Capability(str, enum.Enum):
     # A fixed list of words with one vector each (static vectors, and debiased ones): `vocabulary()` and
     # `all_vectors()` answer. Whole-vocabulary methods (Hard-Debias, clustering, analogies) need it.
     VOCABULARY = "vocabulary"
+    GENERATION = "generation"  # replies written to prompts or chat messages (bias.core.generation)
 
     def __str__(self) -> str:
         return self.value
@@ -167,6 +169,10 @@ class Embedder(ABC):
 
         return choice_log_probs_by_sequences(self, requests)
 
+    def generate(self, requests: Sequence[GenerationRequest], sampling: Sampling | None = None) -> list[Generations]:
+        """For each request, `sampling.samples` replies, sample j drawn with seed + j (bias.core.generation)."""
+        raise BiasError(f"Embedder '{self.name}' writes no text.", "Use a chat: model or a causal LM (hf).")
+
     def check(self) -> None:
         """Cheap checks of the model's files and settings, made for every model before any work starts
         (a missing file, a folder without a tokenizer, an impossible device); raises BiasError."""
@@ -258,6 +264,7 @@ class InputRequest:
     name: str | None = None
     data_kind: str | None = None
     hint: str = ""
+    optional: bool = False  # a word set that does not exist is passed as None instead of stopping the run
 
 
 @attrs.frozen

@@ -17,7 +17,8 @@ from bias.core.errors import BadValue, BiasError
 from bias.engine import guards
 from bias.engine.experiments import ModelConfig
 from bias.engine.model_options import with_command_line, with_shared
-from bias.engine.run_spec import MetricEntry, RunSpec, declared_params, params_and_grid, with_original
+from bias.engine.presets import declared_params
+from bias.engine.run_spec import MetricEntry, RunSpec, params_and_grid, with_original
 from bias.engine.spending import DEFAULT_MAX_COST
 from bias.engine.vocabulary import BY_NAME, CODE, MODEL, PARAM, RUN, SHARED, WORDSET, AtLeast, Option, checked, flag_of
 

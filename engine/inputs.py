@@ -97,6 +97,8 @@ def wordset_input(name: str | None, request: InputRequest, metric: str, load: Ca
     try:
         found = load(name)
     except BiasError as exc:
+        if request.optional and not _exists(name):
+            return None
         raise BiasError(f"Metric '{metric}' needs the word set {name}: {exc.message}", request.hint or exc.hint) from exc
     kind = getattr(getattr(found, "meta", None), "kind", None)
     if request.data_kind and kind != request.data_kind:
@@ -105,6 +107,13 @@ def wordset_input(name: str | None, request: InputRequest, metric: str, load: Ca
             request.hint or None,
         )
     return found
+
+
+def _exists(name: str) -> bool:
+    """Whether a word-set name or file exists at all (a broken one still stops the run)."""
+    if Path(name).expanduser().exists():
+        return True
+    return any(info.name == name for info in registry.wordsets())
 
 
 def resolve_requests(

@@ -59,3 +59,29 @@ PRESET_NOTES = {
         "replacement) and its cosine RND's flipped sign are not reproduced."
     ),
 }
+
+
+
+def declared_params(metric: str) -> set[str]:
+    """The parameter names a metric declares (a preset's parameter goes only to those)."""
+    from bias.core.params import describe_params
+    from bias.registry.entry_points import load
+
+    return {p.name for p in describe_params(load("metrics", metric))}
+
+
+def preset_params(metric: str, preset: str | None, duplicates: str | None = None) -> dict[str, Any]:
+    """The parameters a preset (and the run's `duplicates` setting) give this metric: only those it
+    declares, so that one preset serves every metric of a run."""
+    given = dict(PRESET_PARAMS.get(preset, {})) if preset else {}
+    if duplicates is not None:
+        given["duplicates"] = duplicates
+    if not given:
+        return {}
+    declared = declared_params(metric)
+    return {k: v for k, v in given.items() if k in declared}
+
+
+def preset_notes(preset: str | None) -> list[str]:
+    """The note a run with this preset carries into its manifest and reports."""
+    return [PRESET_NOTES[preset]] if preset in PRESET_NOTES else []

@@ -33,6 +33,8 @@ def rendered_lines(name_or_path: str) -> list[str]:
         lines += _lpbs(test)
     elif meta.kind == "pairs":
         lines += _pairs(test)
+    elif meta.kind == "bbq-prompts":
+        lines += _bbq_prompts(test, name_or_path)
     elif callable(getattr(test, "rendered_sections", None)):  # a kind that renders itself (decisions)
         for header, rows in test.rendered_sections():
             lines += [f"{HEADER}{header}", *rows]
@@ -128,6 +130,27 @@ def _pairs(test: Any) -> list[str]:
         for pair in pairs:
             more, less = marked(pair.more, pair.less)
             out += [f"more ({pair.direction}): {more}", f"less: {less}"]
+    return out
+
+
+def _bbq_prompts(test: Any, name_or_path: str) -> list[str]:
+    """Every prompt variant with every question of the package's bbq-sample (the file beside, else the
+    installed `<language>/bbq-sample`), a prompt's line breaks shown as " ⏎ ", then each reading rule."""
+    from bias.registry.catalogue import wordset_entries
+    from bias.registry.resolve import load_wordset
+
+    beside = Path(name_or_path).parent / "bbq-sample.toml"
+    name = f"{test.meta.language}/bbq-sample"
+    questions = load_wordset(str(beside)) if Path(name_or_path).is_file() and beside.is_file() else (
+        load_wordset(name) if name in wordset_entries() else None)
+    out = []
+    for variant in test.variants:
+        out.append(f"{HEADER}variant {variant.name}" + (f" (system: {variant.system})" if variant.system else ""))
+        for q in questions.items if questions is not None else ():
+            out.append(variant.render(q.context, q.question, q.answers).replace("\n", " ⏎ "))
+    for rule in ("answer_before", "answer_after", "unknown", "refusal", "articles", "unknown_answers"):
+        out.append(f"{HEADER}rules.{rule}")
+        out += list(getattr(test.rules, rule))
     return out
 
 

@@ -18,7 +18,7 @@ import attrs
 
 from bias.core.errors import BiasError
 from bias.engine.experiments import DEFAULT_SEED, Experiment, ModelConfig, expand
-from bias.engine.presets import PRESET_NOTES, PRESET_PARAMS
+from bias.engine.presets import preset_notes, preset_params
 
 DEFAULT_METRIC = "weat"
 
@@ -140,17 +140,11 @@ class RunSpec:
 
     def _fixed(self, metric: str) -> dict[str, Any]:
         """What the preset and `duplicates` give this metric: only the parameters it declares."""
-        given = {**(PRESET_PARAMS.get(self.preset, {}) if self.preset else {})}
-        if self.duplicates is not None:
-            given["duplicates"] = self.duplicates
-        if not given:
-            return {}
-        declared = declared_params(metric)
-        return {k: v for k, v in given.items() if k in declared}
+        return preset_params(metric, self.preset, self.duplicates)
 
     def notes(self) -> list[str]:
         """The note a run with this preset carries into its manifest and reports."""
-        return [PRESET_NOTES[self.preset]] if self.preset in PRESET_NOTES else []
+        return preset_notes(self.preset)
 
     def settings(self) -> dict[str, Any]:
         """What the manifest and the reports record of the run besides its experiments."""
@@ -172,13 +166,6 @@ class RunSpec:
 
 def _plain(grid: Mapping[str, Any]) -> dict[str, list[Any]]:
     return {k: list(v) for k, v in grid.items()}
-
-
-def declared_params(metric: str) -> set[str]:
-    from bias.core.params import describe_params
-    from bias.registry.entry_points import load
-
-    return {p.name for p in describe_params(load("metrics", metric))}
 
 
 def with_original(configs: list[ModelConfig]) -> list[ModelConfig]:

@@ -4,7 +4,9 @@ An embedding service charges per token, so the runner asks the embedder (`Embedd
 model that runs here) before its experiments start. The texts are found by running each experiment's
 metric once on a stand-in that records every word and sentence asked for and answers with
 deterministic vectors (nothing is sent, nothing is kept of that pass), so the count is that of the
-real run whatever the metric does with its data. The embedder leaves out what its cache holds.
+real run whatever the metric does with its data. A metric that asks for replies (`generate`) gets
+empty ones from the stand-in, and its requests reach `quote` as `Asked` values among the texts. The
+embedder leaves out what its cache holds.
 Above the run's limit (`--max-cost`) the run stops with the estimate, unless the spending was
 confirmed (`--confirm-cost`).
 """
@@ -20,6 +22,7 @@ import attrs
 import numpy as np
 
 from bias.core.errors import USAGE, BiasError
+from bias.core.generation import Asked, GenerationRequest, Generations, Reply, Sampling, check_requests
 from bias.core.interfaces import Capability, Embedder, Quote
 from bias.core.model import WordVectors
 from bias.engine.inputs import InputModels, ModelInput
@@ -38,6 +41,7 @@ class Recorder(Embedder):
         self.name, self.location, self.summary = real.name, real.location, "recording stand-in"
         self.capabilities = frozenset(real.capabilities)  # what it declares: available() could load (fit) it, and send
         self.texts: dict[str, None] = {}
+        self.asked: list[Asked] = []
 
     def available(self) -> frozenset[Capability]:
         return self.capabilities
@@ -57,6 +61,14 @@ class Recorder(Embedder):
     def encode(self, texts: Sequence[str], spans: Any = None, *, pooling: str = "mean", layer: Any = None) -> np.ndarray:
         return self._rows(list(texts))
 
+    def generate(self, requests: Sequence[GenerationRequest], sampling: Sampling | None = None) -> list[Generations]:
+        """Records the requests; every reply is empty (the metric's count of unparsed replies is not kept)."""
+        requests = check_requests(requests)
+        sampling = sampling or Sampling()
+        self.asked.append(Asked(tuple(requests), sampling))
+        k = sampling.samples or 1
+        return [Generations(tuple(Reply("") for _ in range(k)), sampling, "recording stand-in") for _ in requests]
+
     def check(self) -> None:
         """Nothing to check: the real embedder was checked."""
 
@@ -64,9 +76,10 @@ class Recorder(Embedder):
         return "recorder:" + self.real.fingerprint()
 
 
-def texts_of(group: Sequence[Any], real: Embedder) -> tuple[list[str], int]:
-    """The texts the experiments of `group` (PlannedExperiment) will ask `real` for, and how many
-    experiments could not be counted (their metric failed on the stand-in, or needs another model)."""
+def texts_of(group: Sequence[Any], real: Embedder) -> tuple[list[Any], int]:
+    """The texts the experiments of `group` (PlannedExperiment) will ask `real` for (and the `Asked`
+    generation requests), and how many experiments could not be counted (their metric failed on the
+    stand-in, or needs another model)."""
     recorder = Recorder(real)
     uncounted = 0
     previous = logging.root.manager.disable
@@ -76,7 +89,7 @@ def texts_of(group: Sequence[Any], real: Embedder) -> tuple[list[str], int]:
             uncounted += not _record(p, recorder)
     finally:
         logging.disable(previous)
-    return list(recorder.texts), uncounted
+    return [*recorder.texts, *recorder.asked], uncounted
 
 
 def _record(p: Any, recorder: Recorder) -> bool:

@@ -81,6 +81,11 @@ def refresh() -> None:
     """Forget the listed entry points, so that distributions installed since are seen."""
     _LISTED.clear()
     _DISTRIBUTIONS.clear()
+    # stevedore also keeps, per process, the listing it read for each sys.path: a distribution
+    # added to a folder already on the path is not seen until that is forgotten too.
+    from stevedore import _cache
+
+    _cache._c._internal.clear()
 
 
 def _entry_points(namespace: str) -> list[importlib.metadata.EntryPoint]:

@@ -116,7 +116,8 @@ def _compute(
 ) -> Result:
     asked = calling(cls, "inputs()", lambda: metric.inputs(data))
     assert isinstance(asked, dict), say(cls, "inputs() must give a dict")
-    missing = sorted(set(asked) - set(inputs or {}))
+    given = set(inputs or {})
+    missing = sorted(k for k in set(asked) - given if not getattr(asked[k], "optional", False))
     assert not missing, say(cls, f"asks for inputs {missing}; pass them resolved with inputs=")
     kwargs = {"inputs": dict(inputs or {})} if asked else {}
     result = calling(cls, "compute()", lambda: metric.compute(embedder, data, seed=seed, **kwargs))

@@ -72,6 +72,26 @@ def tiny_gpt2_dir(tmp_path_factory: pytest.TempPathFactory):
     return build_tiny_gpt2(tmp_path_factory.mktemp("tiny-gpt2"))
 
 
+@pytest.fixture(scope="session")
+def planted_chat_dir(tmp_path_factory: pytest.TempPathFactory):
+    """Folder of a tiny instruct model whose greedy reply to any conversation is "(B)" (fixtures/tiny_chat.py
+    `build_planted_chat`: a chat template in its tokenizer config), built once a session."""
+    from fixtures.tiny_chat import build_planted_chat
+
+    return build_planted_chat(tmp_path_factory.mktemp("planted-chat"))
+
+
+@pytest.fixture(scope="session")
+def chat_server(planted_chat_dir, tmp_path_factory: pytest.TempPathFactory):
+    """`transformers serve` (the `serving` extra) serving the planted chat model on 127.0.0.1, one per
+    session; stopped at its end."""
+    from fixtures.tiny_chat import ServedModel
+
+    server = ServedModel(planted_chat_dir, tmp_path_factory.mktemp("chat-server") / "serve.log")
+    yield server
+    server.stop()
+
+
 @pytest.fixture(scope="module")
 def one_torch_thread():
     """One torch thread for a module's tests (`pytestmark = pytest.mark.usefixtures("one_torch_thread")`):

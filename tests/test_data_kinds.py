@@ -13,7 +13,7 @@ from bias.core.errors import BiasError
 from bias.core.data.kinds import KINDS_GROUP, known_kinds
 from bias.core.data.wordsets import check_meta, errors_of, load_toml_wordset, validate_toml_file
 
-FIRST_PARTY = {"association", "templates", "lpbs", "pairs", "debias-lists", "analogies", "fise", "labelled-texts", "similarity-pairs", "bbq", "stereoset", "decisions"}
+FIRST_PARTY = {"association", "templates", "lpbs", "pairs", "debias-lists", "analogies", "fise", "labelled-texts", "similarity-pairs", "bbq", "stereoset", "decisions", "bbq-prompts"}
 META = 'language = "en"\nsource = "written for the tests"\nlicence = "CC0-1.0"\n'
 
 GLOSSARY = '''

@@ -226,16 +226,16 @@ def test_a_headline_that_is_no_compared_group_is_refused_naming_the_groups(data)
     assert "headline 'nl'" in err.value.message and "ma" in err.value.hint
 
 
-def test_the_metric_passes_its_contract(data):
+def test_the_metric_passes_its_contract_on_a_real_run(tiny_gpt2_dir, tmp_path):
+    """The run checks (result, seed, inputs left alone, bad values) on the tiny GPT-2 and three
+    scenarios of short prompts it reads whole."""
     from bias import testing as bt
+    from bias.plugins.embedders.huggingface import HuggingFaceEmbedder
     from bias.plugins.metrics.discrimination import Discrimination
 
-    assert (
-        bt.check_metric(
-            Discrimination, embedder=planted_for(data, "names", {"ma": -1.0}), data=data
-        )
-        >= 3
-    )
+    data = load_toml_wordset(decisions_toml(tmp_path, scenarios=3, short=True))
+    embedder = HuggingFaceEmbedder(location=str(tiny_gpt2_dir), cache=False)
+    assert bt.check_metric(Discrimination, embedder=embedder, data=data) > 20
 
 
 # -- a real model ---------------------------------------------------------------------------------
@@ -388,5 +388,7 @@ def test_sampled_replies_give_the_empirical_log_odds_the_share_and_the_unparsed_
 def test_a_model_that_selects_nobody_has_undefined_impact_ratios_and_says_so(data):
     never = planted_for(data, "names", {"nl": -30.0, "ma": -30.0}, noise=0.1)
     result = discrimination().compute(never, data, seed=0)
-    assert all(v["ratio"] is None and v["rate"] == 0 for v in result.figures["selection"]["group"].values())
+    assert all(
+        v["ratio"] is None and v["rate"] == 0 for v in result.figures["selection"]["group"].values()
+    )
     assert "no applicant was selected: the impact ratios are undefined" in result.warnings

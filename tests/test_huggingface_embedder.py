@@ -473,8 +473,8 @@ def test_heads_and_capabilities_follow_the_checkpoint(
     for kind, head in expected.items():
         emb = embedders[kind]
         assert emb.head == "auto", kind  # the option asked for is never rewritten; the loaded head is reported
-        lm = Capability.MASKED_LM if head == "masked" else Capability.CAUSAL_LM
-        assert emb.available() == frozenset(base | {lm}), kind
+        lm = {Capability.MASKED_LM} if head == "masked" else {Capability.CAUSAL_LM, Capability.GENERATION}
+        assert emb.available() == frozenset(base | lm), kind
         assert emb.describe()["head"] == head
     # A causal LM has no [CLS]-like vector; an encoder with a [CLS] token has.
     with pytest.raises(BiasError, match="causal language model"):

@@ -144,6 +144,7 @@ CORE_ALLOWED = {
     "models": {"base", "data", "runs"},
     "runs": {"base", "statistics"},
     "reports": {"base", "statistics", "runs"},
+    "bbq": {"base", "data", "statistics"},
 }
 
 

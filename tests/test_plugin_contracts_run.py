@@ -53,8 +53,10 @@ PARAMS = {"clustering": {"k": 10}}
 # What runs on data only a test module builds (their own test files run them through check_metric).
 ELSEWHERE = {
     "ceat": "test_ceat.py",
+    "discrimination": "test_discrimination.py",
     "fise": "test_fise.py",
     "probe": "test_probe.py",
+    "retrieval": "test_retrieval.py",
     "stereoset": "test_stereoset.py",
     "word-similarity": "test_word_similarity.py",
 }

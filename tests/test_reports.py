@@ -109,7 +109,8 @@ def test_csv_and_markdown(run_folder):
 def test_latex_is_escaped_and_structured(run_folder):
     tex = to_latex(load_report(run_folder))
     assert escape("a_b & c% $x$ #1 {y} ~^\\") == r"a\_b \& c\% \$x\$ \#1 \{y\} \textasciitilde{}\textasciicircum{}\textbackslash{}"
-    assert "planted\\_v1\\&co.bin" in tex and "weat\\_8\\%" in tex
+    unbroken = tex.replace("\\allowbreak{}", "")  # long words of the notes may break after a separator
+    assert "planted\\_v1\\&co.bin" in unbroken and "weat\\_8\\%" in tex
     lines = tex.splitlines()
     assert lines.index("\\toprule") < lines.index("\\midrule") < lines.index("\\bottomrule")
     body = lines[lines.index("\\midrule") + 1 : lines.index("\\bottomrule")]

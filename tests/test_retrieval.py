@@ -147,6 +147,18 @@ def test_a_planted_name_effect_is_found_and_a_null_one_is_not(data, tmp_path):
     assert calm.p_value > 0.05 and 0.5 < calm.effect_size < 2.0
 
 
+def test_the_metric_passes_its_contract_on_a_real_run(data, tmp_path):
+    """The run checks (result, seed, inputs left alone, bad values) on word2vec vectors read by
+    gensim from a file, for five scenarios of 16 applicants."""
+    from bias import testing as bt
+    from bias.plugins.embedders.gensim_vectors import Word2VecEmbedder
+    from bias.plugins.metrics.retrieval import Retrieval
+
+    path = write_word2vec(planted_vectors(data, gap=0.8), tmp_path / "planted.txt")
+    embedder = Word2VecEmbedder(location=str(path))
+    assert bt.check_metric(Retrieval, embedder=embedder, data=data) > 20
+
+
 def test_ties_at_the_cut_share_the_places_left():
     from bias.plugins.metrics.retrieval import top_weights
 

@@ -82,7 +82,7 @@ class EncodingCache:
                 for key, dim, crc, data in connection.execute(
                     f"SELECT key, dim, crc, data FROM rows WHERE key IN ({marks})", chunk
                 ):
-                    row = _decode(dim, crc, data)
+                    row = self._decode_row(dim, crc, data)
                     if row is not None:
                         found[key] = row
                     else:
@@ -102,15 +102,23 @@ class EncodingCache:
         connection = self._connect()
         if connection is None or not rows:
             return
-        records = []
-        for key, vector in rows.items():
-            data = np.ascontiguousarray(vector, dtype="<f8").tobytes()
-            records.append((key, int(np.asarray(vector).size), zlib.crc32(data), data))
+        records = [(key, *self._encode_row(value)) for key, value in rows.items()]
         try:
             with connection:
                 connection.executemany("INSERT OR REPLACE INTO rows (key, dim, crc, data) VALUES (?, ?, ?, ?)", records)
         except sqlite3.Error as exc:
             self._give_up("write", exc)
+
+    @staticmethod
+    def _encode_row(vector: Any) -> tuple[int, int, bytes]:
+        """A row as stored: its size, the CRC-32 of its bytes, and the bytes."""
+        data = np.ascontiguousarray(vector, dtype="<f8").tobytes()
+        return int(np.asarray(vector).size), zlib.crc32(data), data
+
+    @staticmethod
+    def _decode_row(dim: Any, crc: Any, data: Any) -> Any:
+        """The stored row, or None when it is damaged (see `_decode`)."""
+        return _decode(dim, crc, data)
 
     def close(self) -> None:
         if self._connection is not None:

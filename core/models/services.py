@@ -31,7 +31,7 @@ import math
 import os
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 from urllib.parse import urlsplit, urlunsplit
@@ -154,26 +154,22 @@ def public_url(url: str) -> str:
 
 
 @attrs.define
-class ServiceEmbedder(Embedder):
-    """A model behind a web API, named by its model id (`openai:text-embedding-3-small`).
+class ServiceModel(Embedder):
+    """A model behind a web API, named by its model id: what every service shares (where requests
+    go, the key's variable, concurrency, retries, the price and the cache folder). Its subclasses
+    say what the service gives: vectors (ServiceEmbedder) or replies (the chat embedder)."""
 
-    Sentence vectors are the service's own (its pooling; `pooling` and `layer` of a metric do not
-    apply); a word's vector is the word sent alone as a text. Spans inside sentences are not offered.
-    """
-
-    capabilities: ClassVar[frozenset[Capability]] = SERVICE_CAPABILITIES
     default_key_env: ClassVar[str] = ""
     default_base_url: ClassVar[str] = ""
     library: ClassVar[str] = ""  # the provider's client package, imported when the model is loaded
 
-    location: str = param(attrs.NOTHING, "the model's id at the service (e.g. text-embedding-3-small)")
+    location: str = param(attrs.NOTHING, "the model's id at the service (e.g. text-embedding-3-small, gpt-4o-mini)")
     base_url: str | None = param(
         None, "the API's base URL (default: the provider's own), e.g. http://127.0.0.1:8000/v1", guard="route"
     )
     key_env: str | None = param(
         None, "the environment variable holding the API key (default: the provider's usual one)", guard="route"
     )
-    batch_size: int = param(128, "texts per request (at most 2048)", validator=[int_at_least(1), at_most(2048)])
     concurrency: int = param(4, "requests in flight at once (at most 32)", validator=[int_at_least(1), at_most(32)])
     retries: int = param(
         5, f"times a request is sent again after a 429, 5xx, timeout or refused connection (at most {MAX_RETRIES})",
@@ -185,22 +181,16 @@ class ServiceEmbedder(Embedder):
     )
     timeout: float = param(60.0, f"seconds a request may take before it is retried (at most {MAX_TIMEOUT:g})")
     price: float | None = param(
-        None, "US dollars per million tokens, for the cost estimate (default: the list price of known models)", guard="cost"
+        None, "US dollars per million (input) tokens, for the cost estimate (default: the list price of known models)",
+        guard="cost",
     )
-    truncate: int | None = param(
-        None, "keep only the first N components of each vector, as the BIAS Detection Framework does (768) for OpenAI vectors",
-        validator=attrs.validators.optional(int_at_least(1)),
-    )
-    cache: bool = param(True, "keep vectors on disk so a repeated run sends no request")
+    cache: bool = param(True, "keep what the service answered on disk so a repeated run sends no request")
     cache_dir: str | None = param(
         None, "folder of the cache (default: $BIAS_CACHE_DIR/encodings or ~/.cache/bias-framework/encodings)", guard="route"
     )
 
     _client_object: Any = attrs.field(init=False, default=None, repr=False)
-    _cache: encoding_cache.EncodingCache | None = attrs.field(init=False, default=None, repr=False)
     _lock: threading.Lock = attrs.field(init=False, factory=threading.Lock, repr=False)
-    _sent: dict[str, int] = attrs.field(init=False, factory=lambda: {"requests": 0, "texts": 0, "tokens": 0}, repr=False)
-    _width: int | None = attrs.field(init=False, default=None, repr=False)
 
     # ------------------------------------------------------------------ what subclasses give
 
@@ -208,13 +198,8 @@ class ServiceEmbedder(Embedder):
         """The provider's client for `key` and `self.endpoint`, with its own retries off."""
         raise NotImplementedError
 
-    def _send(self, client: Any, texts: list[str]) -> tuple[list[list[float]], int | None]:
-        """One request: the vectors of `texts` in order and the tokens the service counted (or None).
-        Raises Transient or Refused (built with `refused_for_status`) for errors."""
-        raise NotImplementedError
-
     def _identity(self) -> dict[str, Any]:
-        """What decides the numbers besides the text (the cache's and the fingerprint's key)."""
+        """What decides the answers besides the request (the cache's and the fingerprint's key)."""
         return {"endpoint": self.endpoint, "model": self.location}
 
     def _library(self, module: str) -> Any:
@@ -239,22 +224,9 @@ class ServiceEmbedder(Embedder):
     def key_variable(self) -> str:
         return self.key_env or self.default_key_env
 
-    @property
-    def width(self) -> int | None:
-        """The width this model's vectors must have, where it is known: the one asked for, else the
-        provider's for a model it lists (at the provider's own address only)."""
-        asked = self._asked_width()
-        if asked is not None:
-            return asked
-        return WIDTHS.get(self.location) if self.endpoint == self.default_base_url.rstrip("/") else None
-
-    def _asked_width(self) -> int | None:
-        """The width asked of the server (an option such as `dimensions`), if any."""
-        return None
-
     def answer_limit(self) -> int:
-        """The most bytes one answer may take: a full batch of vectors of the known width."""
-        return service_http.answer_limit(self.batch_size, self.width)
+        """The most bytes one answer may take (see service_http); each kind of service says less."""
+        return service_http.MAX_ANSWER_BYTES
 
     def contacts(self) -> tuple[Contact, ...]:
         return (Contact(self.endpoint, self.key_variable),)
@@ -285,15 +257,100 @@ class ServiceEmbedder(Embedder):
                 raise BiasError(f"{self.spec}: {name} must be a number {limits}, not {value}.", f"Give --model-option {name}=N.")
         self._key()
 
-    def load(self) -> None:
+    def _connect(self) -> bool:
+        """Check the settings and build the client once; False when it was built already."""
         if self._client_object is not None:
-            return
+            return False
         self.check()
         self._library(self.library)
         self._client_object = self._client(self._key())
+        return True
+
+    def _cache_folder(self) -> Path:
+        return Path(self.cache_dir).expanduser() if self.cache_dir else encoding_cache.default_cache_dir()
+
+    def _retrying(self, call: Callable[[], Any], stop: Stop | None = None, *, what: str = "the request") -> Any:
+        """`call()`, one request, sent again after a Transient error (429, 5xx, timeout, no
+        connection) up to `retries` times with exponential backoff (a Retry-After wins, no wait over
+        MAX_WAIT), each wait cut short when the run stops (`stop`, see service_http); a Refused error
+        is the user's to fix (exit 2, redone by --resume); a Transient one after the last attempt, a
+        redirect or an answer too large fails the experiment (what arrived before is cached, so
+        --resume sends only the rest)."""
+        key = self._key()
+        stop = stop if stop is not None else Stop()
+        for attempt in range(self.retries + 1):
+            try:
+                return call()
+            except Transient as exc:
+                if attempt == self.retries:
+                    raise BiasError(
+                        f"{self.spec}: {scrub(exc.what, key)} after {self.retries + 1} attempt(s) at {public_url(self.endpoint)}.",
+                        "What was received so far is cached; run again with --resume to send only the rest.",
+                        exit_code=FAILURE,
+                    ) from None
+                wait = service_http.backoff_wait(attempt, self.backoff, exc.retry_after)
+                log.info("%s: %s; sending again in %.1f s (attempt %d of %d).", self.spec, scrub(exc.what, key), wait, attempt + 2, self.retries + 1)
+                if stop.wait(wait):
+                    raise service_http.Stopped from None  # the run stopped meanwhile
+            except Refused as exc:  # the key, the model or an option: the user's to fix (exit 2), redone by --resume
+                raise BiasError(f"{self.spec}: {scrub(exc.what, key)}.", exc.hint or None, redo=True) from None
+            except service_http.Redirected as exc:
+                raise service_http.redirect_refusal(self.spec, exc.status, scrub(exc.target, key)) from None
+            except service_http.AnswerTooLarge as exc:
+                raise BiasError(
+                    f"{self.spec}: the service's answer to {what} is longer than {exc.limit:,} bytes, more than "
+                    "this model's answers can take.", "Check the model name and the service's address.", exit_code=FAILURE,
+                ) from None
+        raise AssertionError("unreachable")  # pragma: no cover
+
+
+@attrs.define
+class ServiceEmbedder(ServiceModel):
+    """A model behind an embeddings API, named by its model id (`openai:text-embedding-3-small`).
+
+    Sentence vectors are the service's own (its pooling; `pooling` and `layer` of a metric do not
+    apply); a word's vector is the word sent alone as a text. Spans inside sentences are not offered.
+    """
+
+    capabilities: ClassVar[frozenset[Capability]] = SERVICE_CAPABILITIES
+
+    batch_size: int = param(128, "texts per request (at most 2048)", validator=[int_at_least(1), at_most(2048)])
+    truncate: int | None = param(
+        None, "keep only the first N components of each vector, as the BIAS Detection Framework does (768) for OpenAI vectors",
+        validator=attrs.validators.optional(int_at_least(1)),
+    )
+
+    _cache: encoding_cache.EncodingCache | None = attrs.field(init=False, default=None, repr=False)
+    _sent: dict[str, int] = attrs.field(init=False, factory=lambda: {"requests": 0, "texts": 0, "tokens": 0}, repr=False)
+    _width: int | None = attrs.field(init=False, default=None, repr=False)
+
+    @property
+    def width(self) -> int | None:
+        """The width this model's vectors must have, where it is known: the one asked for, else the
+        provider's for a model it lists (at the provider's own address only)."""
+        asked = self._asked_width()
+        if asked is not None:
+            return asked
+        return WIDTHS.get(self.location) if self.endpoint == self.default_base_url.rstrip("/") else None
+
+    def _asked_width(self) -> int | None:
+        """The width asked of the server (an option such as `dimensions`), if any."""
+        return None
+
+    def answer_limit(self) -> int:
+        """The most bytes one answer may take: a full batch of vectors of the known width."""
+        return service_http.answer_limit(self.batch_size, self.width)
+
+    def _send(self, client: Any, texts: list[str]) -> tuple[list[list[float]], int | None]:
+        """One request: the vectors of `texts` in order and the tokens the service counted (or None).
+        Raises Transient or Refused (built with `refused_for_status`) for errors."""
+        raise NotImplementedError
+
+    def load(self) -> None:
+        if not self._connect():
+            return
         if self.cache:
-            folder = Path(self.cache_dir).expanduser() if self.cache_dir else encoding_cache.default_cache_dir()
-            self._cache = encoding_cache.EncodingCache(folder, "service:" + encoding_cache.row_key(self._identity()))
+            self._cache = encoding_cache.EncodingCache(self._cache_folder(), "service:" + encoding_cache.row_key(self._identity()))
 
     # ------------------------------------------------------------------ the cost, asked before any request
 
@@ -388,31 +445,7 @@ class ServiceEmbedder(Embedder):
         return got
 
     def _batch(self, texts: list[str], stop: Stop) -> list[np.ndarray]:
-        key = self._key()
-        for attempt in range(self.retries + 1):
-            try:
-                vectors, tokens = self._send(self._client_object, texts)
-                break
-            except Transient as exc:
-                if attempt == self.retries:
-                    raise BiasError(
-                        f"{self.spec}: {scrub(exc.what, key)} after {self.retries + 1} attempt(s) at {public_url(self.endpoint)}.",
-                        "The vectors received so far are cached; run again with --resume to send only the rest.",
-                        exit_code=FAILURE,
-                    ) from None
-                wait = service_http.backoff_wait(attempt, self.backoff, exc.retry_after)
-                log.info("%s: %s; sending again in %.1f s (attempt %d of %d).", self.spec, scrub(exc.what, key), wait, attempt + 2, self.retries + 1)
-                if stop.wait(wait):
-                    raise service_http.Stopped from None  # the run stopped meanwhile
-            except Refused as exc:  # the key, the model or an option: the user's to fix (exit 2), redone by --resume
-                raise BiasError(f"{self.spec}: {scrub(exc.what, key)}.", exc.hint or None, redo=True) from None
-            except service_http.Redirected as exc:
-                raise service_http.redirect_refusal(self.spec, exc.status, scrub(exc.target, key)) from None
-            except service_http.AnswerTooLarge as exc:
-                raise BiasError(
-                    f"{self.spec}: the service's answer to {len(texts)} text(s) is longer than {exc.limit:,} bytes, more than "
-                    "vectors of this model can take.", "Check the model name and the service's address.", exit_code=FAILURE,
-                ) from None
+        vectors, tokens = self._retrying(lambda: self._send(self._client_object, texts), stop, what=f"{len(texts)} text(s)")
         rows = service_http.vector_rows(self.spec, vectors, len(texts), self.width)
         with self._lock:
             if self._width is not None and rows and len(rows[0]) != self._width:

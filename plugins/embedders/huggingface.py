@@ -31,7 +31,10 @@ from bias.api import (
     ChoiceRequest,
     ChoiceScores,
     Embedder,
+    GenerationRequest,
+    Generations,
     MaskedRequest,
+    Sampling,
     TokenScores,
     Tokens,
     WordVectors,
@@ -39,7 +42,19 @@ from bias.api import (
     one_of,
     param,
 )
-from bias.api.hf import HEADS, POOLINGS, LoadedModel, PooledInput, choice_scoring, files, lm_scoring, loading, vectors
+from bias.api.hf import (
+    HEADS,
+    POOLINGS,
+    LoadedModel,
+    PooledInput,
+    chat_template,
+    choice_scoring,
+    files,
+    generation,
+    lm_scoring,
+    loading,
+    vectors,
+)
 from bias.api.static import encoding_cache
 
 DTYPES = ("float32", "float16", "bfloat16", "float64")
@@ -71,7 +86,7 @@ class HuggingFaceEmbedder(Embedder):
         "masked- or causal-LM scores."
     )
     capabilities: ClassVar[frozenset[Capability]] = frozenset(
-        {Capability.WORD_VECTORS, Capability.CONTEXTUAL, Capability.MASKED_LM, Capability.CAUSAL_LM}
+        {Capability.WORD_VECTORS, Capability.CONTEXTUAL, Capability.MASKED_LM, Capability.CAUSAL_LM, Capability.GENERATION}
     )
 
     location: str = param(attrs.NOTHING, "local model folder, pkg:MODULE/path, or a Hugging Face Hub id")
@@ -109,6 +124,13 @@ class HuggingFaceEmbedder(Embedder):
         None, "folder of the encoding cache (default: $BIAS_CACHE_DIR/encodings or ~/.cache/bias-framework/encodings)",
         guard="route",
     )
+    chat: str = param(
+        "auto",
+        "put prompts in the tokenizer's chat template: auto (for generated replies, when the model has one), "
+        "true (also to score answers inside the assistant's turn; refused without a template) or false (never)",
+        validator=one_of(chat_template.CHAT_MODES),
+    )
+    system: str = param("", "system prompt put before every conversation that has none (empty: none)")
 
     _loaded: LoadedModel | None = attrs.field(init=False, default=None, repr=False)
     _cache: encoding_cache.EncodingCache | None = attrs.field(init=False, default=None, repr=False)
@@ -162,15 +184,16 @@ class HuggingFaceEmbedder(Embedder):
         head = loading.head_from_files(self.location, self.head)
         if head is None:
             return None
+        causal = {Capability.CAUSAL_LM, Capability.GENERATION}
         return frozenset({Capability.WORD_VECTORS, Capability.CONTEXTUAL}
-                         | ({Capability.MASKED_LM} if head == "masked" else {Capability.CAUSAL_LM} if head == "causal" else set()))
+                         | ({Capability.MASKED_LM} if head == "masked" else causal if head == "causal" else set()))
 
     def available(self) -> frozenset[Capability]:
         offered = {Capability.WORD_VECTORS, Capability.CONTEXTUAL}
         if self.loaded.head == "masked":
             offered.add(Capability.MASKED_LM)
         elif self.loaded.head == "causal":
-            offered.add(Capability.CAUSAL_LM)
+            offered |= {Capability.CAUSAL_LM, Capability.GENERATION}
         return frozenset(offered)
 
     @property
@@ -208,10 +231,32 @@ class HuggingFaceEmbedder(Embedder):
         """Each prompt encoded once and its answers scored from its cached keys and values (see
         `bias.api.hf.choice_scoring`); the same numbers as one sequence per answer."""
         loaded = self._need_head("causal", "answer log-likelihoods")
+        requests, how = self._in_template(requests)
         found = choice_scoring.cached_choice_log_probs(
             loaded.model, loaded.tokenizer, self, loaded.device, requests, self.batch_size
         )
-        return found if found is not None else super().choice_log_probs(requests)
+        found = found if found is not None else super().choice_log_probs(requests)
+        return [attrs.evolve(f, context=f"{f.context}; {how}") for f in found] if how else found
+
+    def _in_template(self, requests: Sequence[ChoiceRequest]) -> tuple[list[ChoiceRequest], str]:
+        """With chat = true, each prompt as the user's turn in the chat template, so the answers are
+        scored inside the assistant's turn (and how, for the result); else the requests as given."""
+        if self.chat != "true" or not chat_template.uses_template(self.loaded.tokenizer, self.chat, self.spec):
+            return list(requests), ""
+        out, how = [], ""
+        for r in requests:
+            text, how = chat_template.templated(self.loaded.tokenizer, GenerationRequest.of(r.prompt, self.system or None))
+            out.append(attrs.evolve(r, prompt=chat_template.strip_start(self.loaded.tokenizer, text)[0]))
+        return out, f"each prompt put as the user's turn through {how}, the answers scored inside the assistant's turn"
+
+    def generate(self, requests: Sequence[GenerationRequest], sampling: Sampling | None = None) -> list[Generations]:
+        """Replies written by the model (see `bias.api.hf.generation`), in its chat template when it
+        has one (chat = auto or true), sample j drawn with seed + j."""
+        loaded = self._need_head("causal", "generated replies")
+        asked = [(GenerationRequest.of(r) if isinstance(r, str) else r).with_system(self.system or None) for r in requests]
+        template = chat_template.uses_template(loaded.tokenizer, self.chat, self.spec)
+        resolved = (sampling or Sampling()).over(Sampling())
+        return generation.generate(loaded, asked, resolved, template, self.batch_size)
 
     def _need_head(self, wanted: str | None, what: str) -> LoadedModel:
         """Refuse before any work when the loaded model has not the head a score needs."""
@@ -323,6 +368,7 @@ class HuggingFaceEmbedder(Embedder):
         options = (
             f"dtype={self.dtype};layer={self.layer};pooling={self.resolved_word_pooling};max_length={loaded.token_limit};"
             f"head={loaded.head}" + (f";bos={self.bos}" if self.bos != "auto" else "")
+            + (f";chat={self.chat}" if self.chat != "auto" else "") + (f";system={self.system}" if self.system else "")
         )
         digest.update(options.encode())
         return f"{self.spec}#{digest.hexdigest()[:20]}"
@@ -346,5 +392,8 @@ class HuggingFaceEmbedder(Embedder):
             "start_token": vectors.start_token(loaded, self.bos)[1],
             "max_length": loaded.token_limit,
             "cache": str(self._cache.path) if self._cache is not None else None,
+            "chat_template": chat_template.has_template(loaded.tokenizer),
+            "chat": self.chat,
+            **({"system": self.system} if self.system else {}),
             **files.hub_provenance(loaded.folder),
         }

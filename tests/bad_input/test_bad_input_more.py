@@ -527,7 +527,7 @@ def _(world, folder):
     return ["run", "-m", f"hf:{world.bert}", "-w", "en/lpbs-gender", "--metric", "lpbs", "--param", "target_number=plural"]
 
 
-@case("preset-unknown", names=("--preset", "wefee", "bias-framework, bias-bench, sent-bias, wefe"))
+@case("preset-flag-unknown", names=("--preset", "wefee", "bias-framework, bias-bench, sent-bias, wefe"))
 def _(world, folder):
     return ["run", *w2v(world), "--preset", "wefee"]
 

@@ -41,9 +41,15 @@ def test_names_come_from_the_packages_own_name_sets_by_origin_and_gender(sets, c
     data = sets[code]
     assert data.groups[0].key == data.reference and len(data.groups) >= 2
     for group in data.groups:
-        assert group.sources and all(re.fullmatch(r"[a-z0-9-]+\.[XY]", s) for s in group.sources), (
-            group.sources
-        )
+        if code == "de" and group.key == "deutsch":
+            # listed in the file: de/weat3 X less Jan, Julia and Anna, as common in Poland, spelled
+            # the same, so no mark of German origin against the Polish group
+            assert group.sources == ("words",)
+            assert not {a.text for a in group.names} & {"Jan", "Julia", "Anna"}
+        else:
+            assert group.sources and all(
+                re.fullmatch(r"[a-z0-9-]+\.[XY]", s) for s in group.sources
+            ), group.sources
         genders = [a.gender for a in group.names]
         if (
             code == "en"

@@ -1,0 +1,36 @@
+"""Building blocks of BBQ by generation and of the BBQ conventions: the `bbq-prompts` data kind (prompt
+variants and reading rules of a language), the reading of a reply, the scores, the peers' presets and
+the Result built from answers read off a model.
+
+Part of the public API (`bias.api`): first-party plugins import these names from here only.
+"""
+
+from __future__ import annotations
+
+from bias.core.bbq.answering import GENERATE, LOGLIK, answer_result
+from bias.core.bbq.conventions import PRESETS, SCORERS, QuestionFacts, reader
+from bias.core.bbq.extraction import ANSWERED, REFUSED, UNPARSED, Coded, read_reply
+from bias.core.bbq.prompts import BBQ_PROMPTS, BbqPrompts, PromptVariant, ReadingRules
+from bias.core.bbq.scores import bias_scores, counted_scores, stratified_weights
+
+__all__ = [
+    "ANSWERED",
+    "BBQ_PROMPTS",
+    "BbqPrompts",
+    "Coded",
+    "GENERATE",
+    "LOGLIK",
+    "PRESETS",
+    "PromptVariant",
+    "QuestionFacts",
+    "REFUSED",
+    "ReadingRules",
+    "SCORERS",
+    "UNPARSED",
+    "answer_result",
+    "bias_scores",
+    "counted_scores",
+    "read_reply",
+    "reader",
+    "stratified_weights",
+]

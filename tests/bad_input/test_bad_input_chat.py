@@ -1,0 +1,278 @@
+"""Bad input to the chat path: the `chat:` options, bbq-prompts files, the bbq parameters of generation,
+and a chat server that answers badly (a fake one on 127.0.0.1, for failure modes only: 429 with
+Retry-After, 5xx, a refused key, a body that is no chat completion, a reply without text, a reply longer
+than max_tokens allows). Each gives a one- or two-line message naming the option, file or field, exit 2
+for bad usage or input and 1 for a service that fails; the key is never printed or written."""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from bad_input_helpers import cli
+
+KEY = "sk-chat-bad-input-KEY-5e4d3c2b1a09"
+BBQ = [
+    "--wordset",
+    "en/bbq-sample",
+    "--metric",
+    "bbq",
+    "--param",
+    "mode=generate",
+    "--param",
+    "bootstrap=0",
+    "--limit",
+    "2",
+]
+
+
+@pytest.fixture(autouse=True)
+def environment(monkeypatch, tmp_path):
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    monkeypatch.setenv("BIAS_CACHE_DIR", str(tmp_path / "cache"))
+
+
+class Fake:
+    """A chat server that answers each request with the next planned (status, body, headers)."""
+
+    def __init__(self) -> None:
+        self.plan: list[tuple[int, object, dict]] = []
+        self.seen: list[dict] = []
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *a: object) -> None:
+                pass
+
+            def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
+                fake.seen.append({"auth": self.headers.get("Authorization", ""), **body})
+                status, answer, headers = fake.plan.pop(0) if fake.plan else (200, reply("(A)"), {})
+                data = answer if isinstance(answer, bytes) else json.dumps(answer).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                for k, v in headers.items():
+                    self.send_header(k, v)
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def reply(content, finish="stop"):
+    return {
+        "id": "x",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "m",
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": finish,
+                "message": {"role": "assistant", "content": content},
+            }
+        ],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12},
+    }
+
+
+@pytest.fixture
+def fake():
+    server = Fake()
+    yield server
+    server.stop()
+
+
+def chat(fake, *options):
+    return f"chat:m[base_url={fake.url},retries=1,backoff=0.01{''.join(',' + o for o in options)}]"
+
+
+def test_a_busy_server_is_waited_out_and_every_reply_sent_once(fake, tmp_path):
+    fake.plan = [(429, {"error": {"message": "busy"}}, {"Retry-After": "0.05"})]
+    done = cli("run", "--model", chat(fake), *BBQ, "--out", str(tmp_path / "out"))
+    assert done.code == 0, done.both
+    assert (
+        len(fake.seen) == 2 * 5 + 1
+    )  # 2 questions x 5 variants, and the one refused for being busy
+    assert all(s["auth"] == f"Bearer {KEY}" for s in fake.seen)
+    assert {s["model"] for s in fake.seen} == {"m"} and all("n" not in s for s in fake.seen)
+    assert KEY not in done.both and KEY not in (tmp_path / "out" / "results.jsonl").read_text()
+
+
+@pytest.mark.parametrize(
+    ("planned", "words"),
+    [
+        ([(500, {"error": {"message": "down"}}, {})] * 12, "HTTP 500 after 2 attempt(s)"),
+        ([(401, {"error": {"message": f"bad key {KEY}"}}, {})] * 12, "refused the API key"),
+        ([(200, b"<html>not json</html>", {})] * 12, "not a chat completion"),
+        ([(200, {"choices": []}, {})] * 12, "without a reply text"),
+        (
+            [(200, reply(None), {})] * 12,
+            "",
+        ),  # no content and no refusal: an empty reply, read as unparsed
+        ([(200, reply("B" * 5000), {})] * 12, "did not honour max_tokens"),
+    ],
+)
+def test_a_bad_answer_fails_the_experiment_with_its_reason(fake, tmp_path, planned, words):
+    fake.plan = list(planned)
+    done = cli("run", "--model", chat(fake, "max_tokens=16"), *BBQ, "--out", str(tmp_path / "out"))
+    if not words:
+        assert (
+            done.code == 2 and "0 of 10 replies answered" in done.both
+        )  # every reply empty: nothing to score
+        return
+    assert done.code == 1, done.both
+    assert words in done.both and "Traceback" not in done.both
+    assert KEY not in done.both and KEY not in (tmp_path / "out" / "results.jsonl").read_text()
+
+
+@pytest.mark.parametrize(
+    ("options", "words"),
+    [
+        (["--model-option", "base_url=ftp://example.invalid/v1"], "is not an http(s) URL"),
+        (["--model-option", "temperature=3"], "temperature must lie between 0.0 and 2.0"),
+        (["--model-option", "rate=-1"], "rate must be 0 (no limit) or from 1 to 1000000"),
+        (["--model-option", "rate=0.001"], "rate must be 0 (no limit) or from 1 to 1000000"),
+        (["--model-option", "samples=0"], "samples must be a positive whole number"),
+        (["--param", "mode=chatty"], "mode must be one of auto, loglik, generate"),
+        (["--param", "preset=lm_eval"], "preset must be one of"),
+        (["--param", "samples=0"], "samples must be a positive whole number"),
+        (["--param", "temperature=-0.5"], "temperature must lie between 0.0 and 2.0"),
+    ],
+)
+def test_bad_chat_and_generation_options_exit_2(options, words):
+    asked = [a for a in BBQ if a != "mode=generate"]
+    asked.remove("--param")
+    spec = (
+        "chat:m[retries=0]"
+        if "base_url" in options[1]
+        else "chat:m[base_url=http://127.0.0.1:9/v1,retries=0]"
+    )
+    done = cli("run", "--model", spec, *asked, *options)
+    assert done.code == 2, done.both
+    assert words in done.both and len(done.err_lines()) <= 3 and "Traceback" not in done.both
+
+
+def test_missing_key_names_the_variable(monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY")
+    done = cli("run", "--model", "chat:m[base_url=http://127.0.0.1:9/v1]", *BBQ)
+    assert done.code == 2 and "OPENAI_API_KEY is not set" in done.err
+
+
+def test_a_chat_model_cannot_be_asked_for_log_likelihoods():
+    done = cli(
+        "run",
+        "--model",
+        "chat:m[base_url=http://127.0.0.1:9/v1]",
+        "--wordset",
+        "en/bbq-sample",
+        "--metric",
+        "bbq",
+        "--param",
+        "mode=loglik",
+    )
+    assert done.code == 2 and "mode=loglik needs answer log-likelihoods" in done.both
+
+
+PROMPTS = """kind = "bbq-prompts"
+language = "en"
+bias_type = "mixed"
+source = "written by the tests"
+licence = "CC0-1.0"
+{extra}
+"""
+GOOD = (
+    '[[variants]]\nname = "v"\nprompt = "{context} {question} (A) {ans0} (B) {ans1} (C) {ans2}"\n'
+)
+
+
+@pytest.mark.parametrize(
+    ("extra", "field", "words"),
+    [
+        (GOOD.replace("{context}", "{context!r}"), "variants[0].prompt", "holds {context!r}"),
+        (GOOD.replace("{context}", "{context:>9}"), "variants[0].prompt", "holds {context:>9}"),
+        (
+            GOOD.replace("{ans2}", "{ans2.__class__}"),
+            "variants[0].prompt",
+            "only the plain placeholders",
+        ),
+        (GOOD.replace("{ans2}", "{answer}"), "variants[0].prompt", "only the plain placeholders"),
+        (GOOD.replace(" (C) {ans2}", ""), "variants[0].prompt", "lacks {ans2}"),
+        (GOOD.replace("{context}", "{context"), "variants[0].prompt", "not a well-formed template"),
+        (GOOD + GOOD, "variants[1].name", "repeats the variant name"),
+        (GOOD.replace('"v"', '"a b"'), "variants[0].name", "short name"),
+        ('letters = ["A", "A", "C"]\n' + GOOD, "letters", "three different short labels"),
+        (GOOD + '[rules]\nunknown = "cannot say"\n', "rules.unknown", "list of non-empty texts"),
+        (
+            GOOD + '[rules]\nrefusal = ["' + "x" * 300 + '"]\n',
+            "rules.refusal",
+            "a rule is a phrase",
+        ),
+        ("", "variants", "missing or empty"),
+    ],
+)
+def test_a_bad_prompts_file_names_the_file_and_field(tmp_path, extra, field, words):
+    path = tmp_path / "prompts.toml"
+    path.write_text(PROMPTS.format(extra=extra), encoding="utf-8")
+    done = cli(
+        "run",
+        "--model",
+        "chat:m[base_url=http://127.0.0.1:9/v1]",
+        *BBQ,
+        "--param",
+        f"prompts={path}",
+    )
+    assert done.code == 2, done.both
+    assert str(path.name) in done.both and field in done.both and words in done.both, done.both
+    assert "Traceback" not in done.both
+
+
+def test_a_prompts_file_of_another_kind_is_refused(tmp_path):
+    done = cli(
+        "run",
+        "--model",
+        "chat:m[base_url=http://127.0.0.1:9/v1]",
+        *BBQ,
+        "--param",
+        "prompts=en/weat1",
+    )
+    assert done.code == 2 and "of kind bbq-prompts" in done.both
+
+
+def test_a_variant_that_does_not_exist_is_refused_naming_the_ones_that_do(fake, tmp_path):
+    done = cli(
+        "run",
+        "--model",
+        chat(fake),
+        *BBQ,
+        "--param",
+        "variant=nope",
+        "--out",
+        str(tmp_path / "out"),
+    )
+    assert (
+        "no prompt variant 'nope'" in done.both
+        and "options, instruction, system, question-first, short" in done.both
+    )
+    assert not fake.seen
+
+
+def test_a_run_the_server_breaks_off_resumes_without_sending_a_reply_twice(fake, tmp_path):
+    fake.plan = [(200, reply("(A)"), {})] * 3 + [(503, {"error": {"message": "down"}}, {})] * 40
+    out = str(tmp_path / "out")
+    first = cli("run", "--model", chat(fake), *BBQ, "--out", out)
+    assert first.code == 1 and "--resume" in first.both
+    fake.plan, sent = [], len(fake.seen)
+    again = cli("run", "--model", chat(fake), *BBQ, "--out", out, "--resume")
+    assert again.code == 0, again.both
+    assert len(fake.seen) - sent == 2 * 5 - 3  # only the replies the first run did not receive
