@@ -48,17 +48,38 @@ def _version(wanted: bool) -> None:
 def _main(
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks of errors."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print only results and errors."),
-    verbose: bool = typer.Option(False, "--verbose", "-v", help="Also print each experiment's sets, lost words and convention under its progress line, and more of what happens."),
-    version: bool = typer.Option(False, "--version", help="Print the version and exit.", is_eager=True, callback=lambda v: _version(v)),
+    verbose: bool = typer.Option(
+        False,
+        "--verbose",
+        "-v",
+        help="Also print each experiment's sets, lost words and convention under its progress line, and more of what happens.",
+    ),
+    version: bool = typer.Option(
+        False,
+        "--version",
+        help="Print the version and exit.",
+        is_eager=True,
+        callback=lambda v: _version(v),
+    ),
 ) -> None:
     from bias.cli.say import Handler
 
     _state["debug"] = debug
-    level = logging.DEBUG if debug else logging.INFO if verbose else logging.ERROR if quiet else logging.WARNING
+    level = (
+        logging.DEBUG
+        if debug
+        else logging.INFO
+        if verbose
+        else logging.ERROR
+        if quiet
+        else logging.WARNING
+    )
     handler = Handler(console=err_console, show_path=False, show_time=False, markup=False)
     handler.addFilter(_OncePerMessage())
     logging.basicConfig(level=level, format="%(message)s", handlers=[handler], force=True)
-    if not debug:  # -v is about this tool's progress; the libraries' own INFO lines only with --debug
+    if (
+        not debug
+    ):  # -v is about this tool's progress; the libraries' own INFO lines only with --debug
         for library in ("gensim", "smart_open", "urllib3", "filelock"):
             logging.getLogger(library).setLevel(max(level, logging.WARNING))
 
@@ -80,11 +101,19 @@ class _OncePerMessage(logging.Filter):
 
 @app.command("list")
 def list_cmd(
-    group: Optional[str] = typer.Argument(None, help="embedders, metrics, wordsets or debiasers (all when omitted)."),
-    language: Optional[str] = typer.Option(None, "--language", "-l", help="Only word sets of this language, e.g. en."),
-    bias_type: Optional[str] = typer.Option(None, "--bias-type", help="Only word sets of this bias type, e.g. gender."),
+    group: Optional[str] = typer.Argument(
+        None, help="embedders, metrics, wordsets or debiasers (all when omitted)."
+    ),
+    language: Optional[str] = typer.Option(
+        None, "--language", "-l", help="Only word sets of this language, e.g. en."
+    ),
+    bias_type: Optional[str] = typer.Option(
+        None, "--bias-type", help="Only word sets of this bias type, e.g. gender."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
-    long: bool = typer.Option(False, "--long", help="Whole summaries, kinds, distributions and status."),
+    long: bool = typer.Option(
+        False, "--long", help="Whole summaries, kinds, distributions and status."
+    ),
 ) -> None:
     """List installed plugins, one line each (--long: kind, whole summary, distribution, status)."""
     from bias.cli.render import plugins_table
@@ -102,8 +131,20 @@ def list_cmd(
         print(json.dumps([r.to_dict() for r in rows], indent=2, ensure_ascii=False))
         return
     extra = sorted({r.group for r in rows} - set(GROUPS))  # e.g. a broken word-set format importer
-    title = "Word sets" + (f" ({language})" if language else "") if group and group_key(group) == "wordsets" else "Installed plugins"
-    console.print(plugins_table(rows, [group_key(group)] if group else list(GROUPS) + extra, long=long, title=title, width=console.width))
+    title = (
+        "Word sets" + (f" ({language})" if language else "")
+        if group and group_key(group) == "wordsets"
+        else "Installed plugins"
+    )
+    console.print(
+        plugins_table(
+            rows,
+            [group_key(group)] if group else list(GROUPS) + extra,
+            long=long,
+            title=title,
+            width=console.width,
+        )
+    )
 
 
 @app.command("info")
@@ -122,7 +163,13 @@ def info_cmd(
         render(console, entry)
 
 
-app.command("run")(run_command.command(lambda config, values: run_command.run(config, values, console, err_console, _state["debug"])))
+app.command("run")(
+    run_command.command(
+        lambda config, values: run_command.run(
+            config, values, console, err_console, _state["debug"]
+        )
+    )
+)
 
 
 def _family(value: Optional[str]) -> Optional[str]:
@@ -139,10 +186,24 @@ def parse_formats(values: list[str]) -> tuple[str, ...]:
 
 @app.command("validate")
 def validate_cmd(
-    paths: Optional[list[Path]] = typer.Argument(None, help="Word-set files, language-package folders or dataset folders (any number)."),
-    frequencies: Optional[Path] = typer.Option(None, "--frequencies", help="Word-frequency list (`word count` per line): warn when a set is much rarer than its counterpart."),
-    render: list[str] = typer.Option([], "--render", help="Print every sentence a test produces (SEAT, LPBS, pairs), one per line, e.g. nl/religion. Repeatable."),
-    model: Optional[str] = typer.Option(None, "--model", help="A model spec: say per word-level test how many stimuli it loses and which tests it refuses."),
+    paths: Optional[list[Path]] = typer.Argument(
+        None, help="Word-set files, language-package folders or dataset folders (any number)."
+    ),
+    frequencies: Optional[Path] = typer.Option(
+        None,
+        "--frequencies",
+        help="Word-frequency list (`word count` per line): warn when a set is much rarer than its counterpart.",
+    ),
+    render: list[str] = typer.Option(
+        [],
+        "--render",
+        help="Print every sentence a test produces (SEAT, LPBS, pairs), one per line, e.g. nl/religion. Repeatable.",
+    ),
+    model: Optional[str] = typer.Option(
+        None,
+        "--model",
+        help="A model spec: say per word-level test how many stimuli it loses and which tests it refuses.",
+    ),
 ) -> None:
     """Check word-set files, language packages or folders of datasets; report every problem with file and field, and a line per file."""
     from bias.cli.validate import execute
@@ -152,70 +213,185 @@ def validate_cmd(
 
 @app.command("convert")
 def convert_cmd(
-    config: Path = typer.Argument(..., help="An experiment config .txt of the BIAS Detection Framework."),
-    datasets: Optional[Path] = typer.Option(None, "--datasets", help="The datasets folder (<lang>/<METRIC>/<test>; default ./datasets, else the datasets folder beside or above CONFIG)."),
-    models_dir: Optional[Path] = typer.Option(None, "--models-dir", "--models", help="The models folder (cc.<lang>.300.bin, Hub ids; default ./models, else the models folder beside or above CONFIG)."),
+    config: Path = typer.Argument(
+        ..., help="An experiment config .txt of the BIAS Detection Framework."
+    ),
+    datasets: Optional[Path] = typer.Option(
+        None,
+        "--datasets",
+        help="The datasets folder (<lang>/<METRIC>/<test>; default ./datasets, else the datasets folder beside or above CONFIG).",
+    ),
+    models_dir: Optional[Path] = typer.Option(
+        None,
+        "--models-dir",
+        "--models",
+        help="The models folder (cc.<lang>.300.bin, Hub ids; default ./models, else the models folder beside or above CONFIG).",
+    ),
 ) -> None:
     """Print the TOML experiment file equivalent to a BIAS Detection Framework config file."""
     from bias.engine.framework_file import read_framework_config
 
-    spec = read_framework_config(config, datasets, models_dir, lambda problem: warn(err_console, str(problem)), "nothing to convert")
+    spec = read_framework_config(
+        config,
+        datasets,
+        models_dir,
+        lambda problem: warn(err_console, str(problem)),
+        "nothing to convert",
+    )
     print(spec.to_toml(), end="")  # paths absolute: the file may be saved anywhere
 
 
 @app.command("report")
 def report_cmd(
-    folder: Path = typer.Argument(..., help="A folder written by `bias run --out` (or its results.jsonl)."),
-    report_format: list[str] = typer.Option(["all"], "--format", help="all, md, csv, tex, png, svg or html. Repeatable or comma-separated."),
-    family: Optional[str] = typer.Option(None, "--family", help="Multiple-testing family: run, model or metric (default: the run's, else run)."),
-    wide: bool = typer.Option(False, "--wide", help="Print every column of the results table: a table where it fits, else one block per result; piped, the table unwrapped."),
-    robustness: bool = typer.Option(False, "--robustness", help="Specification curves instead: each test across the design choices the run varied (metric, level, pooling, layer, test variant), as robustness-*.png, robustness.md and robustness.csv."),
-    agreement: bool = typer.Option(False, "--agreement", help="How far the methods agree: Pearson and Spearman correlations of every pair of methods across (model, test) cells, all and significant scores, as agreement.md/.tex/.csv/.png and a section of report.html."),
+    folder: Path = typer.Argument(
+        ..., help="A folder written by `bias run --out` (or its results.jsonl)."
+    ),
+    report_format: list[str] = typer.Option(
+        ["all"],
+        "--format",
+        help="all, md, csv, tex, png, svg or html. Repeatable or comma-separated.",
+    ),
+    family: Optional[str] = typer.Option(
+        None,
+        "--family",
+        help="Multiple-testing family: run, model or metric (default: the run's, else run).",
+    ),
+    wide: bool = typer.Option(
+        False,
+        "--wide",
+        help="Print every column of the results table: a table where it fits, else one block per result; piped, the table unwrapped.",
+    ),
+    robustness: bool = typer.Option(
+        False,
+        "--robustness",
+        help="Specification curves instead: each test across the design choices the run varied (metric, level, pooling, layer, test variant), as robustness-*.png, robustness.md and robustness.csv.",
+    ),
+    agreement: bool = typer.Option(
+        False,
+        "--agreement",
+        help="How far the methods agree: Pearson and Spearman correlations of every pair of methods across (model, test) cells, all and significant scores, as agreement.md/.tex/.csv/.png and a section of report.html.",
+    ),
 ) -> None:
     """Regenerate the report of a run from its results.jsonl: table, CSV, Markdown, LaTeX, figures, HTML."""
     from bias.cli.report import execute
 
-    execute(folder, parse_formats(report_format), _family(family), wide=wide, robustness=robustness, agreement=agreement,
-            console=console, err_console=err_console)
+    execute(
+        folder,
+        parse_formats(report_format),
+        _family(family),
+        wide=wide,
+        robustness=robustness,
+        agreement=agreement,
+        console=console,
+        err_console=err_console,
+    )
 
 
 @app.command("debias")
 def debias_cmd(
-    model: str = typer.Option(..., "--model", "-m", help="Static model spec NAME:LOCATION, e.g. word2vec:vectors.bin."),
-    method: str = typer.Option("hard", "--method", help="A debiaser that writes static vectors (see `bias list debiasers`)."),
-    language: Optional[str] = typer.Option(None, "--language", "-l", help="Use the language's lists <language>/debias-gender, e.g. en."),
-    lists: Optional[str] = typer.Option(None, "--lists", help="Debiasing lists: a name such as en/debias-gender, or a file."),
-    out: Path = typer.Option(..., "--out", "-o", help="Folder for vectors.bin (or vectors.txt) and debias.json."),
-    fmt: str = typer.Option("word2vec", "--format", help="word2vec (binary, vectors.bin) or text (vectors.txt)."),
-    limit: Optional[int] = typer.Option(None, "--limit", help="Debias only the N most frequent words (list words always)."),
-    components: Optional[int] = typer.Option(None, "--components", help="Dimensions of the bias subspace, for a method with that parameter (hard)."),
-    param: list[str] = typer.Option([], "--param", help="Any parameter of the method KEY=VALUE (see `bias info METHOD`). Repeatable."),
-    model_option: list[str] = typer.Option([], "--model-option", help="Embedder parameter KEY=VALUE. Repeatable."),
-    wordset: list[str] = typer.Option([], "--wordset", "-w", help="Measure the original and the debiased vectors on this word set (a bias test, word-similarity pairs, analogies) and print a before/after table. Repeatable."),
-    metric: list[str] = typer.Option([], "--metric", help="With --wordset: metrics to run (default: weat, word-similarity or analogy, by the word set's kind). Repeatable."),
+    model: str = typer.Option(
+        ..., "--model", "-m", help="Static model spec NAME:LOCATION, e.g. word2vec:vectors.bin."
+    ),
+    method: str = typer.Option(
+        "hard",
+        "--method",
+        help="A debiaser that writes static vectors (see `bias list debiasers`).",
+    ),
+    language: Optional[str] = typer.Option(
+        None, "--language", "-l", help="Use the language's lists <language>/debias-gender, e.g. en."
+    ),
+    lists: Optional[str] = typer.Option(
+        None, "--lists", help="Debiasing lists: a name such as en/debias-gender, or a file."
+    ),
+    out: Path = typer.Option(
+        ..., "--out", "-o", help="Folder for vectors.bin (or vectors.txt) and debias.json."
+    ),
+    fmt: str = typer.Option(
+        "word2vec", "--format", help="word2vec (binary, vectors.bin) or text (vectors.txt)."
+    ),
+    limit: Optional[int] = typer.Option(
+        None, "--limit", help="Debias only the N most frequent words (list words always)."
+    ),
+    components: Optional[int] = typer.Option(
+        None,
+        "--components",
+        help="Dimensions of the bias subspace, for a method with that parameter (hard).",
+    ),
+    param: list[str] = typer.Option(
+        [],
+        "--param",
+        help="Any parameter of the method KEY=VALUE (see `bias info METHOD`). Repeatable.",
+    ),
+    model_option: list[str] = typer.Option(
+        [], "--model-option", help="Embedder parameter KEY=VALUE. Repeatable."
+    ),
+    wordset: list[str] = typer.Option(
+        [],
+        "--wordset",
+        "-w",
+        help="Measure the original and the debiased vectors on this word set (a bias test, word-similarity pairs, analogies) and print a before/after table. Repeatable.",
+    ),
+    metric: list[str] = typer.Option(
+        [],
+        "--metric",
+        help="With --wordset: metrics to run (default: weat, word-similarity or analogy, by the word set's kind). Repeatable.",
+    ),
 ) -> None:
     """Debias a static model once and write the vectors plus debias.json (what was done)."""
     from bias.cli.debias import execute
-    from bias.engine.vocabulary import pairs
+    from bias.engine.option_values import pairs
 
-    raise typer.Exit(execute(
-        model=model, method=method, language=language, lists=lists, out=out, fmt=fmt, limit=limit, components=components,
-        model_options=pairs(model_option, "--model-option"), console=console, wordsets=wordset, metrics=metric,
-        params=pairs(param, "--param")))
+    raise typer.Exit(
+        execute(
+            model=model,
+            method=method,
+            language=language,
+            lists=lists,
+            out=out,
+            fmt=fmt,
+            limit=limit,
+            components=components,
+            model_options=pairs(model_option, "--model-option"),
+            console=console,
+            wordsets=wordset,
+            metrics=metric,
+            params=pairs(param, "--param"),
+        )
+    )
 
 
 @app.command("compare")
 def compare_cmd(
-    before: Path = typer.Argument(..., help="The run before (a folder written by `bias run --out`, or its results.jsonl)."),
+    before: Path = typer.Argument(
+        ..., help="The run before (a folder written by `bias run --out`, or its results.jsonl)."
+    ),
     after: Path = typer.Argument(..., help="The run after, e.g. on the debiased model."),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Folder for compare.md and compare.csv (default: the AFTER folder)."),
-    before_model: Optional[str] = typer.Option(None, "--before-model", help="The model to take when the before run holds several."),
-    after_model: Optional[str] = typer.Option(None, "--after-model", help="The model to take when the after run holds several."),
+    out: Optional[Path] = typer.Option(
+        None,
+        "--out",
+        "-o",
+        help="Folder for compare.md and compare.csv (default: the AFTER folder).",
+    ),
+    before_model: Optional[str] = typer.Option(
+        None, "--before-model", help="The model to take when the before run holds several."
+    ),
+    after_model: Optional[str] = typer.Option(
+        None, "--after-model", help="The model to take when the after run holds several."
+    ),
 ) -> None:
     """Compare two runs test by test: effect before, after and the change, with significance marks."""
     from bias.cli.compare import execute
 
-    raise typer.Exit(execute(before, after, out=out, before_model=before_model, after_model=after_model, console=console))
+    raise typer.Exit(
+        execute(
+            before,
+            after,
+            out=out,
+            before_model=before_model,
+            after_model=after_model,
+            console=console,
+        )
+    )
 
 
 GLOBAL_FLAGS = ("-q", "--quiet", "-v", "--verbose", "--debug")
@@ -268,7 +444,9 @@ def main(args: Optional[list[str]] = None) -> None:
         if number is not None:
             try:
                 previous[number] = signal.signal(number, _interrupt)
-            except ValueError:  # not the main thread (an embedding application): leave signals alone
+            except (
+                ValueError
+            ):  # not the main thread (an embedding application): leave signals alone
                 pass
     try:
         try:

@@ -16,12 +16,26 @@ from bias.engine.vocabulary import CODE, COMMAND_LINE, MODEL, OPTIONS, SHARED, O
 # The command line's flags for the model options that run code: a file cannot switch them on
 # (bias.engine.guards), so they are the command line's own, beside the vocabulary's.
 CODE_OPTIONS = (
-    Option("trust_remote_code", ("--trust-remote-code",), "Model",
-           "Allow a Hub model to run its own Python code (only for models you trust).", kind="switch", to=SHARED,
-           file=COMMAND_LINE, why_command_line=CODE),
-    Option("allow_pickle", ("--allow-pickle",), "Model",
-           "Allow formats that unpickle (gensim .kv/.model); only for files you trust.", kind="switch", to=MODEL,
-           file=COMMAND_LINE, why_command_line=CODE),
+    Option(
+        "trust_remote_code",
+        ("--trust-remote-code",),
+        "Model",
+        "Allow a Hub model to run its own Python code (only for models you trust).",
+        kind="switch",
+        to=SHARED,
+        file=COMMAND_LINE,
+        why_command_line=CODE,
+    ),
+    Option(
+        "allow_pickle",
+        ("--allow-pickle",),
+        "Model",
+        "Allow formats that unpickle (gensim .kv/.model); only for files you trust.",
+        kind="switch",
+        to=MODEL,
+        file=COMMAND_LINE,
+        why_command_line=CODE,
+    ),
 )
 CODE_FLAGS = {o.name: o.flag for o in CODE_OPTIONS}
 # Every option of `bias run`, in the order of its help: the code flags after the model's loader options.
@@ -31,7 +45,7 @@ TABLE = {o.name: o for o in COMMAND_OPTIONS}
 TYPES: dict[str, type] = {"text": str, "whole": int, "number": float, "path": Path, "pair": str}
 CONFIG_HELP = (
     "An experiment TOML file, or a BIAS Detection Framework config .txt; options given here replace "
-    "the file's (the same names, see README's table of options)."
+    "the file's (the same names: docs/run-options.md)."
 )
 HELP = (
     "Run experiments: every combination of the repeatable options, or an experiment file. Every option "
@@ -48,9 +62,16 @@ def _parameter(option: Option) -> inspect.Parameter:
         annotation, default = list[base], []  # type: ignore[valid-type]
     else:
         annotation, default = Optional[base], None
-    metavar = ("NAME=VALUE" if option.to == "param" else "KEY=VALUE") if option.kind == "pair" else None
-    info = typer.Option(default, *option.flags, help=option.help, rich_help_panel=option.panel, metavar=metavar)
-    return inspect.Parameter(option.name, inspect.Parameter.KEYWORD_ONLY, default=info, annotation=annotation)
+    # a repeatable option shows the type of one value: its help says it repeats
+    metavar = f"<{base.__name__.lower()}>" if option.many else None
+    if option.kind == "pair":
+        metavar = "NAME=VALUE" if option.to == "param" else "KEY=VALUE"
+    info = typer.Option(
+        default, *option.flags, help=option.help, rich_help_panel=option.panel, metavar=metavar
+    )
+    return inspect.Parameter(
+        option.name, inspect.Parameter.KEYWORD_ONLY, default=info, annotation=annotation
+    )
 
 
 def command(run: Callable[[Optional[Path], dict[str, Any]], int]) -> Callable[..., None]:
@@ -76,7 +97,8 @@ def command(run: Callable[[Optional[Path], dict[str, Any]], int]) -> Callable[..
 def given_options(values: dict[str, Any]) -> dict[str, Any]:
     """The options the command line gave, by name: KEY=VALUE lists read, paths as text where they
     are a metric's or a model's (a path is a Path only for out and the framework's folders)."""
-    from bias.engine.vocabulary import PARAM, many_pairs, pairs
+    from bias.engine.option_values import many_pairs, pairs
+    from bias.engine.vocabulary import PARAM
 
     given = {k: v for k, v in values.items() if v is not None and v is not False and v != []}
     if "params" in given:
@@ -107,12 +129,22 @@ def show_metric_parameters(console: Any, names: list[str]) -> None:
         for entry in plugin_documentation(name):
             if entry["group"] != "metrics":
                 continue
-            aliases = {n: o.flag for n, o in BY_NAME.items() if (o.to == PARAM and n != "params") or n == "duplicates"}
-            say(console, (f"Parameters of {name}", "bold"), " (--param NAME=VALUE; in a file [params] or [grid]):")
+            aliases = {
+                n: o.flag
+                for n, o in BY_NAME.items()
+                if (o.to == PARAM and n != "params") or n == "duplicates"
+            }
+            say(
+                console,
+                (f"Parameters of {name}", "bold"),
+                " (--param NAME=VALUE; in a file [params] or [grid]):",
+            )
             console.print(parameters_table(entry, aliases))
 
 
-def run(config: Optional[Path], values: dict[str, Any], console: Any, err_console: Any, debug: bool) -> int:
+def run(
+    config: Optional[Path], values: dict[str, Any], console: Any, err_console: Any, debug: bool
+) -> int:
     """The run the command line asks for: printed as an experiment file with --print-toml, else run."""
     from bias.cli.run import execute
     from bias.cli.say import say, warn

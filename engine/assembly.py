@@ -69,7 +69,9 @@ def guard_input(found: ModelInput, *, allowed: guards.Allowed, flags: Mapping[st
     file may decide, as the file's own models are."""
     if found.origin and found.spec is not None:
         how = f" ({found.how})" if found.how != found.spec else ", a metric's input,"
-        guards.check_spec_from_file(found.spec, found.origin, allowed, flags, f"the model {found.spec}{how}")
+        guards.check_spec_from_file(
+            found.spec, found.origin, allowed, flags, f"the model {found.spec}{how}"
+        )
 
 
 def contacts(plan: planning.Plan) -> list[str]:

@@ -51,11 +51,25 @@ EXPERIMENT_FIELDS = ("wordset", "metric", "model", "params")
 SELECTOR_FIELDS = ("language", "bias_type", "kind")
 MODEL_FIELDS = ("spec", "resources", "name")  # the other keys of a [[models]] table are its options
 FILE_SUFFIXES = (
-    ".bin", ".txt", ".vec", ".gz", ".kv", ".model", ".toml", ".json", ".csv", ".tsv", ".jsonl", ".xlsx", ".npy",
+    ".bin",
+    ".txt",
+    ".vec",
+    ".gz",
+    ".kv",
+    ".model",
+    ".toml",
+    ".json",
+    ".csv",
+    ".tsv",
+    ".jsonl",
+    ".xlsx",
+    ".npy",
 )
 
 
-def load_config(path: Path, flags: Mapping[str, str] | None = None) -> tuple[list[Experiment], dict[str, Any]]:
+def load_config(
+    path: Path, flags: Mapping[str, str] | None = None
+) -> tuple[list[Experiment], dict[str, Any]]:
     """The experiments of an experiment file and its settings (title, notes, ...), checked as a run
     of that file alone (`bias run FILE` with no other option)."""
     from bias.engine.front_door import from_options, spec_for_run
@@ -102,19 +116,36 @@ def read_experiment_file(path: Path, flags: Mapping[str, str] | None = None) -> 
     if "experiments" in data:
         listed = _listed(data, path, folder)
         fields["where"].update(
-            {f"experiments[{i}].params.{k}": f"{path}: experiments[{i}].params.{k}" for i, e in enumerate(listed) for k in e.params}
+            {
+                f"experiments[{i}].params.{k}": f"{path}: experiments[{i}].params.{k}"
+                for i, e in enumerate(listed)
+                for k in e.params
+            }
         )
         return RunSpec(listed=listed, **fields)
     for field in ("models",):
         if field not in data:
-            raise BiasError(f"{path}: field '{field}' is missing.", "An experiment file names models, wordsets and metrics.")
+            raise BiasError(
+                f"{path}: field '{field}' is missing.",
+                "An experiment file names models, wordsets and metrics.",
+            )
     grid = _grid(data, path, folder)
     refuse_conflicts(fields["params"], grid, f"{path} [params]", f"{path} [grid]")
     metrics = _metrics(data, path, folder, grid)
     fields["where"].update({f"grid.{k}": f"{path}: grid.{k}" for k in grid})
-    fields["where"].update({f"metrics[{i}].{k}": f"{path}: metrics[{i}].{k}" for i, m in enumerate(metrics) for k in m.params})
+    fields["where"].update(
+        {
+            f"metrics[{i}].{k}": f"{path}: metrics[{i}].{k}"
+            for i, m in enumerate(metrics)
+            for k in m.params
+        }
+    )
     return RunSpec(
-        models=_models(data, path, folder), wordsets=_wordsets(data, path, folder), metrics=metrics, grid=grid, **fields
+        models=_models(data, path, folder),
+        wordsets=_wordsets(data, path, folder),
+        metrics=metrics,
+        grid=grid,
+        **fields,
     )
 
 
@@ -141,7 +172,9 @@ def _as_list(value: Any, field: str, path: Path) -> list[Any]:
         return [value]
     if isinstance(value, list) and value:
         return value
-    raise BiasError(f"{path}: field '{field}' must be a non-empty list.", f'For example {field} = ["..."].')
+    raise BiasError(
+        f"{path}: field '{field}' must be a non-empty list.", f'For example {field} = ["..."].'
+    )
 
 
 def refuse_code_keys(data: Any, path: Path, flags: Mapping[str, str] | None = None) -> None:
@@ -163,10 +196,14 @@ def refuse_code_keys(data: Any, path: Path, flags: Mapping[str, str] | None = No
         for key, value in node.items():
             name = names.get(str(key).strip().lower().replace("-", "_"))
             if name:
-                raise refuse_code(str(path), where or "the top level", name, flags or {}, written=str(key))
+                raise refuse_code(
+                    str(path), where or "the top level", name, flags or {}, written=str(key)
+                )
             if isinstance(value, (dict, list)):
                 table = isinstance(value, dict) and not where
-                stack.append((value, f"[{key}]" if table else f"{where}.{key}" if where else str(key)))
+                stack.append(
+                    (value, f"[{key}]" if table else f"{where}.{key}" if where else str(key))
+                )
 
 
 def relative_to_file(value: str, folder: Path, *, hub_like: bool = False) -> str:
@@ -177,7 +214,10 @@ def relative_to_file(value: str, folder: Path, *, hub_like: bool = False) -> str
     candidate = folder / value
     if candidate.exists():
         return str(candidate)
-    explicit = value.startswith(("./", "../", ".\\", "..\\")) or Path(value).suffix.lower() in FILE_SUFFIXES
+    explicit = (
+        value.startswith(("./", "../", ".\\", "..\\"))
+        or Path(value).suffix.lower() in FILE_SUFFIXES
+    )
     if explicit or (not hub_like and "/" not in value and Path(value).suffix):
         return str(candidate)
     return value
@@ -191,7 +231,9 @@ def model_spec_in_file(spec: str, folder: Path) -> str:
     if not sep:
         return spec
     brackets = ",".join(f"{k}={v}" for k, v in paths_in_file(options, folder).items())
-    return f"{name}:{relative_to_file(location.strip(), folder, hub_like=True)}" + (f"[{brackets}]" if options else "")
+    return f"{name}:{relative_to_file(location.strip(), folder, hub_like=True)}" + (
+        f"[{brackets}]" if options else ""
+    )
 
 
 def paths_in_file(options: Mapping[str, Any], folder: Path) -> dict[str, Any]:
@@ -200,7 +242,12 @@ def paths_in_file(options: Mapping[str, Any], folder: Path) -> dict[str, Any]:
     out = {}
     for key, value in options.items():
         name = str(key).replace("-", "_")
-        if name in ALWAYS_FILES and isinstance(value, str) and value.strip() and not Path(value).expanduser().is_absolute():
+        if (
+            name in ALWAYS_FILES
+            and isinstance(value, str)
+            and value.strip()
+            and not Path(value).expanduser().is_absolute()
+        ):
             value = str(folder / value)
         elif name in PATH_OPTIONS and isinstance(value, str):
             value = relative_to_file(value, folder)
@@ -224,14 +271,20 @@ def select_wordsets(selector: dict[str, Any], path: Path, index: int) -> list[st
 
     _unknown(list(selector), SELECTOR_FIELDS, f" in wordsets[{index}]", path)
     if not selector:
-        raise BiasError(f"{path}: wordsets[{index}] selects nothing.", 'Give language, bias_type and/or kind, e.g. { language = "nl" }.')
+        raise BiasError(
+            f"{path}: wordsets[{index}] selects nothing.",
+            'Give language, bias_type and/or kind, e.g. { language = "nl" }.',
+        )
     rows = registry.wordsets(language=selector.get("language"), bias_type=selector.get("bias_type"))
     if "kind" in selector:
         rows = [r for r in rows if r.kind == selector["kind"]]
     names = [r.name for r in rows if r.status == "ok"]
     if not names:
         described = ", ".join(f"{k} = {v!r}" for k, v in selector.items())
-        raise BiasError(f"{path}: no installed word set has {described} (wordsets[{index}]).", "See `bias list wordsets`.")
+        raise BiasError(
+            f"{path}: no installed word set has {described} (wordsets[{index}]).",
+            "See `bias list wordsets`.",
+        )
     return names
 
 
@@ -243,25 +296,39 @@ def _model(entry: Any, path: Path, folder: Path, what: str) -> ModelConfig:
     elif isinstance(entry, dict) and isinstance(entry.get("spec"), str):
         resources = entry.get("resources", {})
         if not isinstance(resources, dict):
-            raise BiasError(f"{path}: {what}.resources must be a table such as {{ cpus = 4, gpus = 1 }}.")
+            raise BiasError(
+                f"{path}: {what}.resources must be a table such as {{ cpus = 4, gpus = 1 }}."
+            )
         name = entry.get("name", "")
         if not isinstance(name, str):
-            raise BiasError(f"{path}: {what}.name must be text, a short name for tables and figures.")
+            raise BiasError(
+                f"{path}: {what}.name must be text, a short name for tables and figures."
+            )
         options = paths_in_file({k: v for k, v in entry.items() if k not in MODEL_FIELDS}, folder)
-        config = ModelConfig(model_spec_in_file(entry["spec"], folder), options, resources, name, origin=str(path))
+        config = ModelConfig(
+            model_spec_in_file(entry["spec"], folder), options, resources, name, origin=str(path)
+        )
     else:
         raise BiasError(f'{path}: {what} needs a spec such as "word2vec:vectors.bin".')
     return config
 
 
 def _models(data: dict[str, Any], path: Path, folder: Path) -> list[ModelConfig]:
-    return [_model(entry, path, folder, f"models[{i}]") for i, entry in enumerate(_as_list(data["models"], "models", path))]
+    return [
+        _model(entry, path, folder, f"models[{i}]")
+        for i, entry in enumerate(_as_list(data["models"], "models", path))
+    ]
 
 
 def _wordsets(data: dict[str, Any], path: Path, folder: Path) -> list[str]:
     """`wordsets` (names, files, selectors), then `pairs` and `analogies` (names or files)."""
-    if not any(field in data for field in ("wordsets", *(k for k in BY_NAME if BY_NAME[k].to == WORDSET))):
-        raise BiasError(f"{path}: field 'wordsets' is missing.", "An experiment file names models, wordsets and metrics.")
+    if not any(
+        field in data for field in ("wordsets", *(k for k in BY_NAME if BY_NAME[k].to == WORDSET))
+    ):
+        raise BiasError(
+            f"{path}: field 'wordsets' is missing.",
+            "An experiment file names models, wordsets and metrics.",
+        )
     found: list[str] = []
     for field in ("wordsets", "pairs", "analogies"):
         if field not in data:
@@ -271,9 +338,12 @@ def _wordsets(data: dict[str, Any], path: Path, folder: Path) -> list[str]:
                 found.extend(select_wordsets(entry, path, i))
                 continue
             if not isinstance(entry, str):
+                example = {"pairs": "en/crows-sample", "analogies": "en/analogies"}.get(field, "en/weat1")
+                table = ', or a table such as { language = "nl", bias_type = "gender" }'
                 raise BiasError(
-                    f'{path}: {field}[{i}] must be a name such as "en/weat1", a file path'
-                    + (', or a table such as { language = "nl", bias_type = "gender" }.' if field == "wordsets" else ".")
+                    f'{path}: {field}[{i}] must be a name such as "{example}" or a file path'
+                    + (table if field == "wordsets" else "")
+                    + f", not {entry!r}."
                 )
             found.append(_wordset_in_file(entry, folder))
     return list(dict.fromkeys(found))
@@ -284,23 +354,38 @@ def _wordset_in_file(entry: str, folder: Path) -> str:
     en/weat1 that is no file there stays a name."""
     candidate = folder / entry
     looks_like_file = Path(entry).suffix != "" or entry.startswith(".")
-    return str(candidate) if (candidate.exists() or looks_like_file) and not Path(entry).is_absolute() else entry
+    return (
+        str(candidate)
+        if (candidate.exists() or looks_like_file) and not Path(entry).is_absolute()
+        else entry
+    )
 
 
 def _grid(data: dict[str, Any], path: Path, folder: Path) -> dict[str, tuple[Any, ...]]:
-    grid = _table(data, "grid", path, '[grid] must be a table of lists, e.g. pooling = ["cls", "mean"].')
+    grid = _table(
+        data, "grid", path, '[grid] must be a table of lists, e.g. pooling = ["cls", "mean"].'
+    )
     for key, values in grid.items():
         if not isinstance(values, list) or not values:
             raise BiasError(
                 f"{path}: grid.{key} must be a non-empty list of values (an empty list leaves nothing to run).",
-                f"For example {key} = [{values!r}]" if not isinstance(values, list) else "Remove it, or list at least one value.",
+                f"For example {key} = [{values!r}]"
+                if not isinstance(values, list)
+                else "Remove it, or list at least one value.",
             )
-    return {key: tuple(paths_in_file({key: v}, folder)[key] for v in values) for key, values in grid.items()}
+    return {
+        key: tuple(paths_in_file({key: v}, folder)[key] for v in values)
+        for key, values in grid.items()
+    }
 
 
-def _metrics(data: dict[str, Any], path: Path, folder: Path, grid: Mapping[str, Any]) -> list[MetricEntry]:
+def _metrics(
+    data: dict[str, Any], path: Path, folder: Path, grid: Mapping[str, Any]
+) -> list[MetricEntry]:
     metrics = []
-    for i, entry in enumerate(_as_list(data["metrics"], "metrics", path) if "metrics" in data else []):
+    for i, entry in enumerate(
+        _as_list(data["metrics"], "metrics", path) if "metrics" in data else []
+    ):
         if isinstance(entry, str):
             metrics.append(MetricEntry(entry))
         elif isinstance(entry, dict) and isinstance(entry.get("name"), str):
@@ -319,21 +404,31 @@ def _listed(data: dict[str, Any], path: Path, folder: Path) -> list[Listed]:
             raise BiasError(f"{path}: give either [[experiments]] or {field} (a grid), not both.")
     entries = data["experiments"]
     if not isinstance(entries, list) or not entries:
-        raise BiasError(f"{path}: experiments must be a non-empty list of tables with wordset, metric and model.")
+        raise BiasError(
+            f"{path}: experiments must be a non-empty list of tables with wordset, metric and model."
+        )
     out = []
     for i, entry in enumerate(entries):
         if not isinstance(entry, dict):
-            raise BiasError(f"{path}: experiments[{i}] must be a table with wordset, metric and model.")
+            raise BiasError(
+                f"{path}: experiments[{i}] must be a table with wordset, metric and model."
+            )
         _unknown(list(entry), EXPERIMENT_FIELDS, f" in experiments[{i}]", path)
         model = entry.get("model")
-        if not isinstance(model, (str, dict)) or (isinstance(model, dict) and not isinstance(model.get("spec"), str)):
-            raise BiasError(f'{path}: experiments[{i}].model needs a spec such as "fasttext:cc.de.300.bin".')
+        if not isinstance(model, (str, dict)) or (
+            isinstance(model, dict) and not isinstance(model.get("spec"), str)
+        ):
+            raise BiasError(
+                f'{path}: experiments[{i}].model needs a spec such as "fasttext:cc.de.300.bin".'
+            )
         metric, wordset = entry.get("metric"), entry.get("wordset")
         if not isinstance(metric, str) or not isinstance(wordset, str):
             raise BiasError(f"{path}: experiments[{i}] needs a wordset and a metric (strings).")
         params = entry.get("params", {})
         if not isinstance(params, dict):
-            raise BiasError(f"{path}: experiments[{i}].params must be a table of metric parameters.")
+            raise BiasError(
+                f"{path}: experiments[{i}].params must be a table of metric parameters."
+            )
         candidate = folder / wordset
         if candidate.exists() and not Path(wordset).exists():
             wordset = str(candidate)

@@ -33,7 +33,8 @@ class ModelConfig:
     options: dict[str, Any] = attrs.Factory(dict)
     # Where a model runs, not what it computes: Ray actor resources (cpus, gpus), never in the key.
     resources: dict[str, Any] = attrs.field(factory=dict, eq=False)
-    name: str = attrs.field(default="", eq=False)  # a short name for tables and figures; not part of the key
+    # a short name for tables and figures; not part of the key
+    name: str = attrs.field(default="", eq=False)
     debias: DebiasSettings | None = None
     # The file the model was read from ("" on the command line): what that file may not decide alone
     # is checked against the command line's confirmations (bias.engine.guards). Not part of the key.
@@ -50,7 +51,9 @@ class ModelConfig:
                 )
         own, debias = split_debias({**in_brackets, **self.options})
         if debias is not None and self.debias is not None and debias != self.debias:
-            raise BiasError(f"{self.spec}: debiasing is given twice with different settings.", "Give it once.")
+            raise BiasError(
+                f"{self.spec}: debiasing is given twice with different settings.", "Give it once."
+            )
         object.__setattr__(self, "spec", bare.strip() if in_brackets else self.spec)
         object.__setattr__(self, "options", own)
         object.__setattr__(self, "debias", self.debias or debias)
@@ -75,7 +78,18 @@ class ModelConfig:
 # half precision changes the numbers.) For embedding services: how many requests are in flight, how
 # often and how long they are retried, the price used for the estimate and the key's variable.
 EXECUTION_OPTIONS = frozenset(
-    {"batch_size", "device", "cache", "cache_dir", "concurrency", "retries", "backoff", "timeout", "price", "key_env"}
+    {
+        "batch_size",
+        "device",
+        "cache",
+        "cache_dir",
+        "concurrency",
+        "retries",
+        "backoff",
+        "timeout",
+        "price",
+        "key_env",
+    }
 )
 
 
@@ -86,7 +100,8 @@ class Experiment:
     metric: str
     params: dict[str, Any] = attrs.Factory(dict)
     seed: int | None = DEFAULT_SEED
-    preset: str | None = None  # the run's preset (engine/presets.py), recorded in the result's convention
+    # the run's preset (engine/presets.py), recorded in the result's convention
+    preset: str | None = None
     # --limit: only the first N items of each list of the test (a smoke run); part of the key when set,
     # so a limited run is never taken for a finished full one on --resume.
     limit: int | None = None
@@ -94,7 +109,9 @@ class Experiment:
     def canonical(self) -> dict[str, Any]:
         canonical = {
             "model": self.model.spec,
-            "model_options": {k: v for k, v in self.model.written_options().items() if k not in EXECUTION_OPTIONS},
+            "model_options": {
+                k: v for k, v in self.model.written_options().items() if k not in EXECUTION_OPTIONS
+            },
             "wordset": self.wordset,
             "metric": self.metric,
             "params": self.params,
@@ -105,7 +122,9 @@ class Experiment:
 
     @property
     def key(self) -> str:
-        text = json.dumps(self.canonical(), sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+        text = json.dumps(
+            self.canonical(), sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str
+        )
         return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
     @property
@@ -113,7 +132,9 @@ class Experiment:
         """The key as written by versions that kept execution options in it, so that a run started
         before can still be resumed: its results are found under either key."""
         canonical = {**self.canonical(), "model_options": self.model.written_options()}
-        text = json.dumps(canonical, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+        text = json.dumps(
+            canonical, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str
+        )
         return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
@@ -127,14 +148,20 @@ def expand(
     """Every combination, models outermost so each model is loaded once."""
     grid = grid or {}
     keys = sorted(grid)
-    combos = [dict(zip(keys, values)) for values in itertools.product(*(grid[k] for k in keys))] or [{}]
+    combos = [
+        dict(zip(keys, values)) for values in itertools.product(*(grid[k] for k in keys))
+    ] or [{}]
     out = []
-    for model, wordset, (metric, params), seed, combo in itertools.product(models, wordsets, metrics, seeds, combos):
+    for model, wordset, (metric, params), seed, combo in itertools.product(
+        models, wordsets, metrics, seeds, combos
+    ):
         out.append(Experiment(model, wordset, metric, {**params, **combo}, seed))
     return out
 
 
-def refuse_conflicts(first: dict[str, Any], second: dict[str, Any], where_first: str, where_second: str) -> None:
+def refuse_conflicts(
+    first: dict[str, Any], second: dict[str, Any], where_first: str, where_second: str
+) -> None:
     """One option given two values in two places is refused, naming both; the same value is fine."""
     for key in sorted(set(first) & set(second)):
         a, b = first[key], second[key]

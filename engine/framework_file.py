@@ -15,7 +15,11 @@ from bias.engine.run_spec import Listed, RunSpec
 
 
 def read_framework_config(
-    config: Path, datasets: Path | None, models_dir: Path | None, on_warning: Callable[[str], None], what: str = "nothing to run"
+    config: Path,
+    datasets: Path | None,
+    models_dir: Path | None,
+    on_warning: Callable[[str], None],
+    what: str = "nothing to run",
 ) -> RunSpec:
     """The spec of a config file; each line that cannot run goes to `on_warning` and is left out, and
     a file of which no line can run is refused (`what`: the refusal's words)."""
@@ -28,7 +32,13 @@ def read_framework_config(
     return framework_spec(config, planned, problems)
 
 
-def framework_spec(config: Path, planned: Sequence[framework.Planned], problems: Sequence[str], *, preset: bool = True) -> RunSpec:
+def framework_spec(
+    config: Path,
+    planned: Sequence[framework.Planned],
+    problems: Sequence[str],
+    *,
+    preset: bool = True,
+) -> RunSpec:
     """The spec of the planned lines. With the preset, an OpenAI model keeps the first 768 components
     of its vectors, as the framework does."""
     listed = []
@@ -37,7 +47,10 @@ def framework_spec(config: Path, planned: Sequence[framework.Planned], problems:
             p = attrs.evolve(
                 p,
                 model_options={**p.model_options, "truncate": framework.OPENAI_TRUNCATION},
-                notes=(*p.notes, f"preset {framework.PRESET}: the first {framework.OPENAI_TRUNCATION} components of each OpenAI vector, as the framework keeps"),
+                notes=(
+                    *p.notes,
+                    f"preset {framework.PRESET}: the first {framework.OPENAI_TRUNCATION} components of each OpenAI vector, as the framework keeps",
+                ),
             )
         comments = (f"line {p.line.number}: {p.line.text}", *(f"note: {n}" for n in p.notes))
         model = ModelConfig(p.model, dict(p.model_options), origin=str(config))

@@ -20,13 +20,27 @@ from bias.engine.model_options import with_command_line, with_shared
 from bias.engine.presets import declared_params
 from bias.engine.run_spec import MetricEntry, RunSpec, params_and_grid, with_original
 from bias.engine.spending import DEFAULT_MAX_COST
-from bias.engine.vocabulary import BY_NAME, CODE, MODEL, PARAM, RUN, SHARED, WORDSET, AtLeast, Option, checked, flag_of
+from bias.engine.option_values import AtLeast
+from bias.engine.vocabulary import (
+    BY_NAME,
+    CODE,
+    MODEL,
+    PARAM,
+    RUN,
+    SHARED,
+    WORDSET,
+    Option,
+    checked,
+    flag_of,
+)
 
 Notice = Callable[[str], None]
 
 
 def from_options(
-    values: Mapping[str, Any], where: Mapping[str, str] | None = None, table: Mapping[str, Option] = BY_NAME
+    values: Mapping[str, Any],
+    where: Mapping[str, str] | None = None,
+    table: Mapping[str, Option] = BY_NAME,
 ) -> RunSpec:
     """A spec from options by their vocabulary names (`limit`, `models`, `permutations`, `params` as
     NAME -> values, `model_options` as KEY -> VALUE): the command line's, or a Python caller's.
@@ -41,13 +55,19 @@ def from_options(
     for name, value in values.items():
         option = table[name]
         if option.to == PARAM:
-            for key, found in (value.items() if name == "params" else [(name, value)]):
+            for key, found in value.items() if name == "params" else [(name, value)]:
                 add = [found] if not isinstance(found, (list, tuple)) else found
                 kept = params.setdefault(key, [])
                 kept.extend(v for v in add if str(v).lower() not in {str(k).lower() for k in kept})
-                where.setdefault(f"params.{key}", where[name] if name != "params" else f"--param {key}")
+                where.setdefault(
+                    f"params.{key}", where[name] if name != "params" else f"--param {key}"
+                )
         elif option.to == MODEL:
-            strict.update(value if name == "model_options" else {name: "true" if value is True else str(value)})
+            strict.update(
+                value
+                if name == "model_options"
+                else {name: "true" if value is True else str(value)}
+            )
         elif option.to == SHARED:
             shared[name] = "true" if value is True else value
         elif option.to == WORDSET:
@@ -64,8 +84,15 @@ def from_options(
     if "out" in fields:
         fields["out"] = Path(fields["out"])
     return RunSpec(
-        models=models, wordsets=wordsets, metrics=metrics, params=one, grid=grid, model_options=strict,
-        shared_model_options=shared, where=where, code_flags={o.name: o.flag for o in table.values() if o.why_command_line == CODE},
+        models=models,
+        wordsets=wordsets,
+        metrics=metrics,
+        params=one,
+        grid=grid,
+        model_options=strict,
+        shared_model_options=shared,
+        where=where,
+        code_flags={o.name: o.flag for o in table.values() if o.why_command_line == CODE},
         **fields,
     )
 
@@ -83,14 +110,21 @@ def spec_for_run(
     Detection Framework config with its `datasets` and `models_dir`), checked."""
     if config is None:
         if datasets is not None or models_dir is not None:
-            raise BiasError("--datasets and --models go with a BIAS Detection Framework config file.", "bias run CONFIG.txt --datasets DIR --models DIR")
+            raise BiasError(
+                "--datasets and --models go with a BIAS Detection Framework config file.",
+                "bias run CONFIG.txt --datasets DIR --models DIR",
+            )
         return validate(options)
     file = read_run_file(config, datasets, models_dir, on_warning, options.code_flags)
     return validate(lay_over(file, options, on_notice))
 
 
 def read_run_file(
-    config: Path, datasets: Path | None, models_dir: Path | None, on_warning: Notice, flags: Mapping[str, str] | None = None
+    config: Path,
+    datasets: Path | None,
+    models_dir: Path | None,
+    on_warning: Notice,
+    flags: Mapping[str, str] | None = None,
 ) -> RunSpec:
     """An experiment file: house TOML, or a BIAS Detection Framework config converted line by line
     (lines that cannot run go to `on_warning` and are left out)."""
@@ -100,7 +134,9 @@ def read_run_file(
 
     if not is_framework_config(config):
         if datasets is not None or models_dir is not None:
-            raise BiasError("--datasets and --models go with a BIAS Detection Framework config file, not a TOML one.")
+            raise BiasError(
+                "--datasets and --models go with a BIAS Detection Framework config file, not a TOML one."
+            )
         return read_experiment_file(Path(config), flags)
     return read_framework_config(Path(config), datasets, models_dir, on_warning)
 
@@ -108,7 +144,9 @@ def read_run_file(
 def allowed_by(spec: RunSpec) -> guards.Allowed:
     """What the command line confirmed of a file's routes: --allow, and a value repeated with
     --model-option."""
-    return guards.Allowed.parse([*spec.allow, *(f"{k}={v}" for k, v in spec.model_options.items() if str(v).strip())])
+    return guards.Allowed.parse(
+        [*spec.allow, *(f"{k}={v}" for k, v in spec.model_options.items() if str(v).strip())]
+    )
 
 
 def lay_over(file: RunSpec, flags: RunSpec, on_notice: Notice = lambda text: None) -> RunSpec:
@@ -122,12 +160,20 @@ def lay_over(file: RunSpec, flags: RunSpec, on_notice: Notice = lambda text: Non
                 f"Give either an experiment file or --model/--wordset/--metric, not both ({what} with {file.origin}).",
                 "The file names its models, word sets and metrics; other options on the command line replace the file's.",
             )
-    own = file.shared_model_options  # the file's top-level loader options, held to the rules with its models
+    # the file's top-level loader options, held to the rules with its models
+    own = file.shared_model_options
     checked = attrs.evolve(
         file,
         with_original=False,
-        models=[with_command_line(m, own, {}, f"{file.origin} (its top level)") for m in file.models],
-        listed=[attrs.evolve(e, model=with_command_line(e.model, own, {}, f"{file.origin} (its top level)")) for e in file.listed],
+        models=[
+            with_command_line(m, own, {}, f"{file.origin} (its top level)") for m in file.models
+        ],
+        listed=[
+            attrs.evolve(
+                e, model=with_command_line(e.model, own, {}, f"{file.origin} (its top level)")
+            )
+            for e in file.listed
+        ],
     )
     guards.check_file_experiments(checked.experiments(), allowed_by(flags), flags.code_flags)
     values: dict[str, Any] = {
@@ -135,26 +181,39 @@ def lay_over(file: RunSpec, flags: RunSpec, on_notice: Notice = lambda text: Non
         "ray_address": _ray_address(file, flags, on_notice),
         "max_cost": _max_cost(file, flags),
     }
-    for name in [n for n, o in BY_NAME.items() if o.to == RUN and n not in values and n not in ("models", "wordsets", "metrics", "seeds")]:
+    for name in [
+        n
+        for n, o in BY_NAME.items()
+        if o.to == RUN and n not in values and n not in ("models", "wordsets", "metrics", "seeds")
+    ]:
         if not flags.given(name):
             continue
         new, old = getattr(flags, name), getattr(file, name)
         if file.given(name) and new != old:
-            on_notice(f"{flags.where[name]} {_shown(new)} replaces the experiment file's {name} = {old!r}.")
+            on_notice(
+                f"{flags.where[name]} {_shown(new)} replaces the experiment file's {name} = {old!r}."
+            )
         values[name] = new
     values.update(_params_over(file, flags, on_notice))
     strict, shared = flags.model_options, {**own, **flags.shared_model_options}
     for name in sorted(set(own) & set(flags.shared_model_options)):
         if str(own[name]) != str(flags.shared_model_options[name]):
-            on_notice(f"{flags.where.get(name, flag_of(name))} {flags.shared_model_options[name]} replaces the experiment file's {name} = {own[name]!r}.")
+            on_notice(
+                f"{flags.where.get(name, flag_of(name))} {flags.shared_model_options[name]} replaces the experiment file's {name} = {own[name]!r}."
+            )
     values.update(
         models=[with_command_line(m, shared, strict) for m in file.models],
-        listed=[attrs.evolve(e, model=with_command_line(e.model, shared, strict)) for e in file.listed],
+        listed=[
+            attrs.evolve(e, model=with_command_line(e.model, shared, strict)) for e in file.listed
+        ],
         model_options=strict,
         shared_model_options=shared,
         allow=flags.allow,
         code_flags=flags.code_flags,
-        where={**file.where, **{k: v for k, v in flags.where.items() if k not in ("models", "wordsets", "metrics")}},
+        where={
+            **file.where,
+            **{k: v for k, v in flags.where.items() if k not in ("models", "wordsets", "metrics")},
+        },
     )
     return attrs.evolve(file, **values)
 
@@ -175,9 +234,13 @@ def _params_over(file: RunSpec, flags: RunSpec, on_notice: Notice) -> dict[str, 
         before = _file_values(file, name)
         if before:
             new = flags.params.get(name, flags.grid.get(name))
-            on_notice(f"{flags.where.get(f'params.{name}', flag_of(name))} {_shown(new)} replaces the experiment file's {name} = {_shown(before)}.")
+            on_notice(
+                f"{flags.where.get(f'params.{name}', flag_of(name))} {_shown(new)} replaces the experiment file's {name} = {_shown(before)}."
+            )
     if flags.seeds and file.seeds and tuple(flags.seeds) != tuple(file.seeds):
-        on_notice(f"--seed {_shown(flags.seeds)} replaces the experiment file's seeds = {list(file.seeds)}.")
+        on_notice(
+            f"--seed {_shown(flags.seeds)} replaces the experiment file's seeds = {list(file.seeds)}."
+        )
 
     def without(params: Mapping[str, Any]) -> dict[str, Any]:
         return {k: v for k, v in params.items() if k not in names}
@@ -204,7 +267,9 @@ def _out(file: RunSpec, flags: RunSpec, on_notice: Notice) -> Path | None:
     command line's --out confirms it; --out replaces it."""
     if flags.out is not None:
         if file.out is not None and Path(file.out).resolve() != Path(flags.out).resolve():
-            on_notice(f"--out {flags.out} replaces the experiment file's out = {file.written.get('out', str(file.out))!r}.")
+            on_notice(
+                f"--out {flags.out} replaces the experiment file's out = {file.written.get('out', str(file.out))!r}."
+            )
         return flags.out
     if file.out is None:
         return None
@@ -233,7 +298,9 @@ def _ray_address(file: RunSpec, flags: RunSpec, on_notice: Notice) -> str | None
             f"If you trust that cluster, confirm it with --ray-address {written} on the command line (or remove ray_address to start Ray here).",
         )
     if given != written:
-        on_notice(f"--ray-address {given} replaces the experiment file's ray_address = {written!r}.")
+        on_notice(
+            f"--ray-address {given} replaces the experiment file's ray_address = {written!r}."
+        )
     return given
 
 
@@ -242,7 +309,11 @@ def _max_cost(file: RunSpec, flags: RunSpec) -> float | None:
     if flags.given("max_cost"):
         return flags.max_cost
     written = file.max_cost
-    if file.given("max_cost") and AtLeast(0, whole=False).fits(written) and written > DEFAULT_MAX_COST:
+    if (
+        file.given("max_cost")
+        and AtLeast(0, whole=False).fits(written)
+        and written > DEFAULT_MAX_COST
+    ):
         raise BiasError(
             f"{file.origin}: max_cost = {written!r} would let the run spend more than {DEFAULT_MAX_COST:g} US dollar(s) on a model; a file can only lower that limit.",
             f"If that is what you want to spend, confirm it with --max-cost {written} on the command line.",
@@ -273,26 +344,41 @@ def validate(spec: RunSpec) -> RunSpec:
         return attrs.evolve(spec, formats=parse_formats(list(spec.formats)))
     except BiasError as exc:
         where = spec.where.get("formats", "--format")
-        raise BiasError(exc.message if where == "--format" else f"{where}: {exc.message}", exc.hint) from None
+        raise BiasError(
+            exc.message if where == "--format" else f"{where}: {exc.message}", exc.hint
+        ) from None
 
 
 def _check_whole(spec: RunSpec) -> None:
     """What a run needs as a whole: models and word sets, an output folder to resume, Ray to join a
     cluster, one debiased model to compare with its original."""
     if not spec.listed and not spec.models:
-        raise BiasError("No model given.", "Use --model NAME:LOCATION (e.g. word2vec:vectors.bin) or give an experiment file.")
+        raise BiasError(
+            "No model given.",
+            "Use --model NAME:LOCATION (e.g. word2vec:vectors.bin) or give an experiment file.",
+        )
     if not spec.listed and not spec.wordsets:
-        raise BiasError("No word set given.", "Use --wordset NAME (see `bias list wordsets`) or a file path.")
+        raise BiasError(
+            "No word set given.", "Use --wordset NAME (see `bias list wordsets`) or a file path."
+        )
     if spec.resume and spec.out is None:
-        raise BiasError(f"{spec.where.get('resume', '--resume')} needs --out (the folder of the run to resume).")
+        raise BiasError(
+            f"{spec.where.get('resume', '--resume')} needs --out (the folder of the run to resume)."
+        )
     if spec.ray_address and (spec.executor or "local") != "ray":
         raise BiasError(f"{spec.where.get('ray_address', '--ray-address')} needs --executor ray.")
     if spec.with_original:
         where = spec.where.get("with_original", "--with-original")
         if spec.listed:
-            raise BiasError(f"{where} goes with models (a grid), not [[experiments]].", "List the original and the debiased model as experiments instead.")
+            raise BiasError(
+                f"{where} goes with models (a grid), not [[experiments]].",
+                "List the original and the debiased model as experiments instead.",
+            )
         if len(spec.models) != 1 or spec.models[0].debias is None:
-            raise BiasError(f"{where} compares one model with its debiased version.", "Give one --model and --debias METHOD.")
+            raise BiasError(
+                f"{where} compares one model with its debiased version.",
+                "Give one --model and --debias METHOD.",
+            )
         with_original(list(spec.models))
 
 
@@ -303,10 +389,24 @@ def check_params(spec: RunSpec) -> None:
     from bias.core.params import coerce_params
     from bias.registry import entry_points as eps
 
-    given: list[tuple[str, Any, str]] = [(k, v, spec.where.get(f"params.{k}", f"--param {k}")) for k, v in spec.params.items()]
-    given += [(k, v, spec.where.get(f"grid.{k}", f"--param {k}")) for k, values in spec.grid.items() for v in values]
-    given += [(k, v, spec.where.get(f"metrics[{i}].{k}", f"metrics[{i}].{k}")) for i, m in enumerate(spec.metrics) for k, v in m.params.items()]
-    given += [(k, v, _listed_where(spec, i, k)) for i, e in enumerate(spec.listed) for k, v in e.params.items()]
+    given: list[tuple[str, Any, str]] = [
+        (k, v, spec.where.get(f"params.{k}", f"--param {k}")) for k, v in spec.params.items()
+    ]
+    given += [
+        (k, v, spec.where.get(f"grid.{k}", f"--param {k}"))
+        for k, values in spec.grid.items()
+        for v in values
+    ]
+    given += [
+        (k, v, spec.where.get(f"metrics[{i}].{k}", f"metrics[{i}].{k}"))
+        for i, m in enumerate(spec.metrics)
+        for k, v in m.params.items()
+    ]
+    given += [
+        (k, v, _listed_where(spec, i, k))
+        for i, e in enumerate(spec.listed)
+        for k, v in e.params.items()
+    ]
     for metric in spec.metric_names():
         declared = declared_params(metric)
         cls = eps.load("metrics", metric)
@@ -316,10 +416,15 @@ def check_params(spec: RunSpec) -> None:
             try:
                 cls(**coerce_params(cls, {name: value}, metric))
             except BadValue as exc:
-                raise BadValue(f"{where} (metric {metric}): {exc.message}", exc.hint or f"See `bias info {metric}` for its parameters.") from None
+                raise BadValue(
+                    f"{where} (metric {metric}): {exc.message}",
+                    exc.hint or f"See `bias info {metric}` for its parameters.",
+                ) from None
             except (BiasError, TypeError):
                 continue  # a combination of settings: the plan sets it aside, or says so
 
 
 def _listed_where(spec: RunSpec, index: int, name: str) -> str:
-    return spec.where.get(f"experiments[{index}].params.{name}", f"{spec.origin}: experiments[{index}].params.{name}")
+    return spec.where.get(
+        f"experiments[{index}].params.{name}", f"{spec.origin}: experiments[{index}].params.{name}"
+    )

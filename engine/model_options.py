@@ -37,7 +37,10 @@ def with_shared(config: ModelConfig, shared: Mapping[str, Any]) -> ModelConfig:
 
 
 def with_command_line(
-    model: ModelConfig, shared: Mapping[str, Any], strict: Mapping[str, str], where: str = "the command line"
+    model: ModelConfig,
+    shared: Mapping[str, Any],
+    strict: Mapping[str, str],
+    where: str = "the command line",
 ) -> ModelConfig:
     """A file's model with the loader options given on the command line (such as --trust-remote-code
     or --allow-pickle, which a file cannot set) or at the file's top level (`where`); a value the
@@ -47,4 +50,6 @@ def with_command_line(
     given = {**fitting(model.parsed.embedder, shared, model.spec), **strict}
     written = model.written_options()
     refuse_conflicts(written, given, f"the experiment file (model {model.spec})", where)
-    return ModelConfig(model.spec, {**written, **given}, model.resources, model.name, origin=model.origin)
+    return ModelConfig(
+        model.spec, {**written, **given}, model.resources, model.name, origin=model.origin
+    )

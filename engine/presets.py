@@ -17,16 +17,31 @@ PRESET_PARAMS: dict[str, dict[str, Any]] = {
     # loaded), SEAT sentences on static models as the raw mean of their tokens' vectors, CrowS-Pairs
     # sentences lowercased; LPBS over the i-th singular target pairs, a word's sub-tokens at one mask.
     "bias-framework": {
-        "ddof": 0, "duplicates": "keep", "lowercase": "yes", "static_sentence": "word-mean",
-        "pairing": "i-th", "target_number": "singular", "multi_token": "one-mask",
+        "ddof": 0,
+        "duplicates": "keep",
+        "lowercase": "yes",
+        "static_sentence": "word-mean",
+        "pairing": "i-th",
+        "target_number": "singular",
+        "multi_token": "one-mask",
     },
     # bias-bench's causal-LM scores: the first token after BOS alone, the rest from a pass without BOS,
     # the per-token mean (CrowS-Pairs; StereoSet's geometric mean takes the start alone); its masked-LM
     # CrowS-Pairs scores: the modified tokens' mean, rounded.
-    "bias-bench": {"causal_start": "bos-first-token", "likelihood": "mean", "masked_score": "bias-bench"},
+    "bias-bench": {
+        "causal_start": "bos-first-token",
+        "likelihood": "mean",
+        "masked_score": "bias-bench",
+    },
     # sent-bias (SEAT's code): sample std, one-sided, ties counted, exact up to 100,000 partitions,
     # otherwise n_samples = 100,000 of which one is the observed partition: p = (k + 1) / 100,000.
-    "sent-bias": {"ddof": 1, "alternative": "greater", "ties": "counted", "exact_limit": 100_000, "permutations": 99_999},
+    "sent-bias": {
+        "ddof": 1,
+        "alternative": "greater",
+        "ties": "counted",
+        "exact_limit": 100_000,
+        "permutations": 99_999,
+    },
     # WEFE: population std; vectors as the model gives them (no unit-normalisation before RND); RIPA
     # over the i-th pairs' unit directions.
     "wefe": {"ddof": 0, "normalise": False, "relation": "per-pair"},
@@ -59,7 +74,6 @@ PRESET_NOTES = {
         "replacement) and its cosine RND's flipped sign are not reproduced."
     ),
 }
-
 
 
 def declared_params(metric: str) -> set[str]:

@@ -63,7 +63,8 @@ class RunSpec:
     metrics: tuple[MetricEntry, ...] = attrs.field(default=(), converter=_tuple)
     listed: tuple[Listed, ...] = attrs.field(default=(), converter=_tuple)
     params: Mapping[str, Any] = attrs.field(factory=dict)  # one value, to every metric declaring it
-    grid: Mapping[str, tuple[Any, ...]] = attrs.field(factory=dict)  # every value, one experiment each
+    # every value, one experiment each
+    grid: Mapping[str, tuple[Any, ...]] = attrs.field(factory=dict)
     seeds: tuple[int, ...] = attrs.field(default=(), converter=_tuple)
     preset: str | None = None
     duplicates: str | None = None
@@ -124,12 +125,21 @@ class RunSpec:
         seeds: list[int | None] = list(self.seeds) or [DEFAULT_SEED]
         if self.listed:
             out = [
-                Experiment(e.model, e.wordset, e.metric, {**self._fixed(e.metric), **self.params, **e.params}, seed)
+                Experiment(
+                    e.model,
+                    e.wordset,
+                    e.metric,
+                    {**self._fixed(e.metric), **self.params, **e.params},
+                    seed,
+                )
                 for e in self.listed
                 for seed in seeds
             ]
         else:
-            metrics = [(m.name, {**self._fixed(m.name), **self.params, **m.params}) for m in self.metrics or [MetricEntry(DEFAULT_METRIC)]]
+            metrics = [
+                (m.name, {**self._fixed(m.name), **self.params, **m.params})
+                for m in self.metrics or [MetricEntry(DEFAULT_METRIC)]
+            ]
             grid = {k: list(v) for k, v in self.grid.items()}
             out = expand(self.model_list(), self.wordsets, metrics, seeds, grid)
         if self.preset:
@@ -148,9 +158,16 @@ class RunSpec:
 
     def settings(self) -> dict[str, Any]:
         """What the manifest and the reports record of the run besides its experiments."""
-        settings: dict[str, Any] = {k: getattr(self, k) for k in ("title", "description") if getattr(self, k)}
+        settings: dict[str, Any] = {
+            k: getattr(self, k) for k in ("title", "description") if getattr(self, k)
+        }
         if self.origin:
-            settings.update(path=self.origin, text=self.text, family=self.family or "run", grid=_plain(self.grid))
+            settings.update(
+                path=self.origin,
+                text=self.text,
+                family=self.family or "run",
+                grid=_plain(self.grid),
+            )
         elif self.grid:
             settings["grid"] = _plain(self.grid)
         if self.notes():
@@ -171,11 +188,16 @@ def _plain(grid: Mapping[str, Any]) -> dict[str, list[Any]]:
 def with_original(configs: list[ModelConfig]) -> list[ModelConfig]:
     """The original model first, then the debiased one (`--with-original`)."""
     if len(configs) != 1 or configs[0].debias is None:
-        raise BiasError("--with-original compares one model with its debiased version.", "Give one --model and --debias METHOD.")
+        raise BiasError(
+            "--with-original compares one model with its debiased version.",
+            "Give one --model and --debias METHOD.",
+        )
     return [attrs.evolve(configs[0], debias=None), configs[0]]
 
 
-def params_and_grid(values: Mapping[str, list[Any]]) -> tuple[dict[str, Any], dict[str, tuple[Any, ...]]]:
+def params_and_grid(
+    values: Mapping[str, list[Any]],
+) -> tuple[dict[str, Any], dict[str, tuple[Any, ...]]]:
     """Metric parameters given once go to every metric declaring them; given several values, they
     are a grid (one experiment per value)."""
     params = {k: v[0] for k, v in values.items() if len(v) == 1}

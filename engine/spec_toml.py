@@ -23,8 +23,26 @@ from bias.engine.run_spec import Listed, RunSpec
 from bias.engine.vocabulary import BY_NAME, FILE
 
 # The run options written at the top of the file, in this order (the structure follows them).
-TOP = ("title", "description", "preset", "duplicates", "seeds", "limit", "family", "executor", "ray_address", "out",
-       "resume", "fail_fast", "formats", "json", "wide", "with_original", "before_after", "max_cost")
+TOP = (
+    "title",
+    "description",
+    "preset",
+    "duplicates",
+    "seeds",
+    "limit",
+    "family",
+    "executor",
+    "ray_address",
+    "out",
+    "resume",
+    "fail_fast",
+    "formats",
+    "json",
+    "wide",
+    "with_original",
+    "before_after",
+    "max_cost",
+)
 BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
 
 
@@ -40,7 +58,10 @@ def value(item: Any) -> str:
     if isinstance(item, (list, tuple)):
         return "[" + ", ".join(value(v) for v in item) + "]"
     # JSON escapes the control characters below U+0020; TOML refuses DEL and the C1 controls raw too.
-    return "".join(ch if not ("\x7f" <= ch <= "\x9f") else f"\\u{ord(ch):04X}" for ch in json.dumps(str(item), ensure_ascii=False))
+    return "".join(
+        ch if not ("\x7f" <= ch <= "\x9f") else f"\\u{ord(ch):04X}"
+        for ch in json.dumps(str(item), ensure_ascii=False)
+    )
 
 
 def key(name: Any) -> str:
@@ -62,7 +83,10 @@ def absolute(path: str) -> str:
 
 
 def _paths(options: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: absolute(v) if str(k).replace("-", "_") in PATH_OPTIONS and isinstance(v, str) else v for k, v in options.items()}
+    return {
+        k: absolute(v) if str(k).replace("-", "_") in PATH_OPTIONS and isinstance(v, str) else v
+        for k, v in options.items()
+    }
 
 
 def _spec(model: ModelConfig) -> str:
@@ -86,7 +110,10 @@ def _model_options(model: ModelConfig, code: Mapping[str, str], said: list[str])
 def spec_to_toml(spec: RunSpec) -> str:
     from bias.engine.guards import code_option_names
 
-    code = {name: spec.code_flags.get(name, f"--model-option {name}=true") for name in code_option_names()}
+    code = {
+        name: spec.code_flags.get(name, f"--model-option {name}=true")
+        for name in code_option_names()
+    }
     lines = [comment(c) for c in spec.comments]
     said: list[str] = []
     for name in TOP:
@@ -105,18 +132,23 @@ def spec_to_toml(spec: RunSpec) -> str:
     models = [_model_table(m, code, said) for m in spec.models]
     if not spec.listed:
         lines.append(f"wordsets = {value([absolute(w) for w in spec.wordsets])}")
-        metrics = [m.name if not m.params else {"name": m.name, **_paths(m.params)} for m in spec.metrics]
+        metrics = [
+            m.name if not m.params else {"name": m.name, **_paths(m.params)} for m in spec.metrics
+        ]
         if metrics:
             lines.append(f"metrics = {value(metrics)}")
     for table, content in (("params", spec.params), ("grid", spec.grid)):
         if content:
             lines += ["", f"[{table}]"]
-            lines += [f"{key(k)} = {value(_paths({k: v})[k] if table == 'params' else [_paths({k: x})[k] for x in v])}" for k, v in content.items()]
+            lines += [
+                f"{key(k)} = {value(_paths({k: v})[k] if table == 'params' else [_paths({k: x})[k] for x in v])}"
+                for k, v in content.items()
+            ]
     for table in models:
         lines += ["", "[[models]]", *(f"{key(k)} = {value(v)}" for k, v in table.items())]
     for entry in spec.listed:
         lines += ["", *_experiment(entry, code, said)]
-    return "\n".join([*lines[: len(spec.comments)], *said, *lines[len(spec.comments):]]) + "\n"
+    return "\n".join([*lines[: len(spec.comments)], *said, *lines[len(spec.comments) :]]) + "\n"
 
 
 def _model_table(model: ModelConfig, code: Mapping[str, str], said: list[str]) -> dict[str, Any]:
@@ -132,8 +164,12 @@ def _experiment(entry: Listed, code: Mapping[str, str], said: list[str]) -> list
     options = _model_options(entry.model, code, said)
     model: Any = {"spec": _spec(entry.model), **options} if options else _spec(entry.model)
     lines = [comment(c) for c in entry.comments]
-    lines += ["[[experiments]]", f"wordset = {value(absolute(entry.wordset))}", f"metric = {value(entry.metric)}", f"model = {value(model)}"]
+    lines += [
+        "[[experiments]]",
+        f"wordset = {value(absolute(entry.wordset))}",
+        f"metric = {value(entry.metric)}",
+        f"model = {value(model)}",
+    ]
     if entry.params:
         lines.append(f"params = {value(_paths(entry.params))}")
     return lines
-

@@ -46,7 +46,11 @@ DATA = {
     "CROWS": ("CROWS", (".csv", ".xlsx")),
     "FISE": ("FISE", (".json",)),
 }
-STATIC = {"fasttext": "cc.{lang}.300.bin", "word2vec": "GoogleNews-vectors-negative300.bin", "glove": "glove.840B.300d.txt"}
+STATIC = {
+    "fasttext": "cc.{lang}.300.bin",
+    "word2vec": "GoogleNews-vectors-negative300.bin",
+    "glove": "glove.840B.300d.txt",
+}
 CONTEXTUAL = {"bert": "cls", "bert_pooling": "mean", "bert_first": "first", "mBERT": "cls"}
 MBERT = "google-bert/bert-base-multilingual-cased"
 # Embedding services: the model spec and the environment variable that must hold the key.
@@ -133,7 +137,9 @@ def _language_folder(datasets: Path, code: str) -> Path:
     folder = datasets / code
     if _is(folder, "dir"):
         return folder
-    others = [k for k, v in FOLDER_CODES.items() if v == code] + ([FOLDER_CODES[code]] if code in FOLDER_CODES else [])
+    others = [k for k, v in FOLDER_CODES.items() if v == code] + (
+        [FOLDER_CODES[code]] if code in FOLDER_CODES else []
+    )
     for other in others:
         if _is(datasets / other, "dir"):
             return datasets / other
@@ -144,8 +150,15 @@ def _inside(name: str, what: str, flag: str) -> None:
     """A dataset or model name is a name under its folder: an absolute path or a `..` would read a file
     the config's folders do not hold."""
     parts = name.replace("\\", "/").split("/")
-    if Path(name).is_absolute() or name.startswith(("/", "\\")) or ".." in parts or (len(name) > 1 and name[1] == ":"):
-        raise BiasError(f"{what} '{shown(name, 60)}' leads out of the {flag} folder; give a name under it")
+    if (
+        Path(name).is_absolute()
+        or name.startswith(("/", "\\"))
+        or ".." in parts
+        or (len(name) > 1 and name[1] == ":")
+    ):
+        raise BiasError(
+            f"{what} '{shown(name, 60)}' leads out of the {flag} folder; give a name under it"
+        )
 
 
 def _dataset(datasets: Path, line: ConfigLine) -> Path:
@@ -183,11 +196,15 @@ def _model(models: Path, line: ConfigLine) -> tuple[str, list[str]]:
         for name in names:
             if _is(models / name, "file"):
                 return f"{embedding}:{models / name}", []
-        raise BiasError(f"model file {' or '.join(str(models / n) for n in names)} not found; put it in the --models folder or give that folder with --models")
+        raise BiasError(
+            f"model file {' or '.join(str(models / n) for n in names)} not found; put it in the --models folder or give that folder with --models"
+        )
     if embedding in SERVICES:
         spec, variable = SERVICES[embedding]
         if not os.environ.get(variable, "").strip():
-            raise BiasError(f"embedding {embedding} ({spec}) needs an API key in the environment variable {variable}, which is not set")
+            raise BiasError(
+                f"embedding {embedding} ({spec}) needs an API key in the environment variable {variable}, which is not set"
+            )
         return spec, []
     if embedding == "mBERT":
         return f"hf:{_hub_model(models, MBERT)}", []
@@ -211,11 +228,14 @@ def plan_line(line: ConfigLine, datasets: Path, models: Path) -> Planned:
     params: dict[str, Any] = {}
     pooling = CONTEXTUAL.get(line.embedding)
     if pooling and metric == "WEAT":
-        options["word_pooling"] = pooling  # the word alone between [CLS] and [SEP], as the framework encodes it
+        # the word alone between [CLS] and [SEP], as the framework encodes it
+        options["word_pooling"] = pooling
     elif pooling and metric == "SEAT":
         params["pooling"] = pooling
         if pooling != "cls":
-            notes.append(f"{line.embedding} on sentences: the framework's word-level variant has no target position in a SEAT sentence; the sentence's tokens are pooled ({pooling})")
+            notes.append(
+                f"{line.embedding} on sentences: the framework's word-level variant has no target position in a SEAT sentence; the sentence's tokens are pooled ({pooling})"
+            )
     elif pooling and metric == "FISE":
         params["encoding"] = "contextual"
     elif line.embedding in SERVICES and metric == "FISE":
@@ -231,7 +251,10 @@ def plan(path: Path, datasets: Path, models: Path) -> tuple[list[Planned], list[
     """Every runnable line of a config file, and a problem (with its line number) for each other one."""
     datasets, models = Path(datasets), Path(models)
     if not datasets.is_dir():
-        raise BiasError(f"Datasets folder not found: {datasets}", "Give the framework's datasets folder with --datasets.")
+        raise BiasError(
+            f"Datasets folder not found: {datasets}",
+            "Give the framework's datasets folder with --datasets.",
+        )
     lines, problems = read_lines(path)
     planned = []
     for line in lines:
@@ -245,8 +268,15 @@ def plan(path: Path, datasets: Path, models: Path) -> tuple[list[Planned], list[
 def refuse_empty(path: Path, planned: list[Planned], problems: list[str], what: str) -> None:
     """A config with no line that can run is refused (after its problems were shown), saying why."""
     if not planned:
-        why = f"no line of this file can run ({len(problems)} skipped)" if problems else "the file holds only comments and blank lines"
-        raise BiasError(f"{path}: {what}: {why}.", "A line is dataset,metric,embedding,language,modelname (# lines are comments).")
+        why = (
+            f"no line of this file can run ({len(problems)} skipped)"
+            if problems
+            else "the file holds only comments and blank lines"
+        )
+        raise BiasError(
+            f"{path}: {what}: {why}.",
+            "A line is dataset,metric,embedding,language,modelname (# lines are comments).",
+        )
 
 
 def default_folder(config: Path, name: str) -> Path:

@@ -8,7 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from bad_input_helpers import Case, World, assert_answered, basic_experiment, case_decorator, world, write_experiment  # noqa: F401 (world is a fixture)
+from bad_input_helpers import (  # noqa: F401 (world is a fixture)
+    Case,
+    World,
+    assert_answered,
+    basic_experiment,
+    case_decorator,
+    world,
+    write_experiment,
+)
 
 CASES: list[Case] = []
 case = case_decorator(CASES)
@@ -53,7 +61,9 @@ def _(world, folder):
     return _file(world, folder, "max_cost = nan")
 
 
-@case("file-confirm-cost", names=("exp.toml", "confirm_cost", "--confirm-cost", "command line only"))
+@case(
+    "file-confirm-cost", names=("exp.toml", "confirm_cost", "--confirm-cost", "command line only")
+)
 def _(world, folder):
     return _file(world, folder, "confirm_cost = true")
 
@@ -162,12 +172,72 @@ def _(world, folder):
 
 @case("flag-param-bad-value", names=("--param bootstrap", "bootstrap"))
 def _(world, folder):
-    return ["run", str(write_experiment(folder, basic_experiment(world))), "--param", "bootstrap=-3"]
+    return [
+        "run",
+        str(write_experiment(folder, basic_experiment(world))),
+        "--param",
+        "bootstrap=-3",
+    ]
 
 
 @case("flag-limit-over-file", names=("--limit", "whole number >= 1"))
 def _(world, folder):
     return _file(world, folder, "limit = 4") + ["--limit", "0"]
+
+
+@case("file-fail-fast-text", names=("exp.toml: fail_fast", "true or false", "'yes'"))
+def _(world, folder):
+    return _file(world, folder, 'fail_fast = "yes"')
+
+
+@case("file-wide-number", names=("exp.toml: wide", "true or false"))
+def _(world, folder):
+    return _file(world, folder, "wide = 1")
+
+
+@case("file-before-after-text", names=("exp.toml: before_after", "true or false"))
+def _(world, folder):
+    return _file(world, folder, 'before_after = "no"')
+
+
+@case("file-resume-text", names=("exp.toml: resume", "true or false"))
+def _(world, folder):
+    return _file(world, folder, 'resume = "true"')
+
+
+@case("file-analogies-number", names=("exp.toml", "analogies[0]", "en/analogies"))
+def _(world, folder):
+    return _file(world, folder, "analogies = [3]")
+
+
+@case("file-dtype-number", names=("exp.toml: dtype", "text", "16"))
+def _(world, folder):
+    return _file(world, folder, "dtype = 16")
+
+
+@case("file-title-blank", names=("exp.toml: title", "text", "''"))
+def _(world, folder):
+    return _file(world, folder, 'title = ""')
+
+
+@case("file-description-number", names=("exp.toml: description", "text"))
+def _(world, folder):
+    return _file(world, folder, "description = 3")
+
+
+@case("file-preset-unknown", names=("exp.toml: preset", "bias-framework", "wefe2"))
+def _(world, folder):
+    return _file(world, folder, 'preset = "wefe2"')
+
+
+@case("file-duplicates-unknown", names=("exp.toml: duplicates", "drop, keep"))
+def _(world, folder):
+    return _file(world, folder, 'duplicates = "some"')
+
+
+@case("file-ray-address-blank", names=("exp.toml: ray_address", "HOST:PORT"))
+def _(world, folder):
+    return _file(world, folder, 'executor = "ray"\nray_address = ""')
 
 
 @case("flag-metric-with-file", names=("either an experiment file or --model", "--metric"))
