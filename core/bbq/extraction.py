@@ -21,7 +21,8 @@ phrases from its `bbq-prompts` file, and never guesses:
    gives that option;
 8. anything else is unparsed: two or more options named ("several"), or none ("none").
 
-Matching is on NFC, case-folded text with spaces collapsed; an option's text matches as whole words.
+Matching is on NFC, case-folded text with spaces collapsed; an option's text and every phrase match as
+whole words.
 The presets read replies as their peers do (`read_helm`, `read_lm_eval`, `read_mbbq`).
 """
 
@@ -113,12 +114,28 @@ def _labels_marked(text: str, letters: Sequence[str]) -> set[int]:
     return found
 
 
+def _phrase(phrase: str) -> re.Pattern[str]:
+    """A reading rule's phrase as whole words (case ignored, any run of spaces between its words):
+    a short phrase must not match inside a longer word ("ikke klart" in "ikke klarte", "als ki" in
+    "als Kind"). An edge that is not a letter or digit ("als ki-") may be followed by anything."""
+    words = phrase.split()
+    pattern = r"\s+".join(re.escape(word) for word in words)
+    if words and re.match(r"\w", words[0]):
+        pattern = r"(?<!\w)" + pattern
+    if words and re.search(r"\w$", words[-1]):
+        pattern += r"(?!\w)"
+    return re.compile(pattern, re.IGNORECASE)
+
+
+def _says(folded: str, phrases: Sequence[str]) -> bool:
+    return any(_phrase(fold(p)).search(folded) for p in phrases)
+
+
 def _around(text: str, phrase: str) -> list[tuple[str, str]]:
-    """For each place `phrase` occurs in `text` (case ignored, any run of spaces between its words):
-    the part of its line before it and the part after it."""
-    pattern = r"\s+".join(re.escape(word) for word in phrase.split())
+    """For each place `phrase` occurs in `text` as whole words: the part of its line before it and
+    the part after it."""
     out = []
-    for found in re.finditer(pattern, text, re.IGNORECASE):
+    for found in _phrase(phrase).finditer(text):
         before = text[: found.start()].rsplit("\n", 1)[-1]
         after = text[found.end() :].split("\n", 1)[0]
         out.append((before, after))
@@ -188,9 +205,9 @@ def read_reply(
                 if found is not None:
                     return Coded(found, ANSWERED, rule)
     folded = fold(reply)
-    if any(fold(p) in folded for p in rules.unknown):
+    if _says(folded, rules.unknown):
         return Coded(unknown, ANSWERED, "unknown-phrase")
-    if any(fold(p) in folded for p in rules.refusal):
+    if _says(folded, rules.refusal):
         return Coded(None, REFUSED, "refusal-phrase")
     named = _mentioned(reply, forms)
     if len(named) == 1:
