@@ -38,18 +38,20 @@ CODE_OPTIONS = (
     ),
 )
 CODE_FLAGS = {o.name: o.flag for o in CODE_OPTIONS}
-# Every option of `bias run`, in the order of its help: the code flags after the model's loader options.
+# Every option of `bias run`, in the order of its help: the code flags after the model's loader
+# options.
 _AFTER = [o.name for o in OPTIONS].index("batch_size") + 1
 COMMAND_OPTIONS = (*OPTIONS[:_AFTER], *CODE_OPTIONS, *OPTIONS[_AFTER:])
 TABLE = {o.name: o for o in COMMAND_OPTIONS}
 TYPES: dict[str, type] = {"text": str, "whole": int, "number": float, "path": Path, "pair": str}
 CONFIG_HELP = (
-    "An experiment TOML file, or a BIAS Detection Framework config .txt; options given here replace "
-    "the file's (the same names: docs/run-options.md)."
+    "An experiment TOML file, or a BIAS Detection Framework config .txt; options given here "
+    "replace the file's (the same names: docs/run-options.md)."
 )
 HELP = (
-    "Run experiments: every combination of the repeatable options, or an experiment file. Every option "
-    "has the same name in an experiment file; `bias run --metric NAME --help` lists a metric's parameters."
+    "Run experiments: every combination of the repeatable options, or an experiment file. Every "
+    "option has the same name in an experiment file; `bias run --metric NAME --help` lists a "
+    "metric's parameters."
 )
 
 
@@ -120,7 +122,8 @@ def metric_help(argv: list[str]) -> list[str]:
 
 
 def show_metric_parameters(console: Any, names: list[str]) -> None:
-    """Each metric's declared parameters as `bias info` shows them, with their flag where one exists."""
+    """Each metric's declared parameters as `bias info` shows them, with their flag where one
+    exists."""
     from bias.cli.info import parameters_table, plugin_documentation
     from bias.cli.say import say
     from bias.engine.vocabulary import BY_NAME, PARAM
@@ -145,7 +148,8 @@ def show_metric_parameters(console: Any, names: list[str]) -> None:
 def run(
     config: Optional[Path], values: dict[str, Any], console: Any, err_console: Any, debug: bool
 ) -> int:
-    """The run the command line asks for: printed as an experiment file with --print-toml, else run."""
+    """The run the command line asks for: printed as an experiment file with --print-toml, else
+    run."""
     from bias.cli.run import execute
     from bias.cli.say import say, warn
     from bias.engine.front_door import from_options, spec_for_run

@@ -1,7 +1,7 @@
 """The experiment file (TOML) read into a `RunSpec`.
 
-Its top-level keys are the run's options by their one name (`bias.engine.vocabulary`: `limit = 4`
-is `--limit 4`), with the tables a command line cannot write: `[[models]]` with each model's options,
+Its top-level keys are the run's options by their one name (`bias.engine.vocabulary`: `limit = 4` is
+`--limit 4`), with the tables a command line cannot write: `[[models]]` with each model's options,
 `metrics` with a metric's own parameters, `[params]` and `[grid]`, or `[[experiments]]` one by one.
 Relative paths are read against the file's folder. What a file may not decide is refused here (an
 option that runs code, anywhere in the file; an option of the command line only) or held for the
@@ -162,8 +162,10 @@ def refuse_command_line_keys(data: dict[str, Any], path: Path) -> None:
         option = BY_NAME.get(str(key).strip().lower().replace("-", "_"))
         if option is not None and option.file == COMMAND_LINE:
             raise BiasError(
-                f"{path}: {key} is an option of the command line only ({option.flag}): it {option.why_command_line}.",
-                f"Remove {key} from the file; give {option.flag} on the command line if you want it.",
+                f"{path}: {key} is an option of the command line only ({option.flag}): it "
+                f"{option.why_command_line}.",
+                f"Remove {key} from the file; give {option.flag} on the command line if you want "
+                "it.",
             )
 
 
@@ -180,8 +182,9 @@ def _as_list(value: Any, field: str, path: Path) -> list[Any]:
 def refuse_code_keys(data: Any, path: Path, flags: Mapping[str, str] | None = None) -> None:
     """Refuse an experiment file in which any table, however nested, names an option that an
     installed plugin declares as running code (`guard="code"`): a colleague's file would run the
-    colleague's code. Only the command line sets such options (see bias.engine.guards); this walk over
-    the whole parsed file, before anything else reads it, covers a table added to the format later."""
+    colleague's code. Only the command line sets such options (see bias.engine.guards); this walk
+    over the whole parsed file, before anything else reads it, covers a table added to the format
+    later."""
     from bias.engine.guards import code_option_names, refuse_code
 
     names = code_option_names()
@@ -224,8 +227,8 @@ def relative_to_file(value: str, folder: Path, *, hub_like: bool = False) -> str
 
 
 def model_spec_in_file(spec: str, folder: Path) -> str:
-    """`NAME:LOCATION[OPTION=VALUE,...]` with a relative LOCATION, and relative files among the options
-    in brackets (`debias_lists`, ...), read against the experiment file's folder."""
+    """`NAME:LOCATION[OPTION=VALUE,...]` with a relative LOCATION, and relative files among the
+    options in brackets (`debias_lists`, ...), read against the experiment file's folder."""
     bare, options = split_options(spec)
     name, sep, location = bare.partition(":")
     if not sep:
@@ -338,7 +341,9 @@ def _wordsets(data: dict[str, Any], path: Path, folder: Path) -> list[str]:
                 found.extend(select_wordsets(entry, path, i))
                 continue
             if not isinstance(entry, str):
-                example = {"pairs": "en/crows-sample", "analogies": "en/analogies"}.get(field, "en/weat1")
+                example = {"pairs": "en/crows-sample", "analogies": "en/analogies"}.get(
+                    field, "en/weat1"
+                )
                 table = ', or a table such as { language = "nl", bias_type = "gender" }'
                 raise BiasError(
                     f'{path}: {field}[{i}] must be a name such as "{example}" or a file path'
@@ -368,7 +373,8 @@ def _grid(data: dict[str, Any], path: Path, folder: Path) -> dict[str, tuple[Any
     for key, values in grid.items():
         if not isinstance(values, list) or not values:
             raise BiasError(
-                f"{path}: grid.{key} must be a non-empty list of values (an empty list leaves nothing to run).",
+                f"{path}: grid.{key} must be a non-empty list of values (an empty list leaves "
+                "nothing to run).",
                 f"For example {key} = [{values!r}]"
                 if not isinstance(values, list)
                 else "Remove it, or list at least one value.",
@@ -398,14 +404,16 @@ def _metrics(
 
 
 def _listed(data: dict[str, Any], path: Path, folder: Path) -> list[Listed]:
-    """`[[experiments]]` entries: one experiment each (model, word set, metric, params), not a grid."""
+    """`[[experiments]]` entries: one experiment each (model, word set, metric, params), not a
+    grid."""
     for field in ("models", "wordsets", "metrics", "grid", "pairs", "analogies"):
         if field in data:
             raise BiasError(f"{path}: give either [[experiments]] or {field} (a grid), not both.")
     entries = data["experiments"]
     if not isinstance(entries, list) or not entries:
         raise BiasError(
-            f"{path}: experiments must be a non-empty list of tables with wordset, metric and model."
+            f"{path}: experiments must be a non-empty list of tables with wordset, metric and "
+            "model."
         )
     out = []
     for i, entry in enumerate(entries):
@@ -438,7 +446,8 @@ def _listed(data: dict[str, Any], path: Path, folder: Path) -> list[Listed]:
 
 
 def _seeds(data: dict[str, Any], path: Path) -> list[Any]:
-    """`seeds = [...]` or `seed = N` (checked with the other values, by `bias.engine.front_door`)."""
+    """`seeds = [...]` or `seed = N` (checked with the other values, by
+    `bias.engine.front_door`)."""
     if "seeds" in data and "seed" in data:
         raise BiasError(f"{path}: give seed or seeds, not both.")
     if "seeds" in data:

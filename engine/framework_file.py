@@ -1,5 +1,5 @@
-"""A BIAS Detection Framework config read into a `RunSpec`: one listed experiment per line that can run
-(`bias.core.framework.config` plans each line), with the framework's conventions as the
+"""A BIAS Detection Framework config read into a `RunSpec`: one listed experiment per line that can
+run (`bias.core.framework.config` plans each line), with the framework's conventions as the
 `bias-framework` preset. `bias convert` prints the spec as an experiment file."""
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ def read_framework_config(
     on_warning: Callable[[str], None],
     what: str = "nothing to run",
 ) -> RunSpec:
-    """The spec of a config file; each line that cannot run goes to `on_warning` and is left out, and
-    a file of which no line can run is refused (`what`: the refusal's words)."""
+    """The spec of a config file; each line that cannot run goes to `on_warning` and is left out,
+    and a file of which no line can run is refused (`what`: the refusal's words)."""
     datasets = datasets or framework.default_folder(config, "datasets")
     models_dir = models_dir or framework.default_folder(config, "models")
     planned, problems = framework.plan(config, datasets, models_dir)
@@ -39,8 +39,8 @@ def framework_spec(
     *,
     preset: bool = True,
 ) -> RunSpec:
-    """The spec of the planned lines. With the preset, an OpenAI model keeps the first 768 components
-    of its vectors, as the framework does."""
+    """The spec of the planned lines. With the preset, an OpenAI model keeps the first 768
+    components of its vectors, as the framework does."""
     listed = []
     for p in planned:
         if preset and p.model.startswith("openai:") and p.line.embedding in framework.SERVICES:
@@ -49,7 +49,8 @@ def framework_spec(
                 model_options={**p.model_options, "truncate": framework.OPENAI_TRUNCATION},
                 notes=(
                     *p.notes,
-                    f"preset {framework.PRESET}: the first {framework.OPENAI_TRUNCATION} components of each OpenAI vector, as the framework keeps",
+                    f"preset {framework.PRESET}: the first {framework.OPENAI_TRUNCATION} "
+                    "components of each OpenAI vector, as the framework keeps",
                 ),
             )
         comments = (f"line {p.line.number}: {p.line.text}", *(f"note: {n}" for n in p.notes))

@@ -1,5 +1,5 @@
-"""The front door of a run: options by their one name into a `RunSpec`, the command line laid over an
-experiment file or a BIAS Detection Framework config, and every value checked in one place.
+"""The front door of a run: options by their one name into a `RunSpec`, the command line laid over
+an experiment file or a BIAS Detection Framework config, and every value checked in one place.
 
 Nothing here prints: what a user should read on the way (a framework config's lines that cannot run,
 a file's value the command line replaces) goes to the callbacks the caller gives.
@@ -135,7 +135,8 @@ def read_run_file(
     if not is_framework_config(config):
         if datasets is not None or models_dir is not None:
             raise BiasError(
-                "--datasets and --models go with a BIAS Detection Framework config file, not a TOML one."
+                "--datasets and --models go with a BIAS Detection Framework config file, not a "
+                "TOML one."
             )
         return read_experiment_file(Path(config), flags)
     return read_framework_config(Path(config), datasets, models_dir, on_warning)
@@ -157,8 +158,10 @@ def lay_over(file: RunSpec, flags: RunSpec, on_notice: Notice = lambda text: Non
     for name, what in (("models", "--model"), ("wordsets", "--wordset"), ("metrics", "--metric")):
         if getattr(flags, name):
             raise BiasError(
-                f"Give either an experiment file or --model/--wordset/--metric, not both ({what} with {file.origin}).",
-                "The file names its models, word sets and metrics; other options on the command line replace the file's.",
+                f"Give either an experiment file or --model/--wordset/--metric, not both ({what} "
+                f"with {file.origin}).",
+                "The file names its models, word sets and metrics; other options on the command "
+                "line replace the file's.",
             )
     # the file's top-level loader options, held to the rules with its models
     own = file.shared_model_options
@@ -191,7 +194,8 @@ def lay_over(file: RunSpec, flags: RunSpec, on_notice: Notice = lambda text: Non
         new, old = getattr(flags, name), getattr(file, name)
         if file.given(name) and new != old:
             on_notice(
-                f"{flags.where[name]} {_shown(new)} replaces the experiment file's {name} = {old!r}."
+                f"{flags.where[name]} {_shown(new)} replaces the experiment file's {name} = "
+                f"{old!r}."
             )
         values[name] = new
     values.update(_params_over(file, flags, on_notice))
@@ -199,7 +203,8 @@ def lay_over(file: RunSpec, flags: RunSpec, on_notice: Notice = lambda text: Non
     for name in sorted(set(own) & set(flags.shared_model_options)):
         if str(own[name]) != str(flags.shared_model_options[name]):
             on_notice(
-                f"{flags.where.get(name, flag_of(name))} {flags.shared_model_options[name]} replaces the experiment file's {name} = {own[name]!r}."
+                f"{flags.where.get(name, flag_of(name))} {flags.shared_model_options[name]} "
+                f"replaces the experiment file's {name} = {own[name]!r}."
             )
     values.update(
         models=[with_command_line(m, shared, strict) for m in file.models],
@@ -235,11 +240,13 @@ def _params_over(file: RunSpec, flags: RunSpec, on_notice: Notice) -> dict[str, 
         if before:
             new = flags.params.get(name, flags.grid.get(name))
             on_notice(
-                f"{flags.where.get(f'params.{name}', flag_of(name))} {_shown(new)} replaces the experiment file's {name} = {_shown(before)}."
+                f"{flags.where.get(f'params.{name}', flag_of(name))} {_shown(new)} replaces the "
+                f"experiment file's {name} = {_shown(before)}."
             )
     if flags.seeds and file.seeds and tuple(flags.seeds) != tuple(file.seeds):
         on_notice(
-            f"--seed {_shown(flags.seeds)} replaces the experiment file's seeds = {list(file.seeds)}."
+            f"--seed {_shown(flags.seeds)} replaces the experiment file's seeds = "
+            f"{list(file.seeds)}."
         )
 
     def without(params: Mapping[str, Any]) -> dict[str, Any]:
@@ -263,12 +270,13 @@ def _file_values(spec: RunSpec, name: str) -> list[Any]:
 
 
 def _out(file: RunSpec, flags: RunSpec, on_notice: Notice) -> Path | None:
-    """The file's `out` is written only inside the file's folder or the working directory, unless the
-    command line's --out confirms it; --out replaces it."""
+    """The file's `out` is written only inside the file's folder or the working directory, unless
+    the command line's --out confirms it; --out replaces it."""
     if flags.out is not None:
         if file.out is not None and Path(file.out).resolve() != Path(flags.out).resolve():
             on_notice(
-                f"--out {flags.out} replaces the experiment file's out = {file.written.get('out', str(file.out))!r}."
+                f"--out {flags.out} replaces the experiment file's out = "
+                f"{file.written.get('out', str(file.out))!r}."
             )
         return flags.out
     if file.out is None:
@@ -277,16 +285,18 @@ def _out(file: RunSpec, flags: RunSpec, on_notice: Notice) -> Path | None:
     inside = [Path(file.origin).resolve().parent, Path.cwd().resolve()]
     if not any(resolved == base or base in resolved.parents for base in inside):
         raise BiasError(
-            f"{file.origin}: out = {file.written.get('out', str(file.out))!r} points to {resolved}, outside the experiment file's folder and the working directory.",
-            f"If that is where results should go, confirm it with --out {resolved} on the command line.",
+            f"{file.origin}: out = {file.written.get('out', str(file.out))!r} points to "
+            f"{resolved}, outside the experiment file's folder and the working directory.",
+            f"If that is where results should go, confirm it with --out {resolved} on the command "
+            "line.",
         )
     return file.out
 
 
 def _ray_address(file: RunSpec, flags: RunSpec, on_notice: Notice) -> str | None:
-    """The Ray cluster to join. A file may ask for Ray, but joining the cluster it names (which could
-    be anyone's: a Ray driver runs what the cluster sends back) needs --ray-address to confirm it, as
-    an `out` outside the file's folder needs --out."""
+    """The Ray cluster to join. A file may ask for Ray, but joining the cluster it names (which
+    could be anyone's: a Ray driver runs what the cluster sends back) needs --ray-address to confirm
+    it, as an `out` outside the file's folder needs --out."""
     written, given = file.ray_address, flags.ray_address
     if written is None:
         return given
@@ -294,8 +304,10 @@ def _ray_address(file: RunSpec, flags: RunSpec, on_notice: Notice) -> str | None
         raise BiasError(f"{file.origin}: ray_address must be auto or HOST:PORT, not {written!r}.")
     if given is None:
         raise BiasError(
-            f"{file.origin}: ray_address = {written!r} would join that Ray cluster; an experiment file alone does not connect to a machine.",
-            f"If you trust that cluster, confirm it with --ray-address {written} on the command line (or remove ray_address to start Ray here).",
+            f"{file.origin}: ray_address = {written!r} would join that Ray cluster; an experiment "
+            "file alone does not connect to a machine.",
+            f"If you trust that cluster, confirm it with --ray-address {written} on the command "
+            "line (or remove ray_address to start Ray here).",
         )
     if given != written:
         on_notice(
@@ -315,8 +327,10 @@ def _max_cost(file: RunSpec, flags: RunSpec) -> float | None:
         and written > DEFAULT_MAX_COST
     ):
         raise BiasError(
-            f"{file.origin}: max_cost = {written!r} would let the run spend more than {DEFAULT_MAX_COST:g} US dollar(s) on a model; a file can only lower that limit.",
-            f"If that is what you want to spend, confirm it with --max-cost {written} on the command line.",
+            f"{file.origin}: max_cost = {written!r} would let the run spend more than "
+            f"{DEFAULT_MAX_COST:g} US dollar(s) on a model; a file can only lower that limit.",
+            f"If that is what you want to spend, confirm it with --max-cost {written} on the "
+            "command line.",
         )
     return written
 

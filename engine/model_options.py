@@ -1,6 +1,6 @@
-"""The loader options a run gives its models besides each model's own: the ones every model must take
-(`--model-option`, `--debias`) and the ones a model takes when its embedder declares them (`--device`,
-`--dtype`, `--batch-size`: hf has a device, word2vec has none)."""
+"""The loader options a run gives its models besides each model's own: the ones every model must
+take (`--model-option`, `--debias`) and the ones a model takes when its embedder declares them
+(`--device`, `--dtype`, `--batch-size`: hf has a device, word2vec has none)."""
 
 from __future__ import annotations
 

@@ -94,7 +94,8 @@ def pairs(values: Sequence[str], flag: str) -> dict[str, str]:
 
 
 def many_pairs(values: Sequence[str], flag: str) -> dict[str, list[str]]:
-    """`NAME=VALUE` texts (repeated `--param`), every value of each name, in order, without repeats."""
+    """`NAME=VALUE` texts (repeated `--param`), every value of each name, in order, without
+    repeats."""
     from bias.core.errors import BiasError
 
     out: dict[str, list[str]] = {}

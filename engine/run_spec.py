@@ -3,9 +3,9 @@
 The command line, an experiment file (TOML) and a BIAS Detection Framework config each build one
 `RunSpec` (`bias.cli.run_command`, `bias.engine.experiment_file`, `bias.engine.framework_file`);
 `bias.engine.front_door` lays the command line over a file and checks the result in one place; the
-engine expands it into experiments and plans them. Every option has one name (`bias.engine.vocabulary`)
-and `where` remembers how each value was given (`--limit`, or `exp.toml: limit`), so that a refusal
-names the flag or the file and field the user wrote.
+engine expands it into experiments and plans them. Every option has one name
+(`bias.engine.vocabulary`) and `where` remembers how each value was given (`--limit`, or `exp.toml:
+limit`), so that a refusal names the flag or the file and field the user wrote.
 """
 
 from __future__ import annotations
@@ -54,9 +54,10 @@ class RunSpec:
 
     A value is given when `where` names it; a value not given takes the engine's default when the
     run is assembled, so that the command line laid over a file changes only what it gives.
-    `model_options` and `shared_model_options` are the command line's model options (`--model-option`
-    and `--device`, ...): already in the `models` it names, and laid over a file's models by the
-    front door once the file was held to what a file may decide (`bias.engine.guards`)."""
+    `model_options` and `shared_model_options` are the command line's model options
+    (`--model-option` and `--device`, ...): already in the `models` it names, and laid over a file's
+    models by the front door once the file was held to what a file may decide
+    (`bias.engine.guards`)."""
 
     models: tuple[ModelConfig, ...] = attrs.field(default=(), converter=_tuple)
     wordsets: tuple[str, ...] = attrs.field(default=(), converter=_tuple)
@@ -105,7 +106,8 @@ class RunSpec:
         return list(dict.fromkeys(m.name for m in self.metrics)) or [DEFAULT_METRIC]
 
     def model_list(self) -> list[ModelConfig]:
-        """The models of a grid; with `with_original`, the original model before the debiased one."""
+        """The models of a grid; with `with_original`, the original model before the debiased
+        one."""
         models = list(self.models)
         return with_original(models) if self.with_original else models
 

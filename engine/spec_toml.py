@@ -1,9 +1,10 @@
-"""A `RunSpec` written as an experiment file: `bias run --print-toml` and `bias convert` print it, and
-`bias run FILE` plans the same experiments from it.
+"""A `RunSpec` written as an experiment file: `bias run --print-toml` and `bias convert` print it,
+and `bias run FILE` plans the same experiments from it.
 
-Paths that name existing files or folders are written absolute, because an experiment file's relative
-paths are read against its own folder and the printed file may be saved anywhere. What a file cannot
-decide is not written as a value: an option that runs code becomes a comment naming its flag.
+Paths that name existing files or folders are written absolute, because an experiment file's
+relative paths are read against its own folder and the printed file may be saved anywhere. What a
+file cannot decide is not written as a value: an option that runs code becomes a comment naming its
+flag.
 """
 
 from __future__ import annotations
@@ -47,8 +48,8 @@ BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
 
 
 def value(item: Any) -> str:
-    """A TOML value: strings through JSON (a TOML basic string accepts its escapes), lists and tables
-    inline."""
+    """A TOML value: strings through JSON (a TOML basic string accepts its escapes), lists and
+    tables inline."""
     if isinstance(item, bool):
         return "true" if item else "false"
     if isinstance(item, (int, float)):
@@ -57,7 +58,8 @@ def value(item: Any) -> str:
         return "{ " + ", ".join(f"{key(k)} = {value(v)}" for k, v in item.items()) + " }"
     if isinstance(item, (list, tuple)):
         return "[" + ", ".join(value(v) for v in item) + "]"
-    # JSON escapes the control characters below U+0020; TOML refuses DEL and the C1 controls raw too.
+    # JSON escapes the control characters below U+0020; TOML refuses DEL and the C1 controls raw
+    # too.
     return "".join(
         ch if not ("\x7f" <= ch <= "\x9f") else f"\\u{ord(ch):04X}"
         for ch in json.dumps(str(item), ensure_ascii=False)
@@ -74,7 +76,8 @@ def comment(text: object) -> str:
 
 
 def absolute(path: str) -> str:
-    """An existing file or folder as an absolute path; anything else (a name, a Hub id) as written."""
+    """An existing file or folder as an absolute path; anything else (a name, a Hub id) as
+    written."""
     try:
         found = Path(path).expanduser()
         return str(found.resolve()) if path and found.exists() else path
@@ -140,10 +143,9 @@ def spec_to_toml(spec: RunSpec) -> str:
     for table, content in (("params", spec.params), ("grid", spec.grid)):
         if content:
             lines += ["", f"[{table}]"]
-            lines += [
-                f"{key(k)} = {value(_paths({k: v})[k] if table == 'params' else [_paths({k: x})[k] for x in v])}"
-                for k, v in content.items()
-            ]
+            for k, v in content.items():
+                written = _paths({k: v})[k] if table == "params" else [_paths({k: x})[k] for x in v]
+                lines.append(f"{key(k)} = {value(written)}")
     for table in models:
         lines += ["", "[[models]]", *(f"{key(k)} = {value(v)}" for k, v in table.items())]
     for entry in spec.listed:

@@ -157,8 +157,8 @@ OPTIONS: tuple[Option, ...] = (
         "with_original",
         ("--with-original",),
         "Model",
-        "With --debias: also measure the original model and print a before/after table (bias tests and utility "
-        "such as word-similarity or analogy side by side).",
+        "With --debias: also measure the original model and print a before/after table (bias tests "
+        "and utility such as word-similarity or analogy side by side).",
         kind="switch",
         rule=Switch(),
     ),
@@ -191,8 +191,8 @@ OPTIONS: tuple[Option, ...] = (
         "limit",
         ("--limit",),
         "Data",
-        "Smoke run: only the first N items of each list of each test (words of each set, pairs, texts, "
-        "questions); recorded in every result.",
+        "Smoke run: only the first N items of each list of each test (words of each set, pairs, "
+        "texts, questions); recorded in every result.",
         kind="whole",
         rule=AtLeast(1),
     ),
@@ -200,8 +200,8 @@ OPTIONS: tuple[Option, ...] = (
         "datasets",
         ("--datasets",),
         "Data",
-        "Framework config: the datasets folder (<lang>/<METRIC>/<test>; default ./datasets, else the one beside "
-        "or above the config).",
+        "Framework config: the datasets folder (<lang>/<METRIC>/<test>; default ./datasets, else "
+        "the one beside or above the config).",
         kind="path",
         to=DOOR,
         file=COMMAND_LINE,
@@ -211,8 +211,8 @@ OPTIONS: tuple[Option, ...] = (
         "models_dir",
         ("--models-dir", "--models"),
         "Data",
-        "Framework config: the models folder (cc.<lang>.300.bin, Hub ids; default ./models, else the one beside "
-        "or above the config).",
+        "Framework config: the models folder (cc.<lang>.300.bin, Hub ids; default ./models, else "
+        "the one beside or above the config).",
         kind="path",
         to=DOOR,
         file=COMMAND_LINE,
@@ -231,8 +231,8 @@ OPTIONS: tuple[Option, ...] = (
         "params",
         ("--param",),
         "Metric",
-        "Any metric parameter NAME=VALUE (`bias run --metric NAME --help` lists them). Repeatable; several "
-        "values of one NAME are a grid.",
+        "Any metric parameter NAME=VALUE (`bias run --metric NAME --help` lists them). Repeatable; "
+        "several values of one NAME are a grid.",
         kind="pair",
         many=True,
         to=PARAM,
@@ -242,8 +242,8 @@ OPTIONS: tuple[Option, ...] = (
         "preset",
         ("--preset",),
         "Metric",
-        "A peer tool's conventions: bias-framework, bias-bench, sent-bias or wefe (docs/methods.md); "
-        "parameters given here win.",
+        "A peer tool's conventions: bias-framework, bias-bench, sent-bias or wefe "
+        "(docs/methods.md); parameters given here win.",
         rule=OneOf("bias.engine.presets:PRESETS"),
     ),
     Option(
@@ -284,7 +284,8 @@ OPTIONS: tuple[Option, ...] = (
     _metric(
         "case",
         "Metric",
-        "Word lookup: exact (default), lower, fallback (lowercase words not found), or insensitive (analogy, CEAT).",
+        "Word lookup: exact (default), lower, fallback (lowercase words not found), or insensitive "
+        "(analogy, CEAT).",
     ),
     _metric(
         "lost_threshold",
@@ -322,7 +323,8 @@ OPTIONS: tuple[Option, ...] = (
     _metric(
         "bootstrap",
         "Statistics",
-        "WEAT/SEAT: bootstrap resamples for the effect size's confidence interval (default 2000; 0: none).",
+        "WEAT/SEAT: bootstrap resamples for the effect size's confidence interval (default 2000; "
+        "0: none).",
         kind="whole",
     ),
     _metric(
@@ -363,7 +365,8 @@ OPTIONS: tuple[Option, ...] = (
         "formats",
         ("--format",),
         "Output",
-        "Report files written with --out: all, md, csv, tex, png, svg, html (default md,csv,tex). Repeatable.",
+        "Report files written with --out: all, md, csv, tex, png, svg, html (default md,csv,tex). "
+        "Repeatable.",
         many=True,
     ),
     Option(
@@ -376,8 +379,8 @@ OPTIONS: tuple[Option, ...] = (
         "wide",
         ("--wide",),
         "Output",
-        "Print every column of the results table (model spec, BH p, convention, sizes, status): a table where it "
-        "fits, else one block per result; piped, the table unwrapped.",
+        "Print every column of the results table (model spec, BH p, convention, sizes, status): a "
+        "table where it fits, else one block per result; piped, the table unwrapped.",
         kind="switch",
         rule=Switch(),
     ),
@@ -393,7 +396,8 @@ OPTIONS: tuple[Option, ...] = (
         "print_toml",
         ("--print-toml",),
         "Output",
-        "Print this run as an experiment file and exit without running (save it, then `bias run FILE`).",
+        "Print this run as an experiment file and exit without running (save it, then `bias run "
+        "FILE`).",
         kind="switch",
         to=DOOR,
         file=COMMAND_LINE,
@@ -412,7 +416,8 @@ OPTIONS: tuple[Option, ...] = (
         "ray_address",
         ("--ray-address",),
         "Execution",
-        "With --executor ray: join this cluster (auto or HOST:PORT); default: start a local Ray instance.",
+        "With --executor ray: join this cluster (auto or HOST:PORT); default: start a local Ray "
+        "instance.",
         rule=Text("auto or HOST:PORT"),
         in_file="ray_address = ... (joined only with --ray-address)",
     ),
@@ -428,8 +433,8 @@ OPTIONS: tuple[Option, ...] = (
         "max_cost",
         ("--max-cost",),
         "Execution",
-        "Embedding services: stop before sending when a model's estimated cost is above this many US dollars "
-        "(default 1).",
+        "Embedding services: stop before sending when a model's estimated cost is above this many "
+        "US dollars (default 1).",
         kind="number",
         rule=AtLeast(0, whole=False),
         in_file="max_cost = ... (a file can only lower it)",
@@ -447,9 +452,9 @@ OPTIONS: tuple[Option, ...] = (
         "allow",
         ("--allow",),
         "Execution",
-        "Confirm an experiment file's NAME = VALUE that decides where requests, keys or data go (base_url, "
-        "key_env, a server's location, a cache or a file outside the file's folder): the refusal says what to "
-        "add. Repeatable.",
+        "Confirm an experiment file's NAME = VALUE that decides where requests, keys or data go "
+        "(base_url, key_env, a server's location, a cache or a file outside the file's folder): "
+        "the refusal says what to add. Repeatable.",
         many=True,
         file=COMMAND_LINE,
         why_command_line="confirms what a file asks for, so a file cannot give it",
