@@ -18,7 +18,12 @@ from bias.core.data.decisions import (
     Prompt,
     Scenario,
 )
-from bias.core.data.decisions_replies import Decided, sampled_decisions
+from bias.core.data.decisions_replies import (
+    Decided,
+    asked_replies,
+    paired_tests,
+    sampled_decisions,
+)
 from bias.core.model import DECISIONS
 from bias.core.statistics.decisions import (
     FOUR_FIFTHS,
@@ -51,9 +56,11 @@ __all__ = [
     "Scenario",
     "SignTest",
     "VARIANTS",
+    "asked_replies",
     "impact_ratios",
     "mcnemar_counts",
     "mixed_model",
+    "paired_tests",
     "sampled_decisions",
     "selection_rates",
     "sign_test",

@@ -434,7 +434,7 @@ def main(args: Optional[list[str]] = None) -> None:
     import signal
     import traceback
 
-    from bias.core.errors import REPORT_HINT, Interrupted, recognised
+    from bias.core.errors import REPORT_HINT, interrupt_exit_code, recognised
 
     argv = global_flags_first(list(sys.argv[1:] if args is None else args))
     debug = "--debug" in argv
@@ -459,7 +459,7 @@ def main(args: Optional[list[str]] = None) -> None:
         raise
     except (KeyboardInterrupt, *_click_classes("Abort")) as exc:
         say(err_console, "Interrupted; results written so far are kept.")
-        code = exc.exit_code if isinstance(exc, Interrupted) else 130
+        code = interrupt_exit_code(exc) if isinstance(exc, KeyboardInterrupt) else 130
     except _click_classes("UsageError") as exc:
         command = exc.ctx.command_path if getattr(exc, "ctx", None) else "bias"
         _say(exc.format_message(), f"See `{command} --help`.")

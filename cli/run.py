@@ -59,6 +59,8 @@ def execute(
             hold=hold,
         )
         results = session.results
+        for retried in progress.retried_lines():
+            say(err_console, retried)
         if session.status == INTERRUPTED:
             where = (
                 f"; {len(results)} result(s) of this session kept in {out / 'results.jsonl'} (continue with --resume)"
@@ -310,6 +312,10 @@ class _progress:
         self.console, self.enabled, self.plain = console, enabled, plain
         self.loaded: set[str] = set()
         self.bar: Any = None
+        self.waiting: dict[str, str] = {}  # Ray: model -> what it waits for (a free CPU or GPU)
+        # Ray: model -> (the experiments sent again after a worker was lost, why)
+        self.retried: dict[str, tuple[set[str], dict[str, None]]] = {}
+        self.started = False  # whether experiments are announced as they start (the local runner)
 
     def __enter__(self) -> _progress:
         if self.enabled:
@@ -341,14 +347,39 @@ class _progress:
     def event(self, event: Any) -> None:
         if event.kind == "quote":
             say(err_console, event.note)
+        self.started = self.started or event.kind == "start"
+        if event.kind == "retry" and event.experiment is not None:
+            keys, reasons = self.retried.setdefault(event.model, (set(), {}))
+            keys.add(event.experiment.key)
+            reasons[event.note] = None
         verbose = logging.getLogger().isEnabledFor(logging.INFO)
         if (self.plain or verbose) and event.kind == "result" and event.result is not None:
             self._line(event, verbose)
+        if event.kind == "waiting":
+            self.waiting[event.model] = event.note
+            if self.plain or verbose:  # a long wait is never silent
+                say(err_console, f"[{event.done}/{event.total}] {event.note}")
+        elif event.kind in ("loading", "result"):
+            self.waiting.pop(event.model, None)
         if not self.bar:
             return
         self.bar.update(self.overall, total=event.total, completed=event.done, description="batch")
-        if event.kind == "loading":
+        if (
+            self.waiting and event.kind != "start"
+        ):  # Ray: a model waits for a CPU or GPU others hold
+            note = next(iter(self.waiting.values()))
+            more = f" (+{len(self.waiting) - 1} more)" if len(self.waiting) > 1 else ""
+            self.bar.reset(self.current, total=None, description=cell(note + more))
+        elif event.kind == "loading":
             self.bar.reset(self.current, total=None, description=cell(f"loading {event.model}"))
+        elif event.kind == "result" and not self.started and event.experiment is not None:
+            # Ray says no "start" (models run side by side): the line names the latest result instead
+            exp = event.experiment
+            self.bar.reset(
+                self.current,
+                total=None,
+                description=cell(f"done {exp.metric} {exp.wordset} on {event.model}"),
+            )
         elif event.kind == "start":
             exp = event.experiment
             self.bar.reset(
@@ -394,3 +425,10 @@ class _progress:
     def __exit__(self, *exc: Any) -> None:
         if self.bar:
             self.bar.stop()
+
+    def retried_lines(self) -> list[str]:
+        """What the Ray executor sent again after losing a worker, one line per model and cause."""
+        return [
+            f"retried {len(keys)} experiment(s) of {model} on Ray, after losing its worker: {'; '.join(reasons)}"
+            for model, (keys, reasons) in self.retried.items()
+        ]

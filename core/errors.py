@@ -98,7 +98,20 @@ def _recognise_one(exc: BaseException) -> BiasError | None:
 class Interrupted(KeyboardInterrupt):
     """A run ended by SIGTERM or SIGHUP, handled like Ctrl-C; exits with 128 + the signal's number."""
 
+    # The signal of the latest Interrupted: a library that catches the interruption and raises a plain
+    # KeyboardInterrupt in its place (Ray, while it waits for results) loses the signal's number.
+    latest: int | None = None
+
     def __init__(self, signum: int) -> None:
         super().__init__(signum)
         self.signum = signum
         self.exit_code = 128 + signum
+        Interrupted.latest = signum
+
+
+def interrupt_exit_code(exc: KeyboardInterrupt, default: int = 130) -> int:
+    """128 + the number of the signal that ended the run (130, Ctrl-C, when none is known); an
+    interruption that names its exit code itself (`exit_code`) is taken at its word."""
+    if isinstance(getattr(exc, "exit_code", None), int):
+        return exc.exit_code
+    return 128 + Interrupted.latest if Interrupted.latest is not None else default

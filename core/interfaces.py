@@ -53,6 +53,9 @@ class Embedder(ABC):
     name: ClassVar[str]
     summary: ClassVar[str]
     capabilities: ClassVar[frozenset[Capability]]
+    # The libraries (import names) the embedder computes with: their versions are recorded with each
+    # result, beside Python's, numpy's and the framework's (`bias.engine.runner.versions`).
+    libraries: ClassVar[tuple[str, ...]] = ()
     # Whether LOCATION is a network address (a server's URL, as in completions:http://host:8000/v1),
     # not a file, a folder or a model id: an experiment file's address then needs the user's
     # confirmation (--allow location=URL), as a parameter declared with guard="route" does.

@@ -46,7 +46,9 @@ def assemble(spec: RunSpec, *, on_contact: Callable[[str], None] = lambda text: 
     experiments = unique(same_models(spec.experiments()))
     guard = functools.partial(guard_input, allowed=allowed_by(spec), flags=spec.code_flags)
     plan = planning.plan(experiments, guard)
-    planning.check_models(plan)  # cheap checks that send nothing: a bad key variable is said first
+    # Cheap checks that send nothing: a bad key variable is said first. On Ray, the workers' GPUs
+    # count.
+    planning.check_models(plan, devices=(spec.executor or "local") != "ray")
     said = contacts(plan)
     for line in said:  # before any model is loaded, so before anything is sent
         on_contact(line)

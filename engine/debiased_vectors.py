@@ -126,7 +126,7 @@ def write_debiased(
         "missing": info.pop("missing", None),
         "timings": {**info.pop("timings", {}), **timings},
         "details": {k: v for k, v in info.items() if k not in ("method", "lists")},
-        "versions": versions(),
+        "versions": versions(fitted),
     }
     with open_in_run(out, DEBIAS_RECORD) as fh:
         fh.write(json.dumps(record, indent=2, ensure_ascii=False, default=str) + "\n")

@@ -18,6 +18,7 @@ import attrs
 
 from bias.core.errors import BiasError
 from bias.core.specs import DebiasSettings, ModelSpec, parse_spec, split_debias, split_options
+from bias.engine.absolute_paths import absolute_debias, absolute_spec
 
 DEFAULT_SEED = 0
 
@@ -26,8 +27,9 @@ DEFAULT_SEED = 0
 class ModelConfig:
     """A model of a run as configured. However it was written (options in the spec's brackets, in a
     models table, on the command line), it is sorted here, once, into the spec without brackets, the
-    embedder's own options and the debiasing settings; `parsed` is the spec parsed, which is what is
-    passed down to build the embedder."""
+    embedder's own options and the debiasing settings. `parsed` (the spec parsed) and `parsed_debias`
+    are what is passed down to build the embedder, their paths made absolute on this machine
+    (`bias.engine.absolute_paths`) so that a worker running in another folder reads the same files."""
 
     spec: str
     options: dict[str, Any] = attrs.Factory(dict)
@@ -40,6 +42,7 @@ class ModelConfig:
     # is checked against the command line's confirmations (bias.engine.guards). Not part of the key.
     origin: str = attrs.field(default="", eq=False)
     parsed: ModelSpec = attrs.field(init=False, eq=False, repr=False)
+    parsed_debias: DebiasSettings | None = attrs.field(init=False, eq=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
         bare, in_brackets = split_options(self.spec)
@@ -58,7 +61,10 @@ class ModelConfig:
         object.__setattr__(self, "options", own)
         object.__setattr__(self, "debias", self.debias or debias)
         parsed = parse_spec(self.spec)
-        object.__setattr__(self, "parsed", ModelSpec(parsed.embedder, parsed.location, own))
+        object.__setattr__(
+            self, "parsed", absolute_spec(ModelSpec(parsed.embedder, parsed.location, own))
+        )
+        object.__setattr__(self, "parsed_debias", absolute_debias(self.debias))
 
     def written_options(self) -> dict[str, Any]:
         """The options as a user writes them: the embedder's and the debiasing settings together."""

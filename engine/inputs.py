@@ -22,6 +22,7 @@ from bias import registry
 from bias.core.errors import BiasError
 from bias.core.interfaces import MODEL_INPUT, WORDSET_INPUT, Embedder, InputRequest, ResolvedModel
 from bias.core.specs import parse_spec, resolve_location
+from bias.engine.absolute_paths import absolute_spec_text
 from bias.engine.experiments import ModelConfig
 
 # Written by `bias debias` beside the vectors it saves; names the model they were debiased from.
@@ -79,15 +80,15 @@ def model_input(request: InputRequest, measured: ModelConfig) -> ModelInput:
     """Where a model request points, before any model is built. With no name: the source of a model
     debiased in this run (known once it is built), else the debias.json beside the model's file, else
     the model itself."""
-    if request.name:
-        return ModelInput(request.name, request.name, origin=measured.origin)
+    if request.name:  # its location absolute: the model is loaded where the metric runs
+        return ModelInput(absolute_spec_text(request.name), request.name, origin=measured.origin)
     if measured.debias is not None:
         return ModelInput(None, SAME, original=True)
     record = debias_record(measured.parsed.location)
     if record is None:
         return ModelInput(None, SAME, original=True)
     spec, how = recorded_source(record, request.hint)
-    return ModelInput(spec, how, original=True, origin=str(record))
+    return ModelInput(absolute_spec_text(spec), how, original=True, origin=str(record))
 
 
 def wordset_input(name: str | None, request: InputRequest, metric: str, load: Callable[[str], Any]) -> Any:

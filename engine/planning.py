@@ -17,6 +17,7 @@ from bias.core.errors import BadValue, BiasError
 from bias.core.interfaces import Metric, check_compatible
 from bias.core.params import coerce_params, describe_params
 from bias.core.data.limit import first_items
+from bias.engine.absolute_paths import absolute_metric
 from bias.engine.experiments import Experiment
 from bias.engine.inputs import InputModels, requested_inputs, resolve_requests
 from bias.registry import entry_points as eps
@@ -160,7 +161,7 @@ def plan(experiments: Sequence[Experiment], input_guard: Callable[[Any], None] |
             skipped.append(Skipped(exp.model.label(), exp.wordset, exp.metric, full.params, exc.message, full.key))
             continue
         budget.check(f"{exp.metric} on {exp.wordset}", metric.cost(data))
-        runnable.append(PlannedExperiment(full, metric, data))
+        runnable.append(PlannedExperiment(full, absolute_metric(metric), data))  # files it reads, absolute
     runnable = _debias_languages(runnable)
     if not runnable:
         reasons = list(dict.fromkeys(s.reason for s in skipped))
@@ -209,16 +210,20 @@ def _debias_languages(runnable: list[PlannedExperiment]) -> list[PlannedExperime
     return out
 
 
-def check_models(plan: Plan) -> None:
+def check_models(plan: Plan, *, devices: bool = True) -> None:
     """Each model's cheap checks (files, device, Hub reachable) before any model is loaded, so a
     missing file or an impossible device is answered in seconds, not after the other models ran.
-    The models asked for as inputs are checked too."""
+    The models asked for as inputs are checked too. `devices=False` leaves the device out: on a Ray
+    cluster the workers' GPUs count, not this machine's (the Ray executor checks them)."""
     seen: set[str] = set()
     for p in plan.runnable:
         model = p.experiment.model
         if model.label() in seen:
             continue
         seen.add(model.label())
-        registry.build_embedder(model.parsed, model.debias).check()
+        parsed = model.parsed
+        if not devices and "device" in parsed.options:
+            parsed = attrs.evolve(parsed, options={**parsed.options, "device": "cpu"})
+        registry.build_embedder(parsed, model.parsed_debias).check()
     for embedder in plan.input_models.built.values():
         embedder.check()

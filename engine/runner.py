@@ -9,7 +9,6 @@ from __future__ import annotations
 import functools
 import logging
 import platform
-import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from importlib import metadata
@@ -33,26 +32,32 @@ from bias.registry import entry_points as eps
 log = logging.getLogger(__name__)
 
 
-def versions() -> dict[str, str]:
-    """Versions that could change a number: Python, the framework, numpy, and the model libraries
-    loaded so far (read from package metadata once per set of loaded libraries)."""
-    return dict(_versions(tuple(m for m in ("torch", "transformers", "gensim", "fasttext") if m in sys.modules)))
+def versions(embedder: Embedder | None = None) -> dict[str, str]:
+    """Versions that could change a number: Python, the framework, numpy, and the libraries the
+    embedder computes with (its class's `libraries`; a debiased model's include its source's). They
+    depend on the model alone, never on what ran before in the process, so a Ray worker records what
+    a local run records (read from package metadata once per set of libraries)."""
+    return dict(_versions(embedder_libraries(embedder) if embedder is not None else ()))
+
+
+def embedder_libraries(embedder: Embedder) -> tuple[str, ...]:
+    source = getattr(embedder, "source", None)
+    inner = embedder_libraries(source) if isinstance(source, Embedder) and source is not embedder else ()
+    return tuple(dict.fromkeys((*getattr(type(embedder), "libraries", ()), *inner)))
+
+
+# Import names whose distribution has another name.
+DISTRIBUTIONS = {"fasttext": "fasttext-numpy2-wheel"}
 
 
 @functools.lru_cache(maxsize=16)
-def _versions(loaded: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+def _versions(libraries: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
     out = {"python": platform.python_version()}
-    for dist in ("bias-framework", "numpy"):
+    for dist in ("bias-framework", "numpy", *(DISTRIBUTIONS.get(m, m) for m in libraries)):
         try:
             out[dist] = metadata.version(dist)
         except metadata.PackageNotFoundError:
             pass
-    for module, dist in (("torch", "torch"), ("transformers", "transformers"), ("gensim", "gensim"), ("fasttext", "fasttext-numpy2-wheel")):
-        if module in loaded:
-            try:
-                out[dist] = metadata.version(dist)
-            except metadata.PackageNotFoundError:
-                pass
     return tuple(out.items())
 
 
@@ -133,7 +138,7 @@ def run(
         error: Exception | None = None
         quote: str | None = None
         try:
-            embedder = registry.build_embedder(model.parsed, model.debias)
+            embedder = registry.build_embedder(model.parsed, model.parsed_debias)
         except Exception as exc:  # recorded for each of the model's experiments; the batch goes on
             error = exc
         else:
@@ -206,13 +211,14 @@ def failed_before_metric(exp: Experiment, reason: str, timings: dict[str, float]
     )
 
 
-def _load_failure(p: PlannedExperiment, exc: BaseException, load_seconds: float) -> Result:
-    """The result of an experiment whose model could not be opened: failed (redone on resume)."""
+def _load_failure(p: PlannedExperiment, exc: BaseException, load_seconds: float, where: str = "") -> Result:
+    """The result of an experiment whose model could not be opened: failed (redone on resume).
+    `where` names the machine when it is not this one (" on Ray node HOST (IP)")."""
     exp = p.experiment
     code = exc.exit_code if isinstance(exc, BiasError) else 1
     return failed_before_metric(
         exp,
-        f"the model could not be loaded: {_reason(exc)}",
+        f"the model could not be loaded{where}: {_reason(exc)}",
         {"compute_s": 0.0, "model_load_s": round(load_seconds, 4)},
         {"exit_code": code, **({"model_name": exp.model.name} if exp.model.name else {})},
     )
@@ -221,7 +227,7 @@ def _load_failure(p: PlannedExperiment, exc: BaseException, load_seconds: float)
 def _foreseen(model: ModelConfig) -> frozenset[Capability] | None:
     """What the model will offer, from its files alone; None when only loading it can tell."""
     try:
-        return registry.build_embedder(model.parsed, model.debias).foreseen()
+        return registry.build_embedder(model.parsed, model.parsed_debias).foreseen()
     except Exception:  # a model that cannot even be built fails at its load, with its own message
         return None
 
@@ -306,7 +312,7 @@ def run_one(p: PlannedExperiment, embedder: Embedder, *, debug: bool = False, in
         result,
         **identity(exp),
         timings={"compute_s": round(elapsed, 4)},
-        versions=versions(),
+        versions=versions(embedder),
         meta={
             **result.meta, "model_fingerprint": embedder.fingerprint(), "model_info": embedder.describe(),
             **({"model_name": exp.model.name} if exp.model.name else {}),

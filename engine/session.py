@@ -16,6 +16,7 @@ from typing import Any
 
 import attrs
 
+from bias.core.errors import Interrupted, interrupt_exit_code
 from bias.core.model import FAILED, Result
 from bias.engine.assembly import Assembly
 from bias.engine.planning import Plan
@@ -116,6 +117,7 @@ def _run(
         if manifest is not None:
             manifest.executor("local")
     session = Session(plan=plan, out=out, results=[], status=FINISHED)
+    Interrupted.latest = None  # a signal of an earlier session in this process says nothing of this one
     results = session.results
     try:
         with display if display is not None else contextlib.nullcontext():
@@ -127,7 +129,7 @@ def _run(
             session.status = STOPPED
     except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM or SIGHUP
         session.status = INTERRUPTED
-        session.interrupt_exit_code = getattr(exc, "exit_code", INTERRUPTED_EXIT)
+        session.interrupt_exit_code = interrupt_exit_code(exc, INTERRUPTED_EXIT)
     except BaseException:
         session.status = FAILED_SESSION
         raise
@@ -137,6 +139,9 @@ def _run(
         if out is not None and (out / "results.jsonl").exists():
             from bias import registry
 
-            session.report = load_report(out, family=family, title=settings.get("title"), declared=registry.value_declaration)
+            order = [p.experiment.key for p in plan.runnable]  # plan order, whatever order results arrived in
+            session.report = load_report(
+                out, family=family, title=settings.get("title"), declared=registry.value_declaration, order=order
+            )
             session.written = write_report(session.report, out, formats)
     return session

@@ -128,7 +128,22 @@ def check_spending(
             "Run again with --confirm-cost to spend it, or raise --max-cost.",
             exit_code=USAGE,
         )
+    if quote.usd is None and quote.texts and _at_provider(embedder) and not confirmed:
+        # A paid provider's own address, a model whose price nobody gave: --max-cost cannot be
+        # checked, and a file naming such a model with many samples could spend without a bound.
+        raise BiasError(
+            f"{line} The price is not known, so --max-cost cannot be checked; nothing was sent.",
+            "Give the price with --model-option price=N,price_output=M (US dollars per million "
+            "tokens), or run again with --confirm-cost to send without an estimate.",
+            exit_code=USAGE,
+        )
     return line
+
+
+def _at_provider(embedder: Embedder) -> bool:
+    """Whether a service model sends to its provider's own (paid) address, not to a base_url given."""
+    default = str(getattr(embedder, "default_base_url", "") or "").rstrip("/")
+    return bool(default) and str(getattr(embedder, "endpoint", "")).rstrip("/") == default
 
 
 def _at_least_without_file_costs(quote: Quote, texts: Sequence[str], config: Any) -> Quote:
@@ -150,6 +165,11 @@ def _at_least_without_file_costs(quote: Quote, texts: Sequence[str], config: Any
     written = ", ".join(f"{k} = {v}" for k, v in sorted(given.items()))
     without = {k: v for k, v in parsed.options.items() if k not in given}
     floor = registry.build_embedder(ModelSpec(parsed.embedder, parsed.location, without), config.debias).quote(texts)
+    if floor is not None and floor.usd is None and quote.usd is not None:
+        # Without the file's price there is none: the file's would be the only one, and it could
+        # be as low as the file likes.
+        return attrs.evolve(floor, basis=f"{floor.basis}; {written} from {config.origin} is not "
+                            "used (a file's price can only raise an estimate)")
     if floor is None or floor.usd is None or (quote.usd is not None and quote.usd >= floor.usd):
         return attrs.evolve(quote, basis=f"{quote.basis} ({written} from {config.origin})")
     return attrs.evolve(floor, basis=f"{floor.basis}; {written} from {config.origin} is lower and not used")

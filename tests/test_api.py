@@ -65,7 +65,7 @@ def test_bias_api_is_one_list_of_names_and_imports_numpy_only_when_asked():
     import bias.api.association  # noqa: F401  (a sub-module, once imported, is no name of bias.api)
 
     names = api.__all__
-    assert len(names) == len(set(names)) and 60 <= len(names) <= 80  # small: the stable contract
+    assert len(names) == len(set(names)) and 60 <= len(names) <= 85  # small: the stable contract (models that write added five)
     assert all(getattr(api, name) is not None for name in names)
     assert {"Metric", "ValueKind", "Measured", "AssociationMetric", "permutation_test"} <= set(names)
     code = "import sys, bias.api; print('numpy' in sys.modules); bias.api.PermutationTest; print('numpy' in sys.modules)"

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+import attrs
 import pytest
 
 import ray  # the test extra installs it, so these tests run in CI and never skip
@@ -88,6 +90,35 @@ class Hold(Metric):
             time.sleep(0.05)
         found = embedder.word_vectors(data.X.words).as_dict()
         return Result(key="", model=embedder.spec, wordset=data.name, metric=self.name, effect_size=float(len(found)))
+
+
+@attrs.define
+class Devices(Metric):
+    """Records the GPUs its worker sees; a worker that sees one waits (at most two minutes) until
+    `share` workers that see one have arrived in `barrier`: they hold the GPU at the same time."""
+
+    name: ClassVar[str] = "devices"
+    summary: ClassVar[str] = "Records CUDA_VISIBLE_DEVICES (a test of GPU shares)."
+    requires: ClassVar[frozenset[Capability]] = frozenset({Capability.WORD_VECTORS})
+    data_kind: ClassVar[str] = ASSOCIATION
+
+    barrier: str = param("", "folder where the workers that see a GPU meet")
+    share: int = param(1, "how many workers must meet there")
+
+    def compute(self, embedder, data, *, seed=None):
+        import time
+
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+        met = 0
+        if visible:
+            folder = Path(self.barrier)
+            (folder / str(os.getpid())).write_text(visible)
+            deadline = time.monotonic() + 120
+            while len(list(folder.iterdir())) < self.share and time.monotonic() < deadline:
+                time.sleep(0.05)
+            met = len(list(folder.iterdir()))
+        return Result(key="", model=embedder.spec, wordset=data.name, metric=self.name, effect_size=float(met),
+                      figures={"visible": visible, "met": met})
 '''
 
 
@@ -106,14 +137,15 @@ def cluster(tmp_path_factory):
     root = tmp_path_factory.mktemp("ray")
     plugin = root / "bias_kill_worker.py"
     plugin.write_text(CRASH_PLUGIN)
-    site = make_distribution(root / "site", "bias-kill-worker", {"bias.metrics": {"kill-worker": "bias_kill_worker:KillWorker", "hold": "bias_kill_worker:Hold"}}, plugin)
+    site = make_distribution(root / "site", "bias-kill-worker", {"bias.metrics": {"kill-worker": "bias_kill_worker:KillWorker", "hold": "bias_kill_worker:Hold", "devices": "bias_kill_worker:Devices"}}, plugin)
     old = os.environ.get("PYTHONPATH")
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(site), old) if p)
     sys.path.insert(0, str(site))
     from bias.registry import entry_points
 
     entry_points.refresh()
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    # One GPU declared (none is there): Ray hands out its shares and sets CUDA_VISIBLE_DEVICES as on a GPU node.
+    ray.init(num_cpus=2, num_gpus=1, include_dashboard=False, log_to_driver=False, configure_logging=False)
     wordset = root / "flowers.toml"
     wordset.write_text(
         'kind = "association"\nlanguage = "en"\nbias_type = "non-social"\nsource = "test"\nlicence = "CC0-1.0"\n'
@@ -139,30 +171,8 @@ def grid(cluster, seeds=range(3), metric="weat", params=None) -> list[Experiment
     ]
 
 
-def comparable(result) -> dict:
-    d = result.to_dict()
-    for volatile in ("timings", "versions"):
-        d.pop(volatile, None)
-    return d
-
-
 def lines(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-
-
-def test_ray_run_equals_local_run_key_by_key(cluster, tmp_path):
-    prepared = planning.plan(grid(cluster)).runnable
-    local = {r.key: comparable(r) for r in runner.run(prepared, out=tmp_path / "local")}
-    on_ray = {r.key: comparable(r) for r in ray_executor.run(prepared, out=tmp_path / "ray")}
-    assert len(local) == 6 and local.keys() == on_ray.keys()
-    for key in local:
-        assert on_ray[key] == local[key], key
-    assert all(r["status"] == OK and r["p_value"] is not None for r in local.values())
-    written = [r["key"] for r in lines(tmp_path / "ray" / "results.jsonl")]
-    assert sorted(written) == sorted(local)  # each result written once, by the driver
-    # Resource declarations do not enter the key: the same experiment, wherever it runs.
-    bare = Experiment(ModelConfig(f"word2vec:{cluster['models'][0]}"), str(cluster["wordset"]), "weat", {}, 0)
-    assert bare.key == attrs_evolve_resources(bare).key
 
 
 def test_secondary_inputs_reach_the_workers_and_match_a_local_run(cluster, tmp_path):
@@ -176,43 +186,77 @@ def test_secondary_inputs_reach_the_workers_and_match_a_local_run(cluster, tmp_p
     other = write_model(tmp_path / "other.txt", 9)
     experiments = [
         Experiment(ModelConfig(f"word2vec:{m}", resources={"cpus": 0.5}), str(cluster["wordset"]), "needs-inputs", {"original": f"word2vec:{other}"}, seed)
-        for m in cluster["models"]
+        for m in cluster["models"][:1]
         for seed in range(2)
     ]
     planned = planning.plan(experiments)
     local = {r.key: (r.status, r.effect_size, r.figures) for r in runner.run(planned.runnable, input_models=planned.input_models)}
     on_ray = {r.key: (r.status, r.effect_size, r.figures) for r in ray_executor.run(planned.runnable)}
-    assert len(local) == 4 and on_ray == local
+    assert len(local) == 2 and on_ray == local
     assert all(status == OK and figures["original"] == f"word2vec:{other}" for status, _, figures in on_ray.values())
 
 
-def attrs_evolve_resources(exp: Experiment) -> Experiment:
-    import attrs
-
-    return attrs.evolve(exp, model=attrs.evolve(exp.model, resources={"gpus": 1, "cpus": 4}))
-
-
-def test_killed_worker_is_retried_and_each_result_written_once(cluster, tmp_path):
-    marker = tmp_path / "tickets"
-    marker.write_text("1")  # the first attempt kills its worker; the restarted actor succeeds
-    experiments = grid(cluster, seeds=range(2))[:2] + grid(cluster, seeds=[5], metric="kill-worker", params={"marker": str(marker)})[:1]
+def test_a_killed_worker_is_retried_the_retries_are_bounded_and_each_result_written_once(cluster, tmp_path):
+    """Two models at once, one retry allowed. On the first, one experiment kills its worker on its
+    first attempt: Ray restarts the worker, the driver sends the experiment again, and it succeeds. On
+    the second, every attempt kills the worker: after the one retry the failure is recorded."""
+    once, always = tmp_path / "once", tmp_path / "always"
+    once.write_text("1")
+    always.write_text("100")
+    first, second = grid(cluster, seeds=range(2))[:2], grid(cluster, seeds=[5], metric="kill-worker", params={})
+    experiments = [
+        *first,
+        attrs.evolve(second[0], params={"marker": str(once)}),
+        attrs.evolve(second[1], params={"marker": str(always)}),
+    ]
     prepared = planning.plan(experiments).runnable
-    results = list(ray_executor.run(prepared, out=tmp_path / "out"))
-    assert marker.read_text() == "0"  # the worker really was killed once
-    assert [r.status for r in results] == [OK, OK, OK], [r.reason for r in results]
+    events = []
+    results = {r.key: r for r in ray_executor.run(prepared, out=tmp_path / "out", max_retries=1, on_event=events.append)}
+    assert once.read_text() == "0"  # the worker really was killed once
+    assert 100 - int(always.read_text()) == 2  # the first attempt and one retry, no more
+    statuses = [results[p.experiment.key].status for p in prepared]
+    assert statuses == [OK, OK, OK, FAILED], [r.reason for r in results.values()]
+    assert "1 retries were spent" in results[prepared[3].experiment.key].reason
+    # Said for the two experiments sent again (once per reason), as a worker death, not as memory
+    retries = [e for e in events if e.kind == "retry"]
+    assert {(e.model, e.experiment.key) for e in retries} == {(p.experiment.model.label(), p.experiment.key) for p in prepared[2:]}
+    assert all("out of memory" not in e.note for e in retries), [e.note for e in retries]
     written = [r["key"] for r in lines(tmp_path / "out" / "results.jsonl")]
-    assert sorted(written) == sorted(p.experiment.key for p in prepared) and len(set(written)) == len(written)
+    assert sorted(written) == sorted(results) and len(written) == 4
 
 
-def test_retries_are_bounded_and_the_failure_is_recorded(cluster, tmp_path):
-    marker = tmp_path / "tickets"
-    marker.write_text("100")  # always kills: the retries run out
-    experiments = grid(cluster, seeds=[7], metric="kill-worker", params={"marker": str(marker)})[:1]
-    prepared = planning.plan(experiments).runnable
-    results = list(ray_executor.run(prepared, out=tmp_path / "out", max_retries=1))
-    assert len(results) == 1 and results[0].status == FAILED and "retries" in results[0].reason
-    assert 100 - int(marker.read_text()) == 2  # the first attempt and one retry, no more
-    assert len(lines(tmp_path / "out" / "results.jsonl")) == 1
+def test_gpu_shares_are_held_together_and_other_models_see_no_gpu_or_wait(cluster, tmp_path):
+    """Two models asking for half of the one GPU hold it at the same time and see it; a model
+    asking for no GPU sees none (CUDA_VISIBLE_DEVICES empty, not the machine's GPUs); a model that
+    needs more CPUs than are free is announced as waiting for resources, then runs."""
+    barrier = tmp_path / "barrier"
+    barrier.mkdir()
+    models = [write_model(tmp_path / f"share{i}.txt", 10 + i) for i in range(3)]
+    resources = [{"gpus": 0.5, "cpus": 0.5}] * 2 + [{"cpus": 2}]
+    experiments = [
+        Experiment(ModelConfig(f"word2vec:{m}", resources=r), str(cluster["wordset"]), "devices", {"barrier": str(barrier), "share": 2}, 0)
+        for m, r in zip(models, resources)
+    ]
+    events = []
+    results = {r.model: r for r in ray_executor.run(planning.plan(experiments).runnable, on_event=events.append)}
+    assert [results[f"word2vec:{m}"].status for m in models] == [OK] * 3
+    assert [results[f"word2vec:{m}"].figures["visible"] for m in models] == ["0", "0", ""]
+    assert [results[f"word2vec:{m}"].figures["met"] for m in models] == [2, 2, 0]
+    last = f"word2vec:{models[-1]}"
+    kinds = [e.kind for e in events if e.model == last]
+    assert kinds[:2] == ["waiting", "loading"] and kinds[-1] == "result"
+    waiting = next(e for e in events if e.kind == "waiting" and e.model == last)
+    assert waiting.note == f"waiting for resources: {last} needs 2 CPU"
+
+
+def test_a_model_file_a_worker_cannot_read_fails_naming_the_node_and_the_path(cluster, tmp_path):
+    model = write_model(tmp_path / "gone.txt", 3)
+    planned = planning.plan([Experiment(ModelConfig(f"word2vec:{model}"), str(cluster["wordset"]), "weat", {"permutations": 1000}, 0)])
+    model.unlink()  # read on this machine while planning; not there where the worker runs
+    results = list(ray_executor.run(planned.runnable))
+    assert len(results) == 1 and results[0].status == FAILED
+    reason = results[0].reason
+    assert reason.startswith("the model could not be loaded on Ray node ") and str(model) in reason, reason
 
 
 def write_config(cluster, folder: Path, seeds: int, permutations: int, gate: Path | None = None) -> Path:
@@ -237,8 +281,8 @@ _AS_IN_A_TERMINAL = (
 )
 
 
-def bias_cli(args: list[str], **kwargs) -> subprocess.Popen:
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "COLUMNS": "80"}
+def bias_cli(args: list[str], env: dict[str, str] | None = None, **kwargs) -> subprocess.Popen:
+    env = {**(os.environ if env is None else env), "HF_HUB_OFFLINE": "1", "COLUMNS": "80"}
     return subprocess.Popen([sys.executable, "-c", _AS_IN_A_TERMINAL, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, **kwargs)
 
 
@@ -253,45 +297,36 @@ def wait_for_results(path: Path, at_least: int, proc: subprocess.Popen, timeout:
     raise AssertionError("no results appeared")
 
 
-def test_driver_killed_then_resume_continues_and_ctrl_c_keeps_results(cluster, tmp_path):
-    # The gate holds one experiment until the last run: the first two runs cannot end on their own,
-    # so the kill and the Ctrl-C always land mid-run, on a quiet machine or a busy one.
+def test_joined_with_relative_paths_on_the_command_line_and_ctrl_c_keeps_results(cluster, tmp_path):
+    """`bias run` in a folder of its own joins the cluster (token authentication, with the token this
+    machine holds) with relative model and word-set paths on the command line: the workers, which run
+    in another folder, read them. Ctrl-C mid-run (the held experiment cannot end before it) ends the
+    run as it ends a local one: 130, the session `interrupted`, every result written kept."""
+    (tmp_path / "models").mkdir()
+    for i, model in enumerate(cluster["models"]):
+        shutil.copy(model, tmp_path / "models" / f"m{i}.txt")
+    shutil.copy(cluster["wordset"], tmp_path / "flowers.toml")
     gate = tmp_path / "gate"
-    gate.write_text("closed")
-    config = write_config(cluster, tmp_path, seeds=30, permutations=400_000, gate=gate)
-    out = tmp_path / "out"
-    args = ["run", str(config), "--out", str(out), "--ray-address", cluster["address"]]
-    total = 2 * 30 * 2  # models x seeds x (weat, hold)
-
-    killed = bias_cli(args)
-    wait_for_results(out / "results.jsonl", 1, killed)
-    killed.kill()  # the driver dies without any chance to clean up
-    killed.wait(timeout=60)
-    after_kill = lines(out / "results.jsonl")
-    assert 1 <= len(after_kill) < total
-
-    interrupted = bias_cli([*args, "--resume"])
-    wait_for_results(out / "results.jsonl", len(after_kill) + 1, interrupted)
+    gate.write_text("closed")  # never opened: the run cannot end on its own
+    args = ["run", "-m", "word2vec:models/m0.txt", "-m", "word2vec:models/m1.txt", "-w", "flowers.toml"]
+    args += ["--metric", "hold", "--param", f"gate={gate}", "--param", "held=m0.txt", "--seed", "0"]
+    args += ["--seed", "1", "--out", "out", "--executor", "ray", "--ray-address", cluster["address"]]
+    env = {k: v for k, v in os.environ.items() if k != "RAY_AUTH_MODE"}  # a fresh shell: Ray's defaults
+    interrupted = bias_cli(args, cwd=tmp_path, env=env)
+    wait_for_results(tmp_path / "out" / "results.jsonl", 1, interrupted)
     interrupted.send_signal(signal.SIGINT)
     _, err = interrupted.communicate(timeout=120)
     assert interrupted.returncode == 130, err
-    assert "Interrupted" in err and "--resume" in err
-    after_interrupt = lines(out / "results.jsonl")
-    assert len(after_interrupt) > len(after_kill)
-
-    gate.unlink()  # the held experiment may finish now
-    finished = subprocess.run(
-        [sys.executable, "-m", "bias.cli.app", *args, "--resume", "--json"], capture_output=True, text=True, timeout=300,
-        env={**os.environ, "HF_HUB_OFFLINE": "1"},
-    )
-    assert finished.returncode == 0, finished.stderr
-    keys = [r["key"] for r in lines(out / "results.jsonl")]
-    assert len(keys) == total and len(set(keys)) == total  # every experiment once, none lost, none twice
-    assert all(r["status"] == OK for r in lines(out / "results.jsonl"))
-    manifest = json.loads((out / "manifest.json").read_text())
-    session = manifest["sessions"][-1]
-    assert session["executor"]["name"] == "ray" and session["executor"]["resources"]["CPU"] == 2.0
-    assert [s["status"] for s in manifest["sessions"]][1:] == ["interrupted", "finished"]
+    said = " ".join(err.split())
+    assert "Interrupted" in said and "--resume" in said, said
+    assert f"Joined the Ray cluster at {cluster['address']}" in said, said
+    kept = lines(tmp_path / "out" / "results.jsonl")
+    assert kept and all(r["status"] == OK and r["model"] == "word2vec:models/m1.txt" for r in kept), kept
+    session = json.loads((tmp_path / "out" / "manifest.json").read_text())["sessions"][-1]
+    assert session["status"] == "interrupted"
+    executor = session["executor"]
+    assert executor["name"] == "ray" and executor["authentication"] == "token"
+    assert executor["resources"]["CPU"] == 2.0
 
 
 def test_missing_ray_says_how_to_install(tmp_path, cluster):
@@ -320,6 +355,41 @@ def test_resources_are_checked_and_become_actor_options():
     with pytest.raises(BiasError) as err:
         ray_executor.actor_options({"cpus": -1}, "hf:x")
     assert "resources.cpus" in err.value.message
+    # --device cuda asks for a whole GPU unless the model says how much; Ray, not cuda:N, picks the GPU
+    assert ray_executor.actor_options({}, "m", "cuda") == {"num_cpus": 1.0, "num_gpus": 1.0}
+    assert ray_executor.actor_options({"gpus": 0.25}, "m", "cuda") == {"num_cpus": 1.0, "num_gpus": 0.25}
+    with pytest.raises(BiasError, match="cuda:1 names one GPU of one machine"):
+        ray_executor.actor_options({}, "m", "cuda:1")
+    # checked against the live nodes, one node at a time: 2 + 2 CPUs on two nodes are not 4 on one
+    nodes = [{"Resources": {"CPU": 2.0}}, {"Resources": {"CPU": 2.0, "GPU": 1.0}}]
+    ray_executor.check_resources(nodes, {"m": {"num_cpus": 2.0, "num_gpus": 1.0}}, "h:1")
+    with pytest.raises(BiasError) as err:
+        ray_executor.check_resources(nodes, {"big": {"num_cpus": 4.0, "num_gpus": 0.0}}, "h:1")
+    assert err.value.exit_code == 2 and "Model big asks for 4 CPU" in err.value.message and "the most is 2" in err.value.message
+    with pytest.raises(BiasError) as err:
+        ray_executor.check_resources(nodes, {"two": {"num_cpus": 1.0, "num_gpus": 2.0}}, "h:1")
+    assert "2 GPU on one node (the most is 1)" in err.value.message
+
+
+def test_waiting_and_retries_are_said_off_a_terminal(capsys):
+    """Off a terminal the progress says, once, that a model waits for resources (a long wait is never
+    silent), and the run ends with one line per model whose experiments were retried, and why."""
+    from rich.console import Console
+
+    from bias.cli.run import _progress
+    from bias.engine.runner import Event
+
+    progress = _progress(Console(), enabled=False, plain=True)
+    progress.event(Event("waiting", 4, 8, "hf:big", note="waiting for resources: hf:big needs 1 CPU and 1 GPU"))
+    exp = [Experiment(ModelConfig("word2vec:v.txt"), "en/weat1", "weat", {}, seed) for seed in range(3)]
+    for e, why in zip([*exp, exp[0]], ["its worker on Ray node n2 became unreachable"] * 2 + ["Ray node n2 was lost"] * 2):
+        progress.event(Event("retry", 4, 8, "word2vec:v.txt", e, note=why))
+    said = " ".join(capsys.readouterr().err.split())
+    assert "[4/8] waiting for resources: hf:big needs 1 CPU and 1 GPU" in said
+    assert progress.retried_lines() == [
+        "retried 3 experiment(s) of word2vec:v.txt on Ray, after losing its worker: its worker on Ray node n2 "
+        "became unreachable; Ray node n2 was lost"
+    ]
 
 
 def test_executor_and_resources_in_the_experiment_file(tmp_path):
@@ -335,6 +405,9 @@ def test_executor_and_resources_in_the_experiment_file(tmp_path):
     assert settings["executor"] == "ray" and settings["ray_address"] == "auto"
     model = experiments[0].model
     assert model.resources == {"gpus": 0.25} and model.options == {"binary": False}
+    # Resource declarations do not enter the key: the same experiment, wherever it runs.
+    bare = Experiment(ModelConfig("word2vec:v.txt"), "en/weat6", "weat", {}, 0)
+    assert bare.key == attrs.evolve(bare, model=attrs.evolve(bare.model, resources={"gpus": 1, "cpus": 4})).key
     config.write_text('executor = "slurm"\nwordsets = ["en/weat6"]\nmetrics = ["weat"]\nmodels = ["word2vec:v.txt"]\n')
     with pytest.raises(BiasError) as err:
         load_config(config)
@@ -351,24 +424,28 @@ def test_unreachable_cluster_is_said_at_once(cluster, tmp_path):
     assert "No Ray cluster answers at 127.0.0.1:1" in proc.stderr and "Traceback" not in proc.stderr
 
 
-def test_joining_says_which_cluster_and_a_wrong_token_is_said_as_such(cluster, tmp_path):
-    """Ray's token authentication is on by default: HOST:PORT joins with the token this machine holds
-    (and says where it joined); with another token the join fails with the address and what to check,
-    not with advice to start a cluster."""
+def test_a_missing_or_wrong_token_is_said_in_one_line(cluster, tmp_path):
+    """Ray's token authentication is on by default. A machine that holds no token, or another token,
+    is told so in one line with what to set, before Ray's own join (which retries for tens of seconds
+    and prints pages of C++ warnings); joining with the right token is the test above."""
     config = write_config(cluster, tmp_path, seeds=1, permutations=1000)
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     env.pop("RAY_AUTH_MODE", None)  # as in a fresh shell: nothing but Ray's defaults and its token file
-    joined = subprocess.run(
+    started = time.monotonic()
+    none = subprocess.run(  # a machine that holds no token at all (an empty HOME, no RAY_AUTH_TOKEN)
         [sys.executable, "-m", "bias.cli.app", "run", str(config), "--ray-address", cluster["address"]],
-        capture_output=True, text=True, timeout=180, env=env,
+        capture_output=True, text=True, timeout=180, env={**env, "HOME": str(tmp_path)},
     )
-    assert joined.returncode == 0, joined.stderr
-    assert f"Joined the Ray cluster at {cluster['address']}" in " ".join(joined.stderr.split())
+    said = " ".join(none.stderr.split())
+    assert none.returncode == 2 and "Traceback" not in none.stderr, none.stderr
+    assert f"The Ray cluster at {cluster['address']} asks for a token, and this machine holds none." in said
+    assert "RAY_AUTH_TOKEN" in said and "InvalidAuthToken" not in said and "gcs_client" not in said  # none of Ray's C++ lines
+    assert time.monotonic() - started < 120  # a generous bound, only against Ray's minutes of retries
     wrong = subprocess.run(
         [sys.executable, "-m", "bias.cli.app", "run", str(config), "--ray-address", cluster["address"]],
         capture_output=True, text=True, timeout=180, env={**env, "RAY_AUTH_TOKEN": "0" * 32},
     )
     assert wrong.returncode == 2 and "Traceback" not in wrong.stderr, wrong.stderr
     said = " ".join(wrong.stderr.split())
-    assert f"Could not join the Ray cluster at {cluster['address']}" in said and "auth_token" in said
-    assert "ray start --head" not in said
+    assert f"The Ray cluster at {cluster['address']} refused this machine's token (from RAY_AUTH_TOKEN)" in said
+    assert "auth_token" in said and "ray start --head" not in said

@@ -229,6 +229,12 @@ def answer_result(
     figures["breakdown"] = breakdown(found, counts, shares)
     figures["predictions"] = prediction_rows(data, answered, texts, prompts.letters)
     warnings = []
+    asked_in, read_in = data.meta.language, prompts.meta.language
+    if asked_in and read_in and asked_in != read_in:
+        warnings.append(
+            f"the questions are in {asked_in!r} but the prompts and reading rules ({prompts.name}) "
+            f"are in {read_in!r}: replies in {asked_in!r} are read by {read_in!r} phrases"
+        )
     if rate["unparsed"] or rate["refused"]:
         left = (
             "left out of the scores"

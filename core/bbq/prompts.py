@@ -30,10 +30,12 @@ unknown_answers = ["Onbekend"]       # wordings of the unknown answer, for the l
 
 A prompt holds the placeholders {context}, {question}, {ans0}, {ans1} and {ans2}, each plain (no
 format specification, conversion or index), and may hold no others; write a literal brace twice.
+Each answer's placeholder follows its letter ("(B) {ans1}"), since replies are read by the letters.
 """
 
 from __future__ import annotations
 
+import re
 import string
 import unicodedata
 from typing import Any
@@ -52,6 +54,7 @@ MIN_VARIANTS = (
     1  # a file may hold one; the language packages ship at least three (their tests check)
 )
 MAX_PHRASE = 200  # characters: a rule is a phrase, not a paragraph
+MAX_PROMPT = 4_000  # characters of a prompt or system text (the shipped ones hold 200 at most)
 
 
 @attrs.frozen
@@ -129,6 +132,31 @@ def template_problems(text: Any, wanted: tuple[str, ...]) -> str | None:
     return None
 
 
+def label_problems(prompt: str, letters: Any) -> str | None:
+    """Why `prompt` does not label each answer with its letter, or None when it does: the text
+    between the previous placeholder and {ans<i>} must hold letters[i] as a word ("(B) {ans1}").
+    Replies are read by the letters, so a prompt that lists "(A) {ans1}" or letters given in
+    another order would have every reply read as another answer than the one it gave."""
+    if not isinstance(letters, list) or len(letters) != 3:
+        return None  # the letters' own problem, reported for `letters`
+    before = ""
+    for literal, name, _, _ in string.Formatter().parse(prompt):
+        before += literal
+        if name is None:
+            continue
+        if name in ("ans0", "ans1", "ans2"):
+            letter = str(letters[int(name[3])]).strip()
+            if not re.search(r"(?<!\w)" + re.escape(letter) + r"(?!\w)", before):
+                return (
+                    f"lists {{{name}}} without its letter {letter!r} before it (since the "
+                    "previous "
+                    f"placeholder); replies are read by the letters {', '.join(map(str, letters))}, "
+                    "in that order"
+                )
+        before = ""
+    return None
+
+
 def _phrases(value: Any, field: str, file: str, problems: list[Problem]) -> tuple[str, ...]:
     if value is None:
         return ()
@@ -156,10 +184,15 @@ def check(data: dict[str, Any], file: str) -> list[Problem]:
         or len(letters) != 3
         or not all(isinstance(x, str) and x.strip() for x in letters)
         or len({x.strip().casefold() for x in letters}) != 3
-        or any(len(x.strip()) > 3 for x in letters)
+        or any(len(x.strip()) > 3 or not x.strip().isprintable() for x in letters)
     ):
         problems.append(
-            Problem(file, "letters", 'must be three different short labels, e.g. ["A", "B", "C"]')
+            Problem(
+                file,
+                "letters",
+                "must be three different short labels of printable characters, "
+                'e.g. ["A", "B", "C"]',
+            )
         )
     variants = data.get("variants")
     if not isinstance(variants, list) or len(variants) < MIN_VARIANTS:
@@ -194,12 +227,26 @@ def check(data: dict[str, Any], file: str) -> list[Problem]:
             problems.append(Problem(file, f"{field}.name", f"repeats the variant name {name!r}"))
         else:
             seen.add(name)
-        why = template_problems(entry.get("prompt"), PLACEHOLDERS)
+        prompt = entry.get("prompt")
+        why = template_problems(prompt, PLACEHOLDERS)
+        if not why and len(prompt) > MAX_PROMPT:
+            why = f"is {len(prompt):,} characters long, more than a prompt needs ({MAX_PROMPT:,})"
+        if not why:
+            why = label_problems(prompt, letters)
         if why:
             problems.append(Problem(file, f"{field}.prompt", why))
         system = entry.get("system", "")
         if not isinstance(system, str):
             problems.append(Problem(file, f"{field}.system", "must be a text"))
+        elif len(system) > MAX_PROMPT:
+            problems.append(
+                Problem(
+                    file,
+                    f"{field}.system",
+                    f"is {len(system):,} characters long, more than a system text needs "
+                    f"({MAX_PROMPT:,})",
+                )
+            )
         for key in entry:
             if key not in VARIANT_KEYS:
                 problems.append(

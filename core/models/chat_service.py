@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 import time
 from collections.abc import Sequence
 from typing import Any, ClassVar
@@ -68,6 +69,15 @@ def _rate(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
         raise BiasError(
             f"{attribute.name} must be 0 (no limit) or from 1 to 1000000 requests a minute, not {value!r}."
         )
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _unicode(text: str) -> str:
+    """`text` with any lone surrogate (JSON allows "\\ud800", UTF-8 does not) replaced by U+FFFD:
+    a server's reply must not stop the result files from being written."""
+    return _SURROGATE.sub("\ufffd", text)
 
 
 @attrs.define
@@ -184,7 +194,7 @@ class ChatServiceModel(ServiceModel):
         asked, resolved, draws = self._plan(requests, sampling)
         keys = [[self._reply_key(r, resolved, j) for j in range(draws)] for r in asked]
         flat = [k for row in keys for k in row]
-        found = self._replies.get(flat) if self._replies is not None else {}
+        found = self._cached(flat, resolved)
         jobs = {}
         for i, request in enumerate(asked):
             for j, key in enumerate(keys[i]):
@@ -210,12 +220,28 @@ class ChatServiceModel(ServiceModel):
             out.append(Generations(tuple(replies), resolved, context))
         return out
 
+    def _cached(self, keys: list[str], sampling: Sampling) -> dict[str, dict[str, Any]]:
+        """The cached replies among `keys` that a server's answer could have been (see `_one`): a
+        row altered on disk into a reply longer than max_tokens allows is asked again, not read."""
+        if self._replies is None:
+            return {}
+        limit = MAX_CHARS_PER_TOKEN * int(sampling.max_tokens or 1)
+        found = self._replies.get(keys)
+        return {
+            k: v
+            for k, v in found.items()
+            if len(v["text"]) <= limit
+            and all(isinstance(v.get(f, ""), (str, type(None))) for f in ("finish", "refusal"))
+            and len(str(v.get("finish") or "")) <= 40
+            and len(str(v.get("refusal") or "")) <= limit
+        }
+
     @staticmethod
     def _reply(stored: dict[str, Any], cached: bool) -> Reply:
         return Reply(
-            stored["text"],
-            str(stored.get("finish") or ""),
-            str(stored.get("refusal") or ""),
+            _unicode(stored["text"]),
+            _unicode(str(stored.get("finish") or "")),
+            _unicode(str(stored.get("refusal") or "")),
             cached,
         )
 
@@ -266,9 +292,9 @@ class ChatServiceModel(ServiceModel):
                 exit_code=FAILURE,
             )
         clean = {
-            "text": text,
-            "finish": str(reply.get("finish") or "")[:40],
-            "refusal": str(reply.get("refusal") or "")[:limit],
+            "text": _unicode(text),
+            "finish": _unicode(str(reply.get("finish") or "")[:40]),
+            "refusal": _unicode(str(reply.get("refusal") or "")[:limit]),
         }
         with self._lock:
             self._sent["requests"] += 1
@@ -328,7 +354,7 @@ class ChatServiceModel(ServiceModel):
                     wanted.setdefault(
                         self._reply_key(request, resolved, j), (size, int(resolved.max_tokens or 0))
                     )
-        found = self._replies.get(list(wanted)) if self._replies is not None else {}
+        found = self._cached(list(wanted), resolved) if wanted else {}
         todo = [v for k, v in wanted.items() if k not in found]
         tokens_in = sum(v[0] for v in todo)
         tokens_out = sum(v[1] for v in todo)

@@ -146,10 +146,16 @@ def scrub(text: str, key: str) -> str:
 
 def public_url(url: str) -> str:
     """A URL as it may be recorded: without a user name or password in it."""
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:  # a malformed address (an unclosed bracket, a port that is no number)
+        return url.rsplit("@", 1)[-1][:200]
     netloc = parts.hostname or ""
-    if parts.port:
-        netloc += f":{parts.port}"
+    if ":" in netloc:  # an IPv6 address keeps its brackets
+        netloc = f"[{netloc}]"
+    if port:
+        netloc += f":{port}"
     return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
@@ -244,11 +250,37 @@ class ServiceModel(Embedder):
         """Before any work: a key in the environment, a usable URL and sensible numbers."""
         if not self.location.strip():
             raise BiasError(f"{self.name}: no model id given.", f"For example --model {self.name}:MODEL_ID.")
-        parts = urlsplit(self.endpoint)
+        # An option given empty is refused, never dropped: requests would go to the provider's own
+        # address, or the provider's usual key with them, which the user did not ask for.
+        for name in ("base_url", "key_env"):
+            value = getattr(self, name)
+            if value is not None and not str(value).strip():
+                raise BiasError(
+                    f"{self.spec}: {name} is empty.",
+                    f"Give {name}=VALUE, or leave the option out for the provider's own "
+                    f"({self.default_base_url if name == 'base_url' else self.default_key_env}).",
+                )
+        try:
+            parts = urlsplit(self.endpoint)
+            parts.port  # noqa: B018 - raises ValueError for a port that is no number
+        except ValueError as exc:
+            raise BiasError(
+                f"{self.spec.split('[', 1)[0]}: base_url {public_url(self.endpoint)!r} is not a "
+                f"well-formed URL ({exc}).",
+                "Give the API's base URL, e.g. --model-option base_url=http://[::1]:8000/v1.",
+            ) from None
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise BiasError(
                 f"{self.spec}: base_url {public_url(self.endpoint)!r} is not an http(s) URL.",
                 "Give the API's base URL, e.g. --model-option base_url=http://127.0.0.1:8000/v1.",
+            )
+        if parts.username is not None or parts.password is not None:
+            # The client would send them in place of the key, and the spec (with them) is written
+            # into every result file.
+            raise BiasError(
+                f"{self.spec.split('[', 1)[0]}: base_url {public_url(self.endpoint)!r} holds a user "
+                "name or password before '@'; it would be written into the results.",
+                f"Give the address without it and the key in {self.key_variable} (or key_env=NAME).",
             )
         bounds = (("backoff", self.backoff, 0.0, MAX_BACKOFF), ("timeout", self.timeout, 1e-3, MAX_TIMEOUT), ("price", self.price, 0.0, math.inf))
         for name, value, least, most in bounds:

@@ -46,12 +46,15 @@ def parse_formats(values: Sequence[str]) -> tuple[str, ...]:
 def load_report(
     folder: Path, *, family: str | None = None, title: str | None = None,
     declared: Callable[[str], dict[str, Any] | None] | None = None,
+    order: Sequence[str] = (),
 ) -> Report:
     """The report of a run folder (or a results.jsonl path): latest result per key, damaged lines listed.
 
     Results written by earlier versions are read as today's (`old_results`); `declared(metric)`
     answers what a metric declares now, for those written before results carried it (the CLI asks
-    the registry)."""
+    the registry). `order` (the plan's experiment keys) puts the results in plan order, whatever
+    order they arrived in (a Ray run writes them as its workers finish); keys it does not name
+    follow, in the file's order."""
     from bias.core.runs.manifest import read_manifest
     from bias.core.runs.results import scan_results
 
@@ -59,6 +62,9 @@ def load_report(
 
     found = scan_results(folder)
     results = [upgraded(r, declared) for r in found.latest()]
+    if order:
+        place = {key: i for i, key in enumerate(order)}
+        results = sorted(results, key=lambda r: place.get(r.key, len(place)))  # stable: rest in file order
     try:
         manifest = read_manifest(found.path.parent) or {}
     except BiasError as exc:  # the results alone make the report; the manifest adds title and family

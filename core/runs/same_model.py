@@ -57,7 +57,7 @@ def same_models(experiments: Sequence[Any]) -> list[Any]:
         if label in seen:
             continue
         seen.add(label)
-        identity = model_identity(model.parsed, model.debias)
+        identity = model_identity(model.parsed, model.parsed_debias)
         if identity in first:
             replaced[label] = first[identity]
             log.warning("%s is the same model as %s (same file and options); it runs once.", label, first[identity].label())

@@ -54,7 +54,8 @@ class ChatEmbedder(ChatServiceModel):
             raise refused_for_status(
                 exc.status_code, str(getattr(exc, "message", "")), self._key(), exc.response.headers
             ) from None
-        except (openai.APIError, ValueError, TypeError):  # a body that is not a chat completion
+        except (openai.APIError, ValueError, TypeError, RecursionError):  # not a chat completion
+            # (RecursionError: JSON nested thousands deep, which Python's parser cannot read)
             raise Refused(
                 "the service answered something that is not a chat completion",
                 "Check base_url: it must be an OpenAI-compatible /v1 address.",

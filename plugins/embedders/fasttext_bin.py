@@ -93,6 +93,7 @@ class FastTextEmbedder(StaticEmbedder):
     name: ClassVar[str] = "fasttext"
     summary: ClassVar[str] = "fastText .bin model (official library); unknown words get sub-word vectors and are reported."
     capabilities: ClassVar[frozenset[Capability]] = frozenset({Capability.WORD_VECTORS, Capability.CONTEXTUAL, Capability.VOCABULARY})
+    libraries: ClassVar[tuple[str, ...]] = ("fasttext",)
 
     location: str = attrs.field(metadata={"help": "path of the fastText .bin file"})
     _model: Any = attrs.field(default=None, init=False, repr=False)

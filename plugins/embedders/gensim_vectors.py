@@ -44,6 +44,8 @@ def _gensim_failure(path: Path, loader: str, expected: str, error: BaseException
 class _GensimStatic(StaticEmbedder):
     """Shared lookup for embedders whose whole vocabulary sits in a gensim KeyedVectors."""
 
+    libraries: ClassVar[tuple[str, ...]] = ("gensim",)
+
     location: str = attrs.field(metadata={"help": "path of the vector file"})
     _kv: Any = attrs.field(default=None, init=False, repr=False)
     _path: Path | None = attrs.field(default=None, init=False, repr=False)

@@ -88,6 +88,7 @@ class HuggingFaceEmbedder(Embedder):
     capabilities: ClassVar[frozenset[Capability]] = frozenset(
         {Capability.WORD_VECTORS, Capability.CONTEXTUAL, Capability.MASKED_LM, Capability.CAUSAL_LM, Capability.GENERATION}
     )
+    libraries: ClassVar[tuple[str, ...]] = ("torch", "transformers")
 
     location: str = param(attrs.NOTHING, "local model folder, pkg:MODULE/path, or a Hugging Face Hub id")
     word_pooling: str = param(

@@ -131,9 +131,10 @@ def test_a_bad_answer_fails_the_experiment_with_its_reason(fake, tmp_path, plann
             done.code == 2 and "0 of 10 replies answered" in done.both
         )  # every reply empty: nothing to score
         return
-    # a refused key or an address that is no chat service is the user's to correct (exit 2, as every
-    # service client answers them); a server that breaks down fails the run (exit 1)
-    assert done.code == (2 if words in ("refused the API key", "not a chat completion") else 1), done.both
+    # A refused key and a body that is no chat completion are the user's to fix (the key, base_url:
+    # exit 2, as the README says); a server that keeps failing is a failure (exit 1).
+    user_to_fix = words in ("refused the API key", "not a chat completion")
+    assert done.code == (2 if user_to_fix else 1), done.both
     assert words in done.both and "Traceback" not in done.both
     assert KEY not in done.both and KEY not in (tmp_path / "out" / "results.jsonl").read_text()
 

@@ -5,6 +5,7 @@ and its names were written for these cases (tests/fixtures/decisions.py)."""
 
 from __future__ import annotations
 
+import zlib
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from bad_input_helpers import (  # noqa: F401 (world is a fixture)
     World,
     assert_answered,
     case_decorator,
+    cli,
     world,
 )
 
@@ -124,36 +126,95 @@ def _(world, folder):
     return retrieval(world, damaged(folder, "", ""), "--param", "permutations=0")
 
 
-@case("discrimination-param-selection", names=("selection", "decision", "probability"))
-def _(world, folder):
+def discrimination(world: World, folder: Path, *extra: str, model: str = "") -> list[str]:
+    name = damaged(folder, "", "")
     return [
         "run",
         "-m",
-        f"hf:{world.bert}",
+        model or f"hf:{world.bert}",
         "-w",
-        damaged(folder, "", ""),
+        name,
         "--metric",
         "discrimination",
-        "--param",
-        "selection=maybe",
+        *extra,
     ]
+
+
+@case("discrimination-param-selection", names=("selection", "decision", "probability"))
+def _(world, folder):
+    return discrimination(world, folder, "--param", "selection=maybe")
 
 
 @case("discrimination-param-answer-template", names=("answer_template", "{answer}"))
 def _(world, folder):
-    return [
-        "run",
-        "-m",
-        f"hf:{world.bert}",
-        "-w",
-        damaged(folder, "", ""),
-        "--metric",
-        "discrimination",
-        "--param",
-        "answer_template={answer.__class__}",
-    ]
+    return discrimination(world, folder, "--param", "answer_template={answer.__class__}")
+
+
+@case("discrimination-param-mode", names=("mode", "auto", "loglik", "generate", "'chat'"))
+def _(world, folder):
+    return discrimination(world, folder, "--param", "mode=chat")
+
+
+@case("discrimination-param-samples-zero", names=("samples", "positive whole number"))
+def _(world, folder):
+    return discrimination(world, folder, "--param", "samples=0")
+
+
+@case("discrimination-param-temperature", names=("temperature", "2.0", "7.0"))
+def _(world, folder):
+    return discrimination(world, folder, "--param", "temperature=7")
+
+
+@case("discrimination-param-max-tokens", names=("max_tokens",))
+def _(world, folder):
+    return discrimination(world, folder, "--param", "max_tokens=-3")
+
+
+@case(
+    "discrimination-log-likelihoods-asked-of-a-chat-model",
+    names=("mode=loglik", "log-likelihoods", "chat", "mode=generate"),
+)
+def _(world, folder):
+    # planned and refused before anything is sent: no server, no key needed
+    chat = "chat:some-model[base_url=http://127.0.0.1:9/v1]"
+    return discrimination(world, folder, "--param", "mode=loglik", model=chat)
 
 
 @pytest.mark.parametrize("bad", CASES, ids=lambda c: c.name)
 def test_decisions_bad_input(bad: Case, world: World, tmp_path: Path) -> None:
     assert_answered(bad, world, tmp_path / "case")
+
+
+def test_a_chat_audit_the_server_breaks_off_resumes_without_asking_anything_twice(
+    tmp_path, monkeypatch
+):
+    # a fake server, for the failure mode: five replies, then the service is down
+    from test_bad_input_chat import Fake, chat, reply
+
+    from bias.core.data.wordsets import load_toml_wordset
+
+    monkeypatch.setenv("OPENAI_API_KEY", "not-needed-locally")
+    monkeypatch.setenv("BIAS_CACHE_DIR", str(tmp_path / "cache"))
+    path = decisions_toml(tmp_path, scenarios=3)
+    prompts = load_toml_wordset(path).prompts("names")
+    args = ["-w", str(path), "--metric", "discrimination", "--param", "samples=2"]
+    args += ["--param", "temperature=1", "--out", str(tmp_path / "out")]
+    fake = Fake()
+    try:
+        fake.plan = [(200, reply("Ja."), {})] * 5 + [(503, {"error": {"message": "down"}}, {})] * 99
+        first = cli("run", "--model", chat(fake), *args)
+        assert first.code == 1 and "--resume" in first.both, first.both
+        answered, fake.seen = fake.seen[:5], []
+        says = [("Ja.", "Nee.")[zlib.crc32(b"%d" % i) % 2] for i in range(2 * len(prompts))]
+        fake.plan = [(200, reply(text), {}) for text in says]
+        again = cli("run", "--model", chat(fake), *args, "--resume")
+        assert again.code == 0, again.both
+        # what the cost check counted before sending: every reply, then those not cached
+        assert f"will send {2 * len(prompts)} text(s)" in first.both
+        assert f"will send {2 * len(prompts) - 5} text(s)" in again.both
+    finally:
+        fake.stop()
+    asked = [(s["messages"][-1]["content"], s["seed"]) for s in answered + fake.seen]
+    assert len(fake.seen) == 2 * len(prompts) - 5  # only the replies the first run did not get
+    assert len(set(asked)) == len(asked) == 2 * len(prompts)
+    assert {text for text, _ in asked} == {p.text for p in prompts}
