@@ -18,7 +18,7 @@ from bias.core.data.decisions import (
     Prompt,
     Scenario,
 )
-from bias.core.data.decisions_replies import (
+from bias.core.decisions.replies import (
     Decided,
     asked_replies,
     paired_tests,

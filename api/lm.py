@@ -1,5 +1,6 @@
 """Building blocks of metrics on language-model scores: the scoring modes, pair comparison and its
-refusals, and the constants of the pair and LPBS data kinds.
+refusals, the constants of the pair and LPBS data kinds, and the float32 settling of verdicts that a
+reduced precision could turn (`settle`, `settle_choices`).
 
 Part of the public API (`bias.api`): first-party plugins import these names from here only.
 """
@@ -21,6 +22,7 @@ from bias.core.pair_metrics.scoring import (
 from bias.core.data.lpbs_tests import ATTRIBUTES, TARGETS
 from bias.core.pair_metrics.metric import PERCENT_OF_PAIRS, compare_pairs, lowercase_param, skipped_warnings
 from bias.core.data.minimal_pairs import DIRECTIONS
+from bias.core.precision import settle, settle_choices
 
 __all__ = [
     "ATTRIBUTES",
@@ -36,6 +38,8 @@ __all__ = [
     "lm_mode",
     "lowercase_param",
     "MASKED",
+    "settle",
+    "settle_choices",
     "PERCENT_OF_PAIRS",
     "skipped_warnings",
     "SSS_MASKING",

@@ -31,6 +31,7 @@ from bias.core.models.static.formats import (
     sniff_format,
     wrong_format,
 )
+from bias.core.models.static.word2vec_files import WordTable, read_glove, read_word2vec
 from bias.core.data.text_formats import read_lines, with_layout_language
 
 __all__ = [
@@ -46,7 +47,9 @@ __all__ = [
     "HEADERLESS_TEXT",
     "PICKLE",
     "read_lines",
+    "read_glove",
     "read_only",
+    "read_word2vec",
     "sniff_format",
     "static_encode",
     "StaticEmbedder",
@@ -58,5 +61,6 @@ __all__ = [
     "WORD2VEC_BINARY",
     "WORD2VEC_TEXT",
     "words_to_vectors",
+    "WordTable",
     "wrong_format",
 ]

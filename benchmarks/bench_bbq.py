@@ -1,8 +1,8 @@
-"""How fast the bbq metric scores answers from the prompt's cached keys and values, against one forward
-call per answer.
+"""How fast the bbq metric scores answers with each prompt read once, against one forward call per
+answer, and the peak memory it takes.
 
 Run:  python benchmarks/bench_bbq.py [--questions N] [--loop-questions K] [--batch-size B] [--threads T]
-                                     [--layers L] [--device D]
+                                     [--layers L] [--device D] [--dtype T] [--wordset NAME]
 
 Prints figures only (no assertions): timings depend on the machine, so they are read, not enforced.
 The model is GPT-2 sized (GPT2LMHeadModel(GPT2Config()): 12 layers, hidden 768, vocabulary 50,257)
@@ -11,15 +11,18 @@ smaller vocabulary than GPT-2's, so a text takes somewhat more tokens), and load
 embedder. The questions are generated from a seeded grammar in BBQ's shape: a two-sentence context
 naming two people, a question, three short answers.
 
-- cached: `Embedder.choice_log_probs` of the `hf` embedder, what the bbq metric calls: each prompt
-  encoded once (batches of B prompts, left-padded, only the last position through the output head),
-  the answers scored from its cached keys and values in one more call per batch;
+- packed: `Embedder.choice_log_probs` of the `hf` embedder, what the bbq metric calls: each question
+  one row (the prompt, then its answers, each seeing the prompt and itself only), batches of B
+  questions, the output head at the answers' positions only;
 - loop: one forward call per answer on start token + prompt + answer (batch of one), log_softmax in
   float64, the answer's log-probabilities summed. Timed on the first K questions and extrapolated
   linearly to N (marked "extrapolated").
 
 The answers' summed log-likelihoods of the K questions are compared (largest absolute difference) and
-the verdicts (the answer with the highest sum) counted.
+the verdicts (the answer with the highest sum) counted. With `--wordset` (e.g. en/bbq-sample) the
+questions are a word set's, with the bbq metric's template. The peak memory printed is the process's
+peak resident size (ru_maxrss) after scoring, less its resident size once the model is loaded (the
+scoring's own peak; the weights, read in by a first small call, count as loaded), and the peak itself; on CUDA, torch's peak allocated device memory.
 """
 
 from __future__ import annotations
@@ -54,6 +57,17 @@ def generated_questions(n: int, seed: int = 0) -> list[tuple[str, str, list[str]
         question = rng.choice(rng.choice(QUESTIONS))
         out.append((context, question, [f"The {a}", f"The {b}", rng.choice(UNKNOWN)]))
     return out
+
+
+def resident_mib() -> float:
+    with open("/proc/self/status") as fh:
+        return next(int(line.split()[1]) for line in fh if line.startswith("VmRSS:")) / 1024
+
+
+def peak_mib() -> float:
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def build_model(folder: Path, layers: int, seed: int = 0) -> Path:
@@ -109,6 +123,8 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--layers", type=int, default=12)
     parser.add_argument("--device", default="cpu")
+    parser.add_argument("--dtype", default="float32", help="the embedder's weights (the loop stays float32)")
+    parser.add_argument("--wordset", help="score a word set's questions (e.g. en/bbq-sample) instead of generated ones")
     args = parser.parse_args()
 
     import numpy as np
@@ -120,31 +136,43 @@ def main() -> None:
 
     torch.set_num_threads(args.threads)
     print(f"machine: {platform.platform()}, {os.cpu_count()} CPUs, torch {torch.__version__}, {args.threads} thread(s), device {args.device}")
-    questions = generated_questions(args.questions)
+    if args.wordset:
+        from bias.registry.resolve import load_wordset
+
+        data = load_wordset(args.wordset)
+        questions = [(q.context, q.question, list(q.answers)) for q in data.items[: args.questions]]
+        template = data.prompt or DEFAULT_TEMPLATE
+    else:
+        questions, template = generated_questions(args.questions), DEFAULT_TEMPLATE
     with tempfile.TemporaryDirectory() as tmp:
         folder = build_model(Path(tmp) / "gpt2", args.layers)
-        embedder = HuggingFaceEmbedder(location=str(folder), batch_size=args.batch_size, device=args.device, cache=False)
+        embedder = HuggingFaceEmbedder(location=str(folder), batch_size=args.batch_size, device=args.device, dtype=args.dtype, cache=False)
         embedder.load()
         requests = [
-            ChoiceRequest(DEFAULT_TEMPLATE.format(context=c, question=q), tuple(" " + a for a in answers))
+            ChoiceRequest(template.format(context=c, question=q), tuple(" " + a for a in answers))
             for c, q, answers in questions
         ]
         tokens = [len(t.ids) for t in embedder.tokenize([r.prompt for r in requests])]
         print(f"model: GPT-2 sized, {args.layers} layers, hidden 768, vocabulary 50,257; {len(questions)} questions, "
               f"prompts of {min(tokens)}-{max(tokens)} tokens (mean {np.mean(tokens):.0f}), 3 answers each")
-        embedder.choice_log_probs(requests[:2])  # warm-up
+        embedder.choice_log_probs(requests[:2])  # warm-up: the weights read in, kernels chosen
+        loaded_rss = resident_mib()
         start = time.perf_counter()
         cached = embedder.choice_log_probs(requests)
         ours = time.perf_counter() - start
+        peak = peak_mib()
+        device_peak = torch.cuda.max_memory_allocated() / 2**20 if args.device.startswith("cuda") else None
         k = min(args.loop_questions, len(questions))
         start = time.perf_counter()
-        looped = loop_scores(folder, questions[:k], DEFAULT_TEMPLATE, args.device)
+        looped = loop_scores(folder, questions[:k], template, args.device)
         loop = (time.perf_counter() - start) * len(questions) / k
     ours_sums = np.array([[float(np.sum(x)) for x in s.log_probs] for s in cached[:k]])
     loop_sums = np.array(looped)
     same = int(np.sum(ours_sums.argmax(axis=1) == loop_sums.argmax(axis=1)))
     mark = " (extrapolated from %d)" % k if k < len(questions) else ""
-    print(f"cached prefix, batches of {args.batch_size}: {ours:8.2f} s  ({len(questions) / ours:6.1f} questions/s)")
+    print(f"packed rows, batches of {args.batch_size}: {ours:8.2f} s  ({len(questions) / ours:6.1f} questions/s)")
+    print(f"peak memory: process {peak:.0f} MiB, of which {peak - loaded_rss:.0f} MiB beyond the model once loaded and warm"
+          + (f"; device {device_peak:.0f} MiB allocated at most" if device_peak is not None else ""))
     print(f"loop, one forward per answer:     {loop:8.2f} s  ({len(questions) / loop:6.1f} questions/s){mark}")
     print(f"speed-up: {loop / ours:.1f}x (target >= 3x)")
     print(f"largest |difference| of summed log-likelihoods over {k} questions: {np.max(np.abs(ours_sums - loop_sums)):.2e} "

@@ -32,7 +32,9 @@ def sentences(n: int, seed: int, shortest: int = 8, longest: int = 30) -> list[s
     return [" ".join(rng.choice(WORDS) for _ in range(rng.randint(shortest, longest))) + "." for _ in range(n)]
 
 
-def build_model(folder: Path, layers: int, seed: int) -> Path:
+def build_model(folder: Path, layers: int, seed: int, masked: bool = False) -> Path:
+    """A bert-base-sized model (a bare encoder, or with its masked-LM head) and a WordPiece tokenizer
+    trained here, saved to `folder` with save_pretrained."""
     import torch
     from tokenizers import (
         Tokenizer,
@@ -42,7 +44,7 @@ def build_model(folder: Path, layers: int, seed: int) -> Path:
         processors,
         trainers,
     )
-    from transformers import BertConfig, BertModel, BertTokenizerFast
+    from transformers import BertConfig, BertForMaskedLM, BertModel, BertTokenizerFast
     from transformers.utils import logging as hf_logging
 
     specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
@@ -60,7 +62,8 @@ def build_model(folder: Path, layers: int, seed: int) -> Path:
     torch.manual_seed(seed)
     config = BertConfig(num_hidden_layers=layers)  # bert-base sizes; the vocabulary of the tokenizer above is smaller
     hf_logging.disable_progress_bar()
-    BertModel(config, add_pooling_layer=False).eval().save_pretrained(folder)
+    model = BertForMaskedLM(config) if masked else BertModel(config, add_pooling_layer=False)
+    model.eval().save_pretrained(folder)
     return folder
 
 

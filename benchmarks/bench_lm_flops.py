@@ -103,19 +103,38 @@ def padded_tokens(lengths: list[int], batch_size: int) -> int:
     )
 
 
-def gemm_rate(size: int = 2048, clock: Callable[[], float] = time.perf_counter) -> Callable[[], float]:
-    """A large float32 GEMM; returns a function giving its FLOP/s for one product, timed by `clock`."""
+def gemm_rate(
+    size: int = 2048,
+    clock: Callable[[], float] = time.perf_counter,
+    *,
+    dtype: str = "float32",
+    device: str = "cpu",
+    repeat: int = 1,
+) -> Callable[[], float]:
+    """A large GEMM in `dtype` ("tf32": float32 operands on a GPU's TF32 units); returns a function
+    giving its FLOP/s for `repeat` products, timed by `clock` (a GPU is synchronised around them)."""
     import torch
 
-    a = torch.randn(size, size)
-    b = torch.randn(size, size)
-    torch.mm(a, b)
+    from bias.core.models.hf.loading import WEIGHTS, matmul_precision
+
+    kind = getattr(torch, WEIGHTS[dtype])
+    a = torch.randn(size, size, device=device).to(kind)
+    b = torch.randn(size, size, device=device).to(kind)
+    cuda = torch.device(device).type == "cuda"
 
     def once() -> float:
-        start = clock()
-        torch.mm(a, b)
-        return 2 * size**3 / (clock() - start)
+        with matmul_precision(dtype, device):
+            torch.mm(a, b)
+            if cuda:
+                torch.cuda.synchronize()
+            start = clock()
+            for _ in range(repeat):
+                torch.mm(a, b)
+            if cuda:
+                torch.cuda.synchronize()
+            return 2 * size**3 * repeat / (clock() - start)
 
+    once()  # first call: kernels chosen, memory touched
     return once
 
 
@@ -124,24 +143,24 @@ def measure(
 ) -> dict[str, Any]:
     import torch
 
-    from bias.core.models.hf import lm_scoring
+    from bias.core.models.hf import lm_scoring, scoring_plan
 
     torch.set_num_threads(threads)
     model, tokenizer = build_model()
     seqs = sentences(n_sentences)
     requests = pll_requests(seqs)
     pll_lengths = [len(r.ids) for r in requests]
-    split = dict(lm_scoring._SPLIT_HEADS)
+    split = dict(scoring_plan.SPLIT_HEADS)
 
     def pll() -> None:
         lm_scoring.masked_log_probs(model, tokenizer, "cpu", requests, batch_size)
 
     def pll_full_head() -> None:
-        lm_scoring._SPLIT_HEADS.clear()
+        scoring_plan.SPLIT_HEADS.clear()
         try:
             lm_scoring.masked_log_probs(model, tokenizer, "cpu", requests, batch_size)
         finally:
-            lm_scoring._SPLIT_HEADS.update(split)
+            scoring_plan.SPLIT_HEADS.update(split)
 
     # AUL scores each sentence once: as many sentences as PLL has masked rows keeps the batches alike
     aul_seqs = sentences(len(requests), seed=1)

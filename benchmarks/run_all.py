@@ -1,9 +1,11 @@
 """One table: each piece of work, our time, the bound measured in the same run, and their ratio.
 
-Run:  python benchmarks/run_all.py [--repeats R] [--sentences N] [--threads T] [--clock cpu|wall] [--skip-lm]
+Run:  python benchmarks/run_all.py [--repeats R] [--sentences N] [--threads T] [--clock cpu|wall]
+                                   [--device D] [--dtype float32|tf32|bfloat16|float16] [--skip-lm]
 
 `--threads` sets torch's and numpy's BLAS threads for every row and for the GEMM that gives the LM
-bound.
+bound. `--device` and `--dtype` apply to every LM row (the host-overhead row included); on a GPU the
+clock is the wall's, with the device synchronised around each timing.
 
 Prints figures only (no assertions). Every row pairs our code with its bound timed in the same
 process, interleaved (ours, bound, ours, bound, ...), best of R repeats each; the ratio is what to
@@ -17,14 +19,20 @@ more threads it adds up every thread's seconds, spin-waits included, so compare 
   target read at its mask, and its prior with the attribute masked too; causal: every token of a
   sentence after the start token): the floating-point operations the work needs
   (`bench_lm_flops.flops`: layers by real tokens, attention by length squared, the output head by
-  scored positions) divided by the rate of a large float32 GEMM measured in the same run at the same
-  thread count. bert-base sized model (GPT-2 sized for causal), random weights; ratio = 1 / (fraction
-  of the GEMM rate achieved). BBQ's answers are scored from a cached prompt, measured against one
-  forward call per answer by bench_bbq.py.
-- permutation tests (WEAT, SEAT and LPBS share `permutation_test`; FISE has its own null): a loop
-  that only draws the same partitions the same way (the same generator calls, the subset found by a
-  partition) and does one matrix-vector product per batch (FISE: one product per axis and batch with
-  the traits' cosines), 100,000 permutations.
+  scored positions) divided by the rate of a large GEMM in the row's precision measured in the same
+  run (on a GPU the float32, TF32 and bfloat16 ceilings are all measured and printed). bert-base
+  sized model (GPT-2 sized for causal), random weights; ratio = 1 / (fraction of the GEMM rate
+  achieved), printed beside it. "pll, plain forward" bounds the same pll work by the model alone on
+  the engine's batches (encoder forward, head at the masked rows, log-softmax; every tensor built
+  beforehand). BBQ's answers are measured against one forward call per answer by bench_bbq.py.
+- LM host overhead: `bench_lm_host.py`'s tiny masked LM (1 layer, hidden 8), the engine against the
+  model's own work on the same batches; the difference per masked row is printed (target <= 2 us).
+- permutation tests (WEAT, SEAT and LPBS share `permutation_test`; FISE has its own null): for
+  WEAT/SEAT/LPBS the cheapest exact-size sampler we can write in numpy (`samplers.py`: float64 or
+  float32 keys with a partition, a vectorised Fisher-Yates, an argpartition; the fastest in this run
+  is the bound, named in the row), 100,000 permutations; the random bits a subset needs are printed
+  as a floor no sampler reaches. For FISE, the same draws as its null (two key rows per
+  permutation, in batches of 2,000) and one product per axis and batch with the traits' cosines.
 - start-up: `bias --help` and `bias list` in a fresh process against a bare `python -c pass`, the
   interpreter's own start-up with the same site-packages (best of R runs, output piped).
 """
@@ -47,9 +55,11 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_lm_flops as lm  # noqa: E402
+import bench_lm_host as host  # noqa: E402
+import samplers  # noqa: E402
 
 PERMUTATIONS = 100_000
-ROWS: list[tuple[str, float, float]] = []
+ROWS: list[tuple[str, float, float, str]] = []  # work, ours, bound, note
 CLOCKS: dict[str, Callable[[], float]] = {"cpu": time.process_time, "wall": time.perf_counter}
 clock: Callable[[], float] = time.process_time  # set from --clock in main()
 
@@ -64,24 +74,6 @@ def interleaved(
             fn()
             best[k] = min(best[k], clock() - start)
     return best[0], best[1]
-
-
-def draw_bound(s: np.ndarray, n_x: int, permutations: int, seed: int) -> None:
-    """Only the draws `permutation_test` makes (the same generator calls in the same chunks, the |X|
-    smallest keys of each row found by a partition) and one matrix-vector product per chunk."""
-    from bias.core.statistics.association import _CHUNK_ELEMENTS
-
-    rng = np.random.default_rng(seed)
-    n = len(s)
-    chunk = max(1, min(permutations, _CHUNK_ELEMENTS // n))
-    keys, part = np.empty((chunk, n)), np.empty((chunk, n))
-    for start in range(0, permutations, chunk):
-        rows = min(chunk, permutations - start)
-        k, p = keys[:rows], part[:rows]
-        rng.random(out=k)
-        np.copyto(p, k)
-        p.partition(n_x - 1, axis=1)
-        (k <= p[:, n_x - 1 : n_x]).astype(np.float64) @ s
 
 
 def fise_bound(
@@ -104,12 +96,19 @@ def permutation_rows(repeats: int) -> None:
         rng = np.random.default_rng(n)
         sx, sy = rng.normal(size=n) + 0.1, rng.normal(size=n)
         s = np.concatenate([sx, sy])
-        ours, bound = interleaved(
-            lambda sx=sx, sy=sy: permutation_test(sx, sy, permutations=PERMUTATIONS, seed=1),
-            lambda s=s, n=n: draw_bound(s, n, PERMUTATIONS, 1),
-            repeats,
-        )
-        ROWS.append((f"WEAT/SEAT/LPBS permutations {n}v{n}, 100k", ours, bound))
+        best_ours, cheapest, name = float("inf"), float("inf"), ""
+        for label, sampler in samplers.SAMPLERS.items():  # ours interleaved with each sampler in turn
+            ours, bound = interleaved(
+                lambda sx=sx, sy=sy: permutation_test(sx, sy, permutations=PERMUTATIONS, seed=1),
+                lambda s=s, n=n, sampler=sampler: sampler(s, n, PERMUTATIONS, 1),
+                repeats,
+            )
+            best_ours = min(best_ours, ours)
+            if bound < cheapest:
+                cheapest, name = bound, label
+        floor = min(timed(lambda n=n: samplers.random_bits(2 * n, n, PERMUTATIONS, 1)) for _ in range(repeats))
+        ROWS.append((f"WEAT/SEAT/LPBS permutations {n}v{n}, 100k", best_ours, cheapest,
+                     f"bound: {name}; random bits alone {floor * 1e3:.1f} ms"))
     settings = SimpleNamespace(exact_limit=0, permutations=PERMUTATIONS, mean_centre=False)
     for n in (25, 100):
         rng = np.random.default_rng(n)
@@ -119,30 +118,53 @@ def permutation_rows(repeats: int) -> None:
             lambda cx=cx, cy=cy, n=n: fise_bound(cx, cy, n, n, PERMUTATIONS, 1),
             repeats,
         )
-        ROWS.append((f"FISE null {n}v{n} groups, 100 traits, 100k", ours, bound))
+        ROWS.append((f"FISE null {n}v{n} groups, 100 traits, 100k", ours, bound, ""))
 
 
-def lm_rows(repeats: int, sentences: int, threads: int) -> float:
+def timed(fn: Callable[[], object]) -> float:
+    start = clock()
+    fn()
+    return clock() - start
+
+
+def lm_rows(repeats: int, sentences: int, threads: int, device: str, dtype: str) -> dict[str, float]:
+    """The LM rows; returns the GEMM ceilings measured (FLOP/s by precision)."""
     import torch
 
     from bias.core.interfaces import MaskedRequest
     from bias.core.models.hf import lm_scoring
+    from bias.core.models.hf.loading import WEIGHTS, matmul_precision
 
     torch.set_num_threads(threads)
+    cuda = torch.device(device).type == "cuda"
+    kind = getattr(torch, WEIGHTS[dtype])
     model, tokenizer = lm.build_model()
+    model = model.to(device=device, dtype=kind)
     seqs = lm.sentences(sentences)
     requests = lm.pll_requests(seqs)
     aul_seqs = lm.sentences(len(requests), seed=1)  # as many rows as pll, so the batches are alike
-    gemm = lm.gemm_rate(clock=clock)
+    # the ceilings: on a GPU every precision's (each row is read against its own), on a CPU the row's
+    size, repeat = (8192, 10) if cuda else (2048, 1)
+    ceilings = ("float32", "tf32", "bfloat16") if cuda else (dtype,)
+    gemms = {p: lm.gemm_rate(size, clock, dtype=p, device=device, repeat=repeat) for p in ceilings}
+
+    def on(fn: Callable[[], object]) -> Callable[[], object]:
+        def run() -> object:
+            with matmul_precision(dtype, device):
+                out = fn()
+            if cuda:
+                torch.cuda.synchronize()
+            return out
+
+        return run
+
+    pll_flops = lm.flops([len(r.ids) for r in requests], len(requests))
     work = {
         f"pll, {sentences} sentences ({len(requests)} masked rows)": (
-            lambda: lm_scoring.masked_log_probs(model, tokenizer, "cpu", requests, 64),
-            lm.flops([len(r.ids) for r in requests], len(requests)),
+            on(lambda: lm_scoring.masked_log_probs(model, tokenizer, device, requests, 64)), pll_flops,
         ),
         f"aul, {len(aul_seqs)} sentences": (
-            lambda: lm_scoring.token_log_probs(
-                model, tokenizer, "cpu", aul_seqs, 64, causal=False, attention=False
-            ),
+            on(lambda: lm_scoring.token_log_probs(model, tokenizer, device, aul_seqs, 64, causal=False, attention=False)),
             lm.flops([len(s) for s in aul_seqs], sum(len(s) for s in aul_seqs)),
         ),
     }
@@ -150,31 +172,40 @@ def lm_rows(repeats: int, sentences: int, threads: int) -> float:
     lpbs_seqs = lm.sentences(len(requests) // 2, seed=2)
     lpbs = [MaskedRequest(q, (1,)) for q in lpbs_seqs] + [MaskedRequest(q, (1, len(q) - 2)) for q in lpbs_seqs]
     work[f"lpbs, {len(lpbs_seqs)} sentences ({len(lpbs)} masked rows)"] = (
-        lambda: lm_scoring.masked_log_probs(model, tokenizer, "cpu", lpbs, 64),
+        on(lambda: lm_scoring.masked_log_probs(model, tokenizer, device, lpbs, 64)),
         lm.flops([len(r.ids) for r in lpbs], len(lpbs)),
     )
     # causal (CrowS on GPT-2): every token scored after the start token, which is put before the
     # sentence (one more token through the layers; the head at every real token)
     causal_model, causal_tokenizer = lm.build_causal_model()
+    causal_model = causal_model.to(device=device, dtype=kind)
     causal_seqs = [q[1:-1] for q in lm.sentences(len(requests), seed=3)]
     work[f"causal, {len(causal_seqs)} sentences (GPT-2 sized)"] = (
-        lambda: lm_scoring.token_log_probs(
-            causal_model, causal_tokenizer, "cpu", causal_seqs, 64, causal=True, attention=False
-        ),
+        on(lambda: lm_scoring.token_log_probs(causal_model, causal_tokenizer, device, causal_seqs, 64, causal=True, attention=False)),
         lm.flops([len(q) + 1 for q in causal_seqs], sum(len(q) for q in causal_seqs), vocab=50257, transform=False),
     )
+    plain = on(host.bare_loop(model, requests, 64, device))
     for fn, _needed in work.values():
         fn()  # warm-up: first calls allocate and pick kernels
-    best_gemm = 0.0
+    plain()
+    best_gemm = dict.fromkeys(gemms, 0.0)
     best = {name: float("inf") for name in work}
+    best_plain = float("inf")
     for _ in range(repeats):
         for name, (fn, _needed) in work.items():
-            best_gemm = max(best_gemm, gemm(), gemm())
-            start = clock()
-            fn()
-            best[name] = min(best[name], clock() - start)
+            for p, gemm in gemms.items():
+                best_gemm[p] = max(best_gemm[p], gemm(), gemm())
+            best[name] = min(best[name], timed(fn))
+        best_plain = min(best_plain, timed(plain))
+    peak = best_gemm[dtype] if dtype in best_gemm else best_gemm["float32"]
     for name, (_fn, needed) in work.items():
-        ROWS.append((f"LM {name}", best[name], needed / best_gemm))
+        ROWS.append((f"LM {name}", best[name], needed / peak, f"{needed / peak / best[name]:.0%} of the {dtype} GEMM"))
+    pll_name = next(iter(work))
+    ROWS.append(("LM pll against a plain forward of its batches", best[pll_name], best_plain,
+                 f"{best_plain / best[pll_name]:.0%} of the plain forward's rate"))
+    rows, engine, bare = host.measure(400, 64, repeats, device, clock, dtype=dtype)
+    ROWS.append((f"LM host overhead, tiny masked LM, {rows} masked rows", engine, bare,
+                 f"{(engine - bare) / rows * 1e6:.2f} us per masked row (target <= 2)"))
     return best_gemm
 
 
@@ -200,7 +231,7 @@ def startup_rows(repeats: int) -> None:
         ours = bound = float("inf")
         for _ in range(repeats):  # interleaved; each run timed by `run` itself (the child's seconds)
             ours, bound = min(ours, run(command)), min(bound, run(bare))
-        ROWS.append((f"start-up: {label} (bound: python -c pass)", ours, bound))
+        ROWS.append((f"start-up: {label} (bound: python -c pass)", ours, bound, ""))
 
 
 def main() -> None:
@@ -211,36 +242,40 @@ def main() -> None:
     )
     parser.add_argument("--threads", type=int, default=1, help="torch and BLAS threads for every row (the GEMM bound too)")
     parser.add_argument("--clock", choices=tuple(CLOCKS), default="cpu", help="cpu: CPU seconds of the process; wall: elapsed seconds")
+    parser.add_argument("--device", default="cpu", help="torch device of the LM rows: cpu, cuda, cuda:N")
+    parser.add_argument("--dtype", default="float32", choices=("float32", "tf32", "bfloat16", "float16"), help="precision of the LM rows")
     parser.add_argument("--skip-lm", action="store_true")
     args = parser.parse_args()
     global clock
-    clock = CLOCKS[args.clock]
+    clock = CLOCKS["wall" if args.device.startswith("cuda") else args.clock]
     print(
         f"machine: {platform.platform()}, {lm.cpu_model()}, {os.cpu_count()} CPUs, load average {lm.load_average()}"
     )
     print(
-        f"python {platform.python_version()}, numpy {np.__version__}; best of {args.repeats} interleaved repeats, {args.clock} seconds"
+        f"python {platform.python_version()}, numpy {np.__version__}; best of {args.repeats} interleaved repeats, "
+        f"{'wall' if clock is time.perf_counter else 'cpu'} seconds; LM rows on {args.device} in {args.dtype}"
     )
     from threadpoolctl import threadpool_limits
 
-    gemm = None
+    gemms: dict[str, float] = {}
     with threadpool_limits(args.threads):  # numpy's BLAS: unbounded threads make the permutation rows noise
         if not args.skip_lm:
-            gemm = lm_rows(args.repeats, args.sentences, args.threads)
+            gemms = lm_rows(args.repeats, args.sentences, args.threads, args.device, args.dtype)
         permutation_rows(args.repeats)
     startup_rows(max(args.repeats, 5))
-    if gemm is not None:
-        print(
-            f"float32 GEMM 2048^3 at {args.threads} threads: {gemm / 1e9:.1f} GFLOP/s (LM bound = FLOPs needed / this rate)"
-        )
+    for precision, rate in gemms.items():
+        print(f"{precision} GEMM on {args.device} at {args.threads} threads: {rate / 1e9:,.1f} GFLOP/s (measured in this run)")
     print(f"load average after: {lm.load_average()}")
     width = max(len(r[0]) for r in ROWS)
-    print(f"{'work':<{width}}  {'ours':>9}  {'bound':>9}  {'ratio':>6}")
-    for name, ours, bound in ROWS:
-        print(
-            f"{name:<{width}}  {ours * 1e3:>7.0f}ms  {bound * 1e3:>7.0f}ms  {ours / bound:>5.2f}x"
-        )
-    print("GPU: unmeasured (no GPU available).")
+    print(f"{'work':<{width}}  {'ours':>9}  {'bound':>9}  {'ratio':>6}  note")
+    for name, ours, bound, note in ROWS:
+        print(f"{name:<{width}}  {ms(ours):>9}  {ms(bound):>9}  {ours / bound:>5.2f}x  {note}")
+    if not args.device.startswith("cuda"):
+        print("GPU: not measured in this run (run it with --device cuda --dtype float32|tf32|bfloat16 on a GPU).")
+
+
+def ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.1f}ms" if seconds < 0.1 else f"{seconds * 1e3:.0f}ms"
 
 
 if __name__ == "__main__":

@@ -172,6 +172,10 @@ class Embedder(ABC):
 
         return choice_log_probs_by_sequences(self, requests)
 
+    def reduced_precision(self) -> tuple[str, Embedder] | None:
+        """(bfloat16, float16 or tf32; the same model in float32) when the model computes in a reduced
+        precision, else None: metrics rescore with the twin what it could have decided otherwise."""
+        return None
     def generate(self, requests: Sequence[GenerationRequest], sampling: Sampling | None = None) -> list[Generations]:
         """For each request, `sampling.samples` replies, sample j drawn with seed + j (bias.core.generation)."""
         raise BiasError(f"Embedder '{self.name}' writes no text.", "Use a chat: model or a causal LM (hf).")

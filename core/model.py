@@ -233,7 +233,8 @@ class Result:
         return self.status == OK
 
     def to_dict(self) -> dict[str, Any]:
-        return _jsonable(attrs.asdict(self))
+        # one pass over the fields' values (attrs.asdict would copy every nested dict first)
+        return {f.name: _jsonable(getattr(self, f.name)) for f in attrs.fields(type(self))}
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), ensure_ascii=False, sort_keys=True, allow_nan=False)
@@ -250,12 +251,19 @@ class Result:
 
 def _jsonable(value: Any) -> Any:
     """Plain JSON types only: numpy scalars become Python numbers, NaN/inf become None."""
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or value is None:  # most of a result: at once
+        return value
+    if kind is float:
+        return value if math.isfinite(value) else None
     import numpy as np
 
     if isinstance(value, dict):
         return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
+    if isinstance(value, (list, tuple, set, frozenset)):
         return [_jsonable(v) for v in value]
+    if attrs.has(kind):
+        return _jsonable(attrs.asdict(value))
     if isinstance(value, np.ndarray):
         return [_jsonable(v) for v in value.tolist()]
     if isinstance(value, (np.integer,)):

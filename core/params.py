@@ -7,6 +7,7 @@ the command line arrive as text and are converted by the type each field's annot
 
 from __future__ import annotations
 
+import functools
 import sys
 import types
 import typing
@@ -71,8 +72,8 @@ def guarded(cls: type, guard: str) -> dict[str, ParamInfo]:
 
 def coerce_params(cls: type, options: dict[str, Any], plugin: str) -> dict[str, Any]:
     """Check option names against the declared parameters and convert strings from the CLI."""
-    known = {p.name: p for p in describe_params(cls)}
-    hints = resolved_types(cls)
+    known = _known_params(cls)
+    hints = _resolved_types(cls)
     out: dict[str, Any] = {}
     for key, value in options.items():
         key = key.replace("-", "_")
@@ -86,7 +87,21 @@ def coerce_params(cls: type, options: dict[str, Any], plugin: str) -> dict[str, 
     return out
 
 
+@functools.lru_cache(maxsize=256)
+def _known_params(cls: type) -> dict[str, ParamInfo]:
+    """The declared parameters by name, read once per class: a grid of cheap experiments coerces the
+    same metric's options thousands of times."""
+    return {p.name: p for p in describe_params(cls)}
+
+
 def resolved_types(cls: type) -> dict[str, Any]:
+    """Field name -> the type object its annotation names (see `_resolved_types`, which caches it per
+    class: `typing.get_type_hints` costs about a millisecond)."""
+    return dict(_resolved_types(cls))
+
+
+@functools.lru_cache(maxsize=256)
+def _resolved_types(cls: type) -> dict[str, Any]:
     """Field name -> the type object its annotation names, however it was written: `Optional[int]`,
     `int | None`, with or without `from __future__ import annotations` (which leaves strings).
 

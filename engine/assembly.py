@@ -35,6 +35,9 @@ class Assembly:
     after_model: ModelConfig | None  # the debiased model of a before/after comparison, else None
     max_cost: float | None = None  # US dollars one paid model may cost without confirmation
     confirm_cost: bool = False
+    threads: int | None = (
+        None  # CPU threads of torch and BLAS (None: every core, bias.core.threads)
+    )
     # Where the run's models send requests and with which key variable, one line each, said before
     # anything is sent.
     contacts: list[str] = attrs.field(factory=list)
@@ -62,6 +65,7 @@ def assemble(spec: RunSpec, *, on_contact: Callable[[str], None] = lambda text: 
         after_model=spec.after_model,
         max_cost=spec.max_cost,
         confirm_cost=spec.confirm_cost,
+        threads=spec.threads,
         contacts=said,
     )
 

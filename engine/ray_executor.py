@@ -138,9 +138,11 @@ def run(
     num_cpus: int | None = None,
     max_cost: float | None = None,
     confirm_cost: bool = False,
+    threads: int | None = None,
 ) -> Iterator[Result]:
     """Yield each result as it arrives from the cluster (and append it to `out/results.jsonl` first);
-    the same contract as `bias.engine.runner.run`."""
+    the same contract as `bias.engine.runner.run`. `threads`: the CPU threads of torch and BLAS in
+    each worker (None: Ray's own, as many as the actor's CPUs)."""
     store = ResultStore(out) if out is not None else None
     done = store.done_keys() if (store and resume and store.path.exists()) else set()
     todo = [
@@ -179,7 +181,7 @@ def run(
         details = {**cluster.resources(), "max_retries": max_retries}
         if manifest is not None:
             manifest.executor("ray", **details)
-        grid = _Grid(cluster.ray, groups, options, max_retries, debug, on_event, manifest, store)
+        grid = _Grid(cluster.ray, groups, options, max_retries, debug, on_event, manifest, store, threads)
         try:
             for result in grid.results():
                 yield result
@@ -190,6 +192,8 @@ def run(
                 manifest.executor("ray", **details, retried=grid.retried_summary())
             grid.stop()
     finally:
+        if store:
+            store.close()  # the last batch of lines fsynced
         cluster.close()
 
 
@@ -206,6 +210,7 @@ class _Grid:
     on_event: Callable[[Any], None] | None
     manifest: Any
     store: ResultStore | None
+    threads: int | None = None  # CPU threads of torch and BLAS in each worker (None: Ray's own)
     actors: dict[str, Any] = attrs.Factory(dict)
     # object ref -> (model, planned experiment)
     pending: dict[Any, tuple[str, Any]] = attrs.Factory(dict)
@@ -250,7 +255,7 @@ class _Grid:
             )
             actor = worker_class.options(
                 max_restarts=self.max_retries, max_task_retries=0, **options
-            ).remote(model.parsed, model.parsed_debias, self.debug)
+            ).remote(model.parsed, model.parsed_debias, self.debug, self.threads)
             self.actors[label] = actor
             self.placing[actor.where.remote()] = (label, not fits)  # runs first: the first worker
             if fits:

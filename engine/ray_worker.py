@@ -17,7 +17,8 @@ from bias import registry
 from bias.core.model import Result
 from bias.core.specs import DebiasSettings, ModelSpec
 from bias.engine.inputs import InputModels
-from bias.engine.runner import _load_failure, run_one
+from bias.core.threads import apply_to_torch, use_threads
+from bias.engine.runner import _load_failure, model_facts, run_one
 
 
 class ModelWorker:
@@ -28,9 +29,13 @@ class ModelWorker:
     experiment then returns the failed result the local runner records, naming the node. A worker
     given no GPU by Ray is kept off the machine's GPUs (Ray no longer hides them itself)."""
 
-    def __init__(self, spec: ModelSpec, debias: DebiasSettings | None, debug: bool = False) -> None:
+    def __init__(
+        self, spec: ModelSpec, debias: DebiasSettings | None, debug: bool = False, threads: int | None = None
+    ) -> None:
         import ray
 
+        if threads is not None:  # else Ray's own: as many as the actor's CPUs
+            use_threads(threads)
         if not ray.get_gpu_ids():
             os.environ["CUDA_VISIBLE_DEVICES"] = ""
         self.spec, self.debias, self.debug = spec, debias, debug
@@ -41,6 +46,7 @@ class ModelWorker:
         self.load_s = 0.0
         self.reported = False
         self.input_models = InputModels()
+        self.facts: tuple[str, dict[str, Any]] | None = None  # the model's fingerprint and description
 
     def where(self) -> dict[str, Any]:
         """Answered as soon as the actor is placed (the model loads at its first experiment)."""
@@ -54,7 +60,9 @@ class ModelWorker:
             embedder = registry.build_embedder(self.spec, self.debias)
             embedder.check()  # the files and the device as this node has them
             embedder.load()
+            apply_to_torch()  # loading imported torch after the count was set
             self.embedder = embedder
+            self.facts = model_facts(embedder)
         except Exception as exc:  # recorded for each experiment of the model, as in a local run
             self.error = exc
         self.load_s = time.perf_counter() - started
@@ -68,16 +76,16 @@ class ModelWorker:
             self.reported = True
             state["loaded"] = {"load_s": self.load_s}
             if self.error is None:
-                state["loaded"].update(
-                    fingerprint=self.embedder.fingerprint(), info=self.embedder.describe()
-                )
+                state["loaded"].update(fingerprint=self.facts[0], info=self.facts[1])
             else:
                 state["loaded"]["error"] = f"on Ray node {self.node}: {self.error}"
         if self.error is not None:
             return _load_failure(
                 planned, self.error, self.load_s, where=f" on Ray node {self.node}"
             ), state
-        result = run_one(planned, self.embedder, debug=self.debug, input_models=self.input_models)
+        result = run_one(
+            planned, self.embedder, debug=self.debug, input_models=self.input_models, facts=self.facts
+        )
         return attrs.evolve(
             result, timings={**result.timings, "model_load_s": round(self.load_s, 4)}
         ), state

@@ -76,6 +76,9 @@ class RunSpec:
     out: Path | None = None
     resume: bool = False
     fail_fast: bool = False
+    threads: int | None = (
+        None  # CPU threads of torch and BLAS (None: every core, bias.core.threads)
+    )
     formats: tuple[str, ...] = attrs.field(default=(), converter=_tuple)
     json: bool = False
     wide: bool = False

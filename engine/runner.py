@@ -18,6 +18,7 @@ from typing import Any
 import attrs
 
 from bias import registry
+from bias.core import threads as cpu_threads
 from bias.core.errors import FAILURE, BiasError
 from bias.core.interfaces import Capability, Embedder, Metric, missing_capabilities, variant_meta
 from bias.core.model import FAILED, REFUSED, Result
@@ -91,6 +92,7 @@ def run(
     input_models: InputModels | None = None,
     max_cost: float | None = None,
     confirm_cost: bool = False,
+    threads: int | None = None,
 ) -> Iterator[Result]:
     """Yield each result as it is computed (and append it to `out/results.jsonl` first).
 
@@ -100,8 +102,11 @@ def run(
     experiments whose key already has a result other than "failed" are skipped. A paid model (an
     embedding service) is asked what its experiments will cost before its first request (event
     "quote"); above `max_cost` US dollars the run stops unless `confirm_cost`. An interrupt
-    (KeyboardInterrupt) simply ends the iteration: every result written so far is on disk.
+    (KeyboardInterrupt) simply ends the iteration: every result written so far is on disk. `threads`
+    sets the CPU threads of torch and BLAS for the process (None leaves them as they are).
     """
+    if threads is not None:
+        cpu_threads.use_threads(threads)
     input_models = input_models if input_models is not None else InputModels()
     store = ResultStore(out) if out is not None else None
     done = store.done_keys() if (store and resume and store.path.exists()) else set()
@@ -118,72 +123,78 @@ def run(
         if on_event:
             on_event(Event(kind, finished, total, model, experiment, result, note))
 
-    for group in by_model.values():
-        model = group[0].experiment.model
-        # What the model's files say it offers (a Hugging Face config.json's architectures), read
-        # before the weights load: a metric it cannot serve is refused in a second, not after the load.
-        foreseen = _foreseen(model)
-        for p in [p for p in group if foreseen is not None and missing_capabilities(p.metric, foreseen)]:
-            group = [q for q in group if q is not p]
-            result = _refused_before_load(p, foreseen)
-            if store:
-                store.append(result)
-            finished += 1
-            emit("result", model.label(), p.experiment, result)
-            yield result
-        if not group:
-            continue
-        emit("loading", model.label())
-        started = time.perf_counter()
-        error: Exception | None = None
-        quote: str | None = None
-        try:
-            embedder = registry.build_embedder(model.parsed, model.parsed_debias)
-        except Exception as exc:  # recorded for each of the model's experiments; the batch goes on
-            error = exc
-        else:
-            # A paid model: what its experiments will send, asked before anything is sent (a model
-            # debiased on load sends the debiasing lists' words when it is fitted, at its load).
-            quote = check_spending(embedder, group, model.label(), max_cost, confirm_cost, model)
-            try:
-                embedder.load()
-            except Exception as exc:
-                error = exc
-        if error is not None:
-            exc = error
-            if debug:
-                raise exc
-            load_seconds = time.perf_counter() - started
-            if manifest is not None:
-                manifest.model_loaded(model.label(), error=_reason(exc), load_s=load_seconds)
-            for p in group:
-                result = _load_failure(p, exc, load_seconds)
+    try:
+        for group in by_model.values():
+            model = group[0].experiment.model
+            # What the model's files say it offers (a Hugging Face config.json's architectures), read
+            # before the weights load: a metric it cannot serve is refused in a second, not after the load.
+            foreseen = _foreseen(model)
+            for p in [p for p in group if foreseen is not None and missing_capabilities(p.metric, foreseen)]:
+                group = [q for q in group if q is not p]
+                result = _refused_before_load(p, foreseen)
                 if store:
                     store.append(result)
                 finished += 1
                 emit("result", model.label(), p.experiment, result)
                 yield result
-                if fail_fast:
+            if not group:
+                continue
+            emit("loading", model.label())
+            started = time.perf_counter()
+            error: Exception | None = None
+            quote: str | None = None
+            try:
+                embedder = registry.build_embedder(model.parsed, model.parsed_debias)
+            except Exception as exc:  # recorded for each of the model's experiments; the batch goes on
+                error = exc
+            else:
+                # A paid model: what its experiments will send, asked before anything is sent (a model
+                # debiased on load sends the debiasing lists' words when it is fitted, at its load).
+                quote = check_spending(embedder, group, model.label(), max_cost, confirm_cost, model)
+                try:
+                    embedder.load()
+                    cpu_threads.apply_to_torch()  # loading imported torch after the count was set
+                except Exception as exc:
+                    error = exc
+            if error is not None:
+                exc = error
+                if debug:
+                    raise exc
+                load_seconds = time.perf_counter() - started
+                if manifest is not None:
+                    manifest.model_loaded(model.label(), error=_reason(exc), load_s=load_seconds)
+                for p in group:
+                    result = _load_failure(p, exc, load_seconds)
+                    if store:
+                        store.append(result)
+                    finished += 1
+                    emit("result", model.label(), p.experiment, result)
+                    yield result
+                    if fail_fast:
+                        return
+                continue
+            load_seconds = time.perf_counter() - started
+            if quote:
+                emit("quote", model.label(), note=quote)
+            facts = model_facts(embedder)
+            if manifest is not None:
+                manifest.model_loaded(model.label(), fingerprint=facts[0], info=facts[1], load_s=load_seconds)
+            for p in group:
+                if on_start:
+                    on_start(p)
+                emit("start", model.label(), p.experiment)
+                result = run_one(p, embedder, debug=debug, input_models=input_models, facts=facts)
+                result = attrs.evolve(result, timings={**result.timings, "model_load_s": round(load_seconds, 4)})
+                if store:
+                    store.append(result)
+                finished += 1
+                emit("result", model.label(), p.experiment, result)
+                yield result
+                if fail_fast and result.status == FAILED:
                     return
-            continue
-        load_seconds = time.perf_counter() - started
-        if quote:
-            emit("quote", model.label(), note=quote)
-        if manifest is not None:
-            manifest.model_loaded(model.label(), fingerprint=embedder.fingerprint(), info=embedder.describe(), load_s=load_seconds)
-        for p in group:
-            if on_start:
-                on_start(p)
-            emit("start", model.label(), p.experiment)
-            result = run_one(p, embedder, debug=debug, input_models=input_models)
-            result = attrs.evolve(result, timings={**result.timings, "model_load_s": round(load_seconds, 4)})
-            if store:
-                store.append(result)
-            finished += 1
-            emit("result", model.label(), p.experiment, result)
-            yield result
-            if fail_fast and result.status == FAILED:
-                return
+    finally:
+        if store:
+            store.close()  # the last batch of lines fsynced
 
 
 def _reason(exc: BaseException) -> str:
@@ -275,9 +286,19 @@ def _data_meta(data: Any) -> dict[str, Any]:
             **variant_meta(meta)}
 
 
-def run_one(p: PlannedExperiment, embedder: Embedder, *, debug: bool = False, input_models: InputModels | None = None) -> Result:
+def model_facts(embedder: Embedder) -> tuple[str, dict[str, Any]]:
+    """The loaded model's fingerprint and description, as every result of the model records them:
+    asked once per loaded model (describing a Hub model hashes its files)."""
+    return embedder.fingerprint(), embedder.describe()
+
+
+def run_one(
+    p: PlannedExperiment, embedder: Embedder, *, debug: bool = False, input_models: InputModels | None = None,
+    facts: tuple[str, dict[str, Any]] | None = None,
+) -> Result:
     """One experiment on its loaded model, always as a Result: a refusal or a failure (of the metric,
-    or of loading a model it asked for) is recorded, not raised (unless `debug`)."""
+    or of loading a model it asked for) is recorded, not raised (unless `debug`). `facts` are the
+    model's `model_facts` when the caller has them already."""
     exp = p.experiment
     started = time.perf_counter()
     try:
@@ -303,6 +324,7 @@ def run_one(p: PlannedExperiment, embedder: Embedder, *, debug: bool = False, in
         log.debug("experiment %s failed", exp.key, exc_info=True)
         result = Result(**identity(exp), status=FAILED, reason=f"{type(exc).__name__}: {exc}", meta=_data_meta(p.data))
     elapsed = time.perf_counter() - started
+    fingerprint, info = facts if facts is not None else model_facts(embedder)
     if exp.preset:
         # which conventions ran: the preset, and the parameters it gave this metric (those the
         # experiment file did not set otherwise)
@@ -314,8 +336,9 @@ def run_one(p: PlannedExperiment, embedder: Embedder, *, debug: bool = False, in
         timings={"compute_s": round(elapsed, 4)},
         versions=versions(embedder),
         meta={
-            **result.meta, "model_fingerprint": embedder.fingerprint(), "model_info": embedder.describe(),
+            **result.meta, "model_fingerprint": fingerprint, "model_info": info,
             **({"model_name": exp.model.name} if exp.model.name else {}),
             **({"limit": exp.limit} if exp.limit is not None else {}),
+            **({"threads": used} if (used := cpu_threads.in_use()) is not None else {}),
         },
     )

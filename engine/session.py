@@ -108,11 +108,15 @@ def _run(
 
         ray_executor.import_ray()  # a missing extra is said before any work
         run_plan: Any = functools.partial(
-            ray_executor.run, address=assembly.ray_address, max_cost=assembly.max_cost, confirm_cost=assembly.confirm_cost
+            ray_executor.run, address=assembly.ray_address, max_cost=assembly.max_cost, confirm_cost=assembly.confirm_cost,
+            threads=assembly.threads,
         )
     else:
+        from bias.core.threads import available_cores
+
         run_plan = functools.partial(
-            runner.run, input_models=plan.input_models, max_cost=assembly.max_cost, confirm_cost=assembly.confirm_cost
+            runner.run, input_models=plan.input_models, max_cost=assembly.max_cost, confirm_cost=assembly.confirm_cost,
+            threads=assembly.threads or available_cores(),
         )
         if manifest is not None:
             manifest.executor("local")

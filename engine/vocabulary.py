@@ -430,6 +430,15 @@ OPTIONS: tuple[Option, ...] = (
         rule=Switch(),
     ),
     Option(
+        "threads",
+        ("--threads",),
+        "Execution",
+        "CPU threads of torch and BLAS (default: OMP_NUM_THREADS, else every core this process may "
+        "use; 1 is often faster on a busy machine). Recorded in each result.",
+        kind="whole",
+        rule=AtLeast(1),
+    ),
+    Option(
         "max_cost",
         ("--max-cost",),
         "Execution",
@@ -462,13 +471,8 @@ OPTIONS: tuple[Option, ...] = (
 )
 BY_NAME = {o.name: o for o in OPTIONS}
 # What a file may write at its top level, besides the tables of experiments.
-FILE_KEYS = tuple(o.name for o in OPTIONS if o.file == FILE and o.to in (RUN, SHARED, WORDSET)) + (
-    "seed",
-    "description",
-    "params",
-    "grid",
-    "experiments",
-)
+FILE_KEYS = tuple(o.name for o in OPTIONS if o.file == FILE and o.to in (RUN, SHARED, WORDSET))
+FILE_KEYS += ("seed", "description", "params", "grid", "experiments")
 
 
 def flag_of(name: str, table: Mapping[str, Option] = BY_NAME) -> str:

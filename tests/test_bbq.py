@@ -177,21 +177,52 @@ def test_log_likelihoods_and_verdicts_match_a_loop(gpt2, questions_file, looped,
     assert result.convention["template"] == PROMPT and "sum" in result.convention["decide"] or decide == "mean"
 
 
-def test_cached_prefix_equals_one_sequence_per_answer(gpt2):
-    """The hf embedder's cached path and the plain path of the interface give the same numbers,
-    whatever the batch (prompts of different lengths share a batch, padded on the left)."""
+def _bbq_requests():
     from bias.api import ChoiceRequest
-    from bias.core.models.choices import choice_log_probs_by_sequences
 
-    items = planted_items()
-    requests = [ChoiceRequest(PROMPT.format(context=i["context"], question=i["question"]), tuple(" " + a for a in i["answers"])) for i in items]
+    return [ChoiceRequest(PROMPT.format(context=i["context"], question=i["question"]), tuple(" " + a for a in i["answers"])) for i in planted_items()]
+
+
+def test_packed_rows_equal_one_sequence_per_answer(gpt2):
+    """The hf embedder's packed path (each question one row: the prompt, then its answers, each
+    seeing the prompt and itself only) and the plain path of the interface give the same numbers,
+    whatever the batch (questions of different lengths share a batch)."""
+    from bias.core.models.choices import choice_log_probs_by_sequences
+    from bias.core.models.hf import choice_scoring
+
+    requests = _bbq_requests()
     for batch_size in (1, 3, 32):
         embedder = HuggingFaceEmbedder(location=str(gpt2), batch_size=batch_size, cache=False)
-        cached = embedder.choice_log_probs(requests)
+        loaded = embedder.loaded
+        packed = choice_scoring.packed_choice_log_probs(loaded.model, loaded.tokenizer, embedder, loaded.device, requests, batch_size)
+        assert packed is not None  # the packed path ran, not its fallback
         plain = choice_log_probs_by_sequences(embedder, requests)
-        for a, b in zip(cached, plain):
+        for a, b in zip(packed, plain):
             assert [len(x) for x in a.log_probs] == [len(x) for x in b.log_probs]
-            assert max(float(np.max(np.abs(x - y))) for x, y in zip(a.log_probs, b.log_probs)) < 1e-5
+            assert max(float(np.max(np.abs(x - y))) for x, y in zip(a.log_probs, b.log_probs)) < 1e-6
+
+
+def test_a_model_that_lets_answers_see_each_other_is_scored_the_plain_way(gpt2, monkeypatch):
+    """Were the segment mask not honoured (answers attending to each other), the first question's
+    numbers would move away from the plain way's: the packed path must notice and give way."""
+    import torch
+
+    from bias.core.models.choices import choice_log_probs_by_sequences
+    from bias.core.models.hf import choice_scoring, scoring_plan
+
+    def causal_only(segments, dtype):
+        n = segments.shape[1]
+        seen = (segments[:, None, :] >= 0) & torch.ones((n, n), dtype=torch.bool).tril()
+        return torch.zeros(seen.shape, dtype=dtype).masked_fill_(~seen, torch.finfo(dtype).min)[:, None]
+
+    monkeypatch.setattr(scoring_plan, "_segment_mask", causal_only)
+    requests = _bbq_requests()
+    embedder = HuggingFaceEmbedder(location=str(gpt2), batch_size=8, cache=False)
+    loaded = embedder.loaded
+    assert choice_scoring.packed_choice_log_probs(loaded.model, loaded.tokenizer, embedder, loaded.device, requests, 8) is None
+    got, plain = embedder.choice_log_probs(requests), choice_log_probs_by_sequences(embedder, requests)
+    for a, b in zip(got, plain):
+        assert max(float(np.max(np.abs(x - y))) for x, y in zip(a.log_probs, b.log_probs)) < 1e-6
 
 
 def test_weighted_scores_equal_the_scores_of_the_expanded_resample():
@@ -741,10 +772,10 @@ def test_a_batch_whose_answers_differ_in_length_stays_within_the_positions(tmp_p
     assert all(count(r.prompt + a) < 40 for r in requests for a in r.continuations)  # each question fits
     # ... but the first prompt padded to the second question's longest answer would not
     assert count(long_prompt) + count("Who?" + long_answer) - count("Who?") > 40
-    cached = embedder.choice_log_probs(requests)
+    packed = embedder.choice_log_probs(requests)
     plain = choice_log_probs_by_sequences(embedder, requests)
-    for a, b in zip(cached, plain):
-        assert max(float(np.max(np.abs(x - y))) for x, y in zip(a.log_probs, b.log_probs)) < 1e-5
+    for a, b in zip(packed, plain):
+        assert max(float(np.max(np.abs(x - y))) for x, y in zip(a.log_probs, b.log_probs)) < 1e-6
 
 
 def test_the_headline_puts_the_value_on_its_own_scale_and_a_wrong_declaration_fails_the_contract(gpt2, questions_file):

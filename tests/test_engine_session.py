@@ -102,3 +102,25 @@ def test_fail_fast_stops_at_the_first_failure(planted_files, tmp_path, sets):
     session = run_session(attrs.evolve(good, plan=planning.plan(missing)), fail_fast=True)
     assert session.status == "stopped" and [r.status for r in session.results] == ["failed"]
     assert read_manifest(tmp_path / "out")["sessions"][-1]["status"] == "stopped"
+
+
+@pytest.mark.parametrize(("threads", "omp"), [(None, None), (1, None), (None, "1")])
+def test_the_cpu_threads_are_set_and_recorded_in_every_result(planted_files, tmp_path, sets, monkeypatch, threads, omp):
+    """--threads N (None: OMP_NUM_THREADS when set, else every core the process may use) limits BLAS
+    and torch, and each result says how many it ran with."""
+    import os
+
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        monkeypatch.delenv(name, raising=False)  # set by the run; restored after the test
+    if omp is not None:
+        monkeypatch.setenv("OMP_NUM_THREADS", omp)
+    given = {"threads": threads} if threads else {}
+    spec = spec_for_run(from_options(given), config(tmp_path, f"word2vec:{planted_files.word2vec_bin}", GRID))
+    with threadpool_limits(None):  # the limits the run sets are undone after the test
+        session = run_session(assemble(spec))
+        blas = {pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"}
+    expected = threads or (int(omp) if omp else len(os.sched_getaffinity(0)))
+    assert {r.meta["threads"] for r in session.results} == {expected}
+    assert blas == {expected}

@@ -145,6 +145,7 @@ CORE_ALLOWED = {
     "runs": {"base", "statistics"},
     "reports": {"base", "statistics", "runs"},
     "bbq": {"base", "data", "statistics"},
+    "decisions": {"base", "data", "statistics"},
 }
 
 

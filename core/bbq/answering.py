@@ -29,6 +29,7 @@ from bias.core.bbq.prompts import BbqPrompts
 from bias.core.generation import GenerationRequest, Sampling
 from bias.core.interfaces import ChoiceRequest, Embedder
 from bias.core.model import OK, REFUSED, Result
+from bias.core.precision import settle_choices
 from bias.core.data.bias_questions import fill
 
 GENERATE, LOGLIK = "generate", "loglik"
@@ -104,6 +105,8 @@ def _scored(
             )
             stands.append((choices, meaning))
     scored = embedder.choice_log_probs(requests)
+    # a reduced precision's close calls decided in float32
+    scored, precision = settle_choices(embedder, requests, scored, summed=params["decide"] == "sum")
     codes: list[list[tuple[Coded, ...]]] = [[] for _ in variants]
     texts: list[list[list[str]]] = [[] for _ in variants]
     n = len(data.items)
@@ -124,6 +127,7 @@ def _scored(
         "prompt_to_model": scored[0].context if scored else "",
         "continuations": "answer_template around each choice",
         "decide": params["decide"],
+        **precision,
     }
     return Answered(tuple(v.name for v in variants), tuple(tuple(c) for c in codes)), texts, how
 

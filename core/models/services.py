@@ -24,17 +24,15 @@ Subclasses only say how to build their client and send one batch (`_client`, `_s
 
 from __future__ import annotations
 
-import email.utils
 import hashlib
 import logging
 import math
 import os
 import threading
-import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 import attrs
 import numpy as np
@@ -43,6 +41,14 @@ from bias.core.errors import FAILURE, BiasError
 from bias.core.interfaces import Capability, Contact, Embedder, Quote
 from bias.core.model import WordVectors
 from bias.core.models import encoding_cache, service_http
+from bias.core.models.service_errors import (  # noqa: F401 (part of this module's interface)
+    Refused,
+    Transient,
+    public_url,
+    refused_for_status,
+    retry_after,
+    scrub,
+)
 from bias.core.models.service_http import MAX_BACKOFF, MAX_RETRIES, MAX_TIMEOUT, Stop
 from bias.core.params import at_most, int_at_least, param
 
@@ -81,82 +87,6 @@ SERVICE_CAPABILITIES = frozenset({Capability.WORD_VECTORS, Capability.CONTEXTUAL
 def estimate_tokens(texts: Sequence[str]) -> int:
     """About how many tokens `texts` are: one per CHARS_PER_TOKEN characters, at least one per text."""
     return sum(max(1, math.ceil(len(t) / CHARS_PER_TOKEN)) for t in texts)
-
-
-class Transient(Exception):
-    """A batch that may succeed when sent again (429, 5xx, timeout, connection refused)."""
-
-    def __init__(self, what: str, retry_after: float | None = None) -> None:
-        super().__init__(what)
-        self.what, self.retry_after = what, retry_after
-
-
-class Refused(Exception):
-    """A batch the service refused for good (a bad key, an unknown model, a bad option)."""
-
-    def __init__(self, what: str, hint: str = "") -> None:
-        super().__init__(what)
-        self.what, self.hint = what, hint
-
-
-def retry_after(headers: Mapping[str, str] | None) -> float | None:
-    """Seconds a server asks to wait: `retry-after-ms`, `Retry-After` in seconds or as an HTTP date."""
-    if not headers:
-        return None
-    lowered = {str(k).lower(): str(v) for k, v in headers.items()}
-    try:
-        if "retry-after-ms" in lowered:
-            return max(0.0, float(lowered["retry-after-ms"]) / 1000.0)
-        value = lowered.get("retry-after")
-        if value is None:
-            return None
-        try:
-            return max(0.0, float(value))
-        except ValueError:
-            when = email.utils.parsedate_to_datetime(value)
-            return max(0.0, when.timestamp() - time.time())
-    except (TypeError, ValueError, OverflowError):
-        return None
-
-
-def refused_for_status(status: int, message: str, key: str, headers: Mapping[str, str] | None = None) -> Refused | Transient:
-    """What an HTTP error status means for a batch (429, 408 and 5xx: try again, after the server's
-    Retry-After if it gives one); `message` (the server's words) is shown without the key."""
-    if status == 429 or status >= 500 or status == 408:
-        return Transient(f"HTTP {status}", retry_after(headers))
-    if 300 <= status < 400:
-        location = (headers or {}).get("location") or (headers or {}).get("Location") or ""
-        return Refused(f"the service answered HTTP {status}, a redirect to {str(location)[:200] or 'no address'}, which is not followed",
-                       "If you trust the address it names, give that one as base_url.")
-    if status in (401, 403):
-        return Refused(f"the service refused the API key (HTTP {status})", "Check the key in the environment variable (see key_env).")
-    shown = " ".join(scrub(message, key).split())[:200]
-    return Refused(f"the service refused the request (HTTP {status}: {shown})", "Check the model name and the options (see `bias info`).")
-
-
-def scrub(text: str, key: str) -> str:
-    """`text` without the key (nor a long piece of it)."""
-    if key:
-        text = text.replace(key, "***")
-        if len(key) >= 16:
-            for piece in (key[:12], key[-12:]):
-                text = text.replace(piece, "***")
-    return text
-
-
-def public_url(url: str) -> str:
-    """A URL as it may be recorded: without a user name or password in it."""
-    try:
-        parts = urlsplit(url)
-        port = parts.port
-    except ValueError:  # a malformed address (an unclosed bracket, a port that is no number)
-        return url.rsplit("@", 1)[-1][:200]
-    netloc = parts.hostname or ""
-    if ":" in netloc:  # an IPv6 address keeps its brackets
-        netloc = f"[{netloc}]"
-    if port:
-        netloc += f":{port}"
-    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
 @attrs.define

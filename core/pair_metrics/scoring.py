@@ -381,6 +381,27 @@ class PairScores:
     convention: dict[str, Any]
 
 
+def _in_float32_where_close(embedder: Embedder, scorer: Scorer, pairs: Sequence[AlignedPair], options: ScoringOptions) -> SentenceScores:
+    """The scorer's sentence scores; with a reduced precision, the pairs whose preferred sentence it
+    could have turned scored again in float32 (`bias.core.precision.settle`)."""
+    found = scorer(embedder, pairs, options)
+    reduced = embedder.reduced_precision()
+    if reduced is None:
+        return found
+    precision_name, twin = reduced
+    from bias.core.precision import scales, settle
+
+    summed = scorer is score_pll or (scorer is score_causal and options.likelihood == "sum")
+    values = np.asarray(found.values, dtype=np.float64).reshape(-1, 2)
+    sizes = scales(np.asarray(found.counts).reshape(-1, 2), summed)
+
+    def rescore(indices: np.ndarray) -> np.ndarray:
+        return np.asarray(scorer(twin, [pairs[i] for i in indices], options).values, dtype=np.float64).reshape(-1, 2)
+
+    settled = settle(values, sizes, rescore, precision_name)
+    return SentenceScores(settled.values.ravel().tolist(), found.counts, {**found.convention, **settled.convention})
+
+
 def score_pairs(
     embedder: Embedder,
     data: PairSet,
@@ -419,7 +440,7 @@ def score_pairs(
     options = ScoringOptions(
         likelihood=likelihood if method in SUMMABLE else "mean", masking="each" if method == "modified-mean" else masking, causal_start=causal_start
     )
-    found = SCORERS[CAUSAL if mode == CAUSAL else method](embedder, aligned, options)
+    found = _in_float32_where_close(embedder, SCORERS[CAUSAL if mode == CAUSAL else method], aligned, options)
     convention.update(found.convention)
     arr = np.asarray(found.values, dtype=np.float64)
     return PairScores(

@@ -32,13 +32,16 @@ _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 
 def _inside(folder: Path, name: str | Path, what: str) -> Path:
     """`folder / name`, refused when it is a symbolic link or resolves outside `folder`."""
-    base = Path(folder).resolve()
     path = Path(folder) / name
-    try:
-        parent = path.parent.resolve()
-    except (OSError, RuntimeError):  # a loop of links
-        parent = None
-    if Path(name).is_absolute() or parent is None or not (parent == base or base in parent.parents):
+    if str(name) == path.name and str(name) not in (".", ".."):  # a plain name: its parent is the folder
+        parent = base = None
+    else:
+        base = Path(folder).resolve()
+        try:
+            parent = path.parent.resolve()
+        except (OSError, RuntimeError):  # a loop of links
+            parent = None
+    if base is not None and (Path(name).is_absolute() or parent is None or not (parent == base or base in parent.parents)):
         raise BiasError(
             f"{what}: {str(name)!r} is outside the run folder {folder}; a run folder's files stay inside it.",
             "Check the run folder: something in it points elsewhere (a link, or an edited results.jsonl).",

@@ -198,35 +198,55 @@ def _count_extreme(null: np.ndarray, observed: float, center: float, alternative
     return int(np.count_nonzero(distance > gap + tol if strict else distance >= gap - tol))
 
 
-def _sampled_null_chunks(s: np.ndarray, n_x: int, permutations: int, seed: int, total: float) -> Iterator[np.ndarray]:
-    """S_i for `permutations` true random permutations, in cache-sized chunks of bounded memory.
+def _draw_keys(rng: np.random.Generator, out: np.ndarray) -> None:
+    """Fill `out` with uniform float32 keys from `rng`, row after row."""
+    rng.random(out=out, dtype=np.float32)
+
+
+def subset_masks(n_total: int, n_x: int, permutations: int, seed: int) -> Iterator[np.ndarray]:
+    """Uniform random `n_x`-subsets of range(n_total), `permutations` of them, as float64 rows of 0
+    and 1 in chunks (views of one reused buffer: use each before asking for the next).
 
     The first |X| positions of a uniform random permutation form a uniform random |X|-subset, which is
-    what the |X| smallest of N i.i.d. uniform keys select; no draw is made with replacement. The |X|
+    what the |X| smallest of N i.i.d. uniform keys select; no draw is made with replacement. The keys
+    are float32 (24 random bits each, half the random bits and memory of float64 keys), and the |X|
     smallest are found with a partition (linear time per row), never a full sort: a threshold at the
-    |X|-th smallest key, one comparison and one matrix-vector product (ties between float64 keys
-    have probability ~N^2 / 2^53). The keys are drawn in one stream whatever the chunking, so a seed
-    gives the same permutations on every machine.
+    |X|-th smallest key, one comparison and one matrix-vector product. A row whose |X|-th smallest
+    key ties with another key (probability below N / 2^24) does not define a subset and is dropped:
+    the permutations are the first `permutations` rows of the seeded stream that have no such tie.
+    Which rows those are does not depend on the chunking, so a seed gives the same permutations on
+    every machine; since the tie-free event is the same for every subset, each subset stays exactly
+    equally likely.
 
     Speed comes from the chunk fitting in the CPU cache and from reusing four buffers (keys, their
-    partitioned copy, the subset mask as bool and as float64): about 4 MiB in all, whatever the
+    partitioned copy, the subset mask as bool and as float64): about 3 MiB in all, whatever the
     number of permutations.
     """
     rng = np.random.default_rng(seed)
-    n_total = len(s)
     chunk = max(1, min(permutations, _CHUNK_ELEMENTS // n_total))
-    keys = np.empty((chunk, n_total))
-    partitioned = np.empty((chunk, n_total))
+    keys = np.empty((chunk, n_total), dtype=np.float32)
+    partitioned = np.empty((chunk, n_total), dtype=np.float32)
     mask = np.empty((chunk, n_total), dtype=bool)
     weights = np.empty((chunk, n_total))
-    for start in range(0, permutations, chunk):
-        rows = min(chunk, permutations - start)
-        k, part, m, w = keys[:rows], partitioned[:rows], mask[:rows], weights[:rows]
-        rng.random(out=k)
+    done = 0
+    while done < permutations:
+        rows = min(chunk, permutations - done)
+        k, part, m = keys[:rows], partitioned[:rows], mask[:rows]
+        _draw_keys(rng, k)
         np.copyto(part, k)
         part.partition(n_x - 1, axis=1)
         np.less_equal(k, part[:, n_x - 1 : n_x], out=m)
+        if np.count_nonzero(m) != rows * n_x:  # a tie at some row's threshold: that row is dropped
+            m = m[np.count_nonzero(m, axis=1) == n_x]
+        w = weights[: len(m)]
         np.copyto(w, m)
+        done += len(w)
+        yield w
+
+
+def _sampled_null_chunks(s: np.ndarray, n_x: int, permutations: int, seed: int, total: float) -> Iterator[np.ndarray]:
+    """S_i for `permutations` true random permutations (`subset_masks`), in chunks of bounded memory."""
+    for w in subset_masks(len(s), n_x, permutations, seed):
         subset_sum = w @ s
         subset_sum *= 2.0
         subset_sum -= total

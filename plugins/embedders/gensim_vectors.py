@@ -1,8 +1,10 @@
-"""Static word vectors read through gensim: word2vec (binary or text), GloVe text and gensim `.kv` files.
+"""Static word vectors read whole: word2vec (binary or text), GloVe text and gensim `.kv` files.
 
-Each loader recognises its file from the bytes (`bias.core.models.static.formats`) before gensim sees it, so
-a file given to the wrong loader is refused with the loader that would read it, not with a parser
-error about struct sizes.
+word2vec and GloVe files are read without gensim (`bias.api.static.read_word2vec`: importing gensim
+costs more than a small WEAT run); gensim's own `.kv`/`.model` pickles need gensim. Each loader
+recognises its file from the bytes (`bias.core.models.static.formats`) before reading it, so a file
+given to the wrong loader is refused with the loader that would read it, not with a parser error
+about struct sizes.
 """
 
 from __future__ import annotations
@@ -24,7 +26,9 @@ from bias.api.static import (
     check_header_fits,
     check_text_rows,
     existing_file,
+    read_glove,
     read_only,
+    read_word2vec,
     sniff_format,
     SourceNormaliser,
     token_vectors_file,
@@ -42,7 +46,8 @@ def _gensim_failure(path: Path, loader: str, expected: str, error: BaseException
 
 @attrs.define
 class _GensimStatic(StaticEmbedder):
-    """Shared lookup for embedders whose whole vocabulary sits in a gensim KeyedVectors."""
+    """Shared lookup for embedders whose whole vocabulary sits in memory: a gensim KeyedVectors, or a
+    `WordTable` with the same fields (index_to_key, key_to_index, vectors, vector_size)."""
 
     libraries: ClassVar[tuple[str, ...]] = ("gensim",)
 
@@ -103,7 +108,7 @@ class Word2VecEmbedder(_GensimStatic):
     misnamed file still loads and a file of another format is refused with the loader to use."""
 
     name: ClassVar[str] = "word2vec"
-    summary: ClassVar[str] = "word2vec vectors (binary or text, detected from the file), read whole with gensim."
+    summary: ClassVar[str] = "word2vec vectors (binary or text, detected from the file), read whole."
     capabilities: ClassVar[frozenset[Capability]] = frozenset({Capability.WORD_VECTORS, Capability.CONTEXTUAL, Capability.VOCABULARY})
 
     limit: int = param(0, "read only the first N vectors of the file (0: all)", validator=int_at_least(0))
@@ -123,11 +128,9 @@ class Word2VecEmbedder(_GensimStatic):
         binary = found.kind == WORD2VEC_BINARY
         if not binary:
             check_text_rows(path, found, self.name, self.limit)
-        from gensim.models import KeyedVectors
-
         try:
-            kv = KeyedVectors.load_word2vec_format(str(path), binary=binary, limit=self.limit or None, unicode_errors=self.unicode_errors)
-        except Exception as error:  # gensim raises ValueError, EOFError, UnicodeDecodeError, struct.error...
+            kv = read_word2vec(path, binary=binary, limit=self.limit or None, unicode_errors=self.unicode_errors)
+        except (ValueError, EOFError, OSError) as error:  # UnicodeDecodeError is a ValueError
             raise _gensim_failure(path, self.name, "word2vec " + ("binary" if binary else "text") + " file", error) from error
         if binary and not self.limit:
             check_binary_rest(path, found, kv, self.name)
@@ -141,7 +144,7 @@ class GloveEmbedder(_GensimStatic):
     since reading its header as a one-dimensional word would fail on the next row anyway."""
 
     name: ClassVar[str] = "glove"
-    summary: ClassVar[str] = "GloVe vectors (text rows without a header line), read whole with gensim."
+    summary: ClassVar[str] = "GloVe vectors (text rows without a header line), read whole."
     capabilities: ClassVar[frozenset[Capability]] = frozenset({Capability.WORD_VECTORS, Capability.CONTEXTUAL, Capability.VOCABULARY})
 
     limit: int = param(0, "read only the first N vectors of the file (0: all)", validator=int_at_least(0))
@@ -153,11 +156,9 @@ class GloveEmbedder(_GensimStatic):
         if found.compressed and path.suffix != ".gz":
             raise BiasError(f"Cannot load {path} with {self.name}: it is gzip-compressed but not named .gz.", "Rename it to end in .gz, or use vec: which reads it as it is.")
         check_text_rows(path, found, self.name, self.limit)
-        from gensim.models import KeyedVectors
-
         try:
-            kv = KeyedVectors.load_word2vec_format(str(path), binary=False, no_header=True, limit=self.limit or None)
-        except Exception as error:
+            kv = read_glove(path, limit=self.limit or None)
+        except (ValueError, EOFError, OSError) as error:
             raise _gensim_failure(path, self.name, "GloVe text file", error) from error
         self._format = found.kind
         return kv

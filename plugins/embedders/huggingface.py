@@ -47,6 +47,7 @@ from bias.api.hf import (
     POOLINGS,
     LoadedModel,
     PooledInput,
+    batching,
     chat_template,
     choice_scoring,
     files,
@@ -57,7 +58,16 @@ from bias.api.hf import (
 )
 from bias.api.static import encoding_cache
 
-DTYPES = ("float32", "float16", "bfloat16", "float64")
+DTYPES = ("float32", "tf32", "float16", "bfloat16", "float64")
+REDUCED = ("tf32", "float16", "bfloat16")
+
+
+_POSITIVE = int_at_least(1, "Or auto: 32 texts on a CPU, sized from the free memory on a GPU.")
+
+
+def _batch_size(instance: Any, attribute: Any, value: Any) -> None:
+    if value != "auto":
+        _POSITIVE(instance, attribute, value)
 
 
 @attrs.define
@@ -106,9 +116,19 @@ class HuggingFaceEmbedder(Embedder):
         -1, "hidden state used for vectors: -1 = last layer, 0 = embedding output, mean-last-4 = mean of the last four",
         converter=vectors.layer_value,
     )
-    batch_size: int = param(32, "texts per forward pass", validator=int_at_least(1))
+    batch_size: int | str = param(
+        "auto",
+        "texts per forward pass, or auto: 32 on a CPU; on a GPU as many tokens as half its free memory holds "
+        "(halved whenever it runs out); the size used is recorded",
+        validator=_batch_size,
+    )
     device: str = param("auto", "torch device: auto (cuda if available, else cpu), cpu, cuda, cuda:1, mps")
-    dtype: str = param("float32", "weights' precision: float32, float16, bfloat16 or float64", validator=one_of(DTYPES))
+    dtype: str = param(
+        "float32",
+        "precision: float32, tf32 (float32 weights, TF32 matrix products on a GPU), float16, bfloat16 or float64; "
+        "with a reduced one, items whose verdict it could turn are rescored in float32 (recorded in the result)",
+        validator=one_of(DTYPES),
+    )
     max_length: int | None = param(
         None, "truncate texts to this many tokens (default: the model's limit)", validator=attrs.validators.optional(int_at_least(1))
     )
@@ -136,6 +156,9 @@ class HuggingFaceEmbedder(Embedder):
     _loaded: LoadedModel | None = attrs.field(init=False, default=None, repr=False)
     _cache: encoding_cache.EncodingCache | None = attrs.field(init=False, default=None, repr=False)
     _files_digest: str | None = attrs.field(init=False, default=None, repr=False)
+    _limits: tuple[int, int, str] | None = attrs.field(init=False, default=None, repr=False)
+    _twin: HuggingFaceEmbedder | None = attrs.field(init=False, default=None, repr=False)
+    _start: tuple[int | None, str] | None = attrs.field(init=False, default=None, repr=False)
 
     def check(self) -> None:
         """Before any work: the device, and the folder's files or the Hub id's reachability."""
@@ -217,25 +240,31 @@ class HuggingFaceEmbedder(Embedder):
 
     def masked_log_probs(self, requests: Sequence[MaskedRequest]) -> list[np.ndarray]:
         loaded = self._need_head("masked", "masked-LM probabilities")
-        return lm_scoring.masked_log_probs(loaded.model, loaded.tokenizer, loaded.device, requests, self.batch_size)
+        rows, tokens, _ = self._batch_limits()
+        with loading.matmul_precision(self.dtype, loaded.device):
+            return lm_scoring.masked_log_probs(loaded.model, loaded.tokenizer, loaded.device, requests, rows, max_tokens=tokens)
 
     def token_log_probs(
         self, sequences: Sequence[Sequence[int]], *, attention: bool = False, start: bool = True
     ) -> list[TokenScores]:
         loaded = self._need_head(None, "token log-probabilities")
-        return lm_scoring.token_log_probs(
-            loaded.model, loaded.tokenizer, loaded.device, sequences, self.batch_size,
-            causal=loaded.head == "causal", attention=attention, start=start,
-        )
+        rows, tokens, _ = self._batch_limits()
+        with loading.matmul_precision(self.dtype, loaded.device):
+            return lm_scoring.token_log_probs(
+                loaded.model, loaded.tokenizer, loaded.device, sequences, rows,
+                causal=loaded.head == "causal", attention=attention, start=start, max_tokens=tokens,
+            )
 
     def choice_log_probs(self, requests: Sequence[ChoiceRequest]) -> list[ChoiceScores]:
-        """Each prompt encoded once and its answers scored from its cached keys and values (see
+        """Each question's prompt read once, its answers after it in the same row (see
         `bias.api.hf.choice_scoring`); the same numbers as one sequence per answer."""
         loaded = self._need_head("causal", "answer log-likelihoods")
         requests, how = self._in_template(requests)
-        found = choice_scoring.cached_choice_log_probs(
-            loaded.model, loaded.tokenizer, self, loaded.device, requests, self.batch_size
-        )
+        rows, tokens, _ = self._batch_limits()
+        with loading.matmul_precision(self.dtype, loaded.device):
+            found = choice_scoring.packed_choice_log_probs(
+                loaded.model, loaded.tokenizer, self, loaded.device, requests, rows, max_tokens=tokens
+            )
         found = found if found is not None else super().choice_log_probs(requests)
         return [attrs.evolve(f, context=f"{f.context}; {how}") for f in found] if how else found
 
@@ -252,12 +281,47 @@ class HuggingFaceEmbedder(Embedder):
 
     def generate(self, requests: Sequence[GenerationRequest], sampling: Sampling | None = None) -> list[Generations]:
         """Replies written by the model (see `bias.api.hf.generation`), in its chat template when it
-        has one (chat = auto or true), sample j drawn with seed + j."""
+        has one (chat = auto or true), sample j drawn with seed + j. batch_size = auto writes 32
+        replies at a time on any device: the token budget of scoring does not count the growing
+        key-value cache of generation."""
         loaded = self._need_head("causal", "generated replies")
         asked = [(GenerationRequest.of(r) if isinstance(r, str) else r).with_system(self.system or None) for r in requests]
         template = chat_template.uses_template(loaded.tokenizer, self.chat, self.spec)
         resolved = (sampling or Sampling()).over(Sampling())
-        return generation.generate(loaded, asked, resolved, template, self.batch_size)
+        rows = batching.CPU_BATCH if self.batch_size == "auto" else int(self.batch_size)
+        with loading.matmul_precision(self.dtype, loaded.device):
+            return generation.generate(loaded, asked, resolved, template, rows)
+
+    # ------------------------------------------------------------------ precision and batches
+
+    def precision(self) -> str:
+        """The precision the scores are computed in: tf32 only on a GPU (a CPU has no TF32 units)."""
+        if self.dtype == "tf32" and self.loaded.device.type != "cuda":
+            return "float32"
+        return self.dtype
+
+    def reduced_precision(self) -> tuple[str, HuggingFaceEmbedder] | None:
+        """The reduced precision, and the same model loaded again in float32 on the same device (once,
+        when first asked for) for the items the reduced precision could have decided otherwise."""
+        if self.precision() not in REDUCED:
+            return None
+        if self._twin is None:
+            self._twin = attrs.evolve(self, dtype="float32")
+        return self.precision(), self._twin
+
+    def _start_token(self) -> tuple[int | None, str]:
+        """What texts start with for vectors (`vectors.start_token`), found once per loaded model: it
+        asks the tokenizer, with transformers' logging silenced, which costs more than a cached read."""
+        if self._start is None:
+            self._start = vectors.start_token(self.loaded, self.bos)
+        return self._start
+
+    def _batch_limits(self) -> tuple[int, int, str]:
+        """(rows, tokens) of a batch, and how they were chosen; resolved once per loaded model."""
+        if self._limits is None:
+            loaded = self.loaded
+            self._limits = batching.batch_limits(self.batch_size, loaded.model, loaded.device)
+        return self._limits
 
     def _need_head(self, wanted: str | None, what: str) -> LoadedModel:
         """Refuse before any work when the loaded model has not the head a score needs."""
@@ -343,11 +407,13 @@ class HuggingFaceEmbedder(Embedder):
     def _rows(
         self, texts: Sequence[str], spans: Sequence[tuple[int, int] | None], pooling: str, layer: int | str
     ) -> tuple[np.ndarray, list[int]]:
-        start, _ = vectors.start_token(self.loaded, self.bos)
+        start, _ = self._start_token()
         return vectors.cached_rows(self.loaded, self._cache, texts, spans, pooling, layer, self._run, start=start)
 
     def _run(self, items: Sequence[PooledInput], layer: int | str) -> np.ndarray:
-        return vectors.pooled_rows(self.loaded, items, layer, self.batch_size, self._hidden_states)
+        rows, tokens, _ = self._batch_limits()
+        with loading.matmul_precision(self.dtype, self.loaded.device):
+            return vectors.pooled_rows(self.loaded, items, layer, rows, self._hidden_states, max_tokens=tokens)
 
     def _hidden_states(self, inputs: dict[str, Any], layer: int | str) -> Any:
         return vectors.hidden_states(self.loaded, inputs, layer)
@@ -387,10 +453,12 @@ class HuggingFaceEmbedder(Embedder):
             "tokenizer": type(loaded.tokenizer).__name__,
             "device": str(loaded.device),
             "dtype": self.dtype,
+            "precision": self.precision(),
+            "batch_size": self._batch_limits()[2],
             "layer": self.layer,
             "word_pooling": self.resolved_word_pooling,
             "causal": loaded.causal,
-            "start_token": vectors.start_token(loaded, self.bos)[1],
+            "start_token": self._start_token()[1],
             "max_length": loaded.token_limit,
             "cache": str(self._cache.path) if self._cache is not None else None,
             "chat_template": chat_template.has_template(loaded.tokenizer),

@@ -58,7 +58,7 @@ from bias.api import (
 )
 from bias.api.bbq import BBQ_PROMPTS, GENERATE, LOGLIK, PRESETS, answer_result, bias_scores, stratified_weights
 from bias.api.data import BBQ, PLAIN_PLACEHOLDERS, BiasQuestions, fill, placeholders
-from bias.api.lm import computed_once
+from bias.api.lm import computed_once, settle_choices
 
 DECIDE = ("sum", "mean")
 HEADLINES = ("ambiguous", "disambiguated", "bias-a", "bias-d", "adjusted-accuracy")
@@ -203,6 +203,8 @@ class Bbq(Metric):
             for q in items
         ]
         scored = computed_once(requests, embedder.choice_log_probs)  # a question asked twice is scored once
+        # a reduced precision's close calls decided in float32
+        scored, precision = settle_choices(embedder, requests, scored, summed=self.decide == "sum")
         sums = np.array([[float(np.sum(lp)) for lp in s.log_probs] for s in scored])
         means = np.array([[float(np.mean(lp)) for lp in s.log_probs] for s in scored])
         tokens = np.array([[len(lp) for lp in s.log_probs] for s in scored])
@@ -274,6 +276,7 @@ class Bbq(Metric):
                 "biased": "an answer naming the stereotyped group to a negative question, or the other group to a non-negative one",
                 "interval": f"{self.confidence:.0%} percentile bootstrap, {self.bootstrap:,} resamples of the questions within each (category, context) stratum, seed {seed}"
                 if self.bootstrap else "none (bootstrap = 0)",
+                **precision,
             },
             sizes={"questions": len(items), "ambiguous": int(ambiguous.sum()), "disambiguated": int((~ambiguous).sum()), "categories": len(categories)},
             warnings=warnings,

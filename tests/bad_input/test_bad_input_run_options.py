@@ -240,6 +240,11 @@ def _(world, folder):
     return _file(world, folder, 'executor = "ray"\nray_address = ""')
 
 
+@case("file-threads-zero", names=("exp.toml: threads", "whole number >= 1"))
+def _(world, folder):
+    return _file(world, folder, "threads = 0")
+
+
 @case("flag-metric-with-file", names=("either an experiment file or --model", "--metric"))
 def _(world, folder):
     return _file(world, folder, "") + ["--metric", "seat"]

@@ -9,9 +9,12 @@ they cut, pad and batch alike. torch is imported inside the functions only.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
+
+import numpy as np
 
 from bias.core.errors import FAILURE, BiasError
 
@@ -85,8 +88,21 @@ def length_order(lengths: Sequence[int]) -> list[int]:
     return sorted(range(len(lengths)), key=lambda i: (-lengths[i], i))
 
 
-def in_length_batches(lengths: Sequence[int], batch_size: int, work: Callable[[list[int]], None]) -> None:
-    """Call `work(batch)` on consecutive slices of `length_order(lengths)`.
+def in_length_batches(
+    lengths: Sequence[int], batch_size: int, work: Callable[[list[int]], None], *, max_tokens: int | None = None
+) -> None:
+    """Call `work(batch)` on consecutive slices of `length_order(lengths)` (see `in_batches`)."""
+    order = length_order(lengths)
+    widths = [lengths[i] for i in order]
+    in_batches(len(order), batch_size, lambda start, end: work(order[start:end]), widths=widths, max_tokens=max_tokens)
+
+
+def in_batches(
+    count: int, batch_size: int, work: Callable[[int, int], None], *, widths: Sequence[int] | None = None, max_tokens: int | None = None
+) -> None:
+    """Call `work(start, end)` on consecutive ranges of 0..count, `batch_size` long; with `widths` (the
+    rows' lengths, longest first) and `max_tokens`, a batch of long rows holds fewer rows, so that
+    batch x width stays within `max_tokens` (at least one row).
 
     When the device runs out of memory, the batch is halved and retried, and later batches keep the
     size that fitted (a warning says so). A single row that does not fit is re-raised, for
@@ -94,22 +110,85 @@ def in_length_batches(lengths: Sequence[int], batch_size: int, work: Callable[[l
     """
     if batch_size < 1:
         raise BiasError(f"batch_size must be a positive whole number, not {batch_size!r}.")
-    order = length_order(lengths)
     size, start = batch_size, 0
-    while start < len(order):
-        batch = order[start : start + size]
+    while start < count:
+        rows = size
+        if widths is not None and max_tokens:
+            rows = min(rows, max(1, max_tokens // max(1, int(widths[start]))))
+        end = min(count, start + rows)
         try:
-            work(batch)
+            work(start, end)
         except BiasError:
             raise
         except Exception as exc:
-            if not is_out_of_memory(exc) or len(batch) == 1:
+            if not is_out_of_memory(exc) or end - start == 1:
                 raise
-            size = max(1, len(batch) // 2)
-            log.warning("The device ran out of memory with batches of %d; carrying on with batches of %d.", len(batch), size)
+            size = max(1, (end - start) // 2)
+            log.warning("The device ran out of memory with batches of %d; carrying on with batches of %d.", end - start, size)
             _free_device_memory()
             continue
-        start += len(batch)
+        start = end
+
+
+# batch_size = auto: what a GPU's batches may take of the device memory free once the model is
+# loaded, the live activations of one token (about 24 hidden-width vectors: residual, attention and
+# feed-forward intermediates, in the weights' precision, plus one attention row per head), and the
+# most tokens a batch holds (beyond that a GPU is full, and attention's index arithmetic nears 2^31).
+AUTO_SHARE = 0.5
+AUTO_MAX_TOKENS = 1 << 17
+CPU_BATCH = 32  # rows of a batch on a CPU (bigger batches only pad more there)
+TOKENS_PER_ROW = 64  # a batch of long rows holds at most rows x TOKENS_PER_ROW tokens
+
+
+def auto_tokens(free_bytes: int, hidden: int, heads: int, width: int, element_bytes: int) -> int:
+    """Tokens per batch for `batch_size = auto` on a GPU: AUTO_SHARE of the free memory over one
+    token's live activations (rows of `width` tokens), at most AUTO_MAX_TOKENS, at least one row."""
+    per_token = element_bytes * (24 * hidden + 2 * heads * width)
+    return int(max(width, min(AUTO_MAX_TOKENS, AUTO_SHARE * free_bytes // max(per_token, 1))))
+
+
+def batch_limits(batch_size: int | str, model: Any, device: Any) -> tuple[int, int, str]:
+    """(rows, tokens) a batch may hold, and how they were chosen, for the record.
+
+    A number: that many rows, and at most rows x TOKENS_PER_ROW tokens. auto: CPU_BATCH rows on a
+    CPU; on a GPU a token budget from its free memory (`auto_tokens`, rows of 512 tokens assumed for
+    the attention term), the rows of a batch then following its length. A batch that runs out of
+    memory is halved either way (`in_batches`)."""
+    import torch
+
+    if batch_size != "auto":
+        rows = int(batch_size)
+        return rows, rows * TOKENS_PER_ROW, str(rows)
+    if torch.device(device).type != "cuda":
+        return CPU_BATCH, CPU_BATCH * TOKENS_PER_ROW, f"auto: {CPU_BATCH} rows ({torch.device(device).type})"
+    config = getattr(model, "config", None)
+    hidden = int(getattr(config, "hidden_size", 0) or getattr(config, "n_embd", 0) or 4096)
+    heads = int(getattr(config, "num_attention_heads", 0) or getattr(config, "n_head", 0) or 32)
+    free, total = torch.cuda.mem_get_info(device)
+    element = next(model.parameters()).element_size()
+    tokens = auto_tokens(free, hidden, heads, 512, element)
+    return AUTO_MAX_TOKENS, tokens, f"auto: {tokens} tokens per batch ({free / 2**30:.1f} of {total / 2**30:.1f} GiB free)"
+
+
+def padded_rows(rows: Sequence[Sequence[int]], fill: int) -> tuple[np.ndarray, np.ndarray]:
+    """Every row in one int64 matrix, padded on the right with `fill`, and the rows' lengths: built by
+    numpy in one pass, never row by row in Python."""
+    lengths = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
+    width = int(lengths.max()) if len(rows) else 0
+    out = np.full((len(rows), width), fill, dtype=np.int64)
+    out[np.arange(width) < lengths[:, None]] = np.fromiter(itertools.chain.from_iterable(rows), dtype=np.int64, count=int(lengths.sum()))
+    return out, lengths
+
+
+def on_device(array: np.ndarray, device: Any) -> Any:
+    """A numpy array as a torch tensor on `device`; to a GPU through pinned memory without waiting, so
+    the copy overlaps what the device is still computing."""
+    import torch
+
+    tensor = torch.from_numpy(np.ascontiguousarray(array))
+    if torch.device(device).type == "cuda":
+        return tensor.pin_memory().to(device, non_blocking=True)
+    return tensor.to(device)
 
 
 def is_out_of_memory(exc: BaseException) -> bool:

@@ -1,26 +1,27 @@
-"""Multiple-choice answers scored from the prompt's cached keys and values (a causal LM).
+"""Multiple-choice answers scored with their prompt read once (a causal LM).
 
-The three answers of a BBQ question share its context and question, the long part of the text. The
-plain way runs the model over prompt + answer once per answer; here each prompt is encoded once, and
-its keys and values (transformers' cache, `past_key_values`) are reused by every answer, which is then
-a few tokens of work. Both passes are batched across questions:
-
-1. the prompts of a batch (start token first, as `lm_scoring.causal_start` chooses) are padded on the
-   *left*, so that every prompt ends in the last column: the logits there give every answer's first
-   token, and only that column goes through the output head (`logits_to_keep=1`, where the model
-   takes it); position ids count real tokens only, so padding moves no position;
-2. the cache is repeated once per answer of each question (`batch_select_indices`), the answers are
-   padded on the right, and one call scores them with the prompt's mask and positions continued.
+The answers of a BBQ question share its context and question, the long part of the text. The plain
+way runs the model over prompt + answer once per answer. Here each question is one row: the prompt,
+then every answer's tokens after it, each answer seeing the prompt and its own earlier tokens only
+(a segment mask, passed to the model as a 4D attention mask) and placed at the positions it would
+have right after the prompt (explicit position ids). One forward call per batch of questions reads
+the prompt once and every answer once; no key-value cache is kept or copied per answer, so memory is
+that of one forward over the question's tokens. The output head runs at the answers' positions only
+(and at the prompt's last position, which predicts every answer's first token), in blocks; see
+`bias.core.models.hf.scoring_plan`.
 
 Log-probabilities are `log_softmax` of float64 logits. The numbers equal those of one sequence per
 answer to float rounding (tests/test_bbq.py checks 1e-5 on a tiny GPT-2; benchmarks/bench_bbq.py
-compares the two on a GPT-2-sized model). Models whose forward takes no cache fall back to the plain
-way, with the same numbers.
+compares the two on a GPT-2-sized model). A model that does not take a 4D attention mask and position
+ids (flash attention, models with their own code) is scored the plain way, with the same numbers;
+so is every call whose first question disagrees with the plain way by more than the model's precision
+allows (a model that would ignore the mask).
 """
 
 from __future__ import annotations
 
 import inspect
+import logging
 from collections.abc import Sequence
 from typing import Any
 
@@ -28,35 +29,53 @@ import numpy as np
 
 from bias.core.errors import BiasError
 from bias.core.interfaces import ChoiceRequest, ChoiceScores
-from bias.core.models.choices import choice_tokens
-from bias.core.models.hf.batching import in_length_batches, memory_guard, pad_id, token_limit
+from bias.core.models.choices import choice_log_probs_by_sequences, choice_tokens
+from bias.core.models.hf.batching import memory_guard, pad_id, padded_rows, token_limit
 from bias.core.models.hf.lm_scoring import causal_start
+from bias.core.models.hf.scoring_plan import offsets, runs, score_reads
+
+log = logging.getLogger(__name__)
+
+# How far the first question's log-probabilities may move from the plain way's and still be the
+# same computation: float32 rounding is ~1e-6 per token; half precisions round to 2^-8 (bfloat16) or
+# 2^-11 (float16) inside every layer. Ignoring the mask moves them by far more.
+_AGREE = {"float64": 1e-8, "float32": 1e-4, "float16": 0.05, "bfloat16": 0.25}
 
 
-def _forward_names(model: Any) -> tuple[str | None, bool]:
-    """The keyword that passes a cache to the model's forward (`cache` in recent transformers,
-    `past_key_values` before), or None; and whether it takes `logits_to_keep`."""
-    params = inspect.signature(model.forward).parameters
-    name = "cache" if "cache" in params else "past_key_values" if "past_key_values" in params else None
-    return name, "logits_to_keep" in params
+def packable(model: Any) -> bool:
+    """Whether the model takes position ids and a 4D attention mask that it honours: transformers'
+    own causal LMs with eager or sdpa attention."""
+    config = getattr(model, "config", None)
+    implementation = getattr(config, "_attn_implementation", None)
+    own = type(model).__module__.startswith("transformers.models.")
+    takes = "position_ids" in inspect.signature(model.forward).parameters
+    return own and takes and implementation in ("eager", "sdpa")
 
 
-def cached_choice_log_probs(
-    model: Any, tokenizer: Any, embedder: Any, device: Any, requests: Sequence[ChoiceRequest], batch_size: int
+def packed_choice_log_probs(
+    model: Any,
+    tokenizer: Any,
+    embedder: Any,
+    device: Any,
+    requests: Sequence[ChoiceRequest],
+    batch_size: int,
+    *,
+    max_tokens: int | None = None,
 ) -> list[ChoiceScores] | None:
-    """Per request, the log-probabilities of each continuation's tokens; None when the model's forward
-    takes no cache (the caller then scores one sequence per continuation)."""
+    """Per request, the log-probabilities of each continuation's tokens; None when the model cannot be
+    given the packed rows (the caller then scores one sequence per continuation)."""
     import torch
 
-    cache_name, keep = _forward_names(model)
-    if cache_name is None:
+    if not packable(model):
         return None
     requests = list(requests)
     heads, tails, redone = choice_tokens(embedder, requests)
     start, context = causal_start(tokenizer)
     prompts = [([start] if start is not None else []) + head for head in heads]
     if any(not p for p in prompts):
-        raise BiasError("A prompt tokenised to nothing and the model has no start token to condition on.")
+        raise BiasError(
+            "A prompt tokenised to nothing and the model has no start token to condition on."
+        )
     limit = token_limit(model, tokenizer)
     if limit is not None:
         for i, (prompt, own) in enumerate(zip(prompts, tails)):
@@ -67,62 +86,66 @@ def cached_choice_log_probs(
                     f"more than the model's limit of {limit}.",
                     "Shorten the context, or use a model with a longer context.",
                 )
-    filler = pad_id(tokenizer)
-    out: list[list[np.ndarray] | None] = [None] * len(requests)
-
-    def score(batch: list[int]) -> None:
-        width = max(len(prompts[i]) for i in batch)
-        ids = torch.full((len(batch), width), filler, dtype=torch.long)
-        mask = torch.zeros((len(batch), width), dtype=torch.long)
-        for b, i in enumerate(batch):
-            n = len(prompts[i])
-            ids[b, width - n :] = torch.tensor(prompts[i], dtype=torch.long)
-            mask[b, width - n :] = 1
-        positions = (mask.cumsum(dim=1) - 1).clamp(min=0)
-        kwargs: dict[str, Any] = {"logits_to_keep": 1} if keep else {}
-        first = model(
-            input_ids=ids.to(device), attention_mask=mask.to(device), position_ids=positions.to(device),
-            use_cache=True, return_dict=True, **kwargs,
-        )
-        first_lp = torch.log_softmax(first.logits[:, -1].to(torch.float64), dim=-1)
-        cache = getattr(first, "cache", None)
-        if cache is None:
-            cache = getattr(first, "past_key_values", None)
-        owner = [b for b, i in enumerate(batch) for _ in tails[i]]
-        rows = [t for i in batch for t in tails[i]]
-        longest = max(len(t) for t in rows)
-        results: list[np.ndarray] = []
-        if longest > 1:
-            cache.batch_select_indices(torch.tensor(owner, dtype=torch.long, device=device))
-            cont = torch.full((len(rows), longest - 1), filler, dtype=torch.long)
-            cont_mask = torch.zeros((len(rows), longest - 1), dtype=torch.long)
-            for r, t in enumerate(rows):
-                if len(t) > 1:
-                    cont[r, : len(t) - 1] = torch.tensor(t[:-1], dtype=torch.long)
-                    cont_mask[r, : len(t) - 1] = 1
-            owner_t = torch.tensor(owner, dtype=torch.long)
-            full_mask = torch.cat([mask[owner_t], cont_mask], dim=1)
-            lengths = mask.sum(dim=1)[owner_t]
-            cont_pos = lengths[:, None] + torch.arange(longest - 1)[None, :]
-            # Padding after a short answer would count on past the model's positions when another answer
-            # of the batch is long; it is masked out, so any position does: 0.
-            cont_pos = torch.where(cont_mask.bool(), cont_pos, torch.zeros_like(cont_pos))
-            second = model(
-                input_ids=cont.to(device), attention_mask=full_mask.to(device), position_ids=cont_pos.to(device),
-                use_cache=True, return_dict=True, **{cache_name: cache},
-            )
-            later_lp = torch.log_softmax(second.logits.to(torch.float64), dim=-1)
-        for r, t in enumerate(rows):
-            target = torch.tensor(t, dtype=torch.long, device=first_lp.device)
-            values = [first_lp[owner[r], target[0]]]
-            if len(t) > 1:
-                values.append(later_lp[r, torch.arange(len(t) - 1, device=later_lp.device), target[1:]])
-            results.append(torch.cat([v.reshape(-1) for v in values]).cpu().numpy().astype(np.float64))
-        k = 0
-        for i in batch:
-            out[i] = results[k : k + len(tails[i])]
-            k += len(tails[i])
-
+    rows, positions, segments, gather_pos, gathers, read_token = [], [], [], [], [], []
+    for prompt, own in zip(prompts, tails):
+        n = len(prompt)
+        row, position, segment, gathered = list(prompt), list(range(n)), [0] * n, []
+        for j, tail in enumerate(own, start=1):
+            # the answer's first token is read at the prompt's last position; token u + 1 at token u
+            gathered.append(n - 1)
+            gathered.extend(range(len(row), len(row) + len(tail) - 1))
+            row.extend(tail[:-1])
+            position.extend(range(n, n + len(tail) - 1))
+            segment.extend([j] * (len(tail) - 1))
+            read_token.extend(tail)
+        rows.append(row)
+        positions.append(position)
+        segments.append(segment)
+        gather_pos.extend(gathered)
+        gathers.append(len(gathered))
+    ids, lengths = padded_rows(rows, pad_id(tokenizer))
+    position_ids = padded_rows(positions, 0)[0]
+    segment_ids = padded_rows(segments, -1)[0]
+    gather_seq, _ = runs(np.asarray(gathers))
+    reads = len(read_token)
     with torch.inference_mode(), memory_guard(device, batch_size):
-        in_length_batches([len(p) for p in prompts], batch_size, score)
-    return [ChoiceScores(tuple(values or ()), context, count) for values, count in zip(out, redone)]
+        picked = score_reads(
+            model,
+            device,
+            ids,
+            lengths,
+            gather_seq,
+            np.asarray(gather_pos, dtype=np.int64),
+            np.arange(reads),
+            np.asarray(read_token, dtype=np.int64),
+            batch_size,
+            positions=position_ids,
+            segments=segment_ids,
+            max_tokens=max_tokens,
+        )
+    answers = offsets(np.fromiter((len(t) for own in tails for t in own), dtype=np.int64)).tolist()
+    values = [picked[a:b] for a, b in zip(answers[:-1], answers[1:])]
+    out, k = [], 0
+    for own, count in zip(tails, redone):
+        out.append(ChoiceScores(tuple(values[k : k + len(own)]), context, count))
+        k += len(own)
+    if not _agrees_with_plain(embedder, requests[0], out[0], model):
+        log.warning(
+            "%s does not honour a packed attention mask; its answers are scored one sequence each.",
+            type(model).__name__,
+        )
+        return None
+    return out
+
+
+def _agrees_with_plain(
+    embedder: Any, request: ChoiceRequest, packed: ChoiceScores, model: Any
+) -> bool:
+    """The first question scored the plain way gives the packed numbers, within the model's precision."""
+    plain = choice_log_probs_by_sequences(embedder, [request])[0]
+    dtype = str(next(model.parameters()).dtype).removeprefix("torch.")
+    tolerance = _AGREE.get(dtype, 1e-4)
+    return all(
+        len(a) == len(b) and float(np.max(np.abs(a - b))) <= tolerance
+        for a, b in zip(packed.log_probs, plain.log_probs)
+    )

@@ -1,17 +1,15 @@
-"""The batched scoring engine behind every language-model metric (LPBS, CrowS-Pairs, SSS, AUL/AULA, KLS/JSS).
+"""The language-model scores behind every LM metric (LPBS, CrowS-Pairs, SSS, AUL/AULA, KLS/JSS).
 
 The `hf` embedder delegates `masked_log_probs` and `token_log_probs` here, with its loaded model,
-tokenizer and device. Everything a metric asks for is turned into as few forward calls as possible:
+tokenizer and device. Each call turns what a metric asks for into one description of rows to run and
+tokens to read, built with numpy on the host, and hands it to the batched loop of
+`bias.core.models.hf.scoring_plan` (length-sorted batches padded on the right with an attention mask,
+so models without a pad token work too; the output head only at the positions read; float64
+log-softmax; everything on the device at once):
 
-- requests are sorted by length and cut into batches of similar length, padded by hand on the right
-  with an attention mask (so models without a pad token work too), then put back in request order,
-  all through `bias.core.models.hf.batching`, as the embedder's vectors are;
 - a pseudo-log-likelihood that masks one token at a time becomes one *row* per masked variant, all
-  variants of all sentences sharing the batches, never one forward call per mask;
-- log-probabilities are taken with `log_softmax` on logits cast to float64 (max-subtracted, no
-  underflow), only at the positions asked for; for BERT- and RoBERTa-family masked LMs and GPT-2 the
-  output head is applied to those positions only (hidden states gathered first), which saves the
-  vocabulary projection of every other position, padding included;
+  variants of all sentences sharing the batches, never one forward call per mask; requests that give
+  the model the same input share one row;
 - attention received per token (AULA) is the attention matrix averaged over layers, heads and the
   sequence's real (non-padding) queries: a column mean, i.e. how much attention the token *receives*.
 
@@ -21,27 +19,16 @@ torch is imported inside the functions so that importing this module stays cheap
 from __future__ import annotations
 
 import contextlib
+import itertools
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
 
 from bias.core.errors import BiasError
-from bias.core.models.hf.batching import id_rows, in_length_batches, memory_guard, right_pad, token_limit
 from bias.core.interfaces import MaskedRequest, TokenScores
-
-# LM classes whose forward is `head(base(...)[0])`: for these the head (BERT's transform and the
-# vocabulary projection) is applied to the scored positions only. With a 30,522-token vocabulary the
-# head at every position costs as much as a fifth of a bert-base forward. Any other class takes the
-# generic path (full logits), which gives the same numbers.
-_SPLIT_HEADS = {
-    "GPT2LMHeadModel": ("transformer", "lm_head"),
-    "BertForMaskedLM": ("bert", "cls"),
-    "RobertaForMaskedLM": ("roberta", "lm_head"),
-    "XLMRobertaForMaskedLM": ("roberta", "lm_head"),
-    "CamembertForMaskedLM": ("roberta", "lm_head"),
-}
-
+from bias.core.models.hf.batching import memory_guard, pad_id, padded_rows, token_limit
+from bias.core.models.hf.scoring_plan import offsets, runs, score_reads
 
 def is_uncased(tokenizer: Any) -> bool:
     """Whether the tokenizer lowercases its input (an uncased model): its `do_lower_case` flag, else the
@@ -72,54 +59,23 @@ def mask_id(tokenizer: Any) -> int:
     return int(found)
 
 
-def _check_lengths(lengths: Sequence[int], limit: int | None, numbers: Sequence[int] | None = None) -> None:
+def _check_lengths(lengths: np.ndarray, limit: int | None, numbers: np.ndarray | None = None) -> None:
     """Refuse sequences longer than the model's limit; `numbers` gives each length's place among the
     caller's requests (where several requests share one sequence), else its own index."""
     if limit is None:
         return
-    too_long = [i for i, n in enumerate(lengths) if n > limit]
-    if too_long:
-        first = too_long[0]
+    too_long = np.flatnonzero(np.asarray(lengths) > limit)
+    if len(too_long):
+        first = int(too_long[0])
         raise BiasError(
             f"{len(too_long)} sequence(s) are longer than the model's limit of {limit} tokens "
-            f"(the first, number {first if numbers is None else numbers[first]}, has {lengths[first]} tokens with its special tokens).",
+            f"(the first, number {first if numbers is None else int(numbers[first])}, has {int(lengths[first])} tokens with its special tokens).",
             "Shorten those sentences or use a model with a longer context.",
         )
 
 
-def _split_head(model: Any) -> tuple[Any, Any] | None:
-    names = _SPLIT_HEADS.get(type(model).__name__)
-    if names is None:
-        return None
-    base, head = getattr(model, names[0], None), getattr(model, names[1], None)
-    return (base, head) if base is not None and head is not None else None
-
-
-# Rows taken through the output head and the float64 log-softmax at a time. A sentence batch of 700
-# scored tokens with GPT-2's 50,257-word vocabulary is a 140 MB float32 block and a 280 MB float64
-# copy: written once and read once, their memory traffic and page faults cost more than the
-# arithmetic. In blocks of 128 rows both stay small and are reused (a quarter of the head's time saved
-# on a GPT-2-sized model, the same numbers).
-_HEAD_ROWS = 128
-
-
-def _picked_log_probs(rows: Any, head: Any | None, read_row: Any, read_token: Any) -> np.ndarray:
-    """log_softmax (float64) of the logits of each row (`head(rows)`, or the rows themselves when they
-    are logits already), read at (read_row[k], read_token[k]) for every k, as a float64 array."""
-    import torch
-
-    picked = torch.empty(len(read_row), dtype=torch.float64, device=rows.device)
-    for start in range(0, rows.shape[0], _HEAD_ROWS):
-        block = rows[start : start + _HEAD_ROWS]
-        logits = block if head is None else head(block)
-        log_probs = torch.log_softmax(logits.to(torch.float64), dim=-1)
-        inside = (read_row >= start) & (read_row < start + block.shape[0])
-        picked[inside] = log_probs[read_row[inside] - start, read_token[inside]]
-    return picked.cpu().numpy()
-
-
 def masked_log_probs(
-    model: Any, tokenizer: Any, device: Any, requests: Sequence[MaskedRequest], batch_size: int
+    model: Any, tokenizer: Any, device: Any, requests: Sequence[MaskedRequest], batch_size: int, *, max_tokens: int | None = None
 ) -> list[np.ndarray]:
     """For each request, log P(original token at each position | all the request's positions masked).
 
@@ -129,65 +85,68 @@ def masked_log_probs(
     import torch
 
     requests = list(requests)
-    out: list[np.ndarray] = [np.zeros(0, dtype=np.float64) for _ in requests]
-    live = [i for i, r in enumerate(requests) if len(r.positions)]
-    if not live:
-        return out
-    mask = mask_id(tokenizer)
-    for i in live:
-        n = len(requests[i].ids)
-        bad = [p for p in requests[i].positions if not 0 <= p < n]
-        if bad:
-            raise BiasError(f"Masked request {i} asks for position {bad[0]} of a sequence of {n} tokens.")
+    counts = np.fromiter((len(r.positions) for r in requests), dtype=np.int64, count=len(requests))
+    if not counts.any():
+        return [np.zeros(0, dtype=np.float64) for _ in requests]
+    # the requests' sentences (many requests mask one sentence in turn, sharing its tuple of ids),
+    # padded once each; equal sentences held in different objects are merged with the rows below
+    sentences = {id(r.ids): r.ids for r in requests}
+    number = {key: k for k, key in enumerate(sentences)}
+    of_request = np.fromiter((number[id(r.ids)] for r in requests), dtype=np.int64, count=len(requests))
+    ids, lengths = padded_rows(list(sentences.values()), pad_id(tokenizer))
+    ids, lengths = ids[of_request], lengths[of_request]
+    owner, rank = runs(counts)
+    where = np.fromiter(itertools.chain.from_iterable(r.positions for r in requests), dtype=np.int64, count=len(owner))
+    bad = (where < 0) | (where >= lengths[owner])
+    if bad.any():
+        k = int(np.argmax(bad))
+        raise BiasError(f"Masked request {owner[k]} asks for position {where[k]} of a sequence of {lengths[owner[k]]} tokens.")
+    tokens = ids[owner, where]
+    masked = ids.copy()
+    masked[owner, where] = mask_id(tokenizer)
     # Requests that differ only in the tokens under their masks give the model the same input: one row
     # serves them all (LPBS's `one-mask` policy reads each sub-token of a word at one mask this way).
-    rows: dict[tuple[tuple[int, ...], tuple[int, ...]], list[int]] = {}
-    for i in live:
-        ids, positions = list(requests[i].ids), requests[i].positions
-        for p in positions:
-            ids[p] = mask
-        rows.setdefault((tuple(ids), tuple(positions)), []).append(i)
-    keys = list(rows)
-    _check_lengths([len(k[0]) for k in keys], token_limit(model, tokenizer), [rows[k][0] for k in keys])
-    split = _split_head(model)
-
-    def score(batch: list[int]) -> None:
-        members = [keys[k] for k in batch]
-        inputs = right_pad(id_rows([ids for ids, _ in members]), tokenizer, device)
-        masked, attention = inputs["input_ids"], inputs["attention_mask"]
-        rows_b, rows_p = [], []
-        for b, (_, positions) in enumerate(members):
-            rows_b.extend([b] * len(positions))
-            rows_p.extend(positions)
-        index_b = torch.as_tensor(rows_b, dtype=torch.long, device=masked.device)
-        index_p = torch.as_tensor(rows_p, dtype=torch.long, device=masked.device)
-        if split is not None:
-            base, head = split
-            rows_in = base(input_ids=masked, attention_mask=attention, return_dict=True)[0][index_b, index_p]
-        else:
-            head, rows_in = None, model(input_ids=masked, attention_mask=attention, return_dict=True).logits[index_b, index_p]
-        read_row, read_token, spans = [], [], []
-        start = 0
-        for key in members:
-            positions = key[1]
-            for i in rows[key]:
-                read_row.extend(range(start, start + len(positions)))
-                read_token.extend(requests[i].ids[p] for p in positions)
-                spans.append((i, len(positions)))
-            start += len(positions)
-        picked = _picked_log_probs(
-            rows_in, head,
-            torch.as_tensor(read_row, dtype=torch.long, device=rows_in.device),
-            torch.as_tensor(read_token, dtype=torch.long, device=rows_in.device),
-        )
-        at = 0
-        for i, n in spans:
-            out[i] = picked[at : at + n].copy()
-            at += n
-
+    listed = np.full((len(requests), int(counts.max())), -1, dtype=np.int64)
+    listed[owner, rank] = where
+    live = np.flatnonzero(counts)
+    row_of, rows = _distinct_rows(np.concatenate([masked, lengths[:, None], listed], axis=1)[live])
+    rows = live[rows]  # the first request of each distinct row
+    _check_lengths(lengths[rows], token_limit(model, tokenizer), rows)
+    gather_start = offsets(counts[rows])
+    gather_seq, gather_rank = runs(counts[rows])
+    gather_pos = listed[rows[gather_seq], gather_rank]
+    # each read: the gathered row of its request's row at the same place among the positions
+    read_row = gather_start[:-1][row_of[np.searchsorted(live, owner)]] + rank
     with torch.inference_mode(), memory_guard(device, batch_size):
-        in_length_batches([len(k[0]) for k in keys], batch_size, score)
-    return out
+        picked = score_reads(
+            model, device, masked[rows], lengths[rows], gather_seq, gather_pos, read_row, tokens, batch_size, max_tokens=max_tokens
+        )
+    bounds = offsets(counts).tolist()
+    return [picked[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
+
+
+def _distinct_rows(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For each row of an int64 matrix, the number of its distinct value (in order of first
+    appearance), and the index of each distinct row's first appearance.
+
+    Rows are told apart by a 64-bit hash (a product with fixed odd multipliers, wrapping); rows that
+    share a hash are then compared whole, and only if two different rows collided (about one chance
+    in 2^64 / n^2) are they sorted out one by one."""
+    multipliers = np.random.default_rng(0).integers(1, 2**62, size=matrix.shape[1], dtype=np.int64) | 1
+    with np.errstate(over="ignore"):
+        hashes = (matrix * multipliers).sum(axis=1)
+    _, first, number = np.unique(hashes, return_index=True, return_inverse=True)
+    number = number.reshape(-1)
+    if not np.array_equal(matrix, matrix[first[number]]):  # a collision: the exact way
+        seen: dict[bytes, int] = {}
+        number = np.fromiter((seen.setdefault(row.tobytes(), len(seen)) for row in matrix), dtype=np.int64, count=len(matrix))
+        first = np.unique(number, return_index=True)[1]
+        return number, first
+    # numbered by first appearance, as the exact way numbers them
+    by_appearance = np.argsort(first, kind="stable")
+    renumber = np.empty_like(by_appearance)
+    renumber[by_appearance] = np.arange(len(by_appearance))
+    return renumber[number], first[by_appearance]
 
 
 @contextlib.contextmanager
@@ -246,6 +205,7 @@ def token_log_probs(
     causal: bool,
     attention: bool,
     start: bool = True,
+    max_tokens: int | None = None,
 ) -> list[TokenScores]:
     """Per-token log-probabilities of unmasked sequences, float64, one value per token (specials included).
 
@@ -261,68 +221,49 @@ def token_log_probs(
     import torch
 
     sequences = [list(s) for s in sequences]
-    out: list[TokenScores | None] = [None] * len(sequences)
-    for i, s in enumerate(sequences):
-        if not s:
-            out[i] = TokenScores(np.zeros(0, dtype=np.float64), np.zeros(0, dtype=np.float64) if attention else None)
-    live = [i for i, s in enumerate(sequences) if s]
     first, context = causal_start(tokenizer) if causal else (None, "")
     if causal and not start:
         first, context = None, "no start token prepended (the first token is not scored)"
     lead = 0 if first is None else 1
-    rows = [([first] if lead else []) + s for s in sequences]
-    _check_lengths([len(rows[i]) for i in live], token_limit(model, tokenizer))
-    split = _split_head(model)
+    live = [i for i, s in enumerate(sequences) if s]
+    rows = [([first] if lead else []) + sequences[i] for i in live]
+    ids, lengths = padded_rows(rows, pad_id(tokenizer))
+    _check_lengths(lengths, token_limit(model, tokenizer))
+    # where the logits are read, and the token each of them scores: a causal row's position j is
+    # predicted at j - 1 (its prepended start token is context only), a masked LM's at j itself
+    shift = 1 if causal else 0
+    counts = np.maximum(lengths - shift, 0)
+    seq, pos = runs(counts)
+    received: dict[int, np.ndarray] = {}
 
-    def score(batch: list[int]) -> None:
-        members = [live[k] for k in batch]
-        inputs = right_pad(id_rows([rows[i] for i in members]), tokenizer, device)
-        ids, mask = inputs["input_ids"], inputs["attention_mask"]
-        # where the logits are read, and the token each of them scores: a causal row's position j is
-        # predicted at j - 1 (its prepended start token is context only), a masked LM's at j itself
-        shift = 1 if causal else 0
-        rows_b: list[int] = []
-        rows_p: list[int] = []
-        for b, i in enumerate(members):
-            read = max(len(rows[i]) - shift, 0)
-            rows_b.extend([b] * read)
-            rows_p.extend(range(read))
-        index_b = torch.as_tensor(rows_b, dtype=torch.long, device=ids.device)
-        index_p = torch.as_tensor(rows_p, dtype=torch.long, device=ids.device)
-        if split is not None:
-            base, head = split
-            output = base(input_ids=ids, attention_mask=mask, output_attentions=attention, return_dict=True)
-            rows_in = output[0][index_b, index_p]
-        else:
-            output = model(input_ids=ids, attention_mask=mask, output_attentions=attention, return_dict=True)
-            head, rows_in = None, output.logits[index_b, index_p]
-        picked = np.zeros(0, dtype=np.float64)
-        if rows_b:
-            targets = ids[index_b, index_p + shift]
-            picked = _picked_log_probs(rows_in, head, torch.arange(len(rows_b), device=targets.device), targets)
-        received = None
-        if attention:
-            layers = output.attentions
-            if not layers:
-                raise BiasError(
-                    f"The model ({type(model).__name__}) returned no attention weights.",
-                    "AULA needs attention weights; use AUL instead.",
-                )
-            # mean over layers and heads -> (batch, query, key), one layer at a time to bound memory;
-            # the real queries of each row are averaged below
-            received = sum(a.to(torch.float64).mean(dim=1) for a in layers) / len(layers)
-        first = 0
-        for b, i in enumerate(members):
-            width = len(rows[i])
-            read = max(width - shift, 0)
-            values = np.full(width, np.nan, dtype=np.float64)
-            values[shift:] = picked[first : first + read]
-            first += read
-            weights = None
-            if received is not None:
-                weights = received[b, lead:width, lead:width].mean(dim=0).cpu().numpy().astype(np.float64)
-            out[i] = TokenScores(values[lead:], weights, context)
+    def keep_attention(members: np.ndarray, output: Any) -> None:
+        layers = output.attentions
+        if not layers:
+            raise BiasError(
+                f"The model ({type(model).__name__}) returned no attention weights.",
+                "AULA needs attention weights; use AUL instead.",
+            )
+        # mean over layers and heads -> (batch, query, key), one layer at a time to bound memory; then
+        # the mean over each row's real queries (its start token and padding left out)
+        mean = sum(a.to(torch.float64).mean(dim=1) for a in layers) / len(layers)
+        widths = torch.as_tensor(lengths[members], device=mean.device)
+        query = torch.arange(mean.shape[1], device=mean.device)
+        real = ((query[None, :] >= lead) & (query[None, :] < widths[:, None])).to(torch.float64)
+        columns = (torch.einsum("bq,bqk->bk", real, mean) / real.sum(dim=1, keepdim=True)).cpu().numpy()
+        for b, k in enumerate(members):
+            received[int(k)] = columns[b, lead : int(lengths[k])].astype(np.float64)
 
-    with torch.inference_mode(), memory_guard(device, batch_size), _eager_attention(model, attention):
-        in_length_batches([len(rows[i]) for i in live], batch_size, score)
-    return [s for s in out if s is not None]
+    picked = np.zeros(0, dtype=np.float64)
+    if live:
+        with torch.inference_mode(), memory_guard(device, batch_size), _eager_attention(model, attention):
+            picked = score_reads(
+                model, device, ids, lengths, seq, pos, np.arange(len(seq)), ids[seq, pos + shift], batch_size,
+                attention=attention, on_batch=keep_attention if attention else None, max_tokens=max_tokens,
+            )
+    out = [TokenScores(np.zeros(0, dtype=np.float64), np.zeros(0, dtype=np.float64) if attention else None) for _ in sequences]
+    starts = offsets(counts)
+    for k, i in enumerate(live):
+        values = np.full(int(lengths[k]), np.nan, dtype=np.float64)
+        values[shift:] = picked[starts[k] : starts[k + 1]]
+        out[i] = TokenScores(values[lead:], received.get(k), context)
+    return out

@@ -181,6 +181,28 @@ def quiet_transformers() -> Iterator[None]:
             hf_logging.enable_progress_bar()
 
 
+# Weights' precisions: torch's names, and tf32 (float32 weights whose matrix products a GPU's tensor
+# cores run with TF32 inputs, see `matmul_precision`).
+WEIGHTS = {"float32": "float32", "tf32": "float32", "float16": "float16", "bfloat16": "bfloat16", "float64": "float64"}
+
+
+@contextlib.contextmanager
+def matmul_precision(dtype: str, device: Any) -> Iterator[None]:
+    """TF32 matrix units for float32 products on a GPU while the block runs (dtype "tf32"), restored
+    after; nothing otherwise (a CPU has no TF32: there tf32 computes in float32)."""
+    import torch
+
+    if dtype != "tf32" or torch.device(device).type != "cuda":
+        yield
+        return
+    before = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = True
+    try:
+        yield
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = before
+
+
 def resolve_device(device: str) -> Any:
     """The torch device asked for; auto is CUDA when a GPU is visible, else the CPU."""
     import torch
@@ -353,9 +375,12 @@ def load_folder(folder: Path, device: Any, *, head: str, dtype: str, max_length:
                 "Save a fast tokenizer (tokenizer.json) with the model.",
             )
         chosen = choose_head(head, config)
+        # the weights read straight into their precision, and onto a GPU without a copy in host memory
+        placement = {"device_map": device} if torch.device(device).type != "cpu" else {}
         try:
             model, info = getattr(transformers, _AUTO_CLASSES[chosen]).from_pretrained(
-                folder, config=config, output_loading_info=True, trust_remote_code=remote
+                folder, config=config, output_loading_info=True, trust_remote_code=remote,
+                dtype=getattr(torch, WEIGHTS[dtype]), **placement,
             )
         except Exception as exc:
             if chosen != "none" and "Unrecognized configuration class" in str(exc):
@@ -385,7 +410,7 @@ def load_folder(folder: Path, device: Any, *, head: str, dtype: str, max_length:
             len(encoder_missing), folder, ", ".join(encoder_missing[:3]),
         )
     try:
-        model = model.to(device=device, dtype=getattr(torch, dtype)).eval()
+        model = model.to(device=device, dtype=getattr(torch, WEIGHTS[dtype])).eval()
     except Exception as exc:
         raise BiasError(f"The model cannot be moved to {device} as {dtype}: {brief(exc)}") from exc
 

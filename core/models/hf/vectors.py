@@ -286,6 +286,7 @@ def pooled_rows(
     layer: int | str,
     batch_size: int,
     states_of: Callable[[dict[str, Any], int | str], Any],
+    max_tokens: int | None = None,
 ) -> np.ndarray:
     """Forward in length-sorted batches (little padding), then rows back in request order; each row
     the float64 mean of `states_of(inputs, layer)` over the item's positions."""
@@ -308,7 +309,7 @@ def pooled_rows(
         result["out"][rows] = pooled
 
     with torch.inference_mode(), memory_guard(loaded.device, batch_size):
-        in_length_batches([item.length for item in items], batch_size, encode)
+        in_length_batches([item.length for item in items], batch_size, encode, max_tokens=max_tokens)
     return result["out"]
 
 
