@@ -79,8 +79,10 @@ def coerce_params(cls: type, options: dict[str, Any], plugin: str) -> dict[str, 
         key = key.replace("-", "_")
         if key not in known:
             names = ", ".join(sorted(known)) or "none"
+            # Parameter names are ASCII: a look-alike letter (Cyrillic а) or an invisible one is shown.
+            shown = "".join(c if c.isascii() and c.isprintable() else f"<U+{ord(c):04X}>" for c in key)
             raise BiasError(
-                f"Plugin '{plugin}' has no parameter '{key}'.",
+                f"Plugin '{plugin}' has no parameter '{shown}'.",
                 f"Its parameters are: {names} (see `bias info {plugin}`).",
             )
         out[key] = _convert(value, hints.get(key, str), known[key], plugin)
@@ -132,7 +134,7 @@ def _members(hint: Any) -> tuple[Any, ...]:
     return (hint,)
 
 
-_WANTED = {bool: "true or false", int: "an integer", float: "a number", type(None): "None"}
+_WANTED = {bool: "true or false", int: "an integer", float: "a number", str: "text", type(None): "None"}
 
 
 def _wanted(members: tuple[Any, ...]) -> str:
@@ -170,6 +172,12 @@ def _checked(value: Any, members: tuple[Any, ...], info: ParamInfo, plugin: str)
     true/false: 1.5 for an integer, true for a count, a number for a flag are refused; 2.0 for an
     integer is 2."""
     scalar = (bool, int, float)
+    if isinstance(value, (dict, list, tuple)) and all(m in (*scalar, str, type(None)) for m in members):
+        kind = "a table" if isinstance(value, dict) else "a list"
+        raise BadValue(
+            f"Parameter '{info.name}' of '{plugin}' expects {_wanted(members)}, got {kind}.",
+            f"Write one value in its place (see `bias info {plugin}`).",
+        )
     if not isinstance(value, scalar) or not all(m in (*scalar, type(None)) for m in members):
         return value
     if isinstance(value, bool):

@@ -72,17 +72,19 @@ def split_options(spec: str) -> tuple[str, dict[str, str]]:
     Brackets whose content is not options (a folder named `model[1]`) stay part of the location; a mix
     of both, or option brackets that do not close at the end, is refused: an option is never dropped."""
     text = spec.strip()
+    opening = [m.start() for m in _OPENS_OPTIONS.finditer(text)]
+    if opening and not _closes_at_end(text, opening[0]):
+        # An option bracket left open, closed twice, or followed by another: each would leave an
+        # option out, and the requests would go to a default host.
+        raise BiasError(
+            f"Model spec '{spec}': the brackets of its options do not pair up.",
+            "Options are one bracket of key=value pairs after the location, closed at the end: "
+            "openai:NAME[base_url=http://[::1]:8000/v1,dimensions=256].",
+        )
     if not text.endswith("]") or "[" not in text:
         return spec, {}
-    opening = [m.start() for m in _OPENS_OPTIONS.finditer(text)]
-    start = next((i for i in opening if _closes_at_end(text, i)), None)
+    start = opening[0] if opening else None
     if start is None:
-        if opening:
-            raise BiasError(
-                f"Model spec '{spec}': the brackets of its options do not pair up.",
-                "Options in brackets are key=value pairs after the location, closed at the end: "
-                "openai:NAME[base_url=http://[::1]:8000/v1,dimensions=256].",
-            )
         start = text.rindex("[")
         if not any(_OPTION.match(item) for item in _items(text[start + 1 : -1])):
             return spec, {}

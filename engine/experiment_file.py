@@ -226,10 +226,14 @@ def relative_to_file(value: str, folder: Path, *, hub_like: bool = False) -> str
     return value
 
 
-def model_spec_in_file(spec: str, folder: Path) -> str:
+def model_spec_in_file(spec: str, folder: Path, path: Path | None = None) -> str:
     """`NAME:LOCATION[OPTION=VALUE,...]` with a relative LOCATION, and relative files among the
-    options in brackets (`debias_lists`, ...), read against the experiment file's folder."""
-    bare, options = split_options(spec)
+    options in brackets (`debias_lists`, ...), read against the experiment file's folder (a
+    malformed spec is refused naming the file, `path`)."""
+    try:
+        bare, options = split_options(spec)
+    except BiasError as exc:
+        raise BiasError(f"{path or folder}: {exc.message}", exc.hint) from None
     name, sep, location = bare.partition(":")
     if not sep:
         return spec
@@ -295,7 +299,7 @@ def _model(entry: Any, path: Path, folder: Path, what: str) -> ModelConfig:
     """A model of the file: a spec, or a table with `spec`, `name`, `resources` and its options (the
     file's top-level loader options, `device = "cpu"`, join them in `bias.engine.front_door`)."""
     if isinstance(entry, str):
-        config = ModelConfig(model_spec_in_file(entry, folder), origin=str(path))
+        config = ModelConfig(model_spec_in_file(entry, folder, path), origin=str(path))
     elif isinstance(entry, dict) and isinstance(entry.get("spec"), str):
         resources = entry.get("resources", {})
         if not isinstance(resources, dict):
@@ -309,7 +313,7 @@ def _model(entry: Any, path: Path, folder: Path, what: str) -> ModelConfig:
             )
         options = paths_in_file({k: v for k, v in entry.items() if k not in MODEL_FIELDS}, folder)
         config = ModelConfig(
-            model_spec_in_file(entry["spec"], folder), options, resources, name, origin=str(path)
+            model_spec_in_file(entry["spec"], folder, path), options, resources, name, origin=str(path)
         )
     else:
         raise BiasError(f'{path}: {what} needs a spec such as "word2vec:vectors.bin".')

@@ -29,7 +29,7 @@ def read_framework_config(
     for problem in problems:
         on_warning(problem)
     framework.refuse_empty(config, planned, problems, what)
-    return framework_spec(config, planned, problems)
+    return attrs.evolve(framework_spec(config, planned, problems), data_folders=(Path(datasets),))
 
 
 def framework_spec(

@@ -178,7 +178,9 @@ def lay_over(file: RunSpec, flags: RunSpec, on_notice: Notice = lambda text: Non
             for e in file.listed
         ],
     )
-    guards.check_file_experiments(checked.experiments(), allowed_by(flags), flags.code_flags)
+    guards.check_file_experiments(
+        checked.experiments(), allowed_by(flags), flags.code_flags, file.data_folders
+    )
     values: dict[str, Any] = {
         "out": _out(file, flags, on_notice),
         "ray_address": _ray_address(file, flags, on_notice),

@@ -36,9 +36,10 @@ from bias.core.specs import ModelSpec, parse_spec, split_debias
 
 CODE, ROUTE, COST = "code", "route", "cost"
 LOCATION = "location"  # the name --allow confirms a network LOCATION under
+WORDSET = "wordset"  # the name --allow confirms a word-set file outside the file's folder under
 # Options naming a file to read; in an experiment file they are read against the file's folder, and
 # one outside it needs --allow. (Their values go into a run as data, never as code.)
-PATH_OPTIONS = ("corpus", "templates", "debias_corpus", "debias_lists", "cache_dir")
+PATH_OPTIONS = ("corpus", "templates", "prompts", "debias_corpus", "debias_lists", "cache_dir")
 ALWAYS_FILES = ("corpus", "debias_corpus", "cache_dir")  # never the name of an installed word set
 
 
@@ -55,6 +56,7 @@ class Allowed:
         for text in given:
             name, sep, value = str(text).partition("=")
             name = name.strip().lower().replace("-", "_")
+            name = WORDSET if name == "wordsets" else name  # the grid form's field name
             if not sep or not name or not value.strip():
                 raise BiasError(
                     f"--allow {text!r} is not NAME=VALUE.",
@@ -66,24 +68,63 @@ class Allowed:
         return cls(tuple(pairs))
 
     def confirms(self, name: str, value: Any) -> bool:
-        return any(n == name and same_value(v, str(value)) for n, v in self.pairs)
+        return any(n == name and same_value(name, v, str(value)) for n, v in self.pairs)
 
 
-def same_value(given: str, written: str) -> bool:
-    """Whether the command line's value is the file's: the same text, the same URL but for a final
-    slash, or the same file or folder however the path is written."""
-    if given == written or ("://" in written and given.rstrip("/") == written.rstrip("/")):
+def same_value(name: str, given: str, written: str) -> bool:
+    """Whether the command line's value confirms the file's, compared as what the option is: a file
+    or folder option as the same path however written (links resolved), a URL as the same scheme,
+    host, port and path (a final slash aside), and anything else (a key's variable name) as the
+    same text. A name is never compared as a path: a link named like one variable in the working
+    folder must not confirm another."""
+    if given == written:
         return True
-    if "://" in given or "://" in written:
+    if name in PATH_OPTIONS or name == WORDSET:
+        try:
+            mine, theirs = Path(given).expanduser().resolve(), Path(written).expanduser().resolve()
+        except (OSError, RuntimeError, ValueError):
+            return False
+        # A folder confirms the word sets in it (a converted config's datasets, saved elsewhere).
+        return mine == theirs or (name == WORDSET and mine.is_dir() and mine in theirs.parents)
+    if "://" in given and "://" in written:
+        return same_url(given, written)
+    return False
+
+
+_PORTS = {"http": 80, "https": 443}
+
+
+def same_url(given: str, written: str) -> bool:
+    """Two URLs that reach the same place with the same credentials: compared parsed (scheme and host
+    case, a default port, a final slash aside); text a parser could read two ways (spaces, control
+    characters, backslashes) only as the same text."""
+    from urllib.parse import urlsplit
+
+    if any(c.isspace() or ord(c) < 32 or c == "\\" for c in given + written):
         return False
+
+    def key(url: str) -> tuple[Any, ...]:
+        parts = urlsplit(url)
+        scheme = parts.scheme.lower()
+        return (
+            scheme,
+            parts.username,
+            parts.password,
+            (parts.hostname or "").lower(),
+            parts.port or _PORTS.get(scheme),
+            parts.path.rstrip("/"),
+            parts.query,
+            parts.fragment,
+        )
+
     try:
-        return Path(given).expanduser().resolve() == Path(written).expanduser().resolve()
-    except (OSError, RuntimeError, ValueError):
+        return key(given) == key(written)
+    except ValueError:  # an unclosed IPv6 bracket, a port that is no number
         return False
 
 
 def allow_hint(name: str, value: Any) -> str:
-    shown = resolved(value) if name in PATH_OPTIONS else str(value)
+    shown = resolved(value) if name in PATH_OPTIONS or name == WORDSET else str(value)
     return f"--allow {name}={shown}"
 
 
@@ -130,7 +171,8 @@ def refuse_routes(needs: Sequence[Need]) -> BiasError:
     more = f" (and {len(needs) - 1} more, each named by an --allow below)" if len(needs) > 1 else ""
     flags = " ".join(dict.fromkeys(allow_hint(n.name, n.value) for n in needs))
     return BiasError(
-        f"{first.origin}: {first.where} sets {first.name} = {first.value!r}, which {first.what}; "
+        f"{first.origin}: {first.where} sets {first.name} = {first.value!r}{_host_of(first.value)}, "
+        f"which {first.what}; "
         f"a file alone does not decide that{more}.",
         f"If you trust {'it' if len(needs) == 1 else 'them'}, confirm on the command line with "
         f"{flags} "
@@ -139,6 +181,22 @@ def refuse_routes(needs: Sequence[Need]) -> BiasError:
 
 
 ROUTE_WHAT = "decides where requests, keys or data go"
+
+
+def _host_of(value: str) -> str:
+    """For a URL whose first-read host is not its host (`http://a:1@b:2/v1` goes to b): where it
+    goes, said beside it."""
+    from urllib.parse import urlsplit
+
+    if "://" not in value or "@" not in value:
+        return ""
+    try:
+        parts = urlsplit(value)
+        host, port = parts.hostname or "", parts.port
+    except ValueError:
+        return ""
+    host = f"[{host}]" if ":" in host else host
+    return f" (a user name and password, then the host {host}{f':{port}' if port else ''})"
 
 
 def check_model(
@@ -164,7 +222,11 @@ def check_model(
     cls = embedder_class(spec.embedder)
     declared = {p.name: p for p in describe_params(cls)}
     guarded = {k: v for k, v in own.items() if k in declared and declared[k].guard in (CODE, ROUTE)}
-    values = coerce_params(cls, guarded, spec.embedder) if guarded else {}
+    try:  # an unknown name, or a table where text belongs: said with the file that wrote it
+        values = coerce_params(cls, guarded, spec.embedder) if guarded else {}
+        rest = coerce_params(cls, {k: v for k, v in own.items() if k not in guarded}, spec.embedder)
+    except BiasError as exc:
+        raise BiasError(f"{origin}: {where}: {exc.message}", exc.hint) from None
     for name, value in values.items():
         info = declared[name]
         if value == info.default or (value in ("", None) and info.default in ("", None)):
@@ -186,6 +248,10 @@ def check_model(
         name for name, info in declared.items() if info.guard == ROUTE and name in PATH_OPTIONS
     }
     check_paths(paths, origin, where, allowed, folder, needs, always=routes)
+    try:  # a value out of its bounds (retries = 1000000), said with the file and the model
+        cls(location=spec.location, **values, **rest)
+    except BiasError as exc:
+        raise BiasError(f"{origin}: {where}: {exc.message}", exc.hint) from None
 
 
 def check_paths(
@@ -258,12 +324,34 @@ def check_metric_params(
     check_paths(paths, origin, where, allowed, folder, needs)
 
 
-def check_file_experiments(
-    experiments: Sequence[Any], allowed: Allowed, flags: Mapping[str, str]
+def check_wordset(
+    wordset: str,
+    origin: str,
+    allowed: Allowed,
+    folders: Sequence[Path],
+    needs: list[Need],
 ) -> None:
-    """Every model and metric of experiments read from a file (`ModelConfig.origin`), before any is
-    built: a code option is refused at once; the routes left unconfirmed are refused together, the
-    refusal naming every --allow that would confirm them."""
+    """A word-set file a file names is read, and its words sent to the file's models, only from the
+    file's folder (or a folder the command line gave, such as --datasets); from elsewhere with
+    --allow wordset=PATH. An installed name such as en/weat1 is no file."""
+    if not isinstance(wordset, str) or not wordset.strip() or not names_a_file(WORDSET, wordset):
+        return
+    if any(inside(wordset, f) for f in folders) or allowed.confirms(WORDSET, wordset):
+        return
+    what = "reads a file outside the experiment file's folder"
+    needs.append(Need(origin, "wordsets", WORDSET, resolved(wordset), what))
+
+
+def check_file_experiments(
+    experiments: Sequence[Any],
+    allowed: Allowed,
+    flags: Mapping[str, str],
+    data_folders: Sequence[Path] = (),
+) -> None:
+    """Every model, word-set file and metric of experiments read from a file (`ModelConfig.origin`),
+    before any is built: a code option is refused at once; the routes and files left unconfirmed are
+    refused together, the refusal naming every --allow that would confirm them. `data_folders`:
+    folders the command line chose that word sets may be read from (a framework config's datasets)."""
     seen: set[tuple[str, str]] = set()
     needs: list[Need] = []
     for e in experiments:
@@ -280,6 +368,9 @@ def check_file_experiments(
             check_model(
                 written, model.origin, allowed, flags, where=where, folder=folder, needs=needs
             )
+        if (WORDSET, e.wordset) not in seen:
+            seen.add((WORDSET, e.wordset))
+            check_wordset(e.wordset, model.origin, allowed, [folder, *data_folders], needs)
         metric_key = (f"{e.metric}:{sorted(map(str, e.params.items()))}", model.origin)
         if metric_key not in seen:
             seen.add(metric_key)

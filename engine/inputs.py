@@ -64,16 +64,22 @@ def recorded_source(record: Path, hint: str) -> tuple[str, str]:
     location is read against the record's folder), and how it was found."""
     try:
         data = json.loads(record.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
         raise BiasError(f"{record}: cannot read the record of the debiasing ({exc}).", hint) from exc
     found = data.get("source_model") if isinstance(data, dict) else None
     if not isinstance(found, str) or ":" not in found:
         raise BiasError(f"{record}: no 'source_model' spec in the record of the debiasing.", hint)
-    parsed = parse_spec(found)
+    try:
+        parsed = parse_spec(found)
+    except BiasError as exc:
+        raise BiasError(f"{record}: source_model: {exc.message}", exc.hint) from None
     location = parsed.location
     if not location.startswith("pkg:") and not Path(location).exists() and (record.parent / location).exists():
         location = str(record.parent / location)
-    return f"{parsed.embedder}:{location}", f"source_model of {record.name} ({found})"
+    # The options stay with the spec: the rules of what a file may decide judge them (a code option
+    # or an address in a debias.json is refused naming it), never dropped to reach a default host.
+    options = ",".join(f"{k}={v}" for k, v in parsed.options.items())
+    return f"{parsed.embedder}:{location}" + (f"[{options}]" if options else ""), f"source_model of {record.name} ({found})"
 
 
 def model_input(request: InputRequest, measured: ModelConfig) -> ModelInput:

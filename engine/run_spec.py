@@ -99,6 +99,9 @@ class RunSpec:
     text: str | None = None  # that file's text, kept in the manifest
     written: Mapping[str, Any] = attrs.field(factory=dict)  # the file's values as written (`out`)
     comments: tuple[str, ...] = attrs.field(default=(), converter=_tuple)  # to_toml's header notes
+    # folders the command line chose that the file's word sets may be read from (a framework
+    # config's datasets, --datasets or beside the config)
+    data_folders: tuple[Path, ...] = attrs.field(default=(), converter=_tuple)
 
     def given(self, name: str) -> bool:
         return name in self.where

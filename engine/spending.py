@@ -122,6 +122,15 @@ def check_spending(
     quote = _at_least_without_file_costs(quote, texts, config)
     line = quote.line(model) + (f" ({uncounted} experiment(s) could not be counted beforehand.)" if uncounted else "")
     limit = DEFAULT_MAX_COST if max_cost is None else max_cost
+    if quote.usd is None and max_cost is not None and _at_provider(embedder) and not confirmed:
+        # A paid provider's model without a list price: the user's cap cannot be checked, so nothing
+        # is sent on the strength of it (a shared file may name any model).
+        raise BiasError(
+            f"{line} --max-cost {max_cost:g} cannot be checked without a price; nothing was sent.",
+            "Give the model's price with --model-option price=N (US dollars per million tokens), "
+            "or run again with --confirm-cost to send without an estimate.",
+            exit_code=USAGE,
+        )
     if quote.usd is not None and quote.usd > limit and not confirmed:
         raise BiasError(
             f"{line} That is above --max-cost {limit:g} (US dollars); nothing was sent.",

@@ -265,8 +265,10 @@ def write_config(cluster, folder: Path, seeds: int, permutations: int, gate: Pat
     models = "".join(f'\n[[models]]\nspec = "word2vec:{m}"\nresources = {{ cpus = 1 }}\n' for m in cluster["models"])
     hold = f', {{ name = "hold", gate = "{gate}", held = "{cluster["models"][0].name}" }}' if gate is not None else ""
     config = folder / "exp.toml"
+    wordset = folder / Path(cluster["wordset"]).name  # a file reads word sets from its own folder
+    wordset.write_bytes(Path(cluster["wordset"]).read_bytes())
     config.write_text(
-        f'executor = "ray"\nwordsets = ["{cluster["wordset"]}"]\nseeds = {list(range(seeds))}\n'
+        f'executor = "ray"\nwordsets = ["{wordset}"]\nseeds = {list(range(seeds))}\n'
         f'metrics = [{{ name = "weat", permutations = {permutations}, exact_limit = 0, bootstrap = 0 }}{hold}]\n' + models
     )
     return config

@@ -138,3 +138,84 @@ def test_a_server_that_trickles_its_answer_gets_the_timeout_for_all_of_it(
             embedder.encode(["a text"])
         assert "no answer within 1 s" in err.value.message, err.value.message
         assert server.finished == 0
+
+
+@pytest.mark.parametrize(
+    "spec, env",
+    [
+        ("completions:{url}[timeout=1]", None),  # no model: its /models list is asked for
+        ("voyage:voyage-3[base_url={url},retries=0,timeout=1,cache=false]", "VOYAGE_API_KEY"),
+    ],
+    ids=["completions", "voyage"],
+)
+def test_the_urllib_and_requests_clients_also_give_a_trickle_one_deadline(
+    spec, env, monkeypatch
+) -> None:
+    """A server trickling an answer that never ends (a byte every 0.05 s of 10 MB) against the
+    clients that read with urllib (completions) and through a requests session (voyage): a read
+    that waits for 64 KiB before it looks at the clock would never return. The request must end
+    with its 1 s timeout; the thread's join only keeps a regression from hanging the suite."""
+    import threading
+
+    from bias.core.errors import BiasError
+    from bias.registry import build_embedder
+
+    from fixtures.hostile_server import Answer, HostileServer
+
+    if env:
+        monkeypatch.setenv(env, "pa-test")
+    caught: list[BaseException] = []
+
+    def ask(embedder) -> None:
+        try:
+            embedder.load() if spec.startswith("completions") else embedder.encode(["a text"])
+        except BaseException as exc:  # noqa: BLE001 (checked below)
+            caught.append(exc)
+
+    with HostileServer(Answer(body=b" " * 10_000_000, trickle=0.05)) as server:
+        embedder = build_embedder(spec.format(url=server.url))
+        worker = threading.Thread(target=ask, args=(embedder,), daemon=True)
+        worker.start()
+        worker.join(300)
+        assert not worker.is_alive(), "the request was still reading a trickle after 300 s"
+        assert server.finished == 0
+    assert caught and isinstance(caught[0], BiasError), caught
+    assert "within 1 s" in caught[0].message, caught[0].message
+
+
+def test_a_recorded_url_keeps_an_ipv6_hosts_brackets_and_drops_credentials() -> None:
+    from bias.core.models.services import public_url
+
+    assert public_url("http://[::1]:47660/v1") == "http://[::1]:47660/v1"  # V01: was http://::1:47660
+    assert public_url("https://user:pw@Example.org/v1?x=1") == "https://example.org/v1"
+
+
+def test_a_completion_server_closing_mid_answer_is_a_lost_connection_not_bad_json() -> None:
+    """W06c: the server announces 1,000 bytes, sends 10 and closes. The answer is said as a lost
+    connection (as the openai client says it), not as an answer that is not JSON."""
+    import socket
+    import threading
+
+    from bias.core.errors import BiasError
+    from bias.registry import build_embedder
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+
+    def serve() -> None:
+        connection, _ = listener.accept()
+        connection.recv(65536)
+        connection.sendall(
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n"
+            + b'{"data": [{'
+        )
+        connection.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    port = listener.getsockname()[1]
+    embedder = build_embedder(f"completions:http://127.0.0.1:{port}/v1[timeout=30]")
+    with pytest.raises(BiasError) as err:
+        embedder.load()
+    listener.close()
+    assert "closed before the whole answer" in err.value.message, err.value.message

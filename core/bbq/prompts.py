@@ -44,7 +44,7 @@ import attrs
 
 from bias.core.data.wordsets import Problem, check_meta, meta_of, raise_on_errors
 from bias.core.model import WordSetMeta
-from bias.core.data.bias_questions import fill
+from bias.core.data.bias_questions import MAX_FIELD_USES, MAX_TEMPLATE_CHARS, fill
 
 BBQ_PROMPTS = "bbq-prompts"
 PLACEHOLDERS = ("context", "question", "ans0", "ans1", "ans2")
@@ -112,7 +112,9 @@ def template_problems(text: Any, wanted: tuple[str, ...]) -> str | None:
         parts = list(string.Formatter().parse(text))
     except ValueError as exc:
         return f"is not a well-formed template ({exc}; write a literal brace twice: {{{{ }}}})"
-    found = set()
+    if len(text) > MAX_TEMPLATE_CHARS:
+        return f"is {len(text):,} characters long; a prompt template has at most {MAX_TEMPLATE_CHARS:,}"
+    found: list[str] = []
     for _, name, spec, conversion in parts:
         if name is None:
             continue
@@ -125,7 +127,9 @@ def template_problems(text: Any, wanted: tuple[str, ...]) -> str | None:
                 + "}"
             )
             return f"holds {shown}; only the plain placeholders {', '.join('{' + w + '}' for w in wanted)} are allowed"
-        found.add(name)
+        found.append(name)
+        if found.count(name) > MAX_FIELD_USES:
+            return f"holds {{{name}}} more than {MAX_FIELD_USES} times; each placeholder is written at most {MAX_FIELD_USES} times"
     missing = [w for w in wanted if w not in found]
     if missing:
         return f"lacks {', '.join('{' + w + '}' for w in missing)}"

@@ -40,6 +40,7 @@ from typing import Any
 
 import attrs
 
+from bias.core.errors import BiasError
 from bias.core.data.wordsets import Problem, check_meta, meta_of, raise_on_errors
 from bias.core.model import BBQ, WordSetMeta
 from bias.core.text import shown
@@ -181,24 +182,33 @@ def check_item(entry: Any, field: str, file: str) -> list[Problem]:
     return problems
 
 
+# A template is a sentence or a short instruction: these bound what a shared file's template can make
+# the run build (each prompt holds at most MAX_FIELD_USES copies of an item's text).
+MAX_TEMPLATE_CHARS = 10_000
+MAX_FIELD_USES = 4
+MAX_PROMPT_CHARS = 1_000_000  # a filled prompt; no model reads more in one request
+
+
 def placeholders(text: Any) -> set[str] | None:
     """The `{name}` fields of a prompt or answer template; None when it is not a well-formed one of
     plain fields only. A format spec (`{context:>1000000}`, which pads to a million characters), a
     conversion (`{context!r}`), a nested field or an attribute or index (`{context.__class__}`) is
     refused: a shared file's template must not make the run build huge texts or reach into objects."""
-    if not isinstance(text, str):
+    if not isinstance(text, str) or len(text) > MAX_TEMPLATE_CHARS:
         return None
-    names = set()
+    names: list[str] = []
     try:
         for _, name, spec, conversion in string.Formatter().parse(text):
             if name is None:
                 continue
             if spec or conversion or not name.isidentifier():
                 return None
-            names.add(name)
+            names.append(name)
     except ValueError:
         return None
-    return names
+    if any(names.count(name) > MAX_FIELD_USES for name in set(names)):
+        return None  # {context} 20,000 times would fill memory with copies of every context
+    return set(names)
 
 
 def fill(template: str, **values: str) -> str:
@@ -206,14 +216,25 @@ def fill(template: str, **values: str) -> str:
     `{{` and `}}` are literal braces). Never str.format: nothing in a value or the template is read
     as a format instruction."""
     out = []
+    size = 0
     for literal, name, _, _ in string.Formatter().parse(template):
-        out.append(literal)
-        if name is not None:
-            out.append(str(values[name]))
+        value = str(values[name]) if name is not None else ""
+        out += [literal, value]
+        size += len(literal) + len(value)
+        if size > MAX_PROMPT_CHARS:
+            raise BiasError(
+                f"A prompt filled from the template '{shown(template, 60)}' is longer than "
+                f"{MAX_PROMPT_CHARS:,} characters.",
+                "Shorten the template or the texts of the items it is filled with.",
+            )
     return "".join(out)
 
 
-PLAIN_PLACEHOLDERS = "plain {name} fields only: no format spec (:...), conversion (!r) or nested field; a literal brace is written twice: {{ }}"
+PLAIN_PLACEHOLDERS = (
+    "plain {name} fields only, each at most "
+    f"{MAX_FIELD_USES} times, in at most {MAX_TEMPLATE_CHARS:,} characters: no format spec (:...), "
+    "conversion (!r) or nested field; a literal brace is written twice: {{ }}"
+)
 
 
 def _check_prompt(prompt: Any, file: str) -> list[Problem]:

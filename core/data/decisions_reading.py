@@ -17,7 +17,8 @@ from typing import Any
 import attrs
 
 from bias.core.data import grammar
-from bias.core.data.bias_questions import placeholders
+from bias.core.text import shown
+from bias.core.data.bias_questions import PLAIN_PLACEHOLDERS, placeholders
 from bias.core.data.decisions import (
     DECISION_TYPES,
     SLOT,
@@ -322,7 +323,7 @@ def _check_prompt(prompt: Any, found: Found) -> None:
         found.error(
             "prompt",
             "must be a text with {profile} and {question} (and {job}, optionally), "
-            f"no other placeholders, not {prompt!r} (write a literal brace twice: {{{{ }}}})",
+            f"no other placeholders, not {shown(prompt, 80)!r} ({PLAIN_PLACEHOLDERS})",
         )
 
 

@@ -101,7 +101,9 @@ def is_framework_config(path: Path) -> bool:
     for raw in text.splitlines():
         line = raw.strip()
         if line and not line.startswith("#"):
-            return "," in line and "=" not in line
+            # TOML's first line is `key = ...`; a framework line may hold '=' only in its model name
+            # (the fifth field), where a code option is then refused by name.
+            return "," in line and "=" not in ",".join(line.split(",")[:4])
     return True
 
 

@@ -222,6 +222,7 @@ def bounded_requests_session(limit: int, timeout: float) -> Any:
     """A `requests` session (for an SDK built on it, such as voyageai) that follows no redirect,
     reads no answer longer than `limit` bytes and none for longer than `timeout` seconds."""
     import requests
+    import urllib3
 
     class Bounded(requests.Session):
         def send(self, request: Any, **kwargs: Any) -> Any:
@@ -233,11 +234,14 @@ def bounded_requests_session(limit: int, timeout: float) -> Any:
                 raise Redirected(response.status_code, response.headers.get("location", ""))
             try:
                 body = _read_within(
-                    lambda n: response.raw.read(n, decode_content=True), limit, timeout
+                    lambda n: response.raw.read1(n, decode_content=True),
+                    limit,
+                    timeout,
+                    _socket_of(response.raw),
                 )
-            except TimeoutError as exc:
+            except (TimeoutError, urllib3.exceptions.ReadTimeoutError):  # urllib3 names a socket's
                 response.close()
-                raise requests.exceptions.ReadTimeout(str(exc)) from None
+                raise requests.exceptions.ReadTimeout(f"no whole answer within {timeout:g} s") from None
             except AnswerTooLarge:
                 response.close()
                 raise
@@ -249,24 +253,47 @@ def bounded_requests_session(limit: int, timeout: float) -> Any:
 
 
 def read_bounded(response: Any, limit: int, timeout: float) -> bytes:
-    """The body of a urllib response, refused past `limit` bytes or after `timeout` seconds."""
-    return _read_within(response.read, limit, timeout)
+    """The body of a urllib response, refused past `limit` bytes or after `timeout` seconds, and
+    when the connection closes before the length the server announced."""
+    body = _read_within(response.read1, limit, timeout, _socket_of(response))
+    if getattr(response, "length", None):  # http.client counts down what is still to come
+        raise ConnectionError("the connection closed before the whole answer came")
+    return body
 
 
-def _read_within(read: Callable[[int], bytes], limit: int, timeout: float) -> bytes:
-    """Chunks of `read` until the end, at most `limit` bytes within `timeout` seconds in all."""
+def _socket_of(response: Any) -> Any:
+    """The socket an http.client response (or urllib3's, which wraps one) reads from, or None."""
+    inner = getattr(response, "_fp", None) or response
+    raw = getattr(getattr(inner, "fp", None), "raw", None)
+    sock = getattr(raw, "_sock", None)
+    return sock if hasattr(sock, "settimeout") else None
+
+
+def _read_within(
+    read: Callable[[int], bytes], limit: int, timeout: float, sock: Any = None
+) -> bytes:
+    """Chunks of `read` (which returns what has come, as `read1` does) until the end, at most `limit`
+    bytes within `timeout` seconds in all. The socket's own timeout, when it is known, is cut to the
+    time left before each read, so a server sending a byte now and then cannot hold the request past
+    its deadline (a timeout per read alone would let it, a byte at a time)."""
     deadline = time.monotonic() + timeout
     chunks, size = [], 0
     while True:
-        chunk = read(min(2**16, limit + 1 - size))
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError(f"no whole answer within {timeout:g} s")
+        if sock is not None:
+            sock.settimeout(left)
+        try:
+            chunk = read(min(2**16, limit + 1 - size))
+        except TimeoutError:
+            raise TimeoutError(f"no whole answer within {timeout:g} s") from None
         if not chunk:
             return b"".join(chunks)
         chunks.append(chunk)
         size += len(chunk)
         if size > limit:
             raise AnswerTooLarge(limit)
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"no whole answer within {timeout:g} s")
 
 
 def urllib_opener() -> Any:

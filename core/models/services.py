@@ -127,6 +127,9 @@ class ServiceModel(Embedder):
 
     _client_object: Any = attrs.field(init=False, default=None, repr=False)
     _lock: threading.Lock = attrs.field(init=False, factory=threading.Lock, repr=False)
+    # The failure that ended this model's requests for good, if one did: the model's later requests
+    # (the run's next experiments) fail at once with it instead of retrying in full again.
+    _failed: BiasError | None = attrs.field(init=False, default=None, repr=False)
 
     # ------------------------------------------------------------------ what subclasses give
 
@@ -216,7 +219,7 @@ class ServiceModel(Embedder):
         for name, value, least, most in bounds:
             if value is not None and not (math.isfinite(value) and least <= value <= most):
                 limits = f">= {least:g}" if most == math.inf else f"between {least:g} and {most:g}"
-                raise BiasError(f"{self.spec}: {name} must be a number {limits}, not {value}.", f"Give --model-option {name}=N.")
+                raise BiasError(f"{self.spec}: {name} must be a number {limits}, not {value}.", f"Correct {name} where the model's options are given (the experiment file, or --model-option {name}=N).")
         self._key()
 
     def _connect(self) -> bool:
@@ -238,6 +241,9 @@ class ServiceModel(Embedder):
         is the user's to fix (exit 2, redone by --resume); a Transient one after the last attempt, a
         redirect or an answer too large fails the experiment (what arrived before is cached, so
         --resume sends only the rest)."""
+        if self._failed is not None:
+            failed = self._failed
+            raise BiasError(failed.message, failed.hint, failed.exit_code, redo=failed.redo)
         key = self._key()
         stop = stop if stop is not None else Stop()
         for attempt in range(self.retries + 1):
@@ -245,25 +251,36 @@ class ServiceModel(Embedder):
                 return call()
             except Transient as exc:
                 if attempt == self.retries:
-                    raise BiasError(
+                    raise self._fails(BiasError(
                         f"{self.spec}: {scrub(exc.what, key)} after {self.retries + 1} attempt(s) at {public_url(self.endpoint)}.",
                         "What was received so far is cached; run again with --resume to send only the rest.",
                         exit_code=FAILURE,
-                    ) from None
+                    )) from None
                 wait = service_http.backoff_wait(attempt, self.backoff, exc.retry_after)
                 log.info("%s: %s; sending again in %.1f s (attempt %d of %d).", self.spec, scrub(exc.what, key), wait, attempt + 2, self.retries + 1)
                 if stop.wait(wait):
                     raise service_http.Stopped from None  # the run stopped meanwhile
             except Refused as exc:  # the key, the model or an option: the user's to fix (exit 2), redone by --resume
-                raise BiasError(f"{self.spec}: {scrub(exc.what, key)}.", exc.hint or None, redo=True) from None
+                raise self._fails(BiasError(f"{self.spec}: {scrub(exc.what, key)}.", exc.hint or None, redo=True)) from None
             except service_http.Redirected as exc:
-                raise service_http.redirect_refusal(self.spec, exc.status, scrub(exc.target, key)) from None
+                raise self._fails(service_http.redirect_refusal(self.spec, exc.status, scrub(exc.target, key))) from None
+            except RecursionError:  # a JSON answer nested thousands deep, where the client parsed it
+                raise self._fails(BiasError(
+                    f"{self.spec}: the service answered JSON nested too deeply to read.",
+                    "Check the model name and the service's address.", exit_code=FAILURE,
+                )) from None
             except service_http.AnswerTooLarge as exc:
                 raise BiasError(
                     f"{self.spec}: the service's answer to {what} is longer than {exc.limit:,} bytes, more than "
                     "this model's answers can take.", "Check the model name and the service's address.", exit_code=FAILURE,
                 ) from None
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _fails(self, error: BiasError) -> BiasError:
+        """`error` ends this model's requests for good: a refused key or model, a redirect, a service
+        that failed every retry. The run's later experiments with the model fail at once with it."""
+        self._failed = error
+        return error
 
 
 @attrs.define

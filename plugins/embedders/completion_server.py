@@ -111,7 +111,7 @@ class CompletionServer(Embedder):
         except (urllib.error.URLError, OSError) as exc:
             raise BiasError(f"The completion server at {self.location} cannot be reached: {getattr(exc, 'reason', exc)}.",
                             "Start the server, or check the URL given with --model.", redo=True) from None
-        except ValueError:  # not JSON, not UTF-8, an invalid URL
+        except (ValueError, RecursionError):  # not JSON (or nested thousands deep), not UTF-8, an invalid URL
             raise BiasError(f"The completion server at {self.location} did not answer JSON to {path}.") from None
 
     def choice_log_probs(self, requests: Sequence[ChoiceRequest]) -> list[ChoiceScores]:

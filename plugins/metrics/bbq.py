@@ -79,7 +79,7 @@ def _placeholders(*wanted: str, empty: bool = False) -> Any:
         if found is None or set(wanted) - found or found - set(wanted):
             raise BiasError(
                 f"bbq: {attribute.name} must be a text with the placeholders {', '.join('{' + w + '}' for w in wanted)} "
-                f"and no others, not {value!r} ({PLAIN_PLACEHOLDERS}).",
+                f"and no others, not {str(value)[:80]!r} ({PLAIN_PLACEHOLDERS}).",
                 f"The default is {attribute.default!r}.",
             )
 

@@ -49,7 +49,7 @@ from bias.api import (
     one_of,
     param,
 )
-from bias.api.data import placeholders
+from bias.api.data import PLAIN_PLACEHOLDERS, placeholders
 from bias.api.decisions import (
     Decided,
     DECISIONS,
@@ -74,7 +74,7 @@ def _answer_template(instance: Any, attribute: attrs.Attribute, value: Any) -> N
     if placeholders(value) != {"answer"}:
         raise BiasError(
             "discrimination: answer_template must be a text with {answer} and no other "
-            f"placeholder, not {value!r}.",
+            f"placeholder, not {str(value)[:80]!r} ({PLAIN_PLACEHOLDERS}).",
             "The default is ' {answer}' (a space, then the answer word).",
         )
 

@@ -167,9 +167,20 @@ def write_experiment(folder: Path, body: str, name: str = "exp.toml") -> Path:
     return path
 
 
-def basic_experiment(world: World) -> str:
-    """An experiment file's body that runs: the planted word2vec model, the planted word set, WEAT."""
-    return f'models = ["word2vec:{world.w2v_bin}"]\nwordsets = ["{world.wordset}"]\nmetrics = ["weat"]\n'
+def local_wordset(world: World, folder: Path) -> Path:
+    """The planted word set copied into `folder`: a file reads word sets from its own folder (one
+    elsewhere needs --allow wordset=PATH)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / world.wordset.name
+    if not target.exists():
+        shutil.copyfile(world.wordset, target)
+    return target
+
+
+def basic_experiment(world: World, folder: Path) -> str:
+    """An experiment file's body that runs in `folder`: the planted word2vec model, the planted word
+    set (a copy in the folder), WEAT."""
+    return f'models = ["word2vec:{world.w2v_bin}"]\nwordsets = ["{local_wordset(world, folder)}"]\nmetrics = ["weat"]\n'
 
 
 def copy_model(world: World, folder: Path, name: str = "bert") -> Path:

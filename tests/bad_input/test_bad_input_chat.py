@@ -204,6 +204,16 @@ GOOD = (
     [
         (GOOD.replace("{context}", "{context!r}"), "variants[0].prompt", "holds {context!r}"),
         (GOOD.replace("{context}", "{context:>9}"), "variants[0].prompt", "holds {context:>9}"),
+        (  # P07: {context} 5 times (20,000 times filled memory)
+            GOOD.replace("{context}", "{context}" * 5),
+            "variants[0].prompt",
+            "holds {context} more than 4 times",
+        ),
+        (
+            GOOD.replace("{context}", "x" * 10_001 + "{context}"),
+            "variants[0].prompt",
+            "at most 10,000",
+        ),
         (
             GOOD.replace("{ans2}", "{ans2.__class__}"),
             "variants[0].prompt",

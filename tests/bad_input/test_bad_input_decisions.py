@@ -106,6 +106,14 @@ def _(world, folder):
     )
 
 
+@case("decisions-prompt-repeats-a-field", names=("hiring.toml", "prompt", "at most 4 times"))
+def _(world, folder):
+    # P07: every copy of {profile} is a copy of a whole CV in every prompt
+    return retrieval(
+        world, damaged(folder, "\\nVraag: {question}", "\\nVraag: {question}" + " {profile}" * 5)
+    )
+
+
 @case("retrieval-param-variant", names=("variant", "names", "explicit"))
 def _(world, folder):
     return retrieval(world, damaged(folder, "", ""), "--param", "variant=both")

@@ -21,7 +21,7 @@ from bad_input_helpers import (
     write_experiment,
     world,
 )  # noqa: F401
-from bad_input_helpers import case_decorator, evil_kv, nothing_ran, remote_code_model
+from bad_input_helpers import case_decorator, evil_kv, local_wordset, nothing_ran, remote_code_model
 from fixtures.hostile_server import HostileServer
 
 CASES: list[Case] = []
@@ -30,8 +30,8 @@ KEY = "sk-victim-SECRET-0123456789abcdef"
 DB_PASSWORD = "db-victim-SECRET-42"
 
 
-def _weat(world: World, model: str) -> str:
-    return f'[[experiments]]\nwordset = "{world.wordset}"\nmetric = "weat"\nmodel = {json.dumps(model)}\nparams = {{ bootstrap = 0 }}\n'
+def _weat(world: World, folder: Path, model: str) -> str:
+    return f'[[experiments]]\nwordset = "{local_wordset(world, folder)}"\nmetric = "weat"\nmodel = {json.dumps(model)}\nparams = {{ bootstrap = 0 }}\n'
 
 
 # Code in a spec's brackets, however the value is written ------------------------------------------
@@ -43,7 +43,7 @@ def _weat(world: World, model: str) -> str:
     check=nothing_ran,
 )
 def _(world, folder):
-    body = f'models = ["kv:{evil_kv(folder)}[allow_pickle=true]"]\nwordsets = ["{world.wordset}"]\nmetrics = ["weat"]\n'
+    body = f'models = ["kv:{evil_kv(folder)}[allow_pickle=true]"]\nwordsets = ["{local_wordset(world, folder)}"]\nmetrics = ["weat"]\n'
     return ["run", str(write_experiment(folder, body))]
 
 
@@ -53,7 +53,7 @@ def _(world, folder):
     check=nothing_ran,
 )
 def _(world, folder):
-    body = f'wordsets = ["{world.wordset}"]\nmetrics = ["weat"]\n[[models]]\nspec = "kv:{evil_kv(folder)}[ allow_pickle = TRUE ]"\n'
+    body = f'wordsets = ["{local_wordset(world, folder)}"]\nmetrics = ["weat"]\n[[models]]\nspec = "kv:{evil_kv(folder)}[ allow_pickle = TRUE ]"\n'
     return ["run", str(write_experiment(folder, body))]
 
 
@@ -65,7 +65,9 @@ def _(world, folder):
 def _(world, folder):
     return [
         "run",
-        str(write_experiment(folder, _weat(world, f"kv:{evil_kv(folder)}[allow_pickle=1]"))),
+        str(
+            write_experiment(folder, _weat(world, folder, f"kv:{evil_kv(folder)}[allow_pickle=1]"))
+        ),
     ]
 
 
@@ -79,7 +81,10 @@ def _(world, folder):
         "run",
         str(
             write_experiment(
-                folder, _weat(world, f"hf:{remote_code_model(world, folder)}[trust_remote_code=on]")
+                folder,
+                _weat(
+                    world, folder, f"hf:{remote_code_model(world, folder)}[trust_remote_code=on]"
+                ),
             )
         ),
     ]
@@ -98,9 +103,13 @@ def _(world, folder):
     return ["run", str(write_experiment(folder, body))]
 
 
-# The source_model of a debias.json is read as its embedder and location only: the options in its
-# brackets never reach the model, so the pickle stays unloaded and refused as any pickle is.
-@case("code-option-in-a-debias-json-source-model", names=("evil.kv", "pickles"), check=nothing_ran)
+# The source_model of a debias.json keeps the options in its brackets, and they are judged as any
+# file's: a code option is refused naming the record, the option and the flag (G01).
+@case(
+    "code-option-in-a-debias-json-source-model",
+    names=("debias.json", "allow_pickle", "--allow-pickle"),
+    check=nothing_ran,
+)
 def _(world, folder):
     model = folder / "debiased"
     model.mkdir()
@@ -119,21 +128,55 @@ def _(world, folder):
     ]
 
 
+# G03: an address in a debias.json's source_model was dropped, and the run announced the default host
+@case("route-in-a-debias-json-source-model", names=("debias.json", "--allow base_url="))
+def _(world, folder):
+    model = folder / "debiased"
+    model.mkdir()
+    (model / "vectors.bin").write_bytes(world.w2v_bin.read_bytes())
+    (model / "debias.json").write_text(
+        json.dumps({"source_model": "openai:m[base_url=http://127.0.0.1:9/v1]"})
+    )
+    return ["run", "-m", f"word2vec:{model / 'vectors.bin'}", "-w", "en/debias-gender"] + [
+        "--metric",
+        "clustering",
+    ]
+
+
 @case(
     "code-option-in-a-framework-config-model-name",
     names=("config.txt", "trust_remote_code", "--trust-remote-code"),
     check=nothing_ran,
 )
 def _(world, folder):
+    _framework(
+        world,
+        folder,
+        "weat1,WEAT,bert,en,remote\nweat1,WEAT,bert,en,remote[trust_remote_code=true]\n",
+    )
+    return ["run", "config.txt"]
+
+
+def _framework(world: World, folder: Path, config: str) -> None:
+    """A BIAS Detection Framework layout: a WEAT dataset, a model folder whose code would run, and
+    `config.txt`."""
     weat = folder / "datasets" / "en" / "WEAT"
     weat.mkdir(parents=True)
     (weat / "weat1.txt").write_text("a, b\nc, d\ne, f\ng, h\n")
     (folder / "models").mkdir()
     remote_code_model(world, folder / "models")
-    (folder / "config.txt").write_text(
-        "weat1,WEAT,bert,en,remote\nweat1,WEAT,bert,en,remote[trust_remote_code=true]\n"
-    )
-    return ["run", "config.txt"]
+    (folder / "config.txt").write_text(config)
+
+
+# F01: the same line first in the file was taken for TOML ("--datasets ... not a TOML one")
+@case(
+    "code-option-in-a-framework-configs-first-line",
+    names=("config.txt", "trust_remote_code", "--trust-remote-code"),
+    check=nothing_ran,
+)
+def _(world, folder):
+    _framework(world, folder, "weat1,WEAT,bert,en,remote[trust_remote_code=true]\n")
+    return ["run", "config.txt", "--datasets", "datasets", "--models", "models"]
 
 
 # Where requests, keys and data go ------------------------------------------------------------------
@@ -220,7 +263,7 @@ def test_Z132_a_completion_servers_address_and_key_variable_need_the_command_lin
 
     with HostileServer() as server:
         body = (
-            f'[[experiments]]\nwordset = "{world.wordset}"\nmetric = "bbq"\n'
+            f'[[experiments]]\nwordset = "{local_wordset(world, victim)}"\nmetric = "bbq"\n'
             f'model = "completions:{server.url}[api_key_env=OPENAI_API_KEY]"\n'
         )
         config = write(victim, body)
@@ -325,13 +368,22 @@ def test_Z63_an_ipv6_base_url_in_brackets_is_the_address_used() -> None:
 
 
 @pytest.mark.parametrize(
-    "spec", ["openai:m[base_url=http://[::1:47410/v1]", "openai:m[base_url=http://[::1]]:1/v1]"]
+    "spec",
+    [
+        "openai:m[base_url=http://[::1:47410/v1]",
+        "openai:m[base_url=http://[::1]]:1/v1]",
+        # V03: the closing bracket missing: the whole spec was taken as a model id at OpenAI
+        "openai:m[base_url=http://[::1]:47410/v1",
+        "openai:m[base_url=http://127.0.0.1:8000/v1",
+        # V05: a second bracket after the options: the first was left in the model id
+        "openai:m[base_url=http://[::1]:47410/v1][retries=0]",
+        "openai:m[base_url=http://127.0.0.1:8000/v1]]",
+    ],
 )
 def test_option_brackets_that_do_not_pair_up_are_refused_never_dropped(spec: str) -> None:
     done = cli("run", "--model", spec, "--wordset", "en/weat1")
-    assert done.code == 2 and "do not pair up" in done.err and "Traceback" not in done.both, (
-        done.both
-    )
+    assert done.code == 2 and "do not pair up" in done.err and spec in done.err, done.both
+    assert "Traceback" not in done.both and "sends requests" not in done.both, done.both
 
 
 def test_an_ipv6_base_url_is_where_the_client_sends(victim: Path) -> None:
@@ -366,7 +418,9 @@ def test_a_file_may_route_inside_what_the_command_line_allows_only(victim: Path)
 @pytest.mark.parametrize("value", ["nonsense", "=x", "base_url=", " = "])
 def test_a_malformed_allow_is_refused(value: str) -> None:
     done = cli("run", "--model", "word2vec:x.bin", "--wordset", "en/weat1", "--allow", value)
-    assert done.code == 2 and "is not NAME=VALUE" in done.err and "--allow base_url=" in done.err, done.both
+    assert done.code == 2 and "is not NAME=VALUE" in done.err and "--allow base_url=" in done.err, (
+        done.both
+    )
     assert len(done.err_lines()) <= 2 and "Traceback" not in done.both
 
 

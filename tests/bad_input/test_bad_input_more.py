@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from bad_input_helpers import Case, Outcome, World, assert_answered, cli, copy_model, words_toml, world  # noqa: F401 (world is a fixture)
-from bad_input_helpers import basic_experiment, case_decorator, write_experiment
+from bad_input_helpers import basic_experiment, case_decorator, local_wordset, write_experiment
 from fixtures.planted import X_WORDS
 
 CASES: list[Case] = []
@@ -28,17 +28,17 @@ def w2v(world: World) -> list[str]:
 
 @case("toml-allow-pickle-with-dash", names=("allow-pickle", "--allow-pickle"))
 def _(world, folder):
-    return ["run", str(write_experiment(folder, f'models = [{{ spec = "kv:{world.root}/x.kv", allow-pickle = true }}]\nwordsets = ["{world.wordset}"]\nmetrics = ["weat"]\n'))]
+    return ["run", str(write_experiment(folder, f'models = [{{ spec = "kv:{world.root}/x.kv", allow-pickle = true }}]\nwordsets = ["{local_wordset(world, folder)}"]\nmetrics = ["weat"]\n'))]
 
 
 @case("toml-metric-entry-trust-remote-code", names=("metrics[0]", "--trust-remote-code"))
 def _(world, folder):
-    return ["run", str(write_experiment(folder, f'models = ["word2vec:{world.w2v_bin}"]\nwordsets = ["{world.wordset}"]\nmetrics = [{{ name = "weat", trust_remote_code = true }}]\n'))]
+    return ["run", str(write_experiment(folder, f'models = ["word2vec:{world.w2v_bin}"]\nwordsets = ["{local_wordset(world, folder)}"]\nmetrics = [{{ name = "weat", trust_remote_code = true }}]\n'))]
 
 
 @case("toml-grid-allow-pickle", names=("[grid]", "--allow-pickle"))
 def _(world, folder):
-    return ["run", str(write_experiment(folder, basic_experiment(world) + "[grid]\nallow_pickle = [true]\n"))]
+    return ["run", str(write_experiment(folder, basic_experiment(world, folder) + "[grid]\nallow_pickle = [true]\n"))]
 
 
 @case("pickle-without-flag", names=("--allow-pickle",))
@@ -65,7 +65,7 @@ def _(world, folder):
 @case("toml-absolute-out-elsewhere", names=("/", "--out"))
 def _(world, folder):
     (folder / "a").mkdir()
-    return ["run", str(write_experiment(folder / "a", basic_experiment(world) + f'out = "{folder.parent / "stolen"}"\n'))]
+    return ["run", str(write_experiment(folder / "a", basic_experiment(world, folder / "a") + f'out = "{folder.parent / "stolen"}"\n'))]
 
 
 def _out_confirmed(result: Outcome, folder: Path) -> None:
@@ -74,7 +74,7 @@ def _out_confirmed(result: Outcome, folder: Path) -> None:
 
 @case("toml-out-outside-but-command-line-out", code=0, check=_out_confirmed)
 def _(world, folder):
-    return ["run", str(write_experiment(folder, basic_experiment(world) + 'out = "../far"\n[params]\nbootstrap = 0\n')), "--out", "mine"]
+    return ["run", str(write_experiment(folder, basic_experiment(world, folder) + 'out = "../far"\n[params]\nbootstrap = 0\n')), "--out", "mine"]
 
 
 @case("toml-nul-in-path", names=("<U+0000>",))
@@ -139,17 +139,17 @@ def _(world, folder):
 
 @case("toml-empty-models", names=("exp.toml", "models", "non-empty"))
 def _(world, folder):
-    return ["run", str(write_experiment(folder, f'models = []\nwordsets = ["{world.wordset}"]\nmetrics = ["weat"]\n'))]
+    return ["run", str(write_experiment(folder, f'models = []\nwordsets = ["{local_wordset(world, folder)}"]\nmetrics = ["weat"]\n'))]
 
 
 @case("toml-misspelt-field", names=("modles", "models"))
 def _(world, folder):
-    return ["run", str(write_experiment(folder, basic_experiment(world).replace("models", "modles")))]
+    return ["run", str(write_experiment(folder, basic_experiment(world, folder).replace("models", "modles")))]
 
 
 @case("toml-negative-seed", names=("exp.toml", "seed"))
 def _(world, folder):
-    return ["run", str(write_experiment(folder, basic_experiment(world) + "seeds = [-1]\n"))]
+    return ["run", str(write_experiment(folder, basic_experiment(world, folder) + "seeds = [-1]\n"))]
 
 
 @case("toml-selector-matches-nothing", names=("exp.toml", "no installed word set"))
@@ -159,7 +159,7 @@ def _(world, folder):
 
 @case("toml-and-model-option-together", names=("experiment file",))
 def _(world, folder):
-    return ["run", str(write_experiment(folder, basic_experiment(world))), "-m", f"word2vec:{world.w2v_bin}"]
+    return ["run", str(write_experiment(folder, basic_experiment(world, folder))), "-m", f"word2vec:{world.w2v_bin}"]
 
 
 # A tired user's word sets ---------------------------------------------------------------------------------
@@ -494,7 +494,7 @@ def _(world, folder):
 
 @case("preset-unknown", names=("exp.toml", "sentbias", "sent-bias"))
 def _(world, folder):
-    return ["run", str(write_experiment(folder, f'preset = "sentbias"\nmodels = ["word2vec:{world.w2v_bin}"]\nwordsets = ["{world.wordset}"]\nmetrics = ["weat"]\n'))]
+    return ["run", str(write_experiment(folder, f'preset = "sentbias"\nmodels = ["word2vec:{world.w2v_bin}"]\nwordsets = ["{local_wordset(world, folder)}"]\nmetrics = ["weat"]\n'))]
 
 
 @case("ties-unknown", names=("ties", "counted", "strict"))
@@ -534,7 +534,7 @@ def _(world, folder):
 
 @case("preset-unknown-over-an-experiment-file", names=("--preset", "wefee", "bias-framework"))
 def _(world, folder):
-    return ["run", str(write_experiment(folder, basic_experiment(world))), "--preset", "wefee"]
+    return ["run", str(write_experiment(folder, basic_experiment(world, folder))), "--preset", "wefee"]
 
 
 @pytest.mark.parametrize("bad", CASES, ids=lambda c: c.name)
@@ -602,7 +602,7 @@ def test_a_model_from_the_hub_cache_records_its_revision_and_file_hashes(world: 
 
 
 def test_out_on_the_command_line_replaces_the_files_and_says_so(world: World, tmp_path: Path) -> None:
-    (tmp_path / "exp.toml").write_text(basic_experiment(world) + 'out = "fromfile"\n[params]\nbootstrap = 0\n', encoding="utf-8")
+    (tmp_path / "exp.toml").write_text(basic_experiment(world, tmp_path) + 'out = "fromfile"\n[params]\nbootstrap = 0\n', encoding="utf-8")
     done = cli("run", "exp.toml", "--out", "fromcli", cwd=tmp_path)
     assert done.code == 0, done.both
     assert "--out fromcli replaces the experiment file's out = 'fromfile'" in done.err

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from bad_input_helpers import Case, Outcome, World, assert_answered, cli, copy_model, words_toml, world  # noqa: F401 (world is a fixture)
-from bad_input_helpers import case_decorator, write_experiment
+from bad_input_helpers import case_decorator, local_wordset, write_experiment
 from fixtures.planted import A_WORDS, B_WORDS, X_WORDS, Y_WORDS
 
 if sys.version_info >= (3, 11):
@@ -235,13 +235,13 @@ NOT_A_SKIP = ("every combination was skipped", "Choose metrics that fit")
 
 @case("param-word-for-an-integer-in-a-file", names=("permutations", "weat", "an integer", "'many'"), absent=NOT_A_SKIP)
 def _(world, folder):
-    body = f'models = ["word2vec:{world.w2v_bin}"]\nwordsets = ["{world.wordset}"]\nmetrics = ["weat"]\n[params]\npermutations = "many"\n'
+    body = f'models = ["word2vec:{world.w2v_bin}"]\nwordsets = ["{local_wordset(world, folder)}"]\nmetrics = ["weat"]\n[params]\npermutations = "many"\n'
     return ["run", str(write_experiment(folder, body))]
 
 
 @case("param-fraction-for-an-integer-in-a-file", names=("ddof", "an integer", "1.5"), absent=NOT_A_SKIP)
 def _(world, folder):
-    body = f'models = ["word2vec:{world.w2v_bin}"]\nwordsets = ["{world.wordset}"]\nmetrics = ["weat"]\n[params]\nddof = 1.5\n'
+    body = f'models = ["word2vec:{world.w2v_bin}"]\nwordsets = ["{local_wordset(world, folder)}"]\nmetrics = ["weat"]\n[params]\nddof = 1.5\n'
     return ["run", str(write_experiment(folder, body))]
 
 

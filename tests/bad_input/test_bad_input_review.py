@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from bad_input_helpers import Case, Outcome, World, assert_answered, cli, copy_model, words_toml, world  # noqa: F401 (world is a fixture)
-from bad_input_helpers import basic_experiment, case_decorator, write_experiment
+from bad_input_helpers import basic_experiment, case_decorator, local_wordset, write_experiment
 from fixtures.planted import A_WORDS, B_WORDS, X_WORDS, Y_WORDS
 
 CASES: list[Case] = []
@@ -22,19 +22,19 @@ case = case_decorator(CASES)
 
 @case("toml-allow-pickle", names=("models[0]", "allow_pickle", "--allow-pickle"))
 def _(world, folder):
-    body = f'models = [{{ spec = "kv:{world.root / "x.kv"}", allow_pickle = true }}]\nwordsets = ["{world.wordset}"]\nmetrics = ["weat"]\n'
+    body = f'models = [{{ spec = "kv:{world.root / "x.kv"}", allow_pickle = true }}]\nwordsets = ["{local_wordset(world, folder)}"]\nmetrics = ["weat"]\n'
     return ["run", str(write_experiment(folder, body))]
 
 
 @case("toml-trust-remote-code", names=("trust_remote_code", "--trust-remote-code"))
 def _(world, folder):
-    body = f'models = [{{ spec = "hf:{world.bert}", trust_remote_code = true }}]\nwordsets = ["{world.wordset}"]\nmetrics = ["weat"]\n'
+    body = f'models = [{{ spec = "hf:{world.bert}", trust_remote_code = true }}]\nwordsets = ["{local_wordset(world, folder)}"]\nmetrics = ["weat"]\n'
     return ["run", str(write_experiment(folder, body))]
 
 
 @case("toml-params-trust-remote-code", names=("[params]", "--trust-remote-code"))
 def _(world, folder):
-    return ["run", str(write_experiment(folder, basic_experiment(world) + "[params]\ntrust_remote_code = true\n"))]
+    return ["run", str(write_experiment(folder, basic_experiment(world, folder) + "[params]\ntrust_remote_code = true\n"))]
 
 
 # 2. A Hugging Face folder without tokenizer files --------------------------------------------------
@@ -97,7 +97,10 @@ def _(world, folder):
 # The command line replaces a file's value of the same name, and says so (one line, on stderr).
 @case("flag-over-a-files-param-says-so", code=0, names=("--ddof 0 replaces the experiment file's ddof = 1.",))
 def _(world, folder):
-    body = basic_experiment(world) + "[params]\nddof = 1\nbootstrap = 0\n"
+    body = basic_experiment(world, folder) + "[params]
+ddof = 1
+bootstrap = 0
+"
     return ["run", str(write_experiment(folder, body)), "--ddof", "0"]
 
 
@@ -214,7 +217,7 @@ def _(world, folder):
 @case("toml-out-outside", names=("out = '../../elsewhere'", "--out"))
 def _(world, folder):
     (folder / "sub").mkdir()
-    return ["run", str(write_experiment(folder / "sub", basic_experiment(world) + 'out = "../../elsewhere"\n'))]
+    return ["run", str(write_experiment(folder / "sub", basic_experiment(world, folder / "sub") + 'out = "../../elsewhere"\n'))]
 
 
 def _written_beside_the_file(result: Outcome, folder: Path) -> None:
@@ -265,7 +268,7 @@ def _(world, folder):
 
 @case("ddof-in-params-and-grid", names=("ddof", "[params]", "[grid]"))
 def _(world, folder):
-    return ["run", str(write_experiment(folder, basic_experiment(world) + "[params]\nddof = 0\n[grid]\nddof = [1]\n"))]
+    return ["run", str(write_experiment(folder, basic_experiment(world, folder) + "[params]\nddof = 0\n[grid]\nddof = [1]\n"))]
 
 
 def _two_values_a_grid(result: Outcome, folder: Path) -> None:
@@ -281,7 +284,7 @@ def _(world, folder):
 
 @case("file-model-option-and-command-line-disagree", names=("batch_size", "the command line"))
 def _(world, folder):
-    body = f'models = [{{ spec = "hf:{world.bert}", batch_size = 8 }}]\nwordsets = ["{world.wordset}"]\nmetrics = ["weat"]\n'
+    body = f'models = [{{ spec = "hf:{world.bert}", batch_size = 8 }}]\nwordsets = ["{local_wordset(world, folder)}"]\nmetrics = ["weat"]\n'
     return ["run", str(write_experiment(folder, body)), "--batch-size", "16"]
 
 

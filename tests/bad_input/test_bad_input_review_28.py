@@ -46,7 +46,12 @@ def _bbq_file(folder: Path, prompt: str) -> Path:
         "{context.__class__} {question}",
         "{context[0]} {question}",
         "{context:>30000000} {question}",
+        # P07: a field repeated, each copy a copy of every context (20,000 made 605 MB)
+        "{context}" * 20_000 + " {question}",
+        "{context}" * 5 + " {question}",
+        "x" * 10_001 + "{context} {question}",
     ],
+    ids=lambda p: p[:24] + (f"...({len(p)})" if len(p) > 24 else ""),
 )
 def test_a_prompt_with_a_format_spec_is_refused_when_the_file_is_read(
     world: World, tmp_path: Path, prompt: str
@@ -69,7 +74,10 @@ def test_a_prompt_with_a_format_spec_is_refused_when_the_file_is_read(
     assert len(done.err_lines()) <= 2
 
 
-@pytest.mark.parametrize("template", ["{context:>9} {question}", "{context!s} {question}"])
+@pytest.mark.parametrize(
+    "template",
+    ["{context:>9} {question}", "{context!s} {question}", "{context}" * 5 + "{question}"],
+)
 def test_a_template_parameter_with_a_format_spec_is_refused(
     world: World, tmp_path: Path, template: str
 ) -> None:
@@ -359,7 +367,10 @@ def test_N13_a_converted_config_saved_elsewhere_runs(world: World, tmp_path: Pat
     assert converted.code == 0, converted.both
     (tmp_path / "conv").mkdir()
     (tmp_path / "conv" / "conv.toml").write_text(converted.out, encoding="utf-8")
-    done = cli("run", "conv/conv.toml", cwd=tmp_path)
+    # Its word sets lie outside its folder: the command line confirms them, one by one or by folder.
+    refused = cli("run", "conv/conv.toml", cwd=tmp_path)
+    assert refused.code == 2 and "--allow wordset=" in refused.err, refused.both
+    done = cli("run", "conv/conv.toml", "--allow", "wordset=fw/datasets", cwd=tmp_path)
     assert done.code == 0, done.both
     assert str((tmp_path / "fw" / "models").resolve()) in converted.out
 

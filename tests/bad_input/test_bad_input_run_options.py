@@ -23,7 +23,7 @@ case = case_decorator(CASES)
 
 
 def _file(world: World, folder: Path, line: str) -> list[str]:
-    return ["run", str(write_experiment(folder, basic_experiment(world) + line + "\n"))]
+    return ["run", str(write_experiment(folder, basic_experiment(world, folder) + line + "\n"))]
 
 
 @case("file-limit-zero", names=("exp.toml: limit", "whole number >= 1"))
@@ -167,14 +167,14 @@ def _(world, folder):
 
 @case("flag-param-alias-bad-value", names=("--permutations", "weat"))
 def _(world, folder):
-    return ["run", str(write_experiment(folder, basic_experiment(world))), "--permutations", "0"]
+    return ["run", str(write_experiment(folder, basic_experiment(world, folder))), "--permutations", "0"]
 
 
 @case("flag-param-bad-value", names=("--param bootstrap", "bootstrap"))
 def _(world, folder):
     return [
         "run",
-        str(write_experiment(folder, basic_experiment(world))),
+        str(write_experiment(folder, basic_experiment(world, folder))),
         "--param",
         "bootstrap=-3",
     ]

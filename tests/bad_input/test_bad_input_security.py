@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from bad_input_helpers import Case, Outcome, World, assert_answered, cli, copy_model, words_toml, world  # noqa: F401 (world is a fixture)
-from bad_input_helpers import basic_experiment, case_decorator, evil_kv, nothing_ran, remote_code_model, write_experiment
+from bad_input_helpers import basic_experiment, case_decorator, evil_kv, local_wordset, nothing_ran, remote_code_model, write_experiment
 from fixtures.planted import A_WORDS, B_WORDS, X_WORDS, Y_WORDS
 
 CASES: list[Case] = []
@@ -28,7 +28,7 @@ case = case_decorator(CASES)
 @case("N63-experiments-model-allow-pickle", names=("experiments[0].model", "allow_pickle", "--allow-pickle"), check=nothing_ran)
 def _(world, folder):
     body = (
-        f'[[experiments]]\nwordset = "{world.wordset}"\nmetric = "weat"\n'
+        f'[[experiments]]\nwordset = "{local_wordset(world, folder)}"\nmetric = "weat"\n'
         f'model = {{ spec = "kv:{evil_kv(folder)}", allow_pickle = true }}\n'
     )
     return ["run", str(write_experiment(folder, body))]
@@ -38,7 +38,7 @@ def _(world, folder):
 def _(world, folder):
     model = remote_code_model(world, folder)
     body = (
-        f'[[experiments]]\nwordset = "{world.wordset}"\nmetric = "weat"\n'
+        f'[[experiments]]\nwordset = "{local_wordset(world, folder)}"\nmetric = "weat"\n'
         f'model = {{ spec = "hf:{model}", trust_remote_code = true }}\n'
     )
     return ["run", str(write_experiment(folder, body))]
@@ -47,7 +47,7 @@ def _(world, folder):
 @case("code-option-in-experiments-params", names=("experiments[0].params", "trust_remote_code"))
 def _(world, folder):
     body = (
-        f'[[experiments]]\nwordset = "{world.wordset}"\nmetric = "weat"\nmodel = "word2vec:{world.w2v_bin}"\n'
+        f'[[experiments]]\nwordset = "{local_wordset(world, folder)}"\nmetric = "weat"\nmodel = "word2vec:{world.w2v_bin}"\n'
         "params = { trust_remote_code = true }\n"
     )
     return ["run", str(write_experiment(folder, body))]
@@ -55,7 +55,7 @@ def _(world, folder):
 
 @case("code-option-in-listed-params", names=("[params]", "allow-pickle", "--allow-pickle"))
 def _(world, folder):
-    body = f'[[experiments]]\nwordset = "{world.wordset}"\nmetric = "weat"\nmodel = "word2vec:{world.w2v_bin}"\n[params]\nallow-pickle = true\n'
+    body = f'[[experiments]]\nwordset = "{local_wordset(world, folder)}"\nmetric = "weat"\nmodel = "word2vec:{world.w2v_bin}"\n[params]\nallow-pickle = true\n'
     return ["run", str(write_experiment(folder, body))]
 
 
@@ -75,7 +75,7 @@ def listener():
 
 def test_N52_a_files_ray_address_needs_the_command_line(world: World, tmp_path: Path, listener: socket.socket) -> None:
     port = listener.getsockname()[1]
-    config = write_experiment(tmp_path, f'executor = "ray"\nray_address = "127.0.0.1:{port}"\n' + basic_experiment(world))
+    config = write_experiment(tmp_path, f'executor = "ray"\nray_address = "127.0.0.1:{port}"\n' + basic_experiment(world, tmp_path))
     result = cli("run", str(config), cwd=tmp_path)
     assert result.code == 2, result.both
     assert "Traceback" not in result.both
@@ -89,12 +89,12 @@ def test_N52_a_files_ray_address_needs_the_command_line(world: World, tmp_path: 
 def test_the_command_line_replacing_a_files_ray_address_is_said(world: World, tmp_path: Path) -> None:
     from bias.engine.front_door import from_options, spec_for_run
 
-    path = write_experiment(tmp_path, 'executor = "ray"\nray_address = "auto"\n' + basic_experiment(world))
+    path = write_experiment(tmp_path, 'executor = "ray"\nray_address = "auto"\n' + basic_experiment(world, tmp_path))
     said: list[str] = []
     assert spec_for_run(from_options({"ray_address": "10.0.0.5:6379"}), path, on_notice=said.append).ray_address == "10.0.0.5:6379"
     assert said == ["--ray-address 10.0.0.5:6379 replaces the experiment file's ray_address = 'auto'."]
     assert spec_for_run(from_options({"ray_address": "auto"}), path, on_notice=said.append).ray_address == "auto" and len(said) == 1
-    plain = write_experiment(tmp_path, basic_experiment(world), "plain.toml")
+    plain = write_experiment(tmp_path, basic_experiment(world, tmp_path), "plain.toml")
     assert spec_for_run(from_options({}), plain, on_notice=said.append).ray_address is None and len(said) == 1
 
 
@@ -347,7 +347,7 @@ def test_the_command_line_still_switches_code_options_on(world: World, tmp_path:
 
     kv = KeyedVectors.load_word2vec_format(str(world.w2v_bin), binary=True)
     kv.save(str(tmp_path / "model.kv"))
-    config = write_experiment(tmp_path, f'models = ["kv:{tmp_path / "model.kv"}"]\nwordsets = ["{world.wordset}"]\nmetrics = [{{ name = "weat", bootstrap = 0 }}]\n')
+    config = write_experiment(tmp_path, f'models = ["kv:{tmp_path / "model.kv"}"]\nwordsets = ["{local_wordset(world, tmp_path)}"]\nmetrics = [{{ name = "weat", bootstrap = 0 }}]\n')
     refused = cli("run", str(config), cwd=tmp_path)
     assert refused.code == 2 and "--allow-pickle" in refused.err, refused.both
     ran = cli("run", str(config), "--allow-pickle", cwd=tmp_path)

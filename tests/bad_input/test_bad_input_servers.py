@@ -125,6 +125,8 @@ def test_Z95_a_completion_servers_redirect_is_refused(victim: Path) -> None:
         (Answer(vector=[None, 0.5]), "null inside vector 0"),  # Z79
         (Answer(body=b'{"data": "no"}'), "where a list of vectors belongs"),  # Z80
         (Answer(body=b'{"data": [{"index": "x", "embedding": [1.0]}, 7]}'), "vector"),
+        # W05: nested 200,000 deep, which the client's JSON parser gives up on
+        (Answer(body=b"[" * 200_000 + b"]" * 200_000), "JSON nested too deeply"),
     ],
     ids=[
         "Z81-too-wide",
@@ -134,6 +136,7 @@ def test_Z95_a_completion_servers_redirect_is_refused(victim: Path) -> None:
         "Z79-null",
         "Z80-no-list",
         "bad-items",
+        "W05-deep",
     ],
 )
 def test_a_malformed_or_wide_answer_is_refused_before_anything_is_cached(
@@ -148,6 +151,7 @@ def test_a_malformed_or_wide_answer_is_refused_before_anything_is_cached(
         "Traceback" not in done.both
         and "ValueError" not in done.both
         and "TypeError" not in done.both
+        and "RecursionError" not in done.both
     )
     assert cached_rows(victim) == 0, "vectors of a refused answer were cached"
 
@@ -162,7 +166,9 @@ def test_an_answer_longer_than_its_texts_can_explain_is_refused_unread(victim: P
 @pytest.mark.parametrize("status", [401, 403, 404])
 def test_Z75_a_refused_key_or_model_is_the_users_to_fix(victim: Path, status: int) -> None:
     with HostileServer(Answer(status, body=b'{"error": {"message": "no"}}')) as server:
-        done = cli(*run(victim, server.url, "batch_size=4", "concurrency=1"), "--out", str(victim / "out"))
+        done = cli(
+            *run(victim, server.url, "batch_size=4", "concurrency=1"), "--out", str(victim / "out")
+        )
     assert done.code == 2, done.both
     assert len(server.log) == 1, "batches were sent after one was refused for good"
     assert f"HTTP {status}" in done.both and KEY not in done.both
@@ -220,3 +226,40 @@ def test_Z137_ctrl_c_ends_a_run_whose_requests_wait_on_retry_after(victim: Path)
         assert process.returncode == 130, err
         assert "Interrupted" in err and "Traceback" not in err, err
         assert len(server.log) == 2, "a request was retried after Ctrl-C"
+
+
+@pytest.mark.parametrize(
+    ("status", "code"), [(503, 1), (401, 2), (404, 2)], ids=["down", "key", "model"]
+)
+def test_D03_a_failed_model_fails_its_later_experiments_at_once(
+    victim: Path, status: int, code: int
+) -> None:
+    """A server that answers every request with an error, and three experiments of one model: the
+    first spends the retries, the others fail at once with the same reason. So the three send no
+    more requests than one does (without this, each experiment retried in full: a grid of N
+    experiments waited N times the retries)."""
+    for name in ("ws2.toml", "ws3.toml"):
+        (victim / name).write_bytes((victim / "ws.toml").read_bytes())
+    sent = []
+    reasons = []
+    for wordsets in (["ws.toml"], ["ws.toml", "ws2.toml", "ws3.toml"]):
+        with HostileServer(Answer(status=status, body=b'{"error": "no"}')) as server:
+            args = run(victim, server.url, "retries=2", "backoff=0.01", "cache=false")
+            args = [a for a in args if a != str(victim / "ws.toml")]
+            at = args.index("--wordset")
+            args[at : at + 1] = [x for w in wordsets for x in ("--wordset", str(victim / w))]
+            done = cli(*args, cwd=victim)
+            assert done.code == code and "Traceback" not in done.both, done.both
+            sent.append(len(server.log))
+            reasons.append(
+                sorted(
+                    {
+                        line.split(": ", 1)[1]
+                        for line in done.both.splitlines()
+                        if line.startswith("failed ")
+                    }
+                )
+            )
+    assert sent[0] > 0 and sent[1] == sent[0], sent
+    # every experiment of the three failed, all with the first one's reason
+    assert len(reasons[1]) == 1 and f"HTTP {status}" in reasons[1][0], reasons
