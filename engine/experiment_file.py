@@ -441,9 +441,7 @@ def _listed(data: dict[str, Any], path: Path, folder: Path) -> list[Listed]:
             raise BiasError(
                 f"{path}: experiments[{i}].params must be a table of metric parameters."
             )
-        candidate = folder / wordset
-        if candidate.exists() and not Path(wordset).exists():
-            wordset = str(candidate)
+        wordset = _wordset_in_file(wordset, folder)
         config = _model(model, path, folder, f"experiments[{i}].model")
         out.append(Listed(config, wordset, metric, paths_in_file(params, folder)))
     return out

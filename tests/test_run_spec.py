@@ -287,8 +287,11 @@ def test_a_run_on_the_command_line_printed_and_run_as_a_file_gives_the_same_keys
     saved.parent.mkdir()
     saved.write_text(printed, encoding="utf-8")
     assert _bias(*run, "--out", str(tmp_path / "one"), "--json", cwd=tmp_path)[0] == 0
+    # the saved file names the word set where it is, outside the file's folder: confirmed as any
+    # shared file's would be
     code, _, err = _bias(
-        "run", str(saved), "--out", str(tmp_path / "two"), "--json", cwd=tmp_path / "elsewhere"
+        "run", str(saved), "--out", str(tmp_path / "two"), "--json", "--allow", f"wordset={tmp_path}",
+        cwd=tmp_path / "elsewhere",
     )
     assert code == 0, err
     one, two = (

@@ -97,10 +97,7 @@ def _(world, folder):
 # The command line replaces a file's value of the same name, and says so (one line, on stderr).
 @case("flag-over-a-files-param-says-so", code=0, names=("--ddof 0 replaces the experiment file's ddof = 1.",))
 def _(world, folder):
-    body = basic_experiment(world, folder) + "[params]
-ddof = 1
-bootstrap = 0
-"
+    body = basic_experiment(world, folder) + "[params]\nddof = 1\nbootstrap = 0\n"
     return ["run", str(write_experiment(folder, body)), "--ddof", "0"]
 
 

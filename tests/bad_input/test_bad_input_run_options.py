@@ -13,6 +13,7 @@ from bad_input_helpers import (  # noqa: F401 (world is a fixture)
     World,
     assert_answered,
     basic_experiment,
+    local_wordset,
     case_decorator,
     world,
     write_experiment,
@@ -125,7 +126,7 @@ def _(world, folder):
 
 @case("file-with-original-two-models", names=("exp.toml: with_original", "one model"))
 def _(world, folder):
-    body = f'with_original = true\nmodels = ["word2vec:{world.w2v_bin}", "word2vec:{world.w2v_txt}"]\nwordsets = ["{world.wordset}"]\n'
+    body = f'with_original = true\nmodels = ["word2vec:{world.w2v_bin}", "word2vec:{world.w2v_txt}"]\nwordsets = ["{local_wordset(world, folder)}"]\n'
     return ["run", str(write_experiment(folder, body))]
 
 
@@ -161,7 +162,7 @@ def _(world, folder):
 
 @case("file-metric-param-bad-value", names=("exp.toml: metrics[0].ddof", "ddof"))
 def _(world, folder):
-    body = f'models = ["word2vec:{world.w2v_bin}"]\nwordsets = ["{world.wordset}"]\nmetrics = [{{ name = "weat", ddof = 5 }}]\n'
+    body = f'models = ["word2vec:{world.w2v_bin}"]\nwordsets = ["{local_wordset(world, folder)}"]\nmetrics = [{{ name = "weat", ddof = 5 }}]\n'
     return ["run", str(write_experiment(folder, body))]
 
 

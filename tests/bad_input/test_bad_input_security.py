@@ -259,7 +259,7 @@ def test_cases_have_unique_names() -> None:
 GRID_FORM: dict[str, Any] = {
     "title": "t", "description": "d", "out": "out", "seed": 0, "family": "run", "executor": "local",
     "preset": "bias-framework", "duplicates": "keep", "limit": 4, "resume": False, "fail_fast": True, "formats": ["md"],
-    "json": False, "wide": True, "before_after": False, "max_cost": 0.5, "device": "cpu", "dtype": "float32", "batch_size": 8,
+    "json": False, "wide": True, "before_after": False, "max_cost": 0.5, "device": "cpu", "dtype": "float32", "threads": 1, "batch_size": 8,
     "pairs": ["en/crows-sample"], "analogies": ["en/analogies"],
     "models": [{"spec": "word2vec:v.bin", "name": "m", "resources": {"cpus": 1}, "binary": True}, "word2vec:w.bin"],
     "wordsets": ["en/weat6", {"language": "en", "bias_type": "race"}],
