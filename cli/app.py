@@ -14,10 +14,11 @@ from typing import Any, Optional
 import typer
 from rich.console import Console
 
+from bias.cli import run_command
 from bias.cli.say import say, warn
 from bias.cli.coercion import convert_only_when_needed
 from bias.cli.help_format import flags_shown_as_flags
-from bias.core.errors import FAILURE, USAGE, BiasError
+from bias.core.errors import FAILURE, USAGE
 
 flags_shown_as_flags()
 convert_only_when_needed()
@@ -47,17 +48,38 @@ def _version(wanted: bool) -> None:
 def _main(
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks of errors."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print only results and errors."),
-    verbose: bool = typer.Option(False, "--verbose", "-v", help="Also print each experiment's sets, lost words and convention under its progress line, and more of what happens."),
-    version: bool = typer.Option(False, "--version", help="Print the version and exit.", is_eager=True, callback=lambda v: _version(v)),
+    verbose: bool = typer.Option(
+        False,
+        "--verbose",
+        "-v",
+        help="Also print each experiment's sets, lost words and convention under its progress line, and more of what happens.",
+    ),
+    version: bool = typer.Option(
+        False,
+        "--version",
+        help="Print the version and exit.",
+        is_eager=True,
+        callback=lambda v: _version(v),
+    ),
 ) -> None:
     from bias.cli.say import Handler
 
     _state["debug"] = debug
-    level = logging.DEBUG if debug else logging.INFO if verbose else logging.ERROR if quiet else logging.WARNING
+    level = (
+        logging.DEBUG
+        if debug
+        else logging.INFO
+        if verbose
+        else logging.ERROR
+        if quiet
+        else logging.WARNING
+    )
     handler = Handler(console=err_console, show_path=False, show_time=False, markup=False)
     handler.addFilter(_OncePerMessage())
     logging.basicConfig(level=level, format="%(message)s", handlers=[handler], force=True)
-    if not debug:  # -v is about this tool's progress; the libraries' own INFO lines only with --debug
+    if (
+        not debug
+    ):  # -v is about this tool's progress; the libraries' own INFO lines only with --debug
         for library in ("gensim", "smart_open", "urllib3", "filelock"):
             logging.getLogger(library).setLevel(max(level, logging.WARNING))
 
@@ -79,11 +101,19 @@ class _OncePerMessage(logging.Filter):
 
 @app.command("list")
 def list_cmd(
-    group: Optional[str] = typer.Argument(None, help="embedders, metrics, wordsets or debiasers (all when omitted)."),
-    language: Optional[str] = typer.Option(None, "--language", "-l", help="Only word sets of this language, e.g. en."),
-    bias_type: Optional[str] = typer.Option(None, "--bias-type", help="Only word sets of this bias type, e.g. gender."),
+    group: Optional[str] = typer.Argument(
+        None, help="embedders, metrics, wordsets or debiasers (all when omitted)."
+    ),
+    language: Optional[str] = typer.Option(
+        None, "--language", "-l", help="Only word sets of this language, e.g. en."
+    ),
+    bias_type: Optional[str] = typer.Option(
+        None, "--bias-type", help="Only word sets of this bias type, e.g. gender."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
-    long: bool = typer.Option(False, "--long", help="Whole summaries, kinds, distributions and status."),
+    long: bool = typer.Option(
+        False, "--long", help="Whole summaries, kinds, distributions and status."
+    ),
 ) -> None:
     """List installed plugins, one line each (--long: kind, whole summary, distribution, status)."""
     from bias.cli.render import plugins_table
@@ -101,8 +131,20 @@ def list_cmd(
         print(json.dumps([r.to_dict() for r in rows], indent=2, ensure_ascii=False))
         return
     extra = sorted({r.group for r in rows} - set(GROUPS))  # e.g. a broken word-set format importer
-    title = "Word sets" + (f" ({language})" if language else "") if group and group_key(group) == "wordsets" else "Installed plugins"
-    console.print(plugins_table(rows, [group_key(group)] if group else list(GROUPS) + extra, long=long, title=title, width=console.width))
+    title = (
+        "Word sets" + (f" ({language})" if language else "")
+        if group and group_key(group) == "wordsets"
+        else "Installed plugins"
+    )
+    console.print(
+        plugins_table(
+            rows,
+            [group_key(group)] if group else list(GROUPS) + extra,
+            long=long,
+            title=title,
+            width=console.width,
+        )
+    )
 
 
 @app.command("info")
@@ -121,176 +163,19 @@ def info_cmd(
         render(console, entry)
 
 
-def _parse_options(pairs: list[str], flag: str) -> dict[str, str]:
-    out = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise BiasError(f"{flag} '{pair}' is not KEY=VALUE.", f"For example {flag} batch_size=16.")
-        out[key.strip()] = value.strip()
-    return out
-
-
-@app.command("run")
-def run_cmd(
-    config: Optional[Path] = typer.Argument(None, help="An experiment TOML file, or a BIAS Detection Framework config .txt (instead of the options below)."),
-    datasets: Optional[Path] = typer.Option(None, "--datasets", help="Framework config: the datasets folder (<lang>/<METRIC>/<test>; default ./datasets, else the one beside or above the config)."),
-    models_dir: Optional[Path] = typer.Option(None, "--models", help="Framework config: the models folder (cc.<lang>.300.bin, Hub ids; default ./models, else the one beside or above the config)."),
-    model: list[str] = typer.Option([], "--model", "-m", help="Model spec NAME:LOCATION, e.g. word2vec:vectors.bin. Repeatable."),
-    wordset: list[str] = typer.Option([], "--wordset", "-w", help="Word-set name (en/weat1) or file. Repeatable."),
-    metric: list[str] = typer.Option([], "--metric", help="Metric name (default weat). Repeatable."),
-    seed: list[int] = typer.Option([], "--seed", help="Random seed (default 0). Repeatable."),
-    permutations: Optional[int] = typer.Option(None, "--permutations", help="Sampled permutations when the exact test is too large (default 100000)."),
-    exact_limit: Optional[int] = typer.Option(None, "--exact-limit", help="Enumerate all partitions up to this many (default 100000; 0 forces sampling)."),
-    ddof: list[int] = typer.Option([], "--ddof", help="Std convention of the effect size: 1 (default) or 0. Repeatable."),
-    alternative: list[str] = typer.Option([], "--alternative", help="greater (default), less or two-sided. Repeatable."),
-    lost_threshold: Optional[float] = typer.Option(None, "--lost-threshold", help="Refuse a test losing more than this share of a set (default 0.2)."),
-    case: Optional[str] = typer.Option(None, "--case", help="Word lookup: exact (default), lower, fallback (lowercase words not found), or insensitive (analogy, CEAT)."),
-    level: list[str] = typer.Option([], "--level", help="SEAT/CEAT: sentence or word (the target's vector in its sentence). Repeatable."),
-    pooling: list[str] = typer.Option([], "--pooling", help="Contextual vector: cls, mean, first, last, target-mean, target-first, target-last. Repeatable."),
-    layer: list[str] = typer.Option([], "--layer", help="Hidden layer: -1 (last), N, or mean-last-4. Repeatable."),
-    templates: Optional[str] = typer.Option(None, "--templates", help="SEAT/CEAT template set (name such as en/seat-templates, or file)."),
-    corpus: Optional[Path] = typer.Option(None, "--corpus", help="CEAT: text file, one sentence or comment per line."),
-    contexts_per_word: Optional[int] = typer.Option(None, "--contexts-per-word", help="CEAT: contexts kept per word (reservoir-sampled)."),
-    samples: Optional[int] = typer.Option(None, "--samples", help="CEAT: random samples of one context per word (default 10000)."),
-    window: Optional[int] = typer.Option(None, "--window", help="CEAT: keep this many words either side of the target."),
-    pairs: list[str] = typer.Option([], "--pairs", help="Sentence-pair set (en/crows-sample) or CrowS-Pairs .csv/.tsv file. Repeatable."),
-    analogies: list[str] = typer.Option([], "--analogies", help="Analogy set (name, or word2vec questions file). Repeatable."),
-    param: list[str] = typer.Option([], "--param", help="Any metric parameter KEY=VALUE (see `bias info METRIC`). Repeatable."),
-    preset: Optional[str] = typer.Option(None, "--preset", help="A peer tool's conventions: bias-framework, bias-bench, sent-bias or wefe (docs/methods.md); --param wins."),
-    device: Optional[str] = typer.Option(None, "--device", help="Model device: auto, cpu, cuda, cuda:N, mps."),
-    dtype: Optional[str] = typer.Option(None, "--dtype", help="Model weights' precision: float32, float16, bfloat16."),
-    batch_size: Optional[int] = typer.Option(None, "--batch-size", help="Texts per forward pass."),
-    threads: Optional[int] = typer.Option(None, "--threads", help="CPU threads of torch and BLAS (default: OMP_NUM_THREADS, else every core this process may use; 1 is often faster on a busy machine). Recorded in each result."),
-    trust_remote_code: bool = typer.Option(False, "--trust-remote-code", help="Allow a Hub model to run its own Python code (only for models you trust)."),
-    debias: Optional[str] = typer.Option(None, "--debias", help="Debias the model on the fly before measuring: hard, inlp, sent or leace."),
-    debias_corpus: Optional[Path] = typer.Option(None, "--debias-corpus", help="Corpus (one sentence per line) for --debias sent / inlp on sentence encodings."),
-    debias_lists: Optional[str] = typer.Option(None, "--debias-lists", help="Debiasing lists (name such as en/debias-gender, or file)."),
-    with_original: bool = typer.Option(False, "--with-original", help="With --debias: also measure the original model and print a before/after table (bias tests and utility such as word-similarity or analogy side by side)."),
-    model_option: list[str] = typer.Option([], "--model-option", help="Embedder parameter KEY=VALUE, e.g. word_pooling=first. Repeatable."),
-    allow_pickle: bool = typer.Option(False, "--allow-pickle", help="Allow formats that unpickle (gensim .kv/.model); only for files you trust."),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Folder for results.jsonl and report.md."),
-    resume: bool = typer.Option(False, "--resume", help="Skip experiments already in OUT/results.jsonl."),
-    fail_fast: bool = typer.Option(False, "--fail-fast", help="Stop at the first failing experiment."),
-    as_json: bool = typer.Option(False, "--json", help="Print results as JSON lines."),
-    bootstrap: Optional[int] = typer.Option(None, "--bootstrap", help="WEAT/SEAT: bootstrap resamples for the effect size's confidence interval (default 2000; 0: none)."),
-    ci_level: Optional[float] = typer.Option(None, "--ci-level", help="Confidence level of the bootstrap interval (default 0.95)."),
-    ci_method: Optional[str] = typer.Option(None, "--ci-method", help="Bootstrap interval: bca (default) or percentile."),
-    family: Optional[str] = typer.Option(None, "--family", help="Multiple-testing family: run (default), model or metric."),
-    report_format: list[str] = typer.Option([], "--format", help="Report files written with --out: all, md, csv, tex, png, svg, html (default md,csv,tex). Repeatable."),
-    limit: Optional[int] = typer.Option(None, "--limit", help="Smoke run: only the first N items of each list of each test (words of each set, pairs, texts, questions); recorded in every result."),
-    wide: bool = typer.Option(False, "--wide", help="Print every column of the results table (model spec, BH p, convention, sizes, status): a table where it fits, else one block per result; piped, the table unwrapped."),
-    executor: Optional[str] = typer.Option(None, "--executor", help="local (default: in this process) or ray (one Ray actor per model; needs the ray extra of bias-framework)."),
-    ray_address: Optional[str] = typer.Option(None, "--ray-address", help="With --executor ray: join this cluster (auto or HOST:PORT); default: start a local Ray instance."),
-    max_cost: Optional[float] = typer.Option(None, "--max-cost", help="Embedding services: stop before sending when a model's estimated cost is above this many US dollars (default 1)."),
-    confirm_cost: bool = typer.Option(False, "--confirm-cost", help="Embedding services: send even when the estimated cost is above --max-cost."),
-    allow: list[str] = typer.Option([], "--allow", help="Confirm an experiment file's NAME = VALUE that decides where requests, keys or data go (base_url, key_env, a server's location, a cache or a file outside the file's folder): the refusal says what to add. Repeatable."),
-) -> None:
-    """Run experiments: every combination of the repeatable options, or an experiment file."""
-    from bias.cli.run import execute
-
-    if seed and any(s < 0 for s in seed):
-        raise BiasError("--seed must be a whole number >= 0.")
-    for flag, value in (("--batch-size", batch_size), ("--threads", threads), ("--permutations", permutations), ("--samples", samples), ("--limit", limit)):
-        if value is not None and value < 1:
-            raise BiasError(f"{flag} must be a whole number >= 1, not {value}.")
-    if max_cost is not None and not max_cost >= 0:
-        raise BiasError(f"--max-cost must be a number of US dollars >= 0, not {max_cost}.")
-    model_options = _parse_options(model_option, "--model-option")
-    if allow_pickle:
-        model_options["allow_pickle"] = "true"
-    params: dict[str, Any] = {}
-    if permutations is not None:
-        params["permutations"] = permutations
-    if exact_limit is not None:
-        params["exact_limit"] = exact_limit
-    if lost_threshold is not None:
-        params["lost_threshold"] = lost_threshold
-    if case is not None:
-        params["case"] = case
-    for key, value in {"bootstrap": bootstrap, "ci_level": ci_level, "ci_method": ci_method}.items():
-        if value is not None:
-            params[key] = value
-    for key, value in {
-        "templates": templates,
-        "corpus": str(corpus) if corpus is not None else None,
-        "contexts_per_word": contexts_per_word,
-        "samples": samples,
-        "window": window,
-    }.items():
-        if value is not None:
-            params[key] = value
-    from bias.engine.experiments import refuse_conflicts
-
-    given = _parse_options(param, "--param")
-    refuse_conflicts(params, given, "its own option (such as --permutations)", "--param")
-    params.update(given)
-    grid = {k: v for k, v in {"ddof": ddof, "alternative": alternative, "level": level, "pooling": pooling, "layer": layer}.items() if v}
-    refuse_conflicts(params, grid, "--param", "its own option (such as --ddof)")
-    # Options of the model loader apply to the models whose embedder has them (hf has a device,
-    # word2vec has not); --model-option is strict and must fit every model.
-    shared_model_options = {
-        k: v
-        for k, v in {
-            "device": device,
-            "dtype": dtype,
-            "batch_size": batch_size,
-            "trust_remote_code": "true" if trust_remote_code else None,
-        }.items()
-        if v is not None
-    }
-    for key, value in {"debias": debias, "debias_corpus": debias_corpus, "debias_lists": debias_lists}.items():
-        if value is not None:
-            model_options[key] = str(value)
-    from bias.registry.resolve import check_pairs_file
-
-    for given_pairs in pairs:
-        check_pairs_file(given_pairs)
-    code = execute(
-        config=config,
-        datasets=datasets,
-        models_dir=models_dir,
-        models=model,
-        wordsets=[*wordset, *pairs, *analogies],
-        metrics=metric or ["weat"],
-        seeds=seed,
-        params=params,
-        grid=grid,
-        model_options=model_options,
-        shared_model_options=shared_model_options,
-        out=out,
-        resume=resume,
-        fail_fast=fail_fast,
-        as_json=as_json,
-        console=console,
-        debug=_state["debug"],
-        family=_family(family),
-        formats=parse_formats(report_format) if report_format else ("md", "csv", "tex"),
-        executor=executor,
-        ray_address=ray_address,
-        wide=wide,
-        with_original=with_original,
-        max_cost=max_cost,
-        confirm_cost=confirm_cost,
-        limit=limit,
-        threads=threads,
-        preset=preset,
-        allow=allow,
-        code_flags=CODE_FLAGS,
+app.command("run")(
+    run_command.command(
+        lambda config, values: run_command.run(
+            config, values, console, err_console, _state["debug"]
+        )
     )
-    raise typer.Exit(code)
-
-
-# The flags that switch on a model option that runs code (a file cannot): named when a file sets one.
-CODE_FLAGS = {"allow_pickle": "--allow-pickle", "trust_remote_code": "--trust-remote-code"}
+)
 
 
 def _family(value: Optional[str]) -> Optional[str]:
-    from bias.core.statistics import FAMILIES
+    from bias.engine.vocabulary import checked
 
-    if value is not None and value not in FAMILIES:
-        raise BiasError(f"--family must be one of {', '.join(FAMILIES)}, not '{value}'.", "run: all tests of the run; model / metric: each separately.")
-    return value
+    return None if value is None else checked("family", value, "--family")
 
 
 def parse_formats(values: list[str]) -> tuple[str, ...]:
@@ -301,10 +186,24 @@ def parse_formats(values: list[str]) -> tuple[str, ...]:
 
 @app.command("validate")
 def validate_cmd(
-    paths: Optional[list[Path]] = typer.Argument(None, help="Word-set files, language-package folders or dataset folders (any number)."),
-    frequencies: Optional[Path] = typer.Option(None, "--frequencies", help="Word-frequency list (`word count` per line): warn when a set is much rarer than its counterpart."),
-    render: list[str] = typer.Option([], "--render", help="Print every sentence a test produces (SEAT, LPBS, pairs), one per line, e.g. nl/religion. Repeatable."),
-    model: Optional[str] = typer.Option(None, "--model", help="A model spec: say per word-level test how many stimuli it loses and which tests it refuses."),
+    paths: Optional[list[Path]] = typer.Argument(
+        None, help="Word-set files, language-package folders or dataset folders (any number)."
+    ),
+    frequencies: Optional[Path] = typer.Option(
+        None,
+        "--frequencies",
+        help="Word-frequency list (`word count` per line): warn when a set is much rarer than its counterpart.",
+    ),
+    render: list[str] = typer.Option(
+        [],
+        "--render",
+        help="Print every sentence a test produces (SEAT, LPBS, pairs), one per line, e.g. nl/religion. Repeatable.",
+    ),
+    model: Optional[str] = typer.Option(
+        None,
+        "--model",
+        help="A model spec: say per word-level test how many stimuli it loses and which tests it refuses.",
+    ),
 ) -> None:
     """Check word-set files, language packages or folders of datasets; report every problem with file and field, and a line per file."""
     from bias.cli.validate import execute
@@ -314,72 +213,185 @@ def validate_cmd(
 
 @app.command("convert")
 def convert_cmd(
-    config: Path = typer.Argument(..., help="An experiment config .txt of the BIAS Detection Framework."),
-    datasets: Optional[Path] = typer.Option(None, "--datasets", help="The datasets folder (<lang>/<METRIC>/<test>; default ./datasets, else the datasets folder beside or above CONFIG)."),
-    models_dir: Optional[Path] = typer.Option(None, "--models", help="The models folder (cc.<lang>.300.bin, Hub ids; default ./models, else the models folder beside or above CONFIG)."),
+    config: Path = typer.Argument(
+        ..., help="An experiment config .txt of the BIAS Detection Framework."
+    ),
+    datasets: Optional[Path] = typer.Option(
+        None,
+        "--datasets",
+        help="The datasets folder (<lang>/<METRIC>/<test>; default ./datasets, else the datasets folder beside or above CONFIG).",
+    ),
+    models_dir: Optional[Path] = typer.Option(
+        None,
+        "--models-dir",
+        "--models",
+        help="The models folder (cc.<lang>.300.bin, Hub ids; default ./models, else the models folder beside or above CONFIG).",
+    ),
 ) -> None:
     """Print the TOML experiment file equivalent to a BIAS Detection Framework config file."""
-    from bias.core.framework.config import default_folder, plan, refuse_empty, to_toml, with_absolute_paths
+    from bias.engine.framework_file import read_framework_config
 
-    planned, skipped = plan(config, datasets or default_folder(config, "datasets"), models_dir or default_folder(config, "models"))
-    for problem in skipped:
-        warn(err_console, str(problem))
-    refuse_empty(config, planned, skipped, "nothing to convert")
-    print(to_toml(config, with_absolute_paths(planned), skipped), end="")  # absolute: the file may be saved anywhere
+    spec = read_framework_config(
+        config,
+        datasets,
+        models_dir,
+        lambda problem: warn(err_console, str(problem)),
+        "nothing to convert",
+    )
+    print(spec.to_toml(), end="")  # paths absolute: the file may be saved anywhere
 
 
 @app.command("report")
 def report_cmd(
-    folder: Path = typer.Argument(..., help="A folder written by `bias run --out` (or its results.jsonl)."),
-    report_format: list[str] = typer.Option(["all"], "--format", help="all, md, csv, tex, png, svg or html. Repeatable or comma-separated."),
-    family: Optional[str] = typer.Option(None, "--family", help="Multiple-testing family: run, model or metric (default: the run's, else run)."),
-    wide: bool = typer.Option(False, "--wide", help="Print every column of the results table: a table where it fits, else one block per result; piped, the table unwrapped."),
-    robustness: bool = typer.Option(False, "--robustness", help="Specification curves instead: each test across the design choices the run varied (metric, level, pooling, layer, test variant), as robustness-*.png, robustness.md and robustness.csv."),
-    agreement: bool = typer.Option(False, "--agreement", help="How far the methods agree: Pearson and Spearman correlations of every pair of methods across (model, test) cells, all and significant scores, as agreement.md/.tex/.csv/.png and a section of report.html."),
+    folder: Path = typer.Argument(
+        ..., help="A folder written by `bias run --out` (or its results.jsonl)."
+    ),
+    report_format: list[str] = typer.Option(
+        ["all"],
+        "--format",
+        help="all, md, csv, tex, png, svg or html. Repeatable or comma-separated.",
+    ),
+    family: Optional[str] = typer.Option(
+        None,
+        "--family",
+        help="Multiple-testing family: run, model or metric (default: the run's, else run).",
+    ),
+    wide: bool = typer.Option(
+        False,
+        "--wide",
+        help="Print every column of the results table: a table where it fits, else one block per result; piped, the table unwrapped.",
+    ),
+    robustness: bool = typer.Option(
+        False,
+        "--robustness",
+        help="Specification curves instead: each test across the design choices the run varied (metric, level, pooling, layer, test variant), as robustness-*.png, robustness.md and robustness.csv.",
+    ),
+    agreement: bool = typer.Option(
+        False,
+        "--agreement",
+        help="How far the methods agree: Pearson and Spearman correlations of every pair of methods across (model, test) cells, all and significant scores, as agreement.md/.tex/.csv/.png and a section of report.html.",
+    ),
 ) -> None:
     """Regenerate the report of a run from its results.jsonl: table, CSV, Markdown, LaTeX, figures, HTML."""
     from bias.cli.report import execute
 
-    execute(folder, parse_formats(report_format), _family(family), wide=wide, robustness=robustness, agreement=agreement,
-            console=console, err_console=err_console)
+    execute(
+        folder,
+        parse_formats(report_format),
+        _family(family),
+        wide=wide,
+        robustness=robustness,
+        agreement=agreement,
+        console=console,
+        err_console=err_console,
+    )
 
 
 @app.command("debias")
 def debias_cmd(
-    model: str = typer.Option(..., "--model", "-m", help="Static model spec NAME:LOCATION, e.g. word2vec:vectors.bin."),
-    method: str = typer.Option("hard", "--method", help="A debiaser that writes static vectors (see `bias list debiasers`)."),
-    language: Optional[str] = typer.Option(None, "--language", "-l", help="Use the language's lists <language>/debias-gender, e.g. en."),
-    lists: Optional[str] = typer.Option(None, "--lists", help="Debiasing lists: a name such as en/debias-gender, or a file."),
-    out: Path = typer.Option(..., "--out", "-o", help="Folder for vectors.bin (or vectors.txt) and debias.json."),
-    fmt: str = typer.Option("word2vec", "--format", help="word2vec (binary, vectors.bin) or text (vectors.txt)."),
-    limit: Optional[int] = typer.Option(None, "--limit", help="Debias only the N most frequent words (list words always)."),
-    components: Optional[int] = typer.Option(None, "--components", help="Dimensions of the bias subspace, for a method with that parameter (hard)."),
-    param: list[str] = typer.Option([], "--param", help="Any parameter of the method KEY=VALUE (see `bias info METHOD`). Repeatable."),
-    model_option: list[str] = typer.Option([], "--model-option", help="Embedder parameter KEY=VALUE. Repeatable."),
-    wordset: list[str] = typer.Option([], "--wordset", "-w", help="Measure the original and the debiased vectors on this word set (a bias test, word-similarity pairs, analogies) and print a before/after table. Repeatable."),
-    metric: list[str] = typer.Option([], "--metric", help="With --wordset: metrics to run (default: weat, word-similarity or analogy, by the word set's kind). Repeatable."),
+    model: str = typer.Option(
+        ..., "--model", "-m", help="Static model spec NAME:LOCATION, e.g. word2vec:vectors.bin."
+    ),
+    method: str = typer.Option(
+        "hard",
+        "--method",
+        help="A debiaser that writes static vectors (see `bias list debiasers`).",
+    ),
+    language: Optional[str] = typer.Option(
+        None, "--language", "-l", help="Use the language's lists <language>/debias-gender, e.g. en."
+    ),
+    lists: Optional[str] = typer.Option(
+        None, "--lists", help="Debiasing lists: a name such as en/debias-gender, or a file."
+    ),
+    out: Path = typer.Option(
+        ..., "--out", "-o", help="Folder for vectors.bin (or vectors.txt) and debias.json."
+    ),
+    fmt: str = typer.Option(
+        "word2vec", "--format", help="word2vec (binary, vectors.bin) or text (vectors.txt)."
+    ),
+    limit: Optional[int] = typer.Option(
+        None, "--limit", help="Debias only the N most frequent words (list words always)."
+    ),
+    components: Optional[int] = typer.Option(
+        None,
+        "--components",
+        help="Dimensions of the bias subspace, for a method with that parameter (hard).",
+    ),
+    param: list[str] = typer.Option(
+        [],
+        "--param",
+        help="Any parameter of the method KEY=VALUE (see `bias info METHOD`). Repeatable.",
+    ),
+    model_option: list[str] = typer.Option(
+        [], "--model-option", help="Embedder parameter KEY=VALUE. Repeatable."
+    ),
+    wordset: list[str] = typer.Option(
+        [],
+        "--wordset",
+        "-w",
+        help="Measure the original and the debiased vectors on this word set (a bias test, word-similarity pairs, analogies) and print a before/after table. Repeatable.",
+    ),
+    metric: list[str] = typer.Option(
+        [],
+        "--metric",
+        help="With --wordset: metrics to run (default: weat, word-similarity or analogy, by the word set's kind). Repeatable.",
+    ),
 ) -> None:
     """Debias a static model once and write the vectors plus debias.json (what was done)."""
     from bias.cli.debias import execute
+    from bias.engine.option_values import pairs
 
-    raise typer.Exit(execute(
-        model=model, method=method, language=language, lists=lists, out=out, fmt=fmt, limit=limit, components=components,
-        model_options=_parse_options(model_option, "--model-option"), console=console, wordsets=wordset, metrics=metric,
-        params=_parse_options(param, "--param")))
+    raise typer.Exit(
+        execute(
+            model=model,
+            method=method,
+            language=language,
+            lists=lists,
+            out=out,
+            fmt=fmt,
+            limit=limit,
+            components=components,
+            model_options=pairs(model_option, "--model-option"),
+            console=console,
+            wordsets=wordset,
+            metrics=metric,
+            params=pairs(param, "--param"),
+        )
+    )
 
 
 @app.command("compare")
 def compare_cmd(
-    before: Path = typer.Argument(..., help="The run before (a folder written by `bias run --out`, or its results.jsonl)."),
+    before: Path = typer.Argument(
+        ..., help="The run before (a folder written by `bias run --out`, or its results.jsonl)."
+    ),
     after: Path = typer.Argument(..., help="The run after, e.g. on the debiased model."),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Folder for compare.md and compare.csv (default: the AFTER folder)."),
-    before_model: Optional[str] = typer.Option(None, "--before-model", help="The model to take when the before run holds several."),
-    after_model: Optional[str] = typer.Option(None, "--after-model", help="The model to take when the after run holds several."),
+    out: Optional[Path] = typer.Option(
+        None,
+        "--out",
+        "-o",
+        help="Folder for compare.md and compare.csv (default: the AFTER folder).",
+    ),
+    before_model: Optional[str] = typer.Option(
+        None, "--before-model", help="The model to take when the before run holds several."
+    ),
+    after_model: Optional[str] = typer.Option(
+        None, "--after-model", help="The model to take when the after run holds several."
+    ),
 ) -> None:
     """Compare two runs test by test: effect before, after and the change, with significance marks."""
     from bias.cli.compare import execute
 
-    raise typer.Exit(execute(before, after, out=out, before_model=before_model, after_model=after_model, console=console))
+    raise typer.Exit(
+        execute(
+            before,
+            after,
+            out=out,
+            before_model=before_model,
+            after_model=after_model,
+            console=console,
+        )
+    )
 
 
 GLOBAL_FLAGS = ("-q", "--quiet", "-v", "--verbose", "--debug")
@@ -432,14 +444,19 @@ def main(args: Optional[list[str]] = None) -> None:
         if number is not None:
             try:
                 previous[number] = signal.signal(number, _interrupt)
-            except ValueError:  # not the main thread (an embedding application): leave signals alone
+            except (
+                ValueError
+            ):  # not the main thread (an embedding application): leave signals alone
                 pass
     try:
-        code = app(args=argv, prog_name="bias", standalone_mode=False)
+        try:
+            code = app(args=argv, prog_name="bias", standalone_mode=False)
+        except _click_classes("Exit") as exc:
+            code = exc.exit_code
+        if code in (0, None) and run_command.metric_help(argv):  # `bias run --metric NAME --help`
+            run_command.show_metric_parameters(console, run_command.metric_help(argv))
     except SystemExit:
         raise
-    except _click_classes("Exit") as exc:
-        code = exc.exit_code
     except (KeyboardInterrupt, *_click_classes("Abort")) as exc:
         say(err_console, "Interrupted; results written so far are kept.")
         code = interrupt_exit_code(exc) if isinstance(exc, KeyboardInterrupt) else 130

@@ -36,40 +36,86 @@ def execute(
     if metrics and not wordsets:
         raise BiasError("--metric goes with --wordset (the word sets to measure before and after).")
     written = write_debiased(
-        model=model, method=method, language=language, lists=lists, out=out, fmt=fmt, limit=limit, components=components,
-        model_options=model_options, params=params,
+        model=model,
+        method=method,
+        language=language,
+        lists=lists,
+        out=out,
+        fmt=fmt,
+        limit=limit,
+        components=components,
+        model_options=model_options,
+        params=params,
     )
     path, record = written.path, written.record
     missing = record["missing"] or {}
     for what, words in missing.items():
         if words:
             shown = ", ".join(" ".join(w) if isinstance(w, list) else w for w in words[:12])
-            warn(console, f"({what}): {shown}{' ...' if len(words) > 12 else ''}", label="not in the model")
-    say(console, f"Debiased {written.vocabulary} words with {method}; record: {out / DEBIAS_RECORD}")
+            warn(
+                console,
+                f"({what}): {shown}{' ...' if len(words) > 12 else ''}",
+                label="not in the model",
+            )
+    say(
+        console, f"Debiased {written.vocabulary} words with {method}; record: {out / DEBIAS_RECORD}"
+    )
     say(console, f"Use the debiased model with: --model word2vec:{path}")
     if wordsets:
-        return measure(model, f"word2vec:{path}", wordsets, metrics or [], model_options, out / "measures", console)
+        return measure(
+            model,
+            f"word2vec:{path}",
+            wordsets,
+            metrics or [],
+            model_options,
+            out / "measures",
+            console,
+        )
     return 0
 
 
-DEFAULT_METRICS = {"association": "weat", "similarity-pairs": "word-similarity", "analogies": "analogy"}
+DEFAULT_METRICS = {
+    "association": "weat",
+    "similarity-pairs": "word-similarity",
+    "analogies": "analogy",
+}
 
 
-def measure(original: str, debiased: str, wordsets: list[str], metrics: list[str], model_options: dict[str, str], out: Path, console: Console) -> int:
+def measure(
+    original: str,
+    debiased: str,
+    wordsets: list[str],
+    metrics: list[str],
+    model_options: dict[str, str],
+    out: Path,
+    console: Console,
+) -> int:
     """`bias debias --wordset`: the word sets on the original and the written vectors in one run
     (results and report in OUT/measures), then the before/after table (bias down by X, similarity
     down by Y)."""
     from bias.cli.run import execute as run
+    from bias.engine.experiments import ModelConfig
+    from bias.engine.front_door import validate
+    from bias.engine.model_options import with_shared
+    from bias.engine.run_spec import MetricEntry, RunSpec
     from bias.registry.resolve import load_wordset
 
     if not metrics:
         kinds = [getattr(getattr(load_wordset(w), "meta", None), "kind", None) for w in wordsets]
         unknown = [w for w, k in zip(wordsets, kinds) if k not in DEFAULT_METRICS]
         if unknown:
-            raise BiasError(f"No default metric for the word set {unknown[0]}.", "Name the metrics with --metric.")
+            raise BiasError(
+                f"No default metric for the word set {unknown[0]}.",
+                "Name the metrics with --metric.",
+            )
         metrics = list(dict.fromkeys(DEFAULT_METRICS[k] for k in kinds))  # type: ignore[index]
-    return run(
-        config=None, models=[original, debiased], wordsets=wordsets, metrics=metrics, seeds=[], params={}, grid={},
-        model_options={}, shared_model_options=model_options, out=out, resume=False, fail_fast=False, as_json=False,
-        console=console, debug=False, before_after=True,
+    spec = RunSpec(
+        models=[with_shared(ModelConfig(m), model_options) for m in (original, debiased)],
+        wordsets=wordsets,
+        metrics=[MetricEntry(m) for m in metrics],
+        shared_model_options=model_options,
+        out=out,
+        before_after=True,
+        where={"models": "--model", "wordsets": "--wordset", "metrics": "--metric", "out": "--out"},
     )
+    return run(validate(spec), console=console, debug=False)

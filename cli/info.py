@@ -21,6 +21,7 @@ GUARD_NOTES = {
     "cost": " [a price: from a file it can only raise the estimate]",
 }
 
+
 def plugin_documentation(name: str) -> list[dict[str, Any]]:
     from bias.core.params import describe_params
     from bias.registry import entry_points as eps
@@ -43,11 +44,21 @@ def plugin_documentation(name: str) -> list[dict[str, Any]]:
                     "doc": inspect.cleandoc(plugin.__doc__ or ""),
                     "kind": kind_of(group, plugin),
                     "parameters": [
-                        {"name": p.name, "type": p.type, "default": p.default, "help": p.help, "guard": p.guard}
+                        {
+                            "name": p.name,
+                            "type": p.type,
+                            "default": p.default,
+                            "help": p.help,
+                            "guard": p.guard,
+                        }
                         for p in describe_params(plugin)
                     ],
                     "requires": sorted(c.value for c in getattr(plugin, "requires", ()))
-                    + ([" or ".join(sorted(c.value for c in plugin.requires_any))] if getattr(plugin, "requires_any", None) else []),
+                    + (
+                        [" or ".join(sorted(c.value for c in plugin.requires_any))]
+                        if getattr(plugin, "requires_any", None)
+                        else []
+                    ),
                     "capabilities": sorted(c.value for c in getattr(plugin, "capabilities", ())),
                     "data_kind": getattr(plugin, "data_kind", None),
                     "distribution": f"{info.distribution} {info.version}",
@@ -99,8 +110,13 @@ def static_model_note(test: Any) -> str:
     if not found:
         return ""
     sets = test.sets()
-    parts = [f"{key} {static_loss(list(sets[key].words), words, LOST_THRESHOLD)}: {', '.join(words)}" for key, words in found.items()]
-    return "static models (fastText, word2vec, GloVe) have no vector for a phrase; " + "; ".join(parts)
+    parts = [
+        f"{key} {static_loss(list(sets[key].words), words, LOST_THRESHOLD)}: {', '.join(words)}"
+        for key, words in found.items()
+    ]
+    return "static models (fastText, word2vec, GloVe) have no vector for a phrase; " + "; ".join(
+        parts
+    )
 
 
 def _method_page(group: str, name: str, distribution: str) -> dict[str, str]:
@@ -125,7 +141,10 @@ def _contents(data: Any) -> dict[str, dict[str, Any]]:
         if field.name == "meta" or not isinstance(value, (list, tuple, dict)) or not value:
             continue
         items = list(value.items()) if isinstance(value, dict) else list(value)
-        out[field.name] = {"label": field.name.replace("_", " "), "words": [_short(item) for item in items]}
+        out[field.name] = {
+            "label": field.name.replace("_", " "),
+            "words": [_short(item) for item in items],
+        }
     return out
 
 
@@ -156,20 +175,56 @@ def reflow(doc: str) -> str:
     return "\n\n".join(paragraphs)
 
 
+def parameters_table(entry: dict[str, Any], flags: dict[str, str] | None = None) -> Table:
+    """A plugin's declared parameters; `flags`: the command line's own flag of a parameter, shown
+    beside its name (`bias run --metric NAME --help`)."""
+    flags = flags or {}
+    table = Table(title="Parameters")
+    for column in ("Name", "Type", "Default", "Description"):
+        table.add_column(column, overflow="fold")
+    for p in entry["parameters"]:
+        default = (
+            "(required)" if p["default"] is None and p["name"] == "location" else repr(p["default"])
+        )
+        name = p["name"] + (f" ({flags[p['name']]})" if p["name"] in flags else "")
+        table.add_row(
+            cell(name),
+            cell(p["type"]),
+            cell(default),
+            cell(p["help"] + GUARD_NOTES.get(p.get("guard"), "")),
+        )
+    return table
+
+
 def render(console: Console, entry: dict[str, Any]) -> None:
     say(console, (entry["name"], "bold"), f" ({entry['group'][:-1]}) - {entry['summary']}")
     if entry.get("doc"):
         say_whole(console, reflow(entry["doc"]))  # plain text, whole: "[CLS]" is not markup
     console.print()
     if entry["group"] == "wordsets":
-        for key in ("kind", "language", "bias_type", "expected_direction", "concept", "descriptor", "source", "licence", "notes", "multi_word_stimuli"):
+        for key in (
+            "kind",
+            "language",
+            "bias_type",
+            "expected_direction",
+            "concept",
+            "descriptor",
+            "source",
+            "licence",
+            "notes",
+            "multi_word_stimuli",
+        ):
             if entry.get(key):
                 say(console, (f"{key.replace('_', ' ')}:", "bold"), f" {entry[key]}")
         table = Table(title="Sets")
         for column in ("Set", "Label", "Size", "Words"):
             table.add_column(column, overflow="fold")
         for key, s in entry["sets"].items():
-            shown = s["words"] if len(s["words"]) <= 40 else [*s["words"][:40], f"... ({len(s['words']) - 40} more)"]
+            shown = (
+                s["words"]
+                if len(s["words"]) <= 40
+                else [*s["words"][:40], f"... ({len(s['words']) - 40} more)"]
+            )
             table.add_row(cell(key), cell(s["label"]), str(len(s["words"])), cell(", ".join(shown)))
         console.print(table)
     else:
@@ -179,13 +234,7 @@ def render(console: Console, entry: dict[str, Any]) -> None:
             kind = f"; data kind: {entry['data_kind']}" if entry.get("data_kind") else ""
             say(console, ("requires:", "bold"), f" {', '.join(entry['requires'])}{kind}")
         if entry["parameters"]:
-            table = Table(title="Parameters")
-            for column in ("Name", "Type", "Default", "Description"):
-                table.add_column(column, overflow="fold")
-            for p in entry["parameters"]:
-                default = "(required)" if p["default"] is None and p["name"] == "location" else repr(p["default"])
-                table.add_row(cell(p["name"]), cell(p["type"]), cell(default), cell(p["help"] + GUARD_NOTES.get(p.get("guard"), "")))
-            console.print(table)
+            console.print(parameters_table(entry))
         say(console, ("entry point:", "bold"), f" {entry['entry_point']}")
         if entry.get("method"):
             say(console, ("method:", "bold"), f" {entry['method']}")

@@ -16,65 +16,26 @@ from bias.core.errors import FAILURE, USAGE
 from bias.core.model import FAILED, OK, REFUSED, Result
 from bias.cli.say import Line, cell, line, say, warn
 from bias.core.text import listed
-from bias.engine.assembly import Assembly, RunOptions, assemble
+from bias.engine.assembly import Assembly, assemble
 from bias.engine.experiments import ModelConfig
+from bias.engine.run_spec import RunSpec
 from bias.engine.session import INTERRUPTED, INTERRUPTED_EXIT, STOPPED, Session, run_session
 
 err_console = Console(stderr=True)
+DEFAULT_FORMATS = ("md", "csv", "tex")  # the report files a run with --out writes
 
 
 def execute(
-    *,
-    config: Path | None,
-    models: Sequence[str],
-    datasets: Path | None = None,
-    models_dir: Path | None = None,
-    wordsets: Sequence[str],
-    metrics: Sequence[str],
-    seeds: Sequence[int],
-    params: dict[str, Any],
-    grid: dict[str, list[Any]],
-    model_options: dict[str, str],
-    out: Path | None,
-    shared_model_options: dict[str, Any] | None = None,
-    resume: bool,
-    fail_fast: bool,
-    as_json: bool,
-    console: Console,
-    debug: bool,
-    family: str | None = None,
-    formats: Sequence[str] = ("md", "csv", "tex"),
-    argv: Sequence[str] | None = None,
-    executor: str | None = None,
-    ray_address: str | None = None,
-    wide: bool = False,
-    with_original: bool = False,
-    limit: int | None = None,
-    before_after: bool = False,
-    max_cost: float | None = None,
-    confirm_cost: bool = False,
-    threads: int | None = None,
-    preset: str | None = None,
-    allow: Sequence[str] = (),
-    code_flags: dict[str, str] | None = None,
+    spec: RunSpec, *, console: Console, debug: bool, argv: Sequence[str] | None = None
 ) -> int:
     """Run and report; the output folder's lock is held until the report is printed, however it ends."""
-    options = RunOptions(
-        config=config, datasets=datasets, models_dir=models_dir, models=models, wordsets=wordsets, metrics=metrics, seeds=seeds,
-        params=params, grid=grid, model_options=model_options, shared_model_options=shared_model_options or {}, out=out,
-        resume=resume, family=family, executor=executor, ray_address=ray_address, with_original=with_original, before_after=before_after,
-        max_cost=max_cost, confirm_cost=confirm_cost, limit=limit, threads=threads, preset=preset, allow=allow,
-        code_flags=code_flags or {},
-    )
-    assembly = assemble(
-        options,
-        on_warning=lambda problem: warn(err_console, str(problem)),
-        on_notice=lambda text: say(err_console, text),
-        on_contact=lambda text: say(err_console, text),  # where requests go, with which key: before anything is sent
-    )
+    # before anything is sent
+    assembly = assemble(spec, on_contact=lambda text: say(err_console, text))
+    as_json, resume, wide = spec.json, spec.resume, spec.wide
     plan, out = assembly.plan, assembly.out
     for skipped in skipped_lines(plan.skipped):
-        say(err_console, skipped)  # a warning, on stderr beside the refusals: stdout keeps the results
+        # a warning, on stderr beside the refusals: stdout keeps the results
+        say(err_console, skipped)
     quiet = logging.getLogger().getEffectiveLevel() >= logging.ERROR
     show_progress = not as_json and not quiet and console.is_terminal
     # Off a terminal (CI, tee, nohup) a line per finished experiment on stderr, so a long run is never silent.
@@ -86,16 +47,32 @@ def execute(
 
     with contextlib.ExitStack() as hold:
         session = run_session(
-            assembly, resume=resume, fail_fast=fail_fast, debug=debug, formats=formats, argv=argv, on_event=progress.event,
-            on_result=print_json if as_json else None, display=progress, hold=hold,
+            assembly,
+            resume=resume,
+            fail_fast=spec.fail_fast,
+            debug=debug,
+            formats=spec.formats or DEFAULT_FORMATS,
+            argv=argv,
+            on_event=progress.event,
+            on_result=print_json if as_json else None,
+            display=progress,
+            hold=hold,
         )
         results = session.results
         for retried in progress.retried_lines():
             say(err_console, retried)
         if session.status == INTERRUPTED:
-            where = f"; {len(results)} result(s) of this session kept in {out / 'results.jsonl'} (continue with --resume)" if out else ""
+            where = (
+                f"; {len(results)} result(s) of this session kept in {out / 'results.jsonl'} (continue with --resume)"
+                if out
+                else ""
+            )
             say(err_console, f"Interrupted{where}.")
-            return session.interrupt_exit_code if session.interrupt_exit_code is not None else INTERRUPTED_EXIT
+            return (
+                session.interrupt_exit_code
+                if session.interrupt_exit_code is not None
+                else INTERRUPTED_EXIT
+            )
         if not as_json:
             _show(session, assembly, console, wide)
         if session.status == STOPPED:
@@ -111,11 +88,18 @@ def _show(session: Session, assembly: Assembly, console: Console, wide: bool) ->
     from bias.core.runs.results import DETAIL_TABLES
 
     out, results, shown = session.out, session.results, session.this_run()
-    shown_report = build(shown, family=assembly.family, title=assembly.settings.get("title") or "Results")
+    shown_report = build(
+        shown, family=assembly.family, title=assembly.settings.get("title") or "Results"
+    )
     for refused in refusal_lines(shown_report, results):
         say(err_console, refused)
     if any(r.status == OK for r in shown):
-        console.print(results_table(shown_report, width=console.width, wide=wide, terminal=console.is_terminal), crop=False)
+        console.print(
+            results_table(
+                shown_report, width=console.width, wide=wide, terminal=console.is_terminal
+            ),
+            crop=False,
+        )
     for said, warning in messages(shown_report, results):
         say(err_console if warning else console, said)
     if assembly.after_model is not None:
@@ -123,7 +107,12 @@ def _show(session: Session, assembly: Assembly, console: Console, wide: bool) ->
     if out is not None:
         finished = session.already_finished()
         note = f" ({finished} already finished, skipped)" if finished else ""
-        details = [out / r.figures[n] for r in shown for n in DETAIL_TABLES if isinstance(r.figures.get(n), str)]
+        details = [
+            out / r.figures[n]
+            for r in shown
+            for n in DETAIL_TABLES
+            if isinstance(r.figures.get(n), str)
+        ]
         main = [out / "results.jsonl", *session.written, out / "manifest.json"]
         say(console, f"Written to {out}/: {written_files(out, main, details)}{note}", whole=True)
 
@@ -149,7 +138,13 @@ def exit_code(results: Sequence[Result]) -> int:
     return 0
 
 
-def _before_after(results: Sequence[Any], prepared: Sequence[Any], after_model: ModelConfig, out: Path | None, console: Console) -> None:
+def _before_after(
+    results: Sequence[Any],
+    prepared: Sequence[Any],
+    after_model: ModelConfig,
+    out: Path | None,
+    console: Console,
+) -> None:
     """The before/after table of `--with-original` (and `bias debias --wordset`): every test (bias
     measures and utilities alike) on the original and on the debiased model, with the change, written
     beside the report with --out."""
@@ -157,8 +152,12 @@ def _before_after(results: Sequence[Any], prepared: Sequence[Any], after_model: 
     from bias.core.reports.compare import compare, csv_text, markdown
     from bias.core.runs.folder import open_in_run
 
-    def is_after(model: ModelConfig) -> bool:  # the planner adds the lists' language, so not by equality
-        return model.spec == after_model.spec and (model.debias is None) == (after_model.debias is None)
+    def is_after(
+        model: ModelConfig,
+    ) -> bool:  # the planner adds the lists' language, so not by equality
+        return model.spec == after_model.spec and (model.debias is None) == (
+            after_model.debias is None
+        )
 
     debiased = {p.experiment.key for p in prepared if is_after(p.experiment.model)}
     before = [r for r in results if r.key not in debiased]
@@ -185,13 +184,21 @@ def skipped_lines(skipped: Sequence[Any]) -> list[Line]:
         groups.setdefault(s.reason, []).append(s)
     lines = []
     for reason, members in groups.items():
-        what = list(dict.fromkeys(
-            f"{s.metric}" + (f" ({', '.join(f'{k}={v}' for k, v in sorted(s.params.items()) if k in ('level', 'pooling', 'layer'))})"
-                             if any(k in s.params for k in ("level", "pooling", "layer")) else "")
-            for s in members
-        ))
+        what = list(
+            dict.fromkeys(
+                f"{s.metric}"
+                + (
+                    f" ({', '.join(f'{k}={v}' for k, v in sorted(s.params.items()) if k in ('level', 'pooling', 'layer'))})"
+                    if any(k in s.params for k in ("level", "pooling", "layer"))
+                    else ""
+                )
+                for s in members
+            )
+        )
         shown = ", ".join(what[:4]) + (f" and {len(what) - 4} more" if len(what) > 4 else "")
-        lines.append(line(("skipped", "yellow"), f" {len(members)} combination(s), {shown}: {reason}"))
+        lines.append(
+            line(("skipped", "yellow"), f" {len(members)} combination(s), {shown}: {reason}")
+        )
     return lines
 
 
@@ -221,14 +228,28 @@ def messages(report: Any, results: Sequence[Any]) -> list[tuple[Line, bool]]:
     limits = sorted({r.meta["limit"] for r in results if isinstance(r.meta.get("limit"), int)})
     if limits:
         shown = "/".join(str(n) for n in limits)
-        lines.append((line(f"smoke run: only the first {shown} items of each list of each test (--limit {shown}); not a result to report"), True))
+        lines.append(
+            (
+                line(
+                    f"smoke run: only the first {shown} items of each list of each test (--limit {shown}); not a result to report"
+                ),
+                True,
+            )
+        )
     warned: dict[tuple[str, str], list[str]] = {}
     for r in results:
         if r.status == OK:
             for w in r.warnings:
                 warned.setdefault((r.wordset, w), []).append(_where(report, r, names))
     for (wordset, w), wheres in warned.items():
-        lines.append((line(("warning", "yellow"), f" {wordset} ({', '.join(dict.fromkeys(wheres))}): {w}"), True))
+        lines.append(
+            (
+                line(
+                    ("warning", "yellow"), f" {wordset} ({', '.join(dict.fromkeys(wheres))}): {w}"
+                ),
+                True,
+            )
+        )
     return lines
 
 
@@ -247,12 +268,16 @@ def refusal_lines(report: Any, results: Sequence[Any]) -> list[Line]:
     refused: dict[tuple[str, str], list[str]] = {}
     for r in results:
         if r.status != OK:
-            refused.setdefault((r.status, r.reason or ""), []).append(f"{r.wordset} {_where(report, r, names)}")
+            refused.setdefault((r.status, r.reason or ""), []).append(
+                f"{r.wordset} {_where(report, r, names)}"
+            )
     lines: list[Line] = []
     for (status, reason), wheres in refused.items():
         colour = "yellow" if status == REFUSED else "red"
         unique_wheres = list(dict.fromkeys(wheres))
-        shown = ", ".join(unique_wheres[:6]) + (f" and {len(unique_wheres) - 6} more" if len(unique_wheres) > 6 else "")
+        shown = ", ".join(unique_wheres[:6]) + (
+            f" and {len(unique_wheres) - 6} more" if len(unique_wheres) > 6 else ""
+        )
         count = f" ({len(wheres)} experiments)" if len(wheres) > 1 else ""
         lines.append(line((status, colour), f"{count} {shown}: {reason}"))
     return lines
@@ -266,7 +291,13 @@ def detail(r: Result) -> str:
     lost = sum(len(words) for words in r.lost.values())
     parts.append(f"lost {lost} word(s)" if lost else "no word lost")
     if r.convention:
-        parts.append(", ".join(f"{k}={v}" for k, v in r.convention.items() if isinstance(v, (str, int, float, bool)) and len(str(v)) <= 24))
+        parts.append(
+            ", ".join(
+                f"{k}={v}"
+                for k, v in r.convention.items()
+                if isinstance(v, (str, int, float, bool)) and len(str(v)) <= 24
+            )
+        )
     if r.status != OK and r.reason:
         parts.append(r.reason)
     return "; ".join(parts)
@@ -288,11 +319,25 @@ class _progress:
 
     def __enter__(self) -> _progress:
         if self.enabled:
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                SpinnerColumn,
+                TextColumn,
+                TimeElapsedColumn,
+                TimeRemainingColumn,
+            )
 
             self.bar = Progress(
-                SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                TimeRemainingColumn(), console=self.console, transient=True,
+                SpinnerColumn(),
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                TimeRemainingColumn(),
+                console=self.console,
+                transient=True,
             )
             self.bar.start()
             self.overall = self.bar.add_task("batch", total=None)
@@ -319,7 +364,9 @@ class _progress:
         if not self.bar:
             return
         self.bar.update(self.overall, total=event.total, completed=event.done, description="batch")
-        if self.waiting and event.kind != "start":  # Ray: a model waits for a CPU or GPU others hold
+        if (
+            self.waiting and event.kind != "start"
+        ):  # Ray: a model waits for a CPU or GPU others hold
             note = next(iter(self.waiting.values()))
             more = f" (+{len(self.waiting) - 1} more)" if len(self.waiting) > 1 else ""
             self.bar.reset(self.current, total=None, description=cell(note + more))
@@ -328,10 +375,18 @@ class _progress:
         elif event.kind == "result" and not self.started and event.experiment is not None:
             # Ray says no "start" (models run side by side): the line names the latest result instead
             exp = event.experiment
-            self.bar.reset(self.current, total=None, description=cell(f"done {exp.metric} {exp.wordset} on {event.model}"))
+            self.bar.reset(
+                self.current,
+                total=None,
+                description=cell(f"done {exp.metric} {exp.wordset} on {event.model}"),
+            )
         elif event.kind == "start":
             exp = event.experiment
-            self.bar.reset(self.current, total=None, description=cell(f"{exp.metric} {exp.wordset} on {event.model}"))
+            self.bar.reset(
+                self.current,
+                total=None,
+                description=cell(f"{exp.metric} {exp.wordset} on {event.model}"),
+            )
 
     def _line(self, event: Any, verbose: bool = False) -> None:
         """`[k/N] test metric on model: value (compute time; the model's load time, once per model)`,
@@ -340,18 +395,30 @@ class _progress:
         from bias.core.reports.values import result_p, short_models, variant_label
 
         r, exp = event.result, event.experiment
-        varying = ", ".join(f"{k}={v}" for k, v in sorted(exp.params.items()) if k in ("level", "pooling", "layer") and v is not None)
-        what = variant_label(exp.metric, varying) + (f" seed={exp.seed}" if exp.seed not in (None, 0) else "")
+        varying = ", ".join(
+            f"{k}={v}"
+            for k, v in sorted(exp.params.items())
+            if k in ("level", "pooling", "layer") and v is not None
+        )
+        what = variant_label(exp.metric, varying) + (
+            f" seed={exp.seed}" if exp.seed not in (None, 0) else ""
+        )
         if r.status == OK:
             p = result_p(r)
             outcome = value_text(r) + (f", p {p}" if p != "-" else "")
         else:
             outcome = r.status
         model = short_models([r])[r.model]
-        load = r.timings.get("model_load_s") if r.model not in self.loaded else None  # said once per model
+        # said once per model
+        load = r.timings.get("model_load_s") if r.model not in self.loaded else None
         self.loaded.add(r.model)
-        timing = f"{r.timings.get('compute_s', 0.0):.1f} s" + (f"; {model} loaded in {load:.1f} s" if load is not None else "")
-        say(err_console, f"[{event.done}/{event.total}] {exp.wordset} {what} on {model}: {outcome} ({timing})")
+        timing = f"{r.timings.get('compute_s', 0.0):.1f} s" + (
+            f"; {model} loaded in {load:.1f} s" if load is not None else ""
+        )
+        say(
+            err_console,
+            f"[{event.done}/{event.total}] {exp.wordset} {what} on {model}: {outcome} ({timing})",
+        )
         if verbose:
             say(err_console, "      " + detail(r))
 

@@ -10,32 +10,38 @@ docs/methods.md has the table of conventions: our default, each peer's choice, t
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-import attrs
-
-from bias.core.errors import BiasError
-
-if TYPE_CHECKING:
-    from bias.engine.experiments import Experiment
+from typing import Any
 
 PRESET_PARAMS: dict[str, dict[str, Any]] = {
     # The BIAS Detection Framework: numpy's population std, repeated stimuli kept (case-sensitive, as
     # loaded), SEAT sentences on static models as the raw mean of their tokens' vectors, CrowS-Pairs
     # sentences lowercased; LPBS over the i-th singular target pairs, a word's sub-tokens at one mask.
     "bias-framework": {
-        "ddof": 0, "duplicates": "keep", "lowercase": "yes", "static_sentence": "word-mean",
-        "pairing": "i-th", "target_number": "singular", "multi_token": "one-mask",
+        "ddof": 0,
+        "duplicates": "keep",
+        "lowercase": "yes",
+        "static_sentence": "word-mean",
+        "pairing": "i-th",
+        "target_number": "singular",
+        "multi_token": "one-mask",
     },
     # bias-bench's causal-LM scores: the first token after BOS alone, the rest from a pass without BOS,
     # the per-token mean (CrowS-Pairs; StereoSet's geometric mean takes the start alone); its masked-LM
     # CrowS-Pairs scores: the modified tokens' mean, rounded.
-    "bias-bench": {"causal_start": "bos-first-token", "likelihood": "mean", "masked_score": "bias-bench"},
+    "bias-bench": {
+        "causal_start": "bos-first-token",
+        "likelihood": "mean",
+        "masked_score": "bias-bench",
+    },
     # sent-bias (SEAT's code): sample std, one-sided, ties counted, exact up to 100,000 partitions,
     # otherwise n_samples = 100,000 of which one is the observed partition: p = (k + 1) / 100,000.
-    "sent-bias": {"ddof": 1, "alternative": "greater", "ties": "counted", "exact_limit": 100_000, "permutations": 99_999},
+    "sent-bias": {
+        "ddof": 1,
+        "alternative": "greater",
+        "ties": "counted",
+        "exact_limit": 100_000,
+        "permutations": 99_999,
+    },
     # WEFE: population std; vectors as the model gives them (no unit-normalisation before RND); RIPA
     # over the i-th pairs' unit directions.
     "wefe": {"ddof": 0, "normalise": False, "relation": "per-pair"},
@@ -70,48 +76,26 @@ PRESET_NOTES = {
 }
 
 
-def _declared(metric: str) -> set[str]:
+def declared_params(metric: str) -> set[str]:
+    """The parameter names a metric declares (a preset's parameter goes only to those)."""
     from bias.core.params import describe_params
     from bias.registry.entry_points import load
 
     return {p.name for p in describe_params(load("metrics", metric))}
 
 
-def _preset(metric: str, data: dict[str, Any], path: Path) -> dict[str, Any]:
-    """The parameters a preset (and the `duplicates` setting) give this metric, where it declares them."""
-    preset = data.get("preset")
-    out: dict[str, Any] = {}
-    if preset is not None:
-        if preset not in PRESETS:
-            raise BiasError(f"{path}: unknown preset {preset!r}.", f"Presets: {', '.join(PRESETS)}.")
-        out.update(PRESET_PARAMS[preset])
-    if "duplicates" in data:
-        from bias.core.association.lookup import DUPLICATES
-
-        if data["duplicates"] not in DUPLICATES:
-            raise BiasError(f"{path}: duplicates must be one of {', '.join(DUPLICATES)}, not {data['duplicates']!r}.")
-        out["duplicates"] = data["duplicates"]
-    if not out:
+def preset_params(metric: str, preset: str | None, duplicates: str | None = None) -> dict[str, Any]:
+    """The parameters a preset (and the run's `duplicates` setting) give this metric: only those it
+    declares, so that one preset serves every metric of a run."""
+    given = dict(PRESET_PARAMS.get(preset, {})) if preset else {}
+    if duplicates is not None:
+        given["duplicates"] = duplicates
+    if not given:
         return {}
-    declared = _declared(metric)
-    return {k: v for k, v in out.items() if k in declared}
-
-
-def with_preset(experiments: Sequence[Experiment], preset: str) -> list[Experiment]:
-    """`--preset` on the command line: each experiment gets the preset's parameters its metric declares
-    (its own `--param` wins), marked with the preset, as an experiment file's `preset` gives them."""
-    return [
-        attrs.evolve(e, params={**_preset(e.metric, {"preset": preset}, Path("--preset")), **e.params}, preset=preset)
-        for e in experiments
-    ]
+    declared = declared_params(metric)
+    return {k: v for k, v in given.items() if k in declared}
 
 
 def preset_notes(preset: str | None) -> list[str]:
     """The note a run with this preset carries into its manifest and reports."""
     return [PRESET_NOTES[preset]] if preset in PRESET_NOTES else []
-
-
-def _with_preset(experiments: list[Experiment], data: dict[str, Any]) -> list[Experiment]:
-    """The experiments marked with the run's preset, so that each result records it."""
-    preset = data.get("preset")
-    return [attrs.evolve(e, preset=preset) for e in experiments] if preset else experiments

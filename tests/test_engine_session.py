@@ -15,8 +15,9 @@ from bias.core.errors import BiasError
 from bias.core.runs.lock import RunLock
 from bias.core.runs.manifest import read_manifest
 from bias.engine import planning, runner
-from bias.engine.assembly import RunOptions, assemble
-from bias.engine.experiments import load_config
+from bias.engine.assembly import assemble
+from bias.engine.front_door import from_options, spec_for_run
+from bias.engine.experiment_file import load_config
 from bias.engine.session import run_session
 
 
@@ -26,7 +27,7 @@ def sets(tmp_path):
 
 
 def _assembly(planted_files, tmp_path, out):
-    return assemble(RunOptions(config=config(tmp_path, f"word2vec:{planted_files.word2vec_bin}", GRID), out=out))
+    return assemble(spec_for_run(from_options({"out": out} if out else {}), config(tmp_path, f"word2vec:{planted_files.word2vec_bin}", GRID)))
 
 
 def test_a_session_writes_results_manifest_and_report_and_says_it_finished(planted_files, tmp_path, sets):
@@ -47,7 +48,8 @@ def test_a_session_writes_results_manifest_and_report_and_says_it_finished(plant
 
 
 def test_without_a_folder_nothing_is_written(planted_files, tmp_path, sets):
-    assembly = assemble(RunOptions(models=[f"word2vec:{planted_files.word2vec_bin}"], wordsets=[str(sets[0])], metrics=["weat"], params={"permutations": 100}))
+    options = {"models": [f"word2vec:{planted_files.word2vec_bin}"], "wordsets": [str(sets[0])], "metrics": ["weat"], "permutations": [100]}
+    assembly = assemble(spec_for_run(from_options(options)))
     session = run_session(assembly)
     assert session.status == "finished" and [r.status for r in session.results] == ["ok"]
     assert session.report is None and session.written == [] and session.this_run() == session.results
@@ -114,9 +116,10 @@ def test_the_cpu_threads_are_set_and_recorded_in_every_result(planted_files, tmp
         monkeypatch.delenv(name, raising=False)  # set by the run; restored after the test
     if omp is not None:
         monkeypatch.setenv("OMP_NUM_THREADS", omp)
-    options = RunOptions(config=config(tmp_path, f"word2vec:{planted_files.word2vec_bin}", GRID), threads=threads)
+    given = {"threads": threads} if threads else {}
+    spec = spec_for_run(from_options(given), config(tmp_path, f"word2vec:{planted_files.word2vec_bin}", GRID))
     with threadpool_limits(None):  # the limits the run sets are undone after the test
-        session = run_session(assemble(options))
+        session = run_session(assemble(spec))
         blas = {pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"}
     expected = threads or (int(omp) if omp else len(os.sched_getaffinity(0)))
     assert {r.meta["threads"] for r in session.results} == {expected}

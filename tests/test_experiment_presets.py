@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from bias.core.errors import BiasError
-from bias.engine.experiments import load_config
+from bias.engine.experiment_file import load_config
 
 
 def _write(tmp_path: Path, text: str) -> Path:
@@ -74,7 +74,7 @@ def test_duplicates_setting_in_a_grid_file(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ('preset = "wefee"\nmodels = ["word2vec:a.bin"]\nwordsets = ["en/weat1"]\nmetrics = ["weat"]\n', "unknown preset 'wefee'"),
+        ('preset = "wefee"\nmodels = ["word2vec:a.bin"]\nwordsets = ["en/weat1"]\nmetrics = ["weat"]\n', "preset must be one of bias-framework, bias-bench, sent-bias, wefe, not 'wefee'"),
         ('duplicates = "twice"\nmodels = ["word2vec:a.bin"]\nwordsets = ["en/weat1"]\nmetrics = ["weat"]\n', "duplicates must be one of drop, keep"),
         ('[[experiments]]\nwordset = "en/weat1"\nmetric = "weat"\n', r"experiments\[0\]\.model needs a spec"),
         ('models = ["word2vec:a.bin"]\n[[experiments]]\nwordset = "en/weat1"\nmetric = "weat"\nmodel = "x:y"\n', "not both"),

@@ -14,7 +14,7 @@ from fixtures.planted import A_WORDS, B_WORDS, X_WORDS, Y_WORDS
 
 from bias.engine import planning, runner
 from bias.core.errors import BiasError
-from bias.engine.experiments import load_config
+from bias.engine.experiment_file import load_config
 from bias.core.runs.manifest import read_manifest
 from bias.engine.manifest import Manifest
 
@@ -133,13 +133,11 @@ def test_a_model_that_fails_to_load_is_recorded_and_the_batch_goes_on(planted_fi
 
 def _execute(config_path: Path, out: Path, *, resume: bool = False) -> tuple[int, str]:
     from bias.cli.run import execute
+    from bias.engine.front_door import from_options, spec_for_run
 
     buffer = io.StringIO()
-    code = execute(
-        config=config_path, models=[], wordsets=[], metrics=["weat"], seeds=[], params={}, grid={}, model_options={},
-        out=out, resume=resume, fail_fast=False, as_json=False, console=Console(file=buffer, width=250), debug=False,
-        argv=["bias", "run", "exp.toml"],
-    )
+    spec = spec_for_run(from_options({"out": out, "resume": resume} if resume else {"out": out}), config_path)
+    code = execute(spec, console=Console(file=buffer, width=250), debug=False, argv=["bias", "run", "exp.toml"])
     return code, buffer.getvalue()
 
 
@@ -331,7 +329,7 @@ def test_model_spec_brackets_are_options_and_debiasing_is_its_own_value():
 
 
 def test_files_in_a_spec_s_brackets_are_read_against_the_experiment_file(tmp_path):
-    from bias.engine.experiments import load_config
+    from bias.engine.experiment_file import load_config
 
     folder = tmp_path / "study"
     folder.mkdir()

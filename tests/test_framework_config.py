@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bias.engine.experiments import load_config
-from bias.core.framework.config import is_framework_config, plan, read_lines, to_toml
+from bias.engine.experiment_file import load_config
+from bias.core.framework.config import is_framework_config, plan, read_lines
 from fixtures.framework_data import CONFIG, WORDS, all_words, build_datasets
 
 pytestmark = pytest.mark.slow

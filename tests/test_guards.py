@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from bias.core.errors import BiasError
 from bias.engine import guards
-from bias.engine.assembly import load
+from bias.engine.front_door import read_run_file
 from bias.registry import build_embedder
 
 FLAGS = {"allow_pickle": "--allow-pickle", "trust_remote_code": "--trust-remote-code"}
@@ -71,7 +71,7 @@ FORMS = st.sampled_from(
 
 def _checked(path: Path, allow: tuple[str, ...] = ()) -> list[Any]:
     """The experiments of a file as `bias run` reads them, held to what a file may decide."""
-    experiments, _ = load(path, None, None, lambda _: None, FLAGS)
+    experiments = read_run_file(path, None, None, lambda _: None, FLAGS).experiments()
     guards.check_file_experiments(experiments, guards.Allowed.parse(allow), FLAGS)
     return experiments
 
@@ -189,9 +189,8 @@ def test_a_framework_configs_model_name_cannot_switch_on_code(
         f"weat1,WEAT,{embedding},en,bert\nweat1,WEAT,{embedding},en,folder[{key}={text.strip()}]\n"
     )
     with pytest.raises(BiasError) as refused:
-        experiments, _ = load(
-            config, tmp_path / "datasets", tmp_path / "models", lambda _: None, FLAGS
-        )
+        spec = read_run_file(config, tmp_path / "datasets", tmp_path / "models", lambda _: None, FLAGS)
+        experiments = spec.experiments()
         guards.check_file_experiments(experiments, guards.Allowed(), FLAGS)
     assert "trust_remote_code" in refused.value.message and "--trust-remote-code" in (
         refused.value.hint or ""

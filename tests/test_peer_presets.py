@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from bias.engine.experiments import load_config
+from bias.engine.experiment_file import load_config
 from bias.engine.planning import plan, route_params
 from bias.engine.runner import run_one
 from bias.registry.resolve import build_embedder

@@ -396,7 +396,7 @@ def test_waiting_and_retries_are_said_off_a_terminal(capsys):
 
 def test_executor_and_resources_in_the_experiment_file(tmp_path):
     from bias.core.errors import BiasError
-    from bias.engine.experiments import load_config
+    from bias.engine.experiment_file import load_config
 
     config = tmp_path / "exp.toml"
     config.write_text(

@@ -7,7 +7,8 @@ import json
 import pytest
 
 from bias.core.errors import BiasError
-from bias.engine.experiments import Experiment, ModelConfig, load_config
+from bias.engine.experiment_file import load_config
+from bias.engine.experiments import Experiment, ModelConfig
 from bias.core.model import Result
 from bias.core.runs.results import ResultStore, read_results, scan_results
 from bias.engine.planning import plan

@@ -308,7 +308,8 @@ T1,WEAT,mVoyage,nl,None
 def test_framework_service_lines_skipped_without_key_and_truncated_by_the_preset(tmp_path, monkeypatch):
     from fixtures.framework_data import build_datasets
 
-    from bias.core.framework.config import plan, to_toml
+    from bias.core.framework.config import plan
+    from bias.engine.framework_file import framework_spec
 
     build_datasets(tmp_path / "datasets")
     (tmp_path / "models").mkdir()
@@ -328,10 +329,10 @@ def test_framework_service_lines_skipped_without_key_and_truncated_by_the_preset
     assert problems == [] and [p.model for p in planned] == [
         "openai:text-embedding-3-small", "openai:text-embedding-3-large", "voyage:voyage-multilingual-2"]
     assert planned[1].params == {"pooling": "mean"}
-    with_preset = to_toml(config, planned, problems)
+    with_preset = framework_spec(config, planned, problems).to_toml()
     assert with_preset.count("truncate = 768") == 2
     assert 'model = "voyage:voyage-multilingual-2"' in with_preset
-    assert "truncate" not in to_toml(config, planned, problems, preset=False)
+    assert "truncate" not in framework_spec(config, planned, problems, preset=False).to_toml()
     assert KEY not in with_preset
 
 
@@ -360,15 +361,16 @@ def test_framework_config_runs_openai_lines_against_a_local_server(server, tmp_p
 def test_ray_executor_checks_the_cost_before_any_worker_starts(key_env, monkeypatch):
     from bias.core.errors import BiasError
     from bias.engine import ray_executor
-    from bias.engine.assembly import RunOptions, assemble
+    from bias.engine.assembly import assemble
+    from bias.engine.front_door import from_options, spec_for_run
 
     def no_cluster(*args, **kwargs):
         raise AssertionError("a Ray cluster was started before the cost was checked")
 
     monkeypatch.setattr(ray_executor.Cluster, "connect", no_cluster)
-    options = RunOptions(models=["openai:minilm"], wordsets=["en/weat1"], metrics=["weat"],
-                         model_options={"base_url": "http://127.0.0.1:9/v1", "price": "100000"})
-    plan = assemble(options).plan
+    options = from_options({"models": ["openai:minilm"], "wordsets": ["en/weat1"], "metrics": ["weat"],
+                            "model_options": {"base_url": "http://127.0.0.1:9/v1", "price": "100000"}})
+    plan = assemble(spec_for_run(options)).plan
     with pytest.raises(BiasError, match=r"will send 100 text\(s\).*above --max-cost 1 \(US dollars\); nothing was sent"):
         list(ray_executor.run(plan.runnable))
     events = []

@@ -23,7 +23,7 @@ import pytest
 from bias import testing as bt
 from bias.core.data.stereoset import StereoSetExamples
 from bias.core.data.wordsets import load_toml_wordset
-from bias.engine.experiments import load_config
+from bias.engine.experiment_file import load_config
 from bias.engine.planning import plan, route_params
 from bias.engine.runner import run_one
 from bias.plugins.metrics.stereoset import StereoSet, aggregate

@@ -19,14 +19,12 @@ Each line is `dataset,metric,embedding,language,modelname` (`#` lines are commen
 
 A line that cannot run (wrong number of fields, unknown metric or embedding, no such dataset or model
 file, a name that leads out of the datasets or models folder) is reported with its line number and left
-out; the others run. `to_toml` writes the equivalent house
-experiment file (`[[experiments]]`, one per line), so `bias convert` shows what will run and
-`bias run` plans it through the same code as any experiment file.
+out; the others run. The engine makes one listed experiment of each line that can run
+(`bias.engine.framework_file`), so `bias convert` prints what will run, as an experiment file.
 """
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any
@@ -35,7 +33,7 @@ import attrs
 
 from bias.core.errors import BiasError
 from bias.core.data.framework_layout import FOLDER_CODES, language_code
-from bias.core.text import shown, visible
+from bias.core.text import shown
 from bias.core.data.wordsets import read_text
 
 PRESET = "bias-framework"
@@ -48,7 +46,11 @@ DATA = {
     "CROWS": ("CROWS", (".csv", ".xlsx")),
     "FISE": ("FISE", (".json",)),
 }
-STATIC = {"fasttext": "cc.{lang}.300.bin", "word2vec": "GoogleNews-vectors-negative300.bin", "glove": "glove.840B.300d.txt"}
+STATIC = {
+    "fasttext": "cc.{lang}.300.bin",
+    "word2vec": "GoogleNews-vectors-negative300.bin",
+    "glove": "glove.840B.300d.txt",
+}
 CONTEXTUAL = {"bert": "cls", "bert_pooling": "mean", "bert_first": "first", "mBERT": "cls"}
 MBERT = "google-bert/bert-base-multilingual-cased"
 # Embedding services: the model spec and the environment variable that must hold the key.
@@ -137,7 +139,9 @@ def _language_folder(datasets: Path, code: str) -> Path:
     folder = datasets / code
     if _is(folder, "dir"):
         return folder
-    others = [k for k, v in FOLDER_CODES.items() if v == code] + ([FOLDER_CODES[code]] if code in FOLDER_CODES else [])
+    others = [k for k, v in FOLDER_CODES.items() if v == code] + (
+        [FOLDER_CODES[code]] if code in FOLDER_CODES else []
+    )
     for other in others:
         if _is(datasets / other, "dir"):
             return datasets / other
@@ -148,8 +152,15 @@ def _inside(name: str, what: str, flag: str) -> None:
     """A dataset or model name is a name under its folder: an absolute path or a `..` would read a file
     the config's folders do not hold."""
     parts = name.replace("\\", "/").split("/")
-    if Path(name).is_absolute() or name.startswith(("/", "\\")) or ".." in parts or (len(name) > 1 and name[1] == ":"):
-        raise BiasError(f"{what} '{shown(name, 60)}' leads out of the {flag} folder; give a name under it")
+    if (
+        Path(name).is_absolute()
+        or name.startswith(("/", "\\"))
+        or ".." in parts
+        or (len(name) > 1 and name[1] == ":")
+    ):
+        raise BiasError(
+            f"{what} '{shown(name, 60)}' leads out of the {flag} folder; give a name under it"
+        )
 
 
 def _dataset(datasets: Path, line: ConfigLine) -> Path:
@@ -187,11 +198,15 @@ def _model(models: Path, line: ConfigLine) -> tuple[str, list[str]]:
         for name in names:
             if _is(models / name, "file"):
                 return f"{embedding}:{models / name}", []
-        raise BiasError(f"model file {' or '.join(str(models / n) for n in names)} not found; put it in the --models folder or give that folder with --models")
+        raise BiasError(
+            f"model file {' or '.join(str(models / n) for n in names)} not found; put it in the --models folder or give that folder with --models"
+        )
     if embedding in SERVICES:
         spec, variable = SERVICES[embedding]
         if not os.environ.get(variable, "").strip():
-            raise BiasError(f"embedding {embedding} ({spec}) needs an API key in the environment variable {variable}, which is not set")
+            raise BiasError(
+                f"embedding {embedding} ({spec}) needs an API key in the environment variable {variable}, which is not set"
+            )
         return spec, []
     if embedding == "mBERT":
         return f"hf:{_hub_model(models, MBERT)}", []
@@ -215,11 +230,14 @@ def plan_line(line: ConfigLine, datasets: Path, models: Path) -> Planned:
     params: dict[str, Any] = {}
     pooling = CONTEXTUAL.get(line.embedding)
     if pooling and metric == "WEAT":
-        options["word_pooling"] = pooling  # the word alone between [CLS] and [SEP], as the framework encodes it
+        # the word alone between [CLS] and [SEP], as the framework encodes it
+        options["word_pooling"] = pooling
     elif pooling and metric == "SEAT":
         params["pooling"] = pooling
         if pooling != "cls":
-            notes.append(f"{line.embedding} on sentences: the framework's word-level variant has no target position in a SEAT sentence; the sentence's tokens are pooled ({pooling})")
+            notes.append(
+                f"{line.embedding} on sentences: the framework's word-level variant has no target position in a SEAT sentence; the sentence's tokens are pooled ({pooling})"
+            )
     elif pooling and metric == "FISE":
         params["encoding"] = "contextual"
     elif line.embedding in SERVICES and metric == "FISE":
@@ -235,7 +253,10 @@ def plan(path: Path, datasets: Path, models: Path) -> tuple[list[Planned], list[
     """Every runnable line of a config file, and a problem (with its line number) for each other one."""
     datasets, models = Path(datasets), Path(models)
     if not datasets.is_dir():
-        raise BiasError(f"Datasets folder not found: {datasets}", "Give the framework's datasets folder with --datasets.")
+        raise BiasError(
+            f"Datasets folder not found: {datasets}",
+            "Give the framework's datasets folder with --datasets.",
+        )
     lines, problems = read_lines(path)
     planned = []
     for line in lines:
@@ -249,72 +270,15 @@ def plan(path: Path, datasets: Path, models: Path) -> tuple[list[Planned], list[
 def refuse_empty(path: Path, planned: list[Planned], problems: list[str], what: str) -> None:
     """A config with no line that can run is refused (after its problems were shown), saying why."""
     if not planned:
-        why = f"no line of this file can run ({len(problems)} skipped)" if problems else "the file holds only comments and blank lines"
-        raise BiasError(f"{path}: {what}: {why}.", "A line is dataset,metric,embedding,language,modelname (# lines are comments).")
-
-
-def _value(value: Any) -> str:
-    """A TOML value: strings through JSON (a TOML basic string accepts its escapes), tables inline."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return repr(value)
-    if isinstance(value, dict):
-        return "{ " + ", ".join(f"{k} = {_value(v)}" for k, v in value.items()) + " }"
-    # JSON escapes the control characters below U+0020; TOML refuses DEL and the C1 controls raw too.
-    return "".join(ch if not ("\x7f" <= ch <= "\x9f") else f"\\u{ord(ch):04X}" for ch in json.dumps(str(value), ensure_ascii=False))
-
-
-def _comment(text: object) -> str:
-    """Text for a TOML comment, which may hold no control character: those are written as <U+XXXX>."""
-    return visible(text)
-
-
-def to_toml(path: Path, planned: list[Planned], problems: list[str], *, preset: bool = True) -> str:
-    """The house experiment file equivalent to a config file (problem lines listed as comments)."""
-    out = [
-        f"# Converted from {_comment(Path(path).name)}, an experiment file of the BIAS Detection Framework.",
-        "# Each [[experiments]] entry is one line of that file; edit freely.",
-        f'title = {_value(Path(path).stem)}',
-    ]
-    if preset:
-        out += [
-            "# The framework's conventions (population std, repeated stimuli kept, SEAT sentences on static models as",
-            "# the raw mean of their tokens' vectors, CrowS-Pairs lowercased);",
-            "# p-values stay this tool's exact or seeded permutation tests.",
-            f'preset = "{PRESET}"',
-        ]
-    for problem in problems:
-        out.append(f"# not converted: {_comment(problem)}")
-    for p in planned:
-        if preset and p.model.startswith("openai:") and p.line.embedding in SERVICES:
-            p = attrs.evolve(
-                p, model_options={**p.model_options, "truncate": OPENAI_TRUNCATION},
-                notes=(*p.notes, f"preset {PRESET}: the first {OPENAI_TRUNCATION} components of each OpenAI vector, as the framework keeps"),
-            )
-        out += ["", f"# line {p.line.number}: {_comment(p.line.text)}"]
-        out += [f"# note: {_comment(n)}" for n in p.notes]
-        out.append("[[experiments]]")
-        out.append(f"wordset = {_value(p.wordset)}")
-        out.append(f"metric = {_value(p.metric)}")
-        model: Any = {"spec": p.model, **p.model_options} if p.model_options else p.model
-        out.append(f"model = {_value(model)}")
-        if p.params:
-            out.append(f"params = {_value(p.params)}")
-    return "\n".join(out) + "\n"
-
-
-def with_absolute_paths(planned: list[Planned]) -> list[Planned]:
-    """The experiments with their data and model files as absolute paths: the printed file of `bias
-    convert` is saved elsewhere, and an experiment file's relative paths are read against its own
-    folder, so paths relative to the working directory would name other files there."""
-    out = []
-    for p in planned:
-        name, _, location = p.model.partition(":")
-        if location and Path(location).exists():
-            p = attrs.evolve(p, model=f"{name}:{Path(location).resolve()}")
-        out.append(attrs.evolve(p, wordset=str(Path(p.wordset).resolve())))
-    return out
+        why = (
+            f"no line of this file can run ({len(problems)} skipped)"
+            if problems
+            else "the file holds only comments and blank lines"
+        )
+        raise BiasError(
+            f"{path}: {what}: {why}.",
+            "A line is dataset,metric,embedding,language,modelname (# lines are comments).",
+        )
 
 
 def default_folder(config: Path, name: str) -> Path:

@@ -532,9 +532,9 @@ def _(world, folder):
     return ["run", *w2v(world), "--preset", "wefee"]
 
 
-@case("preset-with-an-experiment-file", names=("--preset", 'preset = "wefe"'))
+@case("preset-unknown-over-an-experiment-file", names=("--preset", "wefee", "bias-framework"))
 def _(world, folder):
-    return ["run", str(write_experiment(folder, basic_experiment(world, folder))), "--preset", "wefe"]
+    return ["run", str(write_experiment(folder, basic_experiment(world, folder))), "--preset", "wefee"]
 
 
 @pytest.mark.parametrize("bad", CASES, ids=lambda c: c.name)

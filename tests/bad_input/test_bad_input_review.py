@@ -94,9 +94,11 @@ def _(world, folder):
     return ["run", "-m", f"word2vec:{world.w2v_bin}", "-w", "ws/[red]a.toml"]
 
 
-@case("hint-with-params-and-grid", names=("[params]", "[grid]"))
+# The command line replaces a file's value of the same name, and says so (one line, on stderr).
+@case("flag-over-a-files-param-says-so", code=0, names=("--ddof 0 replaces the experiment file's ddof = 1.",))
 def _(world, folder):
-    return ["run", str(write_experiment(folder, basic_experiment(world, folder))), "--ddof", "0"]
+    body = basic_experiment(world, folder) + "[params]\nddof = 1\nbootstrap = 0\n"
+    return ["run", str(write_experiment(folder, body)), "--ddof", "0"]
 
 
 def _markup_word_shown(result: Outcome, folder: Path) -> None:
@@ -266,9 +268,15 @@ def _(world, folder):
     return ["run", str(write_experiment(folder, basic_experiment(world, folder) + "[params]\nddof = 0\n[grid]\nddof = [1]\n"))]
 
 
-@case("param-and-option-disagree", names=("permutations", "--param"))
+def _two_values_a_grid(result: Outcome, folder: Path) -> None:
+    assert "permutations=10 " in result.out and "permutations=100 " in result.out, result.out
+
+
+# --permutations is --param permutations: two values of one parameter are a grid, however written.
+@case("param-and-its-flag-two-values-a-grid", code=0, check=_two_values_a_grid)
 def _(world, folder):
-    return ["run", "-m", f"word2vec:{world.w2v_bin}", "-w", str(world.wordset), "--permutations", "100", "--param", "permutations=10"]
+    return ["run", "-m", f"word2vec:{world.w2v_bin}", "-w", str(world.wordset), "--permutations", "100", "--param", "permutations=10",
+            "--bootstrap", "0", "--exact-limit", "0"]
 
 
 @case("file-model-option-and-command-line-disagree", names=("batch_size", "the command line"))

@@ -87,13 +87,15 @@ def test_N52_a_files_ray_address_needs_the_command_line(world: World, tmp_path: 
 
 
 def test_the_command_line_replacing_a_files_ray_address_is_said(world: World, tmp_path: Path) -> None:
-    from bias.engine.assembly import ray_address_of
+    from bias.engine.front_door import from_options, spec_for_run
 
+    path = write_experiment(tmp_path, 'executor = "ray"\nray_address = "auto"\n' + basic_experiment(world, tmp_path))
     said: list[str] = []
-    assert ray_address_of("10.0.0.5:6379", {"ray_address": "auto", "path": "exp.toml"}, said.append) == "10.0.0.5:6379"
+    assert spec_for_run(from_options({"ray_address": "10.0.0.5:6379"}), path, on_notice=said.append).ray_address == "10.0.0.5:6379"
     assert said == ["--ray-address 10.0.0.5:6379 replaces the experiment file's ray_address = 'auto'."]
-    assert ray_address_of("auto", {"ray_address": "auto", "path": "exp.toml"}, said.append) == "auto" and len(said) == 1
-    assert ray_address_of(None, {}, said.append) is None
+    assert spec_for_run(from_options({"ray_address": "auto"}), path, on_notice=said.append).ray_address == "auto" and len(said) == 1
+    plain = write_experiment(tmp_path, basic_experiment(world, tmp_path), "plain.toml")
+    assert spec_for_run(from_options({}), plain, on_notice=said.append).ray_address is None and len(said) == 1
 
 
 # N61, N62: links planted in a run folder -----------------------------------------------------------
@@ -256,7 +258,9 @@ def test_cases_have_unique_names() -> None:
 
 GRID_FORM: dict[str, Any] = {
     "title": "t", "description": "d", "out": "out", "seed": 0, "family": "run", "executor": "local",
-    "preset": "bias-framework", "duplicates": "keep",
+    "preset": "bias-framework", "duplicates": "keep", "limit": 4, "resume": False, "fail_fast": True, "formats": ["md"],
+    "json": False, "wide": True, "before_after": False, "max_cost": 0.5, "device": "cpu", "dtype": "float32", "threads": 1, "batch_size": 8,
+    "pairs": ["en/crows-sample"], "analogies": ["en/analogies"],
     "models": [{"spec": "word2vec:v.bin", "name": "m", "resources": {"cpus": 1}, "binary": True}, "word2vec:w.bin"],
     "wordsets": ["en/weat6", {"language": "en", "bias_type": "race"}],
     "metrics": ["weat", {"name": "seat", "pooling": "mean"}],
@@ -264,7 +268,7 @@ GRID_FORM: dict[str, Any] = {
     "grid": {"alternative": ["greater", "less"]},
 }
 LISTED_FORM: dict[str, Any] = {
-    "title": "t", "seeds": [0, 1], "ray_address": "auto",
+    "title": "t", "seeds": [0, 1], "ray_address": "auto", "with_original": False,
     "params": {"ddof": 1},
     "experiments": [
         {"wordset": "en/weat6", "metric": "weat", "model": {"spec": "word2vec:v.bin", "binary": True}, "params": {"bootstrap": 0}},
@@ -306,7 +310,7 @@ def _tables(node: Any, trail: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
 def test_both_forms_of_the_schema_are_walked_whole() -> None:
     """The two documents above use every field an experiment file knows and every kind of entry of
     each (names and tables); a field added to the format must be added to them."""
-    from bias.engine.experiments import EXPERIMENT_FIELDS, KNOWN_FIELDS
+    from bias.engine.experiment_file import EXPERIMENT_FIELDS, KNOWN_FIELDS
 
     assert set(GRID_FORM) | set(LISTED_FORM) == set(KNOWN_FIELDS)
     assert set(LISTED_FORM["experiments"][0]) == set(EXPERIMENT_FIELDS)
@@ -317,9 +321,9 @@ def test_both_forms_of_the_schema_are_walked_whole() -> None:
 @pytest.mark.parametrize("key, flag", [("allow_pickle", "--allow-pickle"), ("trust_remote_code", "--trust-remote-code"), ("trust-remote-code", "--trust-remote-code")])
 def test_no_table_of_an_experiment_file_can_carry_a_code_option(form: dict[str, Any], key: str, flag: str, tmp_path: Path) -> None:
     """In every table of both forms, and in tables nested below any of them, the key is refused."""
-    from bias.cli.app import CODE_FLAGS
+    from bias.cli.run_command import CODE_FLAGS
     from bias.core.errors import BiasError
-    from bias.engine.experiments import load_config
+    from bias.engine.experiment_file import load_config
 
     path = tmp_path / "exp.toml"
     for trail in _tables(form):
