@@ -37,8 +37,13 @@ class ModelSpec:
         return f"{self.embedder}:{self.location}"
 
 
-_OPTION = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*=(.*)$", re.DOTALL)
-_OPENS_OPTIONS = re.compile(r"\[\s*[A-Za-z_][A-Za-z0-9_]*\s*=")
+# An option's key is any run of characters up to its `=` (no space, bracket, comma, colon or slash):
+# a key spelt `base-url`, or with an invisible or look-alike letter, opens the options like any
+# other and is then named as unknown if it is one, never left in the location for the requests to
+# go to a default host.
+_KEY = r"[^\s=\[\],:/]+"
+_OPTION = re.compile(rf"^\s*({_KEY})\s*=(.*)$", re.DOTALL)
+_OPENS_OPTIONS = re.compile(rf"\[\s*{_KEY}\s*=")
 
 
 def _closes_at_end(text: str, start: int) -> bool:

@@ -1,8 +1,11 @@
-"""Shared fixtures. Models trained here are session-scoped: built once, a few seconds in all."""
+"""Shared fixtures. Models trained here are session-scoped: built once for the whole run (also across
+pytest-xdist workers, `built_once`)."""
 
 from __future__ import annotations
 
 import os
+import shutil
+from pathlib import Path
 
 # One BLAS/OpenMP thread in this process and in every command a test starts, set before torch or
 # numpy load: the tiny models gain nothing from a second thread, and on a busy shared machine two
@@ -20,6 +23,24 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
 
 
+def built_once(tmp_path_factory: pytest.TempPathFactory, name: str, build) -> Path:
+    """The folder of a session fixture's model, built once for the whole run. Under pytest-xdist the
+    workers share the run's temporary root: the first worker to ask builds the folder under a file
+    lock and the others wait for it, so a model trained for the tests is trained once, not once per
+    worker. `build(folder)` writes the folder; tests read it and never write into it."""
+    from filelock import FileLock
+
+    base = tmp_path_factory.getbasetemp()
+    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    folder = root / f"built-{name}"
+    with FileLock(str(root / f"built-{name}.lock")):
+        if not (folder / ".complete").exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            build(folder)
+            (folder / ".complete").write_text("", encoding="utf-8")
+    return folder
+
+
 @pytest.fixture(scope="session")
 def planted_files(tmp_path_factory: pytest.TempPathFactory) -> PlantedFiles:
     return build_planted_files(tmp_path_factory.mktemp("planted"))
@@ -35,7 +56,7 @@ def planted_mlm(tmp_path_factory: pytest.TempPathFactory):
     """Folder of a tiny BertForMaskedLM trained where flowers go with pleasant words, insects with unpleasant."""
     from fixtures.planted_mlm import build_planted_mlm
 
-    return build_planted_mlm(tmp_path_factory.mktemp("planted-mlm"), "planted")
+    return built_once(tmp_path_factory, "planted-mlm", lambda folder: build_planted_mlm(folder, "planted"))
 
 
 @pytest.fixture(scope="session")
@@ -43,7 +64,7 @@ def control_mlm(tmp_path_factory: pytest.TempPathFactory):
     """The same model trained where targets and attributes co-occur at random."""
     from fixtures.planted_mlm import build_planted_mlm
 
-    return build_planted_mlm(tmp_path_factory.mktemp("control-mlm"), "control")
+    return built_once(tmp_path_factory, "control-mlm", lambda folder: build_planted_mlm(folder, "control"))
 
 
 @pytest.fixture(scope="session")
@@ -52,7 +73,7 @@ def tiny_bert_dir(tmp_path_factory: pytest.TempPathFactory):
     and the same in every session. Tests read it and never write into it."""
     from fixtures.tiny_bert import build_tiny_bert
 
-    return build_tiny_bert(tmp_path_factory.mktemp("tiny-bert-uncased"), lowercase=True)
+    return built_once(tmp_path_factory, "tiny-bert-uncased", lambda folder: build_tiny_bert(folder, lowercase=True))
 
 
 @pytest.fixture(scope="session")
@@ -60,7 +81,7 @@ def tiny_bert_cased_dir(tmp_path_factory: pytest.TempPathFactory):
     """The same tiny BERT, cased (its tokenizer keeps capitals)."""
     from fixtures.tiny_bert import build_tiny_bert
 
-    return build_tiny_bert(tmp_path_factory.mktemp("tiny-bert-cased"), lowercase=False)
+    return built_once(tmp_path_factory, "tiny-bert-cased", lambda folder: build_tiny_bert(folder, lowercase=False))
 
 
 @pytest.fixture(scope="session")
@@ -69,7 +90,7 @@ def tiny_gpt2_dir(tmp_path_factory: pytest.TempPathFactory):
     built once a session. Tests read it and never write into it."""
     from fixtures.tiny_bert import build_tiny_gpt2
 
-    return build_tiny_gpt2(tmp_path_factory.mktemp("tiny-gpt2"))
+    return built_once(tmp_path_factory, "tiny-gpt2", build_tiny_gpt2)
 
 
 @pytest.fixture(scope="session")
@@ -78,7 +99,7 @@ def planted_chat_dir(tmp_path_factory: pytest.TempPathFactory):
     `build_planted_chat`: a chat template in its tokenizer config), built once a session."""
     from fixtures.tiny_chat import build_planted_chat
 
-    return build_planted_chat(tmp_path_factory.mktemp("planted-chat"))
+    return built_once(tmp_path_factory, "planted-chat", build_planted_chat)
 
 
 @pytest.fixture(scope="session")

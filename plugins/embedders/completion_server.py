@@ -26,7 +26,7 @@ from typing import Any, ClassVar
 import attrs
 import numpy as np
 
-from bias.api import BiasError, Capability, ChoiceRequest, ChoiceScores, Contact, Embedder, at_most, int_at_least, param
+from bias.api import FAILURE, BiasError, Capability, ChoiceRequest, ChoiceScores, Contact, Embedder, at_most, int_at_least, param
 from bias.api.services import MAX_TIMEOUT, AnswerTooLarge, Redirected, read_bounded, redirect_refusal, urllib_opener
 
 # An answer's bound: its texts echoed as tokens (each token with its text, log-probability, offset and
@@ -58,6 +58,9 @@ class CompletionServer(Embedder):
     batch_size: int = param(16, "texts per request (at most 256)", validator=[int_at_least(1), at_most(256)])
 
     _served: str | None = attrs.field(init=False, default=None, repr=False)
+    # The failure that ended this server's requests for good (unreachable, timed out, refused): the
+    # run's later experiments with it fail at once with it instead of waiting out the timeout again.
+    _failed: BiasError | None = attrs.field(init=False, default=None, repr=False)
 
     def contacts(self) -> tuple[Contact, ...]:
         return (Contact(self.location, self.api_key_env or None),)
@@ -87,6 +90,15 @@ class CompletionServer(Embedder):
         self._served = names[0]
 
     def _call(self, method: str, path: str, body: dict[str, Any] | None, limit: int = ANSWER_SLACK) -> Any:
+        if self._failed is not None:
+            raise BiasError(self._failed.message, self._failed.hint, self._failed.exit_code, redo=self._failed.redo)
+        try:
+            return self._send(method, path, body, limit)
+        except BiasError as exc:
+            self._failed = exc
+            raise
+
+    def _send(self, method: str, path: str, body: dict[str, Any] | None, limit: int) -> Any:
         import urllib.error
         import urllib.request
 
@@ -108,7 +120,15 @@ class CompletionServer(Embedder):
             raise BiasError(f"The completion server at {self.location} answered {exc.code} to {path}: {exc.reason}.",
                             "Check the URL, the model name, the key and that the server allows echo with logprobs.",
                             redo=True) from None
+        except TimeoutError:  # reached, but it did not answer in time (a trickle counts as no answer)
+            raise BiasError(f"The completion server at {self.location} did not answer {path} within {self.timeout:g} s.",
+                            "Run again with --resume when the server answers (or raise --model-option timeout=S).",
+                            exit_code=FAILURE, redo=True) from None
         except (urllib.error.URLError, OSError) as exc:
+            if isinstance(getattr(exc, "reason", None), TimeoutError):
+                raise BiasError(f"The completion server at {self.location} did not answer {path} within {self.timeout:g} s.",
+                                "Run again with --resume when the server answers (or raise --model-option timeout=S).",
+                                exit_code=FAILURE, redo=True) from None
             raise BiasError(f"The completion server at {self.location} cannot be reached: {getattr(exc, 'reason', exc)}.",
                             "Start the server, or check the URL given with --model.", redo=True) from None
         except (ValueError, RecursionError):  # not JSON (or nested thousands deep), not UTF-8, an invalid URL

@@ -427,3 +427,25 @@ def test_a_malformed_allow_is_refused(value: str) -> None:
 @pytest.mark.parametrize("bad", CASES, ids=lambda c: c.name)
 def test_guard_case(bad: Case, world: World, tmp_path: Path) -> None:
     assert_answered(bad, world, tmp_path / "case")
+
+
+@pytest.mark.parametrize(
+    ("spec", "options"),
+    [
+        # a dashed key was left in the model id, and the requests went to the provider's own host
+        ("openai:m[base-url=http://127.0.0.1:9/v1,retries=0]", {"base-url": "http://127.0.0.1:9/v1", "retries": "0"}),
+        ("openai:m[\u200bbase_url=http://127.0.0.1:9/v1]", {"\u200bbase_url": "http://127.0.0.1:9/v1"}),
+    ],
+)
+def test_an_option_key_of_any_spelling_opens_the_options_never_the_model_id(spec, options, monkeypatch) -> None:
+    from bias.core.specs import parse_spec
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-key")
+    parsed = parse_spec(spec)
+    assert parsed.location == "m" and parsed.options == options
+    done = cli("run", "--model", spec, "--wordset", "en/weat1", "--confirm-cost")
+    assert "api.openai.com" not in done.both and "Traceback" not in done.both, done.both
+    if "\u200b" in spec:  # no such option: named, with the invisible letter shown
+        assert done.code == 2 and "<U+200B>base_url" in done.err, done.both
+    else:  # read as base_url: the requests go where it says (nothing listens there)
+        assert "sends requests to http://127.0.0.1:9/v1" in done.both, done.both

@@ -263,3 +263,28 @@ def test_D03_a_failed_model_fails_its_later_experiments_at_once(
     assert sent[0] > 0 and sent[1] == sent[0], sent
     # every experiment of the three failed, all with the first one's reason
     assert len(reasons[1]) == 1 and f"HTTP {status}" in reasons[1][0], reasons
+
+
+@pytest.mark.parametrize(
+    ("answer", "words", "code"),
+    [
+        (Answer(status=503, body=b'{"error": "down"}'), "answered 503", 2),
+        (Answer(body=b'{"choices": []}' + b" " * 4000, trickle=0.002), "did not answer /completions within 1 s", 1),
+    ],
+    ids=["down", "trickle"],
+)
+def test_N17_a_completion_server_that_failed_fails_the_later_requests_at_once(answer, words, code) -> None:
+    """A completion server that failed one request (an error, or no whole answer within the timeout)
+    is not asked again in the run: each later experiment would wait out the timeout once more."""
+    from bias.api import BiasError, ChoiceRequest
+    from bias.registry import build_embedder
+
+    with HostileServer(answer) as server:
+        model = build_embedder(f"completions:{server.url}[model=m,timeout=1]")
+        failures = []
+        for _ in range(3):
+            with pytest.raises(BiasError) as err:
+                model.choice_log_probs([ChoiceRequest("The answer is", (" yes", " no"))])
+            failures.append((err.value.message, err.value.exit_code))
+        assert len(server.log) == 1, server.log
+    assert len(set(failures)) == 1 and words in failures[0][0] and failures[0][1] == code, failures
