@@ -251,29 +251,15 @@ class ChatServiceModel(ServiceModel):
         if not jobs:
             return {}
         got: dict[str, dict[str, Any]] = {}
-        failure: BaseException | None = None
-        stop = service_http.Stop()
         items = list(jobs.items())
 
-        def one(item: tuple[str, dict[str, Any]]) -> dict[str, Any]:
-            try:
-                return self._one(item[1], sampling, stop)
-            except BiasError:
-                stop.set()  # failed for good: the experiment fails, no new request is sent
-                raise
-
-        for i, outcome in service_http.in_threads(one, items, self.concurrency, stop):
-            if isinstance(outcome, service_http.Stopped):
-                continue  # given up after the first failure
-            if isinstance(outcome, BaseException):
-                failure = failure or outcome
-                continue
+        def keep(i: int, reply: dict[str, Any]) -> None:
             key = items[i][0]
             if self._replies is not None:
-                self._replies.put({key: outcome})
-            got[key] = outcome
-        if failure is not None:
-            raise failure
+                self._replies.put({key: reply})
+            got[key] = reply
+
+        self._sent_in_threads(lambda item, stop: self._one(item[1], sampling, stop), items, keep)
         return got
 
     def _one(self, body: dict[str, Any], sampling: Sampling, stop: service_http.Stop) -> dict[str, Any]:

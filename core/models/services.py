@@ -282,6 +282,33 @@ class ServiceModel(Embedder):
         self._failed = error
         return error
 
+    def _sent_in_threads(
+        self, work: Callable[[Any, Stop], Any], items: Sequence[Any], keep: Callable[[int, Any], None]
+    ) -> None:
+        """`work(item, stop)` for every item, `concurrency` at a time in daemon threads that an
+        interruption stops at once (see service_http); `keep(i, answer)` takes each answer as it comes
+        (cached there, so --resume sends only the rest). After a request failed for good no new one
+        is sent, and the first failure is raised once the ones under way are done."""
+        failure: BaseException | None = None
+        stop = Stop()
+
+        def one(item: Any) -> Any:
+            try:
+                return work(item, stop)
+            except BiasError:
+                stop.set()  # failed for good: the experiment fails, no new request is sent
+                raise
+
+        for i, outcome in service_http.in_threads(one, list(items), self.concurrency, stop):
+            if isinstance(outcome, service_http.Stopped):
+                continue  # given up after the first failure
+            if isinstance(outcome, BaseException):
+                failure = failure or outcome
+                continue
+            keep(i, outcome)
+        if failure is not None:
+            raise failure
+
 
 @attrs.define
 class ServiceEmbedder(ServiceModel):
@@ -399,28 +426,14 @@ class ServiceEmbedder(ServiceModel):
         a batch failed for good no new one is sent (the experiment fails; --resume sends the rest)."""
         batches = [(texts[i : i + self.batch_size], keys[i : i + self.batch_size]) for i in range(0, len(texts), self.batch_size)]
         got: dict[str, np.ndarray] = {}
-        failure: BaseException | None = None
-        stop = Stop()
 
-        def one(batch: tuple[list[str], list[str]]) -> list[np.ndarray]:
-            try:
-                return self._batch(batch[0], stop)
-            except BiasError:
-                stop.set()  # failed for good: the experiment fails, no new batch is sent
-                raise
-
-        for i, outcome in service_http.in_threads(one, batches, self.concurrency, stop):
-            if isinstance(outcome, service_http.Stopped):
-                continue  # given up after the first failure
-            if isinstance(outcome, BaseException):
-                failure = failure or outcome
-                continue
-            fresh = dict(zip(batches[i][1], outcome))
+        def keep(i: int, vectors: list[np.ndarray]) -> None:
+            fresh = dict(zip(batches[i][1], vectors))
             if self._cache is not None:
                 self._cache.put(fresh)
             got.update(fresh)
-        if failure is not None:
-            raise failure
+
+        self._sent_in_threads(lambda batch, stop: self._batch(batch[0], stop), batches, keep)
         return got
 
     def _batch(self, texts: list[str], stop: Stop) -> list[np.ndarray]:
