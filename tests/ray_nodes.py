@@ -10,6 +10,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -119,7 +120,8 @@ def start_node(
         )
     else:
         options["--address"] = f"127.0.0.1:{head_port}"
-    args = ["ray", "start", "--block", "--disable-usage-stats"]
+    # the `ray` of this environment, whether or not its bin folder is on PATH
+    args = [str(Path(sys.executable).parent / "ray"), "start", "--block", "--disable-usage-stats"]
     for flag, value in options.items():
         args += [flag] if value is None else [flag, str(value)]
     process = subprocess.Popen(

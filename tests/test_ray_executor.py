@@ -396,22 +396,22 @@ def test_waiting_and_retries_are_said_off_a_terminal(capsys):
 
 def test_executor_and_resources_in_the_experiment_file(tmp_path):
     from bias.core.errors import BiasError
-    from bias.engine.experiment_file import load_config
+    from bias.engine.experiment_file import load_config, read_experiment_file
 
     config = tmp_path / "exp.toml"
     config.write_text(
-        'executor = "ray"\nray_address = "auto"\nwordsets = ["en/weat6"]\nmetrics = ["weat"]\n'
-        '[[models]]\nspec = "word2vec:v.txt"\nresources = { gpus = 0.25 }\nbinary = false\n'
+        'executor = "ray"\nwordsets = ["en/weat6"]\nmetrics = ["weat"]\n'
+        '[[models]]\nspec = "word2vec:v.txt"\nresources = { gpus = 0.25 }\nlimit = 1000\n'
     )
-    experiments, settings = load_config(config)
-    assert settings["executor"] == "ray" and settings["ray_address"] == "auto"
-    model = experiments[0].model
-    assert model.resources == {"gpus": 0.25} and model.options == {"binary": False}
+    spec = read_experiment_file(config)
+    assert spec.executor == "ray"  # (a cluster to join is the command line's: tests/bad_input)
+    model = spec.experiments()[0].model
+    assert model.resources == {"gpus": 0.25} and model.options == {"limit": 1000}
     # Resource declarations do not enter the key: the same experiment, wherever it runs.
     bare = Experiment(ModelConfig("word2vec:v.txt"), "en/weat6", "weat", {}, 0)
     assert bare.key == attrs.evolve(bare, model=attrs.evolve(bare.model, resources={"gpus": 1, "cpus": 4})).key
     config.write_text('executor = "slurm"\nwordsets = ["en/weat6"]\nmetrics = ["weat"]\nmodels = ["word2vec:v.txt"]\n')
-    with pytest.raises(BiasError) as err:
+    with pytest.raises(BiasError) as err:  # checked where every run option is, as `bias run FILE` does
         load_config(config)
     assert "executor" in err.value.message and "slurm" in err.value.message
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import shutil
 import string
 from pathlib import Path
 
@@ -355,9 +356,8 @@ def test_the_metric_passes_its_contract_on_a_real_run(tiny_bert_dir: Path, data_
 def test_the_bias_bench_preset_gives_bias_benchs_causal_scores(
     gpt2: Path, data_file: Path, tmp_path: Path
 ) -> None:
-    common = (
-        f'[[experiments]]\nwordset = "{data_file}"\nmetric = "stereoset"\nmodel = "hf:{gpt2}"\n'
-    )
+    shutil.copy(data_file, tmp_path / "dev.json")  # beside the files that name it
+    common = f'[[experiments]]\nwordset = "dev.json"\nmetric = "stereoset"\nmodel = "hf:{gpt2}"\n'
     (tmp_path / "bb.toml").write_text('preset = "bias-bench"\n' + common, encoding="utf-8")
     (tmp_path / "plain.toml").write_text(common, encoding="utf-8")
     embedder = build_embedder(f"hf:{gpt2}")
