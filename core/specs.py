@@ -44,6 +44,10 @@ class ModelSpec:
 _KEY = r"[^\s=\[\],:/]+"
 _OPTION = re.compile(rf"^\s*({_KEY})\s*=(.*)$", re.DOTALL)
 _OPENS_OPTIONS = re.compile(rf"\[\s*{_KEY}\s*=")
+# What makes a bracket look like options though none parses: an equals sign (also a fullwidth one), a
+# word followed by a colon and a space, or an address (`[http://...]`, base_url= forgotten). Such a
+# bracket is refused, never left in the location for the requests to go to a default host.
+_LOOKS_LIKE_OPTIONS = re.compile(r"[=\uff1d]|\w:\s|\w://")
 
 
 def _closes_at_end(text: str, start: int) -> bool:
@@ -92,6 +96,13 @@ def split_options(spec: str) -> tuple[str, dict[str, str]]:
     if start is None:
         start = text.rindex("[")
         if not any(_OPTION.match(item) for item in _items(text[start + 1 : -1])):
+            if _LOOKS_LIKE_OPTIONS.search(text[text.index("[") :]):
+                raise BiasError(
+                    f"Model spec '{spec}': its brackets hold something like an option that is not "
+                    "one.",
+                    "Options are key=value pairs in one bracket after the location, each key a "
+                    "plain name: openai:NAME[base_url=http://127.0.0.1:8000/v1,dimensions=256].",
+                )
             return spec, {}
     items = _items(text[start + 1 : -1])
     matched = [_OPTION.match(item) for item in items]

@@ -116,7 +116,11 @@ class CompletionServer(Embedder):
         except AnswerTooLarge as exc:
             raise BiasError(f"The completion server at {self.location} answered more than {exc.limit:,} bytes to {path}, more than "
                             "its texts can explain.", "Check the URL and the model name.") from None
-        except urllib.error.HTTPError as exc:  # the URL, the key or the model: fixed outside the run's files
+        except urllib.error.HTTPError as exc:
+            if exc.code >= 500 or exc.code in (408, 429):  # the server's trouble, for now: a failure
+                raise BiasError(f"The completion server at {self.location} answered {exc.code} to {path}: {exc.reason}.",
+                                "Run again with --resume when the server is back.", exit_code=FAILURE, redo=True) from None
+            # the URL, the key or the model: fixed outside the run's files
             raise BiasError(f"The completion server at {self.location} answered {exc.code} to {path}: {exc.reason}.",
                             "Check the URL, the model name, the key and that the server allows echo with logprobs.",
                             redo=True) from None

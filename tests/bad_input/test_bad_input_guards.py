@@ -449,3 +449,26 @@ def test_an_option_key_of_any_spelling_opens_the_options_never_the_model_id(spec
         assert done.code == 2 and "<U+200B>base_url" in done.err, done.both
     else:  # read as base_url: the requests go where it says (nothing listens there)
         assert "sends requests to http://127.0.0.1:9/v1" in done.both, done.both
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "openai:m[base url=http://127.0.0.1:9/v1]",  # a space in the key
+        "openai:m[base\u00a0url=http://127.0.0.1:9/v1]",  # a no-break space
+        "openai:m[base:url=http://127.0.0.1:9/v1]",
+        "openai:m[base/url=http://127.0.0.1:9/v1]",
+        "openai:m[a[b]=1,base_url=http://127.0.0.1:9/v1]",  # a nested bracket hid the real option
+        "openai:m[base_url: http://127.0.0.1:9/v1]",
+        "openai:m[base_url\uff1dhttp://127.0.0.1:9/v1]",  # a fullwidth equals sign
+        "openai:m[http://127.0.0.1:9/v1]",  # base_url= forgotten
+        "openai:m[http://x=1]",
+    ],
+)
+def test_a_bracket_that_looks_like_options_but_is_none_is_refused(spec: str, monkeypatch) -> None:
+    """Each of these was left in the model id, and the key and texts went to the provider's own
+    host; a bracket with an equals sign, a "key: value" or an address must be options or nothing."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-key")
+    done = cli("run", "--model", spec, "--wordset", "en/weat1", "--confirm-cost")
+    assert done.code == 2 and "something like an option" in done.err, done.both
+    assert "sends requests" not in done.both and "Traceback" not in done.both, done.both

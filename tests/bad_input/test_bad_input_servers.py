@@ -268,10 +268,11 @@ def test_D03_a_failed_model_fails_its_later_experiments_at_once(
 @pytest.mark.parametrize(
     ("answer", "words", "code"),
     [
-        (Answer(status=503, body=b'{"error": "down"}'), "answered 503", 2),
+        (Answer(status=503, body=b'{"error": "down"}'), "answered 503", 1),  # the server's trouble: --resume
+        (Answer(status=401, body=b'{"error": "key"}'), "answered 401", 2),  # the user's key: theirs to fix
         (Answer(body=b'{"choices": []}' + b" " * 4000, trickle=0.002), "did not answer /completions within 1 s", 1),
     ],
-    ids=["down", "trickle"],
+    ids=["down", "key", "trickle"],
 )
 def test_N17_a_completion_server_that_failed_fails_the_later_requests_at_once(answer, words, code) -> None:
     """A completion server that failed one request (an error, or no whole answer within the timeout)
