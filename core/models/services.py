@@ -28,6 +28,7 @@ import hashlib
 import logging
 import math
 import os
+import re
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -80,6 +81,9 @@ WIDTHS: dict[str, int] = {
     "voyage-3.5": 1024,
     "voyage-3.5-lite": 1024,
 }
+# A provider's model id: text-embedding-3-small, voyage-3.5-lite, gpt-4o-mini, meta-llama/Llama-3.1-8B,
+# ft:gpt-4o-mini:org:name:id (a fine-tuned model), models/NAME@001, a local server's /path/to/model.
+_MODEL_ID = re.compile(r"[A-Za-z0-9./][A-Za-z0-9._:/@+-]*")
 CHARS_PER_TOKEN = 4  # a rough count for European languages; the estimate is rounded up
 SERVICE_CAPABILITIES = frozenset({Capability.WORD_VECTORS, Capability.CONTEXTUAL})
 
@@ -183,6 +187,13 @@ class ServiceModel(Embedder):
         """Before any work: a key in the environment, a usable URL and sensible numbers."""
         if not self.location.strip():
             raise BiasError(f"{self.name}: no model id given.", f"For example --model {self.name}:MODEL_ID.")
+        if not _MODEL_ID.fullmatch(self.location):
+            # A bracket, an equals sign or a space in a model id is an option the spec did not read:
+            # sent as a model id, the requests (and the key) would go to the provider's own host.
+            raise BiasError(
+                f"{self.name}: {self.location!r} is not a model id (letters, digits and . _ - : / @ +).",
+                f"Options go in one bracket after the id: {self.name}:MODEL_ID[base_url=URL].",
+            )
         # An option given empty is refused, never dropped: requests would go to the provider's own
         # address, or the provider's usual key with them, which the user did not ask for.
         for name in ("base_url", "key_env"):

@@ -472,3 +472,35 @@ def test_a_bracket_that_looks_like_options_but_is_none_is_refused(spec: str, mon
     done = cli("run", "--model", spec, "--wordset", "en/weat1", "--confirm-cost")
     assert done.code == 2 and "something like an option" in done.err, done.both
     assert "sends requests" not in done.both and "Traceback" not in done.both, done.both
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "openai:m[base url=http://127.0.0.1:9/v1]/",  # text after the bracket
+        "voyage:voyage-3[base url=http://127.0.0.1:9/v1] # local",
+        "openai:m\uff3bbase_url=http://127.0.0.1:9/v1\uff3d",  # fullwidth brackets
+        "openai:m[base_url:127.0.0.1:9/v1]",
+        "openai:m[base url=http://127.0.0.1:9/v1]\u200b",  # an invisible letter after it
+        "chat:m[base url=http://127.0.0.1:9/v1]/",
+    ],
+)
+def test_a_service_model_id_is_a_plain_id_never_an_unread_option(spec: str, monkeypatch) -> None:
+    """Whatever the spec's brackets hide, a provider's model id holds no bracket, equals sign or space:
+    sent as an id, the requests and the key would go to the provider's own host."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-key")
+    monkeypatch.setenv("VOYAGE_API_KEY", "pa-test-not-a-key")
+    metric = ("--wordset", "en/bbq-sample", "--metric", "bbq") if spec.startswith("chat:") else ("--wordset", "en/weat1")
+    done = cli("run", "--model", spec, *metric, "--confirm-cost")
+    assert done.code == 2 and ("is not a model id" in done.err or "something like an option" in done.err), done.both
+    assert "sends requests" not in done.both and "Traceback" not in done.both, done.both
+
+
+@pytest.mark.parametrize("model_id", ["ft:gpt-4o-mini:org:name:id1", "meta-llama/Llama-3.1-8B-Instruct", "voyage-3.5-lite"])
+def test_the_model_ids_providers_use_pass_the_check(model_id: str, monkeypatch) -> None:
+    from bias.registry import build_embedder
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-key")
+    model = build_embedder(f"openai:{model_id}")
+    model.check()  # sends nothing; refuses an id that is no model id
+    assert model.location == model_id
