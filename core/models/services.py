@@ -187,7 +187,7 @@ class ServiceModel(Embedder):
         """Before any work: a key in the environment, a usable URL and sensible numbers."""
         if not self.location.strip():
             raise BiasError(f"{self.name}: no model id given.", f"For example --model {self.name}:MODEL_ID.")
-        if not _MODEL_ID.fullmatch(self.location):
+        if not _MODEL_ID.fullmatch(self.location) or "://" in self.location:
             # A bracket, an equals sign or a space in a model id is an option the spec did not read:
             # sent as a model id, the requests (and the key) would go to the provider's own host.
             raise BiasError(

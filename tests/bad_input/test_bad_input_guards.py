@@ -483,6 +483,7 @@ def test_a_bracket_that_looks_like_options_but_is_none_is_refused(spec: str, mon
         "openai:m[base_url:127.0.0.1:9/v1]",
         "openai:m[base url=http://127.0.0.1:9/v1]\u200b",  # an invisible letter after it
         "chat:m[base url=http://127.0.0.1:9/v1]/",
+        "openai:m@http://127.0.0.1:9/v1",  # an address in the id: the requests went to the provider
     ],
 )
 def test_a_service_model_id_is_a_plain_id_never_an_unread_option(spec: str, monkeypatch) -> None:
