@@ -255,3 +255,16 @@ def remote_code_model(world: World, folder: Path) -> Path:
         "from transformers import BertConfig\n\n\nclass EvilConfig(BertConfig):\n    model_type = 'bert'\n"
     )
     return model
+
+
+# A bbq-prompts file of the tests' own ({extra}: its variants and fields), and a variant that is right.
+BBQ_PROMPTS_FILE = """kind = "bbq-prompts"
+language = "en"
+bias_type = "mixed"
+source = "written by the tests"
+licence = "CC0-1.0"
+{extra}
+"""
+GOOD_BBQ_VARIANT = (
+    '[[variants]]\nname = "v"\nprompt = "{context} {question} (A) {ans0} (B) {ans1} (C) {ans2}"\n'
+)

@@ -12,6 +12,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from bad_input_helpers import BBQ_PROMPTS_FILE as PROMPTS
+from bad_input_helpers import GOOD_BBQ_VARIANT as GOOD
 from bad_input_helpers import cli
 
 KEY = "sk-chat-bad-input-KEY-5e4d3c2b1a09"
@@ -185,18 +187,6 @@ def test_a_chat_model_cannot_be_asked_for_log_likelihoods():
         "mode=loglik",
     )
     assert done.code == 2 and "mode=loglik needs answer log-likelihoods" in done.both
-
-
-PROMPTS = """kind = "bbq-prompts"
-language = "en"
-bias_type = "mixed"
-source = "written by the tests"
-licence = "CC0-1.0"
-{extra}
-"""
-GOOD = (
-    '[[variants]]\nname = "v"\nprompt = "{context} {question} (A) {ans0} (B) {ans1} (C) {ans2}"\n'
-)
 
 
 @pytest.mark.parametrize(

@@ -15,6 +15,8 @@ import zlib
 
 import pytest
 
+from bad_input_helpers import BBQ_PROMPTS_FILE as PROMPTS
+from bad_input_helpers import GOOD_BBQ_VARIANT as GOOD
 from bad_input_helpers import cli
 from test_bad_input_chat import Fake
 
@@ -158,18 +160,6 @@ def test_a_reply_altered_in_the_cache_beyond_max_tokens_is_asked_again(fake, tmp
     assert len(fake.seen) == 2 * asked  # every altered reply asked again
     rows = next((tmp_path / "b").glob("predictions-*.csv")).read_text(encoding="utf-8")
     assert " x x x" not in rows
-
-
-PROMPTS = """kind = "bbq-prompts"
-language = "en"
-bias_type = "mixed"
-source = "written by the tests"
-licence = "CC0-1.0"
-{extra}
-"""
-GOOD = (
-    '[[variants]]\nname = "v"\nprompt = "{context} {question} (A) {ans0} (B) {ans1} (C) {ans2}"\n'
-)
 
 
 @pytest.mark.parametrize(
