@@ -28,6 +28,7 @@ The presets read replies as their peers do (`read_helm`, `read_lm_eval`, `read_m
 
 from __future__ import annotations
 
+import functools
 import re
 import string
 import unicodedata
@@ -114,6 +115,7 @@ def _labels_marked(text: str, letters: Sequence[str]) -> set[int]:
     return found
 
 
+@functools.lru_cache(maxsize=4096)  # each rule's phrases, compiled once for every reply read
 def _phrase(phrase: str) -> re.Pattern[str]:
     """A reading rule's phrase as whole words (case ignored, any run of spaces between its words):
     a short phrase must not match inside a longer word ("ikke klart" in "ikke klarte", "als ki" in
