@@ -9,13 +9,26 @@ from __future__ import annotations
 from bias.core.data import fise_tests as fise_data
 from bias.core.data.fise_tests import FiseTest, Stimulus
 from bias.core.data.labelled_texts import LabelledTexts
-from bias.core.data.bias_questions import PLAIN_PLACEHOLDERS, BiasQuestion, BiasQuestions, fill, placeholders
+from bias.core.data.bias_questions import (
+    PLAIN_PLACEHOLDERS,
+    BiasQuestion,
+    BiasQuestions,
+    fill,
+    placeholders,
+)
 from bias.core.model import BBQ, FISE, LABELLED_TEXTS, SIMILARITY_PAIRS, STEREOSET
 from bias.core.params import is_layer, layer_value
 from bias.core.data.similarity_pairs import MIN_PAIRS, SimilarityPairs
 from bias.core.data.stereoset import GOLD_LABELS, StereoExample, StereoSentence, StereoSetExamples
 from bias.core.text import listed, shown
-from bias.core.data.wordsets import content_lines, file_head, normalise, parse_json, read_json, read_text
+from bias.core.data.wordsets import (
+    content_lines,
+    file_head,
+    normalise,
+    parse_json,
+    read_json,
+    read_text,
+)
 
 __all__ = [
     "BBQ",

@@ -8,7 +8,15 @@ Part of the public API (`bias.api`): first-party plugins import these names from
 from __future__ import annotations
 
 from bias.core.models.hf import fingerprint as files
-from bias.core.models.hf import batching, chat_template, choice_scoring, generation, lm_scoring, loading, vectors
+from bias.core.models.hf import (
+    batching,
+    chat_template,
+    choice_scoring,
+    generation,
+    lm_scoring,
+    loading,
+    vectors,
+)
 from bias.core.models.hf.loading import HEADS, LoadedModel
 from bias.core.models.hf.vectors import POOLINGS, PooledInput
 

@@ -20,7 +20,12 @@ from bias.core.pair_metrics.scoring import (
     lm_mode,
 )
 from bias.core.data.lpbs_tests import ATTRIBUTES, TARGETS
-from bias.core.pair_metrics.metric import PERCENT_OF_PAIRS, compare_pairs, lowercase_param, skipped_warnings
+from bias.core.pair_metrics.metric import (
+    PERCENT_OF_PAIRS,
+    compare_pairs,
+    lowercase_param,
+    skipped_warnings,
+)
 from bias.core.data.minimal_pairs import DIRECTIONS
 from bias.core.precision import settle, settle_choices
 

@@ -16,7 +16,11 @@ from bias.core.models.static.base import (
     unique,
     words_to_vectors,
 )
-from bias.core.models.static.from_encoder import SourceNormaliser, check_encoder_folder, token_vectors_file
+from bias.core.models.static.from_encoder import (
+    SourceNormaliser,
+    check_encoder_folder,
+    token_vectors_file,
+)
 from bias.core.models.static.formats import (
     FASTTEXT_BIN,
     FileFormat,

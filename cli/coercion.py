@@ -31,15 +31,22 @@ def convert_only_when_needed() -> None:
 
         def _coerce_value(self, value: Any, param: Any, ctx: Any) -> Any:
             info = self.parameter_info
-            if (self.annotation is str and type(value) is str and getattr(info, "parser", None) is None
-                    and getattr(info, "click_type", None) is None):
+            if (
+                self.annotation is str
+                and type(value) is str
+                and getattr(info, "parser", None) is None
+                and getattr(info, "click_type", None) is None
+            ):
                 return value
             param._runtime_param = build_runtime_param(param.type_descriptor)
             return param._runtime_param._coerce_value(value, param=param, ctx=ctx)
 
     def get_runtime_param(self: Any) -> Any:
         if self._runtime_param is None:
-            self._runtime_param = Deferred(parameter_info=self.type_descriptor.parameter_info, annotation=self.type_descriptor.annotation)
+            self._runtime_param = Deferred(
+                parameter_info=self.type_descriptor.parameter_info,
+                annotation=self.type_descriptor.annotation,
+            )
         return self._runtime_param
 
     get_runtime_param.deferred = True  # type: ignore[attr-defined]

@@ -15,7 +15,11 @@ def flags_shown_as_flags() -> None:
         return
 
     def display_type_rich(self: Any, ctx: Any) -> Any:
-        return None if getattr(self, "is_flag", False) and not getattr(self, "metavar", None) else shown(self, ctx)
+        return (
+            None
+            if getattr(self, "is_flag", False) and not getattr(self, "metavar", None)
+            else shown(self, ctx)
+        )
 
     display_type_rich.flags_shown_as_flags = True  # type: ignore[attr-defined]
     TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]

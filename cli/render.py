@@ -14,9 +14,13 @@ from rich.table import Table
 from bias.cli.say import cell as _escape, cell_lines as _escape_lines, say_whole, warn, whole
 
 
-
 def plugins_table(
-    rows: Sequence[Any], groups: Sequence[str], *, long: bool = False, title: str = "Installed plugins", width: int = 80
+    rows: Sequence[Any],
+    groups: Sequence[str],
+    *,
+    long: bool = False,
+    title: str = "Installed plugins",
+    width: int = 80,
 ) -> Table:
     """One line per plugin, names never broken (the summary is cut to the terminal instead); `long`
     adds the whole summary, the kind, the distribution and the status."""
@@ -34,15 +38,33 @@ def plugins_table(
             room = max(10, width - longest - 2)
             if not long and len(text) > room:
                 text = text[: room - 1].rstrip() + "…"
-            summary = _escape(text).replace("broken:", "[red]broken[/red]:", 1) if broken else _escape(text)
+            summary = (
+                _escape(text).replace("broken:", "[red]broken[/red]:", 1)
+                if broken
+                else _escape(text)
+            )
             if long:
-                origin = " | ".join(x for x in (_escape(row.kind), f"{_escape(row.distribution)} {_escape(row.version)}") if x.strip())
+                origin = " | ".join(
+                    x
+                    for x in (
+                        _escape(row.kind),
+                        f"{_escape(row.distribution)} {_escape(row.version)}",
+                    )
+                    if x.strip()
+                )
                 summary += f"\n[dim]{origin}[/dim]"
             table.add_row(f"  {_escape(row.name)}", summary)
     return table
 
 
-def results_table(results: Any, family: str = "run", *, width: int | None = None, wide: bool = False, terminal: bool = True) -> Any:
+def results_table(
+    results: Any,
+    family: str = "run",
+    *,
+    width: int | None = None,
+    wide: bool = False,
+    terminal: bool = True,
+) -> Any:
     """The results for the terminal: a table that fits `width` columns without splitting a number or
     a name, and the conventions shared by all rows said once below it.
 
@@ -84,8 +106,14 @@ def robustness_table(curves: Sequence[Any], *, width: int = 80) -> Table:
     models = list(dict.fromkeys(c.model for c in curves))
     title = "Robustness to design choices" + (f" (model {models[0]})" if len(models) == 1 else "")
     table = Table(title=_escape(title), box=box.SIMPLE_HEAD, pad_edge=False)
-    longest = max([len(c.concept) for c in curves] + [len(c.model) for c in curves if len(models) > 1] + [4])
-    table.add_column("Test" if len(models) == 1 else "Test / model", overflow="fold", min_width=min(longest, max(8, width - 56)))
+    longest = max(
+        [len(c.concept) for c in curves] + [len(c.model) for c in curves if len(models) > 1] + [4]
+    )
+    table.add_column(
+        "Test" if len(models) == 1 else "Test / model",
+        overflow="fold",
+        min_width=min(longest, max(8, width - 56)),
+    )
     for name in ("Specs", "Same sign", "Signif.", "Median", "Range"):
         table.add_column(name, justify="right", no_wrap=True)
     titles = [c.title for c in curves]
@@ -95,8 +123,12 @@ def robustness_table(curves: Sequence[Any], *, width: int = 80) -> Table:
         concept = c.concept + (f" ({c.scale.scale_name})" if titles.count(c.title) > 1 else "")
         label = _escape(concept) + (f"\n[dim]{_escape(c.model)}[/dim]" if len(models) > 1 else "")
         table.add_row(
-            label, str(c.n), share(c.same_sign_share), share(c.significant_share),
-            c.scale.format(c.median, 2), f"{c.scale.format(c.low, 2)}..{c.scale.format(c.high, 2)}",
+            label,
+            str(c.n),
+            share(c.same_sign_share),
+            share(c.significant_share),
+            c.scale.format(c.median, 2),
+            f"{c.scale.format(c.low, 2)}..{c.scale.format(c.high, 2)}",
         )
     return table
 
@@ -116,11 +148,16 @@ def agreement_table(found: Any) -> Table:
         else:
             table.add_column(heading, justify="right" if key == "n" else "left", no_wrap=True)
     for i, row in enumerate(rows(found)):
-        table.add_row(*(_escape(row[k]) if k != "pair" or i % 2 == 0 else "" for k in HEADINGS), end_section=i % 2 == 1)
+        table.add_row(
+            *(_escape(row[k]) if k != "pair" or i % 2 == 0 else "" for k in HEADINGS),
+            end_section=i % 2 == 1,
+        )
     return table
 
 
-def agreement_report(console: Console, report: Any, folder: Any, formats: Sequence[str]) -> list[Any]:
+def agreement_report(
+    console: Console, report: Any, folder: Any, formats: Sequence[str]
+) -> list[Any]:
     """`bias report --agreement`: the agreement table and its notes on the terminal; the report's files
     with the agreement's tables, figure and report.html section beside them."""
     from bias.core.reports import write_report
@@ -173,7 +210,13 @@ def _pivot_fits(rep: Any) -> bool:
     variants = {v for _, v in seen}
     tests = {t for t, _ in seen}
     full = len(seen) == len(tests) * len(variants)  # every test has every variant
-    return bool(rep.results) and full and len(seen) == len(rep.results) and 1 < len(variants) <= 4 and len(models) <= 2
+    return (
+        bool(rep.results)
+        and full
+        and len(seen) == len(rep.results)
+        and 1 < len(variants) <= 4
+        and len(models) <= 2
+    )
 
 
 def _status_cell(r: Any) -> str:
@@ -203,7 +246,11 @@ def _pivot_table(rep: Any, *, stacked: bool) -> Table:
         members = [r for r in rep.results if _variant(rep, r, models) == v]
         kinds = {kind_of(r).label for r in members}
         unit = kinds.pop() if len(kinds) == 1 else "value"
-        head = (v if unit.upper() == v.upper() else f"{v} {unit}") + (f" [{rep.ci_label}]" if any(r.figures.get("ci_low") is not None for r in members) and not stacked else "")
+        head = (v if unit.upper() == v.upper() else f"{v} {unit}") + (
+            f" [{rep.ci_label}]"
+            if any(r.figures.get("ci_low") is not None for r in members) and not stacked
+            else ""
+        )
         table.add_column(head, no_wrap=True, justify="left")
         if not stacked:
             table.add_column("p", no_wrap=True)
@@ -236,7 +283,13 @@ def _long_table(rep: Any, *, level: int, fold: bool = False) -> Table:
     heading above its rows, 2 stacks the interval under the value and the settings under the metric,
     3 also stacks the Holm p under the raw p."""
     from bias.core.reports.tables import ci_text, value_text
-    from bias.core.reports.values import format_p, result_p, short_models, short_tests, variant_label
+    from bias.core.reports.values import (
+        format_p,
+        result_p,
+        short_models,
+        short_tests,
+        variant_label,
+    )
 
     models = short_models(rep.results)
     tests = short_tests(rep.results)
@@ -251,18 +304,26 @@ def _long_table(rep: Any, *, level: int, fold: bool = False) -> Table:
     table.add_column("p" if level < 3 else "p / Holm p", **kw)
     if level < 3:
         table.add_column("Holm p", **kw)
-    order = sorted(range(len(rep.results)), key=lambda i: list(models).index(rep.results[i].model)) if several else range(len(rep.results))
+    order = (
+        sorted(range(len(rep.results)), key=lambda i: list(models).index(rep.results[i].model))
+        if several
+        else range(len(rep.results))
+    )
     current = None
     for i in order:
         r = rep.results[i]
         if several and level >= 1 and r.model != current:
             current = r.model
-            table.add_row(f"[bold]{_escape(models[r.model])}[/bold]", *([""] * (len(table.columns) - 1)))
+            table.add_row(
+                f"[bold]{_escape(models[r.model])}[/bold]", *([""] * (len(table.columns) - 1))
+            )
         row = [models[r.model]] if several and level == 0 else []
         settings = rep.settings.get(r.key, "")
         metric = variant_label(r.metric, settings)
         if level >= 2 and settings:
-            head = variant_label(r.metric, ", ".join(p for p in settings.split(", ") if p.startswith("level=")))
+            head = variant_label(
+                r.metric, ", ".join(p for p in settings.split(", ") if p.startswith("level="))
+            )
             rest = [p for p in settings.split(", ") if p and not p.startswith("level=")]
             metric = head + ("\n" + "\n".join(rest) if rest else "")
         row += [tests[r.wordset], metric]
@@ -274,12 +335,19 @@ def _long_table(rep: Any, *, level: int, fold: bool = False) -> Table:
             value = value_text(r)
             adj = rep.adjusted.get(r.key)
             holm = (format_p(adj.holm) + " " + _holm_marks(rep, r)).rstrip() if adj else "-"
-            cells = [f"{value}\n{ci}".rstrip() if level >= 2 else f"{value} {ci}".rstrip(), result_p(r), holm]
+            cells = [
+                f"{value}\n{ci}".rstrip() if level >= 2 else f"{value} {ci}".rstrip(),
+                result_p(r),
+                holm,
+            ]
         if level >= 3:
-            cells = [cells[0], cells[1] + (f"\nHolm {cells[2]}" if cells[2] not in ("", "-") else "")]
+            cells = [
+                cells[0],
+                cells[1] + (f"\nHolm {cells[2]}" if cells[2] not in ("", "-") else ""),
+            ]
         row += cells
         style = None if r.status == "ok" else "yellow" if r.status == "refused" else "red"
-        lead = [_escape(c) for c in row[:-len(cells) - 1]] + [_escape_lines(row[-len(cells) - 1])]
+        lead = [_escape(c) for c in row[: -len(cells) - 1]] + [_escape_lines(row[-len(cells) - 1])]
         table.add_row(*lead, *(_escape_lines(c) for c in cells), style=style)
     return table
 
@@ -314,7 +382,9 @@ def _records(rep: Any) -> list[Any]:
     columns = [c for c in rep.columns() if c.key not in ("model", "wordset", "metric", "settings")]
     out: list[Any] = [line((rep.title, "bold"))]
     for i, (row, result) in enumerate(zip(rep.rows(), rep.results), start=1):
-        head = " | ".join(x for x in (row["model"], row["wordset"], row["metric"], row["settings"]) if x)
+        head = " | ".join(
+            x for x in (row["model"], row["wordset"], row["metric"], row["settings"]) if x
+        )
         out.append(line((f"{i}. ", "bold"), head))
         fields = Table(box=None, show_header=False, pad_edge=False, expand=False)
         fields.add_column("Field", no_wrap=True, style="dim")

@@ -26,7 +26,9 @@ def line(*parts: Part, whole: bool = False) -> Text:
     """One message as a rich Text: user text literal, labels styled (a Text built by `line` is kept).
     Long user text is cut, unless `whole` (a list of the files written, which the user needs entire)."""
     shown_as = _visible_lines if whole else message
-    return Text.assemble(*(part if isinstance(part, (tuple, Text)) else shown_as(part) for part in parts))
+    return Text.assemble(
+        *(part if isinstance(part, (tuple, Text)) else shown_as(part) for part in parts)
+    )
 
 
 def say(console: Console, *parts: Part, whole: bool = False) -> None:

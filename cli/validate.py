@@ -12,7 +12,13 @@ from bias.core.errors import USAGE, BiasError
 from bias.core.text import visible
 
 
-def execute(paths: list[Path], frequencies: Path | None, render: list[str], model: str | None, console: Console) -> int:
+def execute(
+    paths: list[Path],
+    frequencies: Path | None,
+    render: list[str],
+    model: str | None,
+    console: Console,
+) -> int:
     """The exit status: 2 when an error was found, else 0."""
     from bias.cli.render import problems
     from bias.engine.validate import attributed, severity_counts, validate_path, validate_paths
@@ -27,7 +33,10 @@ def execute(paths: list[Path], frequencies: Path | None, render: list[str], mode
         if not paths:
             return 0
     if not paths:
-        raise BiasError("Nothing to validate: no path given.", "Give word-set files or folders (with --model, the tests to check), or --render TEST (e.g. nl/religion); see `bias validate --help`.")
+        raise BiasError(
+            "Nothing to validate: no path given.",
+            "Give word-set files or folders (with --model, the tests to check), or --render TEST (e.g. nl/religion); see `bias validate --help`.",
+        )
     if len(paths) == 1 and (paths[0].is_file() or (paths[0] / "pyproject.toml").exists()):
         found, checked = validate_path(paths[0], frequencies)
         per_file = None
@@ -43,7 +52,9 @@ def execute(paths: list[Path], frequencies: Path | None, render: list[str], mode
     problems(console, found)
     if per_file is not None:
         for file, errors_, warnings_ in per_file:
-            status = ("error", "red") if errors_ else ("ok", "yellow") if warnings_ else ("ok", "green")
+            status = (
+                ("error", "red") if errors_ else ("ok", "yellow") if warnings_ else ("ok", "green")
+            )
             say(console, status, f" {file}: {errors_} error(s), {warnings_} warning(s)")
     errors, warnings = severity_counts(found)
     colour = "red" if errors else "green"

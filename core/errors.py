@@ -14,7 +14,9 @@ class BiasError(Exception):
     input is outside the run's files (a key a service refused, fixed in the environment).
     """
 
-    def __init__(self, message: str, hint: str | None = None, exit_code: int = USAGE, *, redo: bool = False) -> None:
+    def __init__(
+        self, message: str, hint: str | None = None, exit_code: int = USAGE, *, redo: bool = False
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.hint = hint
@@ -62,31 +64,58 @@ def _recognise_one(exc: BaseException) -> BiasError | None:
     if isinstance(exc, FileNotFoundError):
         return BiasError(f"File not found:{where or ' ' + str(exc)}", "Check the path.")
     if isinstance(exc, IsADirectoryError):
-        return BiasError(f"{where.strip() or exc} is a folder where a file was expected.", "Give the file itself.")
+        return BiasError(
+            f"{where.strip() or exc} is a folder where a file was expected.",
+            "Give the file itself.",
+        )
     if isinstance(exc, PermissionError):
-        return BiasError(f"Permission denied:{where or ' ' + str(exc)}", "Check the file's permissions, or choose another path.")
+        return BiasError(
+            f"Permission denied:{where or ' ' + str(exc)}",
+            "Check the file's permissions, or choose another path.",
+        )
     if isinstance(exc, OSError) and exc.errno == errno.ENAMETOOLONG:
-        return BiasError(f"A file name is too long for the file system ({len(str(exc.filename or ''))} characters).", "Check the path.")
+        return BiasError(
+            f"A file name is too long for the file system ({len(str(exc.filename or ''))} characters).",
+            "Check the path.",
+        )
     if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
-        return BiasError(f"No space left on the disk{' for' + where if where else ''}.", "Free some space or write elsewhere (--out).")
+        return BiasError(
+            f"No space left on the disk{' for' + where if where else ''}.",
+            "Free some space or write elsewhere (--out).",
+        )
     if isinstance(exc, MemoryError) or name in ("OutOfMemoryError", "OutOfMemory"):
         return BiasError(
             "Not enough memory for this run.",
             "Use a smaller --batch-size, fewer --permutations or --bootstrap resamples, or a smaller model.",
         )
     if isinstance(exc, ValueError) and "null byte" in str(exc):
-        return BiasError("A path holds a NUL character, which no file name can contain.", "Check the paths given in the command and the experiment file.")
+        return BiasError(
+            "A path holds a NUL character, which no file name can contain.",
+            "Check the paths given in the command and the experiment file.",
+        )
     if isinstance(exc, UnicodeDecodeError):
-        return BiasError(f"A file is not UTF-8 text ({exc.reason} at byte {exc.start}).", "Save the file as UTF-8.")
+        return BiasError(
+            f"A file is not UTF-8 text ({exc.reason} at byte {exc.start}).",
+            "Save the file as UTF-8.",
+        )
     if isinstance(exc, UnicodeEncodeError) and "surrogates not allowed" in str(exc):
         # a lone surrogate: a file name in another encoding than UTF-8, or a \ud800-style escape in a file
-        shown = exc.object[max(0, exc.start - 30) : exc.end + 10].encode("utf-8", "backslashreplace").decode("ascii", "replace")
+        shown = (
+            exc.object[max(0, exc.start - 30) : exc.end + 10]
+            .encode("utf-8", "backslashreplace")
+            .decode("ascii", "replace")
+        )
         return BiasError(
             f"Text that cannot be written as UTF-8, a file name in another encoding or a lone surrogate escape (...{shown}...).",
             "Rename the file, or fix the text in it.",
         )
     if isinstance(exc, (ConnectionError, TimeoutError)) or name in (
-        "OfflineModeIsEnabled", "ConnectTimeout", "ReadTimeout", "ConnectError", "NewConnectionError", "MaxRetryError",
+        "OfflineModeIsEnabled",
+        "ConnectTimeout",
+        "ReadTimeout",
+        "ConnectError",
+        "NewConnectionError",
+        "MaxRetryError",
     ):
         return BiasError(
             f"No network connection ({name}).",

@@ -98,12 +98,18 @@ class Embedder(ABC):
     def vocabulary(self, limit: int | None = None) -> list[str]:
         """The model's words, most frequent first where the file says so (embedders that declare
         Capability.VOCABULARY only)."""
-        raise BiasError(f"Embedder '{self.name}' has no fixed vocabulary.", "Use a static embedding (fasttext, word2vec, glove, kv, vec).")
+        raise BiasError(
+            f"Embedder '{self.name}' has no fixed vocabulary.",
+            "Use a static embedding (fasttext, word2vec, glove, kv, vec).",
+        )
 
     def all_vectors(self, limit: int | None = None) -> WordVectors:
         """The first `limit` words of the vocabulary (all when None) and their vectors, as one matrix:
         what whole-vocabulary methods (Hard-Debias, the clustering test, analogies) work on."""
-        raise BiasError(f"Embedder '{self.name}' has no fixed vocabulary.", "Use a static embedding (fasttext, word2vec, glove, kv, vec).")
+        raise BiasError(
+            f"Embedder '{self.name}' has no fixed vocabulary.",
+            "Use a static embedding (fasttext, word2vec, glove, kv, vec).",
+        )
 
     def encode(
         self,
@@ -176,9 +182,14 @@ class Embedder(ABC):
         """(bfloat16, float16 or tf32; the same model in float32) when the model computes in a reduced
         precision, else None: metrics rescore with the twin what it could have decided otherwise."""
         return None
-    def generate(self, requests: Sequence[GenerationRequest], sampling: Sampling | None = None) -> list[Generations]:
+
+    def generate(
+        self, requests: Sequence[GenerationRequest], sampling: Sampling | None = None
+    ) -> list[Generations]:
         """For each request, `sampling.samples` replies, sample j drawn with seed + j (bias.core.generation)."""
-        raise BiasError(f"Embedder '{self.name}' writes no text.", "Use a chat: model or a causal LM (hf).")
+        raise BiasError(
+            f"Embedder '{self.name}' writes no text.", "Use a chat: model or a causal LM (hf)."
+        )
 
     def check(self) -> None:
         """Cheap checks of the model's files and settings, made for every model before any work starts
@@ -188,7 +199,9 @@ class Embedder(ABC):
             from pathlib import Path
 
             if not Path(location).expanduser().exists():
-                raise BiasError(f"Model file not found: {location}", "Check the path given with --model.")
+                raise BiasError(
+                    f"Model file not found: {location}", "Check the path given with --model."
+                )
 
     def fingerprint(self) -> str:
         """A string that changes whenever the model's numbers could change (for caches and manifests)."""
@@ -210,7 +223,9 @@ class Tokens:
     """A text as the model sees it."""
 
     ids: tuple[int, ...]
-    offsets: tuple[tuple[int, int], ...]  # character span of each token in the text; (0, 0) for specials
+    offsets: tuple[
+        tuple[int, int], ...
+    ]  # character span of each token in the text; (0, 0) for specials
     special: tuple[bool, ...]
 
 
@@ -271,7 +286,9 @@ class InputRequest:
     name: str | None = None
     data_kind: str | None = None
     hint: str = ""
-    optional: bool = False  # a word set that does not exist is passed as None instead of stopping the run
+    optional: bool = (
+        False  # a word set that does not exist is passed as None instead of stopping the run
+    )
 
 
 @attrs.frozen
@@ -361,7 +378,9 @@ class Metric(ABC):
         """The parameter values, defaults included: part of every result and of the experiment key."""
         return attrs.asdict(self) if attrs.has(type(self)) else {}
 
-    def result_fields(self, model: str, data: Any, seed: int | None, **extra: Any) -> dict[str, Any]:
+    def result_fields(
+        self, model: str, data: Any, seed: int | None, **extra: Any
+    ) -> dict[str, Any]:
         """The fields every Result of this metric shares (the runner fills in the key and timings)."""
         meta = data.meta
         return {
@@ -371,9 +390,14 @@ class Metric(ABC):
             "metric": self.name,
             "params": self.params(),
             "seed": seed,
-            "meta": {"bias_type": meta.bias_type, "language": meta.language, "expected_direction": meta.expected_direction,
-                     **({"title": meta.title} if meta.title else {}), **variant_meta(meta),
-                     "value": type(self).value.declared(self.params())},
+            "meta": {
+                "bias_type": meta.bias_type,
+                "language": meta.language,
+                "expected_direction": meta.expected_direction,
+                **({"title": meta.title} if meta.title else {}),
+                **variant_meta(meta),
+                "value": type(self).value.declared(self.params()),
+            },
             **extra,
         }
 
@@ -381,14 +405,22 @@ class Metric(ABC):
 # The flat class attributes metrics declared their number with before `value`, and the field of
 # ValueKind each sets. Read (with a DeprecationWarning) until the rule in CONTRIBUTING.md removes them.
 OLD_VALUE_ATTRIBUTES = {
-    "value_label": "label", "value_name": "name", "value_unit": "unit", "value_reference": "reference",
-    "value_signed": "signed", "value_digits": "digits", "value_scale": "scale", "value_more_biased": "more_biased",
+    "value_label": "label",
+    "value_name": "name",
+    "value_unit": "unit",
+    "value_reference": "reference",
+    "value_signed": "signed",
+    "value_digits": "digits",
+    "value_scale": "scale",
+    "value_more_biased": "more_biased",
 }
 
 
 def _read_old_value_attributes(cls: type) -> None:
     """A metric written for the flat `value_*` attributes keeps its labels: they become its `value`."""
-    old = {field: vars(cls)[attr] for attr, field in OLD_VALUE_ATTRIBUTES.items() if attr in vars(cls)}
+    old = {
+        field: vars(cls)[attr] for attr, field in OLD_VALUE_ATTRIBUTES.items() if attr in vars(cls)
+    }
     by_param = vars(cls).get("value_by_param")
     if (not old and by_param is None) or "value" in vars(cls):
         return
@@ -403,7 +435,10 @@ def _read_old_value_attributes(cls: type) -> None:
     base = cls.value if "label" not in old else ValueKind(old["label"], reference=None)
     if isinstance(by_param, dict):
         old["by_param"] = {
-            p: {v: {OLD_VALUE_ATTRIBUTES.get(a, a): x for a, x in chosen.items()} for v, chosen in by_value.items()}
+            p: {
+                v: {OLD_VALUE_ATTRIBUTES.get(a, a): x for a, x in chosen.items()}
+                for v, chosen in by_value.items()
+            }
             for p, by_value in by_param.items()
         }
     cls.value = attrs.evolve(base, **old)
@@ -414,8 +449,12 @@ def variant_meta(meta: Any) -> dict[str, str]:
     return {k: v for k in ("concept", "descriptor") if (v := getattr(meta, k, ""))}
 
 
-STATIC_VECTORS = "static-vectors"  # a debiased matrix over the model's vocabulary, which `bias debias` writes
-ON_THE_FLY = "on-the-fly"  # the model wrapped, its encodings changed as they are made (`bias run --debias`)
+STATIC_VECTORS = (
+    "static-vectors"  # a debiased matrix over the model's vocabulary, which `bias debias` writes
+)
+ON_THE_FLY = (
+    "on-the-fly"  # the model wrapped, its encodings changed as they are made (`bias run --debias`)
+)
 
 
 class Debiaser(ABC):
@@ -438,11 +477,19 @@ class Debiaser(ABC):
         """Why this method cannot debias `embedder`, None when it can. By default: the capabilities it
         `requires` that the embedder lacks."""
         missing = [c.value for c in sorted(cls.requires, key=str) if c not in embedder.capabilities]
-        return f"Debiaser '{cls.name}' needs {', '.join(missing)}, which {embedder.spec} does not give" if missing else None
+        return (
+            f"Debiaser '{cls.name}' needs {', '.join(missing)}, which {embedder.spec} does not give"
+            if missing
+            else None
+        )
 
     def params(self) -> dict[str, Any]:
         """The parameter values, defaults included: recorded beside the debiased vectors."""
-        return {f.name: getattr(self, f.name) for f in attrs.fields(type(self)) if f.init} if attrs.has(type(self)) else {}
+        return (
+            {f.name: getattr(self, f.name) for f in attrs.fields(type(self)) if f.init}
+            if attrs.has(type(self))
+            else {}
+        )
 
     def wrap(self, embedder: Embedder, lists: Any) -> Embedder:
         """The debiased model for `bias run --debias`. By default the model is loaded and fitted now;
@@ -457,7 +504,9 @@ class Debiaser(ABC):
     def transform(self, embedder: Embedder) -> Embedder: ...
 
 
-def missing_capabilities(metric: Metric | type[Metric], have: frozenset[Capability] | set[Capability]) -> list[str]:
+def missing_capabilities(
+    metric: Metric | type[Metric], have: frozenset[Capability] | set[Capability]
+) -> list[str]:
     """What a metric needs that `have` lacks: each of `requires`, and one of `requires_any`."""
     missing = [c.value for c in sorted(metric.requires, key=str) if c not in have]
     any_of = metric.requires_any
@@ -474,7 +523,9 @@ def describe_needs(metric: Metric | type[Metric]) -> str:
     return ", ".join(parts)
 
 
-def check_compatible(metric: Metric | type[Metric], embedder: Embedder | type[Embedder], data_kind: str) -> None:
+def check_compatible(
+    metric: Metric | type[Metric], embedder: Embedder | type[Embedder], data_kind: str
+) -> None:
     """Refuse a mismatch before any work starts, naming what is missing."""
     missing = missing_capabilities(metric, embedder.capabilities)
     if missing:

@@ -27,7 +27,9 @@ LABELLED_TEXTS = "labelled-texts"  # texts with a class label: what the probe me
 SIMILARITY_PAIRS = "similarity-pairs"  # word pairs with human similarity scores
 BBQ = "bbq"  # multiple-choice bias questions (Parrish et al. 2022): what the bbq metric asks a causal LM
 STEREOSET = "stereoset"  # StereoSet intrasentence examples (Nadeem et al. 2021): what the stereoset metric scores
-DECISIONS = "decisions"  # yes/no decisions about applicants who differ only in the name (hiring audits)
+DECISIONS = (
+    "decisions"  # yes/no decisions about applicants who differ only in the name (hiring audits)
+)
 DIRECTIONS = ("positive", "negative", "none")
 # The first-party kinds of word set; a third party adds one through the entry-point group `bias.kinds`.
 # The social dimension a word set measures: free text, these are the recommended names (validation
@@ -36,8 +38,22 @@ DIRECTIONS = ("positive", "negative", "none")
 # (flowers/insects, instruments/weapons); "mixed" a pair set whose pairs carry their own types.
 # "gender-identity" (cisgender vs transgender and non-binary) is kept apart from "gender" (men vs women).
 BIAS_TYPES = (
-    "gender", "race", "origin", "nationality", "religion", "age", "disability", "health",
-    "sexual-orientation", "gender-identity", "socioeconomic", "physical-appearance", "non-social", "mixed", "any", "unspecified",
+    "gender",
+    "race",
+    "origin",
+    "nationality",
+    "religion",
+    "age",
+    "disability",
+    "health",
+    "sexual-orientation",
+    "gender-identity",
+    "socioeconomic",
+    "physical-appearance",
+    "non-social",
+    "mixed",
+    "any",
+    "unspecified",
 )
 STIMULI = ("words", "sentences")
 # The share of a set's stimuli a model may lack before an association test on it is refused (the
@@ -106,7 +122,10 @@ class WordList:
         repeated = len(listed) > len(words)
         differ = repeated and any(f != grammar.get(w, {}) for w, f in entries)
         return attrs.evolve(
-            self, words=words, grammar=grammar, listed=listed if repeated else (),
+            self,
+            words=words,
+            grammar=grammar,
+            listed=listed if repeated else (),
             listed_features=tuple(f for _, f in entries) if differ else (),
         )
 
@@ -131,7 +150,9 @@ class WordList:
         words = tuple(kept.values())
         repeated = len(listed) > len(words)
         return attrs.evolve(
-            self, words=words, listed=tuple(listed) if repeated else (),
+            self,
+            words=words,
+            listed=tuple(listed) if repeated else (),
             listed_features=self.listed_features if repeated else (),
         )
 

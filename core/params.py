@@ -61,7 +61,11 @@ def describe_params(cls: type) -> list[ParamInfo]:
         if default is attrs.NOTHING:
             default = None
         type_name = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))
-        out.append(ParamInfo(f.name, str(type_name), default, f.metadata.get("help", ""), f.metadata.get("guard")))
+        out.append(
+            ParamInfo(
+                f.name, str(type_name), default, f.metadata.get("help", ""), f.metadata.get("guard")
+            )
+        )
     return out
 
 
@@ -80,7 +84,9 @@ def coerce_params(cls: type, options: dict[str, Any], plugin: str) -> dict[str, 
         if key not in known:
             names = ", ".join(sorted(known)) or "none"
             # Parameter names are ASCII: a look-alike letter (Cyrillic а) or an invisible one is shown.
-            shown = "".join(c if c.isascii() and c.isprintable() else f"<U+{ord(c):04X}>" for c in key)
+            shown = "".join(
+                c if c.isascii() and c.isprintable() else f"<U+{ord(c):04X}>" for c in key
+            )
             raise BiasError(
                 f"Plugin '{plugin}' has no parameter '{shown}'.",
                 f"Its parameters are: {names} (see `bias info {plugin}`).",
@@ -134,7 +140,13 @@ def _members(hint: Any) -> tuple[Any, ...]:
     return (hint,)
 
 
-_WANTED = {bool: "true or false", int: "an integer", float: "a number", str: "text", type(None): "None"}
+_WANTED = {
+    bool: "true or false",
+    int: "an integer",
+    float: "a number",
+    str: "text",
+    type(None): "None",
+}
 
 
 def _wanted(members: tuple[Any, ...]) -> str:
@@ -172,7 +184,9 @@ def _checked(value: Any, members: tuple[Any, ...], info: ParamInfo, plugin: str)
     true/false: 1.5 for an integer, true for a count, a number for a flag are refused; 2.0 for an
     integer is 2."""
     scalar = (bool, int, float)
-    if isinstance(value, (dict, list, tuple)) and all(m in (*scalar, str, type(None)) for m in members):
+    if isinstance(value, (dict, list, tuple)) and all(
+        m in (*scalar, str, type(None)) for m in members
+    ):
         kind = "a table" if isinstance(value, dict) else "a list"
         raise BadValue(
             f"Parameter '{info.name}' of '{plugin}' expects {_wanted(members)}, got {kind}.",
@@ -191,7 +205,10 @@ def _checked(value: Any, members: tuple[Any, ...], info: ParamInfo, plugin: str)
             return value
         if int in members and value.is_integer():
             return int(value)
-    raise BadValue(f"Parameter '{info.name}' of '{plugin}' expects {_wanted(members)}, got {value!r}.", f"See `bias info {plugin}` for its parameters.")
+    raise BadValue(
+        f"Parameter '{info.name}' of '{plugin}' expects {_wanted(members)}, got {value!r}.",
+        f"See `bias info {plugin}` for its parameters.",
+    )
 
 
 def _boolean(value: str) -> bool:
@@ -236,7 +253,11 @@ def one_of(choices: Any, hint: str | None = None) -> Any:
 
 def between(low: float, high: float) -> Any:
     def check(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or not low <= value <= high
+        ):
             raise BadValue(f"{attribute.name} must lie between {low} and {high}, not {value!r}.")
 
     return check
@@ -265,4 +286,8 @@ def layer_value(value: Any) -> int | str | None:
 
 def is_layer(value: Any) -> bool:
     """Whether a converted layer value is one the embedders take (each metric words its own refusal)."""
-    return value is None or value == MEAN_LAST_4 or (isinstance(value, int) and not isinstance(value, bool))
+    return (
+        value is None
+        or value == MEAN_LAST_4
+        or (isinstance(value, int) and not isinstance(value, bool))
+    )

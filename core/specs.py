@@ -136,7 +136,12 @@ def parse_spec(spec: str) -> ModelSpec:
 
 
 # The options that ask for debiasing on load, and the DebiasSettings field each fills.
-DEBIAS_OPTIONS = {"debias": "method", "debias_corpus": "corpus", "debias_lists": "lists", "debias_language": "language"}
+DEBIAS_OPTIONS = {
+    "debias": "method",
+    "debias_corpus": "corpus",
+    "debias_lists": "lists",
+    "debias_language": "language",
+}
 
 
 @attrs.frozen
@@ -152,17 +157,27 @@ class DebiasSettings:
 
     def as_options(self) -> dict[str, Any]:
         """The settings as the options they were written as (for labels and experiment keys)."""
-        return {option: getattr(self, field) for option, field in DEBIAS_OPTIONS.items() if getattr(self, field) is not None}
+        return {
+            option: getattr(self, field)
+            for option, field in DEBIAS_OPTIONS.items()
+            if getattr(self, field) is not None
+        }
 
 
 def split_debias(options: Mapping[str, Any]) -> tuple[dict[str, Any], DebiasSettings | None]:
     """A model's options -> (the embedder's own, the debiasing settings or None)."""
     own = {k: v for k, v in options.items() if k not in DEBIAS_OPTIONS}
-    given = {DEBIAS_OPTIONS[k]: v for k, v in options.items() if k in DEBIAS_OPTIONS and v is not None}
+    given = {
+        DEBIAS_OPTIONS[k]: v for k, v in options.items() if k in DEBIAS_OPTIONS and v is not None
+    }
     if not given.get("method"):
         if given:
-            names = ", ".join(sorted(k for k in options if k in DEBIAS_OPTIONS and options[k] is not None))
-            raise BiasError(f"{names} given without --debias.", "Add --debias hard, inlp, sent or leace.")
+            names = ", ".join(
+                sorted(k for k in options if k in DEBIAS_OPTIONS and options[k] is not None)
+            )
+            raise BiasError(
+                f"{names} given without --debias.", "Add --debias hard, inlp, sent or leace."
+            )
         return own, None
     return own, DebiasSettings(**given)
 

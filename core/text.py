@@ -22,7 +22,11 @@ def visible(text: object) -> str:
     """`text` with control, bidi-override and zero-width characters written as <U+XXXX>."""
     out = []
     for ch in str(text):
-        if ch in _BIDI or ch in _INVISIBLE or (unicodedata.category(ch) in ("Cc", "Cf", "Co", "Cs") and ch not in "\t"):
+        if (
+            ch in _BIDI
+            or ch in _INVISIBLE
+            or (unicodedata.category(ch) in ("Cc", "Cf", "Co", "Cs") and ch not in "\t")
+        ):
             out.append(f"<U+{ord(ch):04X}>")
         else:
             out.append(ch)

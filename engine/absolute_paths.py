@@ -56,7 +56,9 @@ def absolute_folder(value: Any) -> Any:
 
 def absolute_spec(spec: ModelSpec) -> ModelSpec:
     """A parsed model spec with its location (see `absolute`) and its folders absolute."""
-    options = {k: absolute_folder(v) if k in MODEL_PATH_OPTIONS else v for k, v in spec.options.items()}
+    options = {
+        k: absolute_folder(v) if k in MODEL_PATH_OPTIONS else v for k, v in spec.options.items()
+    }
     return ModelSpec(spec.embedder, absolute(spec.location), options)
 
 

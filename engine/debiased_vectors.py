@@ -19,6 +19,7 @@ from bias.core.interfaces import STATIC_VECTORS, Capability, Debiaser
 from bias.core.runs.folder import open_in_run
 from bias.engine.inputs import DEBIAS_RECORD
 
+
 @attrs.frozen
 class DebiasedVectors:
     """The written vectors and the record written beside them."""
@@ -69,25 +70,36 @@ def write_debiased(
 
     cls = writable(method)
     if (language is None) == (lists is None):
-        raise BiasError("Give the debiasing lists with either --language (e.g. en) or --lists (a name or a file).")
+        raise BiasError(
+            "Give the debiasing lists with either --language (e.g. en) or --lists (a name or a file)."
+        )
     if fmt not in ("word2vec", "text"):
         raise BiasError(f"--format must be word2vec or text, not '{fmt}'.")
     if out.exists() and not out.is_dir():
         raise BiasError(f"--out {out} is a file; give a folder for vectors and debias.json.")
     declared = {f.name for f in attrs.fields(cls) if f.init} if attrs.has(cls) else set()
     given = dict(params or {})
-    for flag, key, value in (("--limit", "limit", limit), ("--components", "components", components)):
+    for flag, key, value in (
+        ("--limit", "limit", limit),
+        ("--components", "components", components),
+    ):
         if value is None:
             continue
         if key not in declared:
-            raise BiasError(f"{flag} is not a parameter of {method}.", f"See `bias info {method}` for its parameters.")
+            raise BiasError(
+                f"{flag} is not a parameter of {method}.",
+                f"See `bias info {method}` for its parameters.",
+            )
         given[key] = value
     embedder = build_embedder(model, **model_options)
     debiaser = build_debiaser(method, embedder, **given)
     word_lists = load_wordset(lists) if lists else debias_lists_for(str(language))
     kind = getattr(getattr(word_lists, "meta", None), "kind", None)
     if kind != "debias-lists":
-        raise BiasError(f"'{lists}' is a word set of kind {kind}, not debiasing lists.", "Give lists of kind debias-lists, e.g. en/debias-gender.")
+        raise BiasError(
+            f"'{lists}' is a word set of kind {kind}, not debiasing lists.",
+            "Give lists of kind debias-lists, e.g. en/debias-gender.",
+        )
 
     timings: dict[str, float] = {}
     started = time.perf_counter()
@@ -99,15 +111,24 @@ def write_debiased(
     started = time.perf_counter()
     fitted = debiaser.transform(embedder)
     timings["transform_s"] = round(time.perf_counter() - started, 4)
-    if Capability.VOCABULARY not in fitted.capabilities or (isinstance(fitted, DebiasedEmbedder) and not fitted.static):
-        raise BiasError(f"'{method}' debiased {model} on the fly; there are no vectors to write.", "Use bias run --debias for this model.")
+    if Capability.VOCABULARY not in fitted.capabilities or (
+        isinstance(fitted, DebiasedEmbedder) and not fitted.static
+    ):
+        raise BiasError(
+            f"'{method}' debiased {model} on the fly; there are no vectors to write.",
+            "Use bias run --debias for this model.",
+        )
     started = time.perf_counter()
     path = write_vectors(fitted, out, fmt)
     timings["write_s"] = round(time.perf_counter() - started, 4)
 
     # What the fit recorded (the core's DebiasedEmbedder keeps it); a debiaser of its own making
     # records its parameters.
-    info = dict(fitted.info) if isinstance(fitted, DebiasedEmbedder) else {"parameters": debiaser.params()}
+    info = (
+        dict(fitted.info)
+        if isinstance(fitted, DebiasedEmbedder)
+        else {"parameters": debiaser.params()}
+    )
     record = {
         "format": "bias-debias/1",
         "method": method,
@@ -116,7 +137,11 @@ def write_debiased(
         "model_options": model_options,
         "vectors": path.name,
         "vectors_format": fmt,
-        "lists": {"name": word_lists.name, "file": word_lists.meta.path, "language": word_lists.meta.language},
+        "lists": {
+            "name": word_lists.name,
+            "file": word_lists.meta.path,
+            "language": word_lists.meta.language,
+        },
         "bias_direction": {
             "components": info.pop("components", None),
             "explained_variance": info.pop("explained_variance", None),

@@ -313,7 +313,11 @@ def _model(entry: Any, path: Path, folder: Path, what: str) -> ModelConfig:
             )
         options = paths_in_file({k: v for k, v in entry.items() if k not in MODEL_FIELDS}, folder)
         config = ModelConfig(
-            model_spec_in_file(entry["spec"], folder, path), options, resources, name, origin=str(path)
+            model_spec_in_file(entry["spec"], folder, path),
+            options,
+            resources,
+            name,
+            origin=str(path),
         )
     else:
         raise BiasError(f'{path}: {what} needs a spec such as "word2vec:vectors.bin".')

@@ -65,7 +65,9 @@ def recorded_source(record: Path, hint: str) -> tuple[str, str]:
     try:
         data = json.loads(record.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-        raise BiasError(f"{record}: cannot read the record of the debiasing ({exc}).", hint) from exc
+        raise BiasError(
+            f"{record}: cannot read the record of the debiasing ({exc}).", hint
+        ) from exc
     found = data.get("source_model") if isinstance(data, dict) else None
     if not isinstance(found, str) or ":" not in found:
         raise BiasError(f"{record}: no 'source_model' spec in the record of the debiasing.", hint)
@@ -74,12 +76,18 @@ def recorded_source(record: Path, hint: str) -> tuple[str, str]:
     except BiasError as exc:
         raise BiasError(f"{record}: source_model: {exc.message}", exc.hint) from None
     location = parsed.location
-    if not location.startswith("pkg:") and not Path(location).exists() and (record.parent / location).exists():
+    if (
+        not location.startswith("pkg:")
+        and not Path(location).exists()
+        and (record.parent / location).exists()
+    ):
         location = str(record.parent / location)
     # The options stay with the spec: the rules of what a file may decide judge them (a code option
     # or an address in a debias.json is refused naming it), never dropped to reach a default host.
     options = ",".join(f"{k}={v}" for k, v in parsed.options.items())
-    return f"{parsed.embedder}:{location}" + (f"[{options}]" if options else ""), f"source_model of {record.name} ({found})"
+    return f"{parsed.embedder}:{location}" + (
+        f"[{options}]" if options else ""
+    ), f"source_model of {record.name} ({found})"
 
 
 def model_input(request: InputRequest, measured: ModelConfig) -> ModelInput:
@@ -97,16 +105,22 @@ def model_input(request: InputRequest, measured: ModelConfig) -> ModelInput:
     return ModelInput(absolute_spec_text(spec), how, original=True, origin=str(record))
 
 
-def wordset_input(name: str | None, request: InputRequest, metric: str, load: Callable[[str], Any]) -> Any:
+def wordset_input(
+    name: str | None, request: InputRequest, metric: str, load: Callable[[str], Any]
+) -> Any:
     """The word set a request names, of the kind it asks for; anything else stops the run."""
     if not name:
-        raise BiasError(f"Metric '{metric}' asks for a word set without naming one.", request.hint or None)
+        raise BiasError(
+            f"Metric '{metric}' asks for a word set without naming one.", request.hint or None
+        )
     try:
         found = load(name)
     except BiasError as exc:
         if request.optional and not _exists(name):
             return None
-        raise BiasError(f"Metric '{metric}' needs the word set {name}: {exc.message}", request.hint or exc.hint) from exc
+        raise BiasError(
+            f"Metric '{metric}' needs the word set {name}: {exc.message}", request.hint or exc.hint
+        ) from exc
     kind = getattr(getattr(found, "meta", None), "kind", None)
     if request.data_kind and kind != request.data_kind:
         raise BiasError(
@@ -138,7 +152,9 @@ def resolve_requests(
     for key, request in requests.items():
         if request.kind == WORDSET_INPUT:
             if request.name not in wordsets:
-                wordsets[str(request.name)] = wordset_input(request.name, request, metric, registry.load_wordset)
+                wordsets[str(request.name)] = wordset_input(
+                    request.name, request, metric, registry.load_wordset
+                )
             out[key] = wordsets[str(request.name)]
         elif request.kind == MODEL_INPUT:
             found = model_input(request, measured)
@@ -184,7 +200,9 @@ class InputModels:
                 continue
             source = getattr(measured, "source", None) if value.original else None
             if isinstance(source, Embedder):
-                out[key] = ResolvedModel(source, f"the source of the debiased model ({source.spec})")
+                out[key] = ResolvedModel(
+                    source, f"the source of the debiased model ({source.spec})"
+                )
             elif value.spec is not None:
                 out[key] = ResolvedModel(self.loaded_model(value.spec), value.how)
             else:

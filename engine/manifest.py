@@ -27,7 +27,18 @@ from bias.core.runs.manifest import MANIFEST_FILE, read_manifest
 
 FORMAT = "bias-run/1"
 KILLED = "killed"  # a session that never closed, found by the next one
-LIBRARIES = ("bias-framework", "numpy", "scipy", "attrs", "torch", "transformers", "tokenizers", "gensim", "fasttext-numpy2-wheel", "matplotlib")
+LIBRARIES = (
+    "bias-framework",
+    "numpy",
+    "scipy",
+    "attrs",
+    "torch",
+    "transformers",
+    "tokenizers",
+    "gensim",
+    "fasttext-numpy2-wheel",
+    "matplotlib",
+)
 
 
 def now() -> str:
@@ -74,7 +85,9 @@ def _has_results(folder: Path) -> bool:
     return path.exists() and path.stat().st_size > 0
 
 
-def check_folder(folder: Path, fingerprint: str, *, resume: bool, also: tuple[str, ...] = ()) -> dict[str, Any] | None:
+def check_folder(
+    folder: Path, fingerprint: str, *, resume: bool, also: tuple[str, ...] = ()
+) -> dict[str, Any] | None:
     """Refuse to mix runs in one folder: without --resume the folder must hold no results; with it,
     the folder's configuration fingerprint must be this run's. Returns the existing manifest."""
     folder = Path(folder)
@@ -89,7 +102,9 @@ def check_folder(folder: Path, fingerprint: str, *, resume: bool, also: tuple[st
     if existing is None:
         return None  # a folder written before manifests existed, or a fresh one: nothing to compare
     theirs = existing.get("config_fingerprint")
-    if theirs and theirs != fingerprint and theirs not in also:  # `also`: the same run under older keys
+    if (
+        theirs and theirs != fingerprint and theirs not in also
+    ):  # `also`: the same run under older keys
         n = existing.get("experiments", "?")
         raise BiasError(
             f"Cannot resume {folder}: it holds a run of a different configuration "
@@ -122,28 +137,37 @@ class Manifest:
         """Check the folder (see `check_folder`) and start a session in its manifest."""
         folder = Path(folder)
         legacy = getattr(plan, "legacy_fingerprint", None)
-        existing = check_folder(folder, plan.fingerprint, resume=resume, also=(legacy,) if legacy else ())
+        existing = check_folder(
+            folder, plan.fingerprint, resume=resume, also=(legacy,) if legacy else ()
+        )
         settings = settings or {}
         seeds = sorted({p.experiment.seed for p in plan.runnable}, key=lambda s: (s is None, s))
-        data = existing if (resume and existing) else {
-            "format": FORMAT,
-            "title": settings.get("title", ""),
-            "description": settings.get("description", ""),
-            "config_fingerprint": plan.fingerprint,
-            "experiments": len(plan.runnable),
-            "config_file": config_path,
-            "config_text": config_text,
-            "grid": settings.get("grid", {}),
-            "family": family,
-            "seeds": seeds,
-            # --limit N: a smoke run on the first N items of each list of each test (None: all items)
-            "limit": next((p.experiment.limit for p in plan.runnable if p.experiment.limit is not None), None),
-            "merged_combinations": plan.merged,
-            "skipped": [s.to_dict() for s in plan.skipped],
-            "notes": list(settings.get("notes", [])),
-            "models": {},
-            "sessions": [],
-        }
+        data = (
+            existing
+            if (resume and existing)
+            else {
+                "format": FORMAT,
+                "title": settings.get("title", ""),
+                "description": settings.get("description", ""),
+                "config_fingerprint": plan.fingerprint,
+                "experiments": len(plan.runnable),
+                "config_file": config_path,
+                "config_text": config_text,
+                "grid": settings.get("grid", {}),
+                "family": family,
+                "seeds": seeds,
+                # --limit N: a smoke run on the first N items of each list of each test (None: all items)
+                "limit": next(
+                    (p.experiment.limit for p in plan.runnable if p.experiment.limit is not None),
+                    None,
+                ),
+                "merged_combinations": plan.merged,
+                "skipped": [s.to_dict() for s in plan.skipped],
+                "notes": list(settings.get("notes", [])),
+                "models": {},
+                "sessions": [],
+            }
+        )
         data["family"] = family
         # The run lock lets one session at a time into a folder: an earlier session still marked running
         # was killed (SIGKILL, a crash, a lost machine) before it could close itself.
@@ -166,9 +190,20 @@ class Manifest:
         manifest.save()
         return manifest
 
-    def model_loaded(self, label: str, *, fingerprint: str | None = None, info: dict[str, Any] | None = None,
-                     load_s: float | None = None, error: str | None = None) -> None:
-        entry = {"fingerprint": fingerprint, "info": info or {}, "load_s": None if load_s is None else round(load_s, 4)}
+    def model_loaded(
+        self,
+        label: str,
+        *,
+        fingerprint: str | None = None,
+        info: dict[str, Any] | None = None,
+        load_s: float | None = None,
+        error: str | None = None,
+    ) -> None:
+        entry = {
+            "fingerprint": fingerprint,
+            "info": info or {},
+            "load_s": None if load_s is None else round(load_s, 4),
+        }
         if error:
             entry["error"] = error
         self.data.setdefault("models", {})[label] = entry

@@ -39,7 +39,10 @@ def word_level_tests(paths: list[Path]) -> list[tuple[Path, Any]]:
             if errors_of(validate_toml_file(file)):
                 continue
             data = read_toml(file)
-            if data.get("kind", "association") == "association" and data.get("stimuli", "words") == "words":
+            if (
+                data.get("kind", "association") == "association"
+                and data.get("stimuli", "words") == "words"
+            ):
                 out.append((file, build_record(data, file.stem, str(file))))
             continue
         importer = format_for(file)
@@ -54,7 +57,9 @@ def word_level_tests(paths: list[Path]) -> list[tuple[Path, Any]]:
     return out
 
 
-def model_losses(spec: str, paths: list[Path], threshold: float = LOST_THRESHOLD, case: str = "exact") -> list[Problem]:
+def model_losses(
+    spec: str, paths: list[Path], threshold: float = LOST_THRESHOLD, case: str = "exact"
+) -> list[Problem]:
     """A note per word-level test with the stimuli `spec` loses (per set), a warning for each test it
     would refuse (a set losing more than `threshold`)."""
     from bias.registry.resolve import build_embedder
@@ -63,18 +68,44 @@ def model_losses(spec: str, paths: list[Path], threshold: float = LOST_THRESHOLD
     tests = word_level_tests(paths)
     if Capability.VOCABULARY not in embedder.capabilities:
         return [
-            Problem(spec, "", f"{spec} has no fixed vocabulary: it encodes every stimulus, so none of the {len(tests)} word-level tests loses words", "note", LOSS)
+            Problem(
+                spec,
+                "",
+                f"{spec} has no fixed vocabulary: it encodes every stimulus, so none of the {len(tests)} word-level tests loses words",
+                "note",
+                LOSS,
+            )
         ]
     embedder.load()
     problems = []
     for file, test in tests:
         _, _, lost, _ = set_vectors(embedder, test, case)
         total = sum(len(lost[k]) for k in lost)
-        per_set = ", ".join(f"{k}: {static_loss(list(wl.words), lost[k], threshold)}" for k, wl in test.sets().items() if lost[k])
-        refused = [f"set {k} lost {len(lost[k])} of {len(wl.words)} words {why}" for k, wl in test.sets().items() if (why := too_many_lost(lost[k], len(wl.words), threshold))]
+        per_set = ", ".join(
+            f"{k}: {static_loss(list(wl.words), lost[k], threshold)}"
+            for k, wl in test.sets().items()
+            if lost[k]
+        )
+        refused = [
+            f"set {k} lost {len(lost[k])} of {len(wl.words)} words {why}"
+            for k, wl in test.sets().items()
+            if (why := too_many_lost(lost[k], len(wl.words), threshold))
+        ]
         if refused:
-            problems.append(Problem(str(file), "", f"{spec} refuses this test: {'; '.join(refused)}", "warning", LOSS))
+            problems.append(
+                Problem(
+                    str(file),
+                    "",
+                    f"{spec} refuses this test: {'; '.join(refused)}",
+                    "warning",
+                    LOSS,
+                )
+            )
         else:
-            lost_words = f"loses {total} of {len(test.all_words())} stimuli ({per_set})" if total else "loses no stimulus"
+            lost_words = (
+                f"loses {total} of {len(test.all_words())} stimuli ({per_set})"
+                if total
+                else "loses no stimulus"
+            )
             problems.append(Problem(str(file), "", f"{spec} {lost_words}", "note", LOSS))
     return problems

@@ -42,7 +42,9 @@ def route_params(experiments: Sequence[Experiment]) -> list[Experiment]:
     declared: dict[str, set[str]] = {}
     for exp in experiments:
         if exp.metric not in declared:
-            declared[exp.metric] = {p.name for p in describe_params(eps.load("metrics", exp.metric))}
+            declared[exp.metric] = {
+                p.name for p in describe_params(eps.load("metrics", exp.metric))
+            }
     given = {k.replace("-", "_") for exp in experiments for k in exp.params}
     known = set().union(*declared.values()) if declared else set()
     unknown = sorted(given - known)
@@ -50,16 +52,21 @@ def route_params(experiments: Sequence[Experiment]) -> list[Experiment]:
         names = ", ".join(sorted(declared))
         tips = " ".join(s for s in (suggestions(u, sorted(known)) for u in unknown) if s)
         if {"layer", "pooling"} & set(unknown):
-            tips += (" The layer and pooling of word vectors (WEAT and other word-level metrics) are the model's:"
-                     " --model-option layer=N, --model-option word_pooling=first.")
+            tips += (
+                " The layer and pooling of word vectors (WEAT and other word-level metrics) are the model's:"
+                " --model-option layer=N, --model-option word_pooling=first."
+            )
         raise BiasError(
             f"No metric of this run ({names}) has the parameter(s) {', '.join(unknown)}.",
-            (tips.strip() + " " if tips.strip() else "") + "See `bias info METRIC` for the parameters of each metric.",
+            (tips.strip() + " " if tips.strip() else "")
+            + "See `bias info METRIC` for the parameters of each metric.",
         )
     out = []
     for exp in experiments:
         params = {k.replace("-", "_"): v for k, v in exp.params.items()}
-        out.append(attrs.evolve(exp, params={k: v for k, v in params.items() if k in declared[exp.metric]}))
+        out.append(
+            attrs.evolve(exp, params={k: v for k, v in params.items() if k in declared[exp.metric]})
+        )
     return out
 
 
@@ -98,25 +105,34 @@ class Plan:
     def fingerprint(self) -> str:
         """A hash of the experiment keys (runnable and skipped): the same configuration, however
         written, has the same fingerprint; a resumed run must match it."""
-        keys = sorted(p.experiment.key for p in self.runnable) + sorted("skipped:" + s.key for s in self.skipped)
+        keys = sorted(p.experiment.key for p in self.runnable) + sorted(
+            "skipped:" + s.key for s in self.skipped
+        )
         return hashlib.sha256("\n".join(keys).encode("utf-8")).hexdigest()[:16]
 
     @property
     def legacy_fingerprint(self) -> str:
         """The fingerprint of the same configuration under the older experiment keys (see
         `Experiment.legacy_key`), accepted when resuming a folder written before."""
-        keys = sorted(p.experiment.legacy_key for p in self.runnable) + sorted("skipped:" + s.key for s in self.skipped)
+        keys = sorted(p.experiment.legacy_key for p in self.runnable) + sorted(
+            "skipped:" + s.key for s in self.skipped
+        )
         return hashlib.sha256("\n".join(keys).encode("utf-8")).hexdigest()[:16]
 
 
-def plan(experiments: Sequence[Experiment], input_guard: Callable[[Any], None] | None = None) -> Plan:
+def plan(
+    experiments: Sequence[Experiment], input_guard: Callable[[Any], None] | None = None
+) -> Plan:
     """Build every metric and load every word set up front, so bad input fails before any model loads;
     set aside the combinations that cannot run, with their reason; then resolve the secondary inputs
     every runnable experiment's metric asks for (see `bias.engine.inputs`). Raises if nothing is left
     or an input is missing. `input_guard` sees each model input before it is built (see
     bias.engine.guards: a spec a file wrote is held to what a file may decide)."""
     if not experiments:
-        raise BiasError("Nothing to run: the grid has no experiments.", "Name at least one model, word set and metric.")
+        raise BiasError(
+            "Nothing to run: the grid has no experiments.",
+            "Name at least one model, word set and metric.",
+        )
     wordsets: dict[str, Any] = {}
     metric_classes: dict[str, Any] = {}
     embedder_types: dict[str, Any] = {}
@@ -125,30 +141,50 @@ def plan(experiments: Sequence[Experiment], input_guard: Callable[[Any], None] |
     seen: set[str] = set()
     merged = 0
     for exp in route_params(experiments):
-        if exp.metric not in metric_classes:  # entry points are looked up once per name, not per experiment
+        if (
+            exp.metric not in metric_classes
+        ):  # entry points are looked up once per name, not per experiment
             metric_classes[exp.metric] = eps.load("metrics", exp.metric)
         cls = metric_classes[exp.metric]
         try:
             metric = cls(**coerce_params(cls, exp.params, exp.metric))
         except BadValue as exc:  # a value no combination could take: said as that, not as a skip
-            message = exc.message if f"'{exp.metric}'" in exc.message else f"{exp.metric}: {exc.message}"
-            raise BadValue(message, exc.hint or f"See `bias info {exp.metric}` for its parameters and their values.") from None
+            message = (
+                exc.message if f"'{exp.metric}'" in exc.message else f"{exp.metric}: {exc.message}"
+            )
+            raise BadValue(
+                message,
+                exc.hint or f"See `bias info {exp.metric}` for its parameters and their values.",
+            ) from None
         except BiasError as exc:
             # A combination of options that does not fit (cls pooling at word level): set aside with its
             # reason; if no combination fits, the error below names it.
-            skipped.append(Skipped(exp.model.label(), exp.wordset, exp.metric, dict(exp.params), exc.message, exp.key))
+            skipped.append(
+                Skipped(
+                    exp.model.label(),
+                    exp.wordset,
+                    exp.metric,
+                    dict(exp.params),
+                    exc.message,
+                    exp.key,
+                )
+            )
             continue
         if exp.wordset not in wordsets:
             wordsets[exp.wordset] = registry.load_wordset(exp.wordset)
         data = first_items(wordsets[exp.wordset], exp.limit)
         full = attrs.evolve(exp, params=metric.params())
-        if full.key in seen:  # the same experiment reached twice through a grid of another metric's options
+        if (
+            full.key in seen
+        ):  # the same experiment reached twice through a grid of another metric's options
             merged += 1
             continue
         seen.add(full.key)
         embedder_name = exp.model.parsed.embedder
         if embedder_name not in embedder_types:
-            embedder_types[embedder_name] = embedder_class(embedder_name)  # unknown names are errors
+            embedder_types[embedder_name] = embedder_class(
+                embedder_name
+            )  # unknown names are errors
         embedder_type = embedder_types[embedder_name]
         try:
             check_compatible(metric, embedder_type, data.meta.kind)
@@ -158,22 +194,37 @@ def plan(experiments: Sequence[Experiment], input_guard: Callable[[Any], None] |
             if reason:
                 raise BiasError(reason)
         except BiasError as exc:
-            skipped.append(Skipped(exp.model.label(), exp.wordset, exp.metric, full.params, exc.message, full.key))
+            skipped.append(
+                Skipped(
+                    exp.model.label(), exp.wordset, exp.metric, full.params, exc.message, full.key
+                )
+            )
             continue
         budget.check(f"{exp.metric} on {exp.wordset}", metric.cost(data))
-        runnable.append(PlannedExperiment(full, absolute_metric(metric), data))  # files it reads, absolute
+        runnable.append(
+            PlannedExperiment(full, absolute_metric(metric), data)
+        )  # files it reads, absolute
     runnable = _debias_languages(runnable)
     if not runnable:
         reasons = list(dict.fromkeys(s.reason for s in skipped))
         raise BiasError(
-            f"Nothing to run: every combination was skipped ({len(skipped)}). " + " ".join(reasons[:3]),
+            f"Nothing to run: every combination was skipped ({len(skipped)}). "
+            + " ".join(reasons[:3]),
             "Choose metrics that fit the models and word sets (see `bias list metrics` and `bias list wordsets`).",
         )
     models = InputModels()
     runnable = [
-        attrs.evolve(p, inputs=resolve_requests(
-            requested_inputs(p.metric, p.data), p.experiment.metric, p.experiment.model, wordsets, models, input_guard
-        ))
+        attrs.evolve(
+            p,
+            inputs=resolve_requests(
+                requested_inputs(p.metric, p.data),
+                p.experiment.metric,
+                p.experiment.model,
+                wordsets,
+                models,
+                input_guard,
+            ),
+        )
         for p in runnable
     ]
     return Plan(runnable, skipped, merged, models)
@@ -187,7 +238,9 @@ def _debias_languages(runnable: list[PlannedExperiment]) -> list[PlannedExperime
     for p in runnable:
         debias = p.experiment.model.debias
         if debias is not None and not debias.lists and not debias.language:
-            languages.setdefault(p.experiment.model.label(), set()).add(str(getattr(p.data.meta, "language", "") or ""))
+            languages.setdefault(p.experiment.model.label(), set()).add(
+                str(getattr(p.data.meta, "language", "") or "")
+            )
     if not languages:
         return runnable
     for spec, found in languages.items():
@@ -195,7 +248,11 @@ def _debias_languages(runnable: list[PlannedExperiment]) -> list[PlannedExperime
         if len(named) != 1 or len(found) != 1:
             raise BiasError(
                 f"Cannot choose the debiasing lists for {spec}: the run's word sets are in "
-                + (f"several languages ({', '.join(named)})" if len(named) > 1 else "no stated language")
+                + (
+                    f"several languages ({', '.join(named)})"
+                    if len(named) > 1
+                    else "no stated language"
+                )
                 + ", and each language has its own lists.",
                 "Name the lists with --debias-lists (e.g. en/debias-gender, or a file), or run one language at a time.",
             )

@@ -181,7 +181,9 @@ def run(
         details = {**cluster.resources(), "max_retries": max_retries}
         if manifest is not None:
             manifest.executor("ray", **details)
-        grid = _Grid(cluster.ray, groups, options, max_retries, debug, on_event, manifest, store, threads)
+        grid = _Grid(
+            cluster.ray, groups, options, max_retries, debug, on_event, manifest, store, threads
+        )
         try:
             for result in grid.results():
                 yield result

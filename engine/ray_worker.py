@@ -30,7 +30,11 @@ class ModelWorker:
     given no GPU by Ray is kept off the machine's GPUs (Ray no longer hides them itself)."""
 
     def __init__(
-        self, spec: ModelSpec, debias: DebiasSettings | None, debug: bool = False, threads: int | None = None
+        self,
+        spec: ModelSpec,
+        debias: DebiasSettings | None,
+        debug: bool = False,
+        threads: int | None = None,
     ) -> None:
         import ray
 
@@ -46,7 +50,9 @@ class ModelWorker:
         self.load_s = 0.0
         self.reported = False
         self.input_models = InputModels()
-        self.facts: tuple[str, dict[str, Any]] | None = None  # the model's fingerprint and description
+        self.facts: tuple[str, dict[str, Any]] | None = (
+            None  # the model's fingerprint and description
+        )
 
     def where(self) -> dict[str, Any]:
         """Answered as soon as the actor is placed (the model loads at its first experiment)."""
@@ -84,7 +90,11 @@ class ModelWorker:
                 planned, self.error, self.load_s, where=f" on Ray node {self.node}"
             ), state
         result = run_one(
-            planned, self.embedder, debug=self.debug, input_models=self.input_models, facts=self.facts
+            planned,
+            self.embedder,
+            debug=self.debug,
+            input_models=self.input_models,
+            facts=self.facts,
         )
         return attrs.evolve(
             result, timings={**result.timings, "model_load_s": round(self.load_s, 4)}

@@ -35,7 +35,9 @@ def rendered_lines(name_or_path: str) -> list[str]:
         lines += _pairs(test)
     elif meta.kind == "bbq-prompts":
         lines += _bbq_prompts(test, name_or_path)
-    elif callable(getattr(test, "rendered_sections", None)):  # a kind that renders itself (decisions)
+    elif callable(
+        getattr(test, "rendered_sections", None)
+    ):  # a kind that renders itself (decisions)
         for header, rows in test.rendered_sections():
             lines += [f"{HEADER}{header}", *rows]
     else:
@@ -69,13 +71,18 @@ def _association(test: Any, name_or_path: str) -> list[str]:
     if templates is None:
         out = []
         for key, wl in sets.items():
-            out += [f"{HEADER}{key}: {wl.label} ({len(wl.words)} words; no seat-templates for {test.meta.language})", *wl.words]
+            out += [
+                f"{HEADER}{key}: {wl.label} ({len(wl.words)} words; no seat-templates for {test.meta.language})",
+                *wl.words,
+            ]
         return out
     built = sentence_sets(test, templates)
     out = []
     for key, wl in sets.items():
         sentences = built.sentences[key]
-        out.append(f"{HEADER}{key}: {wl.label} ({len(wl.words)} words, {len(sentences)} SEAT sentences)")
+        out.append(
+            f"{HEADER}{key}: {wl.label} ({len(wl.words)} words, {len(sentences)} SEAT sentences)"
+        )
         out += [s.text for s in sentences]
         if built.lost[key]:
             out.append(f"{HEADER}{key}: no sentence for {', '.join(built.lost[key])}")
@@ -91,10 +98,14 @@ def _lpbs(test: Any) -> list[str]:
             for template in test.templates:
                 for t in sets[t_key].words:
                     for a in sets[a_key].words:
-                        found = test.render(template, (t, sets[t_key].features(t)), (a, sets[a_key].features(a)))
+                        found = test.render(
+                            template, (t, sets[t_key].features(t)), (a, sets[a_key].features(a))
+                        )
                         if found is not None:
                             rows.append(found.text)
-            out.append(f"{HEADER}{t_key} x {a_key}: {sets[t_key].label} x {sets[a_key].label} ({len(rows)} LPBS sentences)")
+            out.append(
+                f"{HEADER}{t_key} x {a_key}: {sets[t_key].label} x {sets[a_key].label} ({len(rows)} LPBS sentences)"
+            )
             out += rows
     return out
 
@@ -103,15 +114,25 @@ def marked(more: str, less: str) -> tuple[str, str]:
     """The two sentences of a pair with each stretch of words in which they differ in [brackets]."""
     import difflib
 
-    a = [(m.group(0).casefold(), m.span()) for m in _WORD.finditer(unicodedata.normalize("NFC", more))]
-    b = [(m.group(0).casefold(), m.span()) for m in _WORD.finditer(unicodedata.normalize("NFC", less))]
+    a = [
+        (m.group(0).casefold(), m.span())
+        for m in _WORD.finditer(unicodedata.normalize("NFC", more))
+    ]
+    b = [
+        (m.group(0).casefold(), m.span())
+        for m in _WORD.finditer(unicodedata.normalize("NFC", less))
+    ]
     spans_a, spans_b = [], []
-    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(a=[w for w, _ in a], b=[w for w, _ in b], autojunk=False).get_opcodes():
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(
+        a=[w for w, _ in a], b=[w for w, _ in b], autojunk=False
+    ).get_opcodes():
         if tag == "equal":
             continue
         spans_a += [(a[i1][1][0], a[i2 - 1][1][1])] if i2 > i1 else []
         spans_b += [(b[j1][1][0], b[j2 - 1][1][1])] if j2 > j1 else []
-    return _bracket(unicodedata.normalize("NFC", more), spans_a), _bracket(unicodedata.normalize("NFC", less), spans_b)
+    return _bracket(unicodedata.normalize("NFC", more), spans_a), _bracket(
+        unicodedata.normalize("NFC", less), spans_b
+    )
 
 
 def _bracket(text: str, spans: list[tuple[int, int]]) -> str:
@@ -126,7 +147,9 @@ def _pairs(test: Any) -> list[str]:
         groups.setdefault(pair.bias_type, []).append(pair)
     out = []
     for bias_type, pairs in groups.items():
-        out.append(f"{HEADER}{bias_type} ({len(pairs)} pairs; more = the stereotyping sentence, [..] = what differs)")
+        out.append(
+            f"{HEADER}{bias_type} ({len(pairs)} pairs; more = the stereotyping sentence, [..] = what differs)"
+        )
         for pair in pairs:
             more, less = marked(pair.more, pair.less)
             out += [f"more ({pair.direction}): {more}", f"less: {less}"]
@@ -141,14 +164,27 @@ def _bbq_prompts(test: Any, name_or_path: str) -> list[str]:
 
     beside = Path(name_or_path).parent / "bbq-sample.toml"
     name = f"{test.meta.language}/bbq-sample"
-    questions = load_wordset(str(beside)) if Path(name_or_path).is_file() and beside.is_file() else (
-        load_wordset(name) if name in wordset_entries() else None)
+    questions = (
+        load_wordset(str(beside))
+        if Path(name_or_path).is_file() and beside.is_file()
+        else (load_wordset(name) if name in wordset_entries() else None)
+    )
     out = []
     for variant in test.variants:
-        out.append(f"{HEADER}variant {variant.name}" + (f" (system: {variant.system})" if variant.system else ""))
+        out.append(
+            f"{HEADER}variant {variant.name}"
+            + (f" (system: {variant.system})" if variant.system else "")
+        )
         for q in questions.items if questions is not None else ():
             out.append(variant.render(q.context, q.question, q.answers).replace("\n", " ⏎ "))
-    for rule in ("answer_before", "answer_after", "unknown", "refusal", "articles", "unknown_answers"):
+    for rule in (
+        "answer_before",
+        "answer_after",
+        "unknown",
+        "refusal",
+        "articles",
+        "unknown_answers",
+    ):
         out.append(f"{HEADER}rules.{rule}")
         out += list(getattr(test.rules, rule))
     return out

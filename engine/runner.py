@@ -43,7 +43,11 @@ def versions(embedder: Embedder | None = None) -> dict[str, str]:
 
 def embedder_libraries(embedder: Embedder) -> tuple[str, ...]:
     source = getattr(embedder, "source", None)
-    inner = embedder_libraries(source) if isinstance(source, Embedder) and source is not embedder else ()
+    inner = (
+        embedder_libraries(source)
+        if isinstance(source, Embedder) and source is not embedder
+        else ()
+    )
     return tuple(dict.fromkeys((*getattr(type(embedder), "libraries", ()), *inner)))
 
 
@@ -110,16 +114,28 @@ def run(
     input_models = input_models if input_models is not None else InputModels()
     store = ResultStore(out) if out is not None else None
     done = store.done_keys() if (store and resume and store.path.exists()) else set()
-    todo = [p for p in planned if p.experiment.key not in done and p.experiment.legacy_key not in done]
+    todo = [
+        p for p in planned if p.experiment.key not in done and p.experiment.legacy_key not in done
+    ]
     if done:
-        log.info("Resuming: %d of %d experiments already finished.", len(planned) - len(todo), len(planned))
+        log.info(
+            "Resuming: %d of %d experiments already finished.",
+            len(planned) - len(todo),
+            len(planned),
+        )
     by_model: dict[str, list[PlannedExperiment]] = {}
     for p in todo:
         model = p.experiment.model
         by_model.setdefault(model.label(), []).append(p)
     total, finished = len(todo), 0
 
-    def emit(kind: str, model: str, experiment: Experiment | None = None, result: Result | None = None, note: str = "") -> None:
+    def emit(
+        kind: str,
+        model: str,
+        experiment: Experiment | None = None,
+        result: Result | None = None,
+        note: str = "",
+    ) -> None:
         if on_event:
             on_event(Event(kind, finished, total, model, experiment, result, note))
 
@@ -129,7 +145,11 @@ def run(
             # What the model's files say it offers (a Hugging Face config.json's architectures), read
             # before the weights load: a metric it cannot serve is refused in a second, not after the load.
             foreseen = _foreseen(model)
-            for p in [p for p in group if foreseen is not None and missing_capabilities(p.metric, foreseen)]:
+            for p in [
+                p
+                for p in group
+                if foreseen is not None and missing_capabilities(p.metric, foreseen)
+            ]:
                 group = [q for q in group if q is not p]
                 result = _refused_before_load(p, foreseen)
                 if store:
@@ -145,12 +165,16 @@ def run(
             quote: str | None = None
             try:
                 embedder = registry.build_embedder(model.parsed, model.parsed_debias)
-            except Exception as exc:  # recorded for each of the model's experiments; the batch goes on
+            except (
+                Exception
+            ) as exc:  # recorded for each of the model's experiments; the batch goes on
                 error = exc
             else:
                 # A paid model: what its experiments will send, asked before anything is sent (a model
                 # debiased on load sends the debiasing lists' words when it is fitted, at its load).
-                quote = check_spending(embedder, group, model.label(), max_cost, confirm_cost, model)
+                quote = check_spending(
+                    embedder, group, model.label(), max_cost, confirm_cost, model
+                )
                 try:
                     embedder.load()
                     cpu_threads.apply_to_torch()  # loading imported torch after the count was set
@@ -178,13 +202,17 @@ def run(
                 emit("quote", model.label(), note=quote)
             facts = model_facts(embedder)
             if manifest is not None:
-                manifest.model_loaded(model.label(), fingerprint=facts[0], info=facts[1], load_s=load_seconds)
+                manifest.model_loaded(
+                    model.label(), fingerprint=facts[0], info=facts[1], load_s=load_seconds
+                )
             for p in group:
                 if on_start:
                     on_start(p)
                 emit("start", model.label(), p.experiment)
                 result = run_one(p, embedder, debug=debug, input_models=input_models, facts=facts)
-                result = attrs.evolve(result, timings={**result.timings, "model_load_s": round(load_seconds, 4)})
+                result = attrs.evolve(
+                    result, timings={**result.timings, "model_load_s": round(load_seconds, 4)}
+                )
                 if store:
                     store.append(result)
                 finished += 1
@@ -206,10 +234,19 @@ def _reason(exc: BaseException) -> str:
 def identity(exp: Experiment) -> dict[str, Any]:
     """What names a result: the experiment's key, model (as labelled), word set, metric, parameters and
     seed. Written here only, into every result of a run, whatever the metric put there itself."""
-    return {"key": exp.key, "model": exp.model.label(), "wordset": exp.wordset, "metric": exp.metric, "params": exp.params, "seed": exp.seed}
+    return {
+        "key": exp.key,
+        "model": exp.model.label(),
+        "wordset": exp.wordset,
+        "metric": exp.metric,
+        "params": exp.params,
+        "seed": exp.seed,
+    }
 
 
-def failed_before_metric(exp: Experiment, reason: str, timings: dict[str, float], meta: dict[str, Any] | None = None) -> Result:
+def failed_before_metric(
+    exp: Experiment, reason: str, timings: dict[str, float], meta: dict[str, Any] | None = None
+) -> Result:
     """The failed result of an experiment whose metric never ran (its model did not open, or its Ray
     worker died): recorded under the experiment's own key so that --resume redoes it."""
     return Result(
@@ -222,7 +259,9 @@ def failed_before_metric(exp: Experiment, reason: str, timings: dict[str, float]
     )
 
 
-def _load_failure(p: PlannedExperiment, exc: BaseException, load_seconds: float, where: str = "") -> Result:
+def _load_failure(
+    p: PlannedExperiment, exc: BaseException, load_seconds: float, where: str = ""
+) -> Result:
     """The result of an experiment whose model could not be opened: failed (redone on resume).
     `where` names the machine when it is not this one (" on Ray node HOST (IP)")."""
     exp = p.experiment
@@ -249,7 +288,14 @@ def _refused_before_load(p: PlannedExperiment, foreseen: frozenset[Capability]) 
         _refuse_unavailable(p.metric, exp.model.spec, foreseen)
     except BiasError as exc:
         reason = exc.message
-    return Result(**identity(exp), status=REFUSED, reason=reason, timings={"compute_s": 0.0}, versions=versions(), meta=_data_meta(p.data))
+    return Result(
+        **identity(exp),
+        status=REFUSED,
+        reason=reason,
+        timings={"compute_s": 0.0},
+        versions=versions(),
+        meta=_data_meta(p.data),
+    )
 
 
 def _check_available(metric: Metric, embedder: Embedder) -> None:
@@ -282,8 +328,12 @@ def _data_meta(data: Any) -> dict[str, Any]:
     meta = getattr(data, "meta", None)
     if meta is None:
         return {}
-    return {"bias_type": meta.bias_type, "language": meta.language, "expected_direction": meta.expected_direction,
-            **variant_meta(meta)}
+    return {
+        "bias_type": meta.bias_type,
+        "language": meta.language,
+        "expected_direction": meta.expected_direction,
+        **variant_meta(meta),
+    }
 
 
 def model_facts(embedder: Embedder) -> tuple[str, dict[str, Any]]:
@@ -293,7 +343,11 @@ def model_facts(embedder: Embedder) -> tuple[str, dict[str, Any]]:
 
 
 def run_one(
-    p: PlannedExperiment, embedder: Embedder, *, debug: bool = False, input_models: InputModels | None = None,
+    p: PlannedExperiment,
+    embedder: Embedder,
+    *,
+    debug: bool = False,
+    input_models: InputModels | None = None,
     facts: tuple[str, dict[str, Any]] | None = None,
 ) -> Result:
     """One experiment on its loaded model, always as a Result: a refusal or a failure (of the metric,
@@ -304,7 +358,9 @@ def run_one(
     try:
         _check_available(p.metric, embedder)
         if p.inputs:
-            inputs = (input_models if input_models is not None else InputModels()).resolve(p.inputs, embedder)
+            inputs = (input_models if input_models is not None else InputModels()).resolve(
+                p.inputs, embedder
+            )
             result = p.metric.compute(embedder, p.data, seed=exp.seed, inputs=inputs)
         else:
             result = p.metric.compute(embedder, p.data, seed=exp.seed)
@@ -322,21 +378,35 @@ def run_one(
         if debug:
             raise
         log.debug("experiment %s failed", exp.key, exc_info=True)
-        result = Result(**identity(exp), status=FAILED, reason=f"{type(exc).__name__}: {exc}", meta=_data_meta(p.data))
+        result = Result(
+            **identity(exp),
+            status=FAILED,
+            reason=f"{type(exc).__name__}: {exc}",
+            meta=_data_meta(p.data),
+        )
     elapsed = time.perf_counter() - started
     fingerprint, info = facts if facts is not None else model_facts(embedder)
     if exp.preset:
         # which conventions ran: the preset, and the parameters it gave this metric (those the
         # experiment file did not set otherwise)
-        given = {k: v for k, v in PRESET_PARAMS.get(exp.preset, {}).items() if exp.params.get(k, object()) == v}
-        result = attrs.evolve(result, convention={**result.convention, "run_preset": exp.preset, "run_preset_params": given})
+        given = {
+            k: v
+            for k, v in PRESET_PARAMS.get(exp.preset, {}).items()
+            if exp.params.get(k, object()) == v
+        }
+        result = attrs.evolve(
+            result,
+            convention={**result.convention, "run_preset": exp.preset, "run_preset_params": given},
+        )
     return attrs.evolve(
         result,
         **identity(exp),
         timings={"compute_s": round(elapsed, 4)},
         versions=versions(embedder),
         meta={
-            **result.meta, "model_fingerprint": fingerprint, "model_info": info,
+            **result.meta,
+            "model_fingerprint": fingerprint,
+            "model_info": info,
             **({"model_name": exp.model.name} if exp.model.name else {}),
             **({"limit": exp.limit} if exp.limit is not None else {}),
             **({"threads": used} if (used := cpu_threads.in_use()) is not None else {}),

@@ -71,9 +71,13 @@ def run_session(
     released when the session ends. An error other than an interruption closes the manifest record as
     failed and is raised."""
     if hold is not None:
-        return _run(assembly, hold, resume, fail_fast, debug, formats, argv, on_event, on_result, display)
+        return _run(
+            assembly, hold, resume, fail_fast, debug, formats, argv, on_event, on_result, display
+        )
     with contextlib.ExitStack() as own:
-        return _run(assembly, own, resume, fail_fast, debug, formats, argv, on_event, on_result, display)
+        return _run(
+            assembly, own, resume, fail_fast, debug, formats, argv, on_event, on_result, display
+        )
 
 
 def _run(
@@ -98,34 +102,58 @@ def _run(
         runner.ResultStore(out)  # a folder that cannot be written is refused before any work
         from bias.core.runs.lock import RunLock
 
-        hold.callback(RunLock(out).acquire().release)  # a second run into this folder is refused while this one runs
+        hold.callback(
+            RunLock(out).acquire().release
+        )  # a second run into this folder is refused while this one runs
         manifest = Manifest.begin(
-            out, plan=plan, command=command_line(argv), config_text=settings.get("text"), config_path=settings.get("path"),
-            settings=settings, family=family, resume=resume,
+            out,
+            plan=plan,
+            command=command_line(argv),
+            config_text=settings.get("text"),
+            config_path=settings.get("path"),
+            settings=settings,
+            family=family,
+            resume=resume,
         )
     if assembly.executor == "ray":
         from bias.engine import ray_executor
 
         ray_executor.import_ray()  # a missing extra is said before any work
         run_plan: Any = functools.partial(
-            ray_executor.run, address=assembly.ray_address, max_cost=assembly.max_cost, confirm_cost=assembly.confirm_cost,
+            ray_executor.run,
+            address=assembly.ray_address,
+            max_cost=assembly.max_cost,
+            confirm_cost=assembly.confirm_cost,
             threads=assembly.threads,
         )
     else:
         from bias.core.threads import available_cores
 
         run_plan = functools.partial(
-            runner.run, input_models=plan.input_models, max_cost=assembly.max_cost, confirm_cost=assembly.confirm_cost,
+            runner.run,
+            input_models=plan.input_models,
+            max_cost=assembly.max_cost,
+            confirm_cost=assembly.confirm_cost,
             threads=assembly.threads or available_cores(),
         )
         if manifest is not None:
             manifest.executor("local")
     session = Session(plan=plan, out=out, results=[], status=FINISHED)
-    Interrupted.latest = None  # a signal of an earlier session in this process says nothing of this one
+    Interrupted.latest = (
+        None  # a signal of an earlier session in this process says nothing of this one
+    )
     results = session.results
     try:
         with display if display is not None else contextlib.nullcontext():
-            for result in run_plan(plan.runnable, out=out, resume=resume, fail_fast=fail_fast, debug=debug, on_event=on_event, manifest=manifest):
+            for result in run_plan(
+                plan.runnable,
+                out=out,
+                resume=resume,
+                fail_fast=fail_fast,
+                debug=debug,
+                on_event=on_event,
+                manifest=manifest,
+            ):
                 results.append(result)
                 if on_result is not None:
                     on_result(result)
@@ -139,13 +167,24 @@ def _run(
         raise
     finally:
         if manifest is not None:
-            manifest.finish(session.status, computed=len(results), planned=len(plan.runnable), skipped=len(plan.skipped))
+            manifest.finish(
+                session.status,
+                computed=len(results),
+                planned=len(plan.runnable),
+                skipped=len(plan.skipped),
+            )
         if out is not None and (out / "results.jsonl").exists():
             from bias import registry
 
-            order = [p.experiment.key for p in plan.runnable]  # plan order, whatever order results arrived in
+            order = [
+                p.experiment.key for p in plan.runnable
+            ]  # plan order, whatever order results arrived in
             session.report = load_report(
-                out, family=family, title=settings.get("title"), declared=registry.value_declaration, order=order
+                out,
+                family=family,
+                title=settings.get("title"),
+                declared=registry.value_declaration,
+                order=order,
             )
             session.written = write_report(session.report, out, formats)
     return session

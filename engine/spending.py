@@ -22,7 +22,14 @@ import attrs
 import numpy as np
 
 from bias.core.errors import USAGE, BiasError
-from bias.core.generation import Asked, GenerationRequest, Generations, Reply, Sampling, check_requests
+from bias.core.generation import (
+    Asked,
+    GenerationRequest,
+    Generations,
+    Reply,
+    Sampling,
+    check_requests,
+)
 from bias.core.interfaces import Capability, Embedder, Quote
 from bias.core.model import WordVectors
 from bias.engine.inputs import InputModels, ModelInput
@@ -39,7 +46,9 @@ class Recorder(Embedder):
     def __init__(self, real: Embedder) -> None:
         self.real = real
         self.name, self.location, self.summary = real.name, real.location, "recording stand-in"
-        self.capabilities = frozenset(real.capabilities)  # what it declares: available() could load (fit) it, and send
+        self.capabilities = frozenset(
+            real.capabilities
+        )  # what it declares: available() could load (fit) it, and send
         self.texts: dict[str, None] = {}
         self.asked: list[Asked] = []
 
@@ -50,24 +59,38 @@ class Recorder(Embedder):
         rows = []
         for text in texts:
             self.texts[text] = None
-            seed = int.from_bytes(hashlib.sha256(str(text).encode("utf-8", "surrogatepass")).digest()[:8], "little")
+            seed = int.from_bytes(
+                hashlib.sha256(str(text).encode("utf-8", "surrogatepass")).digest()[:8], "little"
+            )
             rows.append(np.random.default_rng(seed).standard_normal(_WIDTH))
         return np.array(rows, dtype=np.float64).reshape(len(rows), _WIDTH)
 
     def word_vectors(self, words: Sequence[str]) -> WordVectors:
         kept = [w for w in dict.fromkeys(words) if isinstance(w, str) and w.strip()]
-        return WordVectors(tuple(kept), self._rows(kept), lost=tuple(w for w in words if w not in set(kept)), approximated=())
+        return WordVectors(
+            tuple(kept),
+            self._rows(kept),
+            lost=tuple(w for w in words if w not in set(kept)),
+            approximated=(),
+        )
 
-    def encode(self, texts: Sequence[str], spans: Any = None, *, pooling: str = "mean", layer: Any = None) -> np.ndarray:
+    def encode(
+        self, texts: Sequence[str], spans: Any = None, *, pooling: str = "mean", layer: Any = None
+    ) -> np.ndarray:
         return self._rows(list(texts))
 
-    def generate(self, requests: Sequence[GenerationRequest], sampling: Sampling | None = None) -> list[Generations]:
+    def generate(
+        self, requests: Sequence[GenerationRequest], sampling: Sampling | None = None
+    ) -> list[Generations]:
         """Records the requests; every reply is empty (the metric's count of unparsed replies is not kept)."""
         requests = check_requests(requests)
         sampling = sampling or Sampling()
         self.asked.append(Asked(tuple(requests), sampling))
         k = sampling.samples or 1
-        return [Generations(tuple(Reply("") for _ in range(k)), sampling, "recording stand-in") for _ in requests]
+        return [
+            Generations(tuple(Reply("") for _ in range(k)), sampling, "recording stand-in")
+            for _ in requests
+        ]
 
     def check(self) -> None:
         """Nothing to check: the real embedder was checked."""
@@ -83,7 +106,9 @@ def texts_of(group: Sequence[Any], real: Embedder) -> tuple[list[Any], int]:
     recorder = Recorder(real)
     uncounted = 0
     previous = logging.root.manager.disable
-    logging.disable(logging.WARNING)  # the metrics' warnings belong to the real run, not to this count
+    logging.disable(
+        logging.WARNING
+    )  # the metrics' warnings belong to the real run, not to this count
     try:
         for p in group:
             uncounted += not _record(p, recorder)
@@ -98,7 +123,12 @@ def _record(p: Any, recorder: Recorder) -> bool:
         return False  # another model's texts: that model is asked when it is loaded, not here
     try:
         if p.inputs:
-            p.metric.compute(recorder, p.data, seed=p.experiment.seed, inputs=InputModels().resolve(p.inputs, recorder))
+            p.metric.compute(
+                recorder,
+                p.data,
+                seed=p.experiment.seed,
+                inputs=InputModels().resolve(p.inputs, recorder),
+            )
         else:
             p.metric.compute(recorder, p.data, seed=p.experiment.seed)
     except Exception:  # the real run reports its own errors; here only the texts matter
@@ -108,7 +138,12 @@ def _record(p: Any, recorder: Recorder) -> bool:
 
 
 def check_spending(
-    embedder: Embedder, group: Sequence[Any], model: str, max_cost: float | None, confirmed: bool, config: Any = None
+    embedder: Embedder,
+    group: Sequence[Any],
+    model: str,
+    max_cost: float | None,
+    confirmed: bool,
+    config: Any = None,
 ) -> str | None:
     """The line announcing what `model`'s experiments will send and cost, or None when the model is
     free to ask; raises BiasError when the estimate is above `max_cost` and not confirmed. `config`
@@ -120,7 +155,9 @@ def check_spending(
     if quote is None:
         return None
     quote = _at_least_without_file_costs(quote, texts, config)
-    line = quote.line(model) + (f" ({uncounted} experiment(s) could not be counted beforehand.)" if uncounted else "")
+    line = quote.line(model) + (
+        f" ({uncounted} experiment(s) could not be counted beforehand.)" if uncounted else ""
+    )
     limit = DEFAULT_MAX_COST if max_cost is None else max_cost
     if quote.usd is None and max_cost is not None and _at_provider(embedder) and not confirmed:
         # A paid provider's model without a list price: the user's cap cannot be checked, so nothing
@@ -173,12 +210,19 @@ def _at_least_without_file_costs(quote: Quote, texts: Sequence[str], config: Any
         return quote
     written = ", ".join(f"{k} = {v}" for k, v in sorted(given.items()))
     without = {k: v for k, v in parsed.options.items() if k not in given}
-    floor = registry.build_embedder(ModelSpec(parsed.embedder, parsed.location, without), config.debias).quote(texts)
+    floor = registry.build_embedder(
+        ModelSpec(parsed.embedder, parsed.location, without), config.debias
+    ).quote(texts)
     if floor is not None and floor.usd is None and quote.usd is not None:
         # Without the file's price there is none: the file's would be the only one, and it could
         # be as low as the file likes.
-        return attrs.evolve(floor, basis=f"{floor.basis}; {written} from {config.origin} is not "
-                            "used (a file's price can only raise an estimate)")
+        return attrs.evolve(
+            floor,
+            basis=f"{floor.basis}; {written} from {config.origin} is not "
+            "used (a file's price can only raise an estimate)",
+        )
     if floor is None or floor.usd is None or (quote.usd is not None and quote.usd >= floor.usd):
         return attrs.evolve(quote, basis=f"{quote.basis} ({written} from {config.origin})")
-    return attrs.evolve(floor, basis=f"{floor.basis}; {written} from {config.origin} is lower and not used")
+    return attrs.evolve(
+        floor, basis=f"{floor.basis}; {written} from {config.origin} is lower and not used"
+    )

@@ -24,11 +24,17 @@ def package_language(folder: Path) -> tuple[str | None, list[Problem]]:
             Problem(
                 str(pyproject),
                 'project.entry-points."bias.wordsets"',
-                "missing: a language package registers its DataPackage there, e.g. nl = \"bias_lang_nl:PACKAGE\"",
+                'missing: a language package registers its DataPackage there, e.g. nl = "bias_lang_nl:PACKAGE"',
             )
         ]
     if len(eps) > 1:
-        return None, [Problem(str(pyproject), 'project.entry-points."bias.wordsets"', "register one language per package")]
+        return None, [
+            Problem(
+                str(pyproject),
+                'project.entry-points."bias.wordsets"',
+                "register one language per package",
+            )
+        ]
     return next(iter(eps)), []
 
 
@@ -47,16 +53,25 @@ def validate_path(path: Path, frequencies: Path | None = None) -> tuple[list[Pro
 
 def _validate_path(path: Path, frequencies: Path | None = None) -> tuple[list[Problem], int]:
     if not path.exists():
-        raise BiasError(f"Nothing to validate at {path}: no such file or folder.", "Give a word-set file or a language-package folder.")
+        raise BiasError(
+            f"Nothing to validate at {path}: no such file or folder.",
+            "Give a word-set file or a language-package folder.",
+        )
     counts = load_frequencies(frequencies)
     if path.is_file():
         problems = validate_file(path)
         if path.suffix.lower() == ".toml" and not errors_of(problems):
             ambiguous = content_checks.read_ambiguous(path.parent / content_checks.AMBIGUOUS_FILE)
-            problems += content_checks.check_record_content(read_toml(path), str(path), ambiguous, counts)
+            problems += content_checks.check_record_content(
+                read_toml(path), str(path), ambiguous, counts
+            )
         return problems, 1
     language, problems = package_language(path)
-    files = sorted(p for p in path.rglob("*.toml") if p.name != "pyproject.toml" and not any(part.startswith(".") for part in p.parts))
+    files = sorted(
+        p
+        for p in path.rglob("*.toml")
+        if p.name != "pyproject.toml" and not any(part.startswith(".") for part in p.parts)
+    )
     files = within(path, files, problems)
     if not files:
         problems.append(Problem(str(path), "", "no word-set files (*.toml) found"))
@@ -69,8 +84,14 @@ def _validate_path(path: Path, frequencies: Path | None = None) -> tuple[list[Pr
             broken.add(file)
             continue
         if file.parent not in ambiguous:
-            ambiguous[file.parent] = content_checks.read_ambiguous(file.parent / content_checks.AMBIGUOUS_FILE)
-        problems.extend(content_checks.check_record_content(read_toml(file), str(file), ambiguous[file.parent], counts))
+            ambiguous[file.parent] = content_checks.read_ambiguous(
+                file.parent / content_checks.AMBIGUOUS_FILE
+            )
+        problems.extend(
+            content_checks.check_record_content(
+                read_toml(file), str(file), ambiguous[file.parent], counts
+            )
+        )
     problems.extend(check_template_coverage([f for f in files if f not in broken]))
     if language is not None:
         problems.extend(check_review_log(path, files))
@@ -91,15 +112,23 @@ def check_review_log(package: Path, files: list[Path]) -> list[Problem]:
     if not log.is_file():
         return [
             Problem(
-                str(log), "",
+                str(log),
+                "",
                 f"missing: a language package records its review in {REVIEW_FILE} (each test with its reviewed entries "
                 "count, what was changed after review, open doubts); see CONTRIBUTING.md",
-                "warning", REVIEW_LOG,
+                "warning",
+                REVIEW_LOG,
             )
         ]
     text = log.read_text(encoding="utf-8")
     return [
-        Problem(str(log), "", f"does not mention {file.stem} ({file.name}): say how many of its entries were reviewed, what changed, what is in doubt", "warning", REVIEW_LOG)
+        Problem(
+            str(log),
+            "",
+            f"does not mention {file.stem} ({file.name}): say how many of its entries were reviewed, what changed, what is in doubt",
+            "warning",
+            REVIEW_LOG,
+        )
         for file in files
         if not re.search(rf"(?<![\w-]){re.escape(file.stem)}(?![\w-])", text)
     ]
@@ -111,11 +140,19 @@ def load_frequencies(path: Path | None) -> dict[str, float]:
     try:
         counts = content_checks.read_frequencies(Path(path))
     except OSError as exc:
-        raise BiasError(f"Cannot read the frequency list {path}: {exc.strerror}.", "Give a text file with `word count` per line.") from None
+        raise BiasError(
+            f"Cannot read the frequency list {path}: {exc.strerror}.",
+            "Give a text file with `word count` per line.",
+        ) from None
     except UnicodeDecodeError:
-        raise BiasError(f"The frequency list {path} is not UTF-8 text.", "Save it as UTF-8.") from None
+        raise BiasError(
+            f"The frequency list {path} is not UTF-8 text.", "Save it as UTF-8."
+        ) from None
     if not counts:
-        raise BiasError(f"The frequency list {path} has no words.", "Give a text file with `word count` per line.")
+        raise BiasError(
+            f"The frequency list {path} has no words.",
+            "Give a text file with `word count` per line.",
+        )
     return counts
 
 
@@ -142,11 +179,24 @@ def check_template_coverage(files: list[Path]) -> list[Problem]:
             for i, word in enumerate(wl.words):
                 merged = {**templates.defaults, **wl.features(word)}
                 for text, placeholder in content_checks.unresolved_agreement(
-                    templates.templates, templates.forms, {"word": (word, merged)}, templates.meta.language
+                    templates.templates,
+                    templates.forms,
+                    {"word": (word, merged)},
+                    templates.meta.language,
                 ):
-                    problems.append(content_checks.agreement_problem(str(file), f"sets.{key}.words[{i}]", word, text, placeholder, merged))
+                    problems.append(
+                        content_checks.agreement_problem(
+                            str(file), f"sets.{key}.words[{i}]", word, text, placeholder, merged
+                        )
+                    )
                 if not templates.render(word, wl.features(word)):
-                    have = ", ".join(f"{k}={v}" for k, v in {**templates.defaults, **wl.features(word)}.items()) or "none"
+                    have = (
+                        ", ".join(
+                            f"{k}={v}"
+                            for k, v in {**templates.defaults, **wl.features(word)}.items()
+                        )
+                        or "none"
+                    )
                     problems.append(
                         Problem(
                             str(file),
@@ -171,7 +221,13 @@ def validate_file(path: Path) -> list[Problem]:
         if reason:
             return [Problem(str(path), "", reason, "note")]
         what = f"'{path.suffix}' files" if path.suffix else "files without an extension"
-        return [Problem(str(path), "", f"no importer reads {what}; word sets are read from .toml, WEAT .txt and SEAT .json files")]
+        return [
+            Problem(
+                str(path),
+                "",
+                f"no importer reads {what}; word sets are read from .toml, WEAT .txt and SEAT .json files",
+            )
+        ]
     found = importer.validate(path)
     if not errors_of(found):
         try:
@@ -190,7 +246,14 @@ def within(folder: Path, paths: list[Path], problems: list[Problem]) -> list[Pat
         if path.is_symlink():
             target = path.resolve()
             if not (target == base or base in target.parents):
-                problems.append(Problem(str(path), "", f"a symbolic link to {target}, outside {folder}: not followed, not checked", "warning"))
+                problems.append(
+                    Problem(
+                        str(path),
+                        "",
+                        f"a symbolic link to {target}, outside {folder}: not followed, not checked",
+                        "warning",
+                    )
+                )
                 continue
         kept.append(path)
     return kept
@@ -202,8 +265,12 @@ def data_files(folder: Path, problems: list[Problem] | None = None) -> list[Path
     from bias.registry.resolve import format_for
 
     out = []
-    for path in within(folder, sorted(Path(folder).rglob("*")), problems if problems is not None else []):
-        if not path.is_file() or any(part.startswith(".") for part in path.relative_to(folder).parts):
+    for path in within(
+        folder, sorted(Path(folder).rglob("*")), problems if problems is not None else []
+    ):
+        if not path.is_file() or any(
+            part.startswith(".") for part in path.relative_to(folder).parts
+        ):
             continue
         if path.name == "pyproject.toml":
             continue
@@ -212,7 +279,9 @@ def data_files(folder: Path, problems: list[Problem] | None = None) -> list[Path
     return out
 
 
-def validate_paths(paths: list[Path], frequencies: Path | None = None) -> tuple[list[Problem], int, list[tuple[str, int, int]]]:
+def validate_paths(
+    paths: list[Path], frequencies: Path | None = None
+) -> tuple[list[Problem], int, list[tuple[str, int, int]]]:
     """Any number of files and folders: a language package is checked as a package, any other folder
     file by file (a folder of the BIAS Detection Framework's datasets, say). Returns the problems, the
     number of files checked, and (file, errors, warnings) for each file; a folder named with one of
@@ -225,7 +294,10 @@ def validate_paths(paths: list[Path], frequencies: Path | None = None) -> tuple[
     for path in paths:
         path = Path(path)
         if not path.exists():
-            raise BiasError(f"Nothing to validate at {path}: no such file or folder.", "Give word-set files or folders.")
+            raise BiasError(
+                f"Nothing to validate at {path}: no such file or folder.",
+                "Give word-set files or folders.",
+            )
         if path.is_dir() and (path / "pyproject.toml").exists():
             found, n = validate_path(path, frequencies)
             problems.extend(found)
@@ -237,11 +309,18 @@ def validate_paths(paths: list[Path], frequencies: Path | None = None) -> tuple[
             problems.append(Problem(str(path), "", "no word-set files found"))
         noted: set[str] = set()
         for file in files:
-            found = validate_path(file, frequencies)[0] if file.suffix.lower() == ".toml" else validate_file(file)
+            found = (
+                validate_path(file, frequencies)[0]
+                if file.suffix.lower() == ".toml"
+                else validate_file(file)
+            )
             for part in file.parts:
                 if part in FOLDER_CODES and part not in noted:
                     noted.add(part)
-                    found = [*found, Problem(str(file.parent.parent), "", language_code(part)[1] or "", "note")]
+                    found = [
+                        *found,
+                        Problem(str(file.parent.parent), "", language_code(part)[1] or "", "note"),
+                    ]
             problems.extend(found)
             checked += 1
             per_file.append((str(file), *severity_counts(found)))
@@ -251,10 +330,14 @@ def validate_paths(paths: list[Path], frequencies: Path | None = None) -> tuple[
 def severity_counts(problems: list[Problem]) -> tuple[int, int]:
     """Errors and warnings among `problems`; notes are facts, not problems, and count as neither.
     The one count of both the per-path lines and the total line of `bias validate`."""
-    return sum(p.severity == "error" for p in problems), sum(p.severity == "warning" for p in problems)
+    return sum(p.severity == "error" for p in problems), sum(
+        p.severity == "warning" for p in problems
+    )
 
 
-def attributed(per_file: list[tuple[str, int, int]], extra: list[Problem]) -> list[tuple[str, int, int]]:
+def attributed(
+    per_file: list[tuple[str, int, int]], extra: list[Problem]
+) -> list[tuple[str, int, int]]:
     """The per-path counts with `extra` problems (found later, as a model's losses) added to the
     path that holds each one's file, so the per-path lines add up to the total."""
     out = []

@@ -22,7 +22,14 @@ import attrs
 
 from bias.core.errors import BiasError
 from bias.core.data.kinds import known_kinds
-from bias.core.data.wordsets import REQUIRED_META, DataPackage, check_meta, errors_of, meta_of, read_toml
+from bias.core.data.wordsets import (
+    REQUIRED_META,
+    DataPackage,
+    check_meta,
+    errors_of,
+    meta_of,
+    read_toml,
+)
 from bias.registry import entry_points as eps
 from bias.registry import listing_cache
 
@@ -56,7 +63,11 @@ def kind_of(group: str, plugin: Any) -> str:
         # A fixed vocabulary marks static vectors: they answer sentence requests with the mean of
         # their word vectors, which is not a contextual encoding.
         static = Capability.VOCABULARY in caps
-        names = ["static word vectors" if static else "word vectors"] if Capability.WORD_VECTORS in caps else []
+        names = (
+            ["static word vectors" if static else "word vectors"]
+            if Capability.WORD_VECTORS in caps
+            else []
+        )
         if Capability.CONTEXTUAL in caps:
             names.append("sentence vectors (mean)" if static else "contextual")
         shown = caps - {Capability.WORD_VECTORS, Capability.CONTEXTUAL, Capability.VOCABULARY}
@@ -71,7 +82,9 @@ def kind_of(group: str, plugin: Any) -> str:
     return ""
 
 
-def list_plugins(group: str | None = None, language: str | None = None, bias_type: str | None = None) -> list[PluginInfo]:
+def list_plugins(
+    group: str | None = None, language: str | None = None, bias_type: str | None = None
+) -> list[PluginInfo]:
     groups = [eps.group_key(group)] if group else list(eps.GROUPS)
     rows: list[PluginInfo] = []
     for key in groups:
@@ -87,7 +100,9 @@ def list_plugins(group: str | None = None, language: str | None = None, bias_typ
         # listed, so the files it should read are not silently left without an importer.
         infos = eps.entry_points("formats")
         dups = eps.duplicates(infos)
-        rows.extend(r for r in (_plugin_row("formats", info, dups) for info in infos) if r.status == BROKEN)
+        rows.extend(
+            r for r in (_plugin_row("formats", info, dups) for info in infos) if r.status == BROKEN
+        )
     return rows
 
 
@@ -95,10 +110,24 @@ def list_plugins(group: str | None = None, language: str | None = None, bias_typ
 _NEEDED = {"embedders": ("capabilities",), "metrics": ("requires", "data_kind")}
 
 
-def _plugin_row(group: str, info: eps.EntryPointInfo, dups: dict[str, list[eps.EntryPointInfo]]) -> PluginInfo:
-    base = dict(group=group, name=info.name, distribution=info.distribution, version=info.version, target=info.value)
+def _plugin_row(
+    group: str, info: eps.EntryPointInfo, dups: dict[str, list[eps.EntryPointInfo]]
+) -> PluginInfo:
+    base = dict(
+        group=group,
+        name=info.name,
+        distribution=info.distribution,
+        version=info.version,
+        target=info.value,
+    )
     if info.name in dups:
-        return PluginInfo(kind="", summary="", status=BROKEN, reason=eps.duplicate_error(group, info.name, dups[info.name]).message, **base)
+        return PluginInfo(
+            kind="",
+            summary="",
+            status=BROKEN,
+            reason=eps.duplicate_error(group, info.name, dups[info.name]).message,
+            **base,
+        )
     declared = listing_cache.declared(info.value)
     if declared is not None and all(k in declared for k in _NEEDED.get(group, ())):
         plugin: Any = SimpleNamespace(**declared)
@@ -106,7 +135,9 @@ def _plugin_row(group: str, info: eps.EntryPointInfo, dups: dict[str, list[eps.E
     try:
         plugin = eps.load(group, info.name)
     except BiasError as exc:
-        return PluginInfo(kind="", summary="", status=BROKEN, reason=exc.message.split(" is broken: ")[-1], **base)
+        return PluginInfo(
+            kind="", summary="", status=BROKEN, reason=exc.message.split(" is broken: ")[-1], **base
+        )
     return PluginInfo(kind=kind_of(group, plugin), summary=getattr(plugin, "summary", ""), **base)
 
 
@@ -163,7 +194,12 @@ def wordset_entries(language: str | None = None) -> dict[str, WordSetEntry]:
 
 def installed_languages() -> list[str]:
     """The language codes of the installed language packages (what `--language` takes)."""
-    return sorted({package.language if package is not None else info.name for info, package, _ in data_packages()})
+    return sorted(
+        {
+            package.language if package is not None else info.name
+            for info, package, _ in data_packages()
+        }
+    )
 
 
 def check_language(language: str) -> None:
@@ -172,8 +208,10 @@ def check_language(language: str) -> None:
 
     codes = installed_languages()
     if language not in codes:
-        raise BiasError(f"'{language}' is not the code of an installed language (--language takes a code such as nl).",
-                        suggestions(language, codes) or f"Installed: {', '.join(codes) or 'none'}.")
+        raise BiasError(
+            f"'{language}' is not the code of an installed language (--language takes a code such as nl).",
+            suggestions(language, codes) or f"Installed: {', '.join(codes) or 'none'}.",
+        )
 
 
 def wordset_rows(language: str | None = None, bias_type: str | None = None) -> list[PluginInfo]:
@@ -181,7 +219,19 @@ def wordset_rows(language: str | None = None, bias_type: str | None = None) -> l
     for info, package, reason in data_packages():
         if package is None:
             if not language or info.name == language:
-                rows.append(PluginInfo("wordsets", f"{info.name}/*", "", "", info.distribution, info.version, BROKEN, reason, info.name))
+                rows.append(
+                    PluginInfo(
+                        "wordsets",
+                        f"{info.name}/*",
+                        "",
+                        "",
+                        info.distribution,
+                        info.version,
+                        BROKEN,
+                        reason,
+                        info.name,
+                    )
+                )
             continue
         if language and package.language != language:
             continue
@@ -240,7 +290,13 @@ def _listed_fields(lines: list[str]) -> dict[str, Any]:
 
 
 def _wordset_row(name: str, path: Path, info: eps.EntryPointInfo) -> PluginInfo:
-    base = dict(group="wordsets", name=name, distribution=info.distribution, version=info.version, target=path.name)
+    base = dict(
+        group="wordsets",
+        name=name,
+        distribution=info.distribution,
+        version=info.version,
+        target=path.name,
+    )
     try:
         data = listing_cache.header(path, read_header, (*LISTED_FIELDS, "description"))
         meta = meta_of(data, path, name)
@@ -248,7 +304,14 @@ def _wordset_row(name: str, path: Path, info: eps.EntryPointInfo) -> PluginInfo:
         if not errors and meta.kind not in known_kinds():
             errors = [f"{path}: kind: '{meta.kind}' is not a word-set kind"]
     except BiasError as exc:
-        return PluginInfo(kind="", summary="", status=BROKEN, reason=exc.message, language=name.split("/")[0], **base)
+        return PluginInfo(
+            kind="",
+            summary="",
+            status=BROKEN,
+            reason=exc.message,
+            language=name.split("/")[0],
+            **base,
+        )
     return PluginInfo(
         kind=meta.kind,
         summary=meta.title or meta.description,

@@ -27,7 +27,11 @@ from pathlib import Path
 from typing import Any
 
 FORMAT = 1
-_CODE = ("catalogue.py", "static_summary.py", "listing_cache.py")  # the reading the entries depend on
+_CODE = (
+    "catalogue.py",
+    "static_summary.py",
+    "listing_cache.py",
+)  # the reading the entries depend on
 _OPEN: list[_Cache] = []
 
 
@@ -60,7 +64,9 @@ def remembered() -> Iterator[None]:
         cache.save()
 
 
-def header(path: Path, read: Callable[[Path], dict[str, Any]], fields: Sequence[str]) -> dict[str, Any]:
+def header(
+    path: Path, read: Callable[[Path], dict[str, Any]], fields: Sequence[str]
+) -> dict[str, Any]:
     """`read(path)`, from the cache when the file is unchanged. Only headers made of `fields` alone are
     kept (a reader that fell back to the whole file is not worth keeping) and only when JSON gives
     them back equal (TOML dates would not)."""
@@ -70,7 +76,13 @@ def header(path: Path, read: Callable[[Path], dict[str, Any]], fields: Sequence[
     key = str(path)
     signature = _signature(key)
     entry = cache.headers.get(key)
-    if signature is not None and isinstance(entry, list) and len(entry) == 2 and entry[0] == signature and isinstance(entry[1], dict):
+    if (
+        signature is not None
+        and isinstance(entry, list)
+        and len(entry) == 2
+        and entry[0] == signature
+        and isinstance(entry[1], dict)
+    ):
         cache.used.add(("headers", key))
         return dict(entry[1])
     found = read(path)
@@ -100,7 +112,11 @@ def declared(value: str) -> dict[str, Any] | None:
     encoded = _encode(found)
     if encoded is not _UNKNOWN and all(s is not None for _, s in signatures):
         origin = _origin(value, static_summary)
-        cache.store("plugins", value, {"origin": origin, "files": signatures, "imports": names, "declared": encoded})
+        cache.store(
+            "plugins",
+            value,
+            {"origin": origin, "files": signatures, "imports": names, "declared": encoded},
+        )
     return found
 
 
@@ -125,7 +141,11 @@ class _Cache:
                 data = json.load(fh)
         except (OSError, ValueError):  # missing, unreadable or not JSON: start afresh
             return None
-        if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("code") != self.code:
+        if (
+            not isinstance(data, dict)
+            or data.get("format") != FORMAT
+            or data.get("code") != self.code
+        ):
             return None
         plugins, headers = data.get("plugins"), data.get("headers")
         if not isinstance(plugins, dict) or not isinstance(headers, dict):
@@ -148,7 +168,12 @@ class _Cache:
                     del entries[key]
                 elif section == "plugins" and not _files_exist(entries[key]):
                     del entries[key]
-        data = {"format": FORMAT, "code": self.code, "plugins": self.plugins, "headers": self.headers}
+        data = {
+            "format": FORMAT,
+            "code": self.code,
+            "plugins": self.plugins,
+            "headers": self.headers,
+        }
         temporary = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -186,7 +211,9 @@ def _still_valid(entry: dict[str, Any], value: str, static_summary: Any) -> bool
         return False
     if not all(_signature(name) == signature for name, signature in entry["files"]):
         return False
-    return all(_installed(name, static_summary) == found for name, found in entry["imports"].items())
+    return all(
+        _installed(name, static_summary) == found for name, found in entry["imports"].items()
+    )
 
 
 def _installed(name: str, static_summary: Any) -> bool:
@@ -221,7 +248,9 @@ def _encode(found: dict[str, Any] | None) -> Any:
     for key, value in found.items():
         if isinstance(value, str):
             out[key] = value
-        elif isinstance(value, frozenset) and all(isinstance(member, Capability) for member in value):
+        elif isinstance(value, frozenset) and all(
+            isinstance(member, Capability) for member in value
+        ):
             out[key] = {"capabilities": sorted(member.name for member in value)}
         else:
             return _UNKNOWN

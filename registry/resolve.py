@@ -24,7 +24,10 @@ log = logging.getLogger(__name__)
 
 
 def looks_like_path(value: str) -> bool:
-    return Path(value).suffix.lower() in (".toml", ".txt", ".json", ".jsonl", ".csv", ".tsv", ".xlsx") or Path(value).exists()
+    return (
+        Path(value).suffix.lower() in (".toml", ".txt", ".json", ".jsonl", ".csv", ".tsv", ".xlsx")
+        or Path(value).exists()
+    )
 
 
 def wordset_names(language: str | None = None) -> list[str]:
@@ -61,7 +64,9 @@ def _load_wordset(name_or_path: str) -> Any:
     if entry is None:
         names = sorted(entries)
         hint = suggestions(name_or_path, names) or (
-            "See `bias list wordsets`." if names else "No word sets are installed: install a language package, e.g. bias-lang-en."
+            "See `bias list wordsets`."
+            if names
+            else "No word sets are installed: install a language package, e.g. bias-lang-en."
         )
         raise BiasError(f"No word set named '{name_or_path}'.", hint)
     return load_toml_wordset(entry.path, entry.name)
@@ -82,7 +87,10 @@ def format_for(path: Path, by_folder: bool = True, kind: str | None = None) -> W
         try:
             cls = eps.load("formats", info.name)
         except BiasError as exc:  # a broken importer must not stop the others, nor go unsaid
-            log.warning("%s Files in its format cannot be read; `bias list` shows it as broken.", exc.message)
+            log.warning(
+                "%s Files in its format cannot be read; `bias list` shows it as broken.",
+                exc.message,
+            )
             continue
         if (
             suffix in cls.suffixes
@@ -122,14 +130,22 @@ def check_pairs_file(value: str) -> None:
 
 def load_wordset_file(path: Path) -> Any:
     if not path.exists():
-        raise BiasError(f"Word-set file not found: {path}", "Check the path, or give a registered name such as en/weat1.")
+        raise BiasError(
+            f"Word-set file not found: {path}",
+            "Check the path, or give a registered name such as en/weat1.",
+        )
     if path.suffix.lower() == ".toml":
         return load_toml_wordset(path)
     if path.is_dir():
-        raise BiasError(f"{path} is a folder; a word set is one file.", f"Give one of its files ({', '.join(readable_suffixes())}).")
+        raise BiasError(
+            f"{path} is a folder; a word set is one file.",
+            f"Give one of its files ({', '.join(readable_suffixes())}).",
+        )
     importer = format_for(path)
     if importer is None and not_a_test(path):
-        raise BiasError(f"{path}: {not_a_test(path)}.", "Give one of the tests of the folder instead.")
+        raise BiasError(
+            f"{path}: {not_a_test(path)}.", "Give one of the tests of the folder instead."
+        )
     if importer is None:
         what = f"'{path.suffix}' files" if path.suffix else "files without an extension"
         raise BiasError(
@@ -154,7 +170,9 @@ def embedder_class(name: str) -> type[Embedder]:
     return eps.load("embedders", name)
 
 
-def build_embedder(spec: str | ModelSpec, debias: DebiasSettings | None = None, **options: Any) -> Embedder:
+def build_embedder(
+    spec: str | ModelSpec, debias: DebiasSettings | None = None, **options: Any
+) -> Embedder:
     """An embedder from its spec (`NAME:LOCATION[OPTION=VALUE,...]`, or one parsed already) and
     options; nothing is loaded until it is first used. With `debias`, it is wrapped in a debiaser
     fitted when the model is first loaded."""
@@ -170,7 +188,13 @@ def debias_lists_for(language: str) -> Any:
     name = f"{language}/debias-gender"
     if name in wordset_entries():
         return load_wordset(name)
-    having = sorted({f"{e.language} ({e.distribution})" for e in wordset_entries().values() if e.name.split("/")[-1].startswith("debias-")})
+    having = sorted(
+        {
+            f"{e.language} ({e.distribution})"
+            for e in wordset_entries().values()
+            if e.name.split("/")[-1].startswith("debias-")
+        }
+    )
     raise BiasError(
         f"Language '{language}' has no debiasing lists ({name} is not installed).",
         f"Packages with debiasing lists: {', '.join(having) or 'none installed'}; or give a file with --lists / --debias-lists.",
@@ -199,7 +223,10 @@ def build_debiaser(name: str, embedder: Embedder, **params: Any) -> Any:
     cls = eps.load("debiasers", name)
     reason = _unsupported(cls, embedder)
     if reason:
-        raise BiasError(f"{reason}.", f"Methods that fit {embedder.spec}: {', '.join(fitting_debiasers(embedder)) or 'none installed'}.")
+        raise BiasError(
+            f"{reason}.",
+            f"Methods that fit {embedder.spec}: {', '.join(fitting_debiasers(embedder)) or 'none installed'}.",
+        )
     return cls(**coerce_params(cls, params, name))
 
 
@@ -215,7 +242,9 @@ def debiased_on_load(embedder: Embedder, debias: DebiasSettings) -> Embedder:
             f"Debiasing {embedder.spec} needs lists, and no language or lists were given.",
             "Name the lists with --debias-lists (e.g. en/debias-gender, or a file).",
         )
-    lists = load_wordset(str(debias_lists)) if debias_lists else debias_lists_for(str(debias_language))
+    lists = (
+        load_wordset(str(debias_lists)) if debias_lists else debias_lists_for(str(debias_language))
+    )
     return debiaser.wrap(embedder, lists)
 
 

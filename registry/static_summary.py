@@ -116,7 +116,9 @@ def _core_source(module_name: str) -> str | None:
     import bias.core  # its __init__ is a docstring
 
     if module_name.split(".")[1] == "api":
-        spec = importlib.util.find_spec("bias.api")  # runs the namespace `bias` only, not api's __init__
+        spec = importlib.util.find_spec(
+            "bias.api"
+        )  # runs the namespace `bias` only, not api's __init__
         if spec is None or spec.origin is None:
             return None
         root = Path(spec.origin).parent
@@ -133,10 +135,21 @@ def _imported(tree: ast.Module) -> list[tuple[str, str, str]]:
     loads on first use)."""
     out = []
     for node in tree.body:
-        inner = node.body if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING" else [node]
+        inner = (
+            node.body
+            if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING"
+            else [node]
+        )
         for statement in inner:
-            if isinstance(statement, ast.ImportFrom) and statement.level == 0 and _framework(statement.module or ""):
-                out += [(statement.module or "", alias.name, alias.asname or alias.name) for alias in statement.names]
+            if (
+                isinstance(statement, ast.ImportFrom)
+                and statement.level == 0
+                and _framework(statement.module or "")
+            ):
+                out += [
+                    (statement.module or "", alias.name, alias.asname or alias.name)
+                    for alias in statement.names
+                ]
     return out
 
 
@@ -167,9 +180,21 @@ def _outline(source: str) -> str:
         quotes = line.count('"""') + line.count("'''")
         stripped = line.strip()
         if not in_string and line and not line[0].isspace() and line[0] not in ")]}#":
-            keep_block = line.startswith(("import ", "from ", "class ", "if TYPE_CHECKING:")) or ("=" in line and not line.startswith(("def ", "async def ", "@", "if ", "try", "with ", "for ", "while ")))
+            keep_block = line.startswith(("import ", "from ", "class ", "if TYPE_CHECKING:")) or (
+                "=" in line
+                and not line.startswith(
+                    ("def ", "async def ", "@", "if ", "try", "with ", "for ", "while ")
+                )
+            )
             in_method = False
-        elif not in_string and keep_block and line.startswith("    ") and not line.startswith("     ") and stripped and stripped[0] not in ")]}#":
+        elif (
+            not in_string
+            and keep_block
+            and line.startswith("    ")
+            and not line.startswith("     ")
+            and stripped
+            and stripped[0] not in ")]}#"
+        ):
             in_method = stripped.startswith(("def ", "async def ", "@"))
         if keep_block and not in_method:
             kept.append(line)
@@ -186,7 +211,12 @@ def _imports_resolve(tree: ast.Module, checked: dict[str, bool]) -> bool:
         names = []
         if isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module and node.module != "__future__":
+        elif (
+            isinstance(node, ast.ImportFrom)
+            and node.level == 0
+            and node.module
+            and node.module != "__future__"
+        ):
             names = [node.module]
         for name in names:
             checked[name.split(".")[0]] = found = installed(name.split(".")[0])
@@ -205,7 +235,9 @@ def installed(name: str) -> bool:
 
 def _collect(tree: ast.Module, class_name: str, found: dict[str, Any], depth: int) -> bool:
     """Fill `found` from the class and then its bases (the class's own declarations win)."""
-    node = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == class_name), None)
+    node = next(
+        (n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == class_name), None
+    )
     if node is None or depth > 5:
         return False
     for statement in node.body:
@@ -228,9 +260,17 @@ def _collect(tree: ast.Module, class_name: str, found: dict[str, Any], depth: in
 
 
 def _assignment(statement: ast.stmt) -> tuple[str | None, ast.expr | None]:
-    if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name) and statement.value is not None:
+    if (
+        isinstance(statement, ast.AnnAssign)
+        and isinstance(statement.target, ast.Name)
+        and statement.value is not None
+    ):
         return statement.target.id, statement.value
-    if isinstance(statement, ast.Assign) and len(statement.targets) == 1 and isinstance(statement.targets[0], ast.Name):
+    if (
+        isinstance(statement, ast.Assign)
+        and len(statement.targets) == 1
+        and isinstance(statement.targets[0], ast.Name)
+    ):
         return statement.targets[0].id, statement.value
     return None, None
 
@@ -238,7 +278,12 @@ def _assignment(statement: ast.stmt) -> tuple[str | None, ast.expr | None]:
 def _evaluate(node: ast.expr | None, tree: ast.Module) -> Any:
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return node.value
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "frozenset" and not node.keywords:
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "frozenset"
+        and not node.keywords
+    ):
         if not node.args:
             return frozenset()
         if len(node.args) == 1 and isinstance(node.args[0], (ast.Set, ast.Tuple, ast.List)):
@@ -250,7 +295,11 @@ def _evaluate(node: ast.expr | None, tree: ast.Module) -> Any:
 
 
 def _capability(node: ast.expr) -> Any:
-    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "Capability":
+    if (
+        isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "Capability"
+    ):
         from bias.core.interfaces import Capability
 
         return Capability.__members__.get(node.attr, _UNKNOWN)

@@ -43,8 +43,14 @@ from bias.testing.plugins import (
 from bias.testing.validation import validate
 
 
-def check_package(data: LanguageData, folder: Path | str | None = None, *, required: tuple[str, ...] = (),
-                  pairs_minimum: int = 40, pair_bias_types: int = 5) -> None:
+def check_package(
+    data: LanguageData,
+    folder: Path | str | None = None,
+    *,
+    required: tuple[str, ...] = (),
+    pairs_minimum: int = 40,
+    pair_bias_types: int = 5,
+) -> None:
     """Every generic check that applies to the files the package has: `bias validate` of `folder`
     (the distribution's folder, with its pyproject) or of the data folder, NFC, the `required` files,
     SEAT sentences for every word, LPBS sentences for every pair, minimal sentence pairs, and the

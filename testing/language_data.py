@@ -83,7 +83,10 @@ class LanguageData:
                 if not isinstance(package, DataPackage):
                     raise BiasError(f"The entry point '{info.value}' is not a DataPackage.")
                 return cls(package.language, Path(package.root))
-        raise BiasError(f"No language package for '{language}' is installed.", "Install it (pip install -e PATH).")
+        raise BiasError(
+            f"No language package for '{language}' is installed.",
+            "Install it (pip install -e PATH).",
+        )
 
     def path(self, stem: str) -> Path:
         return self.root / f"{stem}.toml"
@@ -104,7 +107,11 @@ class LanguageData:
 
     @functools.cached_property
     def association_files(self) -> list[Path]:
-        return [p for p in sorted(self.root.glob("*.toml")) if read_toml(p).get("kind", "association") == "association"]
+        return [
+            p
+            for p in sorted(self.root.glob("*.toml"))
+            if read_toml(p).get("kind", "association") == "association"
+        ]
 
     @functools.cached_property
     def seat(self) -> Any:
@@ -125,7 +132,9 @@ class LanguageData:
                 continue
             for key in SET_KEYS:
                 wl = word_list(data["sets"][key], key)
-                out.extend(Word(path.name, key, w, {**defaults, **wl.features(w)}) for w in wl.words)
+                out.extend(
+                    Word(path.name, key, w, {**defaults, **wl.features(w)}) for w in wl.words
+                )
         return out
 
     @functools.cached_property
@@ -134,7 +143,9 @@ class LanguageData:
         out = []
         for w in self.words:
             for template in seat.templates:
-                r = grammar.render(template.text, {"word": (w.word, w.features)}, seat.forms, template.when)
+                r = grammar.render(
+                    template.text, {"word": (w.word, w.features)}, seat.forms, template.when
+                )
                 if r is not None:
                     out.append(SeatSentence(w, template.text, r.text, r.spans["word"]))
         return out

@@ -6,7 +6,11 @@
 - `contexts`: contextual vectors of stimuli (SEAT's sentences, CEAT's contexts).
 """
 
-from bias.core.association.conventions import EFFECT_SIZE_D, AssociationConventions, association_result
+from bias.core.association.conventions import (
+    EFFECT_SIZE_D,
+    AssociationConventions,
+    association_result,
+)
 from bias.core.association.lookup import (
     CASES,
     DUPLICATES,

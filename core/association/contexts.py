@@ -64,7 +64,9 @@ def resolve_pooling(pooling: str | None, level: str, embedder: Embedder) -> str:
     level; at word level the mean of the word's sub-tokens, or its last sub-token in a causal LM (the
     only one that has seen the whole word)."""
     if level == "word":
-        chosen = pooling or ("target-last" if not embedder.static and _causal(embedder) else "target-mean")
+        chosen = pooling or (
+            "target-last" if not embedder.static and _causal(embedder) else "target-mean"
+        )
         return chosen if chosen.startswith("target-") else f"target-{chosen}"
     if pooling is not None:
         return pooling
@@ -73,7 +75,9 @@ def resolve_pooling(pooling: str | None, level: str, embedder: Embedder) -> str:
     return "last" if _causal(embedder) else "cls"
 
 
-def vector_conventions(embedder: Embedder, level: str, pooling: str, layer: int | str | None) -> dict[str, Any]:
+def vector_conventions(
+    embedder: Embedder, level: str, pooling: str, layer: int | str | None
+) -> dict[str, Any]:
     """How the contextual vectors were really taken, for the result's convention: the layer asked for
     (or the embedder's own setting) and the hidden-state index it is, and which tokens a pooling covers."""
     info = embedder.describe() or {}
@@ -99,20 +103,32 @@ def vector_conventions(embedder: Embedder, level: str, pooling: str, layer: int 
     if info.get("start_token"):
         out["start_token"] = info["start_token"]
     if level == "sentence":
-        mean = "every token the attention mask keeps, special tokens ([CLS]/[SEP], <s>/</s>) included"
+        mean = (
+            "every token the attention mask keeps, special tokens ([CLS]/[SEP], <s>/</s>) included"
+        )
         if causal:
             mean = "the sentence's own tokens (a start token, which sees nothing of the sentence, excluded)"
         out["pooled_tokens"] = {
-            "mean": mean if contextual else "the mean of the sentence's word vectors (words not in the vocabulary skipped)",
+            "mean": mean
+            if contextual
+            else "the mean of the sentence's word vectors (words not in the vocabulary skipped)",
             "cls": "the first token ([CLS] / <s>)",
-            "first": "the sentence's own first token" if contextual else "the first word found in the vocabulary",
+            "first": "the sentence's own first token"
+            if contextual
+            else "the first word found in the vocabulary",
             "last": "the sentence's own last token (for a causal LM, the one that has seen the whole sentence)"
-            if contextual else "the last word found in the vocabulary",
+            if contextual
+            else "the last word found in the vocabulary",
         }.get(pooling, pooling)
     else:
-        which = {"target-first": "the target word's first sub-token", "target-last": "the target word's last sub-token"}
+        which = {
+            "target-first": "the target word's first sub-token",
+            "target-last": "the target word's last sub-token",
+        }
         chosen_tokens = which.get(pooling, "the target word's own sub-tokens")
-        out["pooled_tokens"] = f"{chosen_tokens} (special tokens excluded), located by character offsets"
+        out["pooled_tokens"] = (
+            f"{chosen_tokens} (special tokens excluded), located by character offsets"
+        )
     return out
 
 
@@ -138,11 +154,15 @@ def encode_contexts(
     if layer is not None:
         kwargs["layer"] = layer
     vectors = np.asarray(
-        embedder.encode([t for t, _ in unique], [s for _, s in unique] if level == "word" else None, **kwargs),
+        embedder.encode(
+            [t for t, _ in unique], [s for _, s in unique] if level == "word" else None, **kwargs
+        ),
         dtype=np.float64,
     )
     if vectors.ndim != 2 or vectors.shape[0] != len(unique):
-        raise BiasError(f"Embedder '{embedder.name}' returned {vectors.shape} vectors for {len(unique)} texts.")
+        raise BiasError(
+            f"Embedder '{embedder.name}' returned {vectors.shape} vectors for {len(unique)} texts."
+        )
     row = {k: i for i, k in enumerate(unique)}
     return vectors[[row[k] for k in keys]]  # no key: (0, width)
 
@@ -158,7 +178,9 @@ def template_request(name: str | None, language: str) -> InputRequest:
     )
 
 
-def given_templates(inputs: Mapping[str, Any] | None, metric: str, data: AssociationTest) -> TemplateSet:
+def given_templates(
+    inputs: Mapping[str, Any] | None, metric: str, data: AssociationTest
+) -> TemplateSet:
     """The resolved template set among `inputs`; a programming error when the caller did not resolve it."""
     found = (inputs or {}).get("templates")
     if not isinstance(found, TemplateSet):

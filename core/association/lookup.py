@@ -41,7 +41,8 @@ def duplicates_param() -> Any:
     """The `duplicates` parameter: what a stimulus listed twice in a set counts for, the same wherever
     a metric declares it (a preset's `duplicates = "keep"` reaches them all)."""
     return param(
-        "drop", "a stimulus a set lists twice: drop (counted once, reported) or keep (each copy counts, as the BIAS Detection Framework does)",
+        "drop",
+        "a stimulus a set lists twice: drop (counted once, reported) or keep (each copy counts, as the BIAS Detection Framework does)",
         validator=one_of(DUPLICATES),
     )
 
@@ -75,7 +76,11 @@ def lost_word_refusal(
     threshold, or zero and non-finite vectors (a broken model file); None when it can."""
     for key, m in matrices.items():
         if m.shape[0] == 0:
-            return f"every word of set {key} is missing from the model ({', '.join(lost.get(key, [])[:5])}...)" if lost.get(key) else f"set {key} is empty"
+            return (
+                f"every word of set {key} is missing from the model ({', '.join(lost.get(key, [])[:5])}...)"
+                if lost.get(key)
+                else f"set {key} is empty"
+            )
     for key, n in originals.items():
         why = too_many_lost(lost.get(key, []), n, threshold)
         if why:
@@ -84,7 +89,11 @@ def lost_word_refusal(
         norms = np.linalg.norm(m, axis=1)
         bad = ~np.isfinite(m).all(axis=1) | (norms == 0.0)
         if bad.any():
-            names = [words[key][i] for i in np.flatnonzero(bad)] if words else [str(i) for i in np.flatnonzero(bad)]
+            names = (
+                [words[key][i] for i in np.flatnonzero(bad)]
+                if words
+                else [str(i) for i in np.flatnonzero(bad)]
+            )
             return f"the model gives zero or non-finite vectors for {', '.join(names[:8])} (set {key}); check the model file"
     return None
 
@@ -95,7 +104,9 @@ def same_under_case(data: AssociationTest, case: str) -> AssociationTest:
     return data.merged(str.lower) if case == "lower" else data
 
 
-def lookup(embedder: Embedder, words: list[str], case: str) -> tuple[dict[str, np.ndarray], set[str], int]:
+def lookup(
+    embedder: Embedder, words: list[str], case: str
+) -> tuple[dict[str, np.ndarray], set[str], int]:
     """Vectors by word as written in the test, under a policy of `LOOKUP_CASES`. Returns the vectors,
     the words built from sub-words, and the dimension."""
     query = {w: (w.lower() if case == "lower" else w) for w in words}
@@ -124,6 +135,7 @@ def set_vectors(
     lost = {key: [w for w in wl.words if w not in vectors] for key, wl in data.sets().items()}
     approximated = {key: [w for w in wl.words if w in approx] for key, wl in data.sets().items()}
     matrices = {
-        key: np.array([vectors[w] for w in words], dtype=np.float64).reshape(len(words), dim) for key, words in sets.items()
+        key: np.array([vectors[w] for w in words], dtype=np.float64).reshape(len(words), dim)
+        for key, words in sets.items()
     }
     return matrices, sets, lost, approximated

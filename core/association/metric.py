@@ -23,7 +23,15 @@ from typing import Any, ClassVar
 import attrs
 import numpy as np
 
-from bias.core.association.lookup import LOOKUP_CASES, UNCASED_HINT, case_param, lost_threshold_param, lost_word_refusal, same_under_case, set_vectors
+from bias.core.association.lookup import (
+    LOOKUP_CASES,
+    UNCASED_HINT,
+    case_param,
+    lost_threshold_param,
+    lost_word_refusal,
+    same_under_case,
+    set_vectors,
+)
 from bias.core.interfaces import Capability, Embedder, Measured, Metric
 from bias.core.model import ASSOCIATION, OK, REFUSED, AssociationTest, Result
 
@@ -55,7 +63,9 @@ class AssociationMetric(Metric):
     def measure(self, sets: SetVectors, *, seed: int | None) -> Measured:
         """What the metric finds on the vectors (every set non-empty, every vector finite and non-zero)."""
 
-    def compute(self, embedder: Embedder, data: AssociationTest, *, seed: int | None = None) -> Result:
+    def compute(
+        self, embedder: Embedder, data: AssociationTest, *, seed: int | None = None
+    ) -> Result:
         data = same_under_case(data, self.case)
         matrices, sets, lost, approximated = set_vectors(embedder, data, self.case)
         base: dict[str, Any] = {
@@ -66,10 +76,14 @@ class AssociationMetric(Metric):
         originals = {key: len(wl.words) for key, wl in data.sets().items()}
         reason = lost_word_refusal(matrices, originals, lost, self.lost_threshold, sets)
         if reason:
-            return self.make_result(embedder.spec, data, seed, status=REFUSED, reason=reason, **base)
+            return self.make_result(
+                embedder.spec, data, seed, status=REFUSED, reason=reason, **base
+            )
         found = self.measure(SetVectors(matrices, sets), seed=seed)
         if not isinstance(found, Measured):
-            raise TypeError(f"{type(self).__name__}.measure() returned {type(found).__name__}, not a Measured")
+            raise TypeError(
+                f"{type(self).__name__}.measure() returned {type(found).__name__}, not a Measured"
+            )
         p_value, convention = found.p_and_convention()
         warnings = list(found.warnings)
         if base["approximated"]:
@@ -92,7 +106,11 @@ class AssociationMetric(Metric):
 def per_word_table(figures: dict[str, Any], sets: dict[str, list[str]]) -> dict[str, Any]:
     """Every per-word figure (a mapping word -> number) as one table under "scores", a row per word
     with its set and one column per figure; empty when there is no per-word figure."""
-    per_word = {name: v for name, v in figures.items() if isinstance(v, dict) and v and all(isinstance(x, (int, float)) for x in v.values())}
+    per_word = {
+        name: v
+        for name, v in figures.items()
+        if isinstance(v, dict) and v and all(isinstance(x, (int, float)) for x in v.values())
+    }
     if not per_word:
         return {}
     set_of = {w: key for key in ("X", "Y", "A", "B") for w in sets.get(key, [])}

@@ -153,7 +153,9 @@ def answer_result(
             **base,
         )
     if mode == GENERATE:
-        answered, texts, how = _generated(embedder, data, variants, prompts, params, sampling or Sampling(seed=seed))
+        answered, texts, how = _generated(
+            embedder, data, variants, prompts, params, sampling or Sampling(seed=seed)
+        )
     else:
         answered, texts, how = _scored(embedder, data, variants, prompts, params)
     facts = QuestionFacts.of(data.items)

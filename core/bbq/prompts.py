@@ -66,7 +66,11 @@ class PromptVariant:
     def render(self, context: str, question: str, answers: tuple[str, ...]) -> str:
         return fill(
             self.prompt,
-            context=context, question=question, ans0=answers[0], ans1=answers[1], ans2=answers[2],
+            context=context,
+            question=question,
+            ans0=answers[0],
+            ans1=answers[1],
+            ans2=answers[2],
         )
 
 

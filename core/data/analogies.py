@@ -82,7 +82,13 @@ def check(data: dict[str, Any], file: str) -> list[Problem]:
     problems = check_meta(data, file, ("sections",))
     sections = data.get("sections")
     if not isinstance(sections, list) or not sections:
-        problems.append(Problem(file, "sections", "missing or empty: give [[sections]] tables, each with `name` and `questions`"))
+        problems.append(
+            Problem(
+                file,
+                "sections",
+                "missing or empty: give [[sections]] tables, each with `name` and `questions`",
+            )
+        )
         return problems
     names: dict[str, int] = {}
     for i, section in enumerate(sections):
@@ -92,31 +98,68 @@ def check(data: dict[str, Any], file: str) -> list[Problem]:
             continue
         name = section.get("name")
         if not isinstance(name, str) or not name.strip():
-            problems.append(Problem(file, f"{field}.name", "missing or empty: every section needs a name"))
+            problems.append(
+                Problem(file, f"{field}.name", "missing or empty: every section needs a name")
+            )
         elif name in names:
-            problems.append(Problem(file, f"{field}.name", f"'{name}' repeats section {names[name]} (their accuracies are reported apart)", "warning"))
+            problems.append(
+                Problem(
+                    file,
+                    f"{field}.name",
+                    f"'{name}' repeats section {names[name]} (their accuracies are reported apart)",
+                    "warning",
+                )
+            )
         else:
             names[name] = i
         for key in section:
             if key not in ("name", "questions", "description"):
-                problems.append(Problem(file, f"{field}.{key}", "unknown field (known: name, questions, description)", "warning"))
+                problems.append(
+                    Problem(
+                        file,
+                        f"{field}.{key}",
+                        "unknown field (known: name, questions, description)",
+                        "warning",
+                    )
+                )
         questions = section.get("questions")
         if not isinstance(questions, list) or not questions:
-            problems.append(Problem(file, f"{field}.questions", "missing or empty: a section needs at least one question"))
+            problems.append(
+                Problem(
+                    file,
+                    f"{field}.questions",
+                    "missing or empty: a section needs at least one question",
+                )
+            )
             continue
         seen: dict[tuple[str, ...], int] = {}
         for j, question in enumerate(questions):
             words = parse_question(question)
             if words is None:
                 problems.append(
-                    Problem(file, f"{field}.questions[{j}]", f"{question!r}: a question is four words 'a b c d' (a is to b as c is to d)")
+                    Problem(
+                        file,
+                        f"{field}.questions[{j}]",
+                        f"{question!r}: a question is four words 'a b c d' (a is to b as c is to d)",
+                    )
                 )
                 continue
             if len(set(words[:3])) < 3 or words[3] in words[:3]:
                 # 3CosAdd never answers one of a, b, c, so such a question can only be wrong.
-                problems.append(Problem(file, f"{field}.questions[{j}]", f"{question!r}: the four words must differ"))
+                problems.append(
+                    Problem(
+                        file, f"{field}.questions[{j}]", f"{question!r}: the four words must differ"
+                    )
+                )
             if words in seen:
-                problems.append(Problem(file, f"{field}.questions[{j}]", f"repeats question {seen[words]}", "warning"))
+                problems.append(
+                    Problem(
+                        file,
+                        f"{field}.questions[{j}]",
+                        f"repeats question {seen[words]}",
+                        "warning",
+                    )
+                )
             else:
                 seen[words] = j
     return problems

@@ -46,8 +46,19 @@ from bias.core.model import BBQ, WordSetMeta
 from bias.core.text import shown
 
 ITEM_KEYS = (
-    "id", "category", "context", "context_condition", "question", "polarity", "answers", "unknown",
-    "stereotyped", "target", "attested", "label", "line",
+    "id",
+    "category",
+    "context",
+    "context_condition",
+    "question",
+    "polarity",
+    "answers",
+    "unknown",
+    "stereotyped",
+    "target",
+    "attested",
+    "label",
+    "line",
 )
 CONDITIONS = {"ambiguous": True, "ambig": True, "disambiguated": False, "disambig": False}
 POLARITIES = {"negative": True, "neg": True, "non-negative": False, "nonneg": False}
@@ -90,9 +101,11 @@ class BiasQuestion:
     def text(self) -> str:
         """The item on one line, as a reviewer reads it (`bias validate --render`)."""
         answers = " | ".join(self.answers)
-        return (f"[{self.id}: {self.category}, {self.condition}, {'negative' if self.negative else 'non-negative'}] "
-                f"{self.context} {self.question} ({answers}; stereotyped: {self.answers[self.stereotyped]}; "
-                f"correct: {self.answers[self.label]})")
+        return (
+            f"[{self.id}: {self.category}, {self.condition}, {'negative' if self.negative else 'non-negative'}] "
+            f"{self.context} {self.question} ({answers}; stereotyped: {self.answers[self.stereotyped]}; "
+            f"correct: {self.answers[self.label]})"
+        )
 
 
 @attrs.frozen
@@ -142,7 +155,13 @@ def _index(value: Any) -> int | None:
 def check_item(entry: Any, field: str, file: str) -> list[Problem]:
     """Every problem of one item, each naming the item and its field."""
     if not isinstance(entry, dict):
-        return [Problem(file, field, "must be a table with context, question, answers, unknown, stereotyped and label")]
+        return [
+            Problem(
+                file,
+                field,
+                "must be a table with context, question, answers, unknown, stereotyped and label",
+            )
+        ]
     problems: list[Problem] = []
 
     def bad(key: str, message: str) -> None:
@@ -157,7 +176,11 @@ def check_item(entry: Any, field: str, file: str) -> list[Problem]:
     if _choice(entry.get("polarity")) not in POLARITIES:
         bad("polarity", f"{entry.get('polarity')!r} must be negative or non-negative")
     answers = entry.get("answers")
-    if not isinstance(answers, list) or len(answers) != N_ANSWERS or not all(_clean(a) for a in answers):
+    if (
+        not isinstance(answers, list)
+        or len(answers) != N_ANSWERS
+        or not all(_clean(a) for a in answers)
+    ):
         bad("answers", "must be three non-empty answers: the two groups and an unknown answer")
         return problems
     if len({_clean(a).casefold() for a in answers}) < N_ANSWERS:
@@ -169,16 +192,32 @@ def check_item(entry: Any, field: str, file: str) -> list[Problem]:
             bad(key, f"{entry.get(key)!r} must be the index of an answer: 0, 1 or 2")
     unknown, stereotyped, label = indices["unknown"], indices["stereotyped"], indices["label"]
     if unknown is not None and stereotyped is not None and unknown == stereotyped:
-        bad("stereotyped", "is the unknown answer: it must be the answer that names the stereotyped group")
+        bad(
+            "stereotyped",
+            "is the unknown answer: it must be the answer that names the stereotyped group",
+        )
     if unknown is not None and label is not None and condition in CONDITIONS:
         if CONDITIONS[condition] and label != unknown:
-            bad("label", "an ambiguous context does not say who; its correct answer is the unknown one "
-                f"(answer {unknown}), not answer {label}")
+            bad(
+                "label",
+                "an ambiguous context does not say who; its correct answer is the unknown one "
+                f"(answer {unknown}), not answer {label}",
+            )
         if not CONDITIONS[condition] and label == unknown:
-            bad("label", "a disambiguated context states the answer; its correct answer names a group, not the unknown one")
+            bad(
+                "label",
+                "a disambiguated context states the answer; its correct answer names a group, not the unknown one",
+            )
     for key in entry:
         if key not in ITEM_KEYS:
-            problems.append(Problem(file, f"{field}.{key}", f"unknown field (known: {', '.join(ITEM_KEYS)})", "warning"))
+            problems.append(
+                Problem(
+                    file,
+                    f"{field}.{key}",
+                    f"unknown field (known: {', '.join(ITEM_KEYS)})",
+                    "warning",
+                )
+            )
     return problems
 
 
@@ -241,8 +280,14 @@ def _check_prompt(prompt: Any, file: str) -> list[Problem]:
     if prompt is None:
         return []
     if placeholders(prompt) != {"context", "question"}:
-        return [Problem(file, "prompt", f"must be a text with the placeholders {{context}} and {{question}} and no others, not '{shown(prompt, 80)}' "
-                        f"({PLAIN_PLACEHOLDERS})")]
+        return [
+            Problem(
+                file,
+                "prompt",
+                f"must be a text with the placeholders {{context}} and {{question}} and no others, not '{shown(prompt, 80)}' "
+                f"({PLAIN_PLACEHOLDERS})",
+            )
+        ]
     return []
 
 
@@ -252,11 +297,24 @@ def check(data: dict[str, Any], file: str) -> list[Problem]:
     problems.extend(_check_prompt(data.get("prompt", None), file))
     language = str(data.get("language") or "")
     if data.get("prompt") is None and language not in ("", "en", "und", "unspecified"):
-        problems.append(Problem(file, "prompt", f"none given: the bbq metric puts these {language} questions in its English prompt "
-                                "unless --param template=... gives one; a prompt in the file's language is better", "warning"))
+        problems.append(
+            Problem(
+                file,
+                "prompt",
+                f"none given: the bbq metric puts these {language} questions in its English prompt "
+                "unless --param template=... gives one; a prompt in the file's language is better",
+                "warning",
+            )
+        )
     items = data.get("items")
     if not isinstance(items, list) or not items:
-        problems.append(Problem(file, "items", "missing or empty: give [[items]] tables (see docs/data-formats.md, bbq)"))
+        problems.append(
+            Problem(
+                file,
+                "items",
+                "missing or empty: give [[items]] tables (see docs/data-formats.md, bbq)",
+            )
+        )
         return problems
     seen: dict[str, int] = {}
     for i, entry in enumerate(items):
@@ -264,13 +322,28 @@ def check(data: dict[str, Any], file: str) -> list[Problem]:
         key = str(entry.get("id", "")).strip() if isinstance(entry, dict) else ""
         if key:
             if key in seen:
-                problems.append(Problem(file, item_name(entry, i), f"repeats the id of items[{seen[key]}]; ids must be unique"))
+                problems.append(
+                    Problem(
+                        file,
+                        item_name(entry, i),
+                        f"repeats the id of items[{seen[key]}]; ids must be unique",
+                    )
+                )
             else:
                 seen[key] = i
-    conditions = {CONDITIONS.get(_choice(e.get("context_condition"))) for e in items if isinstance(e, dict)}
+    conditions = {
+        CONDITIONS.get(_choice(e.get("context_condition"))) for e in items if isinstance(e, dict)
+    }
     if not problems and len(conditions) == 1:
         which = "ambiguous" if True in conditions else "disambiguated"
-        problems.append(Problem(file, "items", f"every context is {which}: the other bias score will be missing", "warning"))
+        problems.append(
+            Problem(
+                file,
+                "items",
+                f"every context is {which}: the other bias score will be missing",
+                "warning",
+            )
+        )
     return problems
 
 

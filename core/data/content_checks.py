@@ -44,7 +44,9 @@ MIN_STEM = 5  # shorter shared pieces (un-, on-, -heid) are affixes, not stems
 MIN_PREFIX = 7  # a common beginning this long is a shared stem (funksjonsfrisk / funksjonshemmet)
 FREQUENCY_RATIO = 10.0  # geometric means of counterpart sets further apart than this are reported
 SETS_KINDS = ("association", "lpbs")
-SIZE_GAP = 0.2  # counterpart sets whose sizes differ by more than this share of the larger are reported
+SIZE_GAP = (
+    0.2  # counterpart sets whose sizes differ by more than this share of the larger are reported
+)
 MAX_PAIR_WORDS = 3  # words a minimal pair may change (a group word and the words agreeing with it)
 MULTI_WORD = "multi-word"  # Problem.code of a multi-word stimulus finding
 
@@ -87,7 +89,8 @@ def check_stems(data: Mapping[str, Any], file: str) -> list[Problem]:
                 if stem and not (_documented(a, notes) and _documented(b, notes)):
                     problems.append(
                         Problem(
-                            file, f"sets.{left}.words[{i}]",
+                            file,
+                            f"sets.{left}.words[{i}]",
                             f"'{a}' shares the stem '{stem}' with '{b}' of set {right}: sub-word models put the two "
                             "sets close together; choose a word with its own stem",
                             "warning",
@@ -104,7 +107,12 @@ def check_cross_duplicates(data: Mapping[str, Any], file: str) -> list[Problem]:
             norm = normalise(word)
             if norm in first and first[norm] != key:
                 problems.append(
-                    Problem(file, f"sets.{key}.words[{i}]", f"'{word}' is also in set {first[norm]}: a word belongs to one set of a test", "warning")
+                    Problem(
+                        file,
+                        f"sets.{key}.words[{i}]",
+                        f"'{word}' is also in set {first[norm]}: a word belongs to one set of a test",
+                        "warning",
+                    )
                 )
             first.setdefault(norm, key)
     return problems
@@ -129,12 +137,18 @@ def read_frequencies(path: Path) -> dict[str, float]:
     return counts
 
 
-def check_frequencies(data: Mapping[str, Any], file: str, frequencies: Mapping[str, float]) -> list[Problem]:
+def check_frequencies(
+    data: Mapping[str, Any], file: str, frequencies: Mapping[str, float]
+) -> list[Problem]:
     """Counterpart sets (X/Y, A/B) whose geometric mean frequencies differ by more than FREQUENCY_RATIO.
     Words missing from the list count as half the rarest listed count."""
     if not frequencies:
         return []
-    floor = min(v for v in frequencies.values() if v > 0) / 2 if any(v > 0 for v in frequencies.values()) else 1.0
+    floor = (
+        min(v for v in frequencies.values() if v > 0) / 2
+        if any(v > 0 for v in frequencies.values())
+        else 1.0
+    )
     problems = []
     for left, right in OPPOSITE:
         means = {}
@@ -142,7 +156,9 @@ def check_frequencies(data: Mapping[str, Any], file: str, frequencies: Mapping[s
             words = _words(data, key)
             if not words:
                 break
-            means[key] = sum(math.log10(max(frequencies.get(normalise(w), floor), floor)) for w in words) / len(words)
+            means[key] = sum(
+                math.log10(max(frequencies.get(normalise(w), floor), floor)) for w in words
+            ) / len(words)
         if len(means) != 2:
             continue
         ratio = 10 ** abs(means[left] - means[right])
@@ -150,7 +166,8 @@ def check_frequencies(data: Mapping[str, Any], file: str, frequencies: Mapping[s
             rarer = left if means[left] < means[right] else right
             problems.append(
                 Problem(
-                    file, f"sets.{rarer}",
+                    file,
+                    f"sets.{rarer}",
                     f"set {rarer} is {ratio:.0f} times rarer than set {right if rarer == left else left} (geometric mean "
                     "frequency): frequency alone moves similarities; choose words of comparable frequency",
                     "warning",
@@ -174,14 +191,20 @@ def read_ambiguous(path: Path) -> dict[str, str]:
     return found
 
 
-def check_ambiguous(data: Mapping[str, Any], file: str, ambiguous: Mapping[str, str], source: str = AMBIGUOUS_FILE) -> list[Problem]:
+def check_ambiguous(
+    data: Mapping[str, Any], file: str, ambiguous: Mapping[str, str], source: str = AMBIGUOUS_FILE
+) -> list[Problem]:
     """Stimuli (and debiasing-list entries) that the package lists as ambiguous, unless the notes name them."""
     if not ambiguous:
         return []
     notes = str(data.get("notes", ""))
     located: list[tuple[str, str]] = []
     if data.get("kind", "association") in SETS_KINDS:
-        located = [(f"sets.{key}.words[{i}]", w) for key in SET_KEYS for i, w in enumerate(_words(data, key))]
+        located = [
+            (f"sets.{key}.words[{i}]", w)
+            for key in SET_KEYS
+            for i, w in enumerate(_words(data, key))
+        ]
     elif data.get("kind") == "debias-lists":
         for field in ("definitional", "equalize", "direction"):
             entries = data.get(field) or []
@@ -194,7 +217,8 @@ def check_ambiguous(data: Mapping[str, Any], file: str, ambiguous: Mapping[str, 
         if why is not None and not _documented(word, notes):
             problems.append(
                 Problem(
-                    file, field,
+                    file,
+                    field,
                     f"'{word}' is listed in {source} as ambiguous ({why or 'see the list'}); replace it, or say in notes why it stays",
                     "warning",
                 )
@@ -203,7 +227,10 @@ def check_ambiguous(data: Mapping[str, Any], file: str, ambiguous: Mapping[str, 
 
 
 def unresolved_agreement(
-    templates: Iterable[Any], forms: Mapping[str, grammar.FormsTable], words: Mapping[str, tuple[str, Mapping[str, str]]], language: str | None
+    templates: Iterable[Any],
+    forms: Mapping[str, grammar.FormsTable],
+    words: Mapping[str, tuple[str, Mapping[str, str]]],
+    language: str | None,
 ) -> list[tuple[str, str]]:
     """(template text, placeholder) for each template that addresses these words (its `when` holds,
     its word forms exist) but leaves an agreement placeholder without a value."""
@@ -221,16 +248,23 @@ def unresolved_agreement(
                 break  # a missing word form (plural) is how templates select words: not a mistake
         else:
             for p in grammar.parse(template.text):
-                if p.kind == "feature" and p.slot in words and grammar.value(p.feature, words[p.slot][1], forms) is None:
+                if (
+                    p.kind == "feature"
+                    and p.slot in words
+                    and grammar.value(p.feature, words[p.slot][1], forms) is None
+                ):
                     out.append((template.text, "{" + template.text[p.start + 1 : p.end - 1] + "}"))
                     break
     return out
 
 
-def agreement_problem(file: str, field: str, word: str, template: str, placeholder: str, features: Mapping[str, str]) -> Problem:
+def agreement_problem(
+    file: str, field: str, word: str, template: str, placeholder: str, features: Mapping[str, str]
+) -> Problem:
     have = ", ".join(f"{k}={v}" for k, v in features.items()) or "none"
     return Problem(
-        file, field,
+        file,
+        field,
         f"'{word}' meets the conditions of template \"{template}\" but {placeholder} has no value for it (its grammar: "
         f"{have}); add the feature or the forms-table entry",
         "warning",
@@ -249,13 +283,22 @@ def check_lpbs_agreement(data: Mapping[str, Any], file: str) -> list[Problem]:
         for t in lists[t_key].words:
             for a_key in ("A", "B"):
                 for a in lists[a_key].words:
-                    words = {"target": (t, lists[t_key].features(t)), "attribute": (a, lists[a_key].features(a))}
-                    for text, placeholder in unresolved_agreement(templates, forms, words, data.get("language")):
+                    words = {
+                        "target": (t, lists[t_key].features(t)),
+                        "attribute": (a, lists[a_key].features(a)),
+                    }
+                    for text, placeholder in unresolved_agreement(
+                        templates, forms, words, data.get("language")
+                    ):
                         slot = placeholder.strip("{}").split(".")[0].lower()
                         key, word = (t_key, t) if slot == "target" else (a_key, a)
                         if (word, text) not in seen:
                             seen.add((word, text))
-                            problems.append(agreement_problem(file, f"sets.{key}", word, text, placeholder, words[slot][1]))
+                            problems.append(
+                                agreement_problem(
+                                    file, f"sets.{key}", word, text, placeholder, words[slot][1]
+                                )
+                            )
     return problems
 
 
@@ -267,7 +310,11 @@ def multi_word(words: Iterable[str]) -> list[str]:
 def multi_word_entries(test: Any) -> dict[str, list[str]]:
     """Per set of a word-level association test, its multi-word stimuli (empty for other kinds, and for
     tests whose stimuli are sentences)."""
-    if not hasattr(test, "sets") or getattr(test, "stimuli", "words") != "words" or getattr(test.meta, "kind", "") != "association":
+    if (
+        not hasattr(test, "sets")
+        or getattr(test, "stimuli", "words") != "words"
+        or getattr(test.meta, "kind", "") != "association"
+    ):
         return {}
     return {key: found for key, wl in test.sets().items() if (found := multi_word(wl.words))}
 
@@ -276,11 +323,17 @@ def static_loss(words: list[str], lost: list[str], threshold: float) -> str:
     """How a set fares on a static model that loses `lost`, in words: "3 of 8 lost (38% >
     20% allowed: the test is refused)" or "1 of 8 lost (12%, within 20%)"."""
     share = len(lost) / len(words) if words else 0.0
-    verdict = f"> {threshold:.0%} allowed: the test is refused" if share > threshold else f"within the {threshold:.0%} allowed"
+    verdict = (
+        f"> {threshold:.0%} allowed: the test is refused"
+        if share > threshold
+        else f"within the {threshold:.0%} allowed"
+    )
     return f"{len(lost)} of {len(words)} lost ({share:.0%}, {verdict})"
 
 
-def check_multi_word(data: Mapping[str, Any], file: str, threshold: float | None = None) -> list[Problem]:
+def check_multi_word(
+    data: Mapping[str, Any], file: str, threshold: float | None = None
+) -> list[Problem]:
     """Multi-word stimuli of a word-level association test, one finding per set that has any."""
     threshold = LOST_THRESHOLD if threshold is None else threshold
     notes = str(data.get("notes", ""))
@@ -290,13 +343,20 @@ def check_multi_word(data: Mapping[str, Any], file: str, threshold: float | None
         phrases = multi_word(words)
         if not phrases:
             continue
-        documented = all(_documented(p, notes) or all(_documented(w, notes) for w in p.split()) for p in phrases)
+        documented = all(
+            _documented(p, notes) or all(_documented(w, notes) for w in p.split()) for p in phrases
+        )
         problems.append(
             Problem(
-                file, f"sets.{key}",
+                file,
+                f"sets.{key}",
                 f"{len(phrases)} multi-word stimuli ({', '.join(phrases[:6])}{', ...' if len(phrases) > 6 else ''}): static models "
                 f"(fastText, word2vec, GloVe) have no vector for a phrase, {static_loss(words, phrases, threshold)}; "
-                + ("the notes name them" if documented else "use single words, or say in notes that the test is for sentence encoders (SEAT)"),
+                + (
+                    "the notes name them"
+                    if documented
+                    else "use single words, or say in notes that the test is for sentence encoders (SEAT)"
+                ),
                 "note" if documented else "warning",
                 MULTI_WORD,
             )
@@ -311,7 +371,8 @@ def check_set_sizes(data: Mapping[str, Any], file: str) -> list[Problem]:
         return []
     return [
         Problem(
-            file, f"sets.{'B' if m < n else 'A'}",
+            file,
+            f"sets.{'B' if m < n else 'A'}",
             f"set A has {n} words and set B {m} (more than {SIZE_GAP:.0%} apart): the shorter set weighs each of its words "
             "more in every association s(w, A, B); give counterpart sets equal sizes",
             "warning",
@@ -319,7 +380,9 @@ def check_set_sizes(data: Mapping[str, Any], file: str) -> list[Problem]:
     ]
 
 
-def pair_difference(more: str, less: str) -> tuple[list[tuple[int, int, int, int]], list[str], list[str]]:
+def pair_difference(
+    more: str, less: str
+) -> tuple[list[tuple[int, int, int, int]], list[str], list[str]]:
     """Where two sentences differ, as word-index opcodes (i1, i2, j1, j2) of the changed stretches, and
     the two sentences' words (case-folded)."""
     import difflib
@@ -327,7 +390,11 @@ def pair_difference(more: str, less: str) -> tuple[list[tuple[int, int, int, int
     from bias.core.data.minimal_pairs import words_of
 
     a, b = words_of(more), words_of(less)
-    ops = [(i1, i2, j1, j2) for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes() if tag != "equal"]
+    ops = [
+        (i1, i2, j1, j2)
+        for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes()
+        if tag != "equal"
+    ]
     return ops, a, b
 
 
@@ -336,7 +403,11 @@ def check_pair_spans(data: Mapping[str, Any], file: str) -> list[Problem]:
     explains."""
     problems = []
     for i, entry in enumerate(data.get("pairs") or []):
-        if not isinstance(entry, dict) or entry.get("note") or not all(isinstance(entry.get(k), str) for k in ("more", "less")):
+        if (
+            not isinstance(entry, dict)
+            or entry.get("note")
+            or not all(isinstance(entry.get(k), str) for k in ("more", "less"))
+        ):
             continue
         ops, a, b = pair_difference(entry["more"], entry["less"])
         changed = max(sum(i2 - i1 for i1, i2, _, _ in ops), sum(j2 - j1 for _, _, j1, j2 in ops))
@@ -344,11 +415,14 @@ def check_pair_spans(data: Mapping[str, Any], file: str) -> list[Problem]:
         if not set(a) & set(b):
             continue  # no common context at all: the format checks report that pair
         if changed > MAX_PAIR_WORDS or (ops and shared * 2 < max(len(a), len(b))):
-            where = "; ".join(f"'{' '.join(a[i1:i2])}' / '{' '.join(b[j1:j2])}'" for i1, i2, j1, j2 in ops[:4])
+            where = "; ".join(
+                f"'{' '.join(a[i1:i2])}' / '{' '.join(b[j1:j2])}'" for i1, i2, j1, j2 in ops[:4]
+            )
             line = entry.get("line")
             problems.append(
                 Problem(
-                    file, f"pairs[{i}]",
+                    file,
+                    f"pairs[{i}]",
                     f"{f'line {line}: ' if isinstance(line, int) else ''}the sentences differ in {changed} words ({where}), more "
                     f"than a group span of {MAX_PAIR_WORDS}: a pair changes only its group words; rewrite it, or explain in its note",
                     "warning",

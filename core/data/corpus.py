@@ -67,9 +67,15 @@ def read_lines(path: str | Path) -> Iterator[tuple[int, str]]:
     """(line number, text) of each non-blank line, decoded strictly as UTF-8; a bad byte names its line."""
     path = Path(path)
     if not path.exists():
-        raise BiasError(f"Corpus file not found: {path}", "Give a UTF-8 text file with one sentence or comment per line.")
+        raise BiasError(
+            f"Corpus file not found: {path}",
+            "Give a UTF-8 text file with one sentence or comment per line.",
+        )
     if path.is_dir():
-        raise BiasError(f"Corpus {path} is a folder, not a text file.", "Give a UTF-8 text file with one sentence per line.")
+        raise BiasError(
+            f"Corpus {path} is a folder, not a text file.",
+            "Give a UTF-8 text file with one sentence per line.",
+        )
     with open(path, "rb") as fh:
         for number, raw in enumerate(fh, 1):
             try:
@@ -127,7 +133,9 @@ def find_contexts(
         for m in regex.finditer(line):
             firsts.setdefault(_key(m.group(0), case), m.span())
         for key, span in firsts.items():
-            if key not in seen:  # IGNORECASE may match a form whose case-fold differs (rare Unicode cases)
+            if (
+                key not in seen
+            ):  # IGNORECASE may match a form whose case-fold differs (rare Unicode cases)
                 continue
             seen[key] += 1
             reservoir = reservoirs[key]
@@ -138,7 +146,10 @@ def find_contexts(
                 if j < per_word:
                     reservoir[j] = Context(line, span, number)
     if n_lines == 0:
-        raise BiasError("The corpus is empty (no non-blank line).", "Give a text file with one sentence or comment per line.")
+        raise BiasError(
+            "The corpus is empty (no non-blank line).",
+            "Give a text file with one sentence or comment per line.",
+        )
     kept: dict[str, tuple[Context, ...]] = {}
     found: dict[str, int] = {}
     for key, originals in by_key.items():
@@ -161,4 +172,6 @@ def corpus_contexts(
     window_words: int | None = None,
 ) -> Contexts:
     """`find_contexts` over a UTF-8 file, streamed line by line."""
-    return find_contexts(read_lines(path), words, per_word=per_word, seed=seed, case=case, window_words=window_words)
+    return find_contexts(
+        read_lines(path), words, per_word=per_word, seed=seed, case=case, window_words=window_words
+    )

@@ -84,7 +84,11 @@ class DebiasLists:
         """The normalised forms of every gendered word (all but the neutral list): the words that
         whole-vocabulary measures (direct bias over the vocabulary, the clustering test) leave out."""
         words = set(self.specific)
-        for pair in (*self.definitional, *self.equalize, *([self.direction] if self.direction else [])):
+        for pair in (
+            *self.definitional,
+            *self.equalize,
+            *([self.direction] if self.direction else []),
+        ):
             words.update(pair)
         return {normalise(w) for w in words}
 
@@ -99,10 +103,18 @@ def _check_pairs(value: Any, file: str, field: str, required: bool) -> tuple[lis
     """Problems of a list of [male, female] pairs and how many distinct pairs it holds."""
     if value is None:
         if required:
-            return [Problem(file, field, "missing: give (male, female) pairs, e.g. [[\"man\", \"woman\"], [\"he\", \"she\"]]")], 0
+            return [
+                Problem(
+                    file,
+                    field,
+                    'missing: give (male, female) pairs, e.g. [["man", "woman"], ["he", "she"]]',
+                )
+            ], 0
         return [], 0
     if not isinstance(value, list):
-        return [Problem(file, field, "must be a list of two-word lists, e.g. [[\"man\", \"woman\"]]")], 0
+        return [
+            Problem(file, field, 'must be a list of two-word lists, e.g. [["man", "woman"]]')
+        ], 0
     problems: list[Problem] = []
     seen: set[tuple[str, str]] = set()
     for i, pair in enumerate(value):
@@ -119,7 +131,11 @@ def _check_pairs(value: Any, file: str, field: str, required: bool) -> tuple[lis
             problems.append(Problem(file, where, f"'{a}' is paired with itself"))
             continue
         if key in seen:
-            problems.append(Problem(file, where, f"the pair ({a}, {b}) repeats (duplicates are dropped)", "warning"))
+            problems.append(
+                Problem(
+                    file, where, f"the pair ({a}, {b}) repeats (duplicates are dropped)", "warning"
+                )
+            )
             continue
         seen.add(key)
     return problems, len(seen)
@@ -137,7 +153,11 @@ def _check_words(value: Any, file: str, field: str) -> list[Problem]:
         if word is None:
             problems.append(Problem(file, f"{field}[{i}]", f"{item!r} is not a word"))
         elif normalise(word) in seen:
-            problems.append(Problem(file, f"{field}[{i}]", f"'{word}' repeats (duplicates are dropped)", "warning"))
+            problems.append(
+                Problem(
+                    file, f"{field}[{i}]", f"'{word}' repeats (duplicates are dropped)", "warning"
+                )
+            )
         else:
             seen.add(normalise(word))
     return problems
@@ -148,9 +168,18 @@ def check(data: dict[str, Any], file: str) -> list[Problem]:
     problems = check_meta(data, file, FIELDS)
     found, count = _check_pairs(data.get("definitional"), file, "definitional", required=True)
     problems.extend(found)
-    if "definitional" in data and isinstance(data["definitional"], list) and not found and count < MIN_DEFINITIONAL:
+    if (
+        "definitional" in data
+        and isinstance(data["definitional"], list)
+        and not found
+        and count < MIN_DEFINITIONAL
+    ):
         problems.append(
-            Problem(file, "definitional", f"{count} pair(s); at least {MIN_DEFINITIONAL} are needed to find a bias direction by PCA")
+            Problem(
+                file,
+                "definitional",
+                f"{count} pair(s); at least {MIN_DEFINITIONAL} are needed to find a bias direction by PCA",
+            )
         )
     problems.extend(_check_pairs(data.get("equalize"), file, "equalize", required=False)[0])
     problems.extend(_check_words(data.get("specific"), file, "specific"))
@@ -162,17 +191,27 @@ def check(data: dict[str, Any], file: str) -> list[Problem]:
         specific = {normalise(w) for w in data.get("specific") or []}
         clash = [w for w in data.get("neutral") or [] if normalise(w) in specific]
         if clash:
-            problems.append(Problem(file, "neutral", f"also listed as gender-specific: {', '.join(clash[:8])}"))
+            problems.append(
+                Problem(file, "neutral", f"also listed as gender-specific: {', '.join(clash[:8])}")
+            )
         seen_in: dict[str, int] = {}
         for i, pair in enumerate(data.get("equalize") or []):
             for w in pair:
                 if normalise(w) in seen_in and seen_in[normalise(w)] != i:
                     problems.append(
-                        Problem(file, f"equalize[{i}]", f"'{w}' is already in equalize[{seen_in[normalise(w)]}]; the later pair moves it again", "warning")
+                        Problem(
+                            file,
+                            f"equalize[{i}]",
+                            f"'{w}' is already in equalize[{seen_in[normalise(w)]}]; the later pair moves it again",
+                            "warning",
+                        )
                     )
                 seen_in.setdefault(normalise(w), i)
         unprotected = [
-            w for pair in data.get("equalize") or [] for w in pair if specific and normalise(w) not in specific
+            w
+            for pair in data.get("equalize") or []
+            for w in pair
+            if specific and normalise(w) not in specific
         ]
         if unprotected:
             problems.append(

@@ -85,7 +85,11 @@ def _stimulus(value: Any) -> Stimulus | None:
     """A checked stimulus, NFC-normalised; None when it is not a word, phrase or list of them."""
     if isinstance(value, str) and value.strip():
         return unicodedata.normalize("NFC", value).strip()
-    if isinstance(value, (list, tuple)) and value and all(isinstance(v, str) and v.strip() for v in value):
+    if (
+        isinstance(value, (list, tuple))
+        and value
+        and all(isinstance(v, str) and v.strip() for v in value)
+    ):
         forms = tuple(unicodedata.normalize("NFC", v).strip() for v in value)
         return forms[0] if len(forms) == 1 else forms
     return None
@@ -93,15 +97,32 @@ def _stimulus(value: Any) -> Stimulus | None:
 
 def _check_list(value: Any, file: str, field: str, problems: list[Problem]) -> None:
     if not isinstance(value, list) or not value:
-        problems.append(Problem(file, field, "missing or empty: give a list of words (a word may be a list of variants)"))
+        problems.append(
+            Problem(
+                file,
+                field,
+                "missing or empty: give a list of words (a word may be a list of variants)",
+            )
+        )
         return
     seen: dict[Stimulus, int] = {}
     for i, item in enumerate(value):
         stimulus = _stimulus(item)
         if stimulus is None:
-            problems.append(Problem(file, f"{field}[{i}]", f"{item!r} is not a word, phrase or list of variants"))
+            problems.append(
+                Problem(
+                    file, f"{field}[{i}]", f"{item!r} is not a word, phrase or list of variants"
+                )
+            )
         elif stimulus in seen:
-            problems.append(Problem(file, f"{field}[{i}]", f"'{label(stimulus)}' repeats item {seen[stimulus]} (dropped)", "warning"))
+            problems.append(
+                Problem(
+                    file,
+                    f"{field}[{i}]",
+                    f"'{label(stimulus)}' repeats item {seen[stimulus]} (dropped)",
+                    "warning",
+                )
+            )
         else:
             seen[stimulus] = i
 
@@ -111,11 +132,23 @@ def check(data: dict[str, Any], file: str) -> list[Problem]:
     problems = check_meta(data, file, KNOWN_FIELDS)
     axes = data.get("axes")
     if not isinstance(axes, dict) or len(axes) < 2:
-        problems.append(Problem(file, "axes", "give at least two axes, each a table of two groups, e.g. gender = { male = [...], female = [...] }"))
+        problems.append(
+            Problem(
+                file,
+                "axes",
+                "give at least two axes, each a table of two groups, e.g. gender = { male = [...], female = [...] }",
+            )
+        )
     else:
         for name, groups in axes.items():
             if not isinstance(groups, dict) or len(groups) != 2:
-                problems.append(Problem(file, f"axes.{name}", "an axis has exactly two groups (the positive end first)"))
+                problems.append(
+                    Problem(
+                        file,
+                        f"axes.{name}",
+                        "an axis has exactly two groups (the positive end first)",
+                    )
+                )
                 continue
             for group, words in groups.items():
                 _check_list(words, file, f"axes.{name}.{group}", problems)
@@ -124,7 +157,9 @@ def check(data: dict[str, Any], file: str) -> list[Problem]:
     affect = data.get("affect")
     if affect is not None:
         if not isinstance(affect, dict) or set(affect) != {"positive", "negative"}:
-            problems.append(Problem(file, "affect", "a table with `positive` and `negative` word lists"))
+            problems.append(
+                Problem(file, "affect", "a table with `positive` and `negative` word lists")
+            )
         else:
             for key in ("positive", "negative"):
                 _check_list(affect[key], file, f"affect.{key}", problems)
@@ -145,15 +180,27 @@ def build(data: dict[str, Any], name: str, path: str) -> FiseTest:
     axes = []
     for axis_name, groups in data["axes"].items():
         (first, first_words), (second, second_words) = list(groups.items())
-        axes.append(Axis(str(axis_name), str(first), str(second), _stimuli(first_words), _stimuli(second_words)))
+        axes.append(
+            Axis(
+                str(axis_name),
+                str(first),
+                str(second),
+                _stimuli(first_words),
+                _stimuli(second_words),
+            )
+        )
     affect = data.get("affect") or {}
     meta = meta_of(data, path, name)  # of kind fise: the kind's handler is chosen by it
-    return FiseTest(meta, tuple(axes), _stimuli(data.get("traits")), _stimuli(affect.get("positive")), _stimuli(affect.get("negative")))
+    return FiseTest(
+        meta,
+        tuple(axes),
+        _stimuli(data.get("traits")),
+        _stimuli(affect.get("positive")),
+        _stimuli(affect.get("negative")),
+    )
 
 
 # -- the framework's separate files ---------------------------------------------------------------
-
-
 
 
 def parse_trait_line(line: str, where: str) -> Stimulus:
@@ -173,10 +220,16 @@ def parse_trait_line(line: str, where: str) -> Stimulus:
         except (ValueError, SyntaxError, MemoryError, RecursionError):
             pass
     if value is None:
-        raise BiasError(f"{where}: {shown(text, 60)!r} is not a list of words.", "Write variants as ['calmo', 'calma'].") from None
+        raise BiasError(
+            f"{where}: {shown(text, 60)!r} is not a list of words.",
+            "Write variants as ['calmo', 'calma'].",
+        ) from None
     stimulus = _stimulus(value)
     if stimulus is None:
-        raise BiasError(f"{where}: {text[:60]!r} is not a list of words.", "Write variants as ['calmo', 'calma'].")
+        raise BiasError(
+            f"{where}: {text[:60]!r} is not a list of words.",
+            "Write variants as ['calmo', 'calma'].",
+        )
     return stimulus
 
 
@@ -189,7 +242,10 @@ def read_traits(path: Path) -> list[Stimulus]:
             continue
         traits.append(parse_trait_line(line, f"{path}: line {number}"))
     if not traits:
-        raise BiasError(f"{path}: no traits found.", "A trait list has one trait (or a list of variants) per line.")
+        raise BiasError(
+            f"{path}: no traits found.",
+            "A trait list has one trait (or a list of variants) per line.",
+        )
     return traits
 
 
@@ -210,7 +266,9 @@ def axes_from_json(path: Path) -> dict[str, Any]:
     """The axes of a framework FISE `.json`: { axis: { group: [words] , group: [words] }, ... }."""
     data = read_json(path, "file")
     if not isinstance(data, dict):
-        raise BiasError(f"{path}: expected a JSON object of axes, e.g. {{\"gender\": {{\"male\": [...], \"female\": [...]}}}}.")
+        raise BiasError(
+            f'{path}: expected a JSON object of axes, e.g. {{"gender": {{"male": [...], "female": [...]}}}}.'
+        )
     return data
 
 
@@ -219,5 +277,8 @@ def looks_like_fise(data: Any) -> bool:
     return (
         isinstance(data, dict)
         and bool(data)
-        and all(isinstance(v, dict) and len(v) == 2 and all(isinstance(w, list) for w in v.values()) for v in data.values())
+        and all(
+            isinstance(v, dict) and len(v) == 2 and all(isinstance(w, list) for w in v.values())
+            for v in data.values()
+        )
     )

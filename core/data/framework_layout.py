@@ -13,7 +13,14 @@ from pathlib import Path
 FOLDER_CODES = {"tk": "tr", "ne": "nl"}
 LANGUAGES = ("de", "en", "is", "it", "nl", "no", "tr")
 # Kind folders of the layout (case as the framework writes them) and the metric each feeds.
-KIND_FOLDERS = {"WEAT": "weat", "SEAT": "seat", "genSEAT": "seat", "LPBS": "lpbs", "CROWS": "crows", "FISE": "fise"}
+KIND_FOLDERS = {
+    "WEAT": "weat",
+    "SEAT": "seat",
+    "genSEAT": "seat",
+    "LPBS": "lpbs",
+    "CROWS": "crows",
+    "FISE": "fise",
+}
 
 
 def language_code(folder: str) -> tuple[str, str | None]:
@@ -21,14 +28,21 @@ def language_code(folder: str) -> tuple[str, str | None]:
     code = folder.strip()
     if code in FOLDER_CODES:
         iso = FOLDER_CODES[code]
-        return iso, f"folder '{code}' read as language '{iso}' (the BIAS Detection Framework's code for it)"
+        return (
+            iso,
+            f"folder '{code}' read as language '{iso}' (the BIAS Detection Framework's code for it)",
+        )
     return code, None
 
 
 def language_of(path: Path) -> tuple[str | None, str | None]:
     """The language of a file in the framework's layout (`.../<lang>/<KIND>/<file>`), else (None, None)."""
     parts = Path(path).parts
-    if len(parts) < 3 or parts[-2] not in KIND_FOLDERS and parts[-2].upper() not in {k.upper() for k in KIND_FOLDERS}:
+    if (
+        len(parts) < 3
+        or parts[-2] not in KIND_FOLDERS
+        and parts[-2].upper() not in {k.upper() for k in KIND_FOLDERS}
+    ):
         return None, None
     code, note = language_code(parts[-3])
     if code not in LANGUAGES:

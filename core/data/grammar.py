@@ -74,19 +74,25 @@ def parse(template: str) -> list[Placeholder]:
     out = []
     stray = PLACEHOLDER.sub("", template)
     if "{" in stray or "}" in stray:
-        raise TemplateError("unbalanced brace: placeholders are written {slot}, {slot:form} or {slot.feature}")
+        raise TemplateError(
+            "unbalanced brace: placeholders are written {slot}, {slot:form} or {slot.feature}"
+        )
     for m in PLACEHOLDER.finditer(template):
         inner = m.group(1).strip()
         parts = _PARTS.match(inner)
         if not parts:
-            raise TemplateError(f"placeholder {{{m.group(1)}}} is not {{slot}}, {{slot:form}} or {{slot.feature}}")
+            raise TemplateError(
+                f"placeholder {{{m.group(1)}}} is not {{slot}}, {{slot:form}} or {{slot.feature}}"
+            )
         slot, sep, feature = parts.group(1), parts.group(2), parts.group(3) or ""
         kind = "word" if not sep else ("form" if sep == ":" else "feature")
         out.append(Placeholder(slot.lower(), kind, feature, slot[0].isupper(), m.start(), m.end()))
     return out
 
 
-def check(template: str, slots: Sequence[str], forms: Mapping[str, FormsTable] | None = None) -> list[str]:
+def check(
+    template: str, slots: Sequence[str], forms: Mapping[str, FormsTable] | None = None
+) -> list[str]:
     """What is wrong with a template for the given slots: each slot's word exactly once, known slots."""
     try:
         found = parse(template)
@@ -117,7 +123,9 @@ def check_when(when: Any, slots: Sequence[str]) -> list[tuple[str, str]]:
     for key, wanted in when.items():
         slot, dot, feature = str(key).partition(".")
         if slot not in slots or not dot or not feature:
-            problems.append((str(key), f"unknown slot or feature: conditions are written {written}"))
+            problems.append(
+                (str(key), f"unknown slot or feature: conditions are written {written}")
+            )
         values = wanted if isinstance(wanted, list) else [wanted]
         if not values or not all(isinstance(v, str) for v in values):
             problems.append((str(key), "must be a string or a list of strings"))
@@ -226,7 +234,12 @@ def forms_from_record(data: Any) -> tuple[dict[str, FormsTable], list[tuple[str,
             continue
         source = entry.get("from")
         if not isinstance(source, str) or not source:
-            problems.append((f"{field}.from", "missing: name the word feature that chooses the value, e.g. from = \"gender\""))
+            problems.append(
+                (
+                    f"{field}.from",
+                    'missing: name the word feature that chooses the value, e.g. from = "gender"',
+                )
+            )
             continue
         values = {str(k): v for k, v in entry.items() if k != "from"}
         bad = [k for k, v in values.items() if not isinstance(v, str)]
@@ -234,5 +247,7 @@ def forms_from_record(data: Any) -> tuple[dict[str, FormsTable], list[tuple[str,
             problems.append((f"{field}.{k}", "must be a string"))
         if not values:
             problems.append((field, "has no values"))
-        tables[name] = FormsTable(name, source, {k: v for k, v in values.items() if isinstance(v, str)})
+        tables[name] = FormsTable(
+            name, source, {k: v for k, v in values.items() if isinstance(v, str)}
+        )
     return tables, problems

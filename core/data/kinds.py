@@ -72,10 +72,15 @@ def kind_handler(kind: Any, file: str) -> Any:
     """The object that checks and builds records of `kind`, imported on first use."""
     found = _kind_entry_points().get(kind) if isinstance(kind, str) else None
     if not found:
-        raise BiasError(f"{file}: '{kind}' is not a word-set kind.", f"Use one of: {', '.join(known_kinds())}.")
+        raise BiasError(
+            f"{file}: '{kind}' is not a word-set kind.", f"Use one of: {', '.join(known_kinds())}."
+        )
     if len({ep.value for ep in found}) > 1:
         who = " and ".join(f"{_distribution(ep)} ({ep.value})" for ep in found)
-        raise BiasError(f"Two distributions register the word-set kind '{kind}': {who}.", "Uninstall one of them.")
+        raise BiasError(
+            f"Two distributions register the word-set kind '{kind}': {who}.",
+            "Uninstall one of them.",
+        )
     if kind not in _LOADED:
         try:
             _LOADED[kind] = found[0].load()
@@ -89,6 +94,6 @@ def kind_handler(kind: Any, file: str) -> Any:
 
 def _distribution(ep: importlib.metadata.EntryPoint) -> str:
     dist = getattr(ep, "dist", None)
-    return f"{dist.metadata['Name']} {dist.version}" if dist is not None else "an unknown distribution"
-
-
+    return (
+        f"{dist.metadata['Name']} {dist.version}" if dist is not None else "an unknown distribution"
+    )

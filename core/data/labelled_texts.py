@@ -76,7 +76,13 @@ def check(data: dict[str, Any], file: str) -> list[Problem]:
     problems = check_meta(data, file, ("items",))
     items = data.get("items")
     if not isinstance(items, list) or not items:
-        problems.append(Problem(file, "items", "missing or empty: give [[items]] tables with `text` and `label` (or a CSV with those columns)"))
+        problems.append(
+            Problem(
+                file,
+                "items",
+                "missing or empty: give [[items]] tables with `text` and `label` (or a CSV with those columns)",
+            )
+        )
         return problems
     labels: Counter[str] = Counter()
     seen: dict[str, int] = {}
@@ -89,35 +95,78 @@ def check(data: dict[str, Any], file: str) -> list[Problem]:
         where = _where(entry)
         text, label = _clean(entry.get("text")), entry.get("label")
         if not text:
-            problems.append(Problem(file, f"{field}.text", f"{where}missing or empty: every item needs a text"))
+            problems.append(
+                Problem(file, f"{field}.text", f"{where}missing or empty: every item needs a text")
+            )
         if isinstance(label, bool) or not isinstance(label, (str, int)) or not str(label).strip():
-            problems.append(Problem(file, f"{field}.label", f"{where}missing or empty: every item needs a label (a word or a number)"))
+            problems.append(
+                Problem(
+                    file,
+                    f"{field}.label",
+                    f"{where}missing or empty: every item needs a label (a word or a number)",
+                )
+            )
         else:
             labels[str(label).strip()] += 1
         for key in entry:
             if key not in ITEM_KEYS:
-                problems.append(Problem(file, f"{field}.{key}", f"unknown field (known: {', '.join(ITEM_KEYS)})", "warning"))
+                problems.append(
+                    Problem(
+                        file,
+                        f"{field}.{key}",
+                        f"unknown field (known: {', '.join(ITEM_KEYS)})",
+                        "warning",
+                    )
+                )
         if text:
             if text in seen:
                 repeats.append((where, i, seen[text]))
             else:
                 seen[text] = i
-    if repeats:  # one line however many: a 100,000-row file with 99,000 repeats is not 99,000 warnings
+    if (
+        repeats
+    ):  # one line however many: a 100,000-row file with 99,000 repeats is not 99,000 warnings
         where, i, first = repeats[0]
-        more = f"; {len(repeats) - 1:,} more item(s) repeat an earlier text" if len(repeats) > 1 else ""
-        problems.append(Problem(file, f"items[{i}]", f"{where}repeats the text of item {first}{more} (kept: every copy counts)", "warning"))
+        more = (
+            f"; {len(repeats) - 1:,} more item(s) repeat an earlier text"
+            if len(repeats) > 1
+            else ""
+        )
+        problems.append(
+            Problem(
+                file,
+                f"items[{i}]",
+                f"{where}repeats the text of item {first}{more} (kept: every copy counts)",
+                "warning",
+            )
+        )
     same = _same_numbers(labels)
     if same:
-        problems.append(Problem(file, "items", f"the labels {same} are one number written differently, and are read as different classes; write them alike", "warning"))
+        problems.append(
+            Problem(
+                file,
+                "items",
+                f"the labels {same} are one number written differently, and are read as different classes; write them alike",
+                "warning",
+            )
+        )
     if len(labels) == 1:
         only = next(iter(labels))
         problems.append(
-            Problem(file, "items", f"every item has the label {only!r}; a classifier needs at least 2 labels")
+            Problem(
+                file,
+                "items",
+                f"every item has the label {only!r}; a classifier needs at least 2 labels",
+            )
         )
     for label, count in sorted(labels.items()):
         if count < 2 and len(labels) > 1:
             problems.append(
-                Problem(file, "items", f"label {label!r} has {count} item: a stratified split needs at least 2 per label")
+                Problem(
+                    file,
+                    "items",
+                    f"label {label!r} has {count} item: a stratified split needs at least 2 per label",
+                )
             )
     return problems
 
@@ -139,7 +188,8 @@ def build(data: dict[str, Any], name: str, path: str) -> LabelledTexts:
     """A LabelledTexts from a checked record; raises BiasError naming the first error."""
     raise_on_errors(check(data, path), path)
     items = tuple(
-        LabelledText(_clean(entry["text"]), str(entry["label"]).strip(), entry.get("line")) for entry in data["items"]
+        LabelledText(_clean(entry["text"]), str(entry["label"]).strip(), entry.get("line"))
+        for entry in data["items"]
     )
     meta = meta_of(data, path, name)
     if meta.kind != LABELLED_TEXTS:

@@ -20,13 +20,20 @@ def _is_container(value: Any) -> bool:
     """An attrs object holding a list of attrs items (an analogy section with its questions)."""
     if not attrs.has(type(value)) or getattr(type(value), "limit_whole", False):
         return False
-    return any(isinstance(getattr(value, f.name), tuple) and getattr(value, f.name) and attrs.has(type(getattr(value, f.name)[0]))
-               for f in attrs.fields(type(value)))
+    return any(
+        isinstance(getattr(value, f.name), tuple)
+        and getattr(value, f.name)
+        and attrs.has(type(getattr(value, f.name)[0]))
+        for f in attrs.fields(type(value))
+    )
 
 
 def _cut_fields(value: Any, n: int) -> Any:
-    changes = {f.name.lstrip("_"): getattr(value, f.name)[:n] for f in attrs.fields(type(value))
-               if f.init and isinstance(getattr(value, f.name), tuple) and f.name != "meta"}
+    changes = {
+        f.name.lstrip("_"): getattr(value, f.name)[:n]
+        for f in attrs.fields(type(value))
+        if f.init and isinstance(getattr(value, f.name), tuple) and f.name != "meta"
+    }
     return attrs.evolve(value, **changes) if changes else value
 
 
@@ -41,7 +48,9 @@ def first_items(data: Any, n: int | None) -> Any:
         value = getattr(data, field.name)
         if isinstance(value, tuple):
             cut = value[:n]
-            changes[field.name.lstrip("_")] = tuple(_cut_fields(v, n) if _is_container(v) else v for v in cut)
+            changes[field.name.lstrip("_")] = tuple(
+                _cut_fields(v, n) if _is_container(v) else v for v in cut
+            )
         elif attrs.has(type(value)):
             changes[field.name.lstrip("_")] = _cut_fields(value, n)
     return attrs.evolve(data, **changes) if changes else data

@@ -20,7 +20,15 @@ from bias.core.data import grammar
 from bias.core.data.grammar import FormsTable, Rendered
 from bias.core.model import LPBS, WordList, WordSetMeta
 from bias.core.data.templates import Template, parse_templates
-from bias.core.data.wordsets import SET_KEYS, Problem, check_meta, check_word_list, meta_of, raise_on_errors, word_list
+from bias.core.data.wordsets import (
+    SET_KEYS,
+    Problem,
+    check_meta,
+    check_word_list,
+    meta_of,
+    raise_on_errors,
+    word_list,
+)
 
 SLOTS = ("target", "attribute")
 KNOWN_FIELDS = ("sets", "forms", "templates")
@@ -52,13 +60,27 @@ class LpbsTest:
     def sets(self) -> dict[str, WordList]:
         return {"X": self.X, "Y": self.Y, "A": self.A, "B": self.B}
 
-    def render(self, template: Template, target: tuple[str, Mapping[str, str]], attribute: tuple[str, Mapping[str, str]]) -> Rendered | None:
+    def render(
+        self,
+        template: Template,
+        target: tuple[str, Mapping[str, str]],
+        attribute: tuple[str, Mapping[str, str]],
+    ) -> Rendered | None:
         """The sentence of one (target, attribute) pair in one template, None when it does not apply."""
-        return grammar.render(template.text, {"target": target, "attribute": attribute}, self.forms, template.when, self.meta.language)
+        return grammar.render(
+            template.text,
+            {"target": target, "attribute": attribute},
+            self.forms,
+            template.when,
+            self.meta.language,
+        )
 
 
 def _check_when(when: Any, file: str, field: str) -> list[Problem]:
-    return [Problem(file, f"{field}.{key}" if key else field, message) for key, message in grammar.check_when(when, SLOTS)]
+    return [
+        Problem(file, f"{field}.{key}" if key else field, message)
+        for key, message in grammar.check_when(when, SLOTS)
+    ]
 
 
 def _templates(data: dict[str, Any]) -> list[Template]:
@@ -73,11 +95,23 @@ def check(data: dict[str, Any], file: str) -> list[Problem]:
     sets = data.get("sets")
     set_ok = isinstance(sets, dict)
     if not set_ok:
-        problems.append(Problem(file, "sets", "missing: give [sets.X], [sets.Y] (targets) and [sets.A], [sets.B] (attributes)"))
+        problems.append(
+            Problem(
+                file,
+                "sets",
+                "missing: give [sets.X], [sets.Y] (targets) and [sets.A], [sets.B] (attributes)",
+            )
+        )
     else:
         for key in SET_KEYS:
             if not isinstance(sets.get(key), dict):
-                problems.append(Problem(file, f"sets.{key}", "missing (targets X, Y and attributes A, B are all needed)"))
+                problems.append(
+                    Problem(
+                        file,
+                        f"sets.{key}",
+                        "missing (targets X, Y and attributes A, B are all needed)",
+                    )
+                )
                 set_ok = False
                 continue
             found, size = check_word_list(sets[key], file, f"sets.{key}")
@@ -85,11 +119,19 @@ def check(data: dict[str, Any], file: str) -> list[Problem]:
             set_ok = set_ok and size > 0
         for key in sets:
             if key not in SET_KEYS:
-                problems.append(Problem(file, f"sets.{key}", "unknown set (an LPBS test has X, Y, A, B)", "warning"))
+                problems.append(
+                    Problem(
+                        file, f"sets.{key}", "unknown set (an LPBS test has X, Y, A, B)", "warning"
+                    )
+                )
     entries = data.get("templates")
     if not isinstance(entries, list) or not entries:
         problems.append(
-            Problem(file, "templates", "missing or empty: give [[templates]] tables with text containing {target} and {attribute}")
+            Problem(
+                file,
+                "templates",
+                "missing or empty: give [[templates]] tables with text containing {target} and {attribute}",
+            )
         )
         return problems
     templates_ok = True
@@ -98,12 +140,20 @@ def check(data: dict[str, Any], file: str) -> list[Problem]:
         if isinstance(entry, str):
             entry = {"text": entry}
         if not isinstance(entry, dict):
-            problems.append(Problem(file, field, "must be a table with `text` (and optionally `when`)"))
+            problems.append(
+                Problem(file, field, "must be a table with `text` (and optionally `when`)")
+            )
             templates_ok = False
             continue
         text = entry.get("text")
         if not isinstance(text, str) or not text.strip():
-            problems.append(Problem(file, f"{field}.text", "missing or empty: a sentence with {target} and {attribute}"))
+            problems.append(
+                Problem(
+                    file,
+                    f"{field}.text",
+                    "missing or empty: a sentence with {target} and {attribute}",
+                )
+            )
             templates_ok = False
         else:
             messages = grammar.check(text, list(SLOTS), forms)
@@ -114,7 +164,14 @@ def check(data: dict[str, Any], file: str) -> list[Problem]:
         templates_ok = templates_ok and not found
         for key in entry:
             if key not in TEMPLATE_FIELDS:
-                problems.append(Problem(file, f"{field}.{key}", f"unknown field (known: {', '.join(TEMPLATE_FIELDS)})", "warning"))
+                problems.append(
+                    Problem(
+                        file,
+                        f"{field}.{key}",
+                        f"unknown field (known: {', '.join(TEMPLATE_FIELDS)})",
+                        "warning",
+                    )
+                )
     if set_ok and templates_ok and not any(p.severity == "error" for p in problems):
         problems.extend(_coverage(data, file, forms))
     return problems
@@ -130,7 +187,10 @@ def _coverage(data: dict[str, Any], file: str, forms: Mapping[str, FormsTable]) 
             for t in lists[t_key].words:
                 for a_key in ATTRIBUTES:
                     for a in lists[a_key].words:
-                        words = {"target": (t, lists[t_key].features(t)), "attribute": (a, lists[a_key].features(a))}
+                        words = {
+                            "target": (t, lists[t_key].features(t)),
+                            "attribute": (a, lists[a_key].features(a)),
+                        }
                         if grammar.render(template.text, words, forms, template.when) is not None:
                             used[t_key].add(t)
                             used[a_key].add(a)
@@ -140,7 +200,8 @@ def _coverage(data: dict[str, Any], file: str, forms: Mapping[str, FormsTable]) 
             if word not in used[key]:
                 problems.append(
                     Problem(
-                        file, f"sets.{key}",
+                        file,
+                        f"sets.{key}",
                         f"'{word}' gets no sentence from any template (a placeholder has no value for it, or a `when` "
                         "condition excludes it); give it the features the templates need",
                     )
@@ -156,4 +217,9 @@ def build(data: dict[str, Any], name: str, path: str) -> LpbsTest:
     meta = meta_of(data, path, name)
     if meta.kind != LPBS:
         meta = attrs.evolve(meta, kind=LPBS)
-    return LpbsTest(meta, *(word_list(sets[key], key) for key in SET_KEYS), templates=tuple(_templates(data)), forms=forms)
+    return LpbsTest(
+        meta,
+        *(word_list(sets[key], key) for key in SET_KEYS),
+        templates=tuple(_templates(data)),
+        forms=forms,
+    )

@@ -41,7 +41,9 @@ class SentencePair:
 class PairSet:
     meta: WordSetMeta
     pairs: tuple[SentencePair, ...]
-    dropped: tuple[str, ...] = ()  # rows an importer left out, "line 7: the two sentences are identical"
+    dropped: tuple[
+        str, ...
+    ] = ()  # rows an importer left out, "line 7: the two sentences are identical"
 
     @property
     def name(self) -> str:
@@ -62,54 +64,105 @@ def _where(entry: Any, index: int) -> str:
 def check(data: dict[str, Any], file: str) -> list[Problem]:
     """Every problem of a pair-set record (from TOML or the CrowS-Pairs importer)."""
     problems = check_meta(data, file, ("pairs", "skipped"))
-    for entry in data.get("skipped") or []:  # rows an importer could not use (identical or empty pairs)
+    for entry in (
+        data.get("skipped") or []
+    ):  # rows an importer could not use (identical or empty pairs)
         if isinstance(entry, dict):
-            problems.append(Problem(file, f"line {entry.get('line')}", f"pair skipped: {entry.get('reason')}", "warning"))
+            problems.append(
+                Problem(
+                    file,
+                    f"line {entry.get('line')}",
+                    f"pair skipped: {entry.get('reason')}",
+                    "warning",
+                )
+            )
     pairs = data.get("pairs")
     if not isinstance(pairs, list) or not pairs:
-        problems.append(Problem(file, "pairs", "missing or empty: give [[pairs]] tables with more, less, direction and bias_type"))
+        problems.append(
+            Problem(
+                file,
+                "pairs",
+                "missing or empty: give [[pairs]] tables with more, less, direction and bias_type",
+            )
+        )
         return problems
     seen: dict[tuple[str, str], int] = {}
     for i, entry in enumerate(pairs):
         field = f"pairs[{i}]"
         if not isinstance(entry, dict):
-            problems.append(Problem(file, field, "must be a table with more, less, direction and bias_type"))
+            problems.append(
+                Problem(file, field, "must be a table with more, less, direction and bias_type")
+            )
             continue
         where = _where(entry, i)
         sentences = {}
         for key in ("more", "less"):
             value = entry.get(key)
             if not isinstance(value, str) or not value.strip():
-                problems.append(Problem(file, f"{field}.{key}", f"{where}missing or empty: the pair needs both sentences"))
+                problems.append(
+                    Problem(
+                        file,
+                        f"{field}.{key}",
+                        f"{where}missing or empty: the pair needs both sentences",
+                    )
+                )
             else:
                 sentences[key] = unicodedata.normalize("NFC", value).strip()
         direction = entry.get("direction")
         if direction not in DIRECTIONS:
             problems.append(
-                Problem(file, f"{field}.direction", f"{where}{direction!r} is not one of {', '.join(DIRECTIONS)}")
+                Problem(
+                    file,
+                    f"{field}.direction",
+                    f"{where}{direction!r} is not one of {', '.join(DIRECTIONS)}",
+                )
             )
         bias_type = entry.get("bias_type")
         if not isinstance(bias_type, str) or not bias_type.strip():
-            problems.append(Problem(file, f"{field}.bias_type", f"{where}missing: every pair says its bias type"))
+            problems.append(
+                Problem(
+                    file, f"{field}.bias_type", f"{where}missing: every pair says its bias type"
+                )
+            )
         else:
             problems.extend(check_bias_type(bias_type, file, f"{field}.bias_type", PAIR_BIAS_TYPES))
-        if "line" in entry and (isinstance(entry["line"], bool) or not isinstance(entry["line"], int)):
-            problems.append(Problem(file, f"{field}.line", "must be a whole number (the source line of an imported pair)"))
+        if "line" in entry and (
+            isinstance(entry["line"], bool) or not isinstance(entry["line"], int)
+        ):
+            problems.append(
+                Problem(
+                    file,
+                    f"{field}.line",
+                    "must be a whole number (the source line of an imported pair)",
+                )
+            )
         for key in entry:
             if key not in PAIR_KEYS:
-                problems.append(Problem(file, f"{field}.{key}", f"unknown field (known: {', '.join(PAIR_KEYS)})", "warning"))
+                problems.append(
+                    Problem(
+                        file,
+                        f"{field}.{key}",
+                        f"unknown field (known: {', '.join(PAIR_KEYS)})",
+                        "warning",
+                    )
+                )
         if len(sentences) < 2:
             continue
         more, less = sentences["more"], sentences["less"]
         if more == less:
             problems.append(
-                Problem(file, field, f"{where}the two sentences are identical ({more!r}); a pair must differ in its group words")
+                Problem(
+                    file,
+                    field,
+                    f"{where}the two sentences are identical ({more!r}); a pair must differ in its group words",
+                )
             )
             continue
         if not set(words_of(more)) & set(words_of(less)):
             problems.append(
                 Problem(
-                    file, field,
+                    file,
+                    field,
                     f"{where}the sentences share no word, so there is no common context to score "
                     f"({more!r} / {less!r}); the pair metrics skip it",
                     "warning",
@@ -139,5 +192,9 @@ def build(data: dict[str, Any], name: str, path: str) -> PairSet:
     meta = meta_of(data, path, name)
     if meta.kind != PAIRS:
         meta = attrs.evolve(meta, kind=PAIRS)
-    dropped = tuple(f"line {e.get('line')}: {e.get('reason')}" for e in data.get("skipped") or [] if isinstance(e, dict))
+    dropped = tuple(
+        f"line {e.get('line')}: {e.get('reason')}"
+        for e in data.get("skipped") or []
+        if isinstance(e, dict)
+    )
     return PairSet(meta, pairs, dropped)

@@ -78,7 +78,9 @@ def check(data: dict[str, Any], file: str) -> list[Problem]:
     problems = check_meta(data, file, ("pairs",))
     pairs = data.get("pairs")
     if not isinstance(pairs, list) or not pairs:
-        problems.append(Problem(file, "pairs", "missing or empty: give [word1, word2, score] entries"))
+        problems.append(
+            Problem(file, "pairs", "missing or empty: give [word1, word2, score] entries")
+        )
         return problems
     seen: dict[tuple[str, str], int] = {}
     written: dict[int, tuple[str, str]] = {}
@@ -89,7 +91,9 @@ def check(data: dict[str, Any], file: str) -> list[Problem]:
             continue
         a, b, score = _word(entry[0]), _word(entry[1]), _score(entry[2])
         if a is None or b is None:
-            problems.append(Problem(file, field, f"{entry!r}: both words must be single, non-empty words"))
+            problems.append(
+                Problem(file, field, f"{entry!r}: both words must be single, non-empty words")
+            )
             continue
         if score is None:
             problems.append(Problem(file, field, f"{entry!r}: the score must be a finite number"))
@@ -98,12 +102,25 @@ def check(data: dict[str, Any], file: str) -> list[Problem]:
         if key in seen:
             first = written[seen[key]]
             how = "" if first == (a, b) else f" ({first[0]}, {first[1]}) in another order or case"
-            problems.append(Problem(file, field, f"({a}, {b}) repeats pair {seen[key]}{how} (the first score is kept)", "warning"))
+            problems.append(
+                Problem(
+                    file,
+                    field,
+                    f"({a}, {b}) repeats pair {seen[key]}{how} (the first score is kept)",
+                    "warning",
+                )
+            )
         else:
             seen[key] = i
             written[i] = (a, b)
     if not any(p.severity == "error" for p in problems) and len(seen) < MIN_PAIRS:
-        problems.append(Problem(file, "pairs", f"{len(seen)} distinct pair(s); at least {MIN_PAIRS} are needed for a rank correlation"))
+        problems.append(
+            Problem(
+                file,
+                "pairs",
+                f"{len(seen)} distinct pair(s); at least {MIN_PAIRS} are needed for a rank correlation",
+            )
+        )
     return problems
 
 

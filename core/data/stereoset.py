@@ -150,7 +150,9 @@ def _surrogate(value: str) -> bool:
 def _not_text(value: Any) -> str:
     """Why a value is not a usable string (for a field's message)."""
     if isinstance(value, str) and value.strip() and _surrogate(value):
-        return "holds a lone surrogate (a \\ud800-\\udfff escape), which is no character; fix the text"
+        return (
+            "holds a lone surrogate (a \\ud800-\\udfff escape), which is no character; fix the text"
+        )
     return f"must be a non-empty string, not {shown(repr(value), 60)}"
 
 
@@ -316,7 +318,15 @@ def check(data: dict[str, Any], file: str) -> list[Problem]:
     problems = check_meta(data, file, ("data", "version"))
     version = data.get("version")
     if version is not None and (not isinstance(version, str) or _surrogate(version)):
-        problems.append(Problem(file, "version", _not_text(version) if isinstance(version, str) else f"must be a string, not {shown(repr(version), 60)}"))
+        problems.append(
+            Problem(
+                file,
+                "version",
+                _not_text(version)
+                if isinstance(version, str)
+                else f"must be a string, not {shown(repr(version), 60)}",
+            )
+        )
     examples, found = _examples(data, file)
     problems.extend(found)
     if examples is None:

@@ -60,7 +60,9 @@ class TemplateSet:
         out: list[Rendered] = []
         seen: set[str] = set()
         for template in self.templates:
-            found = grammar.render(template.text, {SLOT: (word, merged)}, self.forms, template.when, self.meta.language)
+            found = grammar.render(
+                template.text, {SLOT: (word, merged)}, self.forms, template.when, self.meta.language
+            )
             if found is not None and found.text not in seen:
                 seen.add(found.text)
                 out.append(found)
@@ -110,14 +112,26 @@ def check(data: dict[str, Any], file: str) -> list[Problem]:
     problems = check_meta(data, file, KNOWN_FIELDS)
     slots = data.get("slots", [SLOT])
     if slots != [SLOT]:
-        problems.append(Problem(file, "slots", f"a template set has the one slot \"word\": write slots = [\"{SLOT}\"], not {slots!r}"))
+        problems.append(
+            Problem(
+                file,
+                "slots",
+                f'a template set has the one slot "word": write slots = ["{SLOT}"], not {slots!r}',
+            )
+        )
     forms, form_problems = grammar.forms_from_record(data.get("forms"))
     problems.extend(Problem(file, field, message) for field, message in form_problems)
     if "defaults" in data:
         problems.extend(check_features(data["defaults"], file, "defaults"))
     entries = data.get("templates")
     if not isinstance(entries, list) or not entries:
-        problems.append(Problem(file, "templates", "missing or empty: give [[templates]] tables, each with text = \"... {word} ...\""))
+        problems.append(
+            Problem(
+                file,
+                "templates",
+                'missing or empty: give [[templates]] tables, each with text = "... {word} ..."',
+            )
+        )
         return problems
     texts: dict[tuple[str, str], int] = {}
     for i, entry in enumerate(entries):
@@ -125,11 +139,19 @@ def check(data: dict[str, Any], file: str) -> list[Problem]:
         if isinstance(entry, str):
             entry = {"text": entry}
         if not isinstance(entry, dict):
-            problems.append(Problem(file, field, "must be a table with `text` (and optionally `when`)"))
+            problems.append(
+                Problem(file, field, "must be a table with `text` (and optionally `when`)")
+            )
             continue
         text = entry.get("text")
         if not isinstance(text, str) or not text.strip():
-            problems.append(Problem(file, f"{field}.text", "missing or empty: the sentence with its {word} placeholder"))
+            problems.append(
+                Problem(
+                    file,
+                    f"{field}.text",
+                    "missing or empty: the sentence with its {word} placeholder",
+                )
+            )
         else:
             for message in grammar.check(text, [SLOT], forms):
                 problems.append(Problem(file, f"{field}.text", message))
@@ -137,7 +159,8 @@ def check(data: dict[str, Any], file: str) -> list[Problem]:
                 if p.kind == "feature" and p.feature not in forms:
                     problems.append(
                         Problem(
-                            file, f"{field}.text",
+                            file,
+                            f"{field}.text",
                             f"{{{p.slot}.{p.feature}}} has no forms table [forms.{p.feature}]: it applies only to words "
                             f"that carry the feature '{p.feature}' themselves",
                             "warning",
@@ -145,12 +168,21 @@ def check(data: dict[str, Any], file: str) -> list[Problem]:
                     )
             same = (text, repr(entry.get("when")))
             if same in texts:
-                problems.append(Problem(file, f"{field}.text", f"repeats templates[{texts[same]}]", "warning"))
+                problems.append(
+                    Problem(file, f"{field}.text", f"repeats templates[{texts[same]}]", "warning")
+                )
             texts.setdefault(same, i)
         problems.extend(_check_when(entry.get("when"), file, f"{field}.when"))
         for key in entry:
             if key not in TEMPLATE_FIELDS:
-                problems.append(Problem(file, f"{field}.{key}", f"unknown field (known: {', '.join(TEMPLATE_FIELDS)})", "warning"))
+                problems.append(
+                    Problem(
+                        file,
+                        f"{field}.{key}",
+                        f"unknown field (known: {', '.join(TEMPLATE_FIELDS)})",
+                        "warning",
+                    )
+                )
     return problems
 
 
@@ -162,7 +194,10 @@ def _parsed(text: str) -> list[grammar.Placeholder]:
 
 
 def _check_when(when: Any, file: str, field: str) -> list[Problem]:
-    return [Problem(file, f"{field}.{key}" if key else field, message) for key, message in grammar.check_when(when, (SLOT,))]
+    return [
+        Problem(file, f"{field}.{key}" if key else field, message)
+        for key, message in grammar.check_when(when, (SLOT,))
+    ]
 
 
 def build(data: dict[str, Any], name: str, path: str) -> TemplateSet:
@@ -170,7 +205,9 @@ def build(data: dict[str, Any], name: str, path: str) -> TemplateSet:
     raise_on_errors(check(data, path), path)
     forms, _ = grammar.forms_from_record(data.get("forms"))
     defaults = {str(k): str(v) for k, v in (data.get("defaults") or {}).items()}
-    return TemplateSet(meta_of(data, path, name), tuple(parse_templates(data["templates"])), forms, defaults)
+    return TemplateSet(
+        meta_of(data, path, name), tuple(parse_templates(data["templates"])), forms, defaults
+    )
 
 
 def parse_templates(entries: Any) -> list[Template]:
@@ -181,11 +218,23 @@ def parse_templates(entries: Any) -> list[Template]:
         if isinstance(entry, str):
             entry = {"text": entry}
         when = {
-            str(k): tuple(unicodedata.normalize("NFC", str(v)) for v in (w if isinstance(w, list) else [w]))
+            str(k): tuple(
+                unicodedata.normalize("NFC", str(v)) for v in (w if isinstance(w, list) else [w])
+            )
             for k, w in (entry.get("when") or {}).items()
         }
         out.append(Template(unicodedata.normalize("NFC", entry["text"]), when))
     return out
 
 
-__all__ = ["Rendered", "Sentence", "SentenceSets", "Template", "TemplateSet", "build", "check", "parse_templates", "sentence_sets"]
+__all__ = [
+    "Rendered",
+    "Sentence",
+    "SentenceSets",
+    "Template",
+    "TemplateSet",
+    "build",
+    "check",
+    "parse_templates",
+    "sentence_sets",
+]

@@ -12,12 +12,17 @@ from bias.core.data.wordsets import read_text
 META_KEYS = ("language", "bias_type", "source", "licence", "title")
 
 
-def read_lines(path: Path, bias_type: str = "unspecified") -> tuple[dict[str, Any], list[tuple[int, str]]]:
+def read_lines(
+    path: Path, bias_type: str = "unspecified"
+) -> tuple[dict[str, Any], list[tuple[int, str]]]:
     """The file's metadata (defaults for what its comments do not say) and its content lines with
     their line numbers, for error messages that point at the line."""
     text = read_text(path)
     meta: dict[str, Any] = {
-        "language": "und", "bias_type": bias_type, "source": f"user file {Path(path).name}", "licence": "unspecified",
+        "language": "und",
+        "bias_type": bias_type,
+        "source": f"user file {Path(path).name}",
+        "licence": "unspecified",
     }
     lines: list[tuple[int, str]] = []
     for number, raw in enumerate(text.splitlines(), start=1):

@@ -33,10 +33,23 @@ import tomllib  # in the standard library from Python 3.11, the oldest version t
 log = logging.getLogger(__name__)
 
 MIN_STIMULI = 8  # the documented minimum; fewer makes the permutation test coarse and the effect size unstable
-SMALL_SET = "small-set"  # a warning when a test is run, an error in `bias validate` (unless published so)
-PUBLISHED_SMALL = "published_small_sets"  # metadata marker: the sets are small because the published test's are
+SMALL_SET = (
+    "small-set"  # a warning when a test is run, an error in `bias validate` (unless published so)
+)
+PUBLISHED_SMALL = (
+    "published_small_sets"  # metadata marker: the sets are small because the published test's are
+)
 REQUIRED_META = ("kind", "language", "bias_type", "source", "licence")
-COMMON_META = REQUIRED_META + ("name", "title", "description", "expected_direction", "notes", "format", "concept", "descriptor")
+COMMON_META = REQUIRED_META + (
+    "name",
+    "title",
+    "description",
+    "expected_direction",
+    "notes",
+    "format",
+    "concept",
+    "descriptor",
+)
 # Usual descriptors of a test's groups (Husse & Spitz 2022): first names, or group terms (woman, man).
 # Others are allowed (e.g. "pronouns"); they are words, not sentences.
 DESCRIPTORS = ("names", "terms")
@@ -72,7 +85,10 @@ class DataPackage:
     description: str = ""
 
     def files(self) -> list[Path]:
-        return sorted((p for p in Path(self.root).glob("*.toml") if p.is_file()), key=lambda p: natural_key(p.stem))
+        return sorted(
+            (p for p in Path(self.root).glob("*.toml") if p.is_file()),
+            key=lambda p: natural_key(p.stem),
+        )
 
     def names(self) -> list[str]:
         return [f"{self.language}/{p.stem}" for p in self.files()]
@@ -102,11 +118,15 @@ def read_text(path: str | Path, kind: str = "word-set file") -> str:
     try:
         return Path(path).read_text(encoding="utf-8-sig")
     except FileNotFoundError:
-        raise BiasError(f"{kind[0].upper() + kind[1:]} not found: {path}", "Check the path.") from None
+        raise BiasError(
+            f"{kind[0].upper() + kind[1:]} not found: {path}", "Check the path."
+        ) from None
     except IsADirectoryError:
         raise BiasError(f"{path} is a folder, not a {kind}.") from None
     except UnicodeDecodeError as exc:
-        raise BiasError(f"{path}: not UTF-8 text ({exc.reason}).", "Save the file as UTF-8.") from None
+        raise BiasError(
+            f"{path}: not UTF-8 text ({exc.reason}).", "Save the file as UTF-8."
+        ) from None
 
 
 MAX_DEPTH = 64  # levels of nesting a data file may have; the formats read here need four at most
@@ -121,15 +141,20 @@ def parse_json(text: str, where: object) -> Any:
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise BiasError(f"{where}: malformed JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}.", "Fix the syntax there.") from None
+        raise BiasError(
+            f"{where}: malformed JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}.",
+            "Fix the syntax there.",
+        ) from None
     except RecursionError:
         value = None
         depth = MAX_DEPTH + 1
     else:
         depth = nesting(value)
     if depth > MAX_DEPTH:
-        raise BiasError(f"{where}: JSON nested more than {MAX_DEPTH} levels deep; no data file of this tool is.",
-                        "Check that this is the file you meant.")
+        raise BiasError(
+            f"{where}: JSON nested more than {MAX_DEPTH} levels deep; no data file of this tool is.",
+            "Check that this is the file you meant.",
+        )
     return value
 
 
@@ -192,9 +217,14 @@ def read_toml(path: Path) -> dict[str, Any]:
     except tomllib.TOMLDecodeError as exc:
         raise BiasError(f"{path}: malformed TOML: {exc}", "Fix the syntax at that line.") from exc
     except RecursionError:
-        raise BiasError(f"{path}: TOML nested too deeply to read (thousands of levels).", "Check that this is the file you meant.") from None
+        raise BiasError(
+            f"{path}: TOML nested too deeply to read (thousands of levels).",
+            "Check that this is the file you meant.",
+        ) from None
     except UnicodeDecodeError as exc:
-        raise BiasError(f"{path}: not UTF-8 text ({exc.reason}).", "Save the file as UTF-8.") from exc
+        raise BiasError(
+            f"{path}: not UTF-8 text ({exc.reason}).", "Save the file as UTF-8."
+        ) from exc
 
 
 def check_meta(data: dict[str, Any], file: str, known: Iterable[str] = ()) -> list[Problem]:
@@ -207,29 +237,54 @@ def check_meta(data: dict[str, Any], file: str, known: Iterable[str] = ()) -> li
     for key in REQUIRED_META:
         value = data.get(key)
         if not isinstance(value, str) or not value.strip():
-            problems.append(Problem(file, key, "missing or empty; every word set must say its " + key.replace("_", " ")))
+            problems.append(
+                Problem(
+                    file,
+                    key,
+                    "missing or empty; every word set must say its " + key.replace("_", " "),
+                )
+            )
     allowed = set(COMMON_META) | set(known)
     for key in data:
         if key not in allowed:
-            problems.append(Problem(file, key, f"unknown field (known: {', '.join(sorted(allowed))})", "warning"))
+            problems.append(
+                Problem(
+                    file, key, f"unknown field (known: {', '.join(sorted(allowed))})", "warning"
+                )
+            )
     kind = data.get("kind")
     if isinstance(kind, str) and kind not in known_kinds():
-        problems.append(Problem(file, "kind", f"'{kind}' is not a word-set kind ({', '.join(known_kinds())})"))
+        problems.append(
+            Problem(file, "kind", f"'{kind}' is not a word-set kind ({', '.join(known_kinds())})")
+        )
     problems.extend(check_bias_type(data.get("bias_type"), file, "bias_type"))
     problems.extend(check_variant(data, file))
     direction = data.get("expected_direction", "positive")
     if direction not in DIRECTIONS:
-        problems.append(Problem(file, "expected_direction", f"'{direction}' must be one of {', '.join(DIRECTIONS)}"))
+        problems.append(
+            Problem(
+                file, "expected_direction", f"'{direction}' must be one of {', '.join(DIRECTIONS)}"
+            )
+        )
     return problems
 
 
-def check_bias_type(value: Any, file: str, field: str, recommended: Iterable[str] = BIAS_TYPES) -> list[Problem]:
+def check_bias_type(
+    value: Any, file: str, field: str, recommended: Iterable[str] = BIAS_TYPES
+) -> list[Problem]:
     """A bias type is free text, so that a package can measure a dimension nobody listed yet; one off
     the recommended list is a warning because reports group tests of different packages by it."""
     if not isinstance(value, str) or not value.strip() or value in recommended:
         return []
-    return [Problem(file, field, f"'{value}' is not a known bias type (recommended: {', '.join(recommended)}); it is "
-                    "accepted, but tests of other packages that measure the same thing will not be grouped with it", "warning")]
+    return [
+        Problem(
+            file,
+            field,
+            f"'{value}' is not a known bias type (recommended: {', '.join(recommended)}); it is "
+            "accepted, but tests of other packages that measure the same thing will not be grouped with it",
+            "warning",
+        )
+    ]
 
 
 def check_variant(data: dict[str, Any], file: str) -> list[Problem]:
@@ -238,18 +293,34 @@ def check_variant(data: dict[str, Any], file: str) -> list[Problem]:
     problems = []
     for key in ("concept", "descriptor"):
         if key in data and (not isinstance(data[key], str) or not VARIANT_NAME.match(data[key])):
-            problems.append(Problem(file, key, f"{data[key]!r} must be a short lower-case name such as "
-                                    + ('"gender-career"' if key == "concept" else '"names" or "terms"')))
+            problems.append(
+                Problem(
+                    file,
+                    key,
+                    f"{data[key]!r} must be a short lower-case name such as "
+                    + ('"gender-career"' if key == "concept" else '"names" or "terms"'),
+                )
+            )
     if "descriptor" in data and "concept" not in data:
-        problems.append(Problem(file, "descriptor", "given without `concept`: name the concept this test is a variant of",
-                                "warning"))
+        problems.append(
+            Problem(
+                file,
+                "descriptor",
+                "given without `concept`: name the concept this test is a variant of",
+                "warning",
+            )
+        )
     return problems
 
 
 def check_features(value: Any, file: str, field: str) -> list[Problem]:
     """Grammatical features must be a table of strings (gender = "f", plural = "Rosen", ...)."""
     if not isinstance(value, dict):
-        return [Problem(file, field, "must be a table of features, e.g. { gender = \"f\", plural = \"Rosen\" }")]
+        return [
+            Problem(
+                file, field, 'must be a table of features, e.g. { gender = "f", plural = "Rosen" }'
+            )
+        ]
     return [
         Problem(file, f"{field}.{k}", f"feature values are strings, not {type(v).__name__}")
         for k, v in value.items()
@@ -263,7 +334,9 @@ def word_entry(entry: Any) -> tuple[str | None, dict[str, Any]]:
         return entry, {}
     if isinstance(entry, dict):
         word = entry.get("word")
-        return (word if isinstance(word, str) else None), {k: v for k, v in entry.items() if k != "word"}
+        return (word if isinstance(word, str) else None), {
+            k: v for k, v in entry.items() if k != "word"
+        }
     return None, {}
 
 
@@ -274,14 +347,23 @@ def check_word_list(entry: Any, file: str, field: str) -> tuple[list[Problem], i
         return [Problem(file, field, "missing: a table with `words`")], 0
     words = entry.get("words")
     if not isinstance(words, list) or not words:
-        return [Problem(file, f"{field}.words", "empty or missing: a set needs at least one word")], 0
+        return [
+            Problem(file, f"{field}.words", "empty or missing: a set needs at least one word")
+        ], 0
     if "label" in entry and not isinstance(entry["label"], str):
         problems.append(Problem(file, f"{field}.label", "must be a string"))
     if "grammar" in entry:
         problems.extend(check_features(entry["grammar"], file, f"{field}.grammar"))
     for key in entry:
         if key not in ("label", "words", "grammar", "description"):
-            problems.append(Problem(file, f"{field}.{key}", "unknown field (known: label, words, grammar, description)", "warning"))
+            problems.append(
+                Problem(
+                    file,
+                    f"{field}.{key}",
+                    "unknown field (known: label, words, grammar, description)",
+                    "warning",
+                )
+            )
     seen: dict[str, int] = {}
     folded: dict[str, int] = {}
     for i, item in enumerate(words):
@@ -295,25 +377,35 @@ def check_word_list(entry: Any, file: str, field: str) -> tuple[list[Problem], i
         norm = stimulus_key(word)
         if norm in seen:
             problems.append(
-                Problem(file, f"{field}.words[{i}]", f"'{word}' repeats word {seen[norm]} (duplicates are dropped unless a run sets duplicates = keep)", "warning")
+                Problem(
+                    file,
+                    f"{field}.words[{i}]",
+                    f"'{word}' repeats word {seen[norm]} (duplicates are dropped unless a run sets duplicates = keep)",
+                    "warning",
+                )
             )
         else:
             seen[norm] = i
             if normalise(word) in folded:
-                problems.append(Problem(
-                    file, f"{field}.words[{i}]",
-                    f"'{word}' differs from word {folded[normalise(word)]} only in case: two stimuli by default, one word "
-                    "repeated when a run sets case = lower (then duplicates are dropped unless a run sets duplicates = keep)",
-                    "warning",
-                ))
+                problems.append(
+                    Problem(
+                        file,
+                        f"{field}.words[{i}]",
+                        f"'{word}' differs from word {folded[normalise(word)]} only in case: two stimuli by default, one word "
+                        "repeated when a run sets case = lower (then duplicates are dropped unless a run sets duplicates = keep)",
+                        "warning",
+                    )
+                )
             folded.setdefault(normalise(word), i)
     if 0 < len(seen) < MIN_STIMULI:
         problems.append(
             Problem(
-                file, f"{field}.words",
+                file,
+                f"{field}.words",
                 f"{len(seen)} stimuli, fewer than the minimum of {MIN_STIMULI}: the permutation test becomes coarse and the "
                 "effect size unstable",
-                "warning", SMALL_SET,
+                "warning",
+                SMALL_SET,
             )
         )
     return problems, len(seen)
@@ -325,13 +417,18 @@ def word_list(entry: dict[str, Any], default_label: str) -> WordList:
     kept: dict[str, str] = {}
     grammar: dict[str, dict[str, str]] = {}
     listed: list[str] = []
-    own: list[dict[str, str]] = []  # each entry's features: a repeat may carry other ones (singular, plural)
+    own: list[
+        dict[str, str]
+    ] = []  # each entry's features: a repeat may carry other ones (singular, plural)
     for item in entry["words"]:
         word, features = word_entry(item)
         assert word is not None
         word = unicodedata.normalize("NFC", word).strip()
         norm = stimulus_key(word)
-        merged = {**defaults, **{k: unicodedata.normalize("NFC", str(v)) for k, v in features.items()}}
+        merged = {
+            **defaults,
+            **{k: unicodedata.normalize("NFC", str(v)) for k, v in features.items()},
+        }
         own.append(merged)
         if norm in kept:
             listed.append(kept[norm])
@@ -343,7 +440,10 @@ def word_list(entry: dict[str, Any], default_label: str) -> WordList:
     repeated = len(listed) > len(kept)
     differ = repeated and any(f != grammar.get(w, {}) for w, f in zip(listed, own))
     return WordList(
-        str(entry.get("label", default_label)), tuple(kept.values()), grammar, tuple(listed) if repeated else (),
+        str(entry.get("label", default_label)),
+        tuple(kept.values()),
+        grammar,
+        tuple(listed) if repeated else (),
         tuple(own) if differ else (),
     )
 
@@ -355,13 +455,21 @@ def check_association(data: dict[str, Any], file: str) -> list[Problem]:
         problems.append(Problem(file, "stimuli", f"must be one of {', '.join(STIMULI)}"))
     sets = data.get("sets")
     if not isinstance(sets, dict):
-        problems.append(Problem(file, "sets", "missing: give [sets.X], [sets.Y], [sets.A] and [sets.B], each with `words`"))
+        problems.append(
+            Problem(
+                file,
+                "sets",
+                "missing: give [sets.X], [sets.Y], [sets.A] and [sets.B], each with `words`",
+            )
+        )
         return problems
     sizes: dict[str, int] = {}
     for key in SET_KEYS:
         field = f"sets.{key}"
         if not isinstance(sets.get(key), dict):
-            problems.append(Problem(file, field, "missing (targets X, Y and attributes A, B are all needed)"))
+            problems.append(
+                Problem(file, field, "missing (targets X, Y and attributes A, B are all needed)")
+            )
             continue
         found, size = check_word_list(sets[key], file, field)
         problems.extend(found)
@@ -369,7 +477,14 @@ def check_association(data: dict[str, Any], file: str) -> list[Problem]:
             sizes[key] = size
     for key in sets:
         if key not in SET_KEYS:
-            problems.append(Problem(file, f"sets.{key}", "unknown set (an association test has X, Y, A, B)", "warning"))
+            problems.append(
+                Problem(
+                    file,
+                    f"sets.{key}",
+                    "unknown set (an association test has X, Y, A, B)",
+                    "warning",
+                )
+            )
     if PUBLISHED_SMALL in data and not isinstance(data[PUBLISHED_SMALL], bool):
         problems.append(Problem(file, PUBLISHED_SMALL, "must be true or false"))
     if data.get(PUBLISHED_SMALL) is True and any(p.code == SMALL_SET for p in problems):
@@ -404,7 +519,9 @@ def raise_on_errors(problems: list[Problem], path: str) -> None:
     """Stop loading a file with errors (first one shown); log its warnings."""
     errors = errors_of(problems)
     if errors:
-        more = f" (and {len(errors) - 1} more; run `bias validate {path}`)" if len(errors) > 1 else ""
+        more = (
+            f" (and {len(errors) - 1} more; run `bias validate {path}`)" if len(errors) > 1 else ""
+        )
         raise BiasError(f"Invalid word set: {errors[0]}{more}", "Fix the file and try again.")
     for problem in problems:
         if problem.severity == "note":
@@ -418,7 +535,9 @@ def association_from_record(data: dict[str, Any], name: str, path: str) -> Assoc
     raise_on_errors(check_association(data, path), path)
     sets = data["sets"]
     return AssociationTest(
-        meta_of(data, path, name), *(word_list(sets[key], key) for key in SET_KEYS), stimuli=data.get("stimuli", "words")
+        meta_of(data, path, name),
+        *(word_list(sets[key], key) for key in SET_KEYS),
+        stimuli=data.get("stimuli", "words"),
     )
 
 
@@ -442,6 +561,7 @@ def meta_of(data: dict[str, Any], path: Path | str, name: str) -> WordSetMeta:
 
 
 ASSOCIATION_KIND = DataKind(check_association, association_from_record)
+
 
 def check_record(data: dict[str, Any], file: str) -> list[Problem]:
     """Every problem of a house-format record, checked by the handler of its kind."""
@@ -469,7 +589,11 @@ def validate_toml_file(path: Path, language: str | None = None) -> list[Problem]
     problems = check_record(data, str(path))
     if language is not None and data.get("language") not in (None, language):
         problems.append(
-            Problem(str(path), "language", f"'{data.get('language')}' but the package publishes '{language}'")
+            Problem(
+                str(path),
+                "language",
+                f"'{data.get('language')}' but the package publishes '{language}'",
+            )
         )
     return problems
 

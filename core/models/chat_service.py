@@ -262,7 +262,9 @@ class ChatServiceModel(ServiceModel):
         self._sent_in_threads(lambda item, stop: self._one(item[1], sampling, stop), items, keep)
         return got
 
-    def _one(self, body: dict[str, Any], sampling: Sampling, stop: service_http.Stop) -> dict[str, Any]:
+    def _one(
+        self, body: dict[str, Any], sampling: Sampling, stop: service_http.Stop
+    ) -> dict[str, Any]:
         self._pace(stop)
         reply = self._retrying(lambda: self._ask(self._client_object, body), stop, what="a request")
         text = reply.get("text") if isinstance(reply, dict) else None

@@ -38,9 +38,10 @@ def split_tokens(prompt: Tokens, whole: Tokens, boundary: int) -> tuple[list[int
     head = _strip_trailing_specials(prompt)
     full = _strip_trailing_specials(whole)
     if full[: len(head)] == head:
-        return head, full[len(head):], False
+        return head, full[len(head) :], False
     tail = [
-        token for token, (start, end), special in zip(whole.ids, whole.offsets, whole.special)
+        token
+        for token, (start, end), special in zip(whole.ids, whole.offsets, whole.special)
         if not special and start >= boundary and end > start
     ]
     return head, tail, True
@@ -52,7 +53,9 @@ def _cut(tokens: Tokens, text: str) -> bool:
     return bool(ends) and max(ends) < len(text.rstrip())
 
 
-def choice_tokens(embedder: Any, requests: Sequence[ChoiceRequest]) -> tuple[list[list[int]], list[list[list[int]]], list[int]]:
+def choice_tokens(
+    embedder: Any, requests: Sequence[ChoiceRequest]
+) -> tuple[list[list[int]], list[list[list[int]]], list[int]]:
     """For each request: its prompt ids, the ids of each continuation, and how many were retokenized.
     Two calls of the embedder's tokenizer in all (prompts, whole texts)."""
     requests = list(requests)
@@ -60,7 +63,9 @@ def choice_tokens(embedder: Any, requests: Sequence[ChoiceRequest]) -> tuple[lis
         if not request.prompt.strip():
             raise BiasError(f"Choice request {i} has an empty prompt.")
         if not request.continuations or not all(c.strip() for c in request.continuations):
-            raise BiasError(f"Choice request {i} ({request.prompt[:40]!r}) has an empty continuation.")
+            raise BiasError(
+                f"Choice request {i} ({request.prompt[:40]!r}) has an empty continuation."
+            )
     prompts = embedder.tokenize([r.prompt for r in requests])
     wholes = embedder.tokenize([r.prompt + c for r in requests for c in r.continuations])
     heads: list[list[int]] = []
@@ -80,7 +85,9 @@ def choice_tokens(embedder: Any, requests: Sequence[ChoiceRequest]) -> tuple[lis
             head, tail, retokenized = split_tokens(prompt, wholes[k], len(request.prompt))
             k += 1
             if not tail:
-                raise BiasError(f"A continuation of the prompt {request.prompt[:40]!r} has no token of its own.")
+                raise BiasError(
+                    f"A continuation of the prompt {request.prompt[:40]!r} has no token of its own."
+                )
             own.append(tail)
             count += int(retokenized)
         heads.append(head)
@@ -89,7 +96,9 @@ def choice_tokens(embedder: Any, requests: Sequence[ChoiceRequest]) -> tuple[lis
     return heads, tails, redone
 
 
-def choice_log_probs_by_sequences(embedder: Any, requests: Sequence[ChoiceRequest]) -> list[ChoiceScores]:
+def choice_log_probs_by_sequences(
+    embedder: Any, requests: Sequence[ChoiceRequest]
+) -> list[ChoiceScores]:
     """The plain way: every (prompt, continuation) is one sequence scored by `token_log_probs` (batched
     by the embedder), and the continuation's tokens are read off its end."""
     heads, tails, redone = choice_tokens(embedder, requests)
@@ -103,7 +112,9 @@ def choice_log_probs_by_sequences(embedder: Any, requests: Sequence[ChoiceReques
         for tail in own:
             row = scores[k]
             k += 1
-            values.append(np.asarray(row.log_probs, dtype=np.float64)[len(row.log_probs) - len(tail):])
+            values.append(
+                np.asarray(row.log_probs, dtype=np.float64)[len(row.log_probs) - len(tail) :]
+            )
             context = row.context
         out.append(ChoiceScores(tuple(values), context, count))
     return out

@@ -85,7 +85,9 @@ class EncodingCache:
             for first in range(0, len(wanted), _CHUNK):
                 chunk = wanted[first : first + _CHUNK]
                 marks = ",".join("?" * len(chunk))
-                fetched = connection.execute(f"SELECT key, dim, crc, data FROM rows WHERE key IN ({marks})", chunk).fetchall()
+                fetched = connection.execute(
+                    f"SELECT key, dim, crc, data FROM rows WHERE key IN ({marks})", chunk
+                ).fetchall()
                 rows, bad = self._decode_rows(fetched)
                 found.update(rows)
                 damaged += bad
@@ -95,7 +97,9 @@ class EncodingCache:
         if damaged:
             log.warning(
                 "The encoding cache %s held %d damaged row(s) (wrong size, checksum or non-finite numbers); "
-                "they are computed again from the model and replaced.", self.path, damaged,
+                "they are computed again from the model and replaced.",
+                self.path,
+                damaged,
             )
         return found
 
@@ -107,7 +111,9 @@ class EncodingCache:
         records = [(key, *self._encode_row(value)) for key, value in rows.items()]
         try:
             with connection:
-                connection.executemany("INSERT OR REPLACE INTO rows (key, dim, crc, data) VALUES (?, ?, ?, ?)", records)
+                connection.executemany(
+                    "INSERT OR REPLACE INTO rows (key, dim, crc, data) VALUES (?, ?, ?, ?)", records
+                )
         except sqlite3.Error as exc:
             self._give_up("write", exc)
 
@@ -164,8 +170,15 @@ class EncodingCache:
             connection = self._open()
         except sqlite3.DatabaseError as exc:
             # Not a database at all (a damaged or foreign file): keep it for inspection, start afresh.
-            aside = self.path.with_name(f"{self.path.name}.damaged-{os.getpid()}-{int(time.time())}")
-            log.warning("The encoding cache %s is unreadable (%s); it was moved to %s and a new one started.", self.path, exc, aside.name)
+            aside = self.path.with_name(
+                f"{self.path.name}.damaged-{os.getpid()}-{int(time.time())}"
+            )
+            log.warning(
+                "The encoding cache %s is unreadable (%s); it was moved to %s and a new one started.",
+                self.path,
+                exc,
+                aside.name,
+            )
             try:
                 os.replace(self.path, aside)
                 connection = self._open()
@@ -183,14 +196,18 @@ class EncodingCache:
         try:
             connection.execute(f"PRAGMA mmap_size={_MMAP_BYTES}")
             connection.execute("PRAGMA synchronous=NORMAL")
-            if self._ready(connection):  # a cache written before: opened for reading, nothing written
+            if self._ready(
+                connection
+            ):  # a cache written before: opened for reading, nothing written
                 return connection
             connection.execute("PRAGMA journal_mode=WAL")
             with connection:
                 connection.execute(
                     "CREATE TABLE IF NOT EXISTS rows (key TEXT PRIMARY KEY, dim INTEGER NOT NULL, crc INTEGER NOT NULL, data BLOB NOT NULL)"
                 )
-                connection.execute("CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)")
+                connection.execute(
+                    "CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)"
+                )
                 connection.execute(
                     "INSERT OR IGNORE INTO meta (name, value) VALUES ('fingerprint', ?), ('schema', ?)",
                     (self.fingerprint, str(_SCHEMA_VERSION)),
@@ -206,16 +223,25 @@ class EncodingCache:
         and schema (a damaged file raises sqlite3.DatabaseError here, as when it is created)."""
         try:
             mode = connection.execute("PRAGMA journal_mode").fetchone()[0]
-            found = dict(connection.execute("SELECT name, value FROM meta WHERE name IN ('fingerprint', 'schema')").fetchall())
+            found = dict(
+                connection.execute(
+                    "SELECT name, value FROM meta WHERE name IN ('fingerprint', 'schema')"
+                ).fetchall()
+            )
             connection.execute("SELECT 1 FROM rows LIMIT 1").fetchone()
         except sqlite3.OperationalError:  # no such table yet
             return False
-        return str(mode).lower() == "wal" and found == {"fingerprint": self.fingerprint, "schema": str(_SCHEMA_VERSION)}
+        return str(mode).lower() == "wal" and found == {
+            "fingerprint": self.fingerprint,
+            "schema": str(_SCHEMA_VERSION),
+        }
 
     def _give_up(self, action: str, exc: BaseException) -> None:
         log.warning(
             "The encoding cache %s could not %s (%s); encodings are computed without it for the rest of this run.",
-            self.path, action, exc,
+            self.path,
+            action,
+            exc,
         )
         self.close()
         self._disabled = True
@@ -226,8 +252,13 @@ def _decode_all(fetched: list[tuple[Any, Any, Any, Any]]) -> tuple[dict[str, np.
     checked row by row, the numbers read and checked for NaN and infinity in one pass over all rows of
     the same width."""
     intact = [
-        (key, data) for key, dim, crc, data in fetched
-        if isinstance(data, bytes) and isinstance(dim, int) and dim >= 0 and len(data) == 8 * dim and zlib.crc32(data) == crc
+        (key, data)
+        for key, dim, crc, data in fetched
+        if isinstance(data, bytes)
+        and isinstance(dim, int)
+        and dim >= 0
+        and len(data) == 8 * dim
+        and zlib.crc32(data) == crc
     ]
     damaged = len(fetched) - len(intact)
     widths = {len(data) for _, data in intact}
@@ -235,9 +266,15 @@ def _decode_all(fetched: list[tuple[Any, Any, Any, Any]]) -> tuple[dict[str, np.
         rows = {key: _decode(len(data) // 8, zlib.crc32(data), data) for key, data in intact}
         kept = {key: row for key, row in rows.items() if row is not None}
         return kept, damaged + len(rows) - len(kept)
-    matrix = np.frombuffer(b"".join(data for _, data in intact), dtype="<f8").reshape(len(intact), -1).astype(np.float64)
+    matrix = (
+        np.frombuffer(b"".join(data for _, data in intact), dtype="<f8")
+        .reshape(len(intact), -1)
+        .astype(np.float64)
+    )
     finite = np.isfinite(matrix).all(axis=1)
-    return {key: matrix[i] for i, (key, _) in enumerate(intact) if finite[i]}, damaged + int((~finite).sum())
+    return {key: matrix[i] for i, (key, _) in enumerate(intact) if finite[i]}, damaged + int(
+        (~finite).sum()
+    )
 
 
 def _decode(dim: Any, crc: Any, data: Any) -> np.ndarray | None:
@@ -251,7 +288,9 @@ def _decode(dim: Any, crc: Any, data: Any) -> np.ndarray | None:
     return row if np.isfinite(row).all() else None
 
 
-def lookup(cache: EncodingCache | None, keys: Sequence[str]) -> tuple[dict[str, np.ndarray], list[int]]:
+def lookup(
+    cache: EncodingCache | None, keys: Sequence[str]
+) -> tuple[dict[str, np.ndarray], list[int]]:
     """Rows found for `keys` and the indices of the requests that still need computing (each distinct
     missing key once: the first request that asks for it)."""
     found = cache.get(keys) if cache is not None else {}

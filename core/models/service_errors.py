@@ -45,19 +45,29 @@ def retry_after(headers: Mapping[str, str] | None) -> float | None:
         return None
 
 
-def refused_for_status(status: int, message: str, key: str, headers: Mapping[str, str] | None = None) -> Refused | Transient:
+def refused_for_status(
+    status: int, message: str, key: str, headers: Mapping[str, str] | None = None
+) -> Refused | Transient:
     """What an HTTP error status means for a batch (429, 408 and 5xx: try again, after the server's
     Retry-After if it gives one); `message` (the server's words) is shown without the key."""
     if status == 429 or status >= 500 or status == 408:
         return Transient(f"HTTP {status}", retry_after(headers))
     if 300 <= status < 400:
         location = (headers or {}).get("location") or (headers or {}).get("Location") or ""
-        return Refused(f"the service answered HTTP {status}, a redirect to {str(location)[:200] or 'no address'}, which is not followed",
-                       "If you trust the address it names, give that one as base_url.")
+        return Refused(
+            f"the service answered HTTP {status}, a redirect to {str(location)[:200] or 'no address'}, which is not followed",
+            "If you trust the address it names, give that one as base_url.",
+        )
     if status in (401, 403):
-        return Refused(f"the service refused the API key (HTTP {status})", "Check the key in the environment variable (see key_env).")
+        return Refused(
+            f"the service refused the API key (HTTP {status})",
+            "Check the key in the environment variable (see key_env).",
+        )
     shown = " ".join(scrub(message, key).split())[:200]
-    return Refused(f"the service refused the request (HTTP {status}: {shown})", "Check the model name and the options (see `bias info`).")
+    return Refused(
+        f"the service refused the request (HTTP {status}: {shown})",
+        "Check the model name and the options (see `bias info`).",
+    )
 
 
 def scrub(text: str, key: str) -> str:

@@ -241,7 +241,9 @@ def bounded_requests_session(limit: int, timeout: float) -> Any:
                 )
             except (TimeoutError, urllib3.exceptions.ReadTimeoutError):  # urllib3 names a socket's
                 response.close()
-                raise requests.exceptions.ReadTimeout(f"no whole answer within {timeout:g} s") from None
+                raise requests.exceptions.ReadTimeout(
+                    f"no whole answer within {timeout:g} s"
+                ) from None
             except AnswerTooLarge:
                 response.close()
                 raise

@@ -103,30 +103,47 @@ class ServiceModel(Embedder):
     default_base_url: ClassVar[str] = ""
     library: ClassVar[str] = ""  # the provider's client package, imported when the model is loaded
 
-    location: str = param(attrs.NOTHING, "the model's id at the service (e.g. text-embedding-3-small, gpt-4o-mini)")
+    location: str = param(
+        attrs.NOTHING, "the model's id at the service (e.g. text-embedding-3-small, gpt-4o-mini)"
+    )
     base_url: str | None = param(
-        None, "the API's base URL (default: the provider's own), e.g. http://127.0.0.1:8000/v1", guard="route"
+        None,
+        "the API's base URL (default: the provider's own), e.g. http://127.0.0.1:8000/v1",
+        guard="route",
     )
     key_env: str | None = param(
-        None, "the environment variable holding the API key (default: the provider's usual one)", guard="route"
+        None,
+        "the environment variable holding the API key (default: the provider's usual one)",
+        guard="route",
     )
-    concurrency: int = param(4, "requests in flight at once (at most 32)", validator=[int_at_least(1), at_most(32)])
+    concurrency: int = param(
+        4, "requests in flight at once (at most 32)", validator=[int_at_least(1), at_most(32)]
+    )
     retries: int = param(
-        5, f"times a request is sent again after a 429, 5xx, timeout or refused connection (at most {MAX_RETRIES})",
+        5,
+        f"times a request is sent again after a 429, 5xx, timeout or refused connection (at most {MAX_RETRIES})",
         validator=[int_at_least(0), at_most(MAX_RETRIES)],
     )
     backoff: float = param(
-        1.0, f"seconds before the first retry (at most {MAX_BACKOFF:g}), doubled for each next one; a Retry-After "
-        f"header wins; no wait is longer than {service_http.MAX_WAIT:g} s"
+        1.0,
+        f"seconds before the first retry (at most {MAX_BACKOFF:g}), doubled for each next one; a Retry-After "
+        f"header wins; no wait is longer than {service_http.MAX_WAIT:g} s",
     )
-    timeout: float = param(60.0, f"seconds a request may take before it is retried (at most {MAX_TIMEOUT:g})")
+    timeout: float = param(
+        60.0, f"seconds a request may take before it is retried (at most {MAX_TIMEOUT:g})"
+    )
     price: float | None = param(
-        None, "US dollars per million (input) tokens, for the cost estimate (default: the list price of known models)",
+        None,
+        "US dollars per million (input) tokens, for the cost estimate (default: the list price of known models)",
         guard="cost",
     )
-    cache: bool = param(True, "keep what the service answered on disk so a repeated run sends no request")
+    cache: bool = param(
+        True, "keep what the service answered on disk so a repeated run sends no request"
+    )
     cache_dir: str | None = param(
-        None, "folder of the cache (default: $BIAS_CACHE_DIR/encodings or ~/.cache/bias-framework/encodings)", guard="route"
+        None,
+        "folder of the cache (default: $BIAS_CACHE_DIR/encodings or ~/.cache/bias-framework/encodings)",
+        guard="route",
     )
 
     _client_object: Any = attrs.field(init=False, default=None, repr=False)
@@ -186,7 +203,9 @@ class ServiceModel(Embedder):
     def check(self) -> None:
         """Before any work: a key in the environment, a usable URL and sensible numbers."""
         if not self.location.strip():
-            raise BiasError(f"{self.name}: no model id given.", f"For example --model {self.name}:MODEL_ID.")
+            raise BiasError(
+                f"{self.name}: no model id given.", f"For example --model {self.name}:MODEL_ID."
+            )
         if not _MODEL_ID.fullmatch(self.location) or "://" in self.location:
             # A bracket, an equals sign or a space in a model id is an option the spec did not read:
             # sent as a model id, the requests (and the key) would go to the provider's own host.
@@ -226,11 +245,18 @@ class ServiceModel(Embedder):
                 "name or password before '@'; it would be written into the results.",
                 f"Give the address without it and the key in {self.key_variable} (or key_env=NAME).",
             )
-        bounds = (("backoff", self.backoff, 0.0, MAX_BACKOFF), ("timeout", self.timeout, 1e-3, MAX_TIMEOUT), ("price", self.price, 0.0, math.inf))
+        bounds = (
+            ("backoff", self.backoff, 0.0, MAX_BACKOFF),
+            ("timeout", self.timeout, 1e-3, MAX_TIMEOUT),
+            ("price", self.price, 0.0, math.inf),
+        )
         for name, value, least, most in bounds:
             if value is not None and not (math.isfinite(value) and least <= value <= most):
                 limits = f">= {least:g}" if most == math.inf else f"between {least:g} and {most:g}"
-                raise BiasError(f"{self.spec}: {name} must be a number {limits}, not {value}.", f"Correct {name} where the model's options are given (the experiment file, or --model-option {name}=N).")
+                raise BiasError(
+                    f"{self.spec}: {name} must be a number {limits}, not {value}.",
+                    f"Correct {name} where the model's options are given (the experiment file, or --model-option {name}=N).",
+                )
         self._key()
 
     def _connect(self) -> bool:
@@ -243,9 +269,15 @@ class ServiceModel(Embedder):
         return True
 
     def _cache_folder(self) -> Path:
-        return Path(self.cache_dir).expanduser() if self.cache_dir else encoding_cache.default_cache_dir()
+        return (
+            Path(self.cache_dir).expanduser()
+            if self.cache_dir
+            else encoding_cache.default_cache_dir()
+        )
 
-    def _retrying(self, call: Callable[[], Any], stop: Stop | None = None, *, what: str = "the request") -> Any:
+    def _retrying(
+        self, call: Callable[[], Any], stop: Stop | None = None, *, what: str = "the request"
+    ) -> Any:
         """`call()`, one request, sent again after a Transient error (429, 5xx, timeout, no
         connection) up to `retries` times with exponential backoff (a Retry-After wins, no wait over
         MAX_WAIT), each wait cut short when the run stops (`stop`, see service_http); a Refused error
@@ -262,28 +294,48 @@ class ServiceModel(Embedder):
                 return call()
             except Transient as exc:
                 if attempt == self.retries:
-                    raise self._fails(BiasError(
-                        f"{self.spec}: {scrub(exc.what, key)} after {self.retries + 1} attempt(s) at {public_url(self.endpoint)}.",
-                        "What was received so far is cached; run again with --resume to send only the rest.",
-                        exit_code=FAILURE,
-                    )) from None
+                    raise self._fails(
+                        BiasError(
+                            f"{self.spec}: {scrub(exc.what, key)} after {self.retries + 1} attempt(s) at {public_url(self.endpoint)}.",
+                            "What was received so far is cached; run again with --resume to send only the rest.",
+                            exit_code=FAILURE,
+                        )
+                    ) from None
                 wait = service_http.backoff_wait(attempt, self.backoff, exc.retry_after)
-                log.info("%s: %s; sending again in %.1f s (attempt %d of %d).", self.spec, scrub(exc.what, key), wait, attempt + 2, self.retries + 1)
+                log.info(
+                    "%s: %s; sending again in %.1f s (attempt %d of %d).",
+                    self.spec,
+                    scrub(exc.what, key),
+                    wait,
+                    attempt + 2,
+                    self.retries + 1,
+                )
                 if stop.wait(wait):
                     raise service_http.Stopped from None  # the run stopped meanwhile
             except Refused as exc:  # the key, the model or an option: the user's to fix (exit 2), redone by --resume
-                raise self._fails(BiasError(f"{self.spec}: {scrub(exc.what, key)}.", exc.hint or None, redo=True)) from None
+                raise self._fails(
+                    BiasError(f"{self.spec}: {scrub(exc.what, key)}.", exc.hint or None, redo=True)
+                ) from None
             except service_http.Redirected as exc:
-                raise self._fails(service_http.redirect_refusal(self.spec, exc.status, scrub(exc.target, key))) from None
-            except RecursionError:  # a JSON answer nested thousands deep, where the client parsed it
-                raise self._fails(BiasError(
-                    f"{self.spec}: the service answered JSON nested too deeply to read.",
-                    "Check the model name and the service's address.", exit_code=FAILURE,
-                )) from None
+                raise self._fails(
+                    service_http.redirect_refusal(self.spec, exc.status, scrub(exc.target, key))
+                ) from None
+            except (
+                RecursionError
+            ):  # a JSON answer nested thousands deep, where the client parsed it
+                raise self._fails(
+                    BiasError(
+                        f"{self.spec}: the service answered JSON nested too deeply to read.",
+                        "Check the model name and the service's address.",
+                        exit_code=FAILURE,
+                    )
+                ) from None
             except service_http.AnswerTooLarge as exc:
                 raise BiasError(
                     f"{self.spec}: the service's answer to {what} is longer than {exc.limit:,} bytes, more than "
-                    "this model's answers can take.", "Check the model name and the service's address.", exit_code=FAILURE,
+                    "this model's answers can take.",
+                    "Check the model name and the service's address.",
+                    exit_code=FAILURE,
                 ) from None
         raise AssertionError("unreachable")  # pragma: no cover
 
@@ -294,7 +346,10 @@ class ServiceModel(Embedder):
         return error
 
     def _sent_in_threads(
-        self, work: Callable[[Any, Stop], Any], items: Sequence[Any], keep: Callable[[int, Any], None]
+        self,
+        work: Callable[[Any, Stop], Any],
+        items: Sequence[Any],
+        keep: Callable[[int, Any], None],
     ) -> None:
         """`work(item, stop)` for every item, `concurrency` at a time in daemon threads that an
         interruption stops at once (see service_http); `keep(i, answer)` takes each answer as it comes
@@ -331,14 +386,19 @@ class ServiceEmbedder(ServiceModel):
 
     capabilities: ClassVar[frozenset[Capability]] = SERVICE_CAPABILITIES
 
-    batch_size: int = param(128, "texts per request (at most 2048)", validator=[int_at_least(1), at_most(2048)])
+    batch_size: int = param(
+        128, "texts per request (at most 2048)", validator=[int_at_least(1), at_most(2048)]
+    )
     truncate: int | None = param(
-        None, "keep only the first N components of each vector, as the BIAS Detection Framework does (768) for OpenAI vectors",
+        None,
+        "keep only the first N components of each vector, as the BIAS Detection Framework does (768) for OpenAI vectors",
         validator=attrs.validators.optional(int_at_least(1)),
     )
 
     _cache: encoding_cache.EncodingCache | None = attrs.field(init=False, default=None, repr=False)
-    _sent: dict[str, int] = attrs.field(init=False, factory=lambda: {"requests": 0, "texts": 0, "tokens": 0}, repr=False)
+    _sent: dict[str, int] = attrs.field(
+        init=False, factory=lambda: {"requests": 0, "texts": 0, "tokens": 0}, repr=False
+    )
     _width: int | None = attrs.field(init=False, default=None, repr=False)
 
     @property
@@ -348,7 +408,11 @@ class ServiceEmbedder(ServiceModel):
         asked = self._asked_width()
         if asked is not None:
             return asked
-        return WIDTHS.get(self.location) if self.endpoint == self.default_base_url.rstrip("/") else None
+        return (
+            WIDTHS.get(self.location)
+            if self.endpoint == self.default_base_url.rstrip("/")
+            else None
+        )
 
     def _asked_width(self) -> int | None:
         """The width asked of the server (an option such as `dimensions`), if any."""
@@ -367,7 +431,9 @@ class ServiceEmbedder(ServiceModel):
         if not self._connect():
             return
         if self.cache:
-            self._cache = encoding_cache.EncodingCache(self._cache_folder(), "service:" + encoding_cache.row_key(self._identity()))
+            self._cache = encoding_cache.EncodingCache(
+                self._cache_folder(), "service:" + encoding_cache.row_key(self._identity())
+            )
 
     # ------------------------------------------------------------------ the cost, asked before any request
 
@@ -375,17 +441,35 @@ class ServiceEmbedder(ServiceModel):
         """The texts of `texts` not in the cache yet, their tokens and their price (None if unknown)."""
         self.load()
         wanted = [t for t in dict.fromkeys(texts) if isinstance(t, str) and t.strip()]
-        found = self._cache.get([encoding_cache.row_key(t) for t in wanted]) if self._cache is not None else {}
+        found = (
+            self._cache.get([encoding_cache.row_key(t) for t in wanted])
+            if self._cache is not None
+            else {}
+        )
         missing = [t for t in wanted if encoding_cache.row_key(t) not in found]
         tokens = estimate_tokens(missing)
-        listed = PRICES.get(self.location) if self.endpoint == self.default_base_url.rstrip("/") else None
+        listed = (
+            PRICES.get(self.location)
+            if self.endpoint == self.default_base_url.rstrip("/")
+            else None
+        )
         rate = self.price if self.price is not None else listed
         usd = tokens * rate / 1e6 if rate is not None else None
         if rate is None:
             basis = "no list price for this model at this endpoint; --model-option price=N sets one"
         else:
-            basis = f"${rate:g} per million tokens, " + ("the price option" if self.price is not None else f"the list price of {self.location}")
-        return Quote(texts=len(missing), tokens=tokens, cached=len(wanted) - len(missing), usd=usd, basis=basis)
+            basis = f"${rate:g} per million tokens, " + (
+                "the price option"
+                if self.price is not None
+                else f"the list price of {self.location}"
+            )
+        return Quote(
+            texts=len(missing),
+            tokens=tokens,
+            cached=len(wanted) - len(missing),
+            usd=usd,
+            basis=basis,
+        )
 
     # ------------------------------------------------------------------ vectors
 
@@ -406,7 +490,9 @@ class ServiceEmbedder(ServiceModel):
             )
         for text in texts:
             if not isinstance(text, str) or not text.strip():
-                raise BiasError(f"{self.spec}: the text {text!r} is empty; a service gives no vector for it.")
+                raise BiasError(
+                    f"{self.spec}: the text {text!r} is empty; a service gives no vector for it."
+                )
         return self._vectors(texts)
 
     def word_vectors(self, words: Sequence[str]) -> WordVectors:
@@ -414,7 +500,9 @@ class ServiceEmbedder(ServiceModel):
         unique = list(dict.fromkeys(words))
         kept = [w for w in unique if isinstance(w, str) and w.strip()]
         rows = self._vectors(kept) if kept else np.zeros((0, self._width or 0))
-        return WordVectors(tuple(kept), rows, lost=tuple(w for w in unique if w not in set(kept)), approximated=())
+        return WordVectors(
+            tuple(kept), rows, lost=tuple(w for w in unique if w not in set(kept)), approximated=()
+        )
 
     def _vectors(self, texts: list[str]) -> np.ndarray:
         self.load()
@@ -425,8 +513,11 @@ class ServiceEmbedder(ServiceModel):
         widths = {np.shape(found[k]) for k in keys}
         if len(widths) > 1:
             where = self._cache.path if self._cache is not None else "the cache"
-            raise BiasError(f"{self.spec}: the vectors of these texts have unequal widths ({', '.join(sorted(str(w) for w in widths))}), "
-                            f"some of them from the cache {where}.", "Remove the cache file (or give --model-option cache=false) and run again.")
+            raise BiasError(
+                f"{self.spec}: the vectors of these texts have unequal widths ({', '.join(sorted(str(w) for w in widths))}), "
+                f"some of them from the cache {where}.",
+                "Remove the cache file (or give --model-option cache=false) and run again.",
+            )
         rows = np.vstack([found[k] for k in keys]) if keys else np.zeros((0, self._width or 0))
         self._width = rows.shape[1] if rows.size else self._width
         return rows[:, : self.truncate] if self.truncate else rows
@@ -435,7 +526,10 @@ class ServiceEmbedder(ServiceModel):
         """Every text sent once, in batches, `concurrency` at a time; each batch cached as it arrives.
         The batches run in daemon threads that an interruption stops at once (see service_http); after
         a batch failed for good no new one is sent (the experiment fails; --resume sends the rest)."""
-        batches = [(texts[i : i + self.batch_size], keys[i : i + self.batch_size]) for i in range(0, len(texts), self.batch_size)]
+        batches = [
+            (texts[i : i + self.batch_size], keys[i : i + self.batch_size])
+            for i in range(0, len(texts), self.batch_size)
+        ]
         got: dict[str, np.ndarray] = {}
 
         def keep(i: int, vectors: list[np.ndarray]) -> None:
@@ -448,16 +542,25 @@ class ServiceEmbedder(ServiceModel):
         return got
 
     def _batch(self, texts: list[str], stop: Stop) -> list[np.ndarray]:
-        vectors, tokens = self._retrying(lambda: self._send(self._client_object, texts), stop, what=f"{len(texts)} text(s)")
+        vectors, tokens = self._retrying(
+            lambda: self._send(self._client_object, texts), stop, what=f"{len(texts)} text(s)"
+        )
         rows = service_http.vector_rows(self.spec, vectors, len(texts), self.width)
         with self._lock:
             if self._width is not None and rows and len(rows[0]) != self._width:
-                raise BiasError(f"{self.spec}: the service answered vectors of {len(rows[0])} numbers after vectors of {self._width}.",
-                                "Check the model name and the service's address.", exit_code=FAILURE)
+                raise BiasError(
+                    f"{self.spec}: the service answered vectors of {len(rows[0])} numbers after vectors of {self._width}.",
+                    "Check the model name and the service's address.",
+                    exit_code=FAILURE,
+                )
             self._width = len(rows[0]) if rows else self._width
             self._sent["requests"] += 1
             self._sent["texts"] += len(texts)
-            self._sent["tokens"] += tokens if isinstance(tokens, int) and not isinstance(tokens, bool) and tokens >= 0 else estimate_tokens(texts)
+            self._sent["tokens"] += (
+                tokens
+                if isinstance(tokens, int) and not isinstance(tokens, bool) and tokens >= 0
+                else estimate_tokens(texts)
+            )
         return rows
 
     # ------------------------------------------------------------------ provenance
@@ -475,4 +578,3 @@ class ServiceEmbedder(ServiceModel):
             "sent": dict(self._sent),
             "cache": str(self._cache.path) if self._cache is not None else None,
         }
-

@@ -35,7 +35,9 @@ PERCENT_OF_PAIRS = ValueKind(
 def lowercase_param() -> Any:
     """The `lowercase` parameter every pair metric offers, with one help text."""
     return param(
-        "auto", "lowercase the sentences first: auto (when the model is uncased), yes, no", validator=one_of(LOWERCASE)
+        "auto",
+        "lowercase the sentences first: auto (when the model is uncased), yes, no",
+        validator=one_of(LOWERCASE),
     )
 
 
@@ -56,14 +58,21 @@ def skipped_warnings(data: PairSet, scores: PairScores) -> list[str]:
         return []
     return [
         f"{len(skipped)} pair(s) skipped: "
-        + "; ".join(f"{describe_pair(s['index'], data.pairs[s['index']])}: {s['reason']}" for s in skipped[:5])
+        + "; ".join(
+            f"{describe_pair(s['index'], data.pairs[s['index']])}: {s['reason']}"
+            for s in skipped[:5]
+        )
     ]
 
 
 def pair_sizes(scores: PairScores) -> dict[str, int]:
     """Pairs scored, pairs skipped, and pairs scored per bias type."""
     types = [p.pair.bias_type for p in scores.aligned]
-    return {"pairs": len(scores.aligned), "skipped": len(scores.skipped), **{f"pairs_{t}": types.count(t) for t in sorted(set(types))}}
+    return {
+        "pairs": len(scores.aligned),
+        "skipped": len(scores.skipped),
+        **{f"pairs_{t}": types.count(t) for t in sorted(set(types))},
+    }
 
 
 def sign_test(biased: int, untied: int) -> float | None:
@@ -85,16 +94,25 @@ def _subset(biased: np.ndarray, ties: np.ndarray, mask: np.ndarray) -> dict[str,
     }
 
 
-def compare_pairs(data: PairSet, scores: PairScores, *, decimals: int | None = None, what: str = "score") -> Measured | Refusal:
+def compare_pairs(
+    data: PairSet, scores: PairScores, *, decimals: int | None = None, what: str = "score"
+) -> Measured | Refusal:
     """The percentage of pairs whose `more` sentence scores higher, overall and by subset, and every pair's row."""
     skipped = list(scores.skipped)
     warnings = []
-    if getattr(data, "dropped", ()):  # rows of the file that hold no usable pair (identical or empty)
-        warnings.append(f"{len(data.dropped)} row(s) of the file left out: " + "; ".join(data.dropped[:5]))
+    if getattr(
+        data, "dropped", ()
+    ):  # rows of the file that hold no usable pair (identical or empty)
+        warnings.append(
+            f"{len(data.dropped)} row(s) of the file left out: " + "; ".join(data.dropped[:5])
+        )
     warnings.extend(skipped_warnings(data, scores))
     if not scores.aligned:
-        return Refusal("no pair could be scored: " + (skipped[0]["reason"] if skipped else "the set is empty"),
-                       figures={"skipped": skipped}, warnings=warnings)
+        return Refusal(
+            "no pair could be scored: " + (skipped[0]["reason"] if skipped else "the set is empty"),
+            figures={"skipped": skipped},
+            warnings=warnings,
+        )
     more, less = scores.more, scores.less
     if decimals is not None:
         more, less = np.round(more, decimals), np.round(less, decimals)
@@ -140,11 +158,19 @@ def compare_pairs(data: PairSet, scores: PairScores, *, decimals: int | None = N
         "effect_size": f"percentage of pairs with {what}(more) > {what}(less); 50 = no preference",
         "comparison": f"{what}(more) > {what}(less) for stereo and antistereo rows alike",
         "ties": "counted in N as not biased",
-        "rounding": f"{decimals} decimals before comparing" if decimals is not None else "none (unrounded)",
+        "rounding": f"{decimals} decimals before comparing"
+        if decimals is not None
+        else "none (unrounded)",
         "p_value": "two-sided exact binomial sign test over untied pairs (p = 1/2)",
     }
     p_value = sign_test(int(biased.sum()), int(n - ties.sum()))
-    return Measured(effect_size=overall, p_value=p_value, figures=figures, convention=convention, warnings=warnings)
+    return Measured(
+        effect_size=overall,
+        p_value=p_value,
+        figures=figures,
+        convention=convention,
+        warnings=warnings,
+    )
 
 
 @attrs.define
@@ -161,7 +187,9 @@ class PairMetric(Metric):
     """
 
     requires: ClassVar[frozenset[Capability]] = frozenset()
-    requires_any: ClassVar[frozenset[Capability]] = frozenset({Capability.MASKED_LM, Capability.CAUSAL_LM})
+    requires_any: ClassVar[frozenset[Capability]] = frozenset(
+        {Capability.MASKED_LM, Capability.CAUSAL_LM}
+    )
     data_kind: ClassVar[str] = PAIRS
     scoring: ClassVar[str]
 
@@ -169,22 +197,46 @@ class PairMetric(Metric):
         return self.scoring
 
     def scoring_options(self) -> dict[str, str]:
-        return {k: getattr(self, k) for k in ("lowercase", "likelihood", "masking", "causal_start") if hasattr(self, k)}
+        return {
+            k: getattr(self, k)
+            for k in ("lowercase", "likelihood", "masking", "causal_start")
+            if hasattr(self, k)
+        }
 
     @abstractmethod
     def measure(self, data: PairSet, scores: PairScores) -> Measured | Refusal:
         """The metric's numbers from the scores of the pairs that could be scored."""
 
     def compute(self, embedder: Embedder, data: PairSet, *, seed: int | None = None) -> Result:
-        scores = score_pairs(embedder, data, method=self.scoring_method(), metric=self.name, **self.scoring_options())
+        scores = score_pairs(
+            embedder, data, method=self.scoring_method(), metric=self.name, **self.scoring_options()
+        )
         found = self.measure(data, scores)
         if not isinstance(found, (Measured, Refusal)):
-            raise TypeError(f"{type(self).__name__}.measure() returned {type(found).__name__}, not a Measured or a Refusal")
+            raise TypeError(
+                f"{type(self).__name__}.measure() returned {type(found).__name__}, not a Measured or a Refusal"
+            )
         if isinstance(found, Refusal):
-            return self.make_result(embedder.spec, data, seed, status=REFUSED, reason=found.reason, figures=found.figures,
-                                    convention=found.convention, warnings=found.warnings)
+            return self.make_result(
+                embedder.spec,
+                data,
+                seed,
+                status=REFUSED,
+                reason=found.reason,
+                figures=found.figures,
+                convention=found.convention,
+                warnings=found.warnings,
+            )
         p_value, convention = found.p_and_convention()
         return self.make_result(
-            embedder.spec, data, seed, status=OK, effect_size=found.effect_size, p_value=p_value, figures=found.figures,
-            convention=convention, sizes=pair_sizes(scores), warnings=found.warnings,
+            embedder.spec,
+            data,
+            seed,
+            status=OK,
+            effect_size=found.effect_size,
+            p_value=p_value,
+            figures=found.figures,
+            convention=convention,
+            sizes=pair_sizes(scores),
+            warnings=found.warnings,
         )

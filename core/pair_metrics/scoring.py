@@ -61,7 +61,7 @@ _FOR_VECTORS = "weat, seat, ceat and the other vector metrics"
 
 
 def lm_mode(embedder: Embedder, metric: str, allowed: Sequence[str] = (MASKED, CAUSAL)) -> str:
-    """"masked" or "causal": which kind of language model serves this metric; a BiasError naming the
+    """ "masked" or "causal": which kind of language model serves this metric; a BiasError naming the
     metrics that would work when the model offers neither the metric can use."""
     have = embedder.available()
     if MASKED in allowed and Capability.MASKED_LM in have:
@@ -104,7 +104,9 @@ def is_truncated(text: str, tokens: Tokens) -> bool:
     return bool(text.strip()) and (not ends or max(ends) < len(text.rstrip()))
 
 
-def align(a: Tokens, b: Tokens) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+def align(
+    a: Tokens, b: Tokens
+) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
     """Shared positions of a and b (pairwise aligned) and the modified positions of each.
 
     difflib's 'equal' opcodes on the token ids, special tokens excluded; autojunk off, so long
@@ -146,16 +148,26 @@ def describe_pair(index: int, pair: SentencePair) -> str:
 
 def skipped_row(index: int, pair: SentencePair, reason: str) -> dict[str, Any]:
     """A pair left out of the scores, as `figures["skipped"]` lists it."""
-    return {"index": index, "line": pair.line, "bias_type": pair.bias_type, "direction": pair.direction, "reason": reason}
+    return {
+        "index": index,
+        "line": pair.line,
+        "bias_type": pair.bias_type,
+        "direction": pair.direction,
+        "reason": reason,
+    }
 
 
-def prepare_pairs(embedder: Embedder, data: PairSet, lowercase: bool) -> tuple[list[AlignedPair], list[dict[str, Any]]]:
+def prepare_pairs(
+    embedder: Embedder, data: PairSet, lowercase: bool
+) -> tuple[list[AlignedPair], list[dict[str, Any]]]:
     """Tokenise and align every pair; pairs with nothing to compare are returned as skipped, with why."""
     if not isinstance(data, PairSet):
         raise BiasError(f"Pair metrics need a pair set (kind pairs), not {type(data).__name__}.")
     texts = []
     for pair in data.pairs:
-        texts.extend([pair.more.lower(), pair.less.lower()] if lowercase else [pair.more, pair.less])
+        texts.extend(
+            [pair.more.lower(), pair.less.lower()] if lowercase else [pair.more, pair.less]
+        )
     tokens = embedder.tokenize(texts)
     aligned: list[AlignedPair] = []
     skipped: list[dict[str, Any]] = []
@@ -170,7 +182,13 @@ def prepare_pairs(embedder: Embedder, data: PairSet, lowercase: bool) -> tuple[l
                 )
         shared_m, shared_l, mod_m, mod_l = align(more, less)
         if more.ids == less.ids:
-            skipped.append(skipped_row(k, pair, "the two sentences give the same token ids (their group words are probably both unknown to the tokenizer)"))
+            skipped.append(
+                skipped_row(
+                    k,
+                    pair,
+                    "the two sentences give the same token ids (their group words are probably both unknown to the tokenizer)",
+                )
+            )
         elif not shared_m:
             skipped.append(skipped_row(k, pair, "the sentences share no token"))
         else:
@@ -188,12 +206,18 @@ def computed_once(items: Sequence[K], compute: Callable[[list[K]], Sequence[V]])
 
 
 def masked_sums(
-    embedder: Embedder, sequences: Sequence[Tokens], positions: Sequence[Sequence[int]], *, joint: bool = False
+    embedder: Embedder,
+    sequences: Sequence[Tokens],
+    positions: Sequence[Sequence[int]],
+    *,
+    joint: bool = False,
 ) -> list[np.ndarray]:
     """log P(token | its position masked) for each listed position of each sequence: one request per
     position (or one per sequence with `joint`), all sent at once, identical requests computed once."""
     wanted = [
-        [MaskedRequest(toks.ids, tuple(pos))] if joint else [MaskedRequest(toks.ids, (p,)) for p in pos]
+        [MaskedRequest(toks.ids, tuple(pos))]
+        if joint
+        else [MaskedRequest(toks.ids, (p,)) for p in pos]
         for toks, pos in zip(sequences, positions)
     ]
     wanted = [[r for r in rows if r.positions] for rows in wanted]
@@ -202,12 +226,18 @@ def masked_sums(
 
 
 def token_log_probs_once(
-    embedder: Embedder, sequences: Sequence[Sequence[int]], *, attention: bool = False, start: bool = True
+    embedder: Embedder,
+    sequences: Sequence[Sequence[int]],
+    *,
+    attention: bool = False,
+    start: bool = True,
 ) -> list[TokenScores]:
     """`embedder.token_log_probs`, each distinct sequence scored once (see `computed_once`); `start`
     is passed only when False, so an embedder written before that option still serves the rest."""
     options = {"attention": attention, **({} if start else {"start": False})}
-    return computed_once([tuple(s) for s in sequences], lambda unique: embedder.token_log_probs(unique, **options))
+    return computed_once(
+        [tuple(s) for s in sequences], lambda unique: embedder.token_log_probs(unique, **options)
+    )
 
 
 # -- one function per scoring method ------------------------------------------------------------
@@ -236,18 +266,24 @@ def _sentences(pairs: Sequence[AlignedPair]) -> list[Tokens]:
     return [t for p in pairs for t in (p.more, p.less)]
 
 
-def score_pll(embedder: Embedder, pairs: Sequence[AlignedPair], options: ScoringOptions) -> SentenceScores:
+def score_pll(
+    embedder: Embedder, pairs: Sequence[AlignedPair], options: ScoringOptions
+) -> SentenceScores:
     """CrowS pseudo-log-likelihood: the shared tokens, each masked in turn, summed."""
     positions = [pos for p in pairs for pos in (p.shared_more, p.shared_less)]
     lps = masked_sums(embedder, _sentences(pairs), positions)
     return SentenceScores(
         [float(v.sum()) for v in lps],
         [len(pos) for pos in positions],
-        {"score": "pseudo-log-likelihood: sum over shared tokens u of log P(u | S with u masked), one mask at a time"},
+        {
+            "score": "pseudo-log-likelihood: sum over shared tokens u of log P(u | S with u masked), one mask at a time"
+        },
     )
 
 
-def score_sss(embedder: Embedder, pairs: Sequence[AlignedPair], options: ScoringOptions) -> SentenceScores:
+def score_sss(
+    embedder: Embedder, pairs: Sequence[AlignedPair], options: ScoringOptions
+) -> SentenceScores:
     """StereoSet-style score: the modified tokens, masked one at a time or all at once, averaged."""
     positions = [pos for p in pairs for pos in (p.modified_more, p.modified_less)]
     lps = masked_sums(embedder, _sentences(pairs), positions, joint=options.masking == "joint")
@@ -256,7 +292,11 @@ def score_sss(embedder: Embedder, pairs: Sequence[AlignedPair], options: Scoring
         if options.masking == "each"
         else "mean over modified tokens m of log P(m | S with all modified tokens masked) (diagonal)"
     )
-    return SentenceScores([float(v.mean()) for v in lps], [len(pos) for pos in positions], {"score": score, "masking": options.masking})
+    return SentenceScores(
+        [float(v.mean()) for v in lps],
+        [len(pos) for pos in positions],
+        {"score": score, "masking": options.masking},
+    )
 
 
 def _unmasked(embedder: Embedder, pairs: Sequence[AlignedPair], attention: bool) -> SentenceScores:
@@ -268,7 +308,10 @@ def _unmasked(embedder: Embedder, pairs: Sequence[AlignedPair], attention: bool)
         lp = s.log_probs[usable]
         if attention:
             if s.attention is None:
-                raise BiasError(f"The model {embedder.spec} returned no attention weights, which AULA needs.", "Use aul.")
+                raise BiasError(
+                    f"The model {embedder.spec} returned no attention weights, which AULA needs.",
+                    "Use aul.",
+                )
             lp = lp * s.attention[usable]
         values.append(float(lp.mean()) if lp.size else float("nan"))
         counts.append(int(lp.size))
@@ -281,23 +324,38 @@ def _unmasked(embedder: Embedder, pairs: Sequence[AlignedPair], attention: bool)
     return SentenceScores(values, counts, {"score": score})
 
 
-def score_aul(embedder: Embedder, pairs: Sequence[AlignedPair], options: ScoringOptions) -> SentenceScores:
+def score_aul(
+    embedder: Embedder, pairs: Sequence[AlignedPair], options: ScoringOptions
+) -> SentenceScores:
     """All Unmasked Likelihood: every non-special token of the unmasked sentence, averaged."""
     return _unmasked(embedder, pairs, attention=False)
 
 
-def score_aula(embedder: Embedder, pairs: Sequence[AlignedPair], options: ScoringOptions) -> SentenceScores:
+def score_aula(
+    embedder: Embedder, pairs: Sequence[AlignedPair], options: ScoringOptions
+) -> SentenceScores:
     """AUL with each term weighted by the attention its token receives."""
     return _unmasked(embedder, pairs, attention=True)
 
 
-def score_causal(embedder: Embedder, pairs: Sequence[AlignedPair], options: ScoringOptions) -> SentenceScores:
+def score_causal(
+    embedder: Embedder, pairs: Sequence[AlignedPair], options: ScoringOptions
+) -> SentenceScores:
     """A causal LM's sentence log-likelihood, summed or averaged over every non-special token."""
-    return causal_sentence_scores(embedder, _sentences(pairs), likelihood=options.likelihood, causal_start=options.causal_start)
+    return causal_sentence_scores(
+        embedder,
+        _sentences(pairs),
+        likelihood=options.likelihood,
+        causal_start=options.causal_start,
+    )
 
 
 def causal_sentence_scores(
-    embedder: Embedder, sequences: Sequence[Tokens], *, likelihood: str = "sum", causal_start: str = "bos"
+    embedder: Embedder,
+    sequences: Sequence[Tokens],
+    *,
+    likelihood: str = "sum",
+    causal_start: str = "bos",
 ) -> SentenceScores:
     """Each sentence's log-likelihood under a causal LM, the sum (`likelihood = sum`) or per-token mean
     of log P(w_i | context) over its non-special tokens, the first included; `causal_start` says what
@@ -328,7 +386,9 @@ def causal_sentence_scores(
     return SentenceScores(values, counts, convention)
 
 
-def _first_token_after_start(embedder: Embedder, sequences: Sequence[Sequence[int]]) -> list[TokenScores]:
+def _first_token_after_start(
+    embedder: Embedder, sequences: Sequence[Sequence[int]]
+) -> list[TokenScores]:
     """bias-bench's causal scores in one pass and one short one: tokens 2..n from a pass on the
     sequences without a start token; token 1 from its own row after the start token, which is
     log P(w_1 | BOS) exactly as in the whole sequence (a causal model's first position sees only the
@@ -336,7 +396,8 @@ def _first_token_after_start(embedder: Embedder, sequences: Sequence[Sequence[in
     plain = token_log_probs_once(embedder, sequences, start=False)
     firsts = token_log_probs_once(embedder, [tuple(s[:1]) for s in sequences])
     return [
-        attrs.evolve(f, log_probs=np.concatenate([f.log_probs[:1], p.log_probs[1:]])) for f, p in zip(firsts, plain)
+        attrs.evolve(f, log_probs=np.concatenate([f.log_probs[:1], p.log_probs[1:]]))
+        for f, p in zip(firsts, plain)
     ]
 
 
@@ -365,7 +426,10 @@ def _without_modified_token(pair: AlignedPair) -> str | None:
 
 
 # Why a method cannot score an aligned pair (None: it can), for the methods that need more than a shared token.
-UNSCORABLE: dict[str, Callable[[AlignedPair], str | None]] = {"sss": _without_modified_token, "modified-mean": _without_modified_token}
+UNSCORABLE: dict[str, Callable[[AlignedPair], str | None]] = {
+    "sss": _without_modified_token,
+    "modified-mean": _without_modified_token,
+}
 
 
 @attrs.frozen
@@ -381,7 +445,9 @@ class PairScores:
     convention: dict[str, Any]
 
 
-def _in_float32_where_close(embedder: Embedder, scorer: Scorer, pairs: Sequence[AlignedPair], options: ScoringOptions) -> SentenceScores:
+def _in_float32_where_close(
+    embedder: Embedder, scorer: Scorer, pairs: Sequence[AlignedPair], options: ScoringOptions
+) -> SentenceScores:
     """The scorer's sentence scores; with a reduced precision, the pairs whose preferred sentence it
     could have turned scored again in float32 (`bias.core.precision.settle`)."""
     found = scorer(embedder, pairs, options)
@@ -396,10 +462,14 @@ def _in_float32_where_close(embedder: Embedder, scorer: Scorer, pairs: Sequence[
     sizes = scales(np.asarray(found.counts).reshape(-1, 2), summed)
 
     def rescore(indices: np.ndarray) -> np.ndarray:
-        return np.asarray(scorer(twin, [pairs[i] for i in indices], options).values, dtype=np.float64).reshape(-1, 2)
+        return np.asarray(
+            scorer(twin, [pairs[i] for i in indices], options).values, dtype=np.float64
+        ).reshape(-1, 2)
 
     settled = settle(values, sizes, rescore, precision_name)
-    return SentenceScores(settled.values.ravel().tolist(), found.counts, {**found.convention, **settled.convention})
+    return SentenceScores(
+        settled.values.ravel().tolist(), found.counts, {**found.convention, **settled.convention}
+    )
 
 
 def score_pairs(
@@ -438,11 +508,21 @@ def score_pairs(
     if not aligned:
         return PairScores((), np.zeros(0), np.zeros(0), (), (), tuple(skipped), convention)
     options = ScoringOptions(
-        likelihood=likelihood if method in SUMMABLE else "mean", masking="each" if method == "modified-mean" else masking, causal_start=causal_start
+        likelihood=likelihood if method in SUMMABLE else "mean",
+        masking="each" if method == "modified-mean" else masking,
+        causal_start=causal_start,
     )
-    found = _in_float32_where_close(embedder, SCORERS[CAUSAL if mode == CAUSAL else method], aligned, options)
+    found = _in_float32_where_close(
+        embedder, SCORERS[CAUSAL if mode == CAUSAL else method], aligned, options
+    )
     convention.update(found.convention)
     arr = np.asarray(found.values, dtype=np.float64)
     return PairScores(
-        tuple(aligned), arr[0::2], arr[1::2], tuple(found.counts[0::2]), tuple(found.counts[1::2]), tuple(skipped), convention
+        tuple(aligned),
+        arr[0::2],
+        arr[1::2],
+        tuple(found.counts[0::2]),
+        tuple(found.counts[1::2]),
+        tuple(skipped),
+        convention,
     )

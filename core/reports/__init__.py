@@ -37,14 +37,21 @@ def parse_formats(values: Sequence[str]) -> tuple[str, ...]:
             else:
                 raise BiasError(
                     f"Unknown report format '{part}'.",
-                    (suggestions(part, [*FORMATS, "all"]) + " " if suggestions(part, [*FORMATS, "all"]) else "")
+                    (
+                        suggestions(part, [*FORMATS, "all"]) + " "
+                        if suggestions(part, [*FORMATS, "all"])
+                        else ""
+                    )
                     + f"Formats: all, {', '.join(FORMATS)}.",
                 )
     return tuple(dict.fromkeys(out))
 
 
 def load_report(
-    folder: Path, *, family: str | None = None, title: str | None = None,
+    folder: Path,
+    *,
+    family: str | None = None,
+    title: str | None = None,
     declared: Callable[[str], dict[str, Any] | None] | None = None,
     order: Sequence[str] = (),
 ) -> Report:
@@ -64,13 +71,19 @@ def load_report(
     results = [upgraded(r, declared) for r in found.latest()]
     if order:
         place = {key: i for i, key in enumerate(order)}
-        results = sorted(results, key=lambda r: place.get(r.key, len(place)))  # stable: rest in file order
+        results = sorted(
+            results, key=lambda r: place.get(r.key, len(place))
+        )  # stable: rest in file order
     try:
         manifest = read_manifest(found.path.parent) or {}
-    except BiasError as exc:  # the results alone make the report; the manifest adds title and family
+    except (
+        BiasError
+    ) as exc:  # the results alone make the report; the manifest adds title and family
         import logging
 
-        logging.getLogger(__name__).warning("%s The report is built from results.jsonl alone.", exc.message)
+        logging.getLogger(__name__).warning(
+            "%s The report is built from results.jsonl alone.", exc.message
+        )
         manifest = {}
     return build(
         results,
@@ -82,7 +95,9 @@ def load_report(
     )
 
 
-def write_report(report: Report, folder: Path, formats: Sequence[str] = FORMATS, agreement: Any = None) -> list[Path]:
+def write_report(
+    report: Report, folder: Path, formats: Sequence[str] = FORMATS, agreement: Any = None
+) -> list[Path]:
     """Write the chosen formats of `report` into `folder`; returns the files written. With `agreement`
     (`bias.core.reports.agreement.agreement(report)`) also its tables and figure (agreement.*), and
     its section in report.html."""
@@ -119,4 +134,13 @@ def write_report(report: Report, folder: Path, formats: Sequence[str] = FORMATS,
     return written
 
 
-__all__ = ["FORMATS", "Report", "build", "load_report", "parse_formats", "to_csv", "to_markdown", "write_report"]
+__all__ = [
+    "FORMATS",
+    "Report",
+    "build",
+    "load_report",
+    "parse_formats",
+    "to_csv",
+    "to_markdown",
+    "write_report",
+]

@@ -100,7 +100,9 @@ def agreement(report: Report, alpha: float = ALPHA) -> Agreement:
             continue
         kind = kind_of(r)
         if kind.bias_sign is None:
-            left_out[r.metric] = f"its {kind.label} says nothing about how biased a model is (no direction declared)"
+            left_out[r.metric] = (
+                f"its {kind.label} says nothing about how biased a model is (no direction declared)"
+            )
             continue
         method = method_of(report, r)
         kinds.setdefault(method, kind)
@@ -113,7 +115,9 @@ def agreement(report: Report, alpha: float = ALPHA) -> Agreement:
         for cell, results in cells.items():
             value = float(np.mean([r.effect_size for r in results]))
             adjusted = [report.adjusted.get(r.key) for r in results]
-            significant = None if any(a is None for a in adjusted) else max(a.holm for a in adjusted) < alpha  # type: ignore[union-attr]
+            significant = (
+                None if any(a is None for a in adjusted) else max(a.holm for a in adjusted) < alpha
+            )  # type: ignore[union-attr]
             scores[method][cell] = Score(sign * (value - reference), value, significant)
     methods = list(scores)
     if len(methods) < 2:
@@ -159,30 +163,50 @@ def rows(found: Agreement) -> list[dict[str, str]]:
     out = []
     for p in found.pairs:
         for subset in SUBSETS:
-            out.append({
-                "pair": f"{p.first} | {p.second}", "scores": subset, "n": str(p.pearson[subset].n),
-                "pearson": with_interval(p.pearson[subset]), "spearman": with_interval(p.spearman[subset]),
-            })
+            out.append(
+                {
+                    "pair": f"{p.first} | {p.second}",
+                    "scores": subset,
+                    "n": str(p.pearson[subset].n),
+                    "pearson": with_interval(p.pearson[subset]),
+                    "spearman": with_interval(p.spearman[subset]),
+                }
+            )
     return out
 
 
-HEADINGS = {"pair": "Methods", "scores": "Scores", "n": "n", "pearson": "Pearson r [95% CI]", "spearman": "Spearman rho [95% CI]"}
+HEADINGS = {
+    "pair": "Methods",
+    "scores": "Scores",
+    "n": "n",
+    "pearson": "Pearson r [95% CI]",
+    "spearman": "Spearman rho [95% CI]",
+}
 
 
 def notes(found: Agreement) -> list[str]:
     flipped = sorted({m for m, k in found.kinds.items() if k.bias_sign == -1})
-    shifted = sorted({f"{k.label} {k.reference:g}{k.unit}" for k in found.kinds.values() if k.reference not in (None, 0.0)})
+    shifted = sorted(
+        {
+            f"{k.label} {k.reference:g}{k.unit}"
+            for k in found.kinds.values()
+            if k.reference not in (None, 0.0)
+        }
+    )
     out = [
         "Methods: a metric with the settings that vary in the run (s-SEAT and w-SEAT are SEAT's sentence and word levels).",
         "Scores are oriented so that larger is more bias: the value minus the no-bias reference"
         + (f" ({', '.join(shifted)})" if shifted else "")
-        + (f", sign flipped for {', '.join(flipped)} (lower is more bias)" if flipped else "") + ".",
+        + (f", sign flipped for {', '.join(flipped)} (lower is more bias)" if flipped else "")
+        + ".",
         "n: (model, test) cells both methods measured (several seeds averaged); significant: both scores have "
         f"Holm-adjusted p < {found.alpha:g} (family: {found.family}).",
         "95% CI: Fisher z, standard error 1/sqrt(n-3) for Pearson, sqrt(1.06/(n-3)) for Spearman (Fieller et al. 1957); "
         "none for n <= 3 or |r| = 1 (z is infinite there). '-': fewer than 3 cells, or a score that does not vary.",
     ]
-    no_p = [m for m in found.methods if all(s.significant is None for s in found.scores[m].values())]
+    no_p = [
+        m for m in found.methods if all(s.significant is None for s in found.scores[m].values())
+    ]
     if no_p:
         out.append(f"No p-values, so no significant scores: {', '.join(no_p)}.")
     for metric, why in found.left_out.items():
@@ -195,12 +219,22 @@ def records(found: Agreement) -> list[dict[str, Any]]:
     for p in found.pairs:
         for subset in SUBSETS:
             r, s = p.pearson[subset], p.spearman[subset]
-            out.append({
-                "method_1": p.first, "method_2": p.second, "scores": subset, "n": r.n,
-                "pearson_r": r.value, "pearson_low": r.low, "pearson_high": r.high,
-                "spearman_rho": s.value, "spearman_low": s.low, "spearman_high": s.high,
-                "alpha": found.alpha, "family": found.family,
-            })
+            out.append(
+                {
+                    "method_1": p.first,
+                    "method_2": p.second,
+                    "scores": subset,
+                    "n": r.n,
+                    "pearson_r": r.value,
+                    "pearson_low": r.low,
+                    "pearson_high": r.high,
+                    "spearman_rho": s.value,
+                    "spearman_low": s.low,
+                    "spearman_high": s.high,
+                    "alpha": found.alpha,
+                    "family": found.family,
+                }
+            )
     return out
 
 
@@ -239,14 +273,21 @@ def to_latex(found: Agreement, *, label: str = "tab:bias-agreement") -> str:
     from bias.core.reports.latex import escape
 
     lines = [
-        "\\begin{table}[t]", "\\centering", "\\small", "\\begin{tabular}{llrll}", "\\toprule",
-        "Methods & Scores & $n$ & Pearson $r$ [95\\% CI] & Spearman $\\rho$ [95\\% CI] \\\\", "\\midrule",
+        "\\begin{table}[t]",
+        "\\centering",
+        "\\small",
+        "\\begin{tabular}{llrll}",
+        "\\toprule",
+        "Methods & Scores & $n$ & Pearson $r$ [95\\% CI] & Spearman $\\rho$ [95\\% CI] \\\\",
+        "\\midrule",
     ]
     for i, p in enumerate(found.pairs):
         if i:
             lines.append("\\addlinespace")
         for subset in SUBSETS:
-            name = f"{escape(p.first)} \\textbar{{}} {escape(p.second)}" if subset == "all" else ""  # "|" is a dash in OT1
+            name = (
+                f"{escape(p.first)} \\textbar{{}} {escape(p.second)}" if subset == "all" else ""
+            )  # "|" is a dash in OT1
             lines.append(
                 f"{name} & {subset} & {p.pearson[subset].n} & {_tex_number(p.pearson[subset])} & "
                 f"{_tex_number(p.spearman[subset])} \\\\"
@@ -265,19 +306,39 @@ def to_html(found: Agreement, figure_png: bytes | None) -> str:
     def e(text: object) -> str:
         return html.escape(str(text), quote=True)
 
-    out = ['<h2 id="agreement">Agreement between methods</h2>', '<div style="overflow-x:auto"><table class="results"><thead><tr>']
-    out.append("".join(f'<th scope="col">{e(h)}</th>' for h in HEADINGS.values()) + "</tr></thead><tbody>")
+    out = [
+        '<h2 id="agreement">Agreement between methods</h2>',
+        '<div style="overflow-x:auto"><table class="results"><thead><tr>',
+    ]
+    out.append(
+        "".join(f'<th scope="col">{e(h)}</th>' for h in HEADINGS.values()) + "</tr></thead><tbody>"
+    )
     for row in rows(found):
-        out.append("<tr>" + "".join(f'<td{" class=num" if k in ("n", "pearson", "spearman") else ""}>{e(row[k])}</td>' for k in HEADINGS) + "</tr>")
+        out.append(
+            "<tr>"
+            + "".join(
+                f"<td{' class=num' if k in ('n', 'pearson', 'spearman') else ''}>{e(row[k])}</td>"
+                for k in HEADINGS
+            )
+            + "</tr>"
+        )
     out.append("</tbody></table></div>")
-    out.append('<div class="notes"><ul>' + "".join(f"<li>{e(n)}</li>" for n in notes(found)) + "</ul></div>")
+    out.append(
+        '<div class="notes"><ul>'
+        + "".join(f"<li>{e(n)}</li>" for n in notes(found))
+        + "</ul></div>"
+    )
     if figure_png:
         data = base64.b64encode(figure_png).decode("ascii")
-        out.append(f'<figure><img alt="agreement" src="data:image/png;base64,{data}"><figcaption>agreement</figcaption></figure>')
+        out.append(
+            f'<figure><img alt="agreement" src="data:image/png;base64,{data}"><figcaption>agreement</figcaption></figure>'
+        )
     return "\n".join(out)
 
 
-def write_agreement(report: Report, found: Agreement, folder: Path, formats: Sequence[str]) -> list[Path]:
+def write_agreement(
+    report: Report, found: Agreement, folder: Path, formats: Sequence[str]
+) -> list[Path]:
     """agreement.md, .tex, .csv and the scatter-plot matrix (agreement.png / .svg) as `formats` ask."""
     folder = Path(folder)
     written: list[Path] = []
@@ -289,8 +350,11 @@ def write_agreement(report: Report, found: Agreement, folder: Path, formats: Seq
         paths = draw(report, found, folder, images)
         written += paths
         figure = paths[-1].name if paths else None
-    texts = {"md": ("agreement.md", lambda: to_markdown(report, found, figure)), "tex": ("agreement.tex", lambda: to_latex(found)),
-             "csv": ("agreement.csv", lambda: to_csv(found))}
+    texts = {
+        "md": ("agreement.md", lambda: to_markdown(report, found, figure)),
+        "tex": ("agreement.tex", lambda: to_latex(found)),
+        "csv": ("agreement.csv", lambda: to_csv(found)),
+    }
     for fmt, (name, make) in texts.items():
         if fmt in formats:
             with open_in_run(folder, name) as fh:

@@ -39,24 +39,39 @@ def draw(report: Report, found: Agreement, folder: Path, formats: Sequence[str])
     styles = model_styles(models)
     pairs = {(p.first, p.second): p for p in found.pairs}
     size = 2.3 if k <= 4 else 1.8
-    fig, axes = plt.subplots(k, k, figsize=(size * k + 0.6, size * k + 0.9), squeeze=False, layout="constrained")
+    fig, axes = plt.subplots(
+        k, k, figsize=(size * k + 0.6, size * k + 0.9), squeeze=False, layout="constrained"
+    )
     for i, row in enumerate(methods):
         for j, col in enumerate(methods):
             ax = axes[i][j]
             ax.tick_params(labelsize=6.5)
             if i == j:
                 values = [s.oriented for s in found.scores[row].values()]
-                ax.hist(values, bins=min(10, max(3, len(values))), color="#bbbbbb", edgecolor="white")
+                ax.hist(
+                    values, bins=min(10, max(3, len(values))), color="#bbbbbb", edgecolor="white"
+                )
                 ax.set_title(row, fontsize=8.5, loc="center")
                 ax.set_yticks([])
             elif i > j:
-                shared = found.cells(col, row, "all") if (col, row) in pairs else found.cells(row, col, "all")
+                shared = (
+                    found.cells(col, row, "all")
+                    if (col, row) in pairs
+                    else found.cells(row, col, "all")
+                )
                 for cell in shared:
                     x, y = found.scores[col][cell], found.scores[row][cell]
                     colour, marker = styles[cell[0]]
                     both = bool(x.significant and y.significant)
-                    ax.plot([x.oriented], [y.oriented], marker, color=colour, markersize=4.5,
-                            markerfacecolor=colour if both else "white", linestyle="")
+                    ax.plot(
+                        [x.oriented],
+                        [y.oriented],
+                        marker,
+                        color=colour,
+                        markersize=4.5,
+                        markerfacecolor=colour if both else "white",
+                        linestyle="",
+                    )
                 ax.axhline(0, color="#999999", linewidth=0.6)
                 ax.axvline(0, color="#999999", linewidth=0.6)
             else:
@@ -70,21 +85,49 @@ def draw(report: Report, found: Agreement, folder: Path, formats: Sequence[str])
                     )
                 else:
                     text = "no shared cells"
-                ax.text(0.5, 0.5, text, ha="center", va="center", fontsize=7.5, transform=ax.transAxes)
+                ax.text(
+                    0.5, 0.5, text, ha="center", va="center", fontsize=7.5, transform=ax.transAxes
+                )
             if i == k - 1 and i != j:
                 ax.set_xlabel(axis_name(found, col), fontsize=7.5)
             if j == 0 and i != j:
                 ax.set_ylabel(axis_name(found, row), fontsize=7.5)
     handles = [
-        plt.Line2D([], [], color=styles[m][0], marker=styles[m][1], linestyle="", label=names.get(m, m)) for m in models[:12]
+        plt.Line2D(
+            [], [], color=styles[m][0], marker=styles[m][1], linestyle="", label=names.get(m, m)
+        )
+        for m in models[:12]
     ]
     handles += [
-        plt.Line2D([], [], color="#555555", marker="o", linestyle="", label="both significant (Holm)"),
-        plt.Line2D([], [], color="#555555", marker="o", markerfacecolor="white", linestyle="", label="not both significant"),
+        plt.Line2D(
+            [], [], color="#555555", marker="o", linestyle="", label="both significant (Holm)"
+        ),
+        plt.Line2D(
+            [],
+            [],
+            color="#555555",
+            marker="o",
+            markerfacecolor="white",
+            linestyle="",
+            label="not both significant",
+        ),
     ]
-    fig.legend(handles=handles, fontsize=7, loc="outside lower center", frameon=False, ncol=min(len(handles), 4))
-    more = f" (first {MAX_METHODS} of {len(found.methods)} methods)" if len(found.methods) > MAX_METHODS else ""
-    fig.suptitle(f"Agreement between methods: scores per (model, test), larger = more bias{more}", fontsize=9.5)
+    fig.legend(
+        handles=handles,
+        fontsize=7,
+        loc="outside lower center",
+        frameon=False,
+        ncol=min(len(handles), 4),
+    )
+    more = (
+        f" (first {MAX_METHODS} of {len(found.methods)} methods)"
+        if len(found.methods) > MAX_METHODS
+        else ""
+    )
+    fig.suptitle(
+        f"Agreement between methods: scores per (model, test), larger = more bias{more}",
+        fontsize=9.5,
+    )
     written = _save(fig, Path(folder), "agreement", tuple(formats))
     plt.close(fig)
     return written

@@ -57,7 +57,9 @@ class ComparisonTable:
     after_model: str
     rows: tuple[Comparison, ...]
     notes: tuple[str, ...] = ()
-    holm: dict[str, float] = attrs.Factory(dict)  # Holm-adjusted p by result key, within each run's model
+    holm: dict[str, float] = attrs.Factory(
+        dict
+    )  # Holm-adjusted p by result key, within each run's model
 
 
 def _effect(r: Result | None) -> float | None:
@@ -85,13 +87,18 @@ def side_name(label: str) -> str:
     return f"{spec}, {', '.join(said)}" if said else spec
 
 
-def single_model(results: Sequence[Result], side: str, model: str | None) -> tuple[list[Result], str]:
+def single_model(
+    results: Sequence[Result], side: str, model: str | None
+) -> tuple[list[Result], str]:
     """The results of one model of a run: the one named, or the only one there is."""
     models = list(dict.fromkeys(r.model for r in results))
     if model is not None:
         chosen = [r for r in results if r.model == model]
         if not chosen:
-            raise BiasError(f"The {side} run has no results of model '{model}'.", f"Its models: {', '.join(models) or 'none'}.")
+            raise BiasError(
+                f"The {side} run has no results of model '{model}'.",
+                f"Its models: {', '.join(models) or 'none'}.",
+            )
         return chosen, model
     if len(models) > 1:
         raise BiasError(
@@ -99,7 +106,9 @@ def single_model(results: Sequence[Result], side: str, model: str | None) -> tup
             f"Choose one with --{side}-model MODEL.",
         )
     if not models:
-        raise BiasError(f"The {side} run has no results.", "Give a folder written by `bias run --out`.")
+        raise BiasError(
+            f"The {side} run has no results.", "Give a folder written by `bias run --out`."
+        )
     return list(results), models[0]
 
 
@@ -125,14 +134,20 @@ def compare(
     groups: dict[tuple[str, str, str], dict[str, list[Result]]] = {}
     for side, results in (("before", before_results), ("after", after_results)):
         for r in results:
-            groups.setdefault((r.wordset, r.metric, params_key(r.params)), {"before": [], "after": []})[side].append(r)
+            groups.setdefault(
+                (r.wordset, r.metric, params_key(r.params)), {"before": [], "after": []}
+            )[side].append(r)
     rows: list[Comparison] = []
     # Tests in natural order (weat2 before weat10), the metrics of one test as they ran.
-    for (wordset, metric, _), sides in sorted(groups.items(), key=lambda item: natural_key(item[0][0])):
+    for (wordset, metric, _), sides in sorted(
+        groups.items(), key=lambda item: natural_key(item[0][0])
+    ):
         params = (sides["before"] or sides["after"])[0].params
         b, a = sides["before"], sides["after"]
         if len(b) <= 1 and len(a) <= 1:
-            rows.append(Comparison(wordset, metric, params, b[0] if b else None, a[0] if a else None))
+            rows.append(
+                Comparison(wordset, metric, params, b[0] if b else None, a[0] if a else None)
+            )
             continue
         b_seed = {r.seed: r for r in b}  # the last result of each seed
         a_seed = {r.seed: r for r in a}
@@ -141,17 +156,27 @@ def compare(
             rows.extend(Comparison(wordset, metric, params, b_seed[s], a_seed[s]) for s in shared)
             unpaired = len(b_seed) + len(a_seed) - 2 * len(shared)
             if unpaired:
-                notes.append(f"{wordset} / {metric}: {unpaired} result(s) with a seed run on one side only were left out")
+                notes.append(
+                    f"{wordset} / {metric}: {unpaired} result(s) with a seed run on one side only were left out"
+                )
         else:
-            rows.append(Comparison(wordset, metric, params, b[-1] if b else None, a[-1] if a else None))
-            notes.append(f"{wordset} / {metric}: several results without a shared seed; the last of each run is compared")
+            rows.append(
+                Comparison(wordset, metric, params, b[-1] if b else None, a[-1] if a else None)
+            )
+            notes.append(
+                f"{wordset} / {metric}: several results without a shared seed; the last of each run is compared"
+            )
     rows = [_with_paired_test(row, before_folder, after_folder, notes) for row in rows]
     only = [r for r in rows if r.before is None or r.after is None]
     if only:
         notes.append(f"{len(only)} test(s) ran in one run only (shown with '-' on the other side)")
     from bias.core.statistics.multiple_testing import adjust
 
-    holm = {key: a.holm for results in (before_results, after_results) for key, a in adjust(_latest(results)).items()}
+    holm = {
+        key: a.holm
+        for results in (before_results, after_results)
+        for key, a in adjust(_latest(results)).items()
+    }
     return ComparisonTable(before_label, after_label, tuple(rows), tuple(notes), holm)
 
 
@@ -179,10 +204,14 @@ def _truth(value: Any) -> bool:
     return value is True or str(value).strip().lower() in ("true", "1", "yes")
 
 
-def _with_paired_test(row: Comparison, before_folder: Path | None, after_folder: Path | None, notes: list[str]) -> Comparison:
+def _with_paired_test(
+    row: Comparison, before_folder: Path | None, after_folder: Path | None, notes: list[str]
+) -> Comparison:
     if row.before is None or row.after is None or row.before.status != OK or row.after.status != OK:
         return row
-    if "predictions" not in (row.before.figures or {}) or "predictions" not in (row.after.figures or {}):
+    if "predictions" not in (row.before.figures or {}) or "predictions" not in (
+        row.after.figures or {}
+    ):
         return row
     where = f"{row.wordset} / {row.metric}"
     sides = [predictions_of(row.before, before_folder), predictions_of(row.after, after_folder)]
@@ -191,16 +220,27 @@ def _with_paired_test(row: Comparison, before_folder: Path | None, after_folder:
         return row
     keyed = [{str(r.get("index")): r for r in side} for side in sides]
     shared = [k for k in keyed[0] if k in keyed[1]]
-    differ = [k for k in shared if (keyed[0][k].get("text"), str(keyed[0][k].get("label"))) != (keyed[1][k].get("text"), str(keyed[1][k].get("label")))]
+    differ = [
+        k
+        for k in shared
+        if (keyed[0][k].get("text"), str(keyed[0][k].get("label")))
+        != (keyed[1][k].get("text"), str(keyed[1][k].get("label")))
+    ]
     if differ or not shared:
         notes.append(
-            f"{where}: the two runs predicted different texts (item {differ[0]} differs)" if differ
+            f"{where}: the two runs predicted different texts (item {differ[0]} differs)"
+            if differ
             else f"{where}: the two runs share no predicted text (different splits: same seed and test_size are needed)"
         )
         return row
     if len(shared) < max(len(keyed[0]), len(keyed[1])):
-        notes.append(f"{where}: McNemar on the {len(shared)} texts both runs held out (the splits differ; use the same seed and test_size)")
-    test = mcnemar([_truth(keyed[0][k].get("correct")) for k in shared], [_truth(keyed[1][k].get("correct")) for k in shared])
+        notes.append(
+            f"{where}: McNemar on the {len(shared)} texts both runs held out (the splits differ; use the same seed and test_size)"
+        )
+    test = mcnemar(
+        [_truth(keyed[0][k].get("correct")) for k in shared],
+        [_truth(keyed[1][k].get("correct")) for k in shared],
+    )
     return attrs.evolve(row, paired=test)
 
 
@@ -263,7 +303,11 @@ def varying_params(table: ComparisonTable) -> dict[tuple[str, str], list[str]]:
     out = {}
     for key, all_params in seen.items():
         names = sorted({k for p in all_params for k in p})
-        differ = [k for k in names if len({json.dumps(p.get(k), sort_keys=True, default=str) for p in all_params}) > 1]
+        differ = [
+            k
+            for k in names
+            if len({json.dumps(p.get(k), sort_keys=True, default=str) for p in all_params}) > 1
+        ]
         if differ:
             out[key] = differ
     return out
@@ -277,7 +321,12 @@ def cells(table: ComparisonTable) -> list[dict[str, str]]:
         out.append(
             {
                 "wordset": row.wordset,
-                "metric": row.metric + (" (" + ", ".join(f"{k}={row.params.get(k)}" for k in names) + ")" if names else ""),
+                "metric": row.metric
+                + (
+                    " (" + ", ".join(f"{k}={row.params.get(k)}" for k in names) + ")"
+                    if names
+                    else ""
+                ),
                 "before": effect_cell(row.before, table.holm),
                 "after": effect_cell(row.after, table.holm),
                 "change": change_cell(row.change),
@@ -287,17 +336,32 @@ def cells(table: ComparisonTable) -> list[dict[str, str]]:
     return out
 
 
-COLUMNS = (("wordset", "Test"), ("metric", "Metric"), ("before", "Before"), ("after", "After"), ("change", "Change"))
+COLUMNS = (
+    ("wordset", "Test"),
+    ("metric", "Metric"),
+    ("before", "Before"),
+    ("after", "After"),
+    ("change", "Change"),
+)
 
 
 def markdown(table: ComparisonTable, title: str = "Before and after") -> str:
-    lines = [f"# {md_text(title)}", "", f"Before: {md_text(side_name(table.before_model))}  ", f"After: {md_text(side_name(table.after_model))}", ""]
+    lines = [
+        f"# {md_text(title)}",
+        "",
+        f"Before: {md_text(side_name(table.before_model))}  ",
+        f"After: {md_text(side_name(table.after_model))}",
+        "",
+    ]
     shown = columns(table)
     lines.append("| " + " | ".join(label for _, label in shown) + " |")
     lines.append("|" + "|".join("---" for _ in shown) + "|")
     for row in cells(table):
         lines.append("| " + " | ".join(md_text(row[k]) for k, _ in shown) + " |")
-    lines += ["", f"Effect sizes as each metric defines them (see `bias info METRIC`); change = after - before. {STARS}"]
+    lines += [
+        "",
+        f"Effect sizes as each metric defines them (see `bias info METRIC`); change = after - before. {STARS}",
+    ]
     if has_paired(table):
         lines += ["", PAIRED_NOTE]
     if table.notes:
@@ -306,11 +370,29 @@ def markdown(table: ComparisonTable, title: str = "Before and after") -> str:
 
 
 CSV_FIELDS = (
-    "wordset", "metric", "params", "before_model", "after_model",
-    "before_status", "before_effect", "before_p", "before_p_holm", "before_significance",
-    "after_status", "after_effect", "after_p", "after_p_holm", "after_significance",
-    "change", "magnitude_change",
-    "paired_test", "paired_n", "paired_before_only", "paired_after_only", "paired_statistic", "paired_p",
+    "wordset",
+    "metric",
+    "params",
+    "before_model",
+    "after_model",
+    "before_status",
+    "before_effect",
+    "before_p",
+    "before_p_holm",
+    "before_significance",
+    "after_status",
+    "after_effect",
+    "after_p",
+    "after_p_holm",
+    "after_significance",
+    "change",
+    "magnitude_change",
+    "paired_test",
+    "paired_n",
+    "paired_before_only",
+    "paired_after_only",
+    "paired_statistic",
+    "paired_p",
 )
 
 
@@ -337,7 +419,9 @@ def csv_text(table: ComparisonTable) -> str:
                 "paired_n": "" if test is None else test.n,
                 "paired_before_only": "" if test is None else test.before_only,
                 "paired_after_only": "" if test is None else test.after_only,
-                "paired_statistic": "" if test is None or test.statistic is None else repr(test.statistic),
+                "paired_statistic": ""
+                if test is None or test.statistic is None
+                else repr(test.statistic),
                 "paired_p": "" if test is None else repr(test.p_value),
             }
         )
@@ -353,4 +437,14 @@ def csv_text(table: ComparisonTable) -> str:
     return buffer.getvalue()
 
 
-__all__ = ["Comparison", "ComparisonTable", "compare", "markdown", "csv_text", "cells", "columns", "STARS", "PAIRED_NOTE"]
+__all__ = [
+    "Comparison",
+    "ComparisonTable",
+    "compare",
+    "markdown",
+    "csv_text",
+    "cells",
+    "columns",
+    "STARS",
+    "PAIRED_NOTE",
+]

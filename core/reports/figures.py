@@ -24,7 +24,14 @@ from bias.core.model import OK, Result
 from bias.core.reports.tables import Report, ci_of, significance
 from bias.core.runs.folder import open_in_run, readable_in_run, remove_in_run
 from bias.core.text import natural_key
-from bias.core.reports.values import kind_of, p_floor, short_models, short_tests, test_title, variant_label
+from bias.core.reports.values import (
+    kind_of,
+    p_floor,
+    short_models,
+    short_tests,
+    test_title,
+    variant_label,
+)
 
 FORMATS = ("png", "svg")
 FIGURES = ("forest", "heatmap", "words", "languages", "p-vs-effect")
@@ -36,7 +43,9 @@ def _pyplot():
     import matplotlib
 
     matplotlib.use("Agg", force=True)
-    matplotlib.rcParams["svg.hashsalt"] = "bias-framework"  # stable element ids: same results, same file
+    matplotlib.rcParams["svg.hashsalt"] = (
+        "bias-framework"  # stable element ids: same results, same file
+    )
     import matplotlib.pyplot as plt
 
     return plt
@@ -45,7 +54,10 @@ def _pyplot():
 def model_styles(models: Sequence[str]) -> dict[str, tuple[str, str]]:
     """A distinct (colour, marker) pair per model: colours cycle fastest, markers change after every
     full round of colours, so no two models look alike up to 80 models."""
-    return {m: (_COLOURS[i % len(_COLOURS)], _MARKERS[(i // len(_COLOURS)) % len(_MARKERS)]) for i, m in enumerate(models)}
+    return {
+        m: (_COLOURS[i % len(_COLOURS)], _MARKERS[(i // len(_COLOURS)) % len(_MARKERS)])
+        for i, m in enumerate(models)
+    }
 
 
 def _holm_significant(report: Report, r: Result, alpha: float = 0.05) -> bool:
@@ -95,22 +107,41 @@ def forest(report: Report, folder: Path, formats: tuple[str, ...] = FORMATS) -> 
         facets.append((metric, members, keys))
     heights = [max(1.5, len(k)) for _, _, k in facets]
     per_row = 0.28 + 0.07 * min(len(models), 6)
-    fig_h = 1.2 + per_row * sum(heights) + 0.7 * len(facets) + 0.2 * math.ceil((len(models) + 1) / 3)
-    fig, axes = plt.subplots(len(facets), 1, figsize=(8.5, fig_h), squeeze=False, gridspec_kw={"height_ratios": heights},
-                             layout="constrained")
+    fig_h = (
+        1.2 + per_row * sum(heights) + 0.7 * len(facets) + 0.2 * math.ceil((len(models) + 1) / 3)
+    )
+    fig, axes = plt.subplots(
+        len(facets),
+        1,
+        figsize=(8.5, fig_h),
+        squeeze=False,
+        gridspec_kw={"height_ratios": heights},
+        layout="constrained",
+    )
     for ax, (metric, members, keys) in zip(axes[:, 0], facets):
         kind = kind_of(members[0])
         index = {k: i for i, k in enumerate(keys)}
         n = len(models)
         for r in members:
             y = len(keys) - 1 - index[(r.wordset, report.settings.get(r.key, ""))]
-            offset = (models.index(names[r.model]) - (n - 1) / 2) * (0.7 / max(n, 1)) if n > 1 else 0.0
+            offset = (
+                (models.index(names[r.model]) - (n - 1) / 2) * (0.7 / max(n, 1)) if n > 1 else 0.0
+            )
             colour, marker = styles[names[r.model]]
             ci = ci_of(r)
             if ci is not None:
                 ax.plot(ci, [y + offset, y + offset], color=colour, linewidth=1.4)
-            filled = r.p_value is None or _holm_significant(report, r)  # hollow only for a p that is not significant
-            ax.plot([r.effect_size], [y + offset], marker, color=colour, markerfacecolor=colour if filled else "white", markersize=5.5)
+            filled = r.p_value is None or _holm_significant(
+                report, r
+            )  # hollow only for a p that is not significant
+            ax.plot(
+                [r.effect_size],
+                [y + offset],
+                marker,
+                color=colour,
+                markerfacecolor=colour if filled else "white",
+                markersize=5.5,
+            )
         labels = []
         for wordset, settings in keys:
             example = next(r for r in members if r.wordset == wordset)
@@ -125,18 +156,51 @@ def forest(report: Report, folder: Path, formats: tuple[str, ...] = FORMATS) -> 
             ax.axvline(kind.reference, color="grey", linewidth=0.8, linestyle="--")
         for y in range(len(keys) - 1):
             ax.axhline(y + 0.5, color="#eeeeee", linewidth=0.6, zorder=0)
-        bars = {r.figures.get("ci_method") if r.figures.get("ci_method") in ("normal", "wald") else "bootstrap"
-                for r in members if ci_of(r)}
-        bars_text = {"normal": "95% normal-approximation interval", "bootstrap": "bootstrap interval",
-                     "wald": "Wald interval of the model's coefficient"}
-        ax.set_xlabel(kind.axis + (f"  (bars: {', '.join(bars_text[b] for b in sorted(bars))})" if bars else ""), fontsize=8)
+        bars = {
+            r.figures.get("ci_method")
+            if r.figures.get("ci_method") in ("normal", "wald")
+            else "bootstrap"
+            for r in members
+            if ci_of(r)
+        }
+        bars_text = {
+            "normal": "95% normal-approximation interval",
+            "bootstrap": "bootstrap interval",
+            "wald": "Wald interval of the model's coefficient",
+        }
+        ax.set_xlabel(
+            kind.axis
+            + (f"  (bars: {', '.join(bars_text[b] for b in sorted(bars))})" if bars else ""),
+            fontsize=8,
+        )
         ax.set_title(variant_label(metric, ""), fontsize=9, loc="left")
         ax.tick_params(axis="x", labelsize=8)
-    handles = [plt.Line2D([], [], color=styles[m][0], marker=styles[m][1], linestyle="", label=m) for m in models]
-    if any(r.p_value is not None for _, members, _ in facets for r in members):  # no p-value, no hollow point
-        handles.append(plt.Line2D([], [], color="black", marker="o", markerfacecolor="white", linestyle="", label="hollow: not significant (Holm)"))
+    handles = [
+        plt.Line2D([], [], color=styles[m][0], marker=styles[m][1], linestyle="", label=m)
+        for m in models
+    ]
+    if any(
+        r.p_value is not None for _, members, _ in facets for r in members
+    ):  # no p-value, no hollow point
+        handles.append(
+            plt.Line2D(
+                [],
+                [],
+                color="black",
+                marker="o",
+                markerfacecolor="white",
+                linestyle="",
+                label="hollow: not significant (Holm)",
+            )
+        )
     fig.suptitle(report.title, fontsize=10)
-    fig.legend(handles=handles, fontsize=7, loc="outside lower center", ncol=min(3, len(handles)), frameon=False)
+    fig.legend(
+        handles=handles,
+        fontsize=7,
+        loc="outside lower center",
+        ncol=min(3, len(handles)),
+        frameon=False,
+    )
     written = _save(fig, folder, "forest", formats)
     plt.close(fig)
     return written
@@ -160,8 +224,14 @@ def heatmap(report: Report, folder: Path, formats: tuple[str, ...] = FORMATS) ->
     cell_w = 0.62 if max_cols <= 12 else 0.36
     width = max(6.0, 2.8 + cell_w * max_cols)
     heights = [1.3 + 0.3 * len(p[2]) + 0.06 * max(len(c) for c in p[3]) for p in panels]
-    fig, axes = plt.subplots(len(panels), 1, figsize=(width, sum(heights)), squeeze=False,
-                             gridspec_kw={"height_ratios": heights}, layout="constrained")
+    fig, axes = plt.subplots(
+        len(panels),
+        1,
+        figsize=(width, sum(heights)),
+        squeeze=False,
+        gridspec_kw={"height_ratios": heights},
+        layout="constrained",
+    )
     for ax, (metric, members, row_keys, cols) in zip(axes[:, 0], panels):
         kind = kind_of(members[0])
         grid = np.full((len(row_keys), len(cols)), np.nan)
@@ -171,28 +241,53 @@ def heatmap(report: Report, folder: Path, formats: tuple[str, ...] = FORMATS) ->
             i, j = row_keys.index(_row_key(report, names, r)), cols.index(tests[r.wordset])
             grid[i, j] = r.effect_size
             adj = report.adjusted.get(r.key)
-            text[i][j] = f"{kind.format(r.effect_size, digits)}{significance(adj.holm) if adj else ''}"
+            text[i][j] = (
+                f"{kind.format(r.effect_size, digits)}{significance(adj.holm) if adj else ''}"
+            )
         ref = kind.reference if kind.reference is not None else float(np.nanmean(grid))
         spread = float(np.nanmax(np.abs(grid - ref))) if np.isfinite(grid).any() else 1.0
         spread = spread if spread > 0 else 1.0
         cmap = plt.get_cmap("RdBu_r").with_extremes(bad="#dddddd")
-        image = ax.imshow(np.ma.masked_invalid(grid), cmap=cmap, vmin=ref - spread, vmax=ref + spread, aspect="auto")
+        image = ax.imshow(
+            np.ma.masked_invalid(grid),
+            cmap=cmap,
+            vmin=ref - spread,
+            vmax=ref + spread,
+            aspect="auto",
+        )
         legible = max_cols <= 14 and len(row_keys) <= 40
         if legible:
             for i in range(len(row_keys)):
                 for j in range(len(cols)):
                     if text[i][j]:
                         dark = abs(grid[i, j] - ref) > 0.6 * spread
-                        ax.text(j, i, text[i][j], ha="center", va="center", fontsize=6.5, color="white" if dark else "black")
+                        ax.text(
+                            j,
+                            i,
+                            text[i][j],
+                            ha="center",
+                            va="center",
+                            fontsize=6.5,
+                            color="white" if dark else "black",
+                        )
         ax.set_xticks(range(len(cols)))
         ax.set_xticklabels(cols, rotation=40, ha="right", fontsize=7)
         ax.set_yticks(range(len(row_keys)))
         ax.set_yticklabels(row_keys, fontsize=7)
-        marks = " (* Holm p<0.05, ** <0.01, *** <0.001)" if any(report.adjusted.get(r.key) for r in members) and legible else ""
+        marks = (
+            " (* Holm p<0.05, ** <0.01, *** <0.001)"
+            if any(report.adjusted.get(r.key) for r in members) and legible
+            else ""
+        )
         grey = "; grey: no result (refused, failed or not run)" if np.isnan(grid).any() else ""
-        ax.set_title(f"{variant_label(metric, '')}: {kind.name}{marks}{grey}", fontsize=8, loc="left")
+        ax.set_title(
+            f"{variant_label(metric, '')}: {kind.name}{marks}{grey}", fontsize=8, loc="left"
+        )
         bar = fig.colorbar(image, ax=ax, fraction=0.05, pad=0.01)
-        bar.set_label(kind.label + (f" ({kind.unit})" if kind.unit and kind.unit != kind.label else ""), fontsize=7)
+        bar.set_label(
+            kind.label + (f" ({kind.unit})" if kind.unit and kind.unit != kind.label else ""),
+            fontsize=7,
+        )
         bar.ax.tick_params(labelsize=6)
     written = _save(fig, folder, "heatmap", formats)
     plt.close(fig)
@@ -239,7 +334,9 @@ def _page_note(names: list[str], page: int, first: int, last: int, total: int, w
     return f"{what} {first}-{last} of {total} ({names[0]}.png holds the first, {others} the rest)"
 
 
-def words(report: Report, folder: Path, formats: tuple[str, ...] = FORMATS, limit: int = 12) -> list[Path]:
+def words(
+    report: Report, folder: Path, formats: tuple[str, ...] = FORMATS, limit: int = 12
+) -> list[Path]:
     """Each target word's s(w), sorted, coloured by set: one panel per WEAT/SEAT result, `limit` panels
     a file (words.png, then words-2.png, ...: each says which panels it shows); SEAT's sentences are
     averaged per word."""
@@ -253,7 +350,7 @@ def words(report: Report, folder: Path, formats: tuple[str, ...] = FORMATS, limi
             per.setdefault((row["set"], row.get("word") or row["item"]), []).append(float(row["s"]))
         items = sorted(((k[0], k[1], sum(v) / len(v)) for k, v in per.items()), key=lambda t: t[2])
         panels.append((r, items))
-    pages = [panels[i:i + limit] for i in range(0, len(panels), limit)]
+    pages = [panels[i : i + limit] for i in range(0, len(panels), limit)]
     names = _pages("words", len(pages))
     written: list[Path] = []
     for n, page in enumerate(pages):
@@ -273,32 +370,50 @@ def _remove_pages_past(folder: Path, name: str, count: int, formats: tuple[str, 
             page += 1
 
 
-def _words_page(report: Report, folder: Path, formats: tuple[str, ...], panels: list[Any], name: str, note: str) -> list[Path]:
+def _words_page(
+    report: Report, folder: Path, formats: tuple[str, ...], panels: list[Any], name: str, note: str
+) -> list[Path]:
     plt = _pyplot()
     names = short_models(report.results)
     tests = short_tests(report.results)
     cols = min(3, len(panels))
     nrows = math.ceil(len(panels) / cols)
     tallest = max(len(items) for _, items in panels)
-    fig, axes = plt.subplots(nrows, cols, figsize=(3.6 * cols, 0.9 + (0.8 + 0.13 * tallest) * nrows), squeeze=False,
-                             layout="constrained")
+    fig, axes = plt.subplots(
+        nrows,
+        cols,
+        figsize=(3.6 * cols, 0.9 + (0.8 + 0.13 * tallest) * nrows),
+        squeeze=False,
+        layout="constrained",
+    )
     set_colour = {"X": _COLOURS[0], "Y": _COLOURS[1]}
     for ax, (r, items) in zip(axes.flat, panels):
-        ax.barh(range(len(items)), [s for _, _, s in items], color=[set_colour.get(k, "grey") for k, _, _ in items])
+        ax.barh(
+            range(len(items)),
+            [s for _, _, s in items],
+            color=[set_colour.get(k, "grey") for k, _, _ in items],
+        )
         ax.set_yticks(range(len(items)))
         ax.set_yticklabels([w for _, w, _ in items], fontsize=6 if len(items) > 20 else 7)
         ax.axvline(0, color="grey", linewidth=0.6)
         settings = report.settings.get(r.key, "")
-        title = f"{tests[r.wordset]} {variant_label(r.metric, settings)}" + (f" | {names[r.model]}" if len(names) > 1 else "")
+        title = f"{tests[r.wordset]} {variant_label(r.metric, settings)}" + (
+            f" | {names[r.model]}" if len(names) > 1 else ""
+        )
         ax.set_title(title, fontsize=7.5, loc="left")
         ax.set_xlabel("s(w) = mean cos(w, A) - mean cos(w, B)", fontsize=6.5)
         ax.tick_params(axis="x", labelsize=6)
-    for ax in list(axes.flat)[len(panels):]:
+    for ax in list(axes.flat)[len(panels) :]:
         ax.axis("off")
-    handles = [plt.Rectangle((0, 0), 1, 1, color=set_colour["X"], label="X (first target set)"),
-               plt.Rectangle((0, 0), 1, 1, color=set_colour["Y"], label="Y (second target set)")]
+    handles = [
+        plt.Rectangle((0, 0), 1, 1, color=set_colour["X"], label="X (first target set)"),
+        plt.Rectangle((0, 0), 1, 1, color=set_colour["Y"], label="Y (second target set)"),
+    ]
     fig.legend(handles=handles, loc="outside lower center", ncol=2, fontsize=7, frameon=False)
-    fig.suptitle("Association of each target word with A rather than B" + (f"\n{note}" if note else ""), fontsize=9)
+    fig.suptitle(
+        "Association of each target word with A rather than B" + (f"\n{note}" if note else ""),
+        fontsize=9,
+    )
     written = _save(fig, folder, name, formats)
     plt.close(fig)
     return written
@@ -319,7 +434,9 @@ def languages(report: Report, folder: Path, formats: tuple[str, ...] = FORMATS) 
     if len({_language(r) for r in rows}) < 2:
         return []
     every = list(dict.fromkeys((r.metric, report.settings.get(r.key, "")) for r in rows))
-    pages = [every[i:i + 8] for i in range(0, len(every), 8)]  # 8 panels a file: languages.png, languages-2.png, ...
+    pages = [
+        every[i : i + 8] for i in range(0, len(every), 8)
+    ]  # 8 panels a file: languages.png, languages-2.png, ...
     files = _pages("languages", len(pages))
     written: list[Path] = []
     for n, groups in enumerate(pages):
@@ -329,8 +446,15 @@ def languages(report: Report, folder: Path, formats: tuple[str, ...] = FORMATS) 
     return written
 
 
-def _languages_page(report: Report, folder: Path, formats: tuple[str, ...], rows: list[Result], groups: list[tuple[str, str]],
-                    name: str, note: str) -> list[Path]:
+def _languages_page(
+    report: Report,
+    folder: Path,
+    formats: tuple[str, ...],
+    rows: list[Result],
+    groups: list[tuple[str, str]],
+    name: str,
+    note: str,
+) -> list[Path]:
     import numpy as np
 
     plt = _pyplot()
@@ -342,11 +466,21 @@ def _languages_page(report: Report, folder: Path, formats: tuple[str, ...], rows
 
     all_rows = sorted({row_of(r) for r in rows}, key=natural_key)
     all_tests = sorted({r.wordset.split("/")[-1] for r in rows}, key=natural_key)
-    fig, axes = plt.subplots(len(groups), 1, squeeze=False, layout="constrained",
-                             figsize=(max(6.0, 3.0 + 0.6 * len(all_tests)), sum(1.5 + 0.3 * len(all_rows) for _ in groups)))
+    fig, axes = plt.subplots(
+        len(groups),
+        1,
+        squeeze=False,
+        layout="constrained",
+        figsize=(
+            max(6.0, 3.0 + 0.6 * len(all_tests)),
+            sum(1.5 + 0.3 * len(all_rows) for _ in groups),
+        ),
+    )
     for ax, (metric, settings) in zip(axes[:, 0], groups):
         kind = kind_of(next(r for r in rows if r.metric == metric))
-        members = [r for r in rows if r.metric == metric and report.settings.get(r.key, "") == settings]
+        members = [
+            r for r in rows if r.metric == metric and report.settings.get(r.key, "") == settings
+        ]
         labels = sorted({row_of(r) for r in members}, key=natural_key)
         tests = sorted({r.wordset.split("/")[-1] for r in members}, key=natural_key)
         grid = np.full((len(labels), len(tests)), np.nan)
@@ -354,20 +488,34 @@ def _languages_page(report: Report, folder: Path, formats: tuple[str, ...], rows
             grid[labels.index(row_of(r)), tests.index(r.wordset.split("/")[-1])] = r.effect_size
         ref = kind.reference if kind.reference is not None else float(np.nanmean(grid))
         spread = float(np.nanmax(np.abs(grid - ref))) or 1.0
-        image = ax.imshow(np.ma.masked_invalid(grid), cmap=plt.get_cmap("RdBu_r").with_extremes(bad="#dddddd"),
-                          vmin=ref - spread, vmax=ref + spread, aspect="auto")
+        image = ax.imshow(
+            np.ma.masked_invalid(grid),
+            cmap=plt.get_cmap("RdBu_r").with_extremes(bad="#dddddd"),
+            vmin=ref - spread,
+            vmax=ref + spread,
+            aspect="auto",
+        )
         if len(tests) <= 16 and len(labels) <= 30:
             for i in range(len(labels)):
                 for j in range(len(tests)):
                     if np.isfinite(grid[i, j]):
                         dark = abs(grid[i, j] - ref) > 0.6 * spread
-                        ax.text(j, i, kind.format(grid[i, j], 2 if kind.unit != "%" else 0), ha="center", va="center",
-                                fontsize=6.5, color="white" if dark else "black")
+                        ax.text(
+                            j,
+                            i,
+                            kind.format(grid[i, j], 2 if kind.unit != "%" else 0),
+                            ha="center",
+                            va="center",
+                            fontsize=6.5,
+                            color="white" if dark else "black",
+                        )
         ax.set_xticks(range(len(tests)))
         ax.set_xticklabels(tests, rotation=30, ha="right", fontsize=7)
         ax.set_yticks(range(len(labels)))
         ax.set_yticklabels(labels, fontsize=7)
-        ax.set_title(f"{variant_label(metric, settings)}: {kind.name}, by language", fontsize=8, loc="left")
+        ax.set_title(
+            f"{variant_label(metric, settings)}: {kind.name}, by language", fontsize=8, loc="left"
+        )
         bar = fig.colorbar(image, ax=ax, fraction=0.05, pad=0.01)
         bar.set_label(kind.label, fontsize=7)
         bar.ax.tick_params(labelsize=6)
@@ -384,24 +532,52 @@ def p_vs_effect(report: Report, folder: Path, formats: tuple[str, ...] = FORMATS
         return []
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(6.5, 4.8))
-    every = list(dict.fromkeys(variant_label(r.metric, report.settings.get(r.key, "")) for r in rows))
-    variants = every[:16]  # a legend of 16 styles; the points of any further variant are drawn in grey
+    every = list(
+        dict.fromkeys(variant_label(r.metric, report.settings.get(r.key, "")) for r in rows)
+    )
+    variants = every[
+        :16
+    ]  # a legend of 16 styles; the points of any further variant are drawn in grey
     styles = model_styles(variants)
     rest = every[16:]
     if rest:
-        styles[f"{len(rest)} other metric/setting variants (grey, see results.csv)"] = ("#999999", "o")
+        styles[f"{len(rest)} other metric/setting variants (grey, see results.csv)"] = (
+            "#999999",
+            "o",
+        )
     for v in list(styles):
-        members = [r for r in rows if variant_label(r.metric, report.settings.get(r.key, "")) in ([v] if v in variants else rest)]
+        members = [
+            r
+            for r in rows
+            if variant_label(r.metric, report.settings.get(r.key, ""))
+            in ([v] if v in variants else rest)
+        ]
         xs = [r.effect_size for r in members]
         ys = [-math.log10(max(r.p_value, 1e-300)) for r in members]
         colour, marker = styles[v]
         faces = [colour if _holm_significant(report, r) else "white" for r in members]
-        ax.scatter(xs, ys, marker=marker, facecolors=faces, edgecolors=[colour], label=v, s=26, linewidths=0.9)
-    ax.axhline(-math.log10(0.05), color="grey", linestyle="--", linewidth=0.8, label="p = 0.05 (raw)")
+        ax.scatter(
+            xs,
+            ys,
+            marker=marker,
+            facecolors=faces,
+            edgecolors=[colour],
+            label=v,
+            s=26,
+            linewidths=0.9,
+        )
+    ax.axhline(
+        -math.log10(0.05), color="grey", linestyle="--", linewidth=0.8, label="p = 0.05 (raw)"
+    )
     floors = sorted({f for f in (p_floor(r) for r in rows) if f})
     for f in floors[:2]:
-        ax.axhline(-math.log10(f), color="#b07000", linestyle=":", linewidth=1.0,
-                   label=f"p floor of a sampled test: {f:.1e} (true p may be smaller)")
+        ax.axhline(
+            -math.log10(f),
+            color="#b07000",
+            linestyle=":",
+            linewidth=1.0,
+            label=f"p floor of a sampled test: {f:.1e} (true p may be smaller)",
+        )
     kinds = {kind_of(r).axis for r in rows}
     ax.set_xlabel(kinds.pop() if len(kinds) == 1 else "value as each metric defines it", fontsize=8)
     ax.set_ylabel("-log10 p (raw)", fontsize=8)

@@ -18,7 +18,16 @@ from typing import Any
 from bias.core.model import OK
 from bias.core.reports.tables import Report, breakdown_of, ci_text, value_text
 from bias.core.runs.folder import readable_in_run
-from bias.core.reports.values import convention_text, format_p, result_p, short_models, short_tests, significance, test_title, variant_label
+from bias.core.reports.values import (
+    convention_text,
+    format_p,
+    result_p,
+    short_models,
+    short_tests,
+    significance,
+    test_title,
+    variant_label,
+)
 
 _CSS = """
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:2rem auto;max-width:72rem;padding:0 1rem;color:#222}
@@ -73,7 +82,9 @@ def _figures(report: Report, folder: Path) -> list[tuple[str, bytes]]:
     from bias.core.reports.figures import FIGURES, write_figures
 
     drawn = {}
-    for base in FIGURES:  # a figure of many panels goes on over further files: words.png, words-2.png, ...
+    for (
+        base
+    ) in FIGURES:  # a figure of many panels goes on over further files: words.png, words-2.png, ...
         name, page = base, 1
         while (path := readable_in_run(folder, f"{name}.png", "the figure")) is not None:
             drawn[name] = path
@@ -89,7 +100,11 @@ def _figures(report: Report, folder: Path) -> list[tuple[str, bytes]]:
         from bias.core.runs.results import read_scores
 
         for r in report.results:
-            inside = readable_in_run(folder, r.figures.get("scores") if isinstance(r.figures, dict) else None, "figures.scores in results.jsonl")
+            inside = readable_in_run(
+                folder,
+                r.figures.get("scores") if isinstance(r.figures, dict) else None,
+                "figures.scores in results.jsonl",
+            )
             if inside is not None:
                 read_scores(inside)  # a damaged file is named where it lies, not in the copy
                 (Path(tmp) / inside.name).write_bytes(inside.read_bytes())
@@ -98,7 +113,11 @@ def _figures(report: Report, folder: Path) -> list[tuple[str, bytes]]:
 
 
 def _scores(folder: Path, r: Any) -> list[dict[str, str]]:
-    path = readable_in_run(folder, r.figures.get("scores") if isinstance(r.figures, dict) else None, "figures.scores in results.jsonl")
+    path = readable_in_run(
+        folder,
+        r.figures.get("scores") if isinstance(r.figures, dict) else None,
+        "figures.scores in results.jsonl",
+    )
     if path is None:
         return []
     from bias.core.runs.results import read_scores
@@ -124,19 +143,38 @@ def to_html(report: Report, folder: Path, agreement: Any = None) -> str:
         '<h2 id="results">Results</h2>',
         '<div style="overflow-x:auto"><table class="results"><thead><tr>',
     ]
-    heads = ["Model", "Test", "Metric", "Value", report.ci_label, "p", "Holm p", "BH p", "n (X/Y/A/B)", "Status"]
+    heads = [
+        "Model",
+        "Test",
+        "Metric",
+        "Value",
+        report.ci_label,
+        "p",
+        "Holm p",
+        "BH p",
+        "n (X/Y/A/B)",
+        "Status",
+    ]
     out.append("".join(f'<th scope="col">{_e(h)}</th>' for h in heads))
     out.append("</tr></thead><tbody>")
     for r in report.results:
         adj = report.adjusted.get(r.key)
         ok = r.status == OK
         holm = (format_p(adj.holm) + " " + significance(adj.holm)).strip() if adj else "-"
-        sizes = "/".join(str(r.sizes.get(k, "-")) for k in ("X", "Y", "A", "B")) if r.sizes and "X" in r.sizes else "-"
+        sizes = (
+            "/".join(str(r.sizes.get(k, "-")) for k in ("X", "Y", "A", "B"))
+            if r.sizes and "X" in r.sizes
+            else "-"
+        )
         cells = [
             (names[r.model], "", None),
             (tests[r.wordset], "", None),
             (variant_label(r.metric, report.settings.get(r.key, "")), "", None),
-            (value_text(r) if ok else "-", "num", None if r.effect_size is None else repr(r.effect_size)),
+            (
+                value_text(r) if ok else "-",
+                "num",
+                None if r.effect_size is None else repr(r.effect_size),
+            ),
             (ci_text(r, 2) if ok else "-", "num", None),
             (result_p(r) if ok else "-", "num", None if r.p_value is None else repr(r.p_value)),
             (holm if ok else "-", "num", None if not adj else repr(adj.holm)),
@@ -145,31 +183,46 @@ def to_html(report: Report, folder: Path, agreement: Any = None) -> str:
             (r.status if ok else f"{r.status}: {r.reason}", "", None),
         ]
         row = "".join(
-            f'<td{f" class={chr(34)}{cls}{chr(34)}" if cls else ""}{f" data-sort={chr(34)}{_e(sort)}{chr(34)}" if sort else ""}>{_e(text)}</td>'
+            f"<td{f' class={chr(34)}{cls}{chr(34)}' if cls else ''}{f' data-sort={chr(34)}{_e(sort)}{chr(34)}' if sort else ''}>{_e(text)}</td>"
             for text, cls, sort in cells
         )
         out.append(f'<tr class="{_e(r.status)}">{row}</tr>')
     out.append("</tbody></table></div>")
-    out.append('<div class="notes"><ul>' + "".join(f"<li>{_e(n)}</li>" for n in report.notes()) + "</ul></div>")
+    out.append(
+        '<div class="notes"><ul>'
+        + "".join(f"<li>{_e(n)}</li>" for n in report.notes())
+        + "</ul></div>"
+    )
     broken_down = [r for r in report.results if breakdown_of(r)[1]]
     if broken_down:
         out.append('<h2 id="breakdown">Breakdown</h2>')
         for r in broken_down:
             columns, rows = breakdown_of(r)
-            out.append(f"<p>{_e(names[r.model])} / {_e(tests[r.wordset])} / {_e(r.metric)}</p><table class=\"results\"><thead><tr>")
-            out.append("".join(f'<th scope="col">{_e(c)}</th>' for c in columns) + "</tr></thead><tbody>")
-            out += ["<tr>" + "".join(f"<td>{_e(cell)}</td>" for cell in row) + "</tr>" for row in rows]
+            out.append(
+                f'<p>{_e(names[r.model])} / {_e(tests[r.wordset])} / {_e(r.metric)}</p><table class="results"><thead><tr>'
+            )
+            out.append(
+                "".join(f'<th scope="col">{_e(c)}</th>' for c in columns) + "</tr></thead><tbody>"
+            )
+            out += [
+                "<tr>" + "".join(f"<td>{_e(cell)}</td>" for cell in row) + "</tr>" for row in rows
+            ]
             out.append("</tbody></table>")
     if report.skipped:
         out.append("<h2>Combinations dropped before the run</h2><ul>")
-        out += [f"<li>{_e(s.get('metric'))} on {_e(s.get('wordset'))} with {_e(s.get('model'))}: {_e(s.get('reason'))}</li>" for s in report.skipped]
+        out += [
+            f"<li>{_e(s.get('metric'))} on {_e(s.get('wordset'))} with {_e(s.get('model'))}: {_e(s.get('reason'))}</li>"
+            for s in report.skipped
+        ]
         out.append("</ul>")
     figures = _figures(report, folder)
     if figures:
         out.append('<h2 id="figures">Figures</h2>')
         for name, data in figures:
             encoded = base64.b64encode(data).decode("ascii")
-            out.append(f'<figure><img alt="{_e(name)}" src="data:image/png;base64,{encoded}"><figcaption>{_e(name)}</figcaption></figure>')
+            out.append(
+                f'<figure><img alt="{_e(name)}" src="data:image/png;base64,{encoded}"><figcaption>{_e(name)}</figcaption></figure>'
+            )
     if agreement is not None:
         out.append(_agreement_section(report, agreement, folder))
     out.append('<h2 id="tests">Tests</h2>')
@@ -194,18 +247,25 @@ def to_html(report: Report, folder: Path, agreement: Any = None) -> str:
             out.append(f"<li>{_e(what)}: {_e('; '.join(bits))}")
             scores = _scores(folder, r)
             if scores and "s" in scores[0]:
-                listing = ", ".join(f"{row.get('word') or row['item']} ({row['set']}) {float(row['s']):+.3f}" for row in scores[:200])
+                listing = ", ".join(
+                    f"{row.get('word') or row['item']} ({row['set']}) {float(row['s']):+.3f}"
+                    for row in scores[:200]
+                )
                 out.append(f"<br><small>s(w): {_e(listing)}</small>")
             out.append("</li>")
         out.append("</ul></details>")
     manifest = readable_in_run(folder, "manifest.json", "the manifest")
     if manifest is not None:
         try:
-            text = json.dumps(json.loads(manifest.read_text(encoding="utf-8")), indent=2, ensure_ascii=False)
+            text = json.dumps(
+                json.loads(manifest.read_text(encoding="utf-8")), indent=2, ensure_ascii=False
+            )
         except ValueError:
             text = manifest.read_text(encoding="utf-8", errors="replace")
-        out.append('<h2 id="manifest">Manifest</h2><details><summary>manifest.json: command, experiment file, versions, '
-                   f"model fingerprints, machine</summary><pre>{_e(text)}</pre></details>")
+        out.append(
+            '<h2 id="manifest">Manifest</h2><details><summary>manifest.json: command, experiment file, versions, '
+            f"model fingerprints, machine</summary><pre>{_e(text)}</pre></details>"
+        )
     out.append(f"<script>{_JS}</script></body></html>")
     return "\n".join(out) + "\n"
 

@@ -45,7 +45,9 @@ def _p(text: str) -> str:
         bound, text = "< ", text[1:]
     if "e" in text:
         mantissa, exponent = text.split("e")
-        text = (f"{mantissa}\\times " if mantissa not in ("1", "") else "") + f"10^{{{int(exponent)}}}"
+        text = (
+            f"{mantissa}\\times " if mantissa not in ("1", "") else ""
+        ) + f"10^{{{int(exponent)}}}"
     return f"${bound}{text}$"
 
 
@@ -74,15 +76,28 @@ def to_latex(report: Report, *, caption: str | None = None, label: str = "tab:bi
     Short model and test names (legend in the notes), two decimals for the values and their
     intervals, p as `format_p` writes it."""
     from bias.core.reports.tables import ci_text
-    from bias.core.reports.values import format_p, kind_of, result_p, short_models, short_tests, variant_label
+    from bias.core.reports.values import (
+        format_p,
+        kind_of,
+        result_p,
+        short_models,
+        short_tests,
+        variant_label,
+    )
 
     ok = [r for r in report.results if r.status == OK]
     adjusted = report.adjusted
     models = short_models(report.results)
     tests = short_tests(report.results)
     several = len(models) > 1
-    head = (["Model"] if several else []) + ["Test", "Metric", "Value", escape(report.ci_label).replace("\\%", "\\,\\%"),
-                                             "$p$", "$p_{\\mathrm{Holm}}$"]
+    head = (["Model"] if several else []) + [
+        "Test",
+        "Metric",
+        "Value",
+        escape(report.ci_label).replace("\\%", "\\,\\%"),
+        "$p$",
+        "$p_{\\mathrm{Holm}}$",
+    ]
     spec = ("l" if several else "") + "llrcrr"
     rows = []
     widths = []
@@ -99,8 +114,18 @@ def to_latex(report: Report, *, caption: str | None = None, label: str = "tab:bi
             _p(result_p(r)),
             (_p(format_p(adj.holm)) + _marks(significance(adj.holm))) if adj else "--",
         ]
-        widths.append(sum(len(c) for c in (models[r.model] if several else "", tests[r.wordset], r.metric,
-                                           report.settings.get(r.key, ""))) + 40)
+        widths.append(
+            sum(
+                len(c)
+                for c in (
+                    models[r.model] if several else "",
+                    tests[r.wordset],
+                    r.metric,
+                    report.settings.get(r.key, ""),
+                )
+            )
+            + 40
+        )
         rows.append(" & ".join(cells) + " \\\\")
     widest = max(widths, default=0)
     compact = widest <= _COLUMN_CHARS
@@ -121,15 +146,34 @@ def to_latex(report: Report, *, caption: str | None = None, label: str = "tab:bi
     ]
     for part in range(parts):
         last = part == parts - 1
-        lines += [f"\\begin{{{float_env}}}[{'htbp' if float_env == 'table' else 'tbp'}]", "\\centering"]
+        lines += [
+            f"\\begin{{{float_env}}}[{'htbp' if float_env == 'table' else 'tbp'}]",
+            "\\centering",
+        ]
         lines += ["\\footnotesize", "\\setlength{\\tabcolsep}{3pt}"] if compact else ["\\small"]
         # Shrink a table wider than the line (the width is an estimate from the characters), never enlarge one.
         lines.append("\\resizebox{\\ifdim\\width>\\linewidth\\linewidth\\else\\width\\fi}{!}{%")
-        lines += [f"\\begin{{tabular}}{{{spec}}}", "\\toprule", " & ".join(head) + " \\\\", "\\midrule",
-                  *rows[part * size:(part + 1) * size], "\\bottomrule", "\\end{tabular}}"]
+        lines += [
+            f"\\begin{{tabular}}{{{spec}}}",
+            "\\toprule",
+            " & ".join(head) + " \\\\",
+            "\\midrule",
+            *rows[part * size : (part + 1) * size],
+            "\\bottomrule",
+            "\\end{tabular}}",
+        ]
         if last:
-            lines += ["\\par\\smallskip", "\\begin{minipage}{\\linewidth}\\footnotesize", " ".join(notes), "\\end{minipage}"]
-        where = "" if parts == 1 else f" (part {part + 1} of {parts}" + (", notes under the last)" if not last else ")")
+            lines += [
+                "\\par\\smallskip",
+                "\\begin{minipage}{\\linewidth}\\footnotesize",
+                " ".join(notes),
+                "\\end{minipage}",
+            ]
+        where = (
+            ""
+            if parts == 1
+            else f" (part {part + 1} of {parts}" + (", notes under the last)" if not last else ")")
+        )
         lines.append(f"\\caption{{{title}{where}}}")
         lines.append(f"\\label{{{label}}}" if part == 0 else f"\\label{{{label}-{part + 1}}}")
         lines.append(f"\\end{{{float_env}}}")
@@ -146,7 +190,9 @@ def breakable(text: str) -> str:
     """LaTeX text with a permitted line break (`\\allowbreak`) after each separator of its long words
     (paths, model specs); short words are left as they are."""
     return " ".join(
-        _BREAK_AFTER.sub(lambda m: m.group(1) + "\\allowbreak{}", word) if len(word) > _LONG_WORD else word
+        _BREAK_AFTER.sub(lambda m: m.group(1) + "\\allowbreak{}", word)
+        if len(word) > _LONG_WORD
+        else word
         for word in text.split(" ")
     )
 
@@ -159,6 +205,8 @@ def _note(text: str) -> str:
 def standalone(report: Report, *, two_columns: bool = False) -> str:
     """A complete document around the table (for checking that it compiles and fits)."""
     return (
-        "\\documentclass" + ("[twocolumn]" if two_columns else "") + "{article}\n\\usepackage{booktabs}\n\\usepackage{graphicx}\n"
+        "\\documentclass"
+        + ("[twocolumn]" if two_columns else "")
+        + "{article}\n\\usepackage{booktabs}\n\\usepackage{graphicx}\n"
         "\\begin{document}\n" + to_latex(report) + "\\end{document}\n"
     )

@@ -30,7 +30,10 @@ def _drawable(figures: dict) -> bool:
     if not (isinstance(axes, list) and len(axes) == 2 and all(isinstance(a, str) for a in axes)):
         return False
     if not isinstance(groups, dict) or not all(
-        isinstance(groups.get(a), list) and len(groups[a]) == 2 and all(isinstance(g, str) for g in groups[a]) for a in axes
+        isinstance(groups.get(a), list)
+        and len(groups[a]) == 2
+        and all(isinstance(g, str) for g in groups[a])
+        for a in axes
     ):
         return False
     number = (int, float)
@@ -38,7 +41,10 @@ def _drawable(figures: dict) -> bool:
         isinstance(points, list)
         and bool(points)
         and all(
-            isinstance(p, list) and len(p) == 3 and isinstance(p[0], str) and all(isinstance(v, number) for v in p[1:])
+            isinstance(p, list)
+            and len(p) == 3
+            and isinstance(p[0], str)
+            and all(isinstance(v, number) for v in p[1:])
             for p in points
         )
     )
@@ -46,7 +52,11 @@ def _drawable(figures: dict) -> bool:
 
 def quadrant_results(report: Report) -> list[Result]:
     """The results that declare the quadrant figure and give what it is drawn from."""
-    return [r for r in report.results if FIGURE in kind_of(r).figures and r.status == OK and _drawable(r.figures or {})]
+    return [
+        r
+        for r in report.results
+        if FIGURE in kind_of(r).figures and r.status == OK and _drawable(r.figures or {})
+    ]
 
 
 def quadrant_scatter(result: Result, folder: Path, formats: tuple[str, ...]) -> list[Path]:
@@ -75,27 +85,56 @@ def quadrant_scatter(result: Result, folder: Path, formats: tuple[str, ...]) -> 
     ax.set_ylim(-span_y, span_y)
     ax.axhline(0, color="grey", lw=0.8, zorder=1)
     ax.axvline(0, color="grey", lw=0.8, zorder=1)
-    corners = {(1, 1): f"{x_pos} {y_pos}", (-1, 1): f"{x_neg} {y_pos}", (-1, -1): f"{x_neg} {y_neg}", (1, -1): f"{x_pos} {y_neg}"}
+    corners = {
+        (1, 1): f"{x_pos} {y_pos}",
+        (-1, 1): f"{x_neg} {y_pos}",
+        (-1, -1): f"{x_neg} {y_neg}",
+        (1, -1): f"{x_pos} {y_neg}",
+    }
     quadrants = figures.get("quadrants")
-    quadrants = {k: v for k, v in quadrants.items() if isinstance(v, dict)} if isinstance(quadrants, dict) else {}
+    quadrants = (
+        {k: v for k, v in quadrants.items() if isinstance(v, dict)}
+        if isinstance(quadrants, dict)
+        else {}
+    )
     for (sx, sy), name in corners.items():
         share = quadrants.get(name, {}).get("share")
         text = name + (f"\n{share:.0%} of items" if isinstance(share, (int, float)) else "")
-        ax.text(sx * span_x * 0.97, sy * span_y * 0.95, text, ha="right" if sx > 0 else "left", va="top" if sy > 0 else "bottom", color="grey", fontsize=9)
+        ax.text(
+            sx * span_x * 0.97,
+            sy * span_y * 0.95,
+            text,
+            ha="right" if sx > 0 else "left",
+            va="top" if sy > 0 else "bottom",
+            color="grey",
+            fontsize=9,
+        )
     where = {p[0]: (p[1], p[2]) for p in points}
     for name, entry in quadrants.items():
         top = entry.get("top")
         for item in top if isinstance(top, list) else []:
             label = item[0] if isinstance(item, list) and item else None
             if isinstance(label, str) and label in where:
-                ax.annotate(label, where[label], xytext=(4, 3), textcoords="offset points", fontsize=8, zorder=4)
+                ax.annotate(
+                    label,
+                    where[label],
+                    xytext=(4, 3),
+                    textcoords="offset points",
+                    fontsize=8,
+                    zorder=4,
+                )
     unit = figures.get("axis_unit")
     unit = f", {unit}" if isinstance(unit, str) and unit else ""
     ax.set_xlabel(f"{x_name}: {x_pos} (+) vs {x_neg} (-){unit}")
     ax.set_ylabel(f"{y_name}: {y_pos} (+) vs {y_neg} (-){unit}")
     p = f", p = {result.p_value:.3g}" if result.p_value is not None else ""
-    ax.set_title(f"{result.metric.upper()} {result.wordset.split('/')[-1]} on {result.model.split('/')[-1]}{p}", fontsize=10)
-    written = _save(fig, folder, f"{_slug(result.metric)}-{_slug(result.wordset)}-{result.key[:8]}", formats)
+    ax.set_title(
+        f"{result.metric.upper()} {result.wordset.split('/')[-1]} on {result.model.split('/')[-1]}{p}",
+        fontsize=10,
+    )
+    written = _save(
+        fig, folder, f"{_slug(result.metric)}-{_slug(result.wordset)}-{result.key[:8]}", formats
+    )
     plt.close(fig)
     return written
 

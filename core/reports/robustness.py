@@ -173,7 +173,9 @@ def _scale(members: Sequence[Result]) -> ValueKind:
     kinds = list(dict.fromkeys(kind_of(r) for r in members))
     if len(kinds) == 1:
         return kinds[0]
-    return attrs.evolve(kinds[0], label=kinds[0].scale_name, name="; ".join(dict.fromkeys(k.name for k in kinds)))
+    return attrs.evolve(
+        kinds[0], label=kinds[0].scale_name, name="; ".join(dict.fromkeys(k.name for k in kinds))
+    )
 
 
 def _all_choices(r: Result) -> dict[str, str]:
@@ -214,15 +216,30 @@ def curves(report: Report, alpha: float = ALPHA) -> list[Curve]:
     for (concept, model, _, _), members in groups.items():
         choices = [_all_choices(r) for r in members]
         names = sorted({k for c in choices for k in c}, key=_dimension_order)
-        varying = [k for k in names if len({c[k] for c in choices if k in c}) > 1 or
-                   (k == "test" and len({r.wordset for r in members}) > 1)]
+        varying = [
+            k
+            for k in names
+            if len({c[k] for c in choices if k in c}) > 1
+            or (k == "test" and len({r.wordset for r in members}) > 1)
+        ]
         specs = []
         for r, c in zip(members, choices):
             adj = report.adjusted.get(r.key)
-            specs.append(Specification(r, {k: c[k] for k in varying if k in c}, adj.holm if adj else None))
+            specs.append(
+                Specification(r, {k: c[k] for k in varying if k in c}, adj.holm if adj else None)
+            )
         specs.sort(key=lambda s: (s.effect, s.result.key))
-        out.append(Curve(concept, model, _scale(members), specs, varying,
-                         list(dict.fromkeys(r.wordset for r in members)), alpha))
+        out.append(
+            Curve(
+                concept,
+                model,
+                _scale(members),
+                specs,
+                varying,
+                list(dict.fromkeys(r.wordset for r in members)),
+                alpha,
+            )
+        )
     return out
 
 
@@ -231,7 +248,11 @@ def robust_curves(report: Report, alpha: float = ALPHA) -> list[Curve]:
     found = curves(report, alpha)
     several = [c for c in found if c.n >= 2]
     if not several:
-        what = f"{len(found)} test(s), each with one specification" if found else "no result with a value"
+        what = (
+            f"{len(found)} test(s), each with one specification"
+            if found
+            else "no result with a value"
+        )
         raise BiasError(
             f"No test in this run has two or more specifications to compare ({what}).",
             "Run one test across design choices, e.g. several metrics, levels, poolings or layers in an experiment "
@@ -284,10 +305,17 @@ def specification_records(found: Sequence[Curve]) -> list[dict[str, Any]]:
             ci = ci_of(s.result)
             rows.append(
                 {
-                    "concept": c.concept, "model": c.model, "rank": rank, "wordset": s.result.wordset,
+                    "concept": c.concept,
+                    "model": c.model,
+                    "rank": rank,
+                    "wordset": s.result.wordset,
                     **{d: s.choices.get(d, "") for d in dims},
-                    "effect_size": s.effect, "ci_low": ci[0] if ci else None, "ci_high": ci[1] if ci else None,
-                    "p_value": s.result.p_value, "p_holm": s.p_adjusted, "significant": s.significant(c.alpha),
+                    "effect_size": s.effect,
+                    "ci_low": ci[0] if ci else None,
+                    "ci_high": ci[1] if ci else None,
+                    "p_value": s.result.p_value,
+                    "p_holm": s.p_adjusted,
+                    "significant": s.significant(c.alpha),
                     "key": s.result.key,
                 }
             )
@@ -324,14 +352,27 @@ def notes(report: Report, found: Sequence[Curve]) -> list[str]:
     ]
 
 
-def to_markdown(report: Report, found: Sequence[Curve], figures: dict[str, str] | None = None) -> str:
+def to_markdown(
+    report: Report, found: Sequence[Curve], figures: dict[str, str] | None = None
+) -> str:
     lines = ["# Robustness to design choices", "", f"Run: {md_text(report.title)}.", ""]
-    lines += ["| Concept | Model | Value | Specs | Same sign | Significant | Median | Range | Choices varied |",
-              "|---|---|---|---|---|---|---|---|---|"]
+    lines += [
+        "| Concept | Model | Value | Specs | Same sign | Significant | Median | Range | Choices varied |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for c in found:
         rng = f"{_number(c.scale, c.low)} to {_number(c.scale, c.high)}"
-        cells = [c.concept, c.model, c.value_label, str(c.n), _share(c.same_sign_share), _share(c.significant_share),
-                 _number(c.scale, c.median), rng, ", ".join(c.dimensions)]
+        cells = [
+            c.concept,
+            c.model,
+            c.value_label,
+            str(c.n),
+            _share(c.same_sign_share),
+            _share(c.significant_share),
+            _number(c.scale, c.median),
+            rng,
+            ", ".join(c.dimensions),
+        ]
         lines.append("| " + " | ".join(md_text(x) for x in cells) + " |")
     lines += ["", "Notes:", ""] + [f"- {n}" for n in notes(report, found)]
     titles = [c.title for c in found]
@@ -340,12 +381,18 @@ def to_markdown(report: Report, found: Sequence[Curve], figures: dict[str, str] 
         lines += ["", f"## {md_text(c.concept)} on {md_text(c.model)}{scale}", ""]
         if figures and c.key in figures:
             lines += [f"![Specification curve of {md_text(c.concept)}]({figures[c.key]})", ""]
-        lines.append("| # | " + " | ".join(md_text(d) for d in c.dimensions) + " | Value | p (Holm) |")
+        lines.append(
+            "| # | " + " | ".join(md_text(d) for d in c.dimensions) + " | Value | p (Holm) |"
+        )
         lines.append("|---|" + "---|" * len(c.dimensions) + "---|---|")
         for rank, s in enumerate(c.specifications, start=1):
             marks = "*" if s.significant(c.alpha) else ""
-            cells = [str(rank), *(s.choices.get(d, "") for d in c.dimensions), _number(c.scale, s.effect),
-                     (format_p(s.p_adjusted) + marks) if s.p_adjusted is not None else "-"]
+            cells = [
+                str(rank),
+                *(s.choices.get(d, "") for d in c.dimensions),
+                _number(c.scale, s.effect),
+                (format_p(s.p_adjusted) + marks) if s.p_adjusted is not None else "-",
+            ]
             lines.append("| " + " | ".join(md_text(x) for x in cells) + " |")
     return "\n".join(lines) + "\n"
 
@@ -390,7 +437,11 @@ def draw(curve: Curve, path_stem: Path, formats: Sequence[str] = ("png",)) -> li
     width = min(24.0, max(7.0, 3.2 + 0.24 * n))
     top_h, row_h = 3.2, 0.24
     fig, (ax, panel) = plt.subplots(
-        2, 1, sharex=True, figsize=(width, top_h + 0.9 + row_h * max(len(rows), 1)), layout="constrained",
+        2,
+        1,
+        sharex=True,
+        figsize=(width, top_h + 0.9 + row_h * max(len(rows), 1)),
+        layout="constrained",
         gridspec_kw={"height_ratios": [top_h, max(row_h * len(rows), 0.6)]},
     )
     xs = np.arange(n)
@@ -402,7 +453,15 @@ def draw(curve: Curve, path_stem: Path, formats: Sequence[str] = ("png",)) -> li
         if ci is not None:
             ax.plot([x, x], ci, color=colour, linewidth=1.2, alpha=0.55)
         filled = s.significant(curve.alpha)
-        ax.plot([x], [s.effect], "o", color=colour, markerfacecolor=colour if filled else "white", markersize=5.5, zorder=3)
+        ax.plot(
+            [x],
+            [s.effect],
+            "o",
+            color=colour,
+            markerfacecolor=colour if filled else "white",
+            markersize=5.5,
+            zorder=3,
+        )
     if ref is not None:
         ax.axhline(ref, color="black", linewidth=0.8)
     ax.axhline(curve.median, color="#555555", linewidth=0.8, linestyle=":")
@@ -413,21 +472,60 @@ def draw(curve: Curve, path_stem: Path, formats: Sequence[str] = ("png",)) -> li
     ax.set_title(
         f"{curve.concept} on {curve.model}: {n} specifications\n"
         f"same sign as the median: {same}; significant after Holm correction: {sig}",
-        fontsize=9.5, loc="left",
+        fontsize=9.5,
+        loc="left",
     )
     ax.tick_params(axis="y", labelsize=8)
     ax.grid(axis="y", color="#eeeeee", linewidth=0.6)
     handles = [
-        plt.Line2D([], [], color=_POSITIVE, marker="o", linestyle="", label=f"significant, above {ref:g}" if ref is not None else "significant"),
-        plt.Line2D([], [], color=_NEGATIVE, marker="o", linestyle="", label=f"significant, below {ref:g}" if ref is not None else "significant"),
-        plt.Line2D([], [], color=_GREY, marker="o", markerfacecolor="white", linestyle="", label=f"not significant (Holm p >= {curve.alpha:g})"),
-        plt.Line2D([], [], color="#555555", linestyle=":", label=f"median {curve.scale.format(curve.median, 2)}"),
+        plt.Line2D(
+            [],
+            [],
+            color=_POSITIVE,
+            marker="o",
+            linestyle="",
+            label=f"significant, above {ref:g}" if ref is not None else "significant",
+        ),
+        plt.Line2D(
+            [],
+            [],
+            color=_NEGATIVE,
+            marker="o",
+            linestyle="",
+            label=f"significant, below {ref:g}" if ref is not None else "significant",
+        ),
+        plt.Line2D(
+            [],
+            [],
+            color=_GREY,
+            marker="o",
+            markerfacecolor="white",
+            linestyle="",
+            label=f"not significant (Holm p >= {curve.alpha:g})",
+        ),
+        plt.Line2D(
+            [],
+            [],
+            color="#555555",
+            linestyle=":",
+            label=f"median {curve.scale.format(curve.median, 2)}",
+        ),
     ]
     if ref is None:
         handles.pop(1)
     if any(ci_of(s.result) for s in specs):
-        handles.append(plt.Line2D([], [], color=_GREY, linewidth=1.2, alpha=0.55, label="bar: bootstrap interval"))
-    fig.legend(handles=handles, fontsize=7, loc="outside lower center", frameon=False, ncol=min(len(handles), 3))
+        handles.append(
+            plt.Line2D(
+                [], [], color=_GREY, linewidth=1.2, alpha=0.55, label="bar: bootstrap interval"
+            )
+        )
+    fig.legend(
+        handles=handles,
+        fontsize=7,
+        loc="outside lower center",
+        frameon=False,
+        ncol=min(len(handles), 3),
+    )
     # The choice panel: one row per (dimension, value), grouped by dimension.
     for y, (dim, value) in enumerate(rows):
         hit = [x for x, s in zip(xs, specs) if s.choices.get(dim) == value]
@@ -459,11 +557,19 @@ def _values(curve: Curve, dim: str) -> list[str]:
         except ValueError:
             return (1, 0.0, v)
 
-    return sorted(seen, key=key) if all(key(v)[0] == 0 for v in seen) else sorted(seen, key=natural_key)
+    return (
+        sorted(seen, key=key)
+        if all(key(v)[0] == 0 for v in seen)
+        else sorted(seen, key=natural_key)
+    )
 
 
-def write_robustness(report: Report, folder: Path, formats: Sequence[str] = ("md", "csv", "png"),
-                     alpha: float = ALPHA) -> tuple[list[Curve], list[Path]]:
+def write_robustness(
+    report: Report,
+    folder: Path,
+    formats: Sequence[str] = ("md", "csv", "png"),
+    alpha: float = ALPHA,
+) -> tuple[list[Curve], list[Path]]:
     """Curves with two or more specifications, their figures (`robustness-<concept>-<model>.png`) and
     tables (robustness.md; robustness.csv, one row per curve; robustness-specifications.csv)."""
     found = robust_curves(report, alpha)
@@ -483,7 +589,10 @@ def write_robustness(report: Report, folder: Path, formats: Sequence[str] = ("md
             fh.write(to_markdown(report, found, figures))
         written.append(folder / "robustness.md")
     if "csv" in formats:
-        for name, text in (("robustness.csv", to_csv(found)), ("robustness-specifications.csv", specifications_csv(found))):
+        for name, text in (
+            ("robustness.csv", to_csv(found)),
+            ("robustness-specifications.csv", specifications_csv(found)),
+        ):
             with open_in_run(folder, name) as fh:
                 fh.write(text)
             written.append(folder / name)

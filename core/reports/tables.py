@@ -22,7 +22,16 @@ from bias.core.text import natural_key
 from bias.core.statistics.multiple_testing import FAMILIES, Adjusted, adjust, spread_over_seeds
 
 from bias.core.reports.values import (  # noqa: F401  (format_p, significance: the one definition, re-exported)
-    MARKS_NOTE, ValueKind, convention_text, format_p, kind_of, p_floor, result_p, short_models, short_tests, significance,
+    MARKS_NOTE,
+    ValueKind,
+    convention_text,
+    format_p,
+    kind_of,
+    p_floor,
+    result_p,
+    short_models,
+    short_tests,
+    significance,
 )
 
 
@@ -41,7 +50,11 @@ def value_text(result: Result, digits: int | None = None) -> str:
 
 
 def sizes_text(result: Result) -> str:
-    return "/".join(str(result.sizes.get(k, "-")) for k in ("X", "Y", "A", "B")) if result.sizes else "-"
+    return (
+        "/".join(str(result.sizes.get(k, "-")) for k in ("X", "Y", "A", "B"))
+        if result.sizes
+        else "-"
+    )
 
 
 def lost_text(result: Result) -> str:
@@ -71,7 +84,9 @@ def settings_of(results: Sequence[Result]) -> dict[str, str]:
     for members in by_metric.values():
         # Only values that are there count: a failed result may carry no parameters at all.
         names = sorted({k for r in members for k in r.params})
-        varying = [k for k in names if len({repr(r.params[k]) for r in members if k in r.params}) > 1]
+        varying = [
+            k for k in names if len({repr(r.params[k]) for r in members if k in r.params}) > 1
+        ]
         seeds = len({r.seed for r in members if r.seed is not None}) > 1
         for r in members:
             parts = [f"{k}={r.params[k]}" for k in varying if k in r.params]
@@ -98,7 +113,9 @@ class Report:
     settings: dict[str, str]
     skipped: list[dict[str, Any]] = attrs.Factory(list)
     damaged: list[str] = attrs.Factory(list)
-    run_notes: list[str] = attrs.Factory(list)  # notes of the run's settings (e.g. a preset), from its manifest
+    run_notes: list[str] = attrs.Factory(
+        list
+    )  # notes of the run's settings (e.g. a preset), from its manifest
 
     @property
     def has_settings(self) -> bool:
@@ -185,7 +202,9 @@ class Report:
                     "n_B": r.sizes.get("B"),
                     "lost": sum(len(v) for v in r.lost.values()),
                     "reason": r.reason,
-                    "convention": json.dumps(r.convention, sort_keys=True, ensure_ascii=False, default=str),
+                    "convention": json.dumps(
+                        r.convention, sort_keys=True, ensure_ascii=False, default=str
+                    ),
                     "key": r.key,
                 }
             )
@@ -196,7 +215,10 @@ class Report:
         convention(s), the p floor, the correction and the marks, the short model names."""
         families = sorted({a.family for a in self.adjusted.values()})
         sizes = {a.family: a.size for a in self.adjusted.values()}
-        fam = ", ".join(f"{f} ({sizes[f]} test{'' if sizes[f] == 1 else 's'})" for f in families) or "none (no p-values)"
+        fam = (
+            ", ".join(f"{f} ({sizes[f]} test{'' if sizes[f] == 1 else 's'})" for f in families)
+            or "none (no p-values)"
+        )
         ok = [r for r in self.results if r.status == OK]
         notes = []
         kinds: dict[str, list[str]] = {}
@@ -206,36 +228,58 @@ class Report:
             ref = "" if k.reference is None else f"{k.reference:g}{k.unit} = no bias"
             sign = "the sign says which way" if k.signed and k.reference == 0.0 else ""
             extra = "; ".join(x for x in (ref, sign) if x)
-            text = (f"{k.label} = {k.name}" if k.name != k.label else k.label) + (f" ({extra})" if extra else "")
+            text = (f"{k.label} = {k.name}" if k.name != k.label else k.label) + (
+                f" ({extra})" if extra else ""
+            )
             kinds.setdefault(text, []).append(metric)
             if k.meaning and k.meaning not in meanings:
                 meanings.append(k.meaning)
         for text, metrics in kinds.items():
             notes.append(f"{', '.join(metrics)}: {text}.")
         notes.extend(meanings)
-        booted = [r for r in ok if ci_of(r) and r.figures.get("ci_method") not in ("normal", "wald")]
+        booted = [
+            r for r in ok if ci_of(r) and r.figures.get("ci_method") not in ("normal", "wald")
+        ]
         if booted:
-            methods = {{"bca": "BCa"}.get(str(r.figures.get("ci_method", "")), str(r.figures.get("ci_method", ""))) for r in booted}
+            methods = {
+                {"bca": "BCa"}.get(
+                    str(r.figures.get("ci_method", "")), str(r.figures.get("ci_method", ""))
+                )
+                for r in booted
+            }
             resamples = {r.figures.get("ci_resamples") for r in booted}
             detail = ", ".join(m for m in methods if m)
             if len(resamples) == 1 and None not in resamples:
                 detail += f", {int(resamples.pop()):,} resamples"
             # what was resampled: a metric may say (figures["ci_resampling"]); else the stimuli of each set
-            resampled = sorted({str(r.figures.get("ci_resampling") or "stimuli resampled within each set") for r in booted})
+            resampled = sorted(
+                {
+                    str(r.figures.get("ci_resampling") or "stimuli resampled within each set")
+                    for r in booted
+                }
+            )
             notes.append(f"{self.ci_label}: bootstrap interval ({detail}), {'; '.join(resampled)}.")
         wald = sorted({r.metric for r in ok if ci_of(r) and r.figures.get("ci_method") == "wald"})
         if wald:  # a model's coefficient (discrimination's mixed model): statsmodels' Wald interval
-            notes.append(f"{self.ci_label} ({', '.join(wald)}): Wald interval of the model's coefficient (estimate +- z SE).")
-        normal = sorted({r.metric for r in ok if ci_of(r) and r.figures.get("ci_method") == "normal"})
+            notes.append(
+                f"{self.ci_label} ({', '.join(wald)}): Wald interval of the model's coefficient (estimate +- z SE)."
+            )
+        normal = sorted(
+            {r.metric for r in ok if ci_of(r) and r.figures.get("ci_method") == "normal"}
+        )
         if normal:
-            notes.append(f"{self.ci_label} ({', '.join(normal)}): normal approximation p +- 1.96 sqrt(p(1-p)/n) over the held-out texts.")
+            notes.append(
+                f"{self.ci_label} ({', '.join(normal)}): normal approximation p +- 1.96 sqrt(p(1-p)/n) over the held-out texts."
+            )
         conventions: dict[str, list[str]] = {}
         for r in ok:
             text = convention_text(r)
             if text and r.metric not in conventions.setdefault(text, []):
                 conventions[text].append(r.metric)
         for text, metrics in conventions.items():
-            notes.append(f"p ({', '.join(metrics)}): {text}." if len(conventions) > 1 else f"p: {text}.")
+            notes.append(
+                f"p ({', '.join(metrics)}): {text}." if len(conventions) > 1 else f"p: {text}."
+            )
         sizes_seen = {sizes_text(r) for r in ok if r.sizes and all(k in r.sizes for k in "XYAB")}
         if len(sizes_seen) == 1:
             notes.append(f"Stimuli used (X/Y/A/B): {sizes_seen.pop()} in every test.")
@@ -264,7 +308,9 @@ class Report:
             notes.append("Tests: " + "; ".join(f"{s} = {n}" for n, s in tests.items()) + ".")
         names = short_models(self.results)
         if any(short != label for label, short in names.items()):
-            notes.append("Models: " + "; ".join(f"{short} = {label}" for label, short in names.items()) + ".")
+            notes.append(
+                "Models: " + "; ".join(f"{short} = {label}" for label, short in names.items()) + "."
+            )
         return notes + list(self.run_notes)
 
     def counts(self) -> dict[str, int]:
@@ -294,7 +340,9 @@ def build(
     if family not in FAMILIES:
         from bias.core.errors import BiasError
 
-        raise BiasError(f"Unknown multiple-testing family '{family}'.", f"Use one of {', '.join(FAMILIES)}.")
+        raise BiasError(
+            f"Unknown multiple-testing family '{family}'.", f"Use one of {', '.join(FAMILIES)}."
+        )
     results = in_order(results)
     return Report(
         title=title,
@@ -320,9 +368,35 @@ def to_csv(report: Report) -> str:
 
 
 _CSV_FIELDS = (
-    "model", "wordset", "metric", "settings", "status", "effect_size", "ci_low", "ci_high", "ci_level", "ci_method",
-    "ci_resamples", "p_value", "p_holm", "p_bh", "family", "family_size", "seeds_in_hypothesis", "p_method", "permutations", "ddof",
-    "alternative", "seed", "n_X", "n_Y", "n_A", "n_B", "lost", "reason", "key",
+    "model",
+    "wordset",
+    "metric",
+    "settings",
+    "status",
+    "effect_size",
+    "ci_low",
+    "ci_high",
+    "ci_level",
+    "ci_method",
+    "ci_resamples",
+    "p_value",
+    "p_holm",
+    "p_bh",
+    "family",
+    "family_size",
+    "seeds_in_hypothesis",
+    "p_method",
+    "permutations",
+    "ddof",
+    "alternative",
+    "seed",
+    "n_X",
+    "n_Y",
+    "n_A",
+    "n_B",
+    "lost",
+    "reason",
+    "key",
 )
 
 
@@ -370,7 +444,11 @@ def to_markdown(report: Report) -> str:
         lines += ["", "## Spread over seeds", ""]
         for h in spread:
             seeds = ", ".join(str(x) for x in h.seeds)
-            kind = next(kind_of(r) for r in report.results if (r.model, r.wordset, r.metric) == (h.model, h.wordset, h.metric))
+            kind = next(
+                kind_of(r)
+                for r in report.results
+                if (r.model, r.wordset, r.metric) == (h.model, h.wordset, h.metric)
+            )
             lines.append(
                 f"- {md_text(h.model)} / {md_text(h.wordset)} / {md_text(h.metric)} (seeds {seeds}): effect size "
                 f"{format_effect(h.effect_min, kind)} to {format_effect(h.effect_max, kind)}, p {format_p(h.p_min)} to {format_p(h.p_max)}"
@@ -388,7 +466,11 @@ def to_markdown(report: Report) -> str:
     if report.skipped:
         lines += ["", "## Skipped combinations", ""]
         for s in report.skipped:
-            lines.append(md_text(f"- {s.get('metric')} on {s.get('wordset')} with {s.get('model')}: {s.get('reason')}"))
+            lines.append(
+                md_text(
+                    f"- {s.get('metric')} on {s.get('wordset')} with {s.get('model')}: {s.get('reason')}"
+                )
+            )
     if report.damaged:
         lines += ["", "## Damaged lines of results.jsonl (skipped)", ""]
         lines += [f"- {md_text(d)}" for d in report.damaged]

@@ -47,7 +47,12 @@ def format_p(p: float | None, floor: float | None = None, *, log10_p: float | No
         return "-"
     if floor is not None and p <= floor * (1 + 1e-9):
         return f"<={floor:.1e}"
-    if log10_p is not None and math.isfinite(log10_p) and p <= UNDERFLOW and log10_p < math.log10(UNDERFLOW):
+    if (
+        log10_p is not None
+        and math.isfinite(log10_p)
+        and p <= UNDERFLOW
+        and log10_p < math.log10(UNDERFLOW)
+    ):
         return f"<1e{math.ceil(log10_p)}"  # a bound from the exact log10 p, never a number that reads as exact
     if p == 0.0:
         return f"<{UNDERFLOW:.0e}"
@@ -75,7 +80,18 @@ def significance(p: float | None) -> str:
 
 # --- models, tests and settings -------------------------------------------------------------------
 
-_GENERIC = {"model", "models", "vectors", "embeddings", "snapshot", "checkpoint", "final", "main", "out", "output"}
+_GENERIC = {
+    "model",
+    "models",
+    "vectors",
+    "embeddings",
+    "snapshot",
+    "checkpoint",
+    "final",
+    "main",
+    "out",
+    "output",
+}
 
 
 def _base_name(spec: str) -> str:
@@ -143,7 +159,9 @@ def variant_label(metric: str, settings: str) -> str:
     a word) names the variant by its initial, as May et al. name SEAT's: s-SEAT, w-SEAT, w-CEAT."""
     parts = [p for p in settings.split(", ") if p]
     name = metric.upper() if len(metric) <= 5 else metric
-    level = next((p for p in parts if p.startswith("level=") and p.split("=", 1)[1].isalpha()), None)
+    level = next(
+        (p for p in parts if p.startswith("level=") and p.split("=", 1)[1].isalpha()), None
+    )
     if level:
         name = f"{level.split('=', 1)[1][0]}-{name}"
         parts.remove(level)

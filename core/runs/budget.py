@@ -19,10 +19,14 @@ from bias.core.errors import BiasError
 
 log = logging.getLogger(__name__)
 
-MAX_SECONDS = 3600.0  # one experiment's resampling may take up to an hour; beyond that it is refused
+MAX_SECONDS = (
+    3600.0  # one experiment's resampling may take up to an hour; beyond that it is refused
+)
 WARN_SECONDS = 60.0  # announced beforehand when longer than a minute
 MEMORY_SHARE = 0.5  # of the memory available now
-ELEMENTS_PER_SECOND = 1e8  # sampled-matrix elements handled per second (benchmarks/ measure 0.3-2e8)
+ELEMENTS_PER_SECOND = (
+    1e8  # sampled-matrix elements handled per second (benchmarks/ measure 0.3-2e8)
+)
 
 
 def available_memory() -> int | None:
@@ -70,7 +74,12 @@ class Cost:
 
     def __add__(self, other: Cost) -> Cost:
         hint = " ".join(h for h in (self.hint, other.hint) if h)
-        return Cost(self.seconds + other.seconds, self.memory + other.memory, self.causes + other.causes, hint)
+        return Cost(
+            self.seconds + other.seconds,
+            self.memory + other.memory,
+            self.causes + other.causes,
+            hint,
+        )
 
     @property
     def what(self) -> str:
@@ -96,7 +105,9 @@ def permutation_cost(n_x: int, n_y: int, permutations: int, exact_limit: int) ->
         cause = f"--exact-limit {exact_limit:,} (an exact test of {exact:,} partitions)"
         # the partition table and the null distribution
         return Cost.of_elements(exact * n, exact * (n_x + 1) * 8, cause, PERMUTATION_HINT)
-    return Cost.of_elements(permutations * max(n, 40), 0, f"--permutations {permutations:,}", PERMUTATION_HINT)
+    return Cost.of_elements(
+        permutations * max(n, 40), 0, f"--permutations {permutations:,}", PERMUTATION_HINT
+    )
 
 
 def bootstrap_cost(sizes: dict[str, int], resamples: int) -> Cost:
@@ -106,7 +117,9 @@ def bootstrap_cost(sizes: dict[str, int], resamples: int) -> Cost:
     if resamples <= 0 or not n:
         return Cost()
     per = (sizes.get("A", 0) + sizes.get("B", 0)) * n + 2 * n
-    return Cost.of_elements(resamples * max(per, 40), resamples * 8 * 3, f"--bootstrap {resamples:,}", BOOTSTRAP_HINT)
+    return Cost.of_elements(
+        resamples * max(per, 40), resamples * 8 * 3, f"--bootstrap {resamples:,}", BOOTSTRAP_HINT
+    )
 
 
 def check(label: str, cost: Cost | None) -> None:

@@ -33,7 +33,10 @@ _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 def _inside(folder: Path, name: str | Path, what: str) -> Path:
     """`folder / name`, refused when it is a symbolic link or resolves outside `folder`."""
     path = Path(folder) / name
-    if str(name) == path.name and str(name) not in (".", ".."):  # a plain name: its parent is the folder
+    if str(name) == path.name and str(name) not in (
+        ".",
+        "..",
+    ):  # a plain name: its parent is the folder
         parent = base = None
     else:
         base = Path(folder).resolve()
@@ -41,7 +44,9 @@ def _inside(folder: Path, name: str | Path, what: str) -> Path:
             parent = path.parent.resolve()
         except (OSError, RuntimeError):  # a loop of links
             parent = None
-    if base is not None and (Path(name).is_absolute() or parent is None or not (parent == base or base in parent.parents)):
+    if base is not None and (
+        Path(name).is_absolute() or parent is None or not (parent == base or base in parent.parents)
+    ):
         raise BiasError(
             f"{what}: {str(name)!r} is outside the run folder {folder}; a run folder's files stay inside it.",
             "Check the run folder: something in it points elsewhere (a link, or an edited results.jsonl).",
@@ -54,8 +59,15 @@ def _inside(folder: Path, name: str | Path, what: str) -> Path:
     return path
 
 
-def open_in_run(folder: Path, name: str | Path, mode: str = "w", *, encoding: str | None = "utf-8",
-                newline: str | None = None, atomic: bool = False) -> Any:
+def open_in_run(
+    folder: Path,
+    name: str | Path,
+    mode: str = "w",
+    *,
+    encoding: str | None = "utf-8",
+    newline: str | None = None,
+    atomic: bool = False,
+) -> Any:
     """Open the file `name` of the run folder `folder` for writing: the only way any file in a run
     folder is written. `mode` is "w", "a", "r+" or "a+", with "b" for bytes. With `atomic`, what is
     written goes to a hidden file beside it that replaces the file when closed without an error, so a
@@ -72,10 +84,17 @@ def open_in_run(folder: Path, name: str | Path, mode: str = "w", *, encoding: st
         fd = os.open(path, flags, 0o644)
     except OSError:
         if path.is_symlink():  # swapped in after the check
-            raise BiasError(f"{path} is a symbolic link; bias does not write through links in a run folder.", "Remove the link and run again.") from None
+            raise BiasError(
+                f"{path} is a symbolic link; bias does not write through links in a run folder.",
+                "Remove the link and run again.",
+            ) from None
         raise
-    handle: IO[Any] = os.fdopen(fd, mode if binary else mode.replace("b", ""), buffering=0 if binary and "+" in mode else -1,
-                                **({} if binary else {"encoding": encoding, "newline": newline}))
+    handle: IO[Any] = os.fdopen(
+        fd,
+        mode if binary else mode.replace("b", ""),
+        buffering=0 if binary and "+" in mode else -1,
+        **({} if binary else {"encoding": encoding, "newline": newline}),
+    )
     return _Replacing(handle, path, target) if atomic else handle
 
 
@@ -127,7 +146,9 @@ class _Replacing:
             self._handle.flush()
             os.fsync(self._handle.fileno())
             self._handle.close()
-            os.replace(self._temporary, self._target)  # replaces a link planted meanwhile, never its target
+            os.replace(
+                self._temporary, self._target
+            )  # replaces a link planted meanwhile, never its target
         else:
             self._handle.close()
             self._temporary.unlink(missing_ok=True)

@@ -90,7 +90,9 @@ class ResultStore:
             with open_in_run(self.folder, ".write-test"):
                 pass
             (self.folder / ".write-test").unlink()
-            readable_in_run(self.folder, RESULTS_FILE, RESULTS_FILE)  # a link planted as results.jsonl is refused now
+            readable_in_run(
+                self.folder, RESULTS_FILE, RESULTS_FILE
+            )  # a link planted as results.jsonl is refused now
         except OSError as exc:
             raise BiasError(
                 f"Cannot write to the output folder {self.folder}: {exc.strerror or exc}.",
@@ -109,10 +111,14 @@ class ResultStore:
         line = (result.to_json() + "\n").encode("utf-8")
         with self._lock:
             if self._fd is None:
-                with open_in_run(self.folder, RESULTS_FILE, "ab") as fh:  # the checks of a run folder's files
+                with open_in_run(
+                    self.folder, RESULTS_FILE, "ab"
+                ) as fh:  # the checks of a run folder's files
                     self._fd = os.dup(fh.fileno())
                 self._size = -1
-            if os.fstat(self._fd).st_size != self._size:  # first line, or another writer came between
+            if (
+                os.fstat(self._fd).st_size != self._size
+            ):  # first line, or another writer came between
                 self._repair_torn_tail()
             os.write(self._fd, line)
             self._size = os.fstat(self._fd).st_size
@@ -151,8 +157,12 @@ class ResultStore:
         """Per-item rows a metric returns (per-pair scores of CrowS and friends) go to a CSV beside the
         results, `<table>-<key>.csv`, written whole before the result line that names it."""
         tables = {
-            k: v for k, v in result.figures.items()
-            if k in DETAIL_TABLES and isinstance(v, list) and v and all(isinstance(row, dict) for row in v)
+            k: v
+            for k, v in result.figures.items()
+            if k in DETAIL_TABLES
+            and isinstance(v, list)
+            and v
+            and all(isinstance(row, dict) for row in v)
         }
         if not tables:
             return result
@@ -185,7 +195,11 @@ class ResultStore:
             fh.seek(0)
             data = fh.read()
             cut = data.rfind(b"\n") + 1
-            log.warning("Dropping a torn last line of %s (%d bytes) left by an interrupted run.", self.path, len(data) - cut)
+            log.warning(
+                "Dropping a torn last line of %s (%d bytes) left by an interrupted run.",
+                self.path,
+                len(data) - cut,
+            )
             fh.truncate(cut)
 
     def read(self) -> list[Result]:
@@ -269,9 +283,15 @@ def scan_results(path: Path) -> ResultsFile:
             data = json.loads(line)
             if not isinstance(data, dict) or not isinstance(data.get("key"), str):
                 raise TypeError("not a result object with a key")
-            for field in NUMBER_FIELDS:  # a run writes a finite number or null; anything else was edited
+            for (
+                field
+            ) in NUMBER_FIELDS:  # a run writes a finite number or null; anything else was edited
                 value = data.get(field)
-                if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)):
+                if value is not None and (
+                    isinstance(value, bool)
+                    or not isinstance(value, (int, float))
+                    or not math.isfinite(value)
+                ):
                     raise ValueError(f"{field} {str(value)[:20]!r} is not a finite number")
             results.append(Result.from_dict(data))
         except (json.JSONDecodeError, TypeError, ValueError) as exc:
@@ -300,13 +320,22 @@ def read_scores(path: Path) -> list[dict[str, str]]:
         with open(path, encoding="utf-8", newline="") as fh:
             rows = list(csv.DictReader(fh))
     except (UnicodeDecodeError, csv.Error) as exc:
-        raise BiasError(f"{path}: not a readable scores table ({exc}).", "Run the experiment again, or remove the damaged file.") from None
+        raise BiasError(
+            f"{path}: not a readable scores table ({exc}).",
+            "Run the experiment again, or remove the damaged file.",
+        ) from None
     for line, row in enumerate(rows, start=2):
         if None in row or None in row.values():
-            raise BiasError(f"{path}: line {line} does not have the header's columns.", "Run the experiment again, or remove the damaged file.")
+            raise BiasError(
+                f"{path}: line {line} does not have the header's columns.",
+                "Run the experiment again, or remove the damaged file.",
+            )
         if "s" in row:
             try:
                 float(row["s"])
             except ValueError:
-                raise BiasError(f"{path}: line {line}: s = {row['s'][:40]!r} is not a number.", "Run the experiment again, or remove the damaged file.") from None
+                raise BiasError(
+                    f"{path}: line {line}: s = {row['s'][:40]!r} is not a number.",
+                    "Run the experiment again, or remove the damaged file.",
+                ) from None
     return rows

@@ -16,7 +16,9 @@ from bias.core.specs import ModelSpec, resolve_location
 
 log = logging.getLogger(__name__)
 
-_SAMPLE = 1 << 20  # bytes read from each end of a file: enough to tell real models apart, fast on GB files
+_SAMPLE = (
+    1 << 20
+)  # bytes read from each end of a file: enough to tell real models apart, fast on GB files
 
 
 def file_identity(path: Path) -> tuple[Any, ...]:
@@ -39,12 +41,19 @@ def model_identity(parsed: ModelSpec, debias: Any = None) -> tuple[Any, ...]:
         if path.is_file():
             where: Any = file_identity(path)
         elif path.is_dir():
-            where = tuple(sorted((p.name, *file_identity(p)) for p in path.iterdir() if p.is_file()))
+            where = tuple(
+                sorted((p.name, *file_identity(p)) for p in path.iterdir() if p.is_file())
+            )
         else:
             where = parsed.location
     except (OSError, BiasError):
         where = parsed.location
-    return (parsed.embedder, where, repr(sorted((str(k), str(v)) for k, v in parsed.options.items())), repr(debias))
+    return (
+        parsed.embedder,
+        where,
+        repr(sorted((str(k), str(v)) for k, v in parsed.options.items())),
+        repr(debias),
+    )
 
 
 def same_models(experiments: Sequence[Any]) -> list[Any]:
@@ -60,7 +69,14 @@ def same_models(experiments: Sequence[Any]) -> list[Any]:
         identity = model_identity(model.parsed, model.parsed_debias)
         if identity in first:
             replaced[label] = first[identity]
-            log.warning("%s is the same model as %s (same file and options); it runs once.", label, first[identity].label())
+            log.warning(
+                "%s is the same model as %s (same file and options); it runs once.",
+                label,
+                first[identity].label(),
+            )
         else:
             first[identity] = model
-    return [attrs.evolve(e, model=replaced[e.model.label()]) if e.model.label() in replaced else e for e in experiments]
+    return [
+        attrs.evolve(e, model=replaced[e.model.label()]) if e.model.label() in replaced else e
+        for e in experiments
+    ]

@@ -26,8 +26,13 @@ import numpy as np
 
 ALTERNATIVES = ("greater", "less", "two-sided")
 SIDES = {"greater": "one-sided (greater)", "less": "one-sided (less)", "two-sided": "two-sided"}
-TIES = ("counted", "strict")  # S_i >= S (the observed partition counts), or S_i > S (Caliskan et al.'s definition)
-_CHUNK_ELEMENTS = 131_072  # keys per chunk of sampled permutations: 1 MiB, so a chunk stays in the CPU cache
+TIES = (
+    "counted",
+    "strict",
+)  # S_i >= S (the observed partition counts), or S_i > S (Caliskan et al.'s definition)
+_CHUNK_ELEMENTS = (
+    131_072  # keys per chunk of sampled permutations: 1 MiB, so a chunk stays in the CPU cache
+)
 
 
 def fresh_seed() -> int:
@@ -99,7 +104,9 @@ class PermutationTest:
         if self.method == "exact":
             what = f"exact test over {self.permutations:,} partitions"
         else:
-            what = f"sampled permutation test ({self.permutations:,} permutations, seed {self.seed})"
+            what = (
+                f"sampled permutation test ({self.permutations:,} permutations, seed {self.seed})"
+            )
         return ", ".join([what, *details, SIDES.get(self.alternative, self.alternative)])
 
     def convention(self, *details: str) -> dict[str, object]:
@@ -187,7 +194,14 @@ def permutation_test(
     )
 
 
-def _count_extreme(null: np.ndarray, observed: float, center: float, alternative: str, tol: float, strict: bool = False) -> int:
+def _count_extreme(
+    null: np.ndarray,
+    observed: float,
+    center: float,
+    alternative: str,
+    tol: float,
+    strict: bool = False,
+) -> int:
     """Null statistics at least as extreme as the observed one (ties within `tol` count), or, `strict`,
     more extreme by more than `tol`."""
     if alternative == "greater":
@@ -244,7 +258,9 @@ def subset_masks(n_total: int, n_x: int, permutations: int, seed: int) -> Iterat
         yield w
 
 
-def _sampled_null_chunks(s: np.ndarray, n_x: int, permutations: int, seed: int, total: float) -> Iterator[np.ndarray]:
+def _sampled_null_chunks(
+    s: np.ndarray, n_x: int, permutations: int, seed: int, total: float
+) -> Iterator[np.ndarray]:
     """S_i for `permutations` true random permutations (`subset_masks`), in chunks of bounded memory."""
     for w in subset_masks(len(s), n_x, permutations, seed):
         subset_sum = w @ s

@@ -75,7 +75,9 @@ def leave_one_out(n: int) -> np.ndarray:
     return 1.0 - np.eye(n)
 
 
-def weighted_effect(sa: np.ndarray, sb: np.ndarray, wa: np.ndarray, wb: np.ndarray, ddof: int) -> np.ndarray:
+def weighted_effect(
+    sa: np.ndarray, sb: np.ndarray, wa: np.ndarray, wb: np.ndarray, ddof: int
+) -> np.ndarray:
     """(mean a - mean b) / std(a u b) for each row of weights (counts of each value in the resample).
 
     `sa`, `sb` are the values (one row, or one row per weight row); `wa`, `wb` the weights, R x n.
@@ -132,7 +134,9 @@ def interval(
     boot = np.asarray(samples, dtype=np.float64)
     boot = boot[np.isfinite(boot)]
     if boot.size == 0 or not np.isfinite(estimate):
-        return Interval(float(estimate), float("nan"), float("nan"), level, method, int(boot.size), seed)
+        return Interval(
+            float(estimate), float("nan"), float("nan"), level, method, int(boot.size), seed
+        )
     alpha = (1.0 - level) / 2.0
     quantiles = np.array([alpha, 1.0 - alpha])
     used = method
@@ -207,7 +211,9 @@ def association_ci(
     nX, nA = XA.shape
     nY, nB = YB.shape
     if XB.shape != (nX, nB) or YA.shape != (nY, nA) or min(nX, nY, nA, nB) < 1:
-        raise ValueError("cosine matrices must be |X| x |A|, |X| x |B|, |Y| x |A|, |Y| x |B| and non-empty")
+        raise ValueError(
+            "cosine matrices must be |X| x |A|, |X| x |B|, |Y| x |A|, |Y| x |B| and non-empty"
+        )
     sizes = (nX, nY, nA, nB)
 
     def ones(rows: int) -> list[np.ndarray]:
@@ -232,7 +238,9 @@ def association_ci(
     return interval(boot, estimate, level=level, method=method, accel=accel, seed=seed)
 
 
-def cosine_blocks(X: np.ndarray, Y: np.ndarray, A: np.ndarray, B: np.ndarray) -> tuple[np.ndarray, ...]:
+def cosine_blocks(
+    X: np.ndarray, Y: np.ndarray, A: np.ndarray, B: np.ndarray
+) -> tuple[np.ndarray, ...]:
     """The cosine matrices X.A, X.B, Y.A, Y.B from raw vectors (rows), in float64."""
 
     def unit(m: np.ndarray) -> np.ndarray:

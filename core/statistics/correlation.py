@@ -33,7 +33,9 @@ class Correlation:
         return None if self.low is None or self.high is None else (self.low, self.high)
 
 
-def _fisher_interval(r: float, n: int, variance: float, level_z: float = Z_95) -> tuple[float | None, float | None]:
+def _fisher_interval(
+    r: float, n: int, variance: float, level_z: float = Z_95
+) -> tuple[float | None, float | None]:
     if n <= 3 or abs(r) >= 1.0:  # at |r| = 1 atanh is infinite: Fisher's interval does not exist
         return None, None
     z, se = math.atanh(r), math.sqrt(variance / (n - 3))

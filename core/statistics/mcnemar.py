@@ -66,7 +66,9 @@ def mcnemar_counts(b: int, c: int, *, exact: bool | None = None) -> tuple[float 
     return float(statistic), float(chi2.sf(statistic, 1)), CHI2
 
 
-def mcnemar(before_correct: Sequence[bool], after_correct: Sequence[bool], *, exact: bool | None = None) -> McNemar:
+def mcnemar(
+    before_correct: Sequence[bool], after_correct: Sequence[bool], *, exact: bool | None = None
+) -> McNemar:
     """McNemar's test on two equally long sequences of correct/wrong for the same items."""
     if len(before_correct) != len(after_correct):
         raise ValueError("McNemar's test needs the same items on both sides")

@@ -145,9 +145,14 @@ def spread_over_seeds(results: Sequence[Any]) -> list[SeedSpread]:
         first = repeats[0]
         out.append(
             SeedSpread(
-                first.model, first.wordset, first.metric, tuple(r.seed for r in repeats),
-                min(effects) if effects else None, max(effects) if effects else None,
-                min(ps) if ps else None, max(ps) if ps else None,
+                first.model,
+                first.wordset,
+                first.metric,
+                tuple(r.seed for r in repeats),
+                min(effects) if effects else None,
+                max(effects) if effects else None,
+                min(ps) if ps else None,
+                max(ps) if ps else None,
             )
         )
     return out

@@ -61,7 +61,9 @@ def case_forms(word: str) -> list[str]:
     return list(dict.fromkeys([word, word.lower(), word.title(), word.upper()]))
 
 
-def equalise_pair_(matrix: np.ndarray, i: int, j: int, basis: np.ndarray, a: np.ndarray, b: np.ndarray) -> None:
+def equalise_pair_(
+    matrix: np.ndarray, i: int, j: int, basis: np.ndarray, a: np.ndarray, b: np.ndarray
+) -> None:
     """Set rows i and j of `matrix` (in place, as the trailing underscore says) to unit vectors
     symmetric about the orthogonal complement of the subspace, from the pair's vectors `a` and `b` as
     they were before neutralising (float64).
@@ -82,7 +84,9 @@ def equalise_pair_(matrix: np.ndarray, i: int, j: int, basis: np.ndarray, a: np.
     matrix[j] = new_b / np.linalg.norm(new_b)
 
 
-def missing_pairs(pairs: Iterable[tuple[str, str]], known: Any) -> tuple[list[tuple[str, str]], list[str]]:
+def missing_pairs(
+    pairs: Iterable[tuple[str, str]], known: Any
+) -> tuple[list[tuple[str, str]], list[str]]:
     """Pairs whose two words are both known, and the words that are not (in list order)."""
     kept, missing = [], []
     for a, b in pairs:
@@ -108,20 +112,34 @@ class HardDebias(FitOnLoad, Debiaser):
     """Neutralise and equalise (Bolukbasi et al. 2016) over the whole vocabulary of a static model."""
 
     name: ClassVar[str] = "hard"
-    summary: ClassVar[str] = "Hard-Debias: remove the bias subspace from neutral words, equalise pairs (Bolukbasi et al. 2016)."
+    summary: ClassVar[str] = (
+        "Hard-Debias: remove the bias subspace from neutral words, equalise pairs (Bolukbasi et al. 2016)."
+    )
     produces: ClassVar[frozenset[str]] = frozenset({STATIC_VECTORS})
-    requires: ClassVar[frozenset[Capability]] = frozenset({Capability.WORD_VECTORS, Capability.VOCABULARY})
+    requires: ClassVar[frozenset[Capability]] = frozenset(
+        {Capability.WORD_VECTORS, Capability.VOCABULARY}
+    )
 
-    components: int = param(1, "dimensions of the bias subspace (principal components of the definitional pairs)", validator=int_at_least(1))
+    components: int = param(
+        1,
+        "dimensions of the bias subspace (principal components of the definitional pairs)",
+        validator=int_at_least(1),
+    )
     limit: int | None = param(
-        None, "debias only the first N words of the vocabulary (None: all); list words are always included",
+        None,
+        "debias only the first N words of the vocabulary (None: all); list words are always included",
         validator=attrs.validators.optional(int_at_least(1)),
     )
     case_variants: str = param(
-        "all", "case forms matched: all (lower/Title/UPPER of equalize pairs and specific words), equalize (reference code), none",
+        "all",
+        "case forms matched: all (lower/Title/UPPER of equalize pairs and specific words), equalize (reference code), none",
         validator=one_of(CASE_VARIANTS),
     )
-    precision: str = param("float32", "dtype of the debiased matrix: float32 (half the memory) or float64", validator=check_dtype)
+    precision: str = param(
+        "float32",
+        "dtype of the debiased matrix: float32 (half the memory) or float64",
+        validator=check_dtype,
+    )
 
     _state: dict[str, Any] | None = attrs.field(default=None, init=False, repr=False)
 
@@ -161,9 +179,18 @@ class HardDebias(FitOnLoad, Debiaser):
         timed(info, "subspace_s", started)
         info["definitional_used"] = [list(p) for p in kept]
         info["missing"] = {"definitional": missing}
-        info["explained_variance"] = [float(r) for r in ratio[: max(self.components, min(10, len(ratio)))]]
+        info["explained_variance"] = [
+            float(r) for r in ratio[: max(self.components, min(10, len(ratio)))]
+        ]
         info["components"] = basis.tolist()
-        self._state = {"lists": lists, "source": embedder, "words": words, "matrix": matrix, "basis": basis, "info": info}
+        self._state = {
+            "lists": lists,
+            "source": embedder,
+            "words": words,
+            "matrix": matrix,
+            "basis": basis,
+            "info": info,
+        }
         return self
 
     def _specific(self, lists: DebiasLists) -> frozenset[str]:
@@ -183,7 +210,9 @@ class HardDebias(FitOnLoad, Debiaser):
         """Debias `embedder`'s vocabulary with the fitted subspace (the fitted model's matrix is reused,
         and handed over: transforming it twice reads the model again)."""
         if self._state is None:
-            raise BiasError("Hard-Debias must be fitted before transform().", "Call fit(embedder, lists) first.")
+            raise BiasError(
+                "Hard-Debias must be fitted before transform().", "Call fit(embedder, lists) first."
+            )
         state = self._state
         lists: DebiasLists = state["lists"]
         info = dict(state["info"])
@@ -193,7 +222,9 @@ class HardDebias(FitOnLoad, Debiaser):
             words, matrix = state["words"], state["matrix"]
             state["matrix"] = None
         else:
-            words, matrix = vocabulary_matrix(embedder, self.limit, lists.all_words(), self.precision)
+            words, matrix = vocabulary_matrix(
+                embedder, self.limit, lists.all_words(), self.precision
+            )
             unit_rows_(matrix)
         basis = state["basis"]
         index = {w: i for i, w in enumerate(words)}

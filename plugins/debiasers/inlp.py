@@ -62,15 +62,21 @@ def nullspace_projection(directions: list[np.ndarray], dim: int) -> np.ndarray:
     return np.eye(dim) - basis.T @ basis
 
 
-def inlp(X: np.ndarray, y: np.ndarray, *, iterations: int, classifier: str, seed: int) -> tuple[np.ndarray, dict[str, Any]]:
+def inlp(
+    X: np.ndarray, y: np.ndarray, *, iterations: int, classifier: str, seed: int
+) -> tuple[np.ndarray, dict[str, Any]]:
     """The projection and, per iteration, the held-out accuracy of the classifier trained then."""
     X = np.asarray(X, dtype=np.float64)
     y = np.asarray(y)
     if len(np.unique(y)) < 2:
-        raise BiasError("INLP needs training vectors of both classes (male and female); only one was found.")
+        raise BiasError(
+            "INLP needs training vectors of both classes (male and female); only one was found."
+        )
     train, dev = split(len(y), seed)
     if len(np.unique(y[train])) < 2:
-        raise BiasError(f"INLP has too few training vectors ({len(y)}) to hold both classes in its training split.")
+        raise BiasError(
+            f"INLP has too few training vectors ({len(y)}) to hold both classes in its training split."
+        )
     dim = X.shape[1]
     directions: list[np.ndarray] = []
     P = np.eye(dim)
@@ -101,7 +107,9 @@ def inlp(X: np.ndarray, y: np.ndarray, *, iterations: int, classifier: str, seed
     if not_converged:
         logging.getLogger(__name__).warning(
             "INLP: %d of %d classifiers stopped before converging (recorded as classifiers_not_converged); "
-            "their directions are still removed.", not_converged, len(accuracies),
+            "their directions are still removed.",
+            not_converged,
+            len(accuracies),
         )
     majority = float(max(np.mean(y[dev] == c) for c in np.unique(y)))
     return P, {
@@ -113,33 +121,58 @@ def inlp(X: np.ndarray, y: np.ndarray, *, iterations: int, classifier: str, seed
     }
 
 
-@attrs.define(field_transformer=params_in_order(
-    "iterations", "classifier", "training", "per_class", "level", "corpus", "limit", "seed", "precision",
-))
+@attrs.define(
+    field_transformer=params_in_order(
+        "iterations",
+        "classifier",
+        "training",
+        "per_class",
+        "level",
+        "corpus",
+        "limit",
+        "seed",
+        "precision",
+    )
+)
 class Inlp(LinearErasure):
     """Project out, one classifier at a time, every linear direction that predicts gender."""
 
     name: ClassVar[str] = "inlp"
-    summary: ClassVar[str] = "INLP: iterative nullspace projection of linear gender classifiers (Ravfogel et al. 2020)."
+    summary: ClassVar[str] = (
+        "INLP: iterative nullspace projection of linear gender classifiers (Ravfogel et al. 2020)."
+    )
     requires: ClassVar[frozenset[Capability]] = frozenset({Capability.WORD_VECTORS})
     label: ClassVar[str] = "INLP"
-    methods_hint: ClassVar[str] = "Methods: hard and inlp for static vectors, sent and inlp for contextual models."
+    methods_hint: ClassVar[str] = (
+        "Methods: hard and inlp for static vectors, sent and inlp for contextual models."
+    )
     apply_timing: ClassVar[str] = "project_s"
     check_word_pairs: ClassVar[bool] = False
 
-    iterations: int = param(10, "classifiers trained and projected out (the paper used 35 on 300-d GloVe)", validator=int_at_least(1))
-    classifier: str = param("svm", "linear classifier: svm (LinearSVC, as in the paper) or logistic", validator=one_of(CLASSIFIERS))
+    iterations: int = param(
+        10,
+        "classifiers trained and projected out (the paper used 35 on 300-d GloVe)",
+        validator=int_at_least(1),
+    )
+    classifier: str = param(
+        "svm",
+        "linear classifier: svm (LinearSVC, as in the paper) or logistic",
+        validator=one_of(CLASSIFIERS),
+    )
     seed: int = param(0, "seed of the data split and the classifiers", validator=int_at_least(0))
 
     def _fit_map(self, X: np.ndarray, y: np.ndarray) -> tuple[LinearProjection, dict[str, Any]]:
-        P, report = inlp(X, y, iterations=self.iterations, classifier=self.classifier, seed=self.seed)
+        P, report = inlp(
+            X, y, iterations=self.iterations, classifier=self.classifier, seed=self.seed
+        )
         return LinearProjection(P), report
 
     def _headline(self, report: dict[str, Any]) -> dict[str, Any]:
         return {"accuracy": report["accuracy_per_iteration"]}
 
-    def _block_map(self, fitted: VectorTransform, dtype: np.dtype) -> Callable[[np.ndarray], np.ndarray]:
+    def _block_map(
+        self, fitted: VectorTransform, dtype: np.dtype
+    ) -> Callable[[np.ndarray], np.ndarray]:
         assert isinstance(fitted, LinearProjection)
         projection = fitted.matrix.astype(dtype)  # in the matrix's own precision
         return lambda block: block @ projection
-

@@ -37,7 +37,9 @@ import numpy as np
 from bias.api import BiasError, Capability
 from bias.api.debiasing import LinearErasure, VectorTransform
 
-RELATIVE_TOLERANCE = 1e-10  # eigenvalues (and singular values) below this share of the largest count as zero
+RELATIVE_TOLERANCE = (
+    1e-10  # eigenvalues (and singular values) below this share of the largest count as zero
+)
 
 
 @attrs.frozen
@@ -81,9 +83,13 @@ def fit_leace(X: np.ndarray, labels: np.ndarray) -> LeaceEraser:
     X = np.asarray(X, dtype=np.float64)
     labels = np.asarray(labels)
     if X.ndim != 2 or len(X) != len(labels):
-        raise BiasError(f"LEACE needs one label per training vector; got {len(labels)} labels for {len(X)} vectors.")
+        raise BiasError(
+            f"LEACE needs one label per training vector; got {len(labels)} labels for {len(X)} vectors."
+        )
     if len(np.unique(labels)) < 2:
-        raise BiasError("LEACE needs training vectors of both classes (male and female); only one was found.")
+        raise BiasError(
+            "LEACE needs training vectors of both classes (male and female); only one was found."
+        )
     n = len(X)
     mean = X.mean(axis=0)
     centred = X - mean
@@ -93,12 +99,18 @@ def fit_leace(X: np.ndarray, labels: np.ndarray) -> LeaceEraser:
     values, vectors = np.linalg.eigh(sigma)
     kept = values > max(values.max(), 0.0) * RELATIVE_TOLERANCE
     if not kept.any():
-        raise BiasError("LEACE's training vectors are all identical; there is nothing to erase from.")
+        raise BiasError(
+            "LEACE's training vectors are all identical; there is nothing to erase from."
+        )
     V, lam = vectors[:, kept], values[kept]
     whiten = (V / np.sqrt(lam)) @ V.T
     unwhiten = (V * np.sqrt(lam)) @ V.T
     U, singular, _ = np.linalg.svd(whiten @ cross, full_matrices=False)
-    rank = int((singular > singular.max() * RELATIVE_TOLERANCE).sum()) if singular.size and singular.max() > 0 else 0
+    rank = (
+        int((singular > singular.max() * RELATIVE_TOLERANCE).sum())
+        if singular.size and singular.max() > 0
+        else 0
+    )
     U = U[:, :rank]
     return LeaceEraser(mean=mean, down=U.T @ whiten, up=unwhiten @ U)
 
@@ -107,7 +119,9 @@ def class_mean_gap(X: np.ndarray, labels: np.ndarray) -> float:
     """Largest absolute coordinate of the difference between the two class means (0 after erasure)."""
     labels = np.asarray(labels)
     classes = np.unique(labels)
-    return float(np.abs(X[labels == classes[0]].mean(axis=0) - X[labels == classes[-1]].mean(axis=0)).max())
+    return float(
+        np.abs(X[labels == classes[0]].mean(axis=0) - X[labels == classes[-1]].mean(axis=0)).max()
+    )
 
 
 @attrs.define
@@ -115,10 +129,14 @@ class Leace(LinearErasure):
     """Erase the linearly encoded gender concept in closed form, moving the vectors least."""
 
     name: ClassVar[str] = "leace"
-    summary: ClassVar[str] = "LEACE: closed-form least-squares linear concept erasure; no linear classifier beats chance (Belrose et al. 2023)."
+    summary: ClassVar[str] = (
+        "LEACE: closed-form least-squares linear concept erasure; no linear classifier beats chance (Belrose et al. 2023)."
+    )
     requires: ClassVar[frozenset[Capability]] = frozenset({Capability.WORD_VECTORS})
     label: ClassVar[str] = "LEACE"
-    methods_hint: ClassVar[str] = "Methods: hard, inlp and leace for static vectors; sent, inlp and leace for contextual models."
+    methods_hint: ClassVar[str] = (
+        "Methods: hard, inlp and leace for static vectors; sent, inlp and leace for contextual models."
+    )
     apply_timing: ClassVar[str] = "erase_s"
 
     def _fit_map(self, X: np.ndarray, y: np.ndarray) -> tuple[LeaceEraser, dict[str, Any]]:
@@ -132,7 +150,8 @@ class Leace(LinearErasure):
             "mean_squared_change": float(np.mean(np.sum((erased - X) ** 2, axis=1))),
         }
 
-    def _block_map(self, fitted: VectorTransform, dtype: np.dtype) -> Callable[[np.ndarray], np.ndarray]:
+    def _block_map(
+        self, fitted: VectorTransform, dtype: np.dtype
+    ) -> Callable[[np.ndarray], np.ndarray]:
         assert isinstance(fitted, LeaceEraser)
         return fitted.apply
-

@@ -67,12 +67,19 @@ class SentDebias(FitOnLoad, Debiaser):
     """Remove a gender subspace found in sentence pairs from every encoding, on the fly."""
 
     name: ClassVar[str] = "sent"
-    summary: ClassVar[str] = "Sent-Debias: remove a bias subspace found in swapped sentence pairs from every encoding (Liang et al. 2020)."
+    summary: ClassVar[str] = (
+        "Sent-Debias: remove a bias subspace found in swapped sentence pairs from every encoding (Liang et al. 2020)."
+    )
     requires: ClassVar[frozenset[Capability]] = frozenset({Capability.CONTEXTUAL})
-    produces: ClassVar[frozenset[str]] = frozenset({ON_THE_FLY})  # encodings changed as they are made
+    produces: ClassVar[frozenset[str]] = frozenset(
+        {ON_THE_FLY}
+    )  # encodings changed as they are made
 
     components: int = param(1, "dimensions of the bias subspace", validator=int_at_least(1))
-    corpus: str | None = param(None, "text file, one sentence per line, whose gendered sentences are swapped (default: templates)")
+    corpus: str | None = param(
+        None,
+        "text file, one sentence per line, whose gendered sentences are swapped (default: templates)",
+    )
 
     _state: dict[str, Any] | None = attrs.field(default=None, init=False, repr=False)
 
@@ -107,7 +114,9 @@ class SentDebias(FitOnLoad, Debiaser):
         embedder.load()
         started = time.perf_counter()
         default = ("sentence", "mean", None)
-        self._state["fitted"] = {default: self._fit_key(embedder, default)}  # recorded with the result
+        self._state["fitted"] = {
+            default: self._fit_key(embedder, default)
+        }  # recorded with the result
         timed(info, "fit_s", started)
         return self
 
@@ -128,17 +137,24 @@ class SentDebias(FitOnLoad, Debiaser):
         first = first / np.linalg.norm(first, axis=1, keepdims=True)
         second = second / np.linalg.norm(second, axis=1, keepdims=True)
         if self.components > len(first):
-            raise BiasError(f"components = {self.components} but only {len(first)} pairs were encoded.", f"Use components <= {len(first)}.")
+            raise BiasError(
+                f"components = {self.components} but only {len(first)} pairs were encoded.",
+                f"Use components <= {len(first)}.",
+            )
         basis, ratio = bias_subspace(first, second, self.components)
         self._state["info"]["subspaces"][":".join(map(str, key))] = {
-            "explained_variance": [float(r) for r in ratio[: max(self.components, min(10, len(ratio)))]],
+            "explained_variance": [
+                float(r) for r in ratio[: max(self.components, min(10, len(ratio)))]
+            ],
             "pairs": len(first),
         }
         return SubspaceRemoval(basis)
 
     def transform(self, embedder: Embedder) -> DebiasedEmbedder:
         if self._state is None:
-            raise BiasError("Sent-Debias must be fitted before transform().", "Call fit(embedder, lists) first.")
+            raise BiasError(
+                "Sent-Debias must be fitted before transform().", "Call fit(embedder, lists) first."
+            )
         info = self._state["info"]
         default = self._state["info"]["subspaces"].get("sentence:mean:None", {})
         info["explained_variance"] = default.get("explained_variance")

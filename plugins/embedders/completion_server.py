@@ -26,8 +26,26 @@ from typing import Any, ClassVar
 import attrs
 import numpy as np
 
-from bias.api import FAILURE, BiasError, Capability, ChoiceRequest, ChoiceScores, Contact, Embedder, at_most, int_at_least, param
-from bias.api.services import MAX_TIMEOUT, AnswerTooLarge, Redirected, read_bounded, redirect_refusal, urllib_opener
+from bias.api import (
+    FAILURE,
+    BiasError,
+    Capability,
+    ChoiceRequest,
+    ChoiceScores,
+    Contact,
+    Embedder,
+    at_most,
+    int_at_least,
+    param,
+)
+from bias.api.services import (
+    MAX_TIMEOUT,
+    AnswerTooLarge,
+    Redirected,
+    read_bounded,
+    redirect_refusal,
+    urllib_opener,
+)
 
 # An answer's bound: its texts echoed as tokens (each token with its text, log-probability, offset and
 # the top alternative, about BYTES_PER_CHAR bytes of JSON per character of text at most), plus room.
@@ -36,8 +54,14 @@ ANSWER_SLACK = 2**20
 
 
 def _positive_seconds(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (0 < value <= MAX_TIMEOUT):
-        raise BiasError(f"{attribute.name} must be a positive number of seconds, at most {MAX_TIMEOUT:g}, not {value!r}.")
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not (0 < value <= MAX_TIMEOUT)
+    ):
+        raise BiasError(
+            f"{attribute.name} must be a positive number of seconds, at most {MAX_TIMEOUT:g}, not {value!r}."
+        )
 
 
 @attrs.define
@@ -47,15 +71,27 @@ class CompletionServer(Embedder):
     `location` is the base URL (`http://localhost:8000/v1`)."""
 
     name: ClassVar[str] = "completions"
-    summary: ClassVar[str] = "OpenAI-compatible completion server (vLLM, llama.cpp) returning prompt log-probabilities: answer scores for bbq."
+    summary: ClassVar[str] = (
+        "OpenAI-compatible completion server (vLLM, llama.cpp) returning prompt log-probabilities: answer scores for bbq."
+    )
     capabilities: ClassVar[frozenset[Capability]] = frozenset({Capability.CAUSAL_LM})
     location_is_address: ClassVar[bool] = True
 
     location: str = param(attrs.NOTHING, "the server's base URL, e.g. http://localhost:8000/v1")
-    model: str = param("", "the model the server is asked for (empty: the first of its /models list)")
-    api_key_env: str = param("", "environment variable holding the server's API key (empty: none sent)", guard="route")
-    timeout: float = param(120.0, f"seconds to wait for one answer of the server (at most {MAX_TIMEOUT:g})", validator=_positive_seconds)
-    batch_size: int = param(16, "texts per request (at most 256)", validator=[int_at_least(1), at_most(256)])
+    model: str = param(
+        "", "the model the server is asked for (empty: the first of its /models list)"
+    )
+    api_key_env: str = param(
+        "", "environment variable holding the server's API key (empty: none sent)", guard="route"
+    )
+    timeout: float = param(
+        120.0,
+        f"seconds to wait for one answer of the server (at most {MAX_TIMEOUT:g})",
+        validator=_positive_seconds,
+    )
+    batch_size: int = param(
+        16, "texts per request (at most 256)", validator=[int_at_least(1), at_most(256)]
+    )
 
     _served: str | None = attrs.field(init=False, default=None, repr=False)
     # The failure that ended this server's requests for good (unreachable, timed out, refused): the
@@ -72,9 +108,15 @@ class CompletionServer(Embedder):
             host = urlsplit(self.location).hostname if isinstance(self.location, str) else None
         except ValueError:  # an unclosed IPv6 bracket, a port that is no number
             host = None
-        if not isinstance(self.location, str) or not self.location.startswith(("http://", "https://")) or not host:
-            raise BiasError(f"A completion server is given by its URL (http://... or https://...), not {self.location!r}.",
-                            "For example --model completions:http://localhost:8000/v1 (an IPv6 host in brackets: http://[::1]:8000/v1)")
+        if (
+            not isinstance(self.location, str)
+            or not self.location.startswith(("http://", "https://"))
+            or not host
+        ):
+            raise BiasError(
+                f"A completion server is given by its URL (http://... or https://...), not {self.location!r}.",
+                "For example --model completions:http://localhost:8000/v1 (an IPv6 host in brackets: http://[::1]:8000/v1)",
+            )
 
     def load(self) -> None:
         if self._served is not None:
@@ -84,14 +126,28 @@ class CompletionServer(Embedder):
             self._served = self.model
             return
         found = self._call("GET", "/models", None)
-        names = [m.get("id") for m in found.get("data", []) if isinstance(m, dict)] if isinstance(found, dict) else []
+        names = (
+            [m.get("id") for m in found.get("data", []) if isinstance(m, dict)]
+            if isinstance(found, dict)
+            else []
+        )
         if not names or not isinstance(names[0], str):
-            raise BiasError(f"The completion server at {self.location} lists no model.", "Name one with --model-option model=NAME.")
+            raise BiasError(
+                f"The completion server at {self.location} lists no model.",
+                "Name one with --model-option model=NAME.",
+            )
         self._served = names[0]
 
-    def _call(self, method: str, path: str, body: dict[str, Any] | None, limit: int = ANSWER_SLACK) -> Any:
+    def _call(
+        self, method: str, path: str, body: dict[str, Any] | None, limit: int = ANSWER_SLACK
+    ) -> Any:
         if self._failed is not None:
-            raise BiasError(self._failed.message, self._failed.hint, self._failed.exit_code, redo=self._failed.redo)
+            raise BiasError(
+                self._failed.message,
+                self._failed.hint,
+                self._failed.exit_code,
+                redo=self._failed.redo,
+            )
         try:
             return self._send(method, path, body, limit)
         except BiasError as exc:
@@ -107,36 +163,66 @@ class CompletionServer(Embedder):
         if key:
             headers["Authorization"] = f"Bearer {key}"
         data = json.dumps(body).encode() if body is not None else None
-        request = urllib.request.Request(self.location.rstrip("/") + path, data=data, headers=headers, method=method)
+        request = urllib.request.Request(
+            self.location.rstrip("/") + path, data=data, headers=headers, method=method
+        )
         try:  # no redirect followed (it would carry the key), no answer longer than `limit` read
             with urllib_opener().open(request, timeout=self.timeout) as response:  # noqa: S310 (the user's URL)
                 return json.loads(read_bounded(response, limit, self.timeout).decode("utf-8"))
         except Redirected as exc:
             raise redirect_refusal(self.spec, exc.status, exc.target) from None
         except AnswerTooLarge as exc:
-            raise BiasError(f"The completion server at {self.location} answered more than {exc.limit:,} bytes to {path}, more than "
-                            "its texts can explain.", "Check the URL and the model name.") from None
+            raise BiasError(
+                f"The completion server at {self.location} answered more than {exc.limit:,} bytes to {path}, more than "
+                "its texts can explain.",
+                "Check the URL and the model name.",
+            ) from None
         except urllib.error.HTTPError as exc:
-            if exc.code >= 500 or exc.code in (408, 429):  # the server's trouble, for now: a failure
-                raise BiasError(f"The completion server at {self.location} answered {exc.code} to {path}: {exc.reason}.",
-                                "Run again with --resume when the server is back.", exit_code=FAILURE, redo=True) from None
+            if exc.code >= 500 or exc.code in (
+                408,
+                429,
+            ):  # the server's trouble, for now: a failure
+                raise BiasError(
+                    f"The completion server at {self.location} answered {exc.code} to {path}: {exc.reason}.",
+                    "Run again with --resume when the server is back.",
+                    exit_code=FAILURE,
+                    redo=True,
+                ) from None
             # the URL, the key or the model: fixed outside the run's files
-            raise BiasError(f"The completion server at {self.location} answered {exc.code} to {path}: {exc.reason}.",
-                            "Check the URL, the model name, the key and that the server allows echo with logprobs.",
-                            redo=True) from None
-        except TimeoutError:  # reached, but it did not answer in time (a trickle counts as no answer)
-            raise BiasError(f"The completion server at {self.location} did not answer {path} within {self.timeout:g} s.",
-                            "Run again with --resume when the server answers (or raise --model-option timeout=S).",
-                            exit_code=FAILURE, redo=True) from None
+            raise BiasError(
+                f"The completion server at {self.location} answered {exc.code} to {path}: {exc.reason}.",
+                "Check the URL, the model name, the key and that the server allows echo with logprobs.",
+                redo=True,
+            ) from None
+        except (
+            TimeoutError
+        ):  # reached, but it did not answer in time (a trickle counts as no answer)
+            raise BiasError(
+                f"The completion server at {self.location} did not answer {path} within {self.timeout:g} s.",
+                "Run again with --resume when the server answers (or raise --model-option timeout=S).",
+                exit_code=FAILURE,
+                redo=True,
+            ) from None
         except (urllib.error.URLError, OSError) as exc:
             if isinstance(getattr(exc, "reason", None), TimeoutError):
-                raise BiasError(f"The completion server at {self.location} did not answer {path} within {self.timeout:g} s.",
-                                "Run again with --resume when the server answers (or raise --model-option timeout=S).",
-                                exit_code=FAILURE, redo=True) from None
-            raise BiasError(f"The completion server at {self.location} cannot be reached: {getattr(exc, 'reason', exc)}.",
-                            "Start the server, or check the URL given with --model.", redo=True) from None
-        except (ValueError, RecursionError):  # not JSON (or nested thousands deep), not UTF-8, an invalid URL
-            raise BiasError(f"The completion server at {self.location} did not answer JSON to {path}.") from None
+                raise BiasError(
+                    f"The completion server at {self.location} did not answer {path} within {self.timeout:g} s.",
+                    "Run again with --resume when the server answers (or raise --model-option timeout=S).",
+                    exit_code=FAILURE,
+                    redo=True,
+                ) from None
+            raise BiasError(
+                f"The completion server at {self.location} cannot be reached: {getattr(exc, 'reason', exc)}.",
+                "Start the server, or check the URL given with --model.",
+                redo=True,
+            ) from None
+        except (
+            ValueError,
+            RecursionError,
+        ):  # not JSON (or nested thousands deep), not UTF-8, an invalid URL
+            raise BiasError(
+                f"The completion server at {self.location} did not answer JSON to {path}."
+            ) from None
 
     def choice_log_probs(self, requests: Sequence[ChoiceRequest]) -> list[ChoiceScores]:
         self.load()
@@ -145,21 +231,37 @@ class CompletionServer(Embedder):
         for start in range(0, len(texts), self.batch_size):
             batch = texts[start : start + self.batch_size]
             limit = ANSWER_SLACK + BYTES_PER_CHAR * sum(len(t) + 16 for _, t in batch)
-            answer = self._call("POST", "/completions", {
-                "model": self._served, "prompt": [t for _, t in batch], "max_tokens": 1, "temperature": 0,
-                "echo": True, "logprobs": 1,
-            }, limit)
+            answer = self._call(
+                "POST",
+                "/completions",
+                {
+                    "model": self._served,
+                    "prompt": [t for _, t in batch],
+                    "max_tokens": 1,
+                    "temperature": 0,
+                    "echo": True,
+                    "logprobs": 1,
+                },
+                limit,
+            )
             choices = answer.get("choices") if isinstance(answer, dict) else None
             if not isinstance(choices, list) or len(choices) != len(batch):
-                raise BiasError(f"The completion server at {self.location} returned {len(choices) if isinstance(choices, list) else 'no'} "
-                                f"choices for {len(batch)} texts.", "It must answer a list prompt with one choice per text.")
+                raise BiasError(
+                    f"The completion server at {self.location} returned {len(choices) if isinstance(choices, list) else 'no'} "
+                    f"choices for {len(batch)} texts.",
+                    "It must answer a list prompt with one choice per text.",
+                )
             ordered = sorted(choices, key=lambda c: c.get("index", 0) if isinstance(c, dict) else 0)
             for (prompt, text), choice in zip(batch, ordered):
                 values.append(self._answer_log_probs(prompt, text, choice))
         out, k = [], 0
         for r in requests:
-            out.append(ChoiceScores(tuple(values[k : k + len(r.continuations)]),
-                                    f"the server's own tokenisation and start token ({self.location}, model {self._served})"))
+            out.append(
+                ChoiceScores(
+                    tuple(values[k : k + len(r.continuations)]),
+                    f"the server's own tokenisation and start token ({self.location}, model {self._served})",
+                )
+            )
             k += len(r.continuations)
         return out
 
@@ -167,12 +269,20 @@ class CompletionServer(Embedder):
         logprobs = choice.get("logprobs") if isinstance(choice, dict) else None
         scores = logprobs.get("token_logprobs") if isinstance(logprobs, dict) else None
         offsets = logprobs.get("text_offset") if isinstance(logprobs, dict) else None
-        if not isinstance(scores, list) or not isinstance(offsets, list) or len(scores) != len(offsets):
+        if (
+            not isinstance(scores, list)
+            or not isinstance(offsets, list)
+            or len(scores) != len(offsets)
+        ):
             raise BiasError(
                 f"The completion server at {self.location} returned no log-probabilities of the prompt's tokens for {text[:40]!r}...",
                 "The bbq metric needs echo with logprobs (vLLM and llama.cpp's server give them); this server or model does not.",
             )
-        picked = [s for s, at in zip(scores, offsets) if isinstance(at, int) and len(prompt) <= at < len(text)]
+        picked = [
+            s
+            for s, at in zip(scores, offsets)
+            if isinstance(at, int) and len(prompt) <= at < len(text)
+        ]
         if not picked or any(not isinstance(s, (int, float)) for s in picked):
             raise BiasError(
                 f"The completion server at {self.location} gave no log-probability to the answer's tokens in {text[:40]!r}...",

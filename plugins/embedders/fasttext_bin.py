@@ -29,7 +29,9 @@ from bias.api.static import (
 )
 
 _MAX_VERSION = 12  # the newest .bin layout fastText writes
-_HEADER = struct.Struct("<2i12id3i2q")  # magic, version, Args (12 int32 + a double), Dictionary counts
+_HEADER = struct.Struct(
+    "<2i12id3i2q"
+)  # magic, version, Args (12 int32 + a double), Dictionary counts
 _SUPERVISED = 3  # fastText's model_name::sup
 
 
@@ -91,8 +93,12 @@ class FastTextEmbedder(StaticEmbedder):
     """A fastText `.bin` (or `.ftz`): vectors for every word, from sub-words when it is unknown."""
 
     name: ClassVar[str] = "fasttext"
-    summary: ClassVar[str] = "fastText .bin model (official library); unknown words get sub-word vectors and are reported."
-    capabilities: ClassVar[frozenset[Capability]] = frozenset({Capability.WORD_VECTORS, Capability.CONTEXTUAL, Capability.VOCABULARY})
+    summary: ClassVar[str] = (
+        "fastText .bin model (official library); unknown words get sub-word vectors and are reported."
+    )
+    capabilities: ClassVar[frozenset[Capability]] = frozenset(
+        {Capability.WORD_VECTORS, Capability.CONTEXTUAL, Capability.VOCABULARY}
+    )
     libraries: ClassVar[tuple[str, ...]] = ("fasttext",)
 
     location: str = attrs.field(metadata={"help": "path of the fastText .bin file"})
@@ -106,7 +112,10 @@ class FastTextEmbedder(StaticEmbedder):
         path = existing_file(self._resolved())
         found = sniff_format(path)
         if found.kind == FASTTEXT_BIN and found.compressed:
-            raise BiasError(f"Cannot load {path} with {self.name}: it is a gzip-compressed fastText model.", "Decompress it first (gunzip); fastText reads .bin files as they are.")
+            raise BiasError(
+                f"Cannot load {path} with {self.name}: it is a gzip-compressed fastText model.",
+                "Decompress it first (gunzip); fastText reads .bin files as they are.",
+            )
         if found.kind != FASTTEXT_BIN:
             raise wrong_format(path, self.name, found, "a fastText .bin model")
         problem = layout_problem(path)
@@ -120,8 +129,12 @@ class FastTextEmbedder(StaticEmbedder):
         try:
             with _quiet_stderr():
                 model = fasttext.load_model(str(path))
-        except Exception as error:  # the C++ side raises ValueError/RuntimeError/MemoryError on damaged files
-            reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        except (
+            Exception
+        ) as error:  # the C++ side raises ValueError/RuntimeError/MemoryError on damaged files
+            reason = (
+                str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+            )
             raise BiasError(
                 f"Cannot load {path} with {self.name}: the fastText library could not read it ({reason}).",
                 "The file may be truncated or damaged; fastText .bin files are read whole.",
@@ -164,14 +177,22 @@ class FastTextEmbedder(StaticEmbedder):
         by_words = [i for i, span in enumerate(spans) if pooling != "mean" or span is not None]
         if by_words:
             out[by_words] = static_encode(
-                self.name, self.word_vectors, dim, [texts[i] for i in by_words], [spans[i] for i in by_words], pooling, layer
+                self.name,
+                self.word_vectors,
+                dim,
+                [texts[i] for i in by_words],
+                [spans[i] for i in by_words],
+                pooling,
+                layer,
             )
         chosen = set(by_words)
         for row, text in enumerate(texts):
             if row in chosen:
                 continue
             words = [w for w in text.split() if _askable(w)]
-            vector = np.asarray(model.get_sentence_vector(" ".join(words)), dtype=np.float64)  # one line: no newlines
+            vector = np.asarray(
+                model.get_sentence_vector(" ".join(words)), dtype=np.float64
+            )  # one line: no newlines
             if not text_words(text) or not vector.any():
                 raise BiasError(
                     f"The text {text!r} has no word with a vector in the fastText model.",
@@ -198,4 +219,9 @@ class FastTextEmbedder(StaticEmbedder):
         self.load()
         if self._vocab_size is None:
             self._vocab_size = len(self._model.get_words())
-        return {"dim": int(self._model.get_dimension()), "vocab_size": self._vocab_size, "format": FASTTEXT_BIN, "path": str(self._path)}
+        return {
+            "dim": int(self._model.get_dimension()),
+            "vocab_size": self._vocab_size,
+            "format": FASTTEXT_BIN,
+            "path": str(self._path),
+        }

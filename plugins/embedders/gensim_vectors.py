@@ -62,7 +62,10 @@ class _GensimStatic(StaticEmbedder):
         path = existing_file(self._resolved())
         kv = self._open(path)
         if len(kv.index_to_key) == 0:
-            raise BiasError(f"Cannot load {path} with {self.name}: it holds no vectors.", "Check that the file is complete.")
+            raise BiasError(
+                f"Cannot load {path} with {self.name}: it holds no vectors.",
+                "Check that the file is complete.",
+            )
         self._kv, self._path = kv, path
 
     def _open(self, path: Path) -> Any:
@@ -108,10 +111,16 @@ class Word2VecEmbedder(_GensimStatic):
     misnamed file still loads and a file of another format is refused with the loader to use."""
 
     name: ClassVar[str] = "word2vec"
-    summary: ClassVar[str] = "word2vec vectors (binary or text, detected from the file), read whole."
-    capabilities: ClassVar[frozenset[Capability]] = frozenset({Capability.WORD_VECTORS, Capability.CONTEXTUAL, Capability.VOCABULARY})
+    summary: ClassVar[str] = (
+        "word2vec vectors (binary or text, detected from the file), read whole."
+    )
+    capabilities: ClassVar[frozenset[Capability]] = frozenset(
+        {Capability.WORD_VECTORS, Capability.CONTEXTUAL, Capability.VOCABULARY}
+    )
 
-    limit: int = param(0, "read only the first N vectors of the file (0: all)", validator=int_at_least(0))
+    limit: int = param(
+        0, "read only the first N vectors of the file (0: all)", validator=int_at_least(0)
+    )
     unicode_errors: str = param(
         "strict",
         "how to decode words that are not valid UTF-8: strict, replace or ignore (word2vec.c may cut words mid-character)",
@@ -123,15 +132,22 @@ class Word2VecEmbedder(_GensimStatic):
         if found.kind not in (WORD2VEC_BINARY, WORD2VEC_TEXT):
             raise wrong_format(path, self.name, found, "a word2vec file")
         if found.compressed and path.suffix != ".gz":
-            raise BiasError(f"Cannot load {path} with {self.name}: it is gzip-compressed but not named .gz.", "Rename it to end in .gz, or use vec: which reads it as it is.")
+            raise BiasError(
+                f"Cannot load {path} with {self.name}: it is gzip-compressed but not named .gz.",
+                "Rename it to end in .gz, or use vec: which reads it as it is.",
+            )
         check_header_fits(path, found, self.name, self.limit)
         binary = found.kind == WORD2VEC_BINARY
         if not binary:
             check_text_rows(path, found, self.name, self.limit)
         try:
-            kv = read_word2vec(path, binary=binary, limit=self.limit or None, unicode_errors=self.unicode_errors)
+            kv = read_word2vec(
+                path, binary=binary, limit=self.limit or None, unicode_errors=self.unicode_errors
+            )
         except (ValueError, EOFError, OSError) as error:  # UnicodeDecodeError is a ValueError
-            raise _gensim_failure(path, self.name, "word2vec " + ("binary" if binary else "text") + " file", error) from error
+            raise _gensim_failure(
+                path, self.name, "word2vec " + ("binary" if binary else "text") + " file", error
+            ) from error
         if binary and not self.limit:
             check_binary_rest(path, found, kv, self.name)
         self._format = found.kind
@@ -145,16 +161,23 @@ class GloveEmbedder(_GensimStatic):
 
     name: ClassVar[str] = "glove"
     summary: ClassVar[str] = "GloVe vectors (text rows without a header line), read whole."
-    capabilities: ClassVar[frozenset[Capability]] = frozenset({Capability.WORD_VECTORS, Capability.CONTEXTUAL, Capability.VOCABULARY})
+    capabilities: ClassVar[frozenset[Capability]] = frozenset(
+        {Capability.WORD_VECTORS, Capability.CONTEXTUAL, Capability.VOCABULARY}
+    )
 
-    limit: int = param(0, "read only the first N vectors of the file (0: all)", validator=int_at_least(0))
+    limit: int = param(
+        0, "read only the first N vectors of the file (0: all)", validator=int_at_least(0)
+    )
 
     def _open(self, path: Path) -> Any:
         found = sniff_format(path)
         if found.kind != HEADERLESS_TEXT:
             raise wrong_format(path, self.name, found, "a GloVe text file")
         if found.compressed and path.suffix != ".gz":
-            raise BiasError(f"Cannot load {path} with {self.name}: it is gzip-compressed but not named .gz.", "Rename it to end in .gz, or use vec: which reads it as it is.")
+            raise BiasError(
+                f"Cannot load {path} with {self.name}: it is gzip-compressed but not named .gz.",
+                "Rename it to end in .gz, or use vec: which reads it as it is.",
+            )
         check_text_rows(path, found, self.name, self.limit)
         try:
             kv = read_glove(path, limit=self.limit or None)
@@ -171,16 +194,27 @@ class KeyedVectorsEmbedder(_GensimStatic):
     too (its `.wv` is used); a FastText model's sub-word vectors stand in for unknown words."""
 
     name: ClassVar[str] = "kv"
-    summary: ClassVar[str] = "gensim KeyedVectors or model saved with .save() (.kv/.model; a pickle, needs --allow-pickle)."
-    capabilities: ClassVar[frozenset[Capability]] = frozenset({Capability.WORD_VECTORS, Capability.CONTEXTUAL, Capability.VOCABULARY})
+    summary: ClassVar[str] = (
+        "gensim KeyedVectors or model saved with .save() (.kv/.model; a pickle, needs --allow-pickle)."
+    )
+    capabilities: ClassVar[frozenset[Capability]] = frozenset(
+        {Capability.WORD_VECTORS, Capability.CONTEXTUAL, Capability.VOCABULARY}
+    )
 
     allow_pickle: bool = param(
-        False, "load the file although it is a pickle, which can run code: only for files you trust", guard="code"
+        False,
+        "load the file although it is a pickle, which can run code: only for files you trust",
+        guard="code",
     )
-    mmap: bool = param(False, "memory-map the arrays saved beside the file (.npy) instead of reading them into memory")
+    mmap: bool = param(
+        False,
+        "memory-map the arrays saved beside the file (.npy) instead of reading them into memory",
+    )
 
     def _open(self, path: Path) -> Any:
-        found = sniff_format(path)  # reads bytes only; nothing is unpickled before the user allows it
+        found = sniff_format(
+            path
+        )  # reads bytes only; nothing is unpickled before the user allows it
         if found.kind != PICKLE:
             raise wrong_format(path, self.name, found, "a gensim .kv/.model file")
         if not self.allow_pickle:
@@ -247,7 +281,10 @@ class TokenVectorsEmbedder(Word2VecEmbedder):
     def check(self) -> None:
         folder = self._folder()
         if not folder.is_dir():
-            raise BiasError(f"Model folder not found: {self.location}", "static: takes the folder of a Hugging Face encoder (or a pkg: location).")
+            raise BiasError(
+                f"Model folder not found: {self.location}",
+                "static: takes the folder of a Hugging Face encoder (or a pkg: location).",
+            )
         check_encoder_folder(folder)
 
     def _vector(self, word: str) -> tuple[np.ndarray, bool] | None:
@@ -255,6 +292,8 @@ class TokenVectorsEmbedder(Word2VecEmbedder):
 
     def describe(self) -> dict[str, Any]:
         return {
-            **super().describe(), "source": str(self._folder()), "lowercased": self._normalise.lowercase,
+            **super().describe(),
+            "source": str(self._folder()),
+            "lowercased": self._normalise.lowercase,
             "accents_stripped": self._normalise.strip_accents,
         }

@@ -96,15 +96,26 @@ class HuggingFaceEmbedder(Embedder):
         "masked- or causal-LM scores."
     )
     capabilities: ClassVar[frozenset[Capability]] = frozenset(
-        {Capability.WORD_VECTORS, Capability.CONTEXTUAL, Capability.MASKED_LM, Capability.CAUSAL_LM, Capability.GENERATION}
+        {
+            Capability.WORD_VECTORS,
+            Capability.CONTEXTUAL,
+            Capability.MASKED_LM,
+            Capability.CAUSAL_LM,
+            Capability.GENERATION,
+        }
     )
     libraries: ClassVar[tuple[str, ...]] = ("torch", "transformers")
 
-    location: str = param(attrs.NOTHING, "local model folder, pkg:MODULE/path, or a Hugging Face Hub id")
+    location: str = param(
+        attrs.NOTHING, "local model folder, pkg:MODULE/path, or a Hugging Face Hub id"
+    )
     word_pooling: str = param(
         "auto",
         "how a word's vector is taken from its sub-tokens: auto (mean for encoders, last for causal LMs), mean, first, last, or cls ([CLS] vector)",
-        validator=one_of(("auto", *POOLINGS), "mean averages the word's sub-tokens; first/last take one sub-token; cls takes the [CLS] vector."),
+        validator=one_of(
+            ("auto", *POOLINGS),
+            "mean averages the word's sub-tokens; first/last take one sub-token; cls takes the [CLS] vector.",
+        ),
     )
     bos: str = param(
         "auto",
@@ -113,7 +124,8 @@ class HuggingFaceEmbedder(Embedder):
         validator=one_of(vectors.STARTS),
     )
     layer: str | int = param(
-        -1, "hidden state used for vectors: -1 = last layer, 0 = embedding output, mean-last-4 = mean of the last four",
+        -1,
+        "hidden state used for vectors: -1 = last layer, 0 = embedding output, mean-last-4 = mean of the last four",
         converter=vectors.layer_value,
     )
     batch_size: int | str = param(
@@ -122,7 +134,9 @@ class HuggingFaceEmbedder(Embedder):
         "(halved whenever it runs out); the size used is recorded",
         validator=_batch_size,
     )
-    device: str = param("auto", "torch device: auto (cuda if available, else cpu), cpu, cuda, cuda:1, mps")
+    device: str = param(
+        "auto", "torch device: auto (cuda if available, else cpu), cpu, cuda, cuda:1, mps"
+    )
     dtype: str = param(
         "float32",
         "precision: float32, tf32 (float32 weights, TF32 matrix products on a GPU), float16, bfloat16 or float64; "
@@ -130,19 +144,29 @@ class HuggingFaceEmbedder(Embedder):
         validator=one_of(DTYPES),
     )
     max_length: int | None = param(
-        None, "truncate texts to this many tokens (default: the model's limit)", validator=attrs.validators.optional(int_at_least(1))
+        None,
+        "truncate texts to this many tokens (default: the model's limit)",
+        validator=attrs.validators.optional(int_at_least(1)),
     )
     head: str = param(
         "auto",
         "which head to load: auto (from the config's architectures), masked, causal, or none (encoder only)",
-        validator=one_of(HEADS, "auto reads the head from config.json; none loads the bare encoder (vectors only)."),
+        validator=one_of(
+            HEADS,
+            "auto reads the head from config.json; none loads the bare encoder (vectors only).",
+        ),
     )
     trust_remote_code: bool = param(
-        False, "run the model's own Python code from its folder or the Hub (only for models you trust)", guard="code"
+        False,
+        "run the model's own Python code from its folder or the Hub (only for models you trust)",
+        guard="code",
     )
-    cache: bool = param(True, "keep encodings on disk so a repeated run does not run the model again")
+    cache: bool = param(
+        True, "keep encodings on disk so a repeated run does not run the model again"
+    )
     cache_dir: str | None = param(
-        None, "folder of the encoding cache (default: $BIAS_CACHE_DIR/encodings or ~/.cache/bias-framework/encodings)",
+        None,
+        "folder of the encoding cache (default: $BIAS_CACHE_DIR/encodings or ~/.cache/bias-framework/encodings)",
         guard="route",
     )
     chat: str = param(
@@ -151,7 +175,9 @@ class HuggingFaceEmbedder(Embedder):
         "true (also to score answers inside the assistant's turn; refused without a template) or false (never)",
         validator=one_of(chat_template.CHAT_MODES),
     )
-    system: str = param("", "system prompt put before every conversation that has none (empty: none)")
+    system: str = param(
+        "", "system prompt put before every conversation that has none (empty: none)"
+    )
 
     _loaded: LoadedModel | None = attrs.field(init=False, default=None, repr=False)
     _cache: encoding_cache.EncodingCache | None = attrs.field(init=False, default=None, repr=False)
@@ -174,20 +200,33 @@ class HuggingFaceEmbedder(Embedder):
         if folder is not None or loading.offline():
             return ()
         endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co").rstrip("/")
-        return (Contact(f"{endpoint}/{repo_id}", "HF_TOKEN" if os.environ.get("HF_TOKEN") else None),)
+        return (
+            Contact(f"{endpoint}/{repo_id}", "HF_TOKEN" if os.environ.get("HF_TOKEN") else None),
+        )
 
     def load(self) -> None:
         if self._loaded is not None:
             return
         loaded = loading.load(
-            self.location, device=self.device, head=self.head, dtype=self.dtype,
-            max_length=self.max_length, trust_remote_code=self.trust_remote_code,
+            self.location,
+            device=self.device,
+            head=self.head,
+            dtype=self.dtype,
+            max_length=self.max_length,
+            trust_remote_code=self.trust_remote_code,
         )
         vectors.check_layer(self.layer, loaded.num_states)
         self._loaded = loaded
         if self.cache:
-            folder_of_cache = Path(self.cache_dir).expanduser() if self.cache_dir else encoding_cache.default_cache_dir()
-            self._cache = encoding_cache.EncodingCache(folder_of_cache, files.cache_fingerprint(self._files(), self.dtype, loaded.token_limit))
+            folder_of_cache = (
+                Path(self.cache_dir).expanduser()
+                if self.cache_dir
+                else encoding_cache.default_cache_dir()
+            )
+            self._cache = encoding_cache.EncodingCache(
+                folder_of_cache,
+                files.cache_fingerprint(self._files(), self.dtype, loaded.token_limit),
+            )
 
     @property
     def loaded(self) -> LoadedModel:
@@ -209,8 +248,16 @@ class HuggingFaceEmbedder(Embedder):
         if head is None:
             return None
         causal = {Capability.CAUSAL_LM, Capability.GENERATION}
-        return frozenset({Capability.WORD_VECTORS, Capability.CONTEXTUAL}
-                         | ({Capability.MASKED_LM} if head == "masked" else causal if head == "causal" else set()))
+        return frozenset(
+            {Capability.WORD_VECTORS, Capability.CONTEXTUAL}
+            | (
+                {Capability.MASKED_LM}
+                if head == "masked"
+                else causal
+                if head == "causal"
+                else set()
+            )
+        )
 
     def available(self) -> frozenset[Capability]:
         offered = {Capability.WORD_VECTORS, Capability.CONTEXTUAL}
@@ -242,7 +289,9 @@ class HuggingFaceEmbedder(Embedder):
         loaded = self._need_head("masked", "masked-LM probabilities")
         rows, tokens, _ = self._batch_limits()
         with loading.matmul_precision(self.dtype, loaded.device):
-            return lm_scoring.masked_log_probs(loaded.model, loaded.tokenizer, loaded.device, requests, rows, max_tokens=tokens)
+            return lm_scoring.masked_log_probs(
+                loaded.model, loaded.tokenizer, loaded.device, requests, rows, max_tokens=tokens
+            )
 
     def token_log_probs(
         self, sequences: Sequence[Sequence[int]], *, attention: bool = False, start: bool = True
@@ -251,8 +300,15 @@ class HuggingFaceEmbedder(Embedder):
         rows, tokens, _ = self._batch_limits()
         with loading.matmul_precision(self.dtype, loaded.device):
             return lm_scoring.token_log_probs(
-                loaded.model, loaded.tokenizer, loaded.device, sequences, rows,
-                causal=loaded.head == "causal", attention=attention, start=start, max_tokens=tokens,
+                loaded.model,
+                loaded.tokenizer,
+                loaded.device,
+                sequences,
+                rows,
+                causal=loaded.head == "causal",
+                attention=attention,
+                start=start,
+                max_tokens=tokens,
             )
 
     def choice_log_probs(self, requests: Sequence[ChoiceRequest]) -> list[ChoiceScores]:
@@ -263,7 +319,13 @@ class HuggingFaceEmbedder(Embedder):
         rows, tokens, _ = self._batch_limits()
         with loading.matmul_precision(self.dtype, loaded.device):
             found = choice_scoring.packed_choice_log_probs(
-                loaded.model, loaded.tokenizer, self, loaded.device, requests, rows, max_tokens=tokens
+                loaded.model,
+                loaded.tokenizer,
+                self,
+                loaded.device,
+                requests,
+                rows,
+                max_tokens=tokens,
             )
         found = found if found is not None else super().choice_log_probs(requests)
         return [attrs.evolve(f, context=f"{f.context}; {how}") for f in found] if how else found
@@ -271,21 +333,35 @@ class HuggingFaceEmbedder(Embedder):
     def _in_template(self, requests: Sequence[ChoiceRequest]) -> tuple[list[ChoiceRequest], str]:
         """With chat = true, each prompt as the user's turn in the chat template, so the answers are
         scored inside the assistant's turn (and how, for the result); else the requests as given."""
-        if self.chat != "true" or not chat_template.uses_template(self.loaded.tokenizer, self.chat, self.spec):
+        if self.chat != "true" or not chat_template.uses_template(
+            self.loaded.tokenizer, self.chat, self.spec
+        ):
             return list(requests), ""
         out, how = [], ""
         for r in requests:
-            text, how = chat_template.templated(self.loaded.tokenizer, GenerationRequest.of(r.prompt, self.system or None))
-            out.append(attrs.evolve(r, prompt=chat_template.strip_start(self.loaded.tokenizer, text)[0]))
-        return out, f"each prompt put as the user's turn through {how}, the answers scored inside the assistant's turn"
+            text, how = chat_template.templated(
+                self.loaded.tokenizer, GenerationRequest.of(r.prompt, self.system or None)
+            )
+            out.append(
+                attrs.evolve(r, prompt=chat_template.strip_start(self.loaded.tokenizer, text)[0])
+            )
+        return (
+            out,
+            f"each prompt put as the user's turn through {how}, the answers scored inside the assistant's turn",
+        )
 
-    def generate(self, requests: Sequence[GenerationRequest], sampling: Sampling | None = None) -> list[Generations]:
+    def generate(
+        self, requests: Sequence[GenerationRequest], sampling: Sampling | None = None
+    ) -> list[Generations]:
         """Replies written by the model (see `bias.api.hf.generation`), in its chat template when it
         has one (chat = auto or true), sample j drawn with seed + j. batch_size = auto writes 32
         replies at a time on any device: the token budget of scoring does not count the growing
         key-value cache of generation."""
         loaded = self._need_head("causal", "generated replies")
-        asked = [(GenerationRequest.of(r) if isinstance(r, str) else r).with_system(self.system or None) for r in requests]
+        asked = [
+            (GenerationRequest.of(r) if isinstance(r, str) else r).with_system(self.system or None)
+            for r in requests
+        ]
         template = chat_template.uses_template(loaded.tokenizer, self.chat, self.spec)
         resolved = (sampling or Sampling()).over(Sampling())
         rows = batching.CPU_BATCH if self.batch_size == "auto" else int(self.batch_size)
@@ -394,7 +470,12 @@ class HuggingFaceEmbedder(Embedder):
         kept = [w for i, w in enumerate(candidates) if i not in dropped]
         found = set(kept)
         lost = tuple(w for w in unique if w not in found)
-        return WordVectors(tuple(kept), rows[[i for i in range(len(candidates)) if i not in dropped]], lost=lost, approximated=())
+        return WordVectors(
+            tuple(kept),
+            rows[[i for i in range(len(candidates)) if i not in dropped]],
+            lost=lost,
+            approximated=(),
+        )
 
     @property
     def resolved_word_pooling(self) -> str:
@@ -405,15 +486,23 @@ class HuggingFaceEmbedder(Embedder):
         return "last" if self.loaded.causal else "mean"
 
     def _rows(
-        self, texts: Sequence[str], spans: Sequence[tuple[int, int] | None], pooling: str, layer: int | str
+        self,
+        texts: Sequence[str],
+        spans: Sequence[tuple[int, int] | None],
+        pooling: str,
+        layer: int | str,
     ) -> tuple[np.ndarray, list[int]]:
         start, _ = self._start_token()
-        return vectors.cached_rows(self.loaded, self._cache, texts, spans, pooling, layer, self._run, start=start)
+        return vectors.cached_rows(
+            self.loaded, self._cache, texts, spans, pooling, layer, self._run, start=start
+        )
 
     def _run(self, items: Sequence[PooledInput], layer: int | str) -> np.ndarray:
         rows, tokens, _ = self._batch_limits()
         with loading.matmul_precision(self.dtype, self.loaded.device):
-            return vectors.pooled_rows(self.loaded, items, layer, rows, self._hidden_states, max_tokens=tokens)
+            return vectors.pooled_rows(
+                self.loaded, items, layer, rows, self._hidden_states, max_tokens=tokens
+            )
 
     def _hidden_states(self, inputs: dict[str, Any], layer: int | str) -> Any:
         return vectors.hidden_states(self.loaded, inputs, layer)
@@ -434,8 +523,10 @@ class HuggingFaceEmbedder(Embedder):
         digest = hashlib.sha256(self._files().encode())
         options = (
             f"dtype={self.dtype};layer={self.layer};pooling={self.resolved_word_pooling};max_length={loaded.token_limit};"
-            f"head={loaded.head}" + (f";bos={self.bos}" if self.bos != "auto" else "")
-            + (f";chat={self.chat}" if self.chat != "auto" else "") + (f";system={self.system}" if self.system else "")
+            f"head={loaded.head}"
+            + (f";bos={self.bos}" if self.bos != "auto" else "")
+            + (f";chat={self.chat}" if self.chat != "auto" else "")
+            + (f";system={self.system}" if self.system else "")
         )
         digest.update(options.encode())
         return f"{self.spec}#{digest.hexdigest()[:20]}"

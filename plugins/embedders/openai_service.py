@@ -26,13 +26,16 @@ class OpenAIEmbedder(ServiceEmbedder):
     summary: ClassVar[str] = (
         "OpenAI-compatible embeddings API (OpenAI, Azure, vLLM, TEI, Ollama): sentence and word vectors."
     )
-    capabilities: ClassVar[frozenset[Capability]] = frozenset({Capability.WORD_VECTORS, Capability.CONTEXTUAL})
+    capabilities: ClassVar[frozenset[Capability]] = frozenset(
+        {Capability.WORD_VECTORS, Capability.CONTEXTUAL}
+    )
     default_key_env: ClassVar[str] = "OPENAI_API_KEY"
     library: ClassVar[str] = "openai"
     default_base_url: ClassVar[str] = "https://api.openai.com/v1"
 
     dimensions: int | None = param(
-        None, "ask the server for vectors of N dimensions (text-embedding-3-* models; others refuse it)",
+        None,
+        "ask the server for vectors of N dimensions (text-embedding-3-* models; others refuse it)",
         validator=attrs.validators.optional(int_at_least(1)),
     )
 
@@ -50,7 +53,11 @@ class OpenAIEmbedder(ServiceEmbedder):
     def _send(self, client: Any, texts: list[str]) -> tuple[Any, int | None]:
         import openai
 
-        options: dict[str, Any] = {"model": self.location, "input": texts, "encoding_format": "float"}
+        options: dict[str, Any] = {
+            "model": self.location,
+            "input": texts,
+            "encoding_format": "float",
+        }
         if self.dimensions is not None:
             options["dimensions"] = self.dimensions
         try:
@@ -60,12 +67,18 @@ class OpenAIEmbedder(ServiceEmbedder):
         except openai.APIConnectionError:
             raise Transient("no connection to the service") from None
         except openai.APIStatusError as exc:
-            raise refused_for_status(exc.status_code, str(getattr(exc, "message", "")), self._key(), exc.response.headers) from None
+            raise refused_for_status(
+                exc.status_code, str(getattr(exc, "message", "")), self._key(), exc.response.headers
+            ) from None
         data = getattr(response, "data", None)
         if not isinstance(data, list):
             return data, None  # refused by the shared check of the answer, naming what came instead
         index = [getattr(item, "index", None) for item in data]
         if all(type(i) is int for i in index) and sorted(index) == list(range(len(data))):  # type: ignore[type-var]
-            data = [item for _, item in sorted(zip(index, data), key=lambda pair: pair[0])]  # the answer's own order
+            data = [
+                item for _, item in sorted(zip(index, data), key=lambda pair: pair[0])
+            ]  # the answer's own order
         usage = getattr(response, "usage", None)
-        return [getattr(item, "embedding", None) for item in data], getattr(usage, "prompt_tokens", None)
+        return [getattr(item, "embedding", None) for item in data], getattr(
+            usage, "prompt_tokens", None
+        )

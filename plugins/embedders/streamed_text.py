@@ -43,10 +43,16 @@ class StreamedTextEmbedder(StaticEmbedder):
     """word2vec/fastText text vectors, with or without a header line, plain or gzip-compressed."""
 
     name: ClassVar[str] = "vec"
-    summary: ClassVar[str] = "word2vec/fastText .vec text vectors, streamed: only the rows of requested words are kept."
-    capabilities: ClassVar[frozenset[Capability]] = frozenset({Capability.WORD_VECTORS, Capability.CONTEXTUAL, Capability.VOCABULARY})
+    summary: ClassVar[str] = (
+        "word2vec/fastText .vec text vectors, streamed: only the rows of requested words are kept."
+    )
+    capabilities: ClassVar[frozenset[Capability]] = frozenset(
+        {Capability.WORD_VECTORS, Capability.CONTEXTUAL, Capability.VOCABULARY}
+    )
 
-    location: str = attrs.field(metadata={"help": "path of the .vec text file (header line optional, .gz accepted)"})
+    location: str = attrs.field(
+        metadata={"help": "path of the .vec text file (header line optional, .gz accepted)"}
+    )
     _path: Path | None = attrs.field(default=None, init=False, repr=False)
     _format: FileFormat | None = attrs.field(default=None, init=False, repr=False)
     _rows: dict[str, np.ndarray] = attrs.field(factory=dict, init=False, repr=False)
@@ -84,9 +90,9 @@ class StreamedTextEmbedder(StaticEmbedder):
         announced, dim = self._format.count, self._format.dim
         if rows != announced:
             raise BiasError(
-                f"Cannot read {self._path} with {self.name}: its header line (line 1: \"{announced} {dim}\") announces {announced} "
+                f'Cannot read {self._path} with {self.name}: its header line (line 1: "{announced} {dim}") announces {announced} '
                 f"rows, but the file holds {rows} (lines 2 to {rows + 1}).",
-                f"Correct the header to \"{rows} {dim}\", or restore the missing rows.",
+                f'Correct the header to "{rows} {dim}", or restore the missing rows.',
             )
         self._rows_in_file = rows
 
@@ -134,9 +140,9 @@ class StreamedTextEmbedder(StaticEmbedder):
         announced = self._format.count
         if complete and announced is not None and rows_seen != announced:
             raise BiasError(
-                f"Cannot read {self._path} with {self.name}: its header line (line 1: \"{announced} {dim}\") announces {announced} "
+                f'Cannot read {self._path} with {self.name}: its header line (line 1: "{announced} {dim}") announces {announced} '
                 f"rows, but the file holds {rows_seen} (lines 2 to {rows_seen + 1}).",
-                f"Correct the header to \"{rows_seen} {dim}\", or restore the missing rows.",
+                f'Correct the header to "{rows_seen} {dim}", or restore the missing rows.',
             )
         self._absent.update(targets.values())
         if complete:
@@ -159,7 +165,9 @@ class StreamedTextEmbedder(StaticEmbedder):
         self.load()
         requested = unique(words)
         new = {w for w in requested if w not in self._rows and w not in self._absent}
-        impossible = {w for w in new if not w or any(c.isspace() for c in w) or _key(w) is None}  # no row holds them
+        impossible = {
+            w for w in new if not w or any(c.isspace() for c in w) or _key(w) is None
+        }  # no row holds them
         self._absent.update(impossible)
         new -= impossible
         if new:

@@ -12,7 +12,12 @@ from typing import Any, ClassVar
 
 import attrs
 from bias.api import Capability, int_at_least, one_of, param
-from bias.api.services import ServiceEmbedder, Transient, bounded_requests_session, refused_for_status
+from bias.api.services import (
+    ServiceEmbedder,
+    Transient,
+    bounded_requests_session,
+    refused_for_status,
+)
 
 INPUT_TYPES = ("none", "query", "document")
 
@@ -23,20 +28,34 @@ class VoyageEmbedder(ServiceEmbedder):
     retries, honouring Retry-After)."""
 
     name: ClassVar[str] = "voyage"
-    summary: ClassVar[str] = "Voyage AI embeddings API (voyage-multilingual-2, voyage-3): sentence and word vectors."
-    capabilities: ClassVar[frozenset[Capability]] = frozenset({Capability.WORD_VECTORS, Capability.CONTEXTUAL})
+    summary: ClassVar[str] = (
+        "Voyage AI embeddings API (voyage-multilingual-2, voyage-3): sentence and word vectors."
+    )
+    capabilities: ClassVar[frozenset[Capability]] = frozenset(
+        {Capability.WORD_VECTORS, Capability.CONTEXTUAL}
+    )
     default_key_env: ClassVar[str] = "VOYAGE_API_KEY"
     library: ClassVar[str] = "voyageai"
     default_base_url: ClassVar[str] = "https://api.voyageai.com/v1"
 
-    input_type: str = param("none", "none (the text as it is), query or document (Voyage adds its prompt for these)", validator=one_of(INPUT_TYPES))
+    input_type: str = param(
+        "none",
+        "none (the text as it is), query or document (Voyage adds its prompt for these)",
+        validator=one_of(INPUT_TYPES),
+    )
     output_dimension: int | None = param(
-        None, "vector width for the models that offer several (voyage-3-large, voyage-3.5: 256, 512, 1024, 2048)",
+        None,
+        "vector width for the models that offer several (voyage-3-large, voyage-3.5: 256, 512, 1024, 2048)",
         validator=attrs.validators.optional(int_at_least(1)),
     )
 
     def _identity(self) -> dict[str, Any]:
-        return {"endpoint": self.endpoint, "model": self.location, "dimensions": self.output_dimension, "input_type": self.input_type}
+        return {
+            "endpoint": self.endpoint,
+            "model": self.location,
+            "dimensions": self.output_dimension,
+            "input_type": self.input_type,
+        }
 
     def _asked_width(self) -> int | None:
         return self.output_dimension
@@ -48,15 +67,20 @@ class VoyageEmbedder(ServiceEmbedder):
         # redirect followed, no answer longer than a batch of vectors can be (bias.api.services).
         limit, timeout = self.answer_limit(), self.timeout
         voyageai.requestssession = lambda: bounded_requests_session(limit, timeout)
-        return voyageai.Client(api_key=key, max_retries=0, timeout=self.timeout, base_url=self.endpoint)
+        return voyageai.Client(
+            api_key=key, max_retries=0, timeout=self.timeout, base_url=self.endpoint
+        )
 
     def _send(self, client: Any, texts: list[str]) -> tuple[list[list[float]], int | None]:
         from voyageai import error
 
         try:
             result = client.embed(
-                texts, model=self.location, input_type=None if self.input_type == "none" else self.input_type,
-                truncation=True, output_dimension=self.output_dimension,
+                texts,
+                model=self.location,
+                input_type=None if self.input_type == "none" else self.input_type,
+                truncation=True,
+                output_dimension=self.output_dimension,
             )
         except error.Timeout:
             raise Transient(f"no answer within {self.timeout:g} s") from None
@@ -64,5 +88,7 @@ class VoyageEmbedder(ServiceEmbedder):
             raise Transient("no connection to the service") from None
         except error.VoyageError as exc:
             status = exc.http_status if isinstance(exc.http_status, int) else 500
-            raise refused_for_status(status, str(exc.user_message or ""), self._key(), exc.headers) from None
+            raise refused_for_status(
+                status, str(exc.user_message or ""), self._key(), exc.headers
+            ) from None
         return getattr(result, "embeddings", None), getattr(result, "total_tokens", None)

@@ -32,7 +32,9 @@ class AnalogyTxtFormat(WordSetFormat):
         lines = [line.strip() for line in found]
         if lines[0].startswith(":"):  # a WEAT line may hold a colon, but never starts with one
             return True
-        return all(line.startswith(":") or (len(line.split()) == 4 and "," not in line) for line in lines)
+        return all(
+            line.startswith(":") or (len(line.split()) == 4 and "," not in line) for line in lines
+        )
 
     def record(self, path: Path) -> dict[str, Any]:
         meta, lines = read_lines(path, bias_type="non-social")
@@ -41,7 +43,9 @@ class AnalogyTxtFormat(WordSetFormat):
             if line.startswith(":"):
                 name = line[1:].strip()
                 if not name:
-                    raise BiasError(f"{path}: line {number}: a section line needs a name, e.g. ': capital-country'.")
+                    raise BiasError(
+                        f"{path}: line {number}: a section line needs a name, e.g. ': capital-country'."
+                    )
                 sections.append({"name": name, "questions": []})
                 continue
             words = line.split()
@@ -57,8 +61,14 @@ class AnalogyTxtFormat(WordSetFormat):
                 )
             sections[-1]["questions"].append(" ".join(words))
         if not sections:
-            raise BiasError(f"{path}: no sections found.", "An analogy file has ': section' lines followed by 'a b c d' questions.")
+            raise BiasError(
+                f"{path}: no sections found.",
+                "An analogy file has ': section' lines followed by 'a b c d' questions.",
+            )
         empty = [s["name"] for s in sections if not s["questions"]]
         if empty:
-            raise BiasError(f"{path}: section '{empty[0]}' has no questions.", "Remove the empty section or add questions under it.")
+            raise BiasError(
+                f"{path}: section '{empty[0]}' has no questions.",
+                "Remove the empty section or add questions under it.",
+            )
         return {"kind": ANALOGIES, **meta, "sections": sections}

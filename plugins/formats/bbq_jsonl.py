@@ -33,31 +33,66 @@ from bias.api import BiasError, WordSetFormat
 from bias.api.data import BBQ, file_head, parse_json, read_text
 
 REQUIRED = (
-    "example_id", "question_polarity", "context_condition", "category", "answer_info",
-    "additional_metadata", "context", "question", "ans0", "ans1", "ans2", "label",
+    "example_id",
+    "question_polarity",
+    "context_condition",
+    "category",
+    "answer_info",
+    "additional_metadata",
+    "context",
+    "question",
+    "ans0",
+    "ans1",
+    "ans2",
+    "label",
 )
 ANSWERS = ("ans0", "ans1", "ans2")
 _SNIFF_KEYS = ("example_id", "context_condition", "question_polarity", "answer_info")
 _PARTS = re.compile(r"[-_\s]+")
 # MBBQ's file names: <Category>_<language>.jsonl and <Category>_control_<language>.jsonl
 MBBQ_LANGUAGES = ("en", "es", "nl", "tr")
-_MBBQ_NAME = re.compile(rf"^(?P<category>.+?)(?P<control>_control)?_(?P<language>{'|'.join(MBBQ_LANGUAGES)})$")
+_MBBQ_NAME = re.compile(
+    rf"^(?P<category>.+?)(?P<control>_control)?_(?P<language>{'|'.join(MBBQ_LANGUAGES)})$"
+)
 # Nouns the gender questions use as the group label of an answer that names a person by a noun, where
 # stereotyped_groups says F or M: the labels of BBQ (English) and of MBBQ's translations, with the
 # obvious companions (singular, lower case; matched with case ignored).
 GENDER_NOUNS = {
-    "f": frozenset({
-        "woman", "girl", "lady",  # en
-        "vrouw", "meisje", "dame",  # nl
-        "mujer", "chica", "niña", "señora", "maestra",  # es
-        "kadın", "kız", "kız çocuk",  # tr
-    }),
-    "m": frozenset({
-        "man", "boy", "gentleman",  # en (and nl "man")
-        "jongen", "heer",  # nl
-        "hombre", "chico", "niño", "señor", "maestro",  # es
-        "adam", "erkek", "erkek çocuk",  # tr
-    }),
+    "f": frozenset(
+        {
+            "woman",
+            "girl",
+            "lady",  # en
+            "vrouw",
+            "meisje",
+            "dame",  # nl
+            "mujer",
+            "chica",
+            "niña",
+            "señora",
+            "maestra",  # es
+            "kadın",
+            "kız",
+            "kız çocuk",  # tr
+        }
+    ),
+    "m": frozenset(
+        {
+            "man",
+            "boy",
+            "gentleman",  # en (and nl "man")
+            "jongen",
+            "heer",  # nl
+            "hombre",
+            "chico",
+            "niño",
+            "señor",
+            "maestro",  # es
+            "adam",
+            "erkek",
+            "erkek çocuk",  # tr
+        }
+    ),
 }
 
 
@@ -99,7 +134,9 @@ def mbbq_name(path: Path) -> tuple[str, bool] | None:
 
 class BbqJsonlFormat(WordSetFormat):
     name: ClassVar[str] = "bbq-jsonl"
-    summary: ClassVar[str] = "BBQ multiple-choice bias questions, the published JSONL files of BBQ and MBBQ (for the bbq metric)."
+    summary: ClassVar[str] = (
+        "BBQ multiple-choice bias questions, the published JSONL files of BBQ and MBBQ (for the bbq metric)."
+    )
     suffixes: ClassVar[tuple[str, ...]] = (".jsonl",)
     kind: ClassVar[str] = BBQ
 
@@ -119,13 +156,24 @@ class BbqJsonlFormat(WordSetFormat):
             if line.strip():
                 items.append(self._item(parse_json(line, f"{path}: line {number}"), path, number))
         if not items:
-            raise BiasError(f"{path}: the file is empty.", "A BBQ file has one JSON object (one question) per line.")
+            raise BiasError(
+                f"{path}: the file is empty.",
+                "A BBQ file has one JSON object (one question) per line.",
+            )
         mbbq = mbbq_name(path)
         if mbbq is None:
-            language, title, source = "und", f"BBQ questions from {path.name}", f"user file {path.name} (BBQ format, Parrish et al. 2022)"
+            language, title, source = (
+                "und",
+                f"BBQ questions from {path.name}",
+                f"user file {path.name} (BBQ format, Parrish et al. 2022)",
+            )
         else:
             language, control = mbbq
-            which = "MBBQ control questions (first names for the groups; measures accuracy)" if control else "MBBQ questions"
+            which = (
+                "MBBQ control questions (first names for the groups; measures accuracy)"
+                if control
+                else "MBBQ questions"
+            )
             title = f"{which} from {path.name}"
             source = f"user file {path.name} (MBBQ {'control set' if control else 'format'}, Neplenbroek et al. 2024)"
         return {
@@ -142,38 +190,53 @@ class BbqJsonlFormat(WordSetFormat):
     def _item(self, row: Any, path: Path, number: int) -> dict[str, Any]:
         where = f"{path}: line {number}"
         if not isinstance(row, dict):
-            raise BiasError(f"{where}: not a JSON object.", "A BBQ file has one JSON object (one question) per line.")
+            raise BiasError(
+                f"{where}: not a JSON object.",
+                "A BBQ file has one JSON object (one question) per line.",
+            )
         if "example_id" in row:
             where += f" (example_id {row['example_id']!r})"
         missing = [key for key in REQUIRED if key not in row]
         if missing:
-            raise BiasError(f"{where}: missing field(s) {', '.join(missing)}.",
-                            "Each line of a BBQ file needs the fields of the published files (see docs/data-formats.md, bbq).")
+            raise BiasError(
+                f"{where}: missing field(s) {', '.join(missing)}.",
+                "Each line of a BBQ file needs the fields of the published files (see docs/data-formats.md, bbq).",
+            )
         info = row["answer_info"]
         groups = [_group(info, key) for key in ANSWERS]
         unknowns = [i for i, g in enumerate(groups) if g == "unknown"]
         if len(unknowns) != 1:
-            raise BiasError(f"{where}: answer_info marks {len(unknowns)} answers as 'unknown'; exactly one must be.",
-                            "answer_info gives each of ans0..ans2 as [text, group]; the unknown answer's group is 'unknown'.")
+            raise BiasError(
+                f"{where}: answer_info marks {len(unknowns)} answers as 'unknown'; exactly one must be.",
+                "answer_info gives each of ans0..ans2 as [text, group]; the unknown answer's group is 'unknown'.",
+            )
         meta = row["additional_metadata"]
         groups_named = meta.get("stereotyped_groups") if isinstance(meta, dict) else None
         if not isinstance(groups_named, list) or not groups_named:
-            raise BiasError(f"{where}: additional_metadata.stereotyped_groups is missing or empty.",
-                            "Name the stereotyped group(s), as the published files do.")
+            raise BiasError(
+                f"{where}: additional_metadata.stereotyped_groups is missing or empty.",
+                "Name the stereotyped group(s), as the published files do.",
+            )
         self._check_fields(row, where, unknowns[0])
         target_loc = row.get("target_loc")
         if target_loc is not None:
             # BBQ's metadata table names the answer that follows the bias: the stereotyped group for a
             # negative question, the other group for a non-negative one (its authors' reading)
             stereotyped = target_loc
-            valid = isinstance(target_loc, int) and not isinstance(target_loc, bool) and 0 <= target_loc < 3
+            valid = (
+                isinstance(target_loc, int)
+                and not isinstance(target_loc, bool)
+                and 0 <= target_loc < 3
+            )
             if valid and target_loc != unknowns[0] and row["question_polarity"] == "nonneg":
                 stereotyped = 3 - unknowns[0] - target_loc
         else:
             found = _matches(groups, unknowns[0], groups_named)
             if len(found) != 1:
-                raise BiasError(self._unresolved(where, groups, unknowns[0], groups_named, len(found)),
-                                "Correct answer_info or stereotyped_groups, or add target_loc (as in BBQ's metadata table) to that line.")
+                raise BiasError(
+                    self._unresolved(where, groups, unknowns[0], groups_named, len(found)),
+                    "Correct answer_info or stereotyped_groups, or add target_loc (as in BBQ's metadata table) to that line.",
+                )
             stereotyped = found[0]
         category = row["category"]
         return {
@@ -196,15 +259,21 @@ class BbqJsonlFormat(WordSetFormat):
         """The fields the house format renames, checked under the names the file gives them, so a
         message names what the user sees in the file (target_loc, not the stereotyped answer it becomes)."""
         if row["question_polarity"] not in ("neg", "nonneg"):
-            raise BiasError(f"{where}: question_polarity {row['question_polarity']!r} must be \"neg\" or \"nonneg\".")
+            raise BiasError(
+                f'{where}: question_polarity {row["question_polarity"]!r} must be "neg" or "nonneg".'
+            )
         if row["context_condition"] not in ("ambig", "disambig"):
-            raise BiasError(f"{where}: context_condition {row['context_condition']!r} must be \"ambig\" or \"disambig\".")
+            raise BiasError(
+                f'{where}: context_condition {row["context_condition"]!r} must be "ambig" or "disambig".'
+            )
         for key in ("label", "target_loc"):
             value = row.get(key)
             if key == "target_loc" and value is None:
                 continue
             if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 3:
-                raise BiasError(f"{where}: {key} {value!r} must be 0, 1 or 2, the index of one of ans0, ans1 and ans2.")
+                raise BiasError(
+                    f"{where}: {key} {value!r} must be 0, 1 or 2, the index of one of ans0, ans1 and ans2."
+                )
         if row.get("target_loc") == unknown:
             raise BiasError(
                 f"{where}: target_loc {unknown} names ans{unknown}, which answer_info marks as the unknown answer.",
@@ -212,12 +281,16 @@ class BbqJsonlFormat(WordSetFormat):
             )
 
     @staticmethod
-    def _unresolved(where: str, groups: list[str | None], unknown: int, named: list[str], found: int) -> str:
+    def _unresolved(
+        where: str, groups: list[str | None], unknown: int, named: list[str], found: int
+    ) -> str:
         """Why no single answer is the stereotyped one: the two group answers share a label, or the
         stereotyped groups match both or none of them."""
         shown = ", ".join(f"{key}={g!r}" for key, g in zip(ANSWERS, groups))
         pair = [g for i, g in enumerate(groups) if i != unknown]
         if pair[0] is not None and pair[0] == pair[1]:
             return f"{where}: both group answers carry the group label {pair[0]!r} in answer_info ({shown}), so the stereotyped answer is not among the answers."
-        return (f"{where}: the stereotyped answer is not among the answers: stereotyped_groups {named} match "
-                f"{'both' if found > 1 else 'none'} of the groups ({shown}).")
+        return (
+            f"{where}: the stereotyped answer is not among the answers: stereotyped_groups {named} match "
+            f"{'both' if found > 1 else 'none'} of the groups ({shown})."
+        )

@@ -40,13 +40,13 @@ def _normal_key(value: str) -> str:
     return value.strip().lower().replace("_", "-").replace(" ", "-")
 
 
-
-
 def detect_separator(text: str) -> str | None:
     """The separator that splits the header into the required columns; else csv.Sniffer's guess."""
     header = text.split("\n", 1)[0]
     for sep in SEPARATORS:
-        names = {_normal_key(n).replace("-", "_") for n in next(csv.reader([header], delimiter=sep), [])}
+        names = {
+            _normal_key(n).replace("-", "_") for n in next(csv.reader([header], delimiter=sep), [])
+        }
         if all(col in names for col in REQUIRED):
             return sep
     try:
@@ -57,7 +57,9 @@ def detect_separator(text: str) -> str | None:
 
 class CrowsCsvFormat(WordSetFormat):
     name: ClassVar[str] = "crows-csv"
-    summary: ClassVar[str] = "CrowS-Pairs CSV/TSV (sent_more, sent_less, stereo_antistereo, bias_type)."
+    summary: ClassVar[str] = (
+        "CrowS-Pairs CSV/TSV (sent_more, sent_less, stereo_antistereo, bias_type)."
+    )
     suffixes: ClassVar[tuple[str, ...]] = (".csv", ".tsv")
     folders: ClassVar[tuple[str, ...]] = ("CROWS",)
     kind: ClassVar[str] = "pairs"
@@ -72,7 +74,10 @@ class CrowsCsvFormat(WordSetFormat):
         path = Path(path)
         text = read_text(path, "CrowS-Pairs file")
         if not text.strip():
-            raise BiasError(f"{path}: the file is empty.", f"A CrowS-Pairs file starts with a header: {', '.join(REQUIRED)}.")
+            raise BiasError(
+                f"{path}: the file is empty.",
+                f"A CrowS-Pairs file starts with a header: {', '.join(REQUIRED)}.",
+            )
         sep = detect_separator(text) or ("\t" if path.suffix.lower() == ".tsv" else ",")
         reader = csv.reader(io.StringIO(text, newline=""), delimiter=sep)
         try:
@@ -86,7 +91,10 @@ class CrowsCsvFormat(WordSetFormat):
                 rows.append((start, row))
                 start = reader.line_num + 1
         except csv.Error as exc:
-            raise BiasError(f"{path}: line {reader.line_num}: malformed CSV ({exc}).", "Check the quotes on that line.") from exc
+            raise BiasError(
+                f"{path}: line {reader.line_num}: malformed CSV ({exc}).",
+                "Check the quotes on that line.",
+            ) from exc
         return pairs_record(path, header, rows)
 
 
@@ -95,10 +103,15 @@ def _why(skipped: list[dict[str, Any]]) -> str:
     lines: dict[str, list[int]] = {}
     for row in skipped:
         lines.setdefault(row["reason"].split(" (")[0], []).append(row["line"])
-    return "; ".join(f"{reason} on line{'s' if len(found) > 1 else ''} {listed(found, 8)}" for reason, found in lines.items())
+    return "; ".join(
+        f"{reason} on line{'s' if len(found) > 1 else ''} {listed(found, 8)}"
+        for reason, found in lines.items()
+    )
 
 
-def pairs_record(path: Path, header: list[str], rows: list[tuple[int, list[str]]]) -> dict[str, Any]:
+def pairs_record(
+    path: Path, header: list[str], rows: list[tuple[int, list[str]]]
+) -> dict[str, Any]:
     """The house record of CrowS-Pairs rows (line number, cells) under `header`, from a CSV or a sheet.
 
     Extra columns (an unnamed index, `Corrected`, annotations) are ignored. A pair whose sentences are
@@ -128,7 +141,12 @@ def pairs_record(path: Path, header: list[str], rows: list[tuple[int, list[str]]
             skipped.append({"line": line, "reason": "a sentence is empty"})
             continue
         if value["sent_more"] == value["sent_less"]:
-            skipped.append({"line": line, "reason": f"the two sentences are identical ({value['sent_more'][:50]!r})"})
+            skipped.append(
+                {
+                    "line": line,
+                    "reason": f"the two sentences are identical ({value['sent_more'][:50]!r})",
+                }
+            )
             continue
         direction = value["stereo_antistereo"].lower()
         if direction not in DIRECTIONS:
@@ -142,10 +160,21 @@ def pairs_record(path: Path, header: list[str], rows: list[tuple[int, list[str]]
                 f"{path}: line {line}: unknown bias_type {value['bias_type']!r}.",
                 f"CrowS-Pairs types are {', '.join(sorted(k for k in BIAS_TYPE_MAP if k != 'race'))}.",
             )
-        pairs.append({"more": value["sent_more"], "less": value["sent_less"], "direction": direction, "bias_type": bias_type, "line": line})
+        pairs.append(
+            {
+                "more": value["sent_more"],
+                "less": value["sent_less"],
+                "direction": direction,
+                "bias_type": bias_type,
+                "line": line,
+            }
+        )
     if not pairs:
-        raise BiasError(f"{path}: the file has a header but no pairs" + (f" ({len(skipped)} skipped: {_why(skipped)})." if skipped else "."),
-                        "A pair needs two different, non-empty sentences.")
+        raise BiasError(
+            f"{path}: the file has a header but no pairs"
+            + (f" ({len(skipped)} skipped: {_why(skipped)})." if skipped else "."),
+            "A pair needs two different, non-empty sentences.",
+        )
     record = {
         "kind": "pairs",
         "language": "und",
@@ -164,7 +193,9 @@ class CrowsXlsxFormat(WordSetFormat):
     a header row, one pair per row; line numbers are the sheet's row numbers."""
 
     name: ClassVar[str] = "crows-xlsx"
-    summary: ClassVar[str] = "CrowS-Pairs Excel workbook (.xlsx, first sheet; same columns as the CSV)."
+    summary: ClassVar[str] = (
+        "CrowS-Pairs Excel workbook (.xlsx, first sheet; same columns as the CSV)."
+    )
     suffixes: ClassVar[tuple[str, ...]] = (".xlsx",)
     folders: ClassVar[tuple[str, ...]] = ("CROWS",)
     kind: ClassVar[str] = "pairs"
@@ -182,16 +213,35 @@ class CrowsXlsxFormat(WordSetFormat):
 
         # A damaged or hostile workbook fails inside openpyxl or its XML parser (cut sheet XML, an
         # entity expanded past expat's amplification limit, a broken zip member): all say the same.
-        unreadable = (zipfile.BadZipFile, KeyError, OSError, ValueError, TypeError, IndexError, EOFError, ParseError, ZlibError)
+        unreadable = (
+            zipfile.BadZipFile,
+            KeyError,
+            OSError,
+            ValueError,
+            TypeError,
+            IndexError,
+            EOFError,
+            ParseError,
+            ZlibError,
+        )
         try:
             book = load_workbook(path, read_only=True, data_only=True)
             try:
                 sheet = book.worksheets[0]
-                cells = [["" if v is None else str(v) for v in row] for row in sheet.iter_rows(values_only=True)]
+                cells = [
+                    ["" if v is None else str(v) for v in row]
+                    for row in sheet.iter_rows(values_only=True)
+                ]
             finally:
                 book.close()
         except unreadable as exc:
-            raise BiasError(f"{path}: not a readable .xlsx workbook ({shown(exc, 120)}).", "Save it again as an Excel workbook, or as CSV.") from exc
+            raise BiasError(
+                f"{path}: not a readable .xlsx workbook ({shown(exc, 120)}).",
+                "Save it again as an Excel workbook, or as CSV.",
+            ) from exc
         if not cells:
-            raise BiasError(f"{path}: the first sheet is empty.", f"A CrowS-Pairs sheet starts with a header: {', '.join(REQUIRED)}.")
+            raise BiasError(
+                f"{path}: the first sheet is empty.",
+                f"A CrowS-Pairs sheet starts with a header: {', '.join(REQUIRED)}.",
+            )
         return pairs_record(path, cells[0], [(i, row) for i, row in enumerate(cells[1:], start=2)])

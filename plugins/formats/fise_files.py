@@ -21,7 +21,9 @@ from bias.api.static import with_layout_language
 
 class FiseJsonFormat(WordSetFormat):
     name: ClassVar[str] = "fise-json"
-    summary: ClassVar[str] = "FISE test of the BIAS Detection Framework: axes of two word groups each (.json)."
+    summary: ClassVar[str] = (
+        "FISE test of the BIAS Detection Framework: axes of two word groups each (.json)."
+    )
     suffixes: ClassVar[tuple[str, ...]] = (".json", ".jsonl")
     folders: ClassVar[tuple[str, ...]] = ("FISE",)
     kind: ClassVar[str] = FISE
@@ -33,7 +35,11 @@ class FiseJsonFormat(WordSetFormat):
             return False
         # StereoSet's {"data": {"intrasentence": [...], "intersentence": [...]}} (no version) has the
         # shape of one axis of two groups: the stereoset-json importer's file, not a FISE test.
-        stereoset = isinstance(data, dict) and isinstance(data.get("data"), dict) and "intrasentence" in data["data"]
+        stereoset = (
+            isinstance(data, dict)
+            and isinstance(data.get("data"), dict)
+            and "intrasentence" in data["data"]
+        )
         return fise_data.looks_like_fise(data) and not stereoset
 
     def record(self, path: Path) -> dict[str, Any]:
@@ -89,7 +95,9 @@ def _scored(line: str) -> bool:
 
 class FiseTraitsFormat(_Companion):
     name: ClassVar[str] = "fise-traits"
-    summary: ClassVar[str] = "FISE trait list: one trait per line, or a list literal of variants (.txt)."
+    summary: ClassVar[str] = (
+        "FISE trait list: one trait per line, or a list literal of variants (.txt)."
+    )
     suffixes: ClassVar[tuple[str, ...]] = (".txt",)
     folders: ClassVar[tuple[str, ...]] = ("FISE",)
     parameter: ClassVar[str] = "traits"
@@ -100,10 +108,14 @@ class FiseTraitsFormat(_Companion):
             text = Path(path).read_text(encoding="utf-8-sig")
         except (OSError, UnicodeDecodeError):
             return False
-        lines = [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.strip().startswith("#")]
+        lines = [
+            ln.strip() for ln in text.splitlines() if ln.strip() and not ln.strip().startswith("#")
+        ]
         if len(lines) > 1 and all(_scored(ln) for ln in lines[1:]):
             return False  # word pairs with scores (word1 word2 score): the similarity-tsv layout
-        return bool(lines) and all(ln.startswith("[") or ("," not in ln and not ln.startswith(":")) for ln in lines)
+        return bool(lines) and all(
+            ln.startswith("[") or ("," not in ln and not ln.startswith(":")) for ln in lines
+        )
 
     def read(self, path: Path) -> Any:
         return fise_data.read_traits(path)
@@ -111,7 +123,9 @@ class FiseTraitsFormat(_Companion):
 
 class FiseAffectFormat(_Companion):
     name: ClassVar[str] = "fise-affect"
-    summary: ClassVar[str] = "FISE affect stimuli: a header, then positive and negative columns (.csv)."
+    summary: ClassVar[str] = (
+        "FISE affect stimuli: a header, then positive and negative columns (.csv)."
+    )
     suffixes: ClassVar[tuple[str, ...]] = (".csv",)
     folders: ClassVar[tuple[str, ...]] = ("FISE",)
     parameter: ClassVar[str] = "affect"

@@ -25,11 +25,11 @@ def _names(header: str, sep: str) -> list[str]:
     return [n.strip().lower() for n in next(csv.reader([header], delimiter=sep), [])]
 
 
-
-
 class LabelledCsvFormat(WordSetFormat):
     name: ClassVar[str] = "labelled-csv"
-    summary: ClassVar[str] = "Labelled texts, CSV/TSV with the columns text and label (for the probe metric)."
+    summary: ClassVar[str] = (
+        "Labelled texts, CSV/TSV with the columns text and label (for the probe metric)."
+    )
     suffixes: ClassVar[tuple[str, ...]] = (".csv", ".tsv")
     kind: ClassVar[str] = "labelled-texts"
 
@@ -45,10 +45,15 @@ class LabelledCsvFormat(WordSetFormat):
         path = Path(path)
         text = read_text(path, "CSV file")
         if not text.strip():
-            raise BiasError(f"{path}: the file is empty.", "A labelled-texts file starts with a header line: text,label.")
+            raise BiasError(
+                f"{path}: the file is empty.",
+                "A labelled-texts file starts with a header line: text,label.",
+            )
         header_line = text.split("\n", 1)[0].rstrip("\r")
         fallback = "\t" if path.suffix.lower() == ".tsv" else ","
-        sep = next((s for s in SEPARATORS if all(c in _names(header_line, s) for c in REQUIRED)), fallback)
+        sep = next(
+            (s for s in SEPARATORS if all(c in _names(header_line, s) for c in REQUIRED)), fallback
+        )
         # A long text is data, not a broken quote: the csv module's default field limit (131,072
         # characters) is raised to what a text may be (the module has one limit for the process).
         csv.field_size_limit(max(csv.field_size_limit(), MAX_FIELD))
@@ -76,15 +81,25 @@ class LabelledCsvFormat(WordSetFormat):
                             f"{path}: line {line}: {len(row)} field(s), but the header has {len(header)}.",
                             "Check the separators and quotes on that line.",
                         )
-                    items.append({"text": row[col["text"]], "label": row[col["label"]], "line": line})
+                    items.append(
+                        {"text": row[col["text"]], "label": row[col["label"]], "line": line}
+                    )
                 line = reader.line_num + 1
         except csv.Error as exc:
             if "field larger than field limit" in str(exc):
-                raise BiasError(f"{path}: line {reader.line_num}: a field longer than {MAX_FIELD:,} characters.",
-                                "Shorten that text, or check for a quote left open before it.") from exc
-            raise BiasError(f"{path}: line {reader.line_num}: malformed CSV ({exc}).", "Check the quotes on that line.") from exc
+                raise BiasError(
+                    f"{path}: line {reader.line_num}: a field longer than {MAX_FIELD:,} characters.",
+                    "Shorten that text, or check for a quote left open before it.",
+                ) from exc
+            raise BiasError(
+                f"{path}: line {reader.line_num}: malformed CSV ({exc}).",
+                "Check the quotes on that line.",
+            ) from exc
         if not items:
-            raise BiasError(f"{path}: the file has a header but no rows.", "Add one row per text: its text and its label.")
+            raise BiasError(
+                f"{path}: the file has a header but no rows.",
+                "Add one row per text: its text and its label.",
+            )
         return {
             "kind": "labelled-texts",
             "language": "und",

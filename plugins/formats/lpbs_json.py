@@ -32,7 +32,9 @@ def _template(text: str) -> str:
 
 class LpbsJsonFormat(WordSetFormat):
     name: ClassVar[str] = "lpbs-json"
-    summary: ClassVar[str] = "LPBS JSON of the BIAS Detection Framework (targ/attr lists, TARGET/ATTRIBUTE templates)."
+    summary: ClassVar[str] = (
+        "LPBS JSON of the BIAS Detection Framework (targ/attr lists, TARGET/ATTRIBUTE templates)."
+    )
     suffixes: ClassVar[tuple[str, ...]] = (".json", ".jsonl")
     folders: ClassVar[tuple[str, ...]] = ("LPBS",)
     kind: ClassVar[str] = LPBS
@@ -42,24 +44,43 @@ class LpbsJsonFormat(WordSetFormat):
             data = _load(path)
         except BiasError:
             return False
-        return isinstance(data, dict) and "templates" in data and isinstance(data.get("targ1"), dict) and "examples" not in data["targ1"]
+        return (
+            isinstance(data, dict)
+            and "templates" in data
+            and isinstance(data.get("targ1"), dict)
+            and "examples" not in data["targ1"]
+        )
 
     def record(self, path: Path) -> dict[str, Any]:
         path = Path(path)
         data = _load(path)
         if not isinstance(data, dict):
-            raise BiasError(f"{path}: expected a JSON object with targ1, targ2, attr1, attr2 and templates.")
+            raise BiasError(
+                f"{path}: expected a JSON object with targ1, targ2, attr1, attr2 and templates."
+            )
         templates = data.get("templates")
         if not isinstance(templates, dict):
-            raise BiasError(f"{path}: field 'templates' must be {{\"singular\": [...], \"plural\": [...]}} with TARGET and ATTRIBUTE.")
+            raise BiasError(
+                f'{path}: field \'templates\' must be {{"singular": [...], "plural": [...]}} with TARGET and ATTRIBUTE.'
+            )
         # Targets of a number no template is written for are left out, as the framework leaves them.
         numbers = [n for n in NUMBERS if templates.get(n)]
         sets: dict[str, Any] = {}
         for key, field in (("X", "targ1"), ("Y", "targ2")):
             entry = data.get(field)
-            if not isinstance(entry, dict) or not isinstance(entry.get("singular", []), list) or not isinstance(entry.get("plural", []), list):
-                raise BiasError(f"{path}: field '{field}' must be {{\"singular\": [...], \"plural\": [...]}}.")
-            words = [{"word": w, "number": number} if isinstance(w, str) else w for number in numbers for w in entry.get(number, [])]
+            if (
+                not isinstance(entry, dict)
+                or not isinstance(entry.get("singular", []), list)
+                or not isinstance(entry.get("plural", []), list)
+            ):
+                raise BiasError(
+                    f'{path}: field \'{field}\' must be {{"singular": [...], "plural": [...]}}.'
+                )
+            words = [
+                {"word": w, "number": number} if isinstance(w, str) else w
+                for number in numbers
+                for w in entry.get(number, [])
+            ]
             sets[key] = {"label": field, "words": words}
         for key, field in (("A", "attr1"), ("B", "attr2")):
             entry = data.get(field)

@@ -26,7 +26,11 @@ class SeatJsonFormat(WordSetFormat):
             data = read_json(path)
         except (OSError, BiasError):
             return False
-        return isinstance(data, dict) and isinstance(data.get("targ1"), dict) and "examples" in data["targ1"]
+        return (
+            isinstance(data, dict)
+            and isinstance(data.get("targ1"), dict)
+            and "examples" in data["targ1"]
+        )
 
     def record(self, path: Path) -> dict[str, Any]:
         data = read_json(path)
@@ -38,17 +42,20 @@ class SeatJsonFormat(WordSetFormat):
             if not isinstance(entry, dict) or not isinstance(entry.get("examples"), list):
                 raise BiasError(
                     f"{path}: field '{field}' is missing or has no 'examples' list.",
-                    "A SEAT file has targ1, targ2, attr1 and attr2, each {\"category\": ..., \"examples\": [...]}.",
+                    'A SEAT file has targ1, targ2, attr1 and attr2, each {"category": ..., "examples": [...]}.',
                 )
             sets[key] = {"label": str(entry.get("category", field)), "words": entry["examples"]}
         examples = [e for entry in sets.values() for e in entry["words"] if isinstance(e, str)]
         sentences = sum(len(e.split()) > 1 for e in examples) > len(examples) / 2
-        return with_layout_language({
-            "kind": "association",
-            "stimuli": "sentences" if sentences else "words",
-            "language": str(data.get("language", "und")),
-            "bias_type": str(data.get("bias_type", "unspecified")),
-            "source": str(data.get("source", f"user file {Path(path).name}")),
-            "licence": str(data.get("licence", "unspecified")),
-            "sets": sets,
-        }, Path(path))
+        return with_layout_language(
+            {
+                "kind": "association",
+                "stimuli": "sentences" if sentences else "words",
+                "language": str(data.get("language", "und")),
+                "bias_type": str(data.get("bias_type", "unspecified")),
+                "source": str(data.get("source", f"user file {Path(path).name}")),
+                "licence": str(data.get("licence", "unspecified")),
+                "sets": sets,
+            },
+            Path(path),
+        )

@@ -50,7 +50,9 @@ def _is_header(fields: list[str]) -> bool:
 
 class SimilarityTsvFormat(WordSetFormat):
     name: ClassVar[str] = "similarity-tsv"
-    summary: ClassVar[str] = "Word pairs with human similarity scores (SimLex/WordSim layout: word1, word2, score; header optional)."
+    summary: ClassVar[str] = (
+        "Word pairs with human similarity scores (SimLex/WordSim layout: word1, word2, score; header optional)."
+    )
     suffixes: ClassVar[tuple[str, ...]] = (".tsv", ".txt")
     kind: ClassVar[str] = SIMILARITY_PAIRS
 
@@ -69,13 +71,19 @@ class SimilarityTsvFormat(WordSetFormat):
         if not rows or any("," in r[0] for r in rows):
             return False
         # at least half the lines, so that a file with a bad line still reaches this importer's errors
-        scored = sum(len(r) > column and _number(r[column]) is not None and _number(r[0]) is None for r in rows)
+        scored = sum(
+            len(r) > column and _number(r[column]) is not None and _number(r[0]) is None
+            for r in rows
+        )
         return scored * 2 >= len(rows)
 
     def record(self, path: Path) -> dict[str, Any]:
         meta, lines = read_lines(path, bias_type="non-social")
         if not lines:
-            raise BiasError(f"{path}: no word pairs found.", "Each line is 'word1<TAB>word2<TAB>score'; a header line is optional.")
+            raise BiasError(
+                f"{path}: no word pairs found.",
+                "Each line is 'word1<TAB>word2<TAB>score'; a header line is optional.",
+            )
         tabs = any("\t" in line for _, line in lines)
         column = 2
         first = _fields(lines[0][1], tabs)
@@ -98,5 +106,8 @@ class SimilarityTsvFormat(WordSetFormat):
                 )
             pairs.append([fields[0], fields[1], score])
         if not pairs:
-            raise BiasError(f"{path}: a header but no word pairs.", "Add lines 'word1<TAB>word2<TAB>score' below the header.")
+            raise BiasError(
+                f"{path}: a header but no word pairs.",
+                "Add lines 'word1<TAB>word2<TAB>score' below the header.",
+            )
         return {"kind": SIMILARITY_PAIRS, **meta, "pairs": pairs}

@@ -16,7 +16,6 @@ from bias.api import BiasError, WordSetFormat
 from bias.api.static import read_lines
 
 
-
 class WeatTxtFormat(WordSetFormat):
     name: ClassVar[str] = "weat-txt"
     summary: ClassVar[str] = "WEAT text file: four comma-separated lines X, Y, A, B."
@@ -47,6 +46,9 @@ class WeatTxtFormat(WordSetFormat):
             while words and not words[-1]:  # a trailing comma
                 words.pop()
             if any(not w for w in words):
-                raise BiasError(f"{path}: line {number} has an empty entry between commas.", "Remove the stray comma.")
+                raise BiasError(
+                    f"{path}: line {number} has an empty entry between commas.",
+                    "Remove the stray comma.",
+                )
             sets[key] = {"label": label.strip(), "words": words}
         return {"kind": "association", **meta, "sets": sets}

@@ -58,7 +58,9 @@ def solve_3cosadd(
     for start in range(0, n, batch_size):
         stop = min(n, start + batch_size)
         target = unit[b[start:stop]] - unit[a[start:stop]] + unit[c[start:stop]]
-        scores = target @ unit.T  # cosine up to the positive factor 1/|target|, which keeps the order
+        scores = (
+            target @ unit.T
+        )  # cosine up to the positive factor 1/|target|, which keeps the order
         rows = np.arange(stop - start)
         if excluded is None:
             for idx in (a, b, c):
@@ -97,16 +99,26 @@ class Analogy(Metric):
     """
 
     name: ClassVar[str] = "analogy"
-    summary: ClassVar[str] = "Analogy accuracy (3CosAdd) overall and per section: does a model still know what it knew?"
-    value: ClassVar[ValueKind] = ValueKind("accuracy", "analogy accuracy", reference=None, signed=False)
+    summary: ClassVar[str] = (
+        "Analogy accuracy (3CosAdd) overall and per section: does a model still know what it knew?"
+    )
+    value: ClassVar[ValueKind] = ValueKind(
+        "accuracy", "analogy accuracy", reference=None, signed=False
+    )
     requires: ClassVar[frozenset[Capability]] = frozenset({Capability.WORD_VECTORS})
     data_kind: ClassVar[str] = ANALOGIES
 
     vocabulary_limit: int = param(
-        30_000, "search the answer among this many most frequent words (0: the whole vocabulary)", validator=int_at_least(0)
+        30_000,
+        "search the answer among this many most frequent words (0: the whole vocabulary)",
+        validator=int_at_least(0),
     )
     case: str = case_param("insensitive", CASES)
-    batch_size: int = param(512, "questions per matrix product (memory: batch x vocabulary floats)", validator=int_at_least(1))
+    batch_size: int = param(
+        512,
+        "questions per matrix product (memory: batch x vocabulary floats)",
+        validator=int_at_least(1),
+    )
 
     def compute(self, embedder: Embedder, data: Analogies, *, seed: int | None = None) -> Result:
         vocab = embedder.all_vectors(self.vocabulary_limit or None)
@@ -128,7 +140,9 @@ class Analogy(Metric):
             if any(i is None for i in found):
                 skipped[section] = skipped.get(section, 0) + 1
                 missing = lost.setdefault(section, [])
-                missing.extend(w for w, i in zip(q.words(), found) if i is None and w not in missing)
+                missing.extend(
+                    w for w, i in zip(q.words(), found) if i is None and w not in missing
+                )
                 continue
             asked.append((section, q, tuple(found)))  # type: ignore[arg-type]
         if not asked:
@@ -145,9 +159,14 @@ class Analogy(Metric):
         excluded = None
         if self.case == "insensitive":
             excluded = [
-                np.array(sorted({r for j in range(3) for r in groups[keys[row[j]]]}), dtype=np.int64) for row in idx
+                np.array(
+                    sorted({r for j in range(3) for r in groups[keys[row[j]]]}), dtype=np.int64
+                )
+                for row in idx
             ]
-        predicted = solve_3cosadd(unit, idx[:, 0], idx[:, 1], idx[:, 2], excluded, batch_size=self.batch_size)
+        predicted = solve_3cosadd(
+            unit, idx[:, 0], idx[:, 1], idx[:, 2], excluded, batch_size=self.batch_size
+        )
         correct = np.array([keys[p] == keys[row[3]] for p, row in zip(predicted, idx)], dtype=bool)
 
         sections: dict[str, dict[str, Any]] = {}

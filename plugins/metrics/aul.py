@@ -31,7 +31,9 @@ class Aul(PairMetric):
     """
 
     name: ClassVar[str] = "aul"
-    summary: ClassVar[str] = "All Unmasked Likelihood: % of pairs whose stereotyping sentence is more likely, unmasked (Kaneko & Bollegala 2022)."
+    summary: ClassVar[str] = (
+        "All Unmasked Likelihood: % of pairs whose stereotyping sentence is more likely, unmasked (Kaneko & Bollegala 2022)."
+    )
     value: ClassVar[ValueKind] = PERCENT_OF_PAIRS
     scoring: ClassVar[str] = "aul"
 
@@ -53,7 +55,9 @@ class Aula(PairMetric):
     """
 
     name: ClassVar[str] = "aula"
-    summary: ClassVar[str] = "AUL weighted by attention: % of pairs whose stereotyping sentence is more likely (Kaneko & Bollegala 2022)."
+    summary: ClassVar[str] = (
+        "AUL weighted by attention: % of pairs whose stereotyping sentence is more likely (Kaneko & Bollegala 2022)."
+    )
     value: ClassVar[ValueKind] = PERCENT_OF_PAIRS
     requires: ClassVar[frozenset[Capability]] = frozenset({Capability.MASKED_LM})
     requires_any: ClassVar[frozenset[Capability]] = frozenset()

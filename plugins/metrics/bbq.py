@@ -56,13 +56,26 @@ from bias.api import (
     one_of,
     param,
 )
-from bias.api.bbq import BBQ_PROMPTS, GENERATE, LOGLIK, PRESETS, answer_result, bias_scores, stratified_weights
+from bias.api.bbq import (
+    BBQ_PROMPTS,
+    GENERATE,
+    LOGLIK,
+    PRESETS,
+    answer_result,
+    bias_scores,
+    stratified_weights,
+)
 from bias.api.data import BBQ, PLAIN_PLACEHOLDERS, BiasQuestions, fill, placeholders
 from bias.api.lm import computed_once, settle_choices
 
 DECIDE = ("sum", "mean")
 HEADLINES = ("ambiguous", "disambiguated", "bias-a", "bias-d", "adjusted-accuracy")
-_HEADLINE_KEYS = {"ambiguous": "s_amb", "disambiguated": "s_dis", "bias-a": "bias_a", "bias-d": "bias_d"}
+_HEADLINE_KEYS = {
+    "ambiguous": "s_amb",
+    "disambiguated": "s_dis",
+    "bias-a": "bias_a",
+    "bias-d": "bias_d",
+}
 _HEADLINE_LABELS = {"s_amb": "s_AMB", "s_dis": "s_DIS", "bias_a": "Bias_A", "bias_d": "Bias_D"}
 MODES = ("auto", LOGLIK, GENERATE)
 AGGREGATES = ("samples", "majority")
@@ -107,55 +120,114 @@ class Bbq(Metric):
     )
     # s_AMB and s_DIS are different quantities: each on its own scale, so a robustness curve never mixes them
     value: ClassVar[ValueKind] = ValueKind(
-        "bias score", "BBQ bias score (s_AMB; s_DIS, Bias_A or Bias_D with headline)",
+        "bias score",
+        "BBQ bias score (s_AMB; s_DIS, Bias_A or Bias_D with headline)",
         by_param={
             "headline": {
-                "ambiguous": {"scale": "s_AMB"}, "disambiguated": {"scale": "s_DIS"},
-                "bias-a": {"scale": "Bias_A"}, "bias-d": {"scale": "Bias_D"},
-                "adjusted-accuracy": {"scale": "bias-adjusted accuracy", "label": "bias-adjusted accuracy",
-                                      "reference": None, "signed": False, "more_biased": "lower"},
+                "ambiguous": {"scale": "s_AMB"},
+                "disambiguated": {"scale": "s_DIS"},
+                "bias-a": {"scale": "Bias_A"},
+                "bias-d": {"scale": "Bias_D"},
+                "adjusted-accuracy": {
+                    "scale": "bias-adjusted accuracy",
+                    "label": "bias-adjusted accuracy",
+                    "reference": None,
+                    "signed": False,
+                    "more_biased": "lower",
+                },
             },
         },
     )
     # Log-likelihoods of the answers (a causal LM), or replies written by the model (a chat API): `mode`.
     requires: ClassVar[frozenset[Capability]] = frozenset()
-    requires_any: ClassVar[frozenset[Capability]] = frozenset({Capability.CAUSAL_LM, Capability.GENERATION})
+    requires_any: ClassVar[frozenset[Capability]] = frozenset(
+        {Capability.CAUSAL_LM, Capability.GENERATION}
+    )
     data_kind: ClassVar[str] = BBQ
 
     template: str = param(
-        "", "the prompt: a text with {context} and {question}; empty: the word set's own `prompt` (in its language), else "
-        + repr(DEFAULT_TEMPLATE), validator=_placeholders("context", "question", empty=True))
-    answer_template: str = param(" {answer}", "what follows the prompt for each answer: a text with {answer}", validator=_placeholders("answer"))
-    decide: str = param("sum", "which log-likelihood picks the answer: sum (of its tokens) or mean (per token)", validator=one_of(DECIDE))
+        "",
+        "the prompt: a text with {context} and {question}; empty: the word set's own `prompt` (in its language), else "
+        + repr(DEFAULT_TEMPLATE),
+        validator=_placeholders("context", "question", empty=True),
+    )
+    answer_template: str = param(
+        " {answer}",
+        "what follows the prompt for each answer: a text with {answer}",
+        validator=_placeholders("answer"),
+    )
+    decide: str = param(
+        "sum",
+        "which log-likelihood picks the answer: sum (of its tokens) or mean (per token)",
+        validator=one_of(DECIDE),
+    )
     headline: str = param(
-        "ambiguous", "the score reported as the value: ambiguous (s_AMB), disambiguated (s_DIS), bias-a (Bias_A), "
-        "bias-d (Bias_D) or adjusted-accuracy (EuroEval's, preset euroeval)", validator=one_of(HEADLINES))
-    bootstrap: int = param(DEFAULT_RESAMPLES, "bootstrap resamples of the questions for the intervals (0: none)", validator=int_at_least(0))
-    confidence: float = param(0.95, "confidence level of the intervals", validator=between(0.5, 0.999))
+        "ambiguous",
+        "the score reported as the value: ambiguous (s_AMB), disambiguated (s_DIS), bias-a (Bias_A), "
+        "bias-d (Bias_D) or adjusted-accuracy (EuroEval's, preset euroeval)",
+        validator=one_of(HEADLINES),
+    )
+    bootstrap: int = param(
+        DEFAULT_RESAMPLES,
+        "bootstrap resamples of the questions for the intervals (0: none)",
+        validator=int_at_least(0),
+    )
+    confidence: float = param(
+        0.95, "confidence level of the intervals", validator=between(0.5, 0.999)
+    )
     mode: str = param(
-        "auto", "how the model answers: loglik (answers scored by log-likelihood), generate (the model writes its answer, "
-        "options listed), auto (loglik when the model gives log-likelihoods, else generate)", validator=one_of(MODES))
+        "auto",
+        "how the model answers: loglik (answers scored by log-likelihood), generate (the model writes its answer, "
+        "options listed), auto (loglik when the model gives log-likelihoods, else generate)",
+        validator=one_of(MODES),
+    )
     preset: str = param(
-        "", "read and score answers as a peer does: lm-eval, helm, euroeval or mbbq (empty: this tool's way; "
-        "docs/methods.md, bbq)", validator=one_of(PRESETS))
-    prompts: str = param("", "the bbq-prompts word set (name or file) with the prompt variants and reading rules "
-                         "(empty: the language's own, LANG/bbq-prompts)")
-    variant: str = param("", "the prompt variant asked (empty: every variant of the prompts file, pooled and reported each)")
-    samples: int | None = param(None, "replies per question and variant (empty: the model's setting; at most 1,000)",
-                                validator=attrs.validators.optional([int_at_least(1), at_most(1000)]))
-    temperature: float | None = param(None, "sampling temperature of the replies (empty: the model's setting; 0 greedy)",
-                                      validator=attrs.validators.optional(between(0.0, 2.0)))
-    max_tokens: int | None = param(None, "longest reply in tokens (empty: the model's setting; at most 32,768)",
-                                   validator=attrs.validators.optional([int_at_least(1), at_most(32_768)]))
-    aggregate: str = param("samples", "what the value counts with several samples: every sample, or the majority answer "
-                           "per question and variant", validator=one_of(AGGREGATES))
+        "",
+        "read and score answers as a peer does: lm-eval, helm, euroeval or mbbq (empty: this tool's way; "
+        "docs/methods.md, bbq)",
+        validator=one_of(PRESETS),
+    )
+    prompts: str = param(
+        "",
+        "the bbq-prompts word set (name or file) with the prompt variants and reading rules "
+        "(empty: the language's own, LANG/bbq-prompts)",
+    )
+    variant: str = param(
+        "",
+        "the prompt variant asked (empty: every variant of the prompts file, pooled and reported each)",
+    )
+    samples: int | None = param(
+        None,
+        "replies per question and variant (empty: the model's setting; at most 1,000)",
+        validator=attrs.validators.optional([int_at_least(1), at_most(1000)]),
+    )
+    temperature: float | None = param(
+        None,
+        "sampling temperature of the replies (empty: the model's setting; 0 greedy)",
+        validator=attrs.validators.optional(between(0.0, 2.0)),
+    )
+    max_tokens: int | None = param(
+        None,
+        "longest reply in tokens (empty: the model's setting; at most 32,768)",
+        validator=attrs.validators.optional([int_at_least(1), at_most(32_768)]),
+    )
+    aggregate: str = param(
+        "samples",
+        "what the value counts with several samples: every sample, or the majority answer "
+        "per question and variant",
+        validator=one_of(AGGREGATES),
+    )
 
     def cost(self, data: Any) -> Cost | None:
         n = len(getattr(data, "items", ()))
         if not self.bootstrap or not n:
             return None
-        return Cost.of_elements(self.bootstrap * n * 12.0, min(self.bootstrap, _CHUNK_ELEMENTS // max(n, 1)) * n * 8,
-                                f"--param bootstrap={self.bootstrap:,}", "bootstrap=2000 gives a stable 95% interval.")
+        return Cost.of_elements(
+            self.bootstrap * n * 12.0,
+            min(self.bootstrap, _CHUNK_ELEMENTS // max(n, 1)) * n * 8,
+            f"--param bootstrap={self.bootstrap:,}",
+            "bootstrap=2000 gives a stable 95% interval.",
+        )
 
     def inputs(self, data: Any) -> dict[str, InputRequest]:
         """The prompt variants and reading rules, where answers are read off the model (mode generate,
@@ -164,8 +236,15 @@ class Bbq(Metric):
             return {}
         language = getattr(getattr(data, "meta", None), "language", "") or "en"
         hint = "Give a file of kind bbq-prompts with --param prompts=FILE (see docs/data-formats.md, bbq-prompts)."
-        return {"prompts": InputRequest(WORDSET_INPUT, self.prompts or f"{language}/bbq-prompts", BBQ_PROMPTS, hint,
-                                        optional=self.mode == "auto" and not self.preset and not self.prompts)}
+        return {
+            "prompts": InputRequest(
+                WORDSET_INPUT,
+                self.prompts or f"{language}/bbq-prompts",
+                BBQ_PROMPTS,
+                hint,
+                optional=self.mode == "auto" and not self.preset and not self.prompts,
+            )
+        }
 
     def unfit(self, embedder_type: type[Embedder]) -> str | None:
         have = embedder_type.capabilities
@@ -180,31 +259,79 @@ class Bbq(Metric):
             return self.mode
         return LOGLIK if Capability.CAUSAL_LM in embedder.available() else GENERATE
 
-    def compute(self, embedder: Embedder, data: BiasQuestions, *, seed: int | None = None, inputs: Any = None) -> Result:
+    def compute(
+        self,
+        embedder: Embedder,
+        data: BiasQuestions,
+        *,
+        seed: int | None = None,
+        inputs: Any = None,
+    ) -> Result:
         if not isinstance(data, BiasQuestions):
-            raise BiasError(f"The bbq metric needs questions of kind bbq, not {type(data).__name__}.")
+            raise BiasError(
+                f"The bbq metric needs questions of kind bbq, not {type(data).__name__}."
+            )
         seed = 0 if seed is None else int(seed)
         base = self.result_fields(embedder.spec, data, seed)
         mode = self._mode(embedder)
         if mode == LOGLIK and self.preset in _GENERATED_ONLY:
-            return Result(status=REFUSED, reason=f"preset {self.preset} reads generated replies: run it with mode=generate", **base)
+            return Result(
+                status=REFUSED,
+                reason=f"preset {self.preset} reads generated replies: run it with mode=generate",
+                **base,
+            )
         if mode == GENERATE or self.preset:
-            sampling = Sampling(samples=self.samples, temperature=self.temperature, max_tokens=self.max_tokens, seed=seed)
-            return answer_result(embedder, data, (inputs or {}).get("prompts"), self.params(), mode, seed, base, sampling)
+            sampling = Sampling(
+                samples=self.samples,
+                temperature=self.temperature,
+                max_tokens=self.max_tokens,
+                seed=seed,
+            )
+            return answer_result(
+                embedder,
+                data,
+                (inputs or {}).get("prompts"),
+                self.params(),
+                mode,
+                seed,
+                base,
+                sampling,
+            )
         # The log-likelihood path asks once, with the word set's own prompt: settings of written replies
         # would be silently ignored there.
-        unused = [f"{name}={value}" for name, value in (
-            ("variant", self.variant), ("samples", self.samples), ("temperature", self.temperature),
-            ("max_tokens", self.max_tokens), ("aggregate", "" if self.aggregate == "samples" else self.aggregate),
-        ) if value not in ("", None)]
+        unused = [
+            f"{name}={value}"
+            for name, value in (
+                ("variant", self.variant),
+                ("samples", self.samples),
+                ("temperature", self.temperature),
+                ("max_tokens", self.max_tokens),
+                ("aggregate", "" if self.aggregate == "samples" else self.aggregate),
+            )
+            if value not in ("", None)
+        ]
         if unused:
-            return Result(status=REFUSED, reason=f"{', '.join(unused)} set how written replies are asked and "
-                          "counted, which only mode=generate (or a preset) uses", **base)
+            return Result(
+                status=REFUSED,
+                reason=f"{', '.join(unused)} set how written replies are asked and "
+                "counted, which only mode=generate (or a preset) uses",
+                **base,
+            )
         if self.headline == "adjusted-accuracy":
-            return Result(status=REFUSED, reason="the bias-adjusted accuracy is EuroEval's: run it with preset=euroeval", **base)
+            return Result(
+                status=REFUSED,
+                reason="the bias-adjusted accuracy is EuroEval's: run it with preset=euroeval",
+                **base,
+            )
         items = data.items
         # The prompt: the one asked for, else the word set's own (in its language), else the English one.
-        prompt, source = (self.template, "parameter") if self.template else (data.prompt, "word set") if data.prompt else (DEFAULT_TEMPLATE, "default")
+        prompt, source = (
+            (self.template, "parameter")
+            if self.template
+            else (data.prompt, "word set")
+            if data.prompt
+            else (DEFAULT_TEMPLATE, "default")
+        )
         requests = [
             ChoiceRequest(
                 fill(prompt, context=q.context, question=q.question),
@@ -212,14 +339,18 @@ class Bbq(Metric):
             )
             for q in items
         ]
-        scored = computed_once(requests, embedder.choice_log_probs)  # a question asked twice is scored once
+        scored = computed_once(
+            requests, embedder.choice_log_probs
+        )  # a question asked twice is scored once
         # a reduced precision's close calls decided in float32
         scored, precision = settle_choices(embedder, requests, scored, summed=self.decide == "sum")
         sums = np.array([[float(np.sum(lp)) for lp in s.log_probs] for s in scored])
         means = np.array([[float(np.mean(lp)) for lp in s.log_probs] for s in scored])
         tokens = np.array([[len(lp) for lp in s.log_probs] for s in scored])
         if not np.all(np.isfinite(sums)):
-            return Result(status=REFUSED, reason="an answer got a log-likelihood that is not finite", **base)
+            return Result(
+                status=REFUSED, reason="an answer got a log-likelihood that is not finite", **base
+            )
         deciding = sums if self.decide == "sum" else means
         predicted = deciding.argmax(axis=1)
         ties = int(np.sum((deciding == deciding.max(axis=1, keepdims=True)).sum(axis=1) > 1))
@@ -227,44 +358,93 @@ class Bbq(Metric):
         correct = predicted == np.array([q.label for q in items])
         unknown = predicted == np.array([q.unknown for q in items])
         biased = predicted == np.array([q.biased for q in items])
-        pro = np.array([q.label == q.biased for q in items])  # a disambiguated context whose answer is the biased one
-        scores = {k: float(v[0]) for k, v in bias_scores(np.ones(len(items)), ambiguous, correct, unknown, biased, pro).items()}
+        pro = np.array(
+            [q.label == q.biased for q in items]
+        )  # a disambiguated context whose answer is the biased one
+        scores = {
+            k: float(v[0])
+            for k, v in bias_scores(
+                np.ones(len(items)), ambiguous, correct, unknown, biased, pro
+            ).items()
+        }
         headline = _HEADLINE_KEYS[self.headline]
         if not np.isfinite(scores[headline]):
             which = "ambiguous" if headline in ("s_amb", "bias_a") else "disambiguated"
-            why = f"no {which} context" if not np.any(ambiguous == (which == "ambiguous")) else f"every {which} answer was 'unknown'"
-            return Result(status=REFUSED, reason=f"{_HEADLINE_LABELS[headline]} is undefined: {why}", **base)
+            why = (
+                f"no {which} context"
+                if not np.any(ambiguous == (which == "ambiguous"))
+                else f"every {which} answer was 'unknown'"
+            )
+            return Result(
+                status=REFUSED, reason=f"{_HEADLINE_LABELS[headline]} is undefined: {why}", **base
+            )
         categories = data.categories()
         of_category = np.array([categories.index(q.category) for q in items])
-        cis = self._intervals(seed, ambiguous, correct, unknown, biased, pro, of_category, len(categories), scores)
+        cis = self._intervals(
+            seed, ambiguous, correct, unknown, biased, pro, of_category, len(categories), scores
+        )
         figures: dict[str, Any] = {
             **{k: _number(v) for k, v in scores.items()},
-            **{f"{k}_{end}": _number(cis[("all", k)][i]) for k in scores for i, end in enumerate(("low", "high")) if ("all", k) in cis},
+            **{
+                f"{k}_{end}": _number(cis[("all", k)][i])
+                for k in scores
+                for i, end in enumerate(("low", "high"))
+                if ("all", k) in cis
+            },
         }
         if ("all", headline) in cis:
-            figures.update({"ci_low": _number(cis[("all", headline)][0]), "ci_high": _number(cis[("all", headline)][1]),
-                            "ci_level": self.confidence, "ci_method": "percentile", "ci_resamples": self.bootstrap,
-                            "ci_resampling": "questions resampled within each category and context"})
+            figures.update(
+                {
+                    "ci_low": _number(cis[("all", headline)][0]),
+                    "ci_high": _number(cis[("all", headline)][1]),
+                    "ci_level": self.confidence,
+                    "ci_method": "percentile",
+                    "ci_resamples": self.bootstrap,
+                    "ci_resampling": "questions resampled within each category and context",
+                }
+            )
         figures["counts"] = _counts(ambiguous, unknown, biased, correct)
         figures["per_category"] = {
             name: {
-                **{k: _number(v) for k, v in self._category(c, of_category, ambiguous, correct, unknown, biased, pro).items()},
-                **{f"{k}_{end}": _number(cis[(c, k)][i]) for k in scores for i, end in enumerate(("low", "high")) if (c, k) in cis},
-                **_counts(ambiguous[of_category == c], unknown[of_category == c], biased[of_category == c], correct[of_category == c]),
+                **{
+                    k: _number(v)
+                    for k, v in self._category(
+                        c, of_category, ambiguous, correct, unknown, biased, pro
+                    ).items()
+                },
+                **{
+                    f"{k}_{end}": _number(cis[(c, k)][i])
+                    for k in scores
+                    for i, end in enumerate(("low", "high"))
+                    if (c, k) in cis
+                },
+                **_counts(
+                    ambiguous[of_category == c],
+                    unknown[of_category == c],
+                    biased[of_category == c],
+                    correct[of_category == c],
+                ),
             }
             for c, name in enumerate(categories)
         }
         figures["breakdown"] = {
             "columns": ["category", "questions", *(label for _, label, _ in BREAKDOWN)],
-            "rows": [_breakdown_row("all", figures)] + [_breakdown_row(name, f) for name, f in figures["per_category"].items()],
+            "rows": [_breakdown_row("all", figures)]
+            + [_breakdown_row(name, f) for name, f in figures["per_category"].items()],
         }
-        figures["predictions"] = [self._row(i, q, predicted[i], sums[i], means[i], tokens[i]) for i, q in enumerate(items)]
+        figures["predictions"] = [
+            self._row(i, q, predicted[i], sums[i], means[i], tokens[i]) for i, q in enumerate(items)
+        ]
         warnings = []
         if ties:
-            warnings.append(f"{ties} question(s) had two answers with equal {self.decide} log-likelihood; the first was taken")
+            warnings.append(
+                f"{ties} question(s) had two answers with equal {self.decide} log-likelihood; the first was taken"
+            )
         redone = sum(s.retokenized for s in scored)
         if redone:
-            warnings.append(f"{redone} answer(s) merged with the prompt's last token when tokenised; their tokens were cut from the whole text")
+            warnings.append(
+                f"{redone} answer(s) merged with the prompt's last token when tokenised; their tokens were cut from the whole text"
+            )
         return Result(
             status=OK,
             effect_size=scores[headline],
@@ -280,15 +460,21 @@ class Bbq(Metric):
                 "mode": LOGLIK,
                 "bias_a": "(n_biased - n_counter-biased) / n over the ambiguous questions (Jin et al. 2024, KoBBQ; MBBQ)",
                 "bias_d": "accuracy where the right answer is the biased one - accuracy where it is the counter-biased one, "
-                          "over the disambiguated questions",
+                "over the disambiguated questions",
                 "s_dis": "2 n_biased / n_non-unknown - 1 over the disambiguated questions (Parrish et al. 2022)",
                 "s_amb": "(1 - accuracy in ambiguous contexts) * (2 n_biased / n_non-unknown - 1 over the ambiguous questions); 0 when every ambiguous answer is 'unknown'",
                 "biased": "an answer naming the stereotyped group to a negative question, or the other group to a non-negative one",
                 "interval": f"{self.confidence:.0%} percentile bootstrap, {self.bootstrap:,} resamples of the questions within each (category, context) stratum, seed {seed}"
-                if self.bootstrap else "none (bootstrap = 0)",
+                if self.bootstrap
+                else "none (bootstrap = 0)",
                 **precision,
             },
-            sizes={"questions": len(items), "ambiguous": int(ambiguous.sum()), "disambiguated": int((~ambiguous).sum()), "categories": len(categories)},
+            sizes={
+                "questions": len(items),
+                "ambiguous": int(ambiguous.sum()),
+                "disambiguated": int((~ambiguous).sum()),
+                "categories": len(categories),
+            },
             warnings=warnings,
             **base,
         )
@@ -299,34 +485,62 @@ class Bbq(Metric):
         return {k: float(v[0]) for k, v in bias_scores(weights, *arrays).items()}
 
     def _intervals(
-        self, seed: int, ambiguous: np.ndarray, correct: np.ndarray, unknown: np.ndarray, biased: np.ndarray,
-        pro: np.ndarray, of_category: np.ndarray, n_categories: int, estimates: dict[str, float],
+        self,
+        seed: int,
+        ambiguous: np.ndarray,
+        correct: np.ndarray,
+        unknown: np.ndarray,
+        biased: np.ndarray,
+        pro: np.ndarray,
+        of_category: np.ndarray,
+        n_categories: int,
+        estimates: dict[str, float],
     ) -> dict[tuple[Any, str], tuple[float, float]]:
         """(low, high) of every score, overall ("all") and per category index, from one set of
         stratified resamples."""
         if not self.bootstrap:
             return {}
         n = len(ambiguous)
-        strata = [np.flatnonzero((of_category == c) & (ambiguous == a)) for c in range(n_categories) for a in (True, False)]
+        strata = [
+            np.flatnonzero((of_category == c) & (ambiguous == a))
+            for c in range(n_categories)
+            for a in (True, False)
+        ]
         strata = [s for s in strata if len(s)]
         rng = generator(seed)
         boot: dict[tuple[Any, str], list[np.ndarray]] = {}
         rows = max(1, _CHUNK_ELEMENTS // n)
         for start in range(0, self.bootstrap, rows):
             weights = stratified_weights(rng, strata, n, min(rows, self.bootstrap - start))
-            for key, values in bias_scores(weights, ambiguous, correct, unknown, biased, pro).items():
+            for key, values in bias_scores(
+                weights, ambiguous, correct, unknown, biased, pro
+            ).items():
                 boot.setdefault(("all", key), []).append(values)
             for c in range(n_categories):
-                for key, values in bias_scores(weights * (of_category == c), ambiguous, correct, unknown, biased, pro).items():
+                for key, values in bias_scores(
+                    weights * (of_category == c), ambiguous, correct, unknown, biased, pro
+                ).items():
                     boot.setdefault((c, key), []).append(values)
         out = {}
         for (who, key), parts in boot.items():
-            estimate = estimates[key] if who == "all" else self._category(who, of_category, ambiguous, correct, unknown, biased, pro)[key]
-            found = interval(np.concatenate(parts), estimate, level=self.confidence, method="percentile", seed=seed)
+            estimate = (
+                estimates[key]
+                if who == "all"
+                else self._category(who, of_category, ambiguous, correct, unknown, biased, pro)[key]
+            )
+            found = interval(
+                np.concatenate(parts),
+                estimate,
+                level=self.confidence,
+                method="percentile",
+                seed=seed,
+            )
             out[(who, key)] = (found.low, found.high)
         return out
 
-    def _row(self, i: int, q: Any, chosen: int, sums: np.ndarray, means: np.ndarray, tokens: np.ndarray) -> dict[str, Any]:
+    def _row(
+        self, i: int, q: Any, chosen: int, sums: np.ndarray, means: np.ndarray, tokens: np.ndarray
+    ) -> dict[str, Any]:
         return {
             "index": i,
             "id": q.id,
@@ -346,8 +560,14 @@ class Bbq(Metric):
         }
 
 
-BREAKDOWN = (("s_amb", "s_AMB", True), ("s_dis", "s_DIS", True), ("bias_a", "Bias_A", True), ("bias_d", "Bias_D", True),
-             ("accuracy_ambiguous", "accuracy (ambiguous)", False), ("accuracy_disambiguated", "accuracy (disambiguated)", False))
+BREAKDOWN = (
+    ("s_amb", "s_AMB", True),
+    ("s_dis", "s_DIS", True),
+    ("bias_a", "Bias_A", True),
+    ("bias_d", "Bias_D", True),
+    ("accuracy_ambiguous", "accuracy (ambiguous)", False),
+    ("accuracy_disambiguated", "accuracy (disambiguated)", False),
+)
 
 
 def _breakdown_row(scope: str, figures: dict[str, Any]) -> list[str]:
@@ -367,7 +587,9 @@ def _number(value: float) -> float | None:
     return float(value) if np.isfinite(value) else None
 
 
-def _counts(ambiguous: np.ndarray, unknown: np.ndarray, biased: np.ndarray, correct: np.ndarray) -> dict[str, int]:
+def _counts(
+    ambiguous: np.ndarray, unknown: np.ndarray, biased: np.ndarray, correct: np.ndarray
+) -> dict[str, int]:
     out = {}
     for name, mask in (("ambiguous", ambiguous), ("disambiguated", ~ambiguous)):
         out[f"n_{name}"] = int(mask.sum())

@@ -72,7 +72,10 @@ from bias.api.data import layer_value
 
 SET_ORDER = ("X", "Y", "A", "B")
 CASES = ("exact", "insensitive")  # a corpus is matched as written or case-folded on both sides
-CORPUS_CASE = {"exact": "exact", "insensitive": "lower"}  # the names bias.core.data.corpus gives them
+CORPUS_CASE = {
+    "exact": "exact",
+    "insensitive": "lower",
+}  # the names bias.core.data.corpus gives them
 QUANTILES = (2.5, 25.0, 50.0, 75.0, 97.5)
 _GATHER_ELEMENTS = 4_000_000  # bounds the memory of one chunk of samples (~32 MB of float64)
 _COSINE_LIMIT = 25_000_000  # largest target x attribute cosine table kept in memory (~200 MB)
@@ -105,7 +108,9 @@ def random_effects(es: np.ndarray, v: np.ndarray) -> RandomEffects:
     return RandomEffects(ces=ces, se=se, z=ces / se, q=q, tau2=float(tau2))
 
 
-P_FLOOR = 1e-300  # the smallest p written as a number; below it the result gives the bound and log10_p
+P_FLOOR = (
+    1e-300  # the smallest p written as a number; below it the result gives the bound and log10_p
+)
 
 
 def log10_normal_p(z: float, alternative: str) -> float:
@@ -143,7 +148,9 @@ def sample_effects(
     computed once and samples only gather from it.
     """
     unit = unit_rows(vectors)
-    rows = {key: starts[key][None, :] + choice[key] for key in SET_ORDER}  # absolute rows, (N, n_key)
+    rows = {
+        key: starts[key][None, :] + choice[key] for key in SET_ORDER
+    }  # absolute rows, (N, n_key)
     n_samples = rows["X"].shape[0]
     n_x = rows["X"].shape[1]
     targets = np.concatenate([rows["X"], rows["Y"]], axis=1)
@@ -161,7 +168,9 @@ def sample_effects(
     for lo in range(0, n_samples, chunk):
         hi = min(n_samples, lo + chunk)
         if table is not None:
-            cos = table[t_local[lo:hi, :, None], a_local[lo:hi, None, :]]  # (c, n_targets, n_attributes)
+            cos = table[
+                t_local[lo:hi, :, None], a_local[lo:hi, None, :]
+            ]  # (c, n_targets, n_attributes)
             s = cos[:, :, :n_a].mean(axis=2) - cos[:, :, n_a:].mean(axis=2)
         else:
             mean_a = unit[rows["A"][lo:hi]].mean(axis=1)
@@ -183,35 +192,67 @@ class Ceat(Metric):
     """
 
     name: ClassVar[str] = "ceat"
-    summary: ClassVar[str] = "Contextualized Embedding Association Test: random-effects combined effect size (Guo & Caliskan 2021)."
+    summary: ClassVar[str] = (
+        "Contextualized Embedding Association Test: random-effects combined effect size (Guo & Caliskan 2021)."
+    )
     value: ClassVar[ValueKind] = ValueKind("CES", "combined effect size (CES)", scale="d")
     requires: ClassVar[frozenset[Capability]] = frozenset({Capability.CONTEXTUAL})
     data_kind: ClassVar[str] = ASSOCIATION
 
     corpus: str | None = param(
-        None, "UTF-8 text file, one sentence or comment per line (default: template contexts instead)",
+        None,
+        "UTF-8 text file, one sentence or comment per line (default: template contexts instead)",
         converter=attrs.converters.optional(str),
     )
-    templates: str | None = param(None, "template set for contexts when no corpus is given (default: <test language>/seat-templates)")
-    contexts_per_word: int = param(
-        50, "contexts kept per word (reservoir-sampled from the corpus with the run seed)",
-        validator=int_at_least(1, "50 keeps encoding cheap while giving each word many distinct contexts."),
+    templates: str | None = param(
+        None,
+        "template set for contexts when no corpus is given (default: <test language>/seat-templates)",
     )
-    samples: int = param(10_000, "samples N, each one random context per word", validator=int_at_least(2, "Guo & Caliskan document 10,000."))
+    contexts_per_word: int = param(
+        50,
+        "contexts kept per word (reservoir-sampled from the corpus with the run seed)",
+        validator=int_at_least(
+            1, "50 keeps encoding cheap while giving each word many distinct contexts."
+        ),
+    )
+    samples: int = param(
+        10_000,
+        "samples N, each one random context per word",
+        validator=int_at_least(2, "Guo & Caliskan document 10,000."),
+    )
     window: int | None = param(
-        None, "keep only this many words either side of the target (None: the whole line)",
+        None,
+        "keep only this many words either side of the target (None: the whole line)",
         validator=attrs.validators.optional(int_at_least(0)),
     )
     case: str = case_param("exact", CASES, "To ignore case in the corpus use insensitive.")
-    level: str = param("word", "word (the target's vector in its context) or sentence (the context's vector)", validator=one_of(LEVELS))
+    level: str = param(
+        "word",
+        "word (the target's vector in its context) or sentence (the context's vector)",
+        validator=one_of(LEVELS),
+    )
     pooling: str | None = param(
-        None, "word level: target-mean (default; target-last for causal LMs), target-first, target-last; sentence level: cls (default; last "
+        None,
+        "word level: target-mean (default; target-last for causal LMs), target-first, target-last; sentence level: cls (default; last "
         "for causal LMs), mean, first, last",
         validator=check_pooling,
     )
-    layer: str | int | None = param(None, "hidden layer: None (the model's setting), N (-1 last), or mean-last-4", converter=layer_value, validator=check_layer)
-    ddof: int = param(1, "delta degrees of freedom of the std in ES_i and v_i (1: the original's convention)", validator=one_of((0, 1)))
-    alternative: str = param("two-sided", "p of z = CES/SE: two-sided, greater (X~A) or less", validator=one_of(ALTERNATIVES))
+    layer: str | int | None = param(
+        None,
+        "hidden layer: None (the model's setting), N (-1 last), or mean-last-4",
+        converter=layer_value,
+        validator=check_layer,
+    )
+    ddof: int = param(
+        1,
+        "delta degrees of freedom of the std in ES_i and v_i (1: the original's convention)",
+        validator=one_of((0, 1)),
+    )
+    alternative: str = param(
+        "two-sided",
+        "p of z = CES/SE: two-sided, greater (X~A) or less",
+        validator=one_of(ALTERNATIVES),
+    )
     lost_threshold: float = lost_threshold_param()
 
     def cost(self, data: AssociationTest) -> Cost:
@@ -221,7 +262,9 @@ class Ceat(Metric):
         words = sum(sizes.values())
         per_sample = (sizes["X"] + sizes["Y"]) * max(sizes["A"] + sizes["B"], 1) + words
         return Cost.of_elements(
-            self.samples * per_sample, self.samples * words * 8 * 4, f"--samples {self.samples:,}",
+            self.samples * per_sample,
+            self.samples * words * 8 * 4,
+            f"--samples {self.samples:,}",
             "--samples 10000 is what Guo & Caliskan use.",
         )
 
@@ -232,7 +275,12 @@ class Ceat(Metric):
         return {"templates": template_request(self.templates, data.meta.language)}
 
     def compute(
-        self, embedder: Embedder, data: AssociationTest, *, seed: int | None = None, inputs: Mapping[str, Any] | None = None
+        self,
+        embedder: Embedder,
+        data: AssociationTest,
+        *,
+        seed: int | None = None,
+        inputs: Mapping[str, Any] | None = None,
     ) -> Result:
         if data.stimuli == "sentences":
             raise BiasError(
@@ -271,10 +319,14 @@ class Ceat(Metric):
                 spans.extend(c.span for c in contexts.kept[w])
             starts[key] = np.asarray(first, dtype=np.int64)
             counts[key] = np.asarray(n, dtype=np.int64)
-        vectors = encode_contexts(embedder, texts, spans, level=self.level, pooling=pooling, layer=self.layer)
+        vectors = encode_contexts(
+            embedder, texts, spans, level=self.level, pooling=pooling, layer=self.layer
+        )
         bad = ~np.isfinite(vectors).all(axis=1) | (np.linalg.norm(vectors, axis=1) == 0.0)
         if bad.any():
-            raise BiasError(f"The model gives zero or non-finite vectors for the context {texts[int(np.flatnonzero(bad)[0])]!r}.")
+            raise BiasError(
+                f"The model gives zero or non-finite vectors for the context {texts[int(np.flatnonzero(bad)[0])]!r}."
+            )
 
         rng = np.random.default_rng(used_seed)
         choice = {key: sample_indices(counts[key], self.samples, rng) for key in SET_ORDER}
@@ -292,8 +344,15 @@ class Ceat(Metric):
             p, bound = P_FLOOR, f"p < {P_FLOOR:.0e} (log10 p = {log10_p:.1f})"
         warnings = []
         if any(lost.values()):
-            warnings.append(f"{sum(map(len, lost.values()))} word(s) have no context and were left out")
-        few = sorted(w for key in SET_ORDER for w in kept[key] if len(contexts.kept[w]) < min(5, self.contexts_per_word))
+            warnings.append(
+                f"{sum(map(len, lost.values()))} word(s) have no context and were left out"
+            )
+        few = sorted(
+            w
+            for key in SET_ORDER
+            for w in kept[key]
+            if len(contexts.kept[w]) < min(5, self.contexts_per_word)
+        )
         if few:
             warnings.append(f"{len(few)} word(s) have fewer than 5 contexts: {', '.join(few[:8])}")
         return Result(
@@ -311,10 +370,14 @@ class Ceat(Metric):
                 "tau2": combined.tau2,
                 "es_mean": float(es.mean()),
                 "es_sd": float(es.std(ddof=1)),
-                "es_quantiles": {f"{q:g}": float(v) for q, v in zip(QUANTILES, np.percentile(es, QUANTILES))},
+                "es_quantiles": {
+                    f"{q:g}": float(v) for q, v in zip(QUANTILES, np.percentile(es, QUANTILES))
+                },
                 "v_mean": float(var.mean()),
                 "contexts_found": found,
-                "contexts_used": {key: {w: len(contexts.kept[w]) for w in kept[key]} for key in SET_ORDER},
+                "contexts_used": {
+                    key: {w: len(contexts.kept[w]) for w in kept[key]} for key in SET_ORDER
+                },
                 "corpus_lines": contexts.lines,
             },
             convention={
@@ -322,7 +385,9 @@ class Ceat(Metric):
                 "contexts_per_word": self.contexts_per_word,
                 "contexts": source,
                 "context_sampling": "reservoir (algorithm R), seeded; one context per word per sample, uniform",
-                "window": "whole line" if self.window is None else f"{self.window} words either side",
+                "window": "whole line"
+                if self.window is None
+                else f"{self.window} words either side",
                 "case": self.case,
                 "level": self.level,
                 "pooling": pooling,
@@ -334,18 +399,29 @@ class Ceat(Metric):
                 "p_estimator": "normal, z = CES/SE; below 1e-300 p is given as that bound (p_value = 1e-300, "
                 "figures.p_bound) with the exact figures.log10_p",
                 "p_value": "normal test of the combined effect size (z = CES/SE), "
-                + ("two-sided" if self.alternative == "two-sided" else f"one-sided ({self.alternative})"),
+                + (
+                    "two-sided"
+                    if self.alternative == "two-sided"
+                    else f"one-sided ({self.alternative})"
+                ),
                 "seed": used_seed,
             },
             warnings=warnings,
             **base,
         )
 
-    def _contexts(self, data: AssociationTest, seed: int, inputs: Mapping[str, Any] | None) -> tuple[Contexts, str]:
+    def _contexts(
+        self, data: AssociationTest, seed: int, inputs: Mapping[str, Any] | None
+    ) -> tuple[Contexts, str]:
         words = data.all_words()
         if self.corpus is not None:
             found = corpus_contexts(
-                self.corpus, words, per_word=self.contexts_per_word, seed=seed, case=CORPUS_CASE[self.case], window_words=self.window
+                self.corpus,
+                words,
+                per_word=self.contexts_per_word,
+                seed=seed,
+                case=CORPUS_CASE[self.case],
+                window_words=self.window,
             )
             return found, f"corpus {self.corpus}"
         template_set = given_templates(inputs, "CEAT", data)
@@ -354,23 +430,37 @@ class Ceat(Metric):
         counted: dict[str, int] = {}
         for wl in data.sets().values():
             for word in wl.words:
-                rendered = [Context(r.text, r.spans["word"], 0) for r in template_set.render(word, wl.features(word))]
+                rendered = [
+                    Context(r.text, r.spans["word"], 0)
+                    for r in template_set.render(word, wl.features(word))
+                ]
                 counted[word] = len(rendered)
                 if len(rendered) > self.contexts_per_word:
-                    rendered = [rendered[i] for i in sorted(rng.sample(range(len(rendered)), self.contexts_per_word))]
+                    rendered = [
+                        rendered[i]
+                        for i in sorted(rng.sample(range(len(rendered)), self.contexts_per_word))
+                    ]
                 if self.window is not None:
-                    rendered = [Context(*cut_window(c.text, c.span, self.window), 0) for c in rendered]
+                    rendered = [
+                        Context(*cut_window(c.text, c.span, self.window), 0) for c in rendered
+                    ]
                 kept[word] = tuple(rendered)
         return Contexts(kept, counted, 0), f"templates {template_set.name}"
 
-    def _refusal(self, sets: Mapping[str, Sequence[str]], lost: Mapping[str, list[str]], kept: Mapping[str, list[str]]) -> str | None:
+    def _refusal(
+        self,
+        sets: Mapping[str, Sequence[str]],
+        lost: Mapping[str, list[str]],
+        kept: Mapping[str, list[str]],
+    ) -> str | None:
         for key in SET_ORDER:
             if not kept[key]:
                 return f"no word of set {key} occurs in the contexts ({', '.join(lost[key][:8])})"
             why = too_many_lost(lost[key], len(sets[key]), self.lost_threshold)
             if why:
-                return f"set {key}: {len(lost[key])} of {len(sets[key])} words have no context {why}"
+                return (
+                    f"set {key}: {len(lost[key])} of {len(sets[key])} words have no context {why}"
+                )
         if len(kept["X"]) + len(kept["Y"]) < 3:
             return "X and Y together need at least 3 words with contexts for the spread of s(w)"
         return None
-

@@ -51,7 +51,9 @@ def projections(vectors: np.ndarray, male: np.ndarray, female: np.ndarray) -> np
         block = np.asarray(vectors[start : start + _CHUNK], dtype=dtype)
         norms = np.sqrt(np.einsum("ij,ij->i", block, block))
         with np.errstate(divide="ignore", invalid="ignore"):
-            out[start : start + len(block)] = np.where(norms > 0, (block @ direction) / norms, np.nan)
+            out[start : start + len(block)] = np.where(
+                norms > 0, (block @ direction) / norms, np.nan
+            )
     return out
 
 
@@ -73,7 +75,9 @@ def most_biased(scores: np.ndarray, eligible: np.ndarray, k: int) -> tuple[np.nd
     return top, bottom
 
 
-def cluster_accuracy(vectors: np.ndarray, labels: np.ndarray, *, seed: int, n_init: int = 10) -> tuple[float, float, np.ndarray]:
+def cluster_accuracy(
+    vectors: np.ndarray, labels: np.ndarray, *, seed: int, n_init: int = 10
+) -> tuple[float, float, np.ndarray]:
     """KMeans (k = 2) on unit rows; returns (max(acc, 1 - acc), acc, predicted clusters)."""
     from sklearn.cluster import KMeans
 
@@ -130,14 +134,26 @@ class Clustering(Metric):
     """
 
     name: ClassVar[str] = "clustering"
-    summary: ClassVar[str] = "Clustering test: do the most gendered words (original space) still cluster by gender? (Gonen & Goldberg 2019)"
-    value: ClassVar[ValueKind] = ValueKind("accuracy", "clustering accuracy (0.5 = chance)", reference=0.5, signed=False)
+    summary: ClassVar[str] = (
+        "Clustering test: do the most gendered words (original space) still cluster by gender? (Gonen & Goldberg 2019)"
+    )
+    value: ClassVar[ValueKind] = ValueKind(
+        "accuracy", "clustering accuracy (0.5 = chance)", reference=0.5, signed=False
+    )
     requires: ClassVar[frozenset[Capability]] = frozenset({Capability.WORD_VECTORS})
     data_kind: ClassVar[str] = DEBIAS_LISTS
 
-    k: int = param(500, "words taken from each end of the gender ranking", validator=int_at_least(1))
-    vocabulary_limit: int = param(50_000, "rank this many most frequent words of the original model (0: all)", validator=int_at_least(0))
-    original: str | None = param(None, "model spec of the original (not debiased) space; found automatically when omitted")
+    k: int = param(
+        500, "words taken from each end of the gender ranking", validator=int_at_least(1)
+    )
+    vocabulary_limit: int = param(
+        50_000,
+        "rank this many most frequent words of the original model (0: all)",
+        validator=int_at_least(0),
+    )
+    original: str | None = param(
+        None, "model spec of the original (not debiased) space; found automatically when omitted"
+    )
     n_init: int = param(10, "KMeans restarts", validator=int_at_least(1))
 
     def inputs(self, data: Any) -> dict[str, InputRequest]:
@@ -151,7 +167,12 @@ class Clustering(Metric):
         }
 
     def compute(
-        self, embedder: Embedder, data: Any, *, seed: int | None = None, inputs: Mapping[str, Any] | None = None
+        self,
+        embedder: Embedder,
+        data: Any,
+        *,
+        seed: int | None = None,
+        inputs: Mapping[str, Any] | None = None,
     ) -> Result:
         lists = lists_of(data, "The clustering test")
         used_seed = 0 if seed is None else seed
@@ -188,7 +209,12 @@ class Clustering(Metric):
             chosen = [w for w in chosen if w in by_word]
             matrix = np.array([by_word[w] for w in chosen], dtype=np.float64)
         if labels.sum() < 2 or (1 - labels).sum() < 2:
-            return Result(status=REFUSED, reason=f"too few of the chosen words are in the measured model ({len(lost)} missing)", lost={"words": lost}, **base)
+            return Result(
+                status=REFUSED,
+                reason=f"too few of the chosen words are in the measured model ({len(lost)} missing)",
+                lost={"words": lost},
+                **base,
+            )
 
         score, acc, predicted = cluster_accuracy(matrix, labels, seed=used_seed, n_init=self.n_init)
         p = alignment_p(labels, predicted)
@@ -199,7 +225,9 @@ class Clustering(Metric):
                 "ranked in the measured model itself, so this is the model's own gender clustering, not residual bias"
             )
         if lost:
-            warnings.append(f"{len(lost)} chosen word(s) are missing from the measured model and were left out")
+            warnings.append(
+                f"{len(lost)} chosen word(s) are missing from the measured model and were left out"
+            )
         male_words = [w for w, lab in zip(chosen, labels) if lab == 1]
         female_words = [w for w, lab in zip(chosen, labels) if lab == 0]
         return Result(
@@ -235,7 +263,13 @@ class Clustering(Metric):
         )
 
     def _pair_vectors(
-        self, original: Embedder, vocab: Any, words: list[str], male: str, female: str, lists: DebiasLists
+        self,
+        original: Embedder,
+        vocab: Any,
+        words: list[str],
+        male: str,
+        female: str,
+        lists: DebiasLists,
     ) -> tuple[np.ndarray, np.ndarray]:
         out = []
         missing = []
@@ -244,7 +278,9 @@ class Clustering(Metric):
             if row is not None:
                 out.append(np.asarray(vocab.vectors[row], dtype=np.float64))
                 continue
-            found = original.word_vectors([word])  # beyond the vocabulary limit, or built from sub-words
+            found = original.word_vectors(
+                [word]
+            )  # beyond the vocabulary limit, or built from sub-words
             if found.words:
                 out.append(np.asarray(found.vectors[0], dtype=np.float64))
             else:

@@ -38,26 +38,33 @@ class Crows(PairMetric):
     """
 
     name: ClassVar[str] = "crows"
-    summary: ClassVar[str] = "CrowS-Pairs score: % of pairs where the stereotyping sentence is more likely (Nangia et al. 2020)."
+    summary: ClassVar[str] = (
+        "CrowS-Pairs score: % of pairs where the stereotyping sentence is more likely (Nangia et al. 2020)."
+    )
     value: ClassVar[ValueKind] = PERCENT_OF_PAIRS
     scoring: ClassVar[str] = "pll"
 
     preset: str = param(
-        "none", "none (compare unrounded scores) or nangia2020 (round both scores to 3 decimals, as the reference code)",
+        "none",
+        "none (compare unrounded scores) or nangia2020 (round both scores to 3 decimals, as the reference code)",
         validator=one_of(PRESETS),
     )
     lowercase: str = lowercase_param()
     likelihood: str = param(
-        "sum", "causal LMs only: sum or mean (length-normalised) of the token log-likelihoods", validator=one_of(LIKELIHOODS)
+        "sum",
+        "causal LMs only: sum or mean (length-normalised) of the token log-likelihoods",
+        validator=one_of(LIKELIHOODS),
     )
 
     masked_score: str = param(
-        "pll", "masked LMs: pll (Nangia et al.: shared tokens masked in turn, summed) or bias-bench (the differing "
+        "pll",
+        "masked LMs: pll (Nangia et al.: shared tokens masked in turn, summed) or bias-bench (the differing "
         "tokens masked in turn, averaged, rounded to 3 decimals)",
         validator=one_of(MASKED_SCORES),
     )
     causal_start: str = param(
-        "bos", "causal LMs only: bos (BOS in every token's context, as lm-evaluation-harness) or bos-first-token "
+        "bos",
+        "causal LMs only: bos (BOS in every token's context, as lm-evaluation-harness) or bos-first-token "
         "(only the first token conditioned on BOS, the rest from a pass without it, as bias-bench)",
         validator=one_of(CAUSAL_STARTS),
     )
@@ -67,10 +74,21 @@ class Crows(PairMetric):
 
     def measure(self, data: PairSet, scores: PairScores) -> Measured | Refusal:
         masked = scores.convention["model_kind"] == MASKED
-        decimals = 3 if self.preset == "nangia2020" or (masked and self.masked_score == "bias-bench") else None
+        decimals = (
+            3
+            if self.preset == "nangia2020" or (masked and self.masked_score == "bias-bench")
+            else None
+        )
         what = "pll" if scores.convention["model_kind"] == MASKED else "loglik"
         found = compare_pairs(data, scores, decimals=decimals, what=what)
         if isinstance(found, Refusal):
             return found
-        return attrs.evolve(found, convention={**found.convention, "preset": self.preset, "masked_score": self.masked_score,
-                                               **({"rounded_to": decimals} if decimals else {})})
+        return attrs.evolve(
+            found,
+            convention={
+                **found.convention,
+                "preset": self.preset,
+                "masked_score": self.masked_score,
+                **({"rounded_to": decimals} if decimals else {}),
+            },
+        )

@@ -77,15 +77,29 @@ class DirectBias(Metric):
     """
 
     name: ClassVar[str] = "direct-bias"
-    summary: ClassVar[str] = "Direct bias: mean |cos(w, g)|^c of gender-neutral words (Bolukbasi et al. 2016)."
+    summary: ClassVar[str] = (
+        "Direct bias: mean |cos(w, g)|^c of gender-neutral words (Bolukbasi et al. 2016)."
+    )
     value: ClassVar[ValueKind] = ValueKind("DB", "direct bias", signed=False, digits=3)
     requires: ClassVar[frozenset[Capability]] = frozenset({Capability.WORD_VECTORS})
     data_kind: ClassVar[str] = DEBIAS_LISTS
 
     strictness: float = param(1.0, "the exponent c of |cos(w, g)|^c", validator=between(0.0, 100.0))
-    direction: str = param("definitional", "g from the definitional pairs (first principal component) or the direction pair", validator=one_of(DIRECTIONS))
-    words: str = param("neutral", "neutral words: the lists' neutral list, or the vocabulary minus the lists' words", validator=one_of(WORDS))
-    vocabulary_limit: int = param(50_000, "with words = vocabulary: this many most frequent words (0: all)", validator=int_at_least(0))
+    direction: str = param(
+        "definitional",
+        "g from the definitional pairs (first principal component) or the direction pair",
+        validator=one_of(DIRECTIONS),
+    )
+    words: str = param(
+        "neutral",
+        "neutral words: the lists' neutral list, or the vocabulary minus the lists' words",
+        validator=one_of(WORDS),
+    )
+    vocabulary_limit: int = param(
+        50_000,
+        "with words = vocabulary: this many most frequent words (0: all)",
+        validator=int_at_least(0),
+    )
     lost_threshold: float = lost_threshold_param()
     case: str = case_param("exact", LOOKUP_CASES, UNCASED_HINT)
 
@@ -104,7 +118,9 @@ class DirectBias(Metric):
             if missing:
                 lost["neutral"] = missing
             why = too_many_lost(missing, len(lists.neutral), self.lost_threshold)
-            if why is None and not neutral:  # even lost_threshold = 1 needs one word to average over
+            if (
+                why is None and not neutral
+            ):  # even lost_threshold = 1 needs one word to average over
                 why = f"(100%, none left): {', '.join(missing[:8])}"
             if why:
                 return self.make_result(
@@ -115,7 +131,9 @@ class DirectBias(Metric):
                     reason=f"neutral words: {len(missing)} of {len(lists.neutral)} missing from the model {why}",
                     lost=lost,
                 )
-            matrix = np.array([vectors[w] for w in neutral], dtype=np.float64).reshape(len(neutral), dim)
+            matrix = np.array([vectors[w] for w in neutral], dtype=np.float64).reshape(
+                len(neutral), dim
+            )
         else:
             found = embedder.all_vectors(self.vocabulary_limit or None)
             banned = lists.gendered_words()
@@ -125,12 +143,16 @@ class DirectBias(Metric):
             nonzero = np.linalg.norm(matrix, axis=1) > 0
             neutral, matrix = [w for w, ok in zip(neutral, nonzero) if ok], matrix[nonzero]
             if not neutral:
-                raise BiasError(f"No vocabulary word of {embedder.spec} is outside the lists {lists.name}.")
+                raise BiasError(
+                    f"No vocabulary word of {embedder.spec} is outside the lists {lists.name}."
+                )
         db, cos = direct_bias(matrix, g, self.strictness)
         order = np.argsort(-np.abs(cos))[:_SHOWN]
         warnings = []
         if len(used_pairs) < 2 and self.direction == "definitional":
-            warnings.append("only one definitional pair was found in the model: g is that pair's difference")
+            warnings.append(
+                "only one definitional pair was found in the model: g is that pair's difference"
+            )
         return self.make_result(
             embedder.spec,
             lists,
@@ -159,7 +181,9 @@ class DirectBias(Metric):
             warnings=warnings,
         )
 
-    def _direction(self, embedder: Embedder, lists: DebiasLists) -> tuple[np.ndarray, float, list[tuple[str, str]], dict[str, list[str]]]:
+    def _direction(
+        self, embedder: Embedder, lists: DebiasLists
+    ) -> tuple[np.ndarray, float, list[tuple[str, str]], dict[str, list[str]]]:
         lost: dict[str, list[str]] = {}
         if self.direction == "pair":
             pair = lists.ranking_pair
@@ -170,7 +194,9 @@ class DirectBias(Metric):
                     f"The direction pair ({pair[0]}, {pair[1]}) of {lists.name}: {', '.join(missing)} not in {embedder.spec}.",
                     "Choose a direction pair of frequent words, or use --param direction=definitional.",
                 )
-            g = vectors[pair[0]] / np.linalg.norm(vectors[pair[0]]) - vectors[pair[1]] / np.linalg.norm(vectors[pair[1]])
+            g = vectors[pair[0]] / np.linalg.norm(vectors[pair[0]]) - vectors[
+                pair[1]
+            ] / np.linalg.norm(vectors[pair[1]])
             return g / np.linalg.norm(g), 1.0, [pair], lost
         words = [w for p in lists.definitional for w in p]
         vectors, _, _ = lookup(embedder, words, self.case)

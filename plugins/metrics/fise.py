@@ -60,7 +60,10 @@ def _resolve(value: str, beside: str, suffix: str) -> Path:
     for candidate in candidates:
         if candidate.is_file():
             return candidate
-    raise BiasError(f"FISE file '{value}' not found (looked beside the test, in {Path(beside).parent}).", "Give the file's path.")
+    raise BiasError(
+        f"FISE file '{value}' not found (looked beside the test, in {Path(beside).parent}).",
+        "Give the file's path.",
+    )
 
 
 @attrs.define
@@ -70,41 +73,78 @@ class Fise(Metric):
     unassociated with the groups would (effect: standardised mean strength; see the module docstring)."""
 
     name: ClassVar[str] = "fise"
-    summary: ClassVar[str] = "Flexible Intersectional Stereotype Extraction: traits in the quadrants of two social axes (Charlesworth et al. 2024)."
+    summary: ClassVar[str] = (
+        "Flexible Intersectional Stereotype Extraction: traits in the quadrants of two social axes (Charlesworth et al. 2024)."
+    )
     value: ClassVar[ValueKind] = ValueKind(
-        "z", "standardised quadrant strength (z against re-partitioned groups)", figures=("quadrants",)
+        "z",
+        "standardised quadrant strength (z against re-partitioned groups)",
+        figures=("quadrants",),
     )
     requires: ClassVar[frozenset[Capability]] = frozenset()
-    requires_any: ClassVar[frozenset[Capability]] = frozenset({Capability.WORD_VECTORS, Capability.CONTEXTUAL})
+    requires_any: ClassVar[frozenset[Capability]] = frozenset(
+        {Capability.WORD_VECTORS, Capability.CONTEXTUAL}
+    )
     data_kind: ClassVar[str] = FISE
 
-    axes: str | None = param(None, "the two axes, x first, e.g. 'gender,race' (default: the test's first two)")
-    traits: str | None = param(None, "trait list (.txt, one trait or variant list per line); a bare name is looked up beside the test (default: the test's own traits, else traitlist.txt beside it)")
-    affect: str | None = param(None, "affect stimuli (.csv: header, positive column, negative column); a bare name is looked up beside the test")
-    mean_centre: bool = param(False, "subtract each axis's mean over the traits before placing them in quadrants")
+    axes: str | None = param(
+        None, "the two axes, x first, e.g. 'gender,race' (default: the test's first two)"
+    )
+    traits: str | None = param(
+        None,
+        "trait list (.txt, one trait or variant list per line); a bare name is looked up beside the test (default: the test's own traits, else traitlist.txt beside it)",
+    )
+    affect: str | None = param(
+        None,
+        "affect stimuli (.csv: header, positive column, negative column); a bare name is looked up beside the test",
+    )
+    mean_centre: bool = param(
+        False, "subtract each axis's mean over the traits before placing them in quadrants"
+    )
     top: int = param(5, "top traits reported per quadrant", validator=int_at_least(1))
     encoding: str = param(
-        "auto", "auto (word vectors where the model has them, else contextual), word-vectors, or contextual (each word encoded alone, mean of its sub-tokens)",
+        "auto",
+        "auto (word vectors where the model has them, else contextual), word-vectors, or contextual (each word encoded alone, mean of its sub-tokens)",
         validator=one_of(ENCODINGS),
     )
-    permutations: int = param(10_000, "random re-partitions of the group words when the exact test is too large", validator=int_at_least(1))
-    exact_limit: int = param(100_000, "enumerate all re-partitions when there are at most this many (0: always sample)", validator=int_at_least(0))
-    lost_threshold: float = param(0.2, "refuse the test if the traits or a group lose more than this share of their items", validator=between(0.0, 1.0))
+    permutations: int = param(
+        10_000,
+        "random re-partitions of the group words when the exact test is too large",
+        validator=int_at_least(1),
+    )
+    exact_limit: int = param(
+        100_000,
+        "enumerate all re-partitions when there are at most this many (0: always sample)",
+        validator=int_at_least(0),
+    )
+    lost_threshold: float = param(
+        0.2,
+        "refuse the test if the traits or a group lose more than this share of their items",
+        validator=between(0.0, 1.0),
+    )
 
     def compute(self, embedder: Embedder, data: FiseTest, *, seed: int | None = None) -> Result:
         if not isinstance(data, FiseTest):
-            raise BiasError(f"Metric 'fise' needs a FISE test (kind fise), not {type(data).__name__}.")
+            raise BiasError(
+                f"Metric 'fise' needs a FISE test (kind fise), not {type(data).__name__}."
+            )
         x_axis, y_axis = self._axes(data)
         traits = self._traits(data)
         positive, negative = self._affect(data)
         groups = {
-            f"{x_axis.name}.{x_axis.first}": x_axis.first_words, f"{x_axis.name}.{x_axis.second}": x_axis.second_words,
-            f"{y_axis.name}.{y_axis.first}": y_axis.first_words, f"{y_axis.name}.{y_axis.second}": y_axis.second_words,
+            f"{x_axis.name}.{x_axis.first}": x_axis.first_words,
+            f"{x_axis.name}.{x_axis.second}": x_axis.second_words,
+            f"{y_axis.name}.{y_axis.first}": y_axis.first_words,
+            f"{y_axis.name}.{y_axis.second}": y_axis.second_words,
             "traits": traits,
         }
         if positive:
             groups.update({"affect.positive": positive, "affect.negative": negative})
-        words = list(dict.fromkeys(w for items in groups.values() for s in items for w in fise_data.words_of(s)))
+        words = list(
+            dict.fromkeys(
+                w for items in groups.values() for s in items for w in fise_data.words_of(s)
+            )
+        )
         vectors = self._vectors(embedder, words)
         dim = len(next(iter(vectors.values()))) if vectors else 0
         found: dict[str, list[Stimulus]] = {}
@@ -118,20 +158,32 @@ class Fise(Metric):
                     rows.append(np.mean(have, axis=0))
                     kept.append(s)
                 missing.extend(w for w in fise_data.words_of(s) if w not in vectors)
-            found[key], matrices[key] = kept, np.array(rows, dtype=np.float64).reshape(len(rows), dim)
+            found[key], matrices[key] = (
+                kept,
+                np.array(rows, dtype=np.float64).reshape(len(rows), dim),
+            )
             if missing:
                 lost[key] = missing
-        base = self.result_fields(embedder.spec, data, seed, lost=lost, sizes={k: len(v) for k, v in found.items()})
+        base = self.result_fields(
+            embedder.spec, data, seed, lost=lost, sizes={k: len(v) for k, v in found.items()}
+        )
         reason = self._refusal(groups, found)
         if reason:
             return Result(status=REFUSED, reason=reason, **base)
 
         unit = {k: _unit(m) for k, m in matrices.items()}
         T = unit["traits"]
-        x_words = np.vstack([unit[f"{x_axis.name}.{x_axis.first}"], unit[f"{x_axis.name}.{x_axis.second}"]])
-        y_words = np.vstack([unit[f"{y_axis.name}.{y_axis.first}"], unit[f"{y_axis.name}.{y_axis.second}"]])
+        x_words = np.vstack(
+            [unit[f"{x_axis.name}.{x_axis.first}"], unit[f"{x_axis.name}.{x_axis.second}"]]
+        )
+        y_words = np.vstack(
+            [unit[f"{y_axis.name}.{y_axis.first}"], unit[f"{y_axis.name}.{y_axis.second}"]]
+        )
         cx, cy = T @ x_words.T, T @ y_words.T  # cosines of every trait with every group word
-        nx1, ny1 = len(found[f"{x_axis.name}.{x_axis.first}"]), len(found[f"{y_axis.name}.{y_axis.first}"])
+        nx1, ny1 = (
+            len(found[f"{x_axis.name}.{x_axis.first}"]),
+            len(found[f"{y_axis.name}.{y_axis.first}"]),
+        )
         x = _association(cx, np.arange(nx1)[None, :])[0]
         y = _association(cy, np.arange(ny1)[None, :])[0]
         if self.mean_centre:
@@ -146,11 +198,15 @@ class Fise(Metric):
         labels = [fise_data.label(t) for t in found["traits"]]
         valence = None
         if positive:
-            valence = T @ unit["affect.positive"].mean(axis=0) - T @ unit["affect.negative"].mean(axis=0)
+            valence = T @ unit["affect.positive"].mean(axis=0) - T @ unit["affect.negative"].mean(
+                axis=0
+            )
         quadrants = self._quadrants(x_axis, y_axis, x, y, labels, valence, counts)
         warnings = []
         if lost:
-            warnings.append(f"{sum(len(v) for v in lost.values())} word(s) had no vector and were left out (see lost)")
+            warnings.append(
+                f"{sum(len(v) for v in lost.values())} word(s) had no vector and were left out (see lost)"
+            )
         return Result(
             status=OK,
             effect_size=effect,
@@ -158,14 +214,23 @@ class Fise(Metric):
             figures={
                 "axes": [x_axis.name, y_axis.name],
                 "axis_unit": "mean cosine difference",
-                "groups": {x_axis.name: [x_axis.first, x_axis.second], y_axis.name: [y_axis.first, y_axis.second]},
+                "groups": {
+                    x_axis.name: [x_axis.first, x_axis.second],
+                    y_axis.name: [y_axis.first, y_axis.second],
+                },
                 "quadrants": quadrants,
                 "points": [[label, float(a), float(b)] for label, a, b in zip(labels, x, y)],
-                **({"valence": {label: float(v) for label, v in zip(labels, valence)}} if valence is not None else {}),
+                **(
+                    {"valence": {label: float(v) for label, v in zip(labels, valence)}}
+                    if valence is not None
+                    else {}
+                ),
                 "statistic": t_obs,
                 "null_mean": float(t_null.mean()),
                 "null_std": spread,
-                "null_expected_counts": {name: float(c) for name, c in zip(quadrants, null_counts.mean(axis=0))},
+                "null_expected_counts": {
+                    name: float(c) for name, c in zip(quadrants, null_counts.mean(axis=0))
+                },
             },
             convention={
                 "association": "mean cos(first group) - mean cos(second group); variants averaged",
@@ -200,23 +265,32 @@ class Fise(Metric):
         if self.axes:
             names = [n.strip() for n in str(self.axes).split(",") if n.strip()]
             if len(names) != 2 or names[0] == names[1]:
-                raise BiasError(f"axes must name two different axes, e.g. 'gender,race', not {self.axes!r}.")
+                raise BiasError(
+                    f"axes must name two different axes, e.g. 'gender,race', not {self.axes!r}."
+                )
             return data.axis(names[0]), data.axis(names[1])
         return data.axes[0], data.axes[1]
 
     def _traits(self, data: FiseTest) -> tuple[Stimulus, ...]:
         if self.traits:
-            return tuple(dict.fromkeys(fise_data.read_traits(_resolve(self.traits, data.meta.path, ".txt"))))
+            return tuple(
+                dict.fromkeys(fise_data.read_traits(_resolve(self.traits, data.meta.path, ".txt")))
+            )
         if data.traits:
             return data.traits
         beside = Path(data.meta.path).parent / "traitlist.txt"
         if data.meta.path and beside.is_file():
             return tuple(dict.fromkeys(fise_data.read_traits(beside)))
-        raise BiasError(f"{data.name} has no traits.", "Name a trait list with --param traits=FILE (one trait per line).")
+        raise BiasError(
+            f"{data.name} has no traits.",
+            "Name a trait list with --param traits=FILE (one trait per line).",
+        )
 
     def _affect(self, data: FiseTest) -> tuple[tuple[Stimulus, ...], tuple[Stimulus, ...]]:
         if self.affect:
-            positive, negative = fise_data.read_affect(_resolve(self.affect, data.meta.path, ".csv"))
+            positive, negative = fise_data.read_affect(
+                _resolve(self.affect, data.meta.path, ".csv")
+            )
             return tuple(dict.fromkeys(positive)), tuple(dict.fromkeys(negative))
         return data.positive, data.negative
 
@@ -240,15 +314,24 @@ class Fise(Metric):
         (all of them needed); from a contextual model, the mean of its sub-tokens, encoded alone."""
         if self._lookup(embedder) == "word-vectors":
             parts = {w: w.split() for w in words}
-            found = embedder.word_vectors(list(dict.fromkeys(p for ps in parts.values() for p in ps))).as_dict()
+            found = embedder.word_vectors(
+                list(dict.fromkeys(p for ps in parts.values() for p in ps))
+            ).as_dict()
             return {
                 w: np.mean([np.asarray(found[p], dtype=np.float64) for p in ps], axis=0)
                 for w, ps in parts.items()
                 if ps and all(p in found for p in ps)
             }
         candidates = [w for w in words if w.strip()]
-        rows = np.asarray(embedder.encode(candidates, [(0, len(w)) for w in candidates], pooling="mean"), dtype=np.float64)
-        return {w: rows[i] for i, w in enumerate(candidates) if np.isfinite(rows[i]).all() and np.any(rows[i])}
+        rows = np.asarray(
+            embedder.encode(candidates, [(0, len(w)) for w in candidates], pooling="mean"),
+            dtype=np.float64,
+        )
+        return {
+            w: rows[i]
+            for i, w in enumerate(candidates)
+            if np.isfinite(rows[i]).all() and np.any(rows[i])
+        }
 
     def _refusal(self, groups: dict[str, Any], found: dict[str, list[Stimulus]]) -> str | None:
         for key, items in groups.items():
@@ -261,7 +344,9 @@ class Fise(Metric):
 
     # -- statistics
 
-    def _null(self, cx: np.ndarray, cy: np.ndarray, nx1: int, ny1: int, seed: int | None) -> tuple[np.ndarray, np.ndarray, str, int]:
+    def _null(
+        self, cx: np.ndarray, cy: np.ndarray, nx1: int, ny1: int, seed: int | None
+    ) -> tuple[np.ndarray, np.ndarray, str, int]:
         """Quadrant counts and strengths under re-partitioned groups: all partitions, or `permutations` random ones."""
         nx, ny = cx.shape[1], cy.shape[1]
         total = math.comb(nx, nx1) * math.comb(ny, ny1)
@@ -284,7 +369,9 @@ class Fise(Metric):
         # associations; the buffers are reused for every batch (the trailing column stays 1)
         ax, ay = _with_offset(cx, nx1), _with_offset(cy, ny1)
         mxb, myb = np.ones((2000, nx + 1)), np.ones((2000, ny + 1))
-        keys = {n: (np.empty((2000, n)), np.empty((2000, n))) for n in {nx, ny}}  # draws, partition scratch
+        keys = {
+            n: (np.empty((2000, n)), np.empty((2000, n))) for n in {nx, ny}
+        }  # draws, partition scratch
         for start in range(0, self.permutations, 2000):
             m = min(2000, self.permutations - start)
             # the first nx1 of an argsort of uniform keys are the nx1 smallest keys: a partition finds
@@ -305,7 +392,16 @@ class Fise(Metric):
                 strengths.append(_strength(xs, ys, scratch=True))
         return np.concatenate(out), np.concatenate(strengths), "sampled", self.permutations
 
-    def _quadrants(self, x_axis: Any, y_axis: Any, x: np.ndarray, y: np.ndarray, labels: list[str], valence: np.ndarray | None, counts: np.ndarray) -> dict[str, Any]:
+    def _quadrants(
+        self,
+        x_axis: Any,
+        y_axis: Any,
+        x: np.ndarray,
+        y: np.ndarray,
+        labels: list[str],
+        valence: np.ndarray | None,
+        counts: np.ndarray,
+    ) -> dict[str, Any]:
         out: dict[str, Any] = {}
         signs = [(1, 1), (-1, 1), (-1, -1), (1, -1)]
         for q, (sx, sy) in enumerate(signs):
@@ -316,7 +412,10 @@ class Fise(Metric):
             entry: dict[str, Any] = {
                 "count": int(counts[q]),
                 "share": float(counts[q] / len(labels)),
-                "top": [[labels[i], float((sx * x[i] + sy * y[i]) / math.sqrt(2))] for i in order[: self.top]],
+                "top": [
+                    [labels[i], float((sx * x[i] + sy * y[i]) / math.sqrt(2))]
+                    for i in order[: self.top]
+                ],
             }
             if valence is not None:
                 vals = valence[members]
@@ -355,7 +454,9 @@ def _with_offset(cos: np.ndarray, k: int) -> np.ndarray:
     return np.hstack([cos * (1 / k + 1 / (n - k)), -cos.sum(axis=1, keepdims=True) / (n - k)])
 
 
-def _smallest_mask(keys: np.ndarray, k: int, out: np.ndarray | None = None, scratch: np.ndarray | None = None) -> np.ndarray:
+def _smallest_mask(
+    keys: np.ndarray, k: int, out: np.ndarray | None = None, scratch: np.ndarray | None = None
+) -> np.ndarray:
     """1.0 where a key is among the k smallest of its row, else 0.0 (ties between float64 keys have
     probability ~n^2 / 2^53): the subset `argsort(keys)[:, :k]` picks, found in linear time. With
     `out` (at least as many rows and columns), written into its first rows and columns; its rows
@@ -383,7 +484,9 @@ def _quadrant_counts(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Per row, the traits in each quadrant (numbered as `_quadrant_of`), from two sign masks."""
     px, py = x > 0, y > 0
 
-    def count(mask: np.ndarray) -> np.ndarray:  # a row sum of the bytes: count_nonzero(axis=1) copies first
+    def count(
+        mask: np.ndarray,
+    ) -> np.ndarray:  # a row sum of the bytes: count_nonzero(axis=1) copies first
         return mask.view(np.uint8).sum(axis=1, dtype=np.int32)
 
     both, right, up = count(px & py), count(px), count(py)

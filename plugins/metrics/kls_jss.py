@@ -37,7 +37,9 @@ LN2 = math.log(2.0)
 
 def kl_gauss(mu_p: float, sigma_p: float, mu_q: float, sigma_q: float) -> float:
     """KL(N(mu_p, sigma_p^2) || N(mu_q, sigma_q^2)) in nats, closed form."""
-    return math.log(sigma_q / sigma_p) + (sigma_p**2 + (mu_p - mu_q) ** 2) / (2.0 * sigma_q**2) - 0.5
+    return (
+        math.log(sigma_q / sigma_p) + (sigma_p**2 + (mu_p - mu_q) ** 2) / (2.0 * sigma_q**2) - 0.5
+    )
 
 
 def fold(x: float) -> float:
@@ -45,7 +47,9 @@ def fold(x: float) -> float:
     return min(x, 1.0) / max(x, 1.0)
 
 
-def kls(mu_s: float, sigma_s: float, mu_a: float, sigma_a: float) -> tuple[float | None, float, float]:
+def kls(
+    mu_s: float, sigma_s: float, mu_a: float, sigma_a: float
+) -> tuple[float | None, float, float]:
     """KLS and the two divergences; KLS is None when both are 0 (identical distributions: 0/0)."""
     kl_sa = kl_gauss(mu_s, sigma_s, mu_a, sigma_a)
     kl_as = kl_gauss(mu_a, sigma_a, mu_s, sigma_s)
@@ -55,7 +59,9 @@ def kls(mu_s: float, sigma_s: float, mu_a: float, sigma_a: float) -> tuple[float
     return 100.0 * max(kl_sa, kl_as) / total, kl_sa, kl_as
 
 
-def jss_reference(mu_s: float, sigma_s: float, mu_a: float, sigma_a: float) -> tuple[float, float, float]:
+def jss_reference(
+    mu_s: float, sigma_s: float, mu_a: float, sigma_a: float
+) -> tuple[float, float, float]:
     """The paper's JSS with its Gaussian M; returns (JSS, J before folding, C before folding)."""
     mu_m = (mu_s + mu_a) / 2.0
     sigma_m = math.sqrt((sigma_s**2 + sigma_a**2) / 2.0)
@@ -88,7 +94,10 @@ def js_mixture(mu_s: float, sigma_s: float, mu_a: float, sigma_a: float) -> floa
             lm = float(np.logaddexp(lp, logpdf(x, mu_o, sigma_o))) - LN2
             return math.exp(lp) * (lp - lm)
 
-        return sum(integrate.quad(f, a, b, limit=200, epsabs=1e-13, epsrel=1e-10)[0] for a, b in zip(cuts, cuts[1:]))
+        return sum(
+            integrate.quad(f, a, b, limit=200, epsabs=1e-13, epsrel=1e-10)[0]
+            for a, b in zip(cuts, cuts[1:])
+        )
 
     value = 0.5 * part(mu_s, sigma_s, mu_a, sigma_a) + 0.5 * part(mu_a, sigma_a, mu_s, sigma_s)
     return min(max(value, 0.0), LN2)
@@ -100,7 +109,9 @@ def jss_mixture(mu_s: float, sigma_s: float, mu_a: float, sigma_a: float) -> tup
     return 100.0 * (1.0 - js / LN2) / (1.0 + fold(abs(sigma_s - sigma_a))), js
 
 
-_SCORE_HELP = "per-sentence score: pll (CrowS pseudo-log-likelihood, default), aul (the paper's choice), aula"
+_SCORE_HELP = (
+    "per-sentence score: pll (CrowS pseudo-log-likelihood, default), aul (the paper's choice), aula"
+)
 _LIKELIHOOD_HELP = (
     "causal LMs with score = pll: sum or mean of the token log-likelihoods log P(w_i | BOS, w_<i), "
     "the first word included (BOS, else EOS, prepended when the tokenizer adds no start token)"
@@ -121,7 +132,9 @@ class _Divergence(PairMetric):
     def scoring_method(self) -> str:
         return self.score
 
-    def type_score(self, mu_s: float, sigma_s: float, mu_a: float, sigma_a: float) -> tuple[float | None, dict[str, Any], str | None]:
+    def type_score(
+        self, mu_s: float, sigma_s: float, mu_a: float, sigma_a: float
+    ) -> tuple[float | None, dict[str, Any], str | None]:
         raise NotImplementedError
 
     def formula(self) -> dict[str, Any]:
@@ -134,10 +147,20 @@ class _Divergence(PairMetric):
         if len(more) < 2:
             row.update(value=None, reason="fewer than 2 pairs: no standard deviation")
             return row
-        mu_s, sigma_s, mu_a, sigma_a = float(more.mean()), float(more.std(ddof=1)), float(less.mean()), float(less.std(ddof=1))
+        mu_s, sigma_s, mu_a, sigma_a = (
+            float(more.mean()),
+            float(more.std(ddof=1)),
+            float(less.mean()),
+            float(less.std(ddof=1)),
+        )
         row.update(mu_s=mu_s, sigma_s=sigma_s, mu_a=mu_a, sigma_a=sigma_a)
-        if not (sigma_s > 0.0 and sigma_a > 0.0) or not all(map(math.isfinite, (mu_s, sigma_s, mu_a, sigma_a))):
-            row.update(value=None, reason="a standard deviation is zero or not finite: the Gaussians are degenerate")
+        if not (sigma_s > 0.0 and sigma_a > 0.0) or not all(
+            map(math.isfinite, (mu_s, sigma_s, mu_a, sigma_a))
+        ):
+            row.update(
+                value=None,
+                reason="a standard deviation is zero or not finite: the Gaussians are degenerate",
+            )
             return row
         value, extra, reason = self.type_score(mu_s, sigma_s, mu_a, sigma_a)
         row.update(extra)
@@ -157,7 +180,10 @@ class _Divergence(PairMetric):
                 total += row["n"]
         left_out = {t: r["reason"] for t, r in by_type.items() if r["value"] is None}
         if left_out:
-            warnings.append("left out of the overall score: " + "; ".join(f"{t}: {why}" for t, why in left_out.items()))
+            warnings.append(
+                "left out of the overall score: "
+                + "; ".join(f"{t}: {why}" for t, why in left_out.items())
+            )
         figures = {
             "by_bias_type": by_type,
             "n": len(scores.aligned),
@@ -175,11 +201,20 @@ class _Divergence(PairMetric):
             **self.formula(),
         }
         if total == 0:
-            reason = "; ".join(f"{t}: {why}" for t, why in left_out.items()) or "no pair could be scored"
-            return Refusal(f"no bias type gives a {self.figure}: {reason}", figures=figures, convention=convention, warnings=warnings)
+            reason = (
+                "; ".join(f"{t}: {why}" for t, why in left_out.items()) or "no pair could be scored"
+            )
+            return Refusal(
+                f"no bias type gives a {self.figure}: {reason}",
+                figures=figures,
+                convention=convention,
+                warnings=warnings,
+            )
         overall = weighted / total
         figures[self.figure] = overall
-        return Measured(effect_size=overall, figures=figures, convention=convention, warnings=warnings)
+        return Measured(
+            effect_size=overall, figures=figures, convention=convention, warnings=warnings
+        )
 
 
 @attrs.define
@@ -195,17 +230,27 @@ class Kls(_Divergence):
     """
 
     name: ClassVar[str] = "kls"
-    summary: ClassVar[str] = "KL-divergence score of stereotype vs anti-stereotype sentence scores (Liu 2024)."
-    value: ClassVar[ValueKind] = ValueKind("KLS", "KL-divergence score (0-100)", reference=50.0, signed=False, digits=3)
+    summary: ClassVar[str] = (
+        "KL-divergence score of stereotype vs anti-stereotype sentence scores (Liu 2024)."
+    )
+    value: ClassVar[ValueKind] = ValueKind(
+        "KLS", "KL-divergence score (0-100)", reference=50.0, signed=False, digits=3
+    )
     figure: ClassVar[str] = "kls"
 
-    def type_score(self, mu_s: float, sigma_s: float, mu_a: float, sigma_a: float) -> tuple[float | None, dict[str, Any], str | None]:
+    def type_score(
+        self, mu_s: float, sigma_s: float, mu_a: float, sigma_a: float
+    ) -> tuple[float | None, dict[str, Any], str | None]:
         value, kl_sa, kl_as = kls(mu_s, sigma_s, mu_a, sigma_a)
-        reason = None if value is not None else "identical distributions: KL_sa + KL_as = 0, KLS is 0/0"
+        reason = (
+            None if value is not None else "identical distributions: KL_sa + KL_as = 0, KLS is 0/0"
+        )
         return value, {"kl_sa": kl_sa, "kl_as": kl_as}, reason
 
     def formula(self) -> dict[str, Any]:
-        return {"formula": "KLS = 100 * max(KL_sa, KL_as) / (KL_sa + KL_as), closed-form Gaussian KL"}
+        return {
+            "formula": "KLS = 100 * max(KL_sa, KL_as) / (KL_sa + KL_as), closed-form Gaussian KL"
+        }
 
 
 @attrs.define
@@ -222,16 +267,29 @@ class Jss(_Divergence):
     """
 
     name: ClassVar[str] = "jss"
-    summary: ClassVar[str] = "Jensen-Shannon score as defined by Liu (2024) (Gaussian M, folded terms)."
-    value: ClassVar[ValueKind] = ValueKind("JSS", "Jensen-Shannon score (0-100, higher: less bias)", reference=100.0, signed=False, digits=3, more_biased="lower")
+    summary: ClassVar[str] = (
+        "Jensen-Shannon score as defined by Liu (2024) (Gaussian M, folded terms)."
+    )
+    value: ClassVar[ValueKind] = ValueKind(
+        "JSS",
+        "Jensen-Shannon score (0-100, higher: less bias)",
+        reference=100.0,
+        signed=False,
+        digits=3,
+        more_biased="lower",
+    )
     figure: ClassVar[str] = "jss"
 
-    def type_score(self, mu_s: float, sigma_s: float, mu_a: float, sigma_a: float) -> tuple[float | None, dict[str, Any], str | None]:
+    def type_score(
+        self, mu_s: float, sigma_s: float, mu_a: float, sigma_a: float
+    ) -> tuple[float | None, dict[str, Any], str | None]:
         value, j, c = jss_reference(mu_s, sigma_s, mu_a, sigma_a)
         return value, {"J": j, "J_folded": fold(j), "C": c, "C_folded": fold(c)}, None
 
     def formula(self) -> dict[str, Any]:
-        return {"formula": "JSS = 100 * (1 - fold(J)) / (1 + fold(C)), M = N(mean of means, sqrt(mean of variances)), fold(x) = min(x,1)/max(x,1)"}
+        return {
+            "formula": "JSS = 100 * (1 - fold(J)) / (1 + fold(C)), M = N(mean of means, sqrt(mean of variances)), fold(x) = min(x,1)/max(x,1)"
+        }
 
 
 @attrs.define
@@ -245,13 +303,26 @@ class JssMixture(_Divergence):
     """
 
     name: ClassVar[str] = "jss-mixture"
-    summary: ClassVar[str] = "Jensen-Shannon score with the true mixture, numerically integrated (corrected JSS)."
-    value: ClassVar[ValueKind] = ValueKind("JSS", "Jensen-Shannon score, true mixture (0-100, higher: less bias)", reference=100.0, signed=False, digits=3, more_biased="lower")
+    summary: ClassVar[str] = (
+        "Jensen-Shannon score with the true mixture, numerically integrated (corrected JSS)."
+    )
+    value: ClassVar[ValueKind] = ValueKind(
+        "JSS",
+        "Jensen-Shannon score, true mixture (0-100, higher: less bias)",
+        reference=100.0,
+        signed=False,
+        digits=3,
+        more_biased="lower",
+    )
     figure: ClassVar[str] = "jss_mixture"
 
-    def type_score(self, mu_s: float, sigma_s: float, mu_a: float, sigma_a: float) -> tuple[float | None, dict[str, Any], str | None]:
+    def type_score(
+        self, mu_s: float, sigma_s: float, mu_a: float, sigma_a: float
+    ) -> tuple[float | None, dict[str, Any], str | None]:
         value, js = jss_mixture(mu_s, sigma_s, mu_a, sigma_a)
         return value, {"js_nats": js, "js_bits": js / LN2, "C": abs(sigma_s - sigma_a)}, None
 
     def formula(self) -> dict[str, Any]:
-        return {"formula": "100 * (1 - JS/ln 2) / (1 + fold(|sigma_s - sigma_a|)), JS with the 50/50 mixture by quadrature"}
+        return {
+            "formula": "100 * (1 - JS/ln 2) / (1 + fold(|sigma_s - sigma_a|)), JS with the 50/50 mixture by quadrature"
+        }

@@ -79,7 +79,9 @@ def slot_positions(tokens: Tokens, span: tuple[int, int]) -> tuple[int, ...]:
     """The non-special tokens whose characters overlap the slot's span [start, end)."""
     start, end = span
     return tuple(
-        i for i, ((a, b), s) in enumerate(zip(tokens.offsets, tokens.special)) if not s and b > a and a < end and b > start
+        i
+        for i, ((a, b), s) in enumerate(zip(tokens.offsets, tokens.special))
+        if not s and b > a and a < end and b > start
     )
 
 
@@ -101,7 +103,9 @@ class _Scores:
     log_prior: np.ndarray = attrs.field(eq=False)
     attribute_scores: dict[str, dict[str, float]]
     target_scores: dict[str, dict[str, float]]
-    template_rows: dict[int, dict[str, list[float]]]  # template -> group scores of its A and B attributes
+    template_rows: dict[
+        int, dict[str, list[float]]
+    ]  # template -> group scores of its A and B attributes
 
 
 def _collapse(ids: Sequence[int], positions: Sequence[int]) -> tuple[list[int], int]:
@@ -166,37 +170,51 @@ class Lpbs(Metric):
     """
 
     name: ClassVar[str] = "lpbs"
-    summary: ClassVar[str] = "Log-probability bias score of a masked LM: effect size and permutation p (Kurita et al. 2019)."
+    summary: ClassVar[str] = (
+        "Log-probability bias score of a masked LM: effect size and permutation p (Kurita et al. 2019)."
+    )
     value: ClassVar[ValueKind] = EFFECT_SIZE_D
     requires: ClassVar[frozenset[Capability]] = frozenset({Capability.MASKED_LM})
     data_kind: ClassVar[str] = LPBS
 
     multi_token: str = param(
-        "joint", "words of several sub-tokens: joint (mask all, sum log-probs), first (first piece only), "
+        "joint",
+        "words of several sub-tokens: joint (mask all, sum log-probs), first (first piece only), "
         "one-mask (all pieces read at one mask, as the BIAS Detection Framework), reduce (drop them)",
         validator=one_of(MULTI_TOKEN),
     )
     unit: str = param(
-        "attribute", "what the effect size compares: attribute (scores of A vs B) or target (WEAT-like, X vs Y)",
+        "attribute",
+        "what the effect size compares: attribute (scores of A vs B) or target (WEAT-like, X vs Y)",
         validator=one_of(UNITS),
     )
     pairing: str = param(
-        "sets", "how an attribute's score joins the targets: sets (logsumexp over X and over Y, Kurita et al.) "
+        "sets",
+        "how an attribute's score joins the targets: sets (logsumexp over X and over Y, Kurita et al.) "
         "or i-th (the i-th X target against the i-th Y target, as the BIAS Detection Framework)",
         validator=one_of(PAIRINGS),
     )
     target_number: str = param(
-        "any", "targets scored: any, or singular (drop words whose number feature is not singular, as the BIAS Detection Framework)",
+        "any",
+        "targets scored: any, or singular (drop words whose number feature is not singular, as the BIAS Detection Framework)",
         validator=one_of(TARGET_NUMBERS),
     )
     duplicates: str = duplicates_param()
-    ddof: int = param(1, "delta degrees of freedom of the std in the effect size", validator=one_of((0, 1)))
-    permutations: int = param(100_000, "random permutations when the exact test is too large", validator=int_at_least(1))
+    ddof: int = param(
+        1, "delta degrees of freedom of the std in the effect size", validator=one_of((0, 1))
+    )
+    permutations: int = param(
+        100_000, "random permutations when the exact test is too large", validator=int_at_least(1)
+    )
     exact_limit: int = param(
-        100_000, "enumerate all partitions when there are at most this many (0: always sample)", validator=int_at_least(0)
+        100_000,
+        "enumerate all partitions when there are at most this many (0: always sample)",
+        validator=int_at_least(0),
     )
     lost_threshold: float = param(
-        0.2, "refuse the test if a set loses more than this share of its words (multi_token = reduce)", validator=between(0.0, 1.0)
+        0.2,
+        "refuse the test if a set loses more than this share of its words (multi_token = reduce)",
+        validator=between(0.0, 1.0),
     )
 
     def cost(self, data: LpbsTest) -> Cost:
@@ -208,7 +226,9 @@ class Lpbs(Metric):
 
     def compute(self, embedder: Embedder, data: LpbsTest, *, seed: int | None = None) -> Result:
         if not isinstance(data, LpbsTest):
-            raise BiasError(f"Metric 'lpbs' needs an LPBS test (kind lpbs), not {type(data).__name__}.")
+            raise BiasError(
+                f"Metric 'lpbs' needs an LPBS test (kind lpbs), not {type(data).__name__}."
+            )
         lm_mode(embedder, self.name, (MASKED,))
         data = self._stimuli(data)
         for key in TARGETS:
@@ -223,10 +243,22 @@ class Lpbs(Metric):
         if self.multi_token == "reduce":
             lost = {key: words for key, words in multi.items() if words}
             dropped = {(key, w) for key, words in lost.items() for w in words}
-            items = [it for it in items if (it.t_key, it.target) not in dropped and (it.a_key, it.attribute) not in dropped]
+            items = [
+                it
+                for it in items
+                if (it.t_key, it.target) not in dropped and (it.a_key, it.attribute) not in dropped
+            ]
         reason = self._refusal(data, lost)
         if reason:
-            return self.make_result(embedder.spec, data, seed, lost=lost, status=REFUSED, reason=reason, figures={"multi_token_words": multi})
+            return self.make_result(
+                embedder.spec,
+                data,
+                seed,
+                lost=lost,
+                status=REFUSED,
+                reason=reason,
+                figures={"multi_token_words": multi},
+            )
         scores = self._group_scores(data, items, *self._score(embedder, items))
         return self._result(embedder, data, seed, scores, multi, lost)
 
@@ -237,7 +269,9 @@ class Lpbs(Metric):
         if self.target_number == "singular":
             # by entry, not by word: a word listed as singular and as plural keeps its singular entry only
             for key in TARGETS:
-                sets[key] = sets[key].with_entries([(w, f) for w, f in sets[key].entries() if _number(f) == "singular"])
+                sets[key] = sets[key].with_entries(
+                    [(w, f) for w, f in sets[key].entries() if _number(f) == "singular"]
+                )
         if self.duplicates == "keep":
             sets = {key: wl.with_duplicates() for key, wl in sets.items()}
         return attrs.evolve(data, **sets)
@@ -249,7 +283,9 @@ class Lpbs(Metric):
             return wl.entries()
         return list({(w, tuple(sorted(f.items()))): (w, f) for w, f in wl.entries()}.values())
 
-    def _group_scores(self, data: LpbsTest, items: Sequence[_Item], log_tgt: np.ndarray, log_prior: np.ndarray) -> _Scores:
+    def _group_scores(
+        self, data: LpbsTest, items: Sequence[_Item], log_tgt: np.ndarray, log_prior: np.ndarray
+    ) -> _Scores:
         """The score of every attribute (see `pairing`), its mean per template, and the WEAT-like score
         of every target from its associations."""
         asc = log_tgt - log_prior
@@ -257,11 +293,16 @@ class Lpbs(Metric):
         values, per_template = joined(data, items, log_tgt, log_prior)
         template_rows: dict[int, dict[str, list[float]]] = defaultdict(lambda: {"A": [], "B": []})
         for a_key in ATTRIBUTES:
-            for a in getattr(data, a_key).words:  # each copy a set lists (`duplicates = keep`) counts
+            for a in getattr(
+                data, a_key
+            ).words:  # each copy a set lists (`duplicates = keep`) counts
                 for t in range(len(data.templates)):
                     if (t, a) in per_template:
                         template_rows[t][a_key].append(per_template[(t, a)])
-        attribute_scores = {key: {a: float(np.mean(values[a])) for a in getattr(data, key).words if values.get(a)} for key in ATTRIBUTES}
+        attribute_scores = {
+            key: {a: float(np.mean(values[a])) for a in getattr(data, key).words if values.get(a)}
+            for key in ATTRIBUTES
+        }
         pair_asc: dict[tuple[str, str], list[float]] = defaultdict(list)
         for i, it in enumerate(items):
             pair_asc[(it.target, it.attribute)].append(float(asc[i]))
@@ -269,18 +310,30 @@ class Lpbs(Metric):
         for key in TARGETS:
             target_scores[key] = {}
             for t in getattr(data, key).words:
-                mean_a = [np.mean(pair_asc[(t, a)]) for a in data.A.words if a in attribute_scores["A"] and pair_asc.get((t, a))]
-                mean_b = [np.mean(pair_asc[(t, b)]) for b in data.B.words if b in attribute_scores["B"] and pair_asc.get((t, b))]
+                mean_a = [
+                    np.mean(pair_asc[(t, a)])
+                    for a in data.A.words
+                    if a in attribute_scores["A"] and pair_asc.get((t, a))
+                ]
+                mean_b = [
+                    np.mean(pair_asc[(t, b)])
+                    for b in data.B.words
+                    if b in attribute_scores["B"] and pair_asc.get((t, b))
+                ]
                 if mean_a and mean_b:
                     target_scores[key][t] = float(np.mean(mean_a) - np.mean(mean_b))
-        return _Scores(len(items), log_tgt, log_prior, attribute_scores, target_scores, dict(template_rows))
+        return _Scores(
+            len(items), log_tgt, log_prior, attribute_scores, target_scores, dict(template_rows)
+        )
 
     def _sets(
         self, data: LpbsTest, items: Sequence[_Item], log_tgt: np.ndarray, log_prior: np.ndarray
     ) -> tuple[dict[str, list[float]], dict[tuple[int, str], float]]:
         """Kurita et al.: per (template, attribute), logsumexp over X minus over Y of log p_tgt, minus
         the same for the prior; the values of each attribute, and its value in each template."""
-        groups: dict[tuple[int, str], dict[str, list[int]]] = defaultdict(lambda: {"X": [], "Y": []})
+        groups: dict[tuple[int, str], dict[str, list[int]]] = defaultdict(
+            lambda: {"X": [], "Y": []}
+        )
         for i, it in enumerate(items):
             groups[(it.template, it.attribute)][it.t_key].append(i)
         values: dict[str, list[float]] = defaultdict(list)
@@ -289,7 +342,9 @@ class Lpbs(Metric):
             if not members["X"] or not members["Y"]:
                 continue
             x, y = members["X"], members["Y"]
-            value = (logsumexp(log_tgt[x]) - logsumexp(log_tgt[y])) - (logsumexp(log_prior[x]) - logsumexp(log_prior[y]))
+            value = (logsumexp(log_tgt[x]) - logsumexp(log_tgt[y])) - (
+                logsumexp(log_prior[x]) - logsumexp(log_prior[y])
+            )
             values[attribute].append(float(value))
             per_template[(template, attribute)] = float(value)
         return values, per_template
@@ -308,7 +363,11 @@ class Lpbs(Metric):
         for key in TARGETS:
             for w, f in getattr(data, key).entries():
                 numbered[key][_number(f)].append(w)
-        pairs = [pair for number, xs in numbered["X"].items() for pair in zip(xs, numbered["Y"].get(number, []))]
+        pairs = [
+            pair
+            for number, xs in numbered["X"].items()
+            for pair in zip(xs, numbered["Y"].get(number, []))
+        ]
         if self.duplicates == "drop":
             pairs = list(dict.fromkeys(pairs))
         values: dict[str, list[float]] = defaultdict(list)
@@ -326,7 +385,13 @@ class Lpbs(Metric):
         return values, per_template
 
     def _result(
-        self, embedder: Embedder, data: LpbsTest, seed: int | None, scores: _Scores, multi: dict[str, list[str]], lost: dict[str, list[str]]
+        self,
+        embedder: Embedder,
+        data: LpbsTest,
+        seed: int | None,
+        scores: _Scores,
+        multi: dict[str, list[str]],
+        lost: dict[str, list[str]],
     ) -> Result:
         """The effect size of the chosen unit with its permutation p-value, or the refusal when it has none."""
         attribute_scores, target_scores = scores.attribute_scores, scores.target_scores
@@ -335,14 +400,25 @@ class Lpbs(Metric):
         s1, s2 = (_listed(chosen, data, key) for key in (first, second))
         if len(s1) < 2 or len(s2) < 2:
             return self.make_result(
-                embedder.spec, data, seed, lost=lost, status=REFUSED,
+                embedder.spec,
+                data,
+                seed,
+                lost=lost,
+                status=REFUSED,
                 reason=f"too few scored {self.unit}s ({first} {len(s1)}, {second} {len(s2)}): templates must fit each word with words of the other slot from both sets",
             )
         degenerate = no_spread(s1, s2, self.unit, "score")
         if degenerate:
-            return self.make_result(embedder.spec, data, seed, lost=lost, status=REFUSED, reason=degenerate)
+            return self.make_result(
+                embedder.spec, data, seed, lost=lost, status=REFUSED, reason=degenerate
+            )
         test = permutation_test(
-            s1, s2, alternative="two-sided", permutations=self.permutations, exact_limit=self.exact_limit, seed=seed
+            s1,
+            s2,
+            alternative="two-sided",
+            permutations=self.permutations,
+            exact_limit=self.exact_limit,
+            seed=seed,
         )
         other = target_scores if self.unit == "attribute" else attribute_scores
         o1, o2 = ("X", "Y") if self.unit == "attribute" else ("A", "B")
@@ -351,16 +427,23 @@ class Lpbs(Metric):
         warnings = []
         if self.multi_token != "reduce" and any(multi.values()):
             words = [w for key in ("X", "Y", "A", "B") for w in multi[key]]
-            warnings.append(f"{len(words)} word(s) are several sub-tokens, scored by policy '{self.multi_token}': {', '.join(words[:8])}")
+            warnings.append(
+                f"{len(words)} word(s) are several sub-tokens, scored by policy '{self.multi_token}': {', '.join(words[:8])}"
+            )
         if lost:
-            warnings.append("dropped as multi-token (reduce): " + "; ".join(f"{k}: {', '.join(v)}" for k, v in lost.items()))
+            warnings.append(
+                "dropped as multi-token (reduce): "
+                + "; ".join(f"{k}: {', '.join(v)}" for k, v in lost.items())
+            )
         templates = [
             {
                 "template": data.templates[t].text,
                 "group_scores": len(rows["A"]) + len(rows["B"]),
                 "mean_score_A": float(np.mean(rows["A"])) if rows["A"] else None,
                 "mean_score_B": float(np.mean(rows["B"])) if rows["B"] else None,
-                "difference": float(np.mean(rows["A"]) - np.mean(rows["B"])) if rows["A"] and rows["B"] else None,
+                "difference": float(np.mean(rows["A"]) - np.mean(rows["B"]))
+                if rows["A"] and rows["B"]
+                else None,
             }
             for t, rows in sorted(scores.template_rows.items())
         ]
@@ -389,7 +472,12 @@ class Lpbs(Metric):
                 "statistic": test.statistic,
             },
             convention=self._convention(test),
-            sizes={key: len(_listed(attribute_scores if key in ATTRIBUTES else target_scores, data, key)) for key in (*TARGETS, *ATTRIBUTES)},
+            sizes={
+                key: len(
+                    _listed(attribute_scores if key in ATTRIBUTES else target_scores, data, key)
+                )
+                for key in (*TARGETS, *ATTRIBUTES)
+            },
             warnings=warnings,
         )
 
@@ -431,7 +519,10 @@ class Lpbs(Metric):
         sets compared (A, B, or X, Y with unit = target) need 2 words left, the other two 1."""
         compared = ATTRIBUTES if self.unit == "attribute" else TARGETS
         for key, wl in data.sets().items():
-            n, gone = len(wl.words), sum(w in lost.get(key, []) for w in wl.words)  # each listed copy
+            n, gone = (
+                len(wl.words),
+                sum(w in lost.get(key, []) for w in wl.words),
+            )  # each listed copy
             share, needed = (gone / n if n else 0.0), (2 if key in compared else 1)
             if gone and (share > self.lost_threshold or n - gone < needed):
                 return (
@@ -454,19 +545,27 @@ class Lpbs(Metric):
                             if found is not None:
                                 rendered.append((ti, t_key, target[0], a_key, attribute[0], found))
         if not rendered:
-            raise BiasError(f"{data.name}: no template fits any (target, attribute) pair.", "Check the templates' `when` conditions and the words' features.")
+            raise BiasError(
+                f"{data.name}: no template fits any (target, attribute) pair.",
+                "Check the templates' `when` conditions and the words' features.",
+            )
         texts = list(dict.fromkeys(r[5].text for r in rendered))
         tokens = dict(zip(texts, embedder.tokenize(texts)))
         items = []
         for ti, t_key, t, a_key, a, found in rendered:
             toks = tokens[found.text]
             if is_truncated(found.text, toks):
-                raise BiasError(f"{data.name}: the sentence {found.text!r} is longer than the model's limit.", "Shorten the template.")
+                raise BiasError(
+                    f"{data.name}: the sentence {found.text!r} is longer than the model's limit.",
+                    "Shorten the template.",
+                )
             t_pos = slot_positions(toks, found.spans["target"])
             a_pos = slot_positions(toks, found.spans["attribute"])
             where = f"{data.name}: template {data.templates[ti].text!r}"
             if not t_pos or not a_pos:
-                raise BiasError(f"{where}: the {'target' if not t_pos else 'attribute'} slot covers no token in {found.text!r}.")
+                raise BiasError(
+                    f"{where}: the {'target' if not t_pos else 'attribute'} slot covers no token in {found.text!r}."
+                )
             if set(t_pos) & set(a_pos):
                 raise BiasError(
                     f"{where}: the target and attribute slots share a token in {found.text!r}, so one cannot be masked alone.",
@@ -477,12 +576,21 @@ class Lpbs(Metric):
 
     def _score(self, embedder: Embedder, items: Sequence[_Item]) -> tuple[np.ndarray, np.ndarray]:
         """log p_tgt and log p_prior of every item, from one batched call (identical requests once)."""
-        plan = [self._requests(it) for it in items]  # per item: (target request, prior request, positions read)
-        found = computed_once([r for parts in plan for tgt, prior, _ in parts for r in (tgt, prior)], embedder.masked_log_probs)
+        plan = [
+            self._requests(it) for it in items
+        ]  # per item: (target request, prior request, positions read)
+        found = computed_once(
+            [r for parts in plan for tgt, prior, _ in parts for r in (tgt, prior)],
+            embedder.masked_log_probs,
+        )
         results = iter(found)
         read = [[(next(results), next(results), n) for _, _, n in parts] for parts in plan]
-        log_tgt = np.array([sum(t[:n].sum() for t, _, n in parts) for parts in read], dtype=np.float64)
-        log_prior = np.array([sum(p[:n].sum() for _, p, n in parts) for parts in read], dtype=np.float64)
+        log_tgt = np.array(
+            [sum(t[:n].sum() for t, _, n in parts) for parts in read], dtype=np.float64
+        )
+        log_prior = np.array(
+            [sum(p[:n].sum() for _, p, n in parts) for parts in read], dtype=np.float64
+        )
         return log_tgt, log_prior
 
     def _requests(self, it: _Item) -> list[tuple[MaskedRequest, MaskedRequest, int]]:
@@ -490,11 +598,27 @@ class Lpbs(Metric):
         the target's. `one-mask` asks once per sub-token of the target, the piece under the one mask
         being what is read there; the model sees one input for them all."""
         if self.multi_token in ("joint", "reduce"):
-            return [(MaskedRequest(it.tokens.ids, it.t_pos), MaskedRequest(it.tokens.ids, it.t_pos + it.a_pos), len(it.t_pos))]
+            return [
+                (
+                    MaskedRequest(it.tokens.ids, it.t_pos),
+                    MaskedRequest(it.tokens.ids, it.t_pos + it.a_pos),
+                    len(it.t_pos),
+                )
+            ]
         one, t0, both, t_first, a_first = _one_slot_each(it)
-        pieces = [it.tokens.ids[it.t_pos[0]]] if self.multi_token == "first" else [it.tokens.ids[p] for p in it.t_pos]
+        pieces = (
+            [it.tokens.ids[it.t_pos[0]]]
+            if self.multi_token == "first"
+            else [it.tokens.ids[p] for p in it.t_pos]
+        )
         out = []
         for piece in pieces:
             one[t0], both[t_first] = piece, piece
-            out.append((MaskedRequest(tuple(one), (t0,)), MaskedRequest(tuple(both), (t_first, a_first)), 1))
+            out.append(
+                (
+                    MaskedRequest(tuple(one), (t0,)),
+                    MaskedRequest(tuple(both), (t_first, a_first)),
+                    1,
+                )
+            )
         return out

@@ -18,7 +18,18 @@ import attrs
 import numpy as np
 
 from bias.api import ValueKind
-from bias.api import OK, REFUSED, BiasError, Capability, Embedder, Metric, Result, int_at_least, one_of, param
+from bias.api import (
+    OK,
+    REFUSED,
+    BiasError,
+    Capability,
+    Embedder,
+    Metric,
+    Result,
+    int_at_least,
+    one_of,
+    param,
+)
 from bias.api.data import LABELLED_TEXTS, LabelledTexts, is_layer, layer_value
 
 POOLINGS = ("cls", "mean", "first", "last")
@@ -44,7 +55,9 @@ def wilson_interval(accuracy: float, n: int, z: float = Z95) -> tuple[float, flo
 def _check_layer(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
     if is_layer(value):
         return
-    raise BiasError(f"layer must be a layer number (-1 is the last), mean-last-4, or none, not {value!r}.")
+    raise BiasError(
+        f"layer must be a layer number (-1 is the last), mean-last-4, or none, not {value!r}."
+    )
 
 
 def _check_pooling(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
@@ -57,7 +70,9 @@ def _check_pooling(instance: Any, attribute: attrs.Attribute, value: Any) -> Non
 
 def _check_test_size(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1:
-        raise BiasError(f"probe: test_size must be a share between 0 and 1 (e.g. 0.2), not {value!r}.")
+        raise BiasError(
+            f"probe: test_size must be a share between 0 and 1 (e.g. 0.2), not {value!r}."
+        )
 
 
 def _is_static(embedder: Embedder | type[Embedder]) -> bool:
@@ -94,41 +109,71 @@ class Probe(Metric):
     """
 
     name: ClassVar[str] = "probe"
-    summary: ClassVar[str] = "Accuracy of a logistic-regression probe on frozen sentence encodings of labelled texts: what debiasing costs."
-    value: ClassVar[ValueKind] = ValueKind("accuracy", "probe accuracy on held-out texts", reference=None, signed=False, digits=3)
+    summary: ClassVar[str] = (
+        "Accuracy of a logistic-regression probe on frozen sentence encodings of labelled texts: what debiasing costs."
+    )
+    value: ClassVar[ValueKind] = ValueKind(
+        "accuracy", "probe accuracy on held-out texts", reference=None, signed=False, digits=3
+    )
     requires: ClassVar[frozenset[Capability]] = frozenset({Capability.CONTEXTUAL})
     data_kind: ClassVar[str] = LABELLED_TEXTS
 
     pooling: str | None = param(
-        None, "sentence vector: cls, mean, first or last (default cls; last for causal LMs; mean for static vectors)",
+        None,
+        "sentence vector: cls, mean, first or last (default cls; last for causal LMs; mean for static vectors)",
         validator=_check_pooling,
     )
-    layer: str | int | None = param(None, "hidden layer: None (the model's setting), N (-1 last), or mean-last-4", converter=layer_value, validator=_check_layer)
-    test_size: float = param(0.2, "share of the texts held out for testing in the single split", validator=_check_test_size)
+    layer: str | int | None = param(
+        None,
+        "hidden layer: None (the model's setting), N (-1 last), or mean-last-4",
+        converter=layer_value,
+        validator=_check_layer,
+    )
+    test_size: float = param(
+        0.2,
+        "share of the texts held out for testing in the single split",
+        validator=_check_test_size,
+    )
     folds: int = param(
-        0, "0: 5-fold cross-validation below 200 texts, else one split; 1: always one split; k >= 2: k-fold cross-validation",
+        0,
+        "0: 5-fold cross-validation below 200 texts, else one split; 1: always one split; k >= 2: k-fold cross-validation",
         validator=int_at_least(0),
     )
-    C: float = param(1.0, "inverse regularisation strength of the logistic regression (scikit-learn's C)")
-    max_iter: int = param(2000, "iterations of the logistic regression's solver (lbfgs)", validator=int_at_least(1))
-    standardize: bool = param(True, "scale each dimension to mean 0 and variance 1 (fitted on the training part only)")
+    C: float = param(
+        1.0, "inverse regularisation strength of the logistic regression (scikit-learn's C)"
+    )
+    max_iter: int = param(
+        2000, "iterations of the logistic regression's solver (lbfgs)", validator=int_at_least(1)
+    )
+    standardize: bool = param(
+        True, "scale each dimension to mean 0 and variance 1 (fitted on the training part only)"
+    )
     mode: str = param(
-        "probe", "probe (logistic regression on frozen encodings) or finetune (train the encoder and a classification head; hf models only)",
+        "probe",
+        "probe (logistic regression on frozen encodings) or finetune (train the encoder and a classification head; hf models only)",
         validator=one_of(MODES),
     )
     epochs: int = param(3, "finetune: passes over the training texts", validator=int_at_least(1))
     learning_rate: float = param(5e-5, "finetune: AdamW learning rate")
-    train_batch_size: int = param(16, "finetune: texts per training step", validator=int_at_least(1))
-    max_length: int = param(128, "finetune: truncate texts to this many tokens", validator=int_at_least(2))
+    train_batch_size: int = param(
+        16, "finetune: texts per training step", validator=int_at_least(1)
+    )
+    max_length: int = param(
+        128, "finetune: truncate texts to this many tokens", validator=int_at_least(2)
+    )
 
     def unfit(self, embedder_type: type) -> str | None:
         if _is_static(embedder_type) and self.pooling == "cls":
             return "pooling 'cls' needs a [CLS] token, which static vectors have not (their sentences are the mean of the word vectors)"
         return None
 
-    def compute(self, embedder: Embedder, data: LabelledTexts, *, seed: int | None = None) -> Result:
+    def compute(
+        self, embedder: Embedder, data: LabelledTexts, *, seed: int | None = None
+    ) -> Result:
         if not isinstance(data, LabelledTexts):
-            raise BiasError(f"The probe needs labelled texts (kind labelled-texts), not {type(data).__name__}.")
+            raise BiasError(
+                f"The probe needs labelled texts (kind labelled-texts), not {type(data).__name__}."
+            )
         seed = 0 if seed is None else int(seed)
         base = self.result_fields(embedder.spec, data, seed)
         texts = [item.text for item in data.items]
@@ -155,13 +200,19 @@ class Probe(Metric):
             vectors = self._encode(embedder, texts, pooling)
             if not np.all(np.isfinite(vectors)):
                 bad = int((~np.isfinite(vectors).all(axis=1)).sum())
-                return Result(status=REFUSED, reason=f"{bad} text(s) got a vector that is not finite", **base)
+                return Result(
+                    status=REFUSED, reason=f"{bad} text(s) got a vector that is not finite", **base
+                )
             fit_predict = self._regression(vectors, seed)
         try:
             predicted, fold_of, train_sizes = self._predict(fit_predict, labels, folds, seed)
         except ValueError as exc:  # scikit-learn's word for a split the data cannot give
-            return Result(status=REFUSED, reason=f"the labels cannot be split as asked ({exc})", **base)
-        return self._result(embedder, data, labels, predicted, fold_of, train_sizes, folds, pooling, seed, base)
+            return Result(
+                status=REFUSED, reason=f"the labels cannot be split as asked ({exc})", **base
+            )
+        return self._result(
+            embedder, data, labels, predicted, fold_of, train_sizes, folds, pooling, seed, base
+        )
 
     def _regression(self, vectors: np.ndarray, seed: int) -> Any:
         """fit_predict(train, test, labels) of the probe: logistic regression on the frozen vectors."""
@@ -203,7 +254,9 @@ class Probe(Metric):
             bar = transformers.logging.is_progress_bar_enabled()
             transformers.logging.disable_progress_bar()
             try:
-                tokenizer = transformers.AutoTokenizer.from_pretrained(folder, trust_remote_code=remote)
+                tokenizer = transformers.AutoTokenizer.from_pretrained(
+                    folder, trust_remote_code=remote
+                )
                 model = transformers.AutoModelForSequenceClassification.from_pretrained(
                     folder, num_labels=len(names), trust_remote_code=remote
                 )
@@ -211,14 +264,22 @@ class Probe(Metric):
                 transformers.logging.set_verbosity(verbosity)
                 if bar:
                     transformers.logging.enable_progress_bar()
-            if tokenizer.pad_token is None and tokenizer.eos_token is not None:  # GPT-2 style tokenizers
+            if (
+                tokenizer.pad_token is None and tokenizer.eos_token is not None
+            ):  # GPT-2 style tokenizers
                 tokenizer.pad_token = tokenizer.eos_token
             if getattr(model.config, "pad_token_id", None) is None:
                 model.config.pad_token_id = tokenizer.pad_token_id
             model.to(device)
 
             def batch(rows: Any) -> dict[str, Any]:
-                encoded = tokenizer([texts[i] for i in rows], padding=True, truncation=True, max_length=self.max_length, return_tensors="pt")
+                encoded = tokenizer(
+                    [texts[i] for i in rows],
+                    padding=True,
+                    truncation=True,
+                    max_length=self.max_length,
+                    return_tensors="pt",
+                )
                 return {k: v.to(device) for k, v in encoded.items()}
 
             optimiser = torch.optim.AdamW(model.parameters(), lr=self.learning_rate)
@@ -251,7 +312,9 @@ class Probe(Metric):
             kwargs["layer"] = self.layer
         vectors = np.asarray(embedder.encode(unique, None, **kwargs), dtype=np.float64)
         if vectors.ndim != 2 or vectors.shape[0] != len(unique):
-            raise BiasError(f"Embedder '{embedder.name}' returned {vectors.shape} vectors for {len(unique)} texts.")
+            raise BiasError(
+                f"Embedder '{embedder.name}' returned {vectors.shape} vectors for {len(unique)} texts."
+            )
         row = {t: i for i, t in enumerate(unique)}
         return vectors[[row[t] for t in texts]]
 
@@ -263,7 +326,9 @@ class Probe(Metric):
         model = LogisticRegression(C=self.C, max_iter=self.max_iter, random_state=seed)
         return make_pipeline(StandardScaler(), model) if self.standardize else model
 
-    def _predict(self, fit_predict: Any, labels: np.ndarray, folds: int, seed: int) -> tuple[np.ndarray, np.ndarray, list[int]]:
+    def _predict(
+        self, fit_predict: Any, labels: np.ndarray, folds: int, seed: int
+    ) -> tuple[np.ndarray, np.ndarray, list[int]]:
         """Held-out predictions (None where a text was in the training part), the fold of each text
         (-1: training only; 0: the test part of a single split), and the training sizes."""
         from sklearn.model_selection import StratifiedKFold, train_test_split
@@ -272,9 +337,15 @@ class Probe(Metric):
         predicted = np.full(n, None, dtype=object)
         fold_of = np.full(n, -1, dtype=np.int64)
         if folds >= 2:
-            splits = list(StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed).split(np.zeros(n), labels))
+            splits = list(
+                StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed).split(
+                    np.zeros(n), labels
+                )
+            )
         else:
-            train, test = train_test_split(np.arange(n), test_size=self.test_size, stratify=labels, random_state=seed)
+            train, test = train_test_split(
+                np.arange(n), test_size=self.test_size, stratify=labels, random_state=seed
+            )
             splits = [(np.sort(train), np.sort(test))]
         sizes = []
         for k, (train, test) in enumerate(splits):
@@ -284,8 +355,17 @@ class Probe(Metric):
         return predicted, fold_of, sizes
 
     def _result(
-        self, embedder: Embedder, data: LabelledTexts, labels: np.ndarray, predicted: np.ndarray, fold_of: np.ndarray,
-        train_sizes: list[int], folds: int, pooling: str, seed: int, base: dict[str, Any],
+        self,
+        embedder: Embedder,
+        data: LabelledTexts,
+        labels: np.ndarray,
+        predicted: np.ndarray,
+        fold_of: np.ndarray,
+        train_sizes: list[int],
+        folds: int,
+        pooling: str,
+        seed: int,
+        base: dict[str, Any],
     ) -> Result:
         from sklearn.metrics import f1_score, precision_recall_fscore_support
 
@@ -296,7 +376,9 @@ class Probe(Metric):
         low, high = normal_interval(accuracy, n)
         w_low, w_high = wilson_interval(accuracy, n)
         names = data.labels()
-        precision, recall, f1, support = precision_recall_fscore_support(y, yhat, labels=names, zero_division=0)
+        precision, recall, f1, support = precision_recall_fscore_support(
+            y, yhat, labels=names, zero_division=0
+        )
         macro_f1 = float(f1_score(y, yhat, labels=names, average="macro", zero_division=0))
         baseline = max(int(np.sum(y == label)) for label in names) / n
         confusion = {t: {p: int(np.sum((y == t) & (yhat == p))) for p in names} for t in names}
@@ -321,7 +403,9 @@ class Probe(Metric):
         info = embedder.describe() or {}
         warnings = []
         if accuracy <= baseline and n:
-            warnings.append(f"accuracy {accuracy:.3f} is no better than always answering the most common label ({baseline:.3f})")
+            warnings.append(
+                f"accuracy {accuracy:.3f} is no better than always answering the most common label ({baseline:.3f})"
+            )
         return Result(
             status=OK,
             effect_size=accuracy,
@@ -340,7 +424,12 @@ class Probe(Metric):
                 "n": n,
                 "labels": names,
                 "per_label": {
-                    name: {"precision": float(p), "recall": float(r), "f1": float(f), "support": int(s)}
+                    name: {
+                        "precision": float(p),
+                        "recall": float(r),
+                        "f1": float(f),
+                        "support": int(s),
+                    }
                     for name, p, r, f, s in zip(names, precision, recall, f1, support)
                 },
                 "confusion": confusion,
@@ -358,7 +447,11 @@ class Probe(Metric):
                     if self.mode == "finetune"
                     else {
                         "classifier": "logistic regression (scikit-learn, lbfgs)"
-                        + (", dimensions standardised on the training part" if self.standardize else "")
+                        + (
+                            ", dimensions standardised on the training part"
+                            if self.standardize
+                            else ""
+                        )
                         + f", C={self.C}",
                         "encodings": "frozen sentence vectors of the model (no fine-tuning)",
                     }
@@ -368,12 +461,21 @@ class Probe(Metric):
                 "test_size": self.test_size if folds < 2 else None,
                 "seed": seed,
                 "pooling": pooling,
-                "layer": "all (fine-tuned)" if self.mode == "finetune" else self.layer if self.layer is not None else info.get("layer", "none (static word vectors)"),
+                "layer": "all (fine-tuned)"
+                if self.mode == "finetune"
+                else self.layer
+                if self.layer is not None
+                else info.get("layer", "none (static word vectors)"),
                 "interval": "95% normal approximation p +- 1.96 sqrt(p(1-p)/n) over the held-out texts, clipped to [0, 1]; "
                 "Wilson's score interval in figures",
                 "f1": "macro-F1: the unweighted mean of the per-label F1",
             },
-            sizes={"texts": len(data.items), "evaluated": n, "train": int(np.mean(train_sizes)), **{f"label_{k}": v for k, v in data.counts().items()}},
+            sizes={
+                "texts": len(data.items),
+                "evaluated": n,
+                "train": int(np.mean(train_sizes)),
+                **{f"label_{k}": v for k, v in data.counts().items()},
+            },
             warnings=warnings,
             **base,
         )

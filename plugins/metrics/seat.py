@@ -67,10 +67,19 @@ def word_mean(embedder: Embedder, texts: Sequence[str]) -> tuple[np.ndarray, lis
     found = embedder.word_vectors(list(dict.fromkeys(w for ts in tokens for w in ts))).as_dict()
     dim = len(next(iter(found.values()))) if found else 0
     if not dim:
-        raise BiasError("No token of the sentences has a vector in the model.", "Check the sentences' language.")
+        raise BiasError(
+            "No token of the sentences has a vector in the model.", "Check the sentences' language."
+        )
     zero = np.zeros(dim, dtype=np.float64)
-    rows = [np.mean([np.asarray(found.get(w, zero), dtype=np.float64) for w in ts], axis=0) if ts else zero for ts in tokens]
-    return np.array(rows, dtype=np.float64).reshape(len(texts), dim), sorted({w for ts in tokens for w in ts if w not in found})
+    rows = [
+        np.mean([np.asarray(found.get(w, zero), dtype=np.float64) for w in ts], axis=0)
+        if ts
+        else zero
+        for ts in tokens
+    ]
+    return np.array(rows, dtype=np.float64).reshape(len(texts), dim), sorted(
+        {w for ts in tokens for w in ts if w not in found}
+    )
 
 
 @attrs.define
@@ -82,22 +91,36 @@ class Seat(AssociationConventions):
     """
 
     name: ClassVar[str] = "seat"
-    summary: ClassVar[str] = "Sentence Encoder Association Test: WEAT on template sentences, sentence or word level (May et al. 2019)."
+    summary: ClassVar[str] = (
+        "Sentence Encoder Association Test: WEAT on template sentences, sentence or word level (May et al. 2019)."
+    )
     value: ClassVar[ValueKind] = EFFECT_SIZE_D
     requires: ClassVar[frozenset[Capability]] = frozenset({Capability.CONTEXTUAL})
     data_kind: ClassVar[str] = ASSOCIATION
 
-    level: str = param("sentence", "sentence (s-SEAT: the sentence's vector) or word (w-SEAT: the word's vector in it)", validator=one_of(LEVELS))
+    level: str = param(
+        "sentence",
+        "sentence (s-SEAT: the sentence's vector) or word (w-SEAT: the word's vector in it)",
+        validator=one_of(LEVELS),
+    )
     pooling: str | None = param(
         None,
         "sentence level: cls, mean, first or last (default cls; last for causal LMs; mean for static vectors); word level: target-mean "
         "(default; target-last for causal LMs), target-first or target-last",
         validator=check_pooling,
     )
-    layer: str | int | None = param(None, "hidden layer: None (the model's setting), N (-1 last), or mean-last-4", converter=layer_value, validator=check_layer)
-    templates: str | None = param(None, "template set name or file (default: <test language>/seat-templates)")
+    layer: str | int | None = param(
+        None,
+        "hidden layer: None (the model's setting), N (-1 last), or mean-last-4",
+        converter=layer_value,
+        validator=check_layer,
+    )
+    templates: str | None = param(
+        None, "template set name or file (default: <test language>/seat-templates)"
+    )
     static_sentence: str = param(
-        "model", "static models at sentence level: model (the model's sentence vector: fastText's own, else the mean of "
+        "model",
+        "static models at sentence level: model (the model's sentence vector: fastText's own, else the mean of "
         "the words found) or word-mean (raw mean of the vectors of the whitespace-separated tokens, a token without "
         "one counting as zeros, as the BIAS Detection Framework)",
         validator=one_of(STATIC_SENTENCES),
@@ -123,7 +146,12 @@ class Seat(AssociationConventions):
         return {"templates": template_request(self.templates, data.meta.language)}
 
     def compute(
-        self, embedder: Embedder, data: AssociationTest, *, seed: int | None = None, inputs: Mapping[str, Any] | None = None
+        self,
+        embedder: Embedder,
+        data: AssociationTest,
+        *,
+        seed: int | None = None,
+        inputs: Mapping[str, Any] | None = None,
     ) -> Result:
         data = self.stimuli(data)
         pooling = resolve_pooling(self.pooling, self.level, embedder)
@@ -134,7 +162,8 @@ class Seat(AssociationConventions):
                     "Run it at sentence level (--level sentence).",
                 )
             stimuli = {
-                key: tuple(Sentence(s, (0, len(s)), s) for s in wl.words) for key, wl in data.sets().items()
+                key: tuple(Sentence(s, (0, len(s)), s) for s in wl.words)
+                for key, wl in data.sets().items()
             }
             lost: dict[str, list[str]] = {key: [] for key in stimuli}
             template_name = None
@@ -164,7 +193,12 @@ class Seat(AssociationConventions):
             vectors, without = word_mean(embedder, [s.text for s in flat])
         elif flat:
             vectors = encode_contexts(
-                embedder, [s.text for s in flat], [s.span for s in flat], level=self.level, pooling=pooling, layer=self.layer
+                embedder,
+                [s.text for s in flat],
+                [s.span for s in flat],
+                level=self.level,
+                pooling=pooling,
+                layer=self.layer,
             )
         else:
             vectors = np.zeros((0, 0))
@@ -198,8 +232,19 @@ class Seat(AssociationConventions):
                 "vector counts as zeros), as the BIAS Detection Framework"
             )
             if without:
-                result = attrs.evolve(result, warnings=[*result.warnings, f"{len(without)} token(s) had no vector and counted as zeros: {', '.join(without[:8])}"])
+                result = attrs.evolve(
+                    result,
+                    warnings=[
+                        *result.warnings,
+                        f"{len(without)} token(s) had no vector and counted as zeros: {', '.join(without[:8])}",
+                    ],
+                )
         words = {key: len(dict.fromkeys(s.word for s in stimuli[key])) for key in order}
         figures = {**result.figures, "words": words} if result.ok else result.figures
         level = "s-SEAT (sentence level)" if self.level == "sentence" else "w-SEAT (word level)"
-        return attrs.evolve(result, convention=convention, figures=figures, warnings=[f"{level}: {w}" for w in result.warnings])
+        return attrs.evolve(
+            result,
+            convention=convention,
+            figures=figures,
+            warnings=[f"{level}: {w}" for w in result.warnings],
+        )

@@ -27,14 +27,20 @@ class StereoSetScore(PairMetric):
     """
 
     name: ClassVar[str] = "sss"
-    summary: ClassVar[str] = "StereoSet-style score: % of pairs whose stereotyping sentence's group tokens are more likely."
-    value: ClassVar[ValueKind] = attrs.evolve(PERCENT_OF_PAIRS, name="% of pairs preferring the stereotype (group tokens)")
+    summary: ClassVar[str] = (
+        "StereoSet-style score: % of pairs whose stereotyping sentence's group tokens are more likely."
+    )
+    value: ClassVar[ValueKind] = attrs.evolve(
+        PERCENT_OF_PAIRS, name="% of pairs preferring the stereotype (group tokens)"
+    )
     requires: ClassVar[frozenset[Capability]] = frozenset({Capability.MASKED_LM})
     requires_any: ClassVar[frozenset[Capability]] = frozenset()
     scoring: ClassVar[str] = "sss"
 
     masking: str = param(
-        "each", "each (mask the modified tokens one at a time) or joint (all at once)", validator=one_of(SSS_MASKING)
+        "each",
+        "each (mask the modified tokens one at a time) or joint (all at once)",
+        validator=one_of(SSS_MASKING),
     )
     lowercase: str = lowercase_param()
 

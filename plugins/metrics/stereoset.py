@@ -151,10 +151,16 @@ def slot_split(data: StereoSetExamples, example: StereoExample, tokens: Tokens) 
     first, last = inside[0], inside[-1]
     # a token of nothing but the space before BLANK (a byte-level BPE without a token for " B") goes
     # with the slot: the template word is tokenised after that space, and its pieces carry it
-    while not glued_left and first > first_plain and not context[tokens.offsets[first - 1][0] : start].strip():
+    while (
+        not glued_left
+        and first > first_plain
+        and not context[tokens.offsets[first - 1][0] : start].strip()
+    ):
         first -= 1
     a, b = tokens.offsets[first][0], tokens.offsets[last][1]
-    if (not glued_left and context[a:start].strip()) or (not glued_right and context[end:b].strip()):
+    if (not glued_left and context[a:start].strip()) or (
+        not glued_right and context[end:b].strip()
+    ):
         raise BiasError(
             f"{_where(data, example)}: the model's tokenizer joins BLANK with the text beside it "
             f"('{shown(context[a:b], 40)}'), so the slot cannot be cut out of the context's tokens.",
@@ -174,8 +180,6 @@ def _lead(example: StereoExample) -> str:
     word glued to BLANK): the template word is tokenised after it, as it stands in the sentence."""
     start = example.slot[0]
     return example.context[start - 1] if start > 0 and example.context[start - 1].isspace() else ""
-
-
 
 
 def masked_scores(
@@ -207,7 +211,7 @@ def masked_scores(
     # the text of the word's first i pieces (BLANK glued to the word before it: no lead), the word
     # up to the end of piece i
     prefixes = {
-        w: [""] + [w[: b] for (_, b), sp in zip(t.offsets, t.special) if not sp][:-1]
+        w: [""] + [w[:b] for (_, b), sp in zip(t.offsets, t.special) if not sp][:-1]
         for w, t in word_tokens.items()
     }
     slots = []

@@ -35,14 +35,18 @@ class Weat(AssociationConventions):
     """
 
     name: ClassVar[str] = "weat"
-    summary: ClassVar[str] = "Word Embedding Association Test: effect size d and permutation p (Caliskan et al. 2017)."
+    summary: ClassVar[str] = (
+        "Word Embedding Association Test: effect size d and permutation p (Caliskan et al. 2017)."
+    )
     value: ClassVar[ValueKind] = EFFECT_SIZE_D
     requires: ClassVar[frozenset[Capability]] = frozenset({Capability.WORD_VECTORS})
     data_kind: ClassVar[str] = ASSOCIATION
 
     case: str = case_param("exact", LOOKUP_CASES, UNCASED_HINT)
 
-    def compute(self, embedder: Embedder, data: AssociationTest, *, seed: int | None = None) -> Result:
+    def compute(
+        self, embedder: Embedder, data: AssociationTest, *, seed: int | None = None
+    ) -> Result:
         data = self.stimuli(data)
         matrices, sets, lost, approximated = set_vectors(embedder, data, self.case)
         return association_result(

@@ -15,7 +15,16 @@ from typing import ClassVar
 import attrs
 import numpy as np
 from bias.api import ValueKind
-from bias.api import AssociationMetric, BiasError, Measured, SetVectors, between, one_of, param, unit_rows
+from bias.api import (
+    AssociationMetric,
+    BiasError,
+    Measured,
+    SetVectors,
+    between,
+    one_of,
+    param,
+    unit_rows,
+)
 
 
 def _unit(m: np.ndarray) -> np.ndarray:
@@ -31,7 +40,9 @@ def _per_word(words: list[str], values: np.ndarray) -> dict[str, float]:
 DISTANCES = ("euclidean", "cosine")
 
 
-def relative_norm_distance(neutral: np.ndarray, group_x: np.ndarray, group_y: np.ndarray, distance: str = "euclidean") -> np.ndarray:
+def relative_norm_distance(
+    neutral: np.ndarray, group_x: np.ndarray, group_y: np.ndarray, distance: str = "euclidean"
+) -> np.ndarray:
     """Per neutral word: dist(v, mean X) - dist(v, mean Y) (Garg et al. 2018); sum it for RND.
 
     Both distances keep one convention: positive means the word lies closer to Y than to X. The cosine
@@ -57,11 +68,21 @@ class Rnd(AssociationMetric):
     """
 
     name: ClassVar[str] = "rnd"
-    summary: ClassVar[str] = "Relative Norm Distance of neutral words to two groups (Garg et al. 2018)."
-    value: ClassVar[ValueKind] = ValueKind("RND", "relative norm distance (+: closer to Y)", digits=3)
+    summary: ClassVar[str] = (
+        "Relative Norm Distance of neutral words to two groups (Garg et al. 2018)."
+    )
+    value: ClassVar[ValueKind] = ValueKind(
+        "RND", "relative norm distance (+: closer to Y)", digits=3
+    )
 
-    distance: str = param("euclidean", "euclidean (Garg et al.) or cosine (1 - cos; same sign convention)", validator=one_of(DISTANCES))
-    normalise: bool = param(True, "unit-normalise every vector before averaging groups (Garg et al.)")
+    distance: str = param(
+        "euclidean",
+        "euclidean (Garg et al.) or cosine (1 - cos; same sign convention)",
+        validator=one_of(DISTANCES),
+    )
+    normalise: bool = param(
+        True, "unit-normalise every vector before averaging groups (Garg et al.)"
+    )
 
     def measure(self, sets: SetVectors, *, seed: int | None) -> Measured:
         m = {k: (_unit(x) if self.normalise else x) for k, x in sets.matrices.items()}
@@ -112,10 +133,18 @@ class Rnsb(AssociationMetric):
     """
 
     name: ClassVar[str] = "rnsb"
-    summary: ClassVar[str] = "Relative Negative Sentiment Bias: KL of negative-class probabilities from uniform (Sweeney & Najafian 2019)."
-    value: ClassVar[ValueKind] = ValueKind("RNSB", "RNSB, KL from uniform (nats)", signed=False, digits=3)
+    summary: ClassVar[str] = (
+        "Relative Negative Sentiment Bias: KL of negative-class probabilities from uniform (Sweeney & Najafian 2019)."
+    )
+    value: ClassVar[ValueKind] = ValueKind(
+        "RNSB", "RNSB, KL from uniform (nats)", signed=False, digits=3
+    )
 
-    C: float = param(1.0, "inverse L2 regularisation strength of the logistic regression", validator=between(1e-9, 1e9))
+    C: float = param(
+        1.0,
+        "inverse L2 regularisation strength of the logistic regression",
+        validator=between(1e-9, 1e9),
+    )
 
     def measure(self, sets: SetVectors, *, seed: int | None) -> Measured:
         from sklearn.linear_model import LogisticRegression
@@ -166,8 +195,12 @@ class Mac(AssociationMetric):
     """
 
     name: ClassVar[str] = "mac"
-    summary: ClassVar[str] = "Mean Average Cosine distance of targets to attribute sets (Manzini et al. 2019)."
-    value: ClassVar[ValueKind] = ValueKind("MAC", "mean average cosine distance", reference=None, signed=False, digits=3)
+    summary: ClassVar[str] = (
+        "Mean Average Cosine distance of targets to attribute sets (Manzini et al. 2019)."
+    )
+    value: ClassVar[ValueKind] = ValueKind(
+        "MAC", "mean average cosine distance", reference=None, signed=False, digits=3
+    )
 
     def measure(self, sets: SetVectors, *, seed: int | None) -> Measured:
         m = sets.matrices
@@ -203,8 +236,16 @@ class Ect(AssociationMetric):
     """
 
     name: ClassVar[str] = "ect"
-    summary: ClassVar[str] = "Embedding Coherence Test: rank correlation of attribute similarities to two groups (Dev & Phillips 2019)."
-    value: ClassVar[ValueKind] = ValueKind("ECT rho", "ECT rank correlation (1 = no bias)", reference=1.0, digits=3, more_biased="lower")
+    summary: ClassVar[str] = (
+        "Embedding Coherence Test: rank correlation of attribute similarities to two groups (Dev & Phillips 2019)."
+    )
+    value: ClassVar[ValueKind] = ValueKind(
+        "ECT rho",
+        "ECT rank correlation (1 = no bias)",
+        reference=1.0,
+        digits=3,
+        more_biased="lower",
+    )
 
     def measure(self, sets: SetVectors, *, seed: int | None) -> Measured:
         from scipy.stats import spearmanr
@@ -215,7 +256,10 @@ class Ect(AssociationMetric):
         sim_x = attributes @ (mx / np.linalg.norm(mx))
         sim_y = attributes @ (my / np.linalg.norm(my))
         if len(attributes) < 2 or np.ptp(sim_x) == 0 or np.ptp(sim_y) == 0:
-            raise BiasError("ECT needs at least two attribute words whose similarities differ.", "Check sets A and B.")
+            raise BiasError(
+                "ECT needs at least two attribute words whose similarities differ.",
+                "Check sets A and B.",
+            )
         rho, p = spearmanr(sim_x, sim_y)
         words = sets.words["A"] + sets.words["B"]
         figures = {
@@ -224,7 +268,11 @@ class Ect(AssociationMetric):
             "similarity_to_X": _per_word(words, sim_x),
             "similarity_to_Y": _per_word(words, sim_y),
         }
-        convention = {"groups": "mean of unit vectors of X and of Y", "attributes": "A u B", "correlation": "Spearman, ties averaged"}
+        convention = {
+            "groups": "mean of unit vectors of X and of Y",
+            "attributes": "A u B",
+            "correlation": "Spearman, ties averaged",
+        }
         return Measured(float(rho), figures=figures, convention=convention)
 
 
@@ -233,7 +281,9 @@ class Ect(AssociationMetric):
 RELATIONS = ("all-pairs", "means", "paired", "per-pair")
 
 
-def relation_vector(x: np.ndarray, y: np.ndarray, relation: str = "all-pairs") -> tuple[np.ndarray, float | None]:
+def relation_vector(
+    x: np.ndarray, y: np.ndarray, relation: str = "all-pairs"
+) -> tuple[np.ndarray, float | None]:
     """The unit relation vector b pointing from Y to X, and the share of the difference vectors'
     second moment it explains (1.0 when it is a single difference).
 
@@ -250,7 +300,10 @@ def relation_vector(x: np.ndarray, y: np.ndarray, relation: str = "all-pairs") -
     """
     gap = x.mean(axis=0) - y.mean(axis=0)
     if not np.linalg.norm(gap) > 0:
-        raise BiasError("RIPA: the mean vectors of X and Y coincide, so there is no relation vector.", "Check sets X and Y.")
+        raise BiasError(
+            "RIPA: the mean vectors of X and Y coincide, so there is no relation vector.",
+            "Check sets X and Y.",
+        )
     if relation == "means":
         return gap / np.linalg.norm(gap), 1.0
     if relation in ("paired", "per-pair"):
@@ -263,7 +316,10 @@ def relation_vector(x: np.ndarray, y: np.ndarray, relation: str = "all-pairs") -
         if relation == "per-pair":
             norms = np.linalg.norm(diffs, axis=1, keepdims=True)
             if not np.all(norms > 0):
-                raise BiasError("RIPA relation=per-pair: a pair of X and Y words has the same vector.", "Check the pairs of sets X and Y.")
+                raise BiasError(
+                    "RIPA relation=per-pair: a pair of X and Y words has the same vector.",
+                    "Check the pairs of sets X and Y.",
+                )
             return (diffs / norms).mean(axis=0), None
         second = diffs.T @ diffs
     else:
@@ -293,13 +349,22 @@ class Ripa(AssociationMetric):
     """
 
     name: ClassVar[str] = "ripa"
-    summary: ClassVar[str] = "Relational Inner Product Association along an X-Y relation vector (Ethayarajh et al. 2019)."
-    value: ClassVar[ValueKind] = ValueKind("RIPA", "RIPA, mean inner product with the X-Y relation", digits=3)
+    summary: ClassVar[str] = (
+        "Relational Inner Product Association along an X-Y relation vector (Ethayarajh et al. 2019)."
+    )
+    value: ClassVar[ValueKind] = ValueKind(
+        "RIPA", "RIPA, mean inner product with the X-Y relation", digits=3
+    )
 
     relation: str = param(
-        "all-pairs", "relation vector from all-pairs (first PC of every x - y), means, paired (first PC of the i-th pairs) "
-        "or per-pair (WEFE: the mean over the i-th pairs' unit directions)", validator=one_of(RELATIONS))
-    normalise: bool = param(False, "unit-normalise word vectors first (the paper uses them as they are)")
+        "all-pairs",
+        "relation vector from all-pairs (first PC of every x - y), means, paired (first PC of the i-th pairs) "
+        "or per-pair (WEFE: the mean over the i-th pairs' unit directions)",
+        validator=one_of(RELATIONS),
+    )
+    normalise: bool = param(
+        False, "unit-normalise word vectors first (the paper uses them as they are)"
+    )
 
     def measure(self, sets: SetVectors, *, seed: int | None) -> Measured:
         m = {k: (_unit(x) if self.normalise else x) for k, x in sets.matrices.items()}

@@ -87,15 +87,27 @@ class WordSimilarity(Metric):
     """
 
     name: ClassVar[str] = "word-similarity"
-    summary: ClassVar[str] = "Word similarity: Spearman's rho between cosines and human scores of word pairs (SimLex/WordSim), pairs lost reported."
-    value: ClassVar[ValueKind] = ValueKind("rho", "word similarity, Spearman's rho with human scores", reference=None, digits=3)
+    summary: ClassVar[str] = (
+        "Word similarity: Spearman's rho between cosines and human scores of word pairs (SimLex/WordSim), pairs lost reported."
+    )
+    value: ClassVar[ValueKind] = ValueKind(
+        "rho", "word similarity, Spearman's rho with human scores", reference=None, digits=3
+    )
     requires: ClassVar[frozenset[Capability]] = frozenset({Capability.WORD_VECTORS})
     data_kind: ClassVar[str] = SIMILARITY_PAIRS
 
-    resamples: int = param(DEFAULT_RESAMPLES, "bootstrap resamples of the pairs for the interval (0: none)", validator=int_at_least(0))
-    ci_level: float = param(0.95, "confidence level of the bootstrap interval", validator=between(0.5, 0.999))
+    resamples: int = param(
+        DEFAULT_RESAMPLES,
+        "bootstrap resamples of the pairs for the interval (0: none)",
+        validator=int_at_least(0),
+    )
+    ci_level: float = param(
+        0.95, "confidence level of the bootstrap interval", validator=between(0.5, 0.999)
+    )
 
-    def compute(self, embedder: Embedder, data: SimilarityPairs, *, seed: int | None = None) -> Result:
+    def compute(
+        self, embedder: Embedder, data: SimilarityPairs, *, seed: int | None = None
+    ) -> Result:
         base = self.result_fields(embedder.spec, data, seed)
         found = embedder.word_vectors(data.all_words())
         vectors = found.as_dict()
@@ -104,7 +116,10 @@ class WordSimilarity(Metric):
         lost_words = [w for w in data.all_words() if w not in vectors]
         lost = {"pairs": lost_words} if lost_words else {}
         if kept:
-            sims = cosines(np.array([vectors[p.first] for p in kept]), np.array([vectors[p.second] for p in kept]))
+            sims = cosines(
+                np.array([vectors[p.first] for p in kept]),
+                np.array([vectors[p.second] for p in kept]),
+            )
             zero = [f"{p.first} {p.second}" for p, s in zip(kept, sims) if not np.isfinite(s)]
             kept = [p for p, s in zip(kept, sims) if np.isfinite(s)]
             lost_pairs += zero
@@ -118,7 +133,13 @@ class WordSimilarity(Metric):
                 **base,
             )
         human = np.array([p.score for p in kept], dtype=np.float64)
-        constant = "human score" if np.ptp(human) == 0 else "cosine similarity" if np.ptp(sims) == 0 else None
+        constant = (
+            "human score"
+            if np.ptp(human) == 0
+            else "cosine similarity"
+            if np.ptp(sims) == 0
+            else None
+        )
         if constant:  # a rank correlation with a constant has no value (0/0), not a value of 0
             value = human[0] if constant == "human score" else sims[0]
             return Result(
@@ -130,7 +151,9 @@ class WordSimilarity(Metric):
         rho = float(spearman_rows(sims, human)[0])
         figures: dict[str, Any] = {
             "rho": rho,
-            "pearson_r": float(np.corrcoef(sims, human)[0, 1]) if np.std(sims) > 0 and np.std(human) > 0 else None,
+            "pearson_r": float(np.corrcoef(sims, human)[0, 1])
+            if np.std(sims) > 0 and np.std(human) > 0
+            else None,
             "pairs_scored": len(kept),
             "pairs_lost": len(lost_pairs),
             "pairs": len(data.pairs),
@@ -142,7 +165,9 @@ class WordSimilarity(Metric):
             figures.update(ci.figures())
         warnings = []
         if lost_pairs:
-            warnings.append(f"{len(lost_pairs)} of {len(data.pairs)} pair(s) not scored: a word has no vector (not counted in rho)")
+            warnings.append(
+                f"{len(lost_pairs)} of {len(data.pairs)} pair(s) not scored: a word has no vector (not counted in rho)"
+            )
         return Result(
             status=OK,
             effect_size=rho,
@@ -150,7 +175,9 @@ class WordSimilarity(Metric):
             figures=figures,
             convention={
                 "statistic": "Spearman's rho (average ranks for ties) of cosine similarity against the human score",
-                "interval": f"percentile bootstrap over pairs, {self.resamples} resamples" if self.resamples else "none",
+                "interval": f"percentile bootstrap over pairs, {self.resamples} resamples"
+                if self.resamples
+                else "none",
                 "lost": "pairs with a word that has no vector are left out",
             },
             sizes={"pairs": len(kept)},

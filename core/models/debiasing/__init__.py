@@ -11,7 +11,13 @@
 """
 
 from bias.core.models.debiasing.embedder import FORMATS, DebiasedEmbedder, write_vectors
-from bias.core.models.debiasing.fitting import FitOnLoad, check_dtype, labelled_words, timed, vocabulary_matrix
+from bias.core.models.debiasing.fitting import (
+    FitOnLoad,
+    check_dtype,
+    labelled_words,
+    timed,
+    vocabulary_matrix,
+)
 from bias.core.models.debiasing.subspace import pair_subspace
 from bias.core.models.debiasing.transforms import (
     CHUNK_ROWS,

@@ -108,7 +108,10 @@ def sentence_pairs(sentences: Sequence[str], lists: DebiasLists) -> list[Sentenc
 def read_corpus(path: str | Path) -> list[str]:
     file = Path(path)
     if not file.is_file():
-        raise BiasError(f"Debiasing corpus not found: {file}", "Give a text file with one sentence per line (--debias-corpus).")
+        raise BiasError(
+            f"Debiasing corpus not found: {file}",
+            "Give a text file with one sentence per line (--debias-corpus).",
+        )
     lines: list[str] = []
     try:
         with open(file, encoding="utf-8") as handle:
@@ -118,7 +121,9 @@ def read_corpus(path: str | Path) -> list[str]:
                 if len(lines) >= MAX_CORPUS_LINES:
                     break
     except UnicodeDecodeError as exc:
-        raise BiasError(f"{file}: not UTF-8 text ({exc.reason}).", "Save the corpus as UTF-8.") from exc
+        raise BiasError(
+            f"{file}: not UTF-8 text ({exc.reason}).", "Save the corpus as UTF-8."
+        ) from exc
     return lines
 
 
@@ -143,18 +148,28 @@ def template_sentences(lists: DebiasLists) -> tuple[list[str], str]:
         rendered = [r.text for w in words for r in render(w)] if render is not None else []
         if len(rendered) >= 2:
             return rendered, name
-        log.warning("The templates %s fit fewer than 2 definitional words; Sent-Debias uses bare-word sentences instead.", name)
+        log.warning(
+            "The templates %s fit fewer than 2 definitional words; Sent-Debias uses bare-word sentences instead.",
+            name,
+        )
     elif found is None:
         log.warning(
             "The lists %s come without their language's sentence templates (lists loaded through bias.registry have them); "
-            "Sent-Debias uses bare-word sentences.", lists.name,
+            "Sent-Debias uses bare-word sentences.",
+            lists.name,
         )
     else:
-        log.warning("Language '%s' has no sentence templates (%s); Sent-Debias uses bare-word sentences.", language, name)
+        log.warning(
+            "Language '%s' has no sentence templates (%s); Sent-Debias uses bare-word sentences.",
+            language,
+            name,
+        )
     out = []
     for word in words:
         for template in BARE_TEMPLATES:
-            out.append(template.replace("{word}", word).replace("{Word}", word[:1].upper() + word[1:]))
+            out.append(
+                template.replace("{word}", word).replace("{Word}", word[:1].upper() + word[1:])
+            )
     return out, "bare words"
 
 
@@ -167,7 +182,9 @@ def encode_pairs(embedder: Any, pairs: Sequence[SentencePair], key: tuple[str, s
     if layer is not None:
         kwargs["layer"] = layer
     texts = [p.male.text for p in pairs] + [p.female.text for p in pairs]
-    spans = [p.male.span for p in pairs] + [p.female.span for p in pairs] if level == "span" else None
+    spans = (
+        [p.male.span for p in pairs] + [p.female.span for p in pairs] if level == "span" else None
+    )
     return embedder.encode(texts, spans, **kwargs)
 
 

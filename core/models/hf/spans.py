@@ -23,7 +23,9 @@ def trimmed(text: str, start: int, end: int) -> tuple[int, int]:
     return start, end
 
 
-def inside(text: str, span: tuple[int, int], offsets: Sequence[tuple[int, int]], special: Sequence[int]) -> list[int]:
+def inside(
+    text: str, span: tuple[int, int], offsets: Sequence[tuple[int, int]], special: Sequence[int]
+) -> list[int]:
     """Positions of the non-special tokens whose own characters overlap the span."""
     start, end = span
     found = []
@@ -80,7 +82,13 @@ def positions(
 
 
 def window(
-    length: int, special: Sequence[int], needed: Sequence[int] | None, limit: int | None, *, causal: bool, text: str
+    length: int,
+    special: Sequence[int],
+    needed: Sequence[int] | None,
+    limit: int | None,
+    *,
+    causal: bool,
+    text: str,
 ) -> list[int] | None:
     """Token indices to keep so the sequence fits the model (None: all fit).
 
@@ -98,7 +106,9 @@ def window(
         suffix += 1
     budget = limit - prefix - suffix
     if budget < 1:
-        raise BiasError(f"The model's limit of {limit} tokens leaves no room for text between its special tokens.")
+        raise BiasError(
+            f"The model's limit of {limit} tokens leaves no room for text between its special tokens."
+        )
     first, stop = prefix, length - suffix
     if needed:
         low, high = min(needed), max(needed)
@@ -113,4 +123,8 @@ def window(
         start = max(first, min(start, stop - budget))
     else:
         start = first
-    return list(range(prefix)) + list(range(start, start + budget)) + list(range(length - suffix, length))
+    return (
+        list(range(prefix))
+        + list(range(start, start + budget))
+        + list(range(length - suffix, length))
+    )

@@ -29,13 +29,17 @@ POOLINGS = ("mean", "first", "last", "cls")
 # Named layer choices: how many of the last hidden states are averaged.
 LAYER_MEANS = {"mean-last-4": 4}
 
-Tokenized = tuple[list[int], list[tuple[int, int]], list[int]]  # ids, character offsets, special-token flags
+Tokenized = tuple[
+    list[int], list[tuple[int, int]], list[int]
+]  # ids, character offsets, special-token flags
 
 
 def layer_value(value: Any) -> int | str:
     """An int layer index or a named mean of layers; numbers given as CLI text become ints."""
     if isinstance(value, bool):
-        raise BiasError(f"layer must be a whole number or one of {', '.join(LAYER_MEANS)}, not {value!r}.")
+        raise BiasError(
+            f"layer must be a whole number or one of {', '.join(LAYER_MEANS)}, not {value!r}."
+        )
     if isinstance(value, int):
         return value
     if isinstance(value, str):
@@ -81,15 +85,21 @@ class PooledInput:
         return len(self.inputs["input_ids"])
 
 
-def check_texts(texts: Sequence[Any], spans: Sequence[tuple[int, int] | None] | None = None) -> None:
+def check_texts(
+    texts: Sequence[Any], spans: Sequence[tuple[int, int] | None] | None = None
+) -> None:
     """Every text a string, every span a (start, end) pair of character offsets inside its text."""
     for i, text in enumerate(texts):
         if not isinstance(text, str):
             raise BiasError(f"encode expects strings, got {type(text).__name__}: {text!r}.")
         span = spans[i] if spans is not None else None
         if span is not None:
-            if len(span) != 2 or not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in span):
-                raise BiasError(f"The span {span!r} of the text {text!r} is not a pair of character offsets (start, end).")
+            if len(span) != 2 or not all(
+                isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in span
+            ):
+                raise BiasError(
+                    f"The span {span!r} of the text {text!r} is not a pair of character offsets (start, end)."
+                )
             start, end = span
             if not (0 <= start < end <= len(text)):
                 raise BiasError(
@@ -98,7 +108,9 @@ def check_texts(texts: Sequence[Any], spans: Sequence[tuple[int, int] | None] | 
                 )
 
 
-def checked_spans(texts: Sequence[Any], spans: Sequence[Any] | None) -> list[tuple[int, int] | None]:
+def checked_spans(
+    texts: Sequence[Any], spans: Sequence[Any] | None
+) -> list[tuple[int, int] | None]:
     """One checked (start, end) of plain ints, or None (the whole text), per text; numpy ints
     become ints so that they key the encoding cache alike."""
     if spans is None:
@@ -111,7 +123,7 @@ def checked_spans(texts: Sequence[Any], spans: Sequence[Any] | None) -> list[tup
 
 
 def check_pooling(loaded: LoadedModel, pooling: str, spec: str) -> None:
-    """"cls" needs a [CLS]-like first token that has seen the sentence: not in a causal LM."""
+    """ "cls" needs a [CLS]-like first token that has seen the sentence: not in a causal LM."""
     if pooling != "cls":
         return
     if loaded.causal:
@@ -143,7 +155,11 @@ def tokenized(tokenizer: Any, texts: Sequence[str]) -> list[Tokenized]:
             return_token_type_ids=False,
         )
     return [
-        (list(encoded["input_ids"][i]), [tuple(o) for o in encoded["offset_mapping"][i]], list(encoded["special_tokens_mask"][i]))
+        (
+            list(encoded["input_ids"][i]),
+            [tuple(o) for o in encoded["offset_mapping"][i]],
+            list(encoded["special_tokens_mask"][i]),
+        )
         for i in range(len(texts))
     ]
 
@@ -163,7 +179,9 @@ def _warn_truncated(cut: int, total: int, limit: int | None) -> None:
         log.warning(
             "%d of %d texts are longer than the model's limit of %d tokens; each was cut to a window of that size "
             "(around its span where one was given).",
-            cut, total, limit,
+            cut,
+            total,
+            limit,
         )
 
 
@@ -173,11 +191,15 @@ def tokens(loaded: LoadedModel, texts: Sequence[str]) -> list[Tokens]:
     out: list[Tokens] = []
     cut = 0
     for text, (ids, offsets, special) in zip(texts, tokenized(loaded.tokenizer, texts)):
-        kept = span_math.window(len(ids), special, None, loaded.token_limit, causal=loaded.causal, text=text)
+        kept = span_math.window(
+            len(ids), special, None, loaded.token_limit, causal=loaded.causal, text=text
+        )
         if kept is not None:
             cut += 1
             ids, offsets, special = ([seq[i] for i in kept] for seq in (ids, offsets, special))
-        ranges = tuple((0, 0) if s else span_math.trimmed(text, a, b) for (a, b), s in zip(offsets, special))
+        ranges = tuple(
+            (0, 0) if s else span_math.trimmed(text, a, b) for (a, b), s in zip(offsets, special)
+        )
         out.append(Tokens(tuple(int(i) for i in ids), ranges, tuple(bool(s) for s in special)))
     _warn_truncated(cut, len(texts), loaded.token_limit)
     return out
@@ -192,8 +214,12 @@ def _model_inputs(tokenizer: Any, ids: Sequence[int]) -> dict[str, list[int]]:
 
 
 def prepare(
-    loaded: LoadedModel, texts: Sequence[str], spans: Sequence[tuple[int, int] | None], pooling: str,
-    *, start: int | None = None,
+    loaded: LoadedModel,
+    texts: Sequence[str],
+    spans: Sequence[tuple[int, int] | None],
+    pooling: str,
+    *,
+    start: int | None = None,
 ) -> list[PooledInput | None]:
     """Tokenise, pick the positions to average and cut texts to the model's window; None where the
     span covers no token. `start`, a token id, is put before every text as a special token (the start
@@ -216,7 +242,9 @@ def prepare(
             anchor: list[int] | None = span_math.inside(text, span, offsets, special)
         else:
             anchor = positions if pooling in ("first", "last") else None
-        kept = span_math.window(len(ids), special, anchor, loaded.token_limit, causal=loaded.causal, text=text)
+        kept = span_math.window(
+            len(ids), special, anchor, loaded.token_limit, causal=loaded.causal, text=text
+        )
         if kept is not None:
             cut += 1
             index = {old: new for new, old in enumerate(kept)}
@@ -268,15 +296,21 @@ def hidden_states(loaded: LoadedModel, inputs: dict[str, Any], layer: int | str)
     outputs = loaded.encoder(**inputs, output_hidden_states=True, return_dict=True)
     states = getattr(outputs, "hidden_states", None)
     if states is None:
-        raise BiasError(f"The model in '{loaded.folder}' returns no hidden states, so it cannot give vectors.")
+        raise BiasError(
+            f"The model in '{loaded.folder}' returns no hidden states, so it cannot give vectors."
+        )
     if isinstance(layer, str):
         wanted = LAYER_MEANS[layer]
         if len(states) < wanted:
-            raise BiasError(f"Layer '{layer}' needs {wanted} hidden states, but this model has {len(states)}.")
+            raise BiasError(
+                f"Layer '{layer}' needs {wanted} hidden states, but this model has {len(states)}."
+            )
         return torch.stack([s.to(torch.float64) for s in states[-wanted:]]).mean(dim=0)
     if not -len(states) <= layer < len(states):
         n = len(states)
-        raise BiasError(f"Layer {layer} does not exist: this model has {n} hidden states (0 = embeddings).")
+        raise BiasError(
+            f"Layer {layer} does not exist: this model has {n} hidden states (0 = embeddings)."
+        )
     return states[layer]
 
 
@@ -293,12 +327,16 @@ def pooled_rows(
     import torch
 
     if not items:
-        return np.zeros((0, getattr(loaded.model.config, "hidden_size", None) or 0), dtype=np.float64)
+        return np.zeros(
+            (0, getattr(loaded.model.config, "hidden_size", None) or 0), dtype=np.float64
+        )
     result: dict[str, np.ndarray] = {}
 
     def encode(rows: list[int]) -> None:
         batch = [items[i] for i in rows]
-        states = states_of(right_pad([item.inputs for item in batch], loaded.tokenizer, loaded.device), layer)
+        states = states_of(
+            right_pad([item.inputs for item in batch], loaded.tokenizer, loaded.device), layer
+        )
         weights = torch.zeros(states.shape[:2], dtype=torch.float64, device=states.device)
         for b, item in enumerate(batch):
             index = torch.tensor(item.positions, device=states.device)
@@ -309,7 +347,9 @@ def pooled_rows(
         result["out"][rows] = pooled
 
     with torch.inference_mode(), memory_guard(loaded.device, batch_size):
-        in_length_batches([item.length for item in items], batch_size, encode, max_tokens=max_tokens)
+        in_length_batches(
+            [item.length for item in items], batch_size, encode, max_tokens=max_tokens
+        )
     return result["out"]
 
 
@@ -328,11 +368,16 @@ def cached_rows(
     rows go into the cache); also the indices of requests that cover no token (their rows are zeros).
     A prepended start token is part of each row's key (rows without one keep their keys)."""
     extra = () if start is None else (f"start={start}",)
-    keys = [encoding_cache.row_key(text, span, pooling, layer, *extra) for text, span in zip(texts, spans)]
+    keys = [
+        encoding_cache.row_key(text, span, pooling, layer, *extra)
+        for text, span in zip(texts, spans)
+    ]
     found, missing = encoding_cache.lookup(cache, keys)
     empty_keys: set[str] = set()
     if missing:
-        prepared = prepare(loaded, [texts[i] for i in missing], [spans[i] for i in missing], pooling, start=start)
+        prepared = prepare(
+            loaded, [texts[i] for i in missing], [spans[i] for i in missing], pooling, start=start
+        )
         computed = [(keys[i], item) for i, item in zip(missing, prepared) if item is not None]
         empty_keys = {keys[i] for i, item in zip(missing, prepared) if item is None}
         rows = compute([item for _, item in computed], layer)
@@ -340,7 +385,11 @@ def cached_rows(
         if cache is not None and new:
             cache.put(new)
         found.update(new)
-    dim = next(iter(found.values())).shape[0] if found else int(getattr(loaded.model.config, "hidden_size", 0) or 0)
+    dim = (
+        next(iter(found.values())).shape[0]
+        if found
+        else int(getattr(loaded.model.config, "hidden_size", 0) or 0)
+    )
     out = np.zeros((len(texts), dim), dtype=np.float64)
     empty = []
     for i, key in enumerate(keys):

@@ -23,7 +23,9 @@ from bias.core.specs import resolve_location
 
 # What every static embedder offers; each plugin class repeats it, since `bias list` reads a plugin's
 # declarations from its own source without importing it.
-STATIC_CAPABILITIES = frozenset({Capability.WORD_VECTORS, Capability.CONTEXTUAL, Capability.VOCABULARY})
+STATIC_CAPABILITIES = frozenset(
+    {Capability.WORD_VECTORS, Capability.CONTEXTUAL, Capability.VOCABULARY}
+)
 
 
 def unique(words: Iterable[str]) -> list[str]:
@@ -32,11 +34,17 @@ def unique(words: Iterable[str]) -> list[str]:
 
 
 def words_to_vectors(
-    found: Sequence[str], rows: Sequence[np.ndarray], dim: int, lost: Sequence[str], approximated: Sequence[str] = ()
+    found: Sequence[str],
+    rows: Sequence[np.ndarray],
+    dim: int,
+    lost: Sequence[str],
+    approximated: Sequence[str] = (),
 ) -> WordVectors:
     """float64 rows in request order; an empty request still has the model's width."""
     matrix = np.array(rows, dtype=np.float64).reshape(len(rows), dim)
-    return WordVectors(words=tuple(found), vectors=matrix, lost=tuple(lost), approximated=tuple(approximated))
+    return WordVectors(
+        words=tuple(found), vectors=matrix, lost=tuple(lost), approximated=tuple(approximated)
+    )
 
 
 # --- sentences from static vectors ---------------------------------------------------------------
@@ -57,15 +65,25 @@ def text_words(text: str, span: tuple[int, int] | None = None) -> list[str]:
 
 
 def check_static_request(
-    name: str, texts: Sequence[str], spans: Sequence[tuple[int, int] | None] | None, pooling: str, layer: Any
+    name: str,
+    texts: Sequence[str],
+    spans: Sequence[tuple[int, int] | None] | None,
+    pooling: str,
+    layer: Any,
 ) -> list[tuple[int, int] | None]:
     """Refuse what a static embedding cannot answer, before any lookup."""
     if pooling == "cls":
-        raise BiasError(f"Pooling 'cls' needs a [CLS] token, which the static embedding '{name}' has not.", "Use mean, first or last.")
+        raise BiasError(
+            f"Pooling 'cls' needs a [CLS] token, which the static embedding '{name}' has not.",
+            "Use mean, first or last.",
+        )
     if pooling not in STATIC_POOLINGS:
         raise BiasError(f"pooling must be one of {', '.join(STATIC_POOLINGS)}, not {pooling!r}.")
     if layer not in _STATIC_LAYERS:
-        raise BiasError(f"A static embedding ('{name}') has one layer; layer {layer!r} does not exist.", "Leave the layer unset (or -1).")
+        raise BiasError(
+            f"A static embedding ('{name}') has one layer; layer {layer!r} does not exist.",
+            "Leave the layer unset (or -1).",
+        )
     spans = [None] * len(texts) if spans is None else list(spans)
     if len(spans) != len(texts):
         raise BiasError(f"encode got {len(texts)} texts but {len(spans)} spans.")
@@ -106,7 +124,10 @@ def static_encode(
 
     def best(word: str) -> int | None:
         lower = word.lower()
-        for candidate in (word, lower):  # a word of its own first, a vector built from sub-words last
+        for candidate in (
+            word,
+            lower,
+        ):  # a word of its own first, a vector built from sub-words last
             if candidate in index and candidate not in approximated:
                 return index[candidate]
         for candidate in (word, lower):
@@ -139,7 +160,9 @@ def check_limit(limit: int | None) -> int | None:
     if limit is None:
         return None
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
-        raise BiasError(f"A vocabulary limit must be a whole number >= 0 (or none for all), not {limit!r}.")
+        raise BiasError(
+            f"A vocabulary limit must be a whole number >= 0 (or none for all), not {limit!r}."
+        )
     return limit
 
 

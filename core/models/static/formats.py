@@ -109,7 +109,10 @@ def sniff_format(path: Path) -> FileFormat:
     try:
         head, compressed = _read_head(path)
     except OSError as error:
-        raise BiasError(f"Cannot read model file {path}: {error.strerror or error}.", "Check that the file is readable.") from error
+        raise BiasError(
+            f"Cannot read model file {path}: {error.strerror or error}.",
+            "Check that the file is readable.",
+        ) from error
     if compressed and not head:
         return FileFormat(UNKNOWN, "it is a damaged gzip file", compressed=True)
     if not head:
@@ -126,11 +129,17 @@ def sniff_format(path: Path) -> FileFormat:
         count, dim = int(parts[0]), int(parts[1])
         rest = head[end + 1 :] if end >= 0 else b""
         if dim <= 0:
-            return FileFormat(UNKNOWN, f"its header line announces {dim}-dimensional vectors", compressed=compressed)
+            return FileFormat(
+                UNKNOWN,
+                f"its header line announces {dim}-dimensional vectors",
+                compressed=compressed,
+            )
         if dim > 100_000:  # no embedding is this wide: the header line itself is damaged
             return FileFormat(
-                UNKNOWN, f"its header line (line 1: \"{count} {dim}\") announces {dim:,}-dimensional vectors, which no model has; "
-                "the header is damaged", compressed=compressed,
+                UNKNOWN,
+                f'its header line (line 1: "{count} {dim}") announces {dim:,}-dimensional vectors, which no model has; '
+                "the header is damaged",
+                compressed=compressed,
             )
         row_end = rest.find(b"\n")
         row = _text_row(rest if row_end < 0 else rest[:row_end])
@@ -147,18 +156,32 @@ def sniff_format(path: Path) -> FileFormat:
             )
         if not rest:
             return FileFormat(UNKNOWN, "its header line is followed by no vectors", **fields)
-        return FileFormat(UNKNOWN, "its header line is followed by neither text nor binary word vectors", **fields)
+        return FileFormat(
+            UNKNOWN, "its header line is followed by neither text nor binary word vectors", **fields
+        )
     if end >= 0 or len(head) < _SNIFF_BYTES:
         row = _text_row(first)
         if row is not None:
-            return FileFormat(HEADERLESS_TEXT, _SUGGESTIONS[HEADERLESS_TEXT][0], dim=len(row[1]), compressed=compressed)
-    return FileFormat(UNKNOWN, "its first bytes are neither a header line nor a row of numbers", compressed=compressed)
+            return FileFormat(
+                HEADERLESS_TEXT,
+                _SUGGESTIONS[HEADERLESS_TEXT][0],
+                dim=len(row[1]),
+                compressed=compressed,
+            )
+    return FileFormat(
+        UNKNOWN,
+        "its first bytes are neither a header line nor a row of numbers",
+        compressed=compressed,
+    )
 
 
 def wrong_format(path: Path, loader: str, found: FileFormat, expected: str) -> BiasError:
     """The refusal for a file some other loader should read, naming that loader when there is one."""
     if found.kind in _SUGGESTIONS:
-        return BiasError(f"Cannot load {path} with {loader}: it is {found.detail}, not {expected}.", _SUGGESTIONS[found.kind][1])
+        return BiasError(
+            f"Cannot load {path} with {loader}: it is {found.detail}, not {expected}.",
+            _SUGGESTIONS[found.kind][1],
+        )
     return BiasError(
         f"Cannot load {path} with {loader}: {found.detail}; {loader}: reads {expected}.",
         "Check that the file is complete and of the format the loader reads (see `bias list embedders`).",
@@ -169,7 +192,10 @@ def existing_file(path: Path) -> Path:
     if not path.exists():
         raise BiasError(f"Model file not found: {path}", "Check the path given with --model.")
     if path.is_dir():
-        raise BiasError(f"Model path {path} is a folder, not a file.", "Give the vector file itself with --model.")
+        raise BiasError(
+            f"Model path {path} is a folder, not a file.",
+            "Give the vector file itself with --model.",
+        )
     return path
 
 
@@ -218,20 +244,29 @@ def check_text_rows(path: Path, found: FileFormat, loader: str, limit: int = 0) 
                 )
     if header and rows != found.count:
         raise BiasError(
-            f"Cannot load {path} with {loader}: its header line (line 1: \"{found.count} {dim}\") announces {found.count} "
+            f'Cannot load {path} with {loader}: its header line (line 1: "{found.count} {dim}") announces {found.count} '
             f"rows, but the file holds {rows} (lines 2 to {rows + 1}).",
-            f"Correct the header to \"{rows} {dim}\", or restore the missing rows.",
+            f'Correct the header to "{rows} {dim}", or restore the missing rows.',
         )
 
 
 def check_binary_rest(path: Path, found: FileFormat, kv: Any, loader: str) -> None:
     """A binary word2vec file with bytes left after the rows its header announces holds more vectors
     than the header says; reading only the announced ones would silently drop the others."""
-    if found.compressed or found.count is None or found.dim is None or len(kv.index_to_key) != found.count:
+    if (
+        found.compressed
+        or found.count is None
+        or found.dim is None
+        or len(kv.index_to_key) != found.count
+    ):
         return
-    used = found.header_bytes + sum(len(w.encode("utf-8", "replace")) + 1 + 4 * found.dim for w in kv.index_to_key)
+    used = found.header_bytes + sum(
+        len(w.encode("utf-8", "replace")) + 1 + 4 * found.dim for w in kv.index_to_key
+    )
     left = path.stat().st_size - used
-    if left > found.count + 4 * found.dim:  # one newline per row is allowed; a whole further row is not
+    if (
+        left > found.count + 4 * found.dim
+    ):  # one newline per row is allowed; a whole further row is not
         raise BiasError(
             f"Cannot load {path} with {loader}: its header line announces {found.count} vectors of dimension {found.dim}, "
             f"but {left:,} bytes follow the last of them (more rows than the header says).",

@@ -56,7 +56,9 @@ class SourceNormaliser:
 
     def __call__(self, word: str) -> str:
         if self.strip_accents:
-            word = "".join(c for c in unicodedata.normalize("NFD", word) if unicodedata.category(c) != "Mn")
+            word = "".join(
+                c for c in unicodedata.normalize("NFD", word) if unicodedata.category(c) != "Mn"
+            )
         return word.lower() if self.lowercase else word
 
 
@@ -96,7 +98,10 @@ def _build(folder: Path, target: Path) -> None:
     with safe_open(str(weights), "np") as tensors:
         key = next((k for k in _MATRIX_KEYS if k in tensors.keys()), None)
         if key is None:
-            raise BiasError(f"Cannot build static vectors from {folder}: its weights hold no word-embedding matrix.", f"Expected one of {', '.join(_MATRIX_KEYS)}.")
+            raise BiasError(
+                f"Cannot build static vectors from {folder}: its weights hold no word-embedding matrix.",
+                f"Expected one of {', '.join(_MATRIX_KEYS)}.",
+            )
         matrix = tensors.get_tensor(key).astype(np.float32)
     if matrix.ndim != 2:
         raise BiasError(
@@ -104,7 +109,9 @@ def _build(folder: Path, target: Path) -> None:
             "A word-embedding matrix has one row per entry of vocab.txt: check that the weights are those of the model.",
         )
     if matrix.shape[0] != len(vocab):
-        raise BiasError(f"Cannot build static vectors from {folder}: vocab.txt has {len(vocab)} entries but the matrix {matrix.shape[0]} rows.")
+        raise BiasError(
+            f"Cannot build static vectors from {folder}: vocab.txt has {len(vocab)} entries but the matrix {matrix.shape[0]} rows."
+        )
     rows = [i for i, token in enumerate(vocab) if _WORD.fullmatch(token)]
     partial = target.with_suffix(f".{os.getpid()}.partial")
     try:
@@ -125,13 +132,14 @@ def _build(folder: Path, target: Path) -> None:
         ) from None
 
 
-
 def token_vectors_file(folder: Path) -> tuple[Path, SourceNormaliser]:
     """The cached word2vec binary of `folder`'s whole-word token vectors (built on first use), and
     the source tokenizer's normaliser, which words are looked up through. The cache name carries the
     weights' path, size and modification time, so a changed model gets new vectors."""
     weights, vocab = _source_files(folder)
-    stamp = "|".join(f"{p.resolve()}:{p.stat().st_size}:{p.stat().st_mtime_ns}" for p in (weights, vocab))
+    stamp = "|".join(
+        f"{p.resolve()}:{p.stat().st_size}:{p.stat().st_mtime_ns}" for p in (weights, vocab)
+    )
     digest = hashlib.sha256(stamp.encode()).hexdigest()[:16]
     target = encoding_cache.default_cache_dir().parent / "static" / f"{folder.name}-{digest}.bin"
     if not target.is_file():
