@@ -4,8 +4,8 @@ kind, format importer or language package imports, in one place.
 A plugin that imports only from `bias.api` (and `bias.testing` in its tests) keeps working when the
 framework's modules are reorganised: these names are the promise, the modules behind them are not
 (CONTRIBUTING.md, "The public API", says how a name may change). The sub-modules
-(`bias.api.association`, `.lm`, `.static`, `.hf`, `.services`, `.debiasing`, `.decisions`, `.data`) are
-provisional: the shared libraries the first-party plugins build on, usable by anyone but free to
+(`bias.api.association`, `.lm`, `.static`, `.hf`, `.services`, `.debiasing`, `.decisions`, `.data`)
+are provisional: the shared libraries the first-party plugins build on, usable by anyone but free to
 change between minor versions.
 
 The import statements below are the one list of names. Those under `if TYPE_CHECKING:` come from

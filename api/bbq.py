@@ -1,6 +1,6 @@
-"""Building blocks of BBQ by generation and of the BBQ conventions: the `bbq-prompts` data kind (prompt
-variants and reading rules of a language), the reading of a reply, the scores, the peers' presets and
-the Result built from answers read off a model.
+"""Building blocks of BBQ by generation and of the BBQ conventions: the `bbq-prompts` data kind
+(prompt variants and reading rules of a language), the reading of a reply, the scores, the peers'
+presets and the Result built from answers read off a model.
 
 Part of the public API (`bias.api`): first-party plugins import these names from here only.
 """

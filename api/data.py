@@ -1,5 +1,5 @@
-"""The data kinds beyond the common ones (FISE, labelled texts, similarity pairs, BBQ questions, StereoSet
-examples) and the helpers format importers use to read files.
+"""The data kinds beyond the common ones (FISE, labelled texts, similarity pairs, BBQ questions,
+StereoSet examples) and the helpers format importers use to read files.
 
 Part of the public API (`bias.api`): first-party plugins import these names from here only.
 """

@@ -1,8 +1,9 @@
 """Building blocks of embedders over web services: the shared base classes (`ServiceModel`: address,
 key, concurrency, retries honouring Retry-After; `ServiceEmbedder`: batched vectors, their on-disk
-cache and cost estimate; `ChatServiceModel`: replies of a chat API, their cache and cost estimate), the
-errors a subclass maps its client's exceptions to, and the HTTP rules every service client follows (no
-redirects, bounded retries, waits and answers, Ctrl-C at once: see bias.core.models.service_http).
+cache and cost estimate; `ChatServiceModel`: replies of a chat API, their cache and cost estimate),
+the errors a subclass maps its client's exceptions to, and the HTTP rules every service client
+follows (no redirects, bounded retries, waits and answers, Ctrl-C at once: see
+bias.core.models.service_http).
 
 Part of the public API (`bias.api`): first-party plugins import these names from here only.
 """

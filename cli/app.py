@@ -1,4 +1,5 @@
-"""The `bias` command line: thin wrappers that parse options, call core and the registry, and render.
+"""The `bias` command line: thin wrappers that parse options, call core and the registry, and
+render.
 
 Heavy libraries are never imported here; `bias --help`, `bias list` and `bias info` stay fast.
 """
@@ -52,7 +53,8 @@ def _main(
         False,
         "--verbose",
         "-v",
-        help="Also print each experiment's sets, lost words and convention under its progress line, and more of what happens.",
+        help="Also print each experiment's sets, lost words and convention under its progress "
+        "line, and more of what happens.",
     ),
     version: bool = typer.Option(
         False,
@@ -85,7 +87,8 @@ def _main(
 
 
 class _OncePerMessage(logging.Filter):
-    """A warning that several experiments or files raise alike is printed once, not once per caller."""
+    """A warning that several experiments or files raise alike is printed once, not once per
+    caller."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -192,20 +195,24 @@ def validate_cmd(
     frequencies: Optional[Path] = typer.Option(
         None,
         "--frequencies",
-        help="Word-frequency list (`word count` per line): warn when a set is much rarer than its counterpart.",
+        help="Word-frequency list (`word count` per line): warn when a set is much rarer than "
+        "its counterpart.",
     ),
     render: list[str] = typer.Option(
         [],
         "--render",
-        help="Print every sentence a test produces (SEAT, LPBS, pairs), one per line, e.g. nl/religion. Repeatable.",
+        help="Print every sentence a test produces (SEAT, LPBS, pairs), one per line, e.g. "
+        "nl/religion. Repeatable.",
     ),
     model: Optional[str] = typer.Option(
         None,
         "--model",
-        help="A model spec: say per word-level test how many stimuli it loses and which tests it refuses.",
+        help="A model spec: say per word-level test how many stimuli it loses and which tests "
+        "it refuses.",
     ),
 ) -> None:
-    """Check word-set files, language packages or folders of datasets; report every problem with file and field, and a line per file."""
+    """Check word-set files, language packages or folders of datasets; report every problem with
+    file and field, and a line per file."""
     from bias.cli.validate import execute
 
     raise typer.Exit(execute(paths or [], frequencies, render, model, console))
@@ -219,13 +226,15 @@ def convert_cmd(
     datasets: Optional[Path] = typer.Option(
         None,
         "--datasets",
-        help="The datasets folder (<lang>/<METRIC>/<test>; default ./datasets, else the datasets folder beside or above CONFIG).",
+        help="The datasets folder (<lang>/<METRIC>/<test>; default ./datasets, else the "
+        "datasets folder beside or above CONFIG).",
     ),
     models_dir: Optional[Path] = typer.Option(
         None,
         "--models-dir",
         "--models",
-        help="The models folder (cc.<lang>.300.bin, Hub ids; default ./models, else the models folder beside or above CONFIG).",
+        help="The models folder (cc.<lang>.300.bin, Hub ids; default ./models, else the models "
+        "folder beside or above CONFIG).",
     ),
 ) -> None:
     """Print the TOML experiment file equivalent to a BIAS Detection Framework config file."""
@@ -259,20 +268,26 @@ def report_cmd(
     wide: bool = typer.Option(
         False,
         "--wide",
-        help="Print every column of the results table: a table where it fits, else one block per result; piped, the table unwrapped.",
+        help="Print every column of the results table: a table where it fits, else one block "
+        "per result; piped, the table unwrapped.",
     ),
     robustness: bool = typer.Option(
         False,
         "--robustness",
-        help="Specification curves instead: each test across the design choices the run varied (metric, level, pooling, layer, test variant), as robustness-*.png, robustness.md and robustness.csv.",
+        help="Specification curves instead: each test across the design choices the run varied "
+        "(metric, level, pooling, layer, test variant), as robustness-*.png, robustness.md "
+        "and robustness.csv.",
     ),
     agreement: bool = typer.Option(
         False,
         "--agreement",
-        help="How far the methods agree: Pearson and Spearman correlations of every pair of methods across (model, test) cells, all and significant scores, as agreement.md/.tex/.csv/.png and a section of report.html.",
+        help="How far the methods agree: Pearson and Spearman correlations of every pair of "
+        "methods across (model, test) cells, all and significant scores, as "
+        "agreement.md/.tex/.csv/.png and a section of report.html.",
     ),
 ) -> None:
-    """Regenerate the report of a run from its results.jsonl: table, CSV, Markdown, LaTeX, figures, HTML."""
+    """Regenerate the report of a run from its results.jsonl: table, CSV, Markdown, LaTeX, figures,
+    HTML."""
     from bias.cli.report import execute
 
     execute(
@@ -329,12 +344,14 @@ def debias_cmd(
         [],
         "--wordset",
         "-w",
-        help="Measure the original and the debiased vectors on this word set (a bias test, word-similarity pairs, analogies) and print a before/after table. Repeatable.",
+        help="Measure the original and the debiased vectors on this word set (a bias test, "
+        "word-similarity pairs, analogies) and print a before/after table. Repeatable.",
     ),
     metric: list[str] = typer.Option(
         [],
         "--metric",
-        help="With --wordset: metrics to run (default: weat, word-similarity or analogy, by the word set's kind). Repeatable.",
+        help="With --wordset: metrics to run (default: weat, word-similarity or analogy, by the "
+        "word set's kind). Repeatable.",
     ),
 ) -> None:
     """Debias a static model once and write the vectors plus debias.json (what was done)."""
@@ -379,7 +396,8 @@ def compare_cmd(
         None, "--after-model", help="The model to take when the after run holds several."
     ),
 ) -> None:
-    """Compare two runs test by test: effect before, after and the change, with significance marks."""
+    """Compare two runs test by test: effect before, after and the change, with significance
+    marks."""
     from bias.cli.compare import execute
 
     raise typer.Exit(
@@ -398,8 +416,8 @@ GLOBAL_FLAGS = ("-q", "--quiet", "-v", "--verbose", "--debug")
 
 
 def global_flags_first(args: list[str]) -> list[str]:
-    """`bias run ... -q` means `bias -q run ...`: the global flags are accepted after the sub-command
-    too (up to a `--`, after which every argument is the user's)."""
+    """`bias run ... -q` means `bias -q run ...`: the global flags are accepted after the
+    sub-command too (up to a `--`, after which every argument is the user's)."""
     end = args.index("--") if "--" in args else len(args)
     moved = [a for a in args[:end] if a in GLOBAL_FLAGS]
     rest = [a for a in args[:end] if a not in GLOBAL_FLAGS]
@@ -407,7 +425,8 @@ def global_flags_first(args: list[str]) -> list[str]:
 
 
 def _click_classes(name: str) -> tuple[type, ...]:
-    """The exception class `name` of click and of the click copy inside typer (typer raises its own)."""
+    """The exception class `name` of click and of the click copy inside typer (typer raises its
+    own)."""
     import click
 
     found = [getattr(click.exceptions, name)]
@@ -421,16 +440,16 @@ def _click_classes(name: str) -> tuple[type, ...]:
 
 
 def _say(message: str, hint: str | None = None, label: str = "Error") -> None:
-    """One or two lines on stderr; the text is shown as text (never read as rich markup), control and
-    invisible characters made visible, and cut when very long."""
+    """One or two lines on stderr; the text is shown as text (never read as rich markup), control
+    and invisible characters made visible, and cut when very long."""
     say(err_console, (f"{label}: ", "bold red"), message)
     if hint:
         say(err_console, hint)
 
 
 def main(args: Optional[list[str]] = None) -> None:
-    """Entry point of the `bias` script: user errors in two lines with exit 2, failures of the program
-    with exit 1 and how to report them, the whole chained traceback only with --debug."""
+    """Entry point of the `bias` script: user errors in two lines with exit 2, failures of the
+    program with exit 1 and how to report them, the whole chained traceback only with --debug."""
     import signal
     import traceback
 
@@ -484,7 +503,8 @@ def main(args: Optional[list[str]] = None) -> None:
 
 
 def _interrupt(signum: int, frame: Any) -> None:
-    """SIGTERM and SIGHUP end a run like Ctrl-C: what is finished is kept, the manifest is closed."""
+    """SIGTERM and SIGHUP end a run like Ctrl-C: what is finished is kept, the manifest is
+    closed."""
     from bias.core.errors import Interrupted
 
     raise Interrupted(signum)

@@ -26,8 +26,8 @@ def convert_only_when_needed() -> None:
 
     class Deferred(RuntimeParam):  # type: ignore[misc,valid-type]
         """RuntimeParam.coerce answers None (or () when repeatable) itself; `_coerce_value` sees the
-        rest: text for a plain `str` parameter is returned as is (typer's `str(value)` of a str, then
-        pydantic's lax str check), anything else goes to the adapter typer builds."""
+        rest: text for a plain `str` parameter is returned as is (typer's `str(value)` of a str,
+        then pydantic's lax str check), anything else goes to the adapter typer builds."""
 
         def _coerce_value(self, value: Any, param: Any, ctx: Any) -> Any:
             info = self.parameter_info

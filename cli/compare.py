@@ -1,4 +1,5 @@
-"""`bias compare BEFORE AFTER`: a before/after table of two runs, printed and written as Markdown and CSV."""
+"""`bias compare BEFORE AFTER`: a before/after table of two runs, printed and written as Markdown
+and CSV."""
 
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ from rich.table import Table
 
 
 def rich_table(table: ComparisonTable) -> Table:
-    # One line per side, each named with what was done to it (a debiased model and its original share a spec).
+    # One line per side, each named with what was done to it (a debiased model and its original
+    # share a spec).
     out = Table(
         title=cell_lines(
             f"Before: {side_name(table.before_model)}\nAfter: {side_name(table.after_model)}"

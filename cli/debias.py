@@ -1,5 +1,6 @@
-"""`bias debias`: the engine writes the debiased vectors and their record (`bias.engine.debiased_vectors`);
-this module says what was done and, with --wordset, measures the original and the debiased vectors.
+"""`bias debias`: the engine writes the debiased vectors and their record
+(`bias.engine.debiased_vectors`); this module says what was done and, with --wordset, measures the
+original and the debiased vectors.
 
 The vectors are a word2vec file any tool reads (and `bias run --model word2vec:DIR/vectors.bin`).
 """

@@ -1,4 +1,5 @@
-"""`bias info NAME`: what a plugin or word set is, its parameters, what it needs, where it comes from."""
+"""`bias info NAME`: what a plugin or word set is, its parameters, what it needs, where it comes
+from."""
 
 from __future__ import annotations
 
@@ -102,7 +103,8 @@ def plugin_documentation(name: str) -> list[dict[str, Any]]:
 
 
 def static_model_note(test: Any) -> str:
-    """Which stimuli are phrases, and what a static model does with them (see `multi_word_entries`)."""
+    """Which stimuli are phrases, and what a static model does with them (see
+    `multi_word_entries`)."""
     from bias.core.association.lookup import LOST_THRESHOLD
     from bias.core.data.content_checks import multi_word_entries, static_loss
 
@@ -120,7 +122,8 @@ def static_model_note(test: Any) -> str:
 
 
 def _method_page(group: str, name: str, distribution: str) -> dict[str, str]:
-    """Where the framework's own metrics and debiasers are documented (definition, sign, conventions)."""
+    """Where the framework's own metrics and debiasers are documented (definition, sign,
+    conventions)."""
     if distribution != "bias-framework" or group not in ("metrics", "debiasers"):
         return {}
     return {"method": f"docs/methods.md#{name}, in the bias-framework repository"}
@@ -160,8 +163,9 @@ def _short(item: Any) -> str:
 
 
 def reflow(doc: str) -> str:
-    """A docstring's paragraphs as single lines, so the terminal wraps them at its own width instead of
-    breaking them again where the source was wrapped; list items and indented lines keep their break."""
+    """A docstring's paragraphs as single lines, so the terminal wraps them at its own width instead
+    of breaking them again where the source was wrapped; list items and indented lines keep their
+    break."""
     paragraphs = []
     for paragraph in doc.split("\n\n"):
         lines = paragraph.split("\n")

@@ -135,7 +135,8 @@ def robustness_table(curves: Sequence[Any], *, width: int = 80) -> Table:
 
 def agreement_table(found: Any) -> Table:
     """Two rows per pair of methods (every score, significant scores only): n, Pearson's r and
-    Spearman's rho with their 95% intervals. Fits 80 columns: the methods' names fold, numbers never."""
+    Spearman's rho with their 95% intervals. Fits 80 columns: the methods' names fold, numbers
+    never."""
     from bias.core.reports.agreement import HEADINGS, rows
 
     table = Table(title="Agreement between methods", box=box.SIMPLE_HEAD, pad_edge=False)
@@ -158,8 +159,8 @@ def agreement_table(found: Any) -> Table:
 def agreement_report(
     console: Console, report: Any, folder: Any, formats: Sequence[str]
 ) -> list[Any]:
-    """`bias report --agreement`: the agreement table and its notes on the terminal; the report's files
-    with the agreement's tables, figure and report.html section beside them."""
+    """`bias report --agreement`: the agreement table and its notes on the terminal; the report's
+    files with the agreement's tables, figure and report.html section beside them."""
     from bias.core.reports import write_report
     from bias.core.reports.agreement import agreement, notes
 
@@ -363,7 +364,8 @@ def _wide_table(rep: Any) -> Table:
 
 
 class _Unwrapped:
-    """A renderable drawn at its own natural width, whatever the console's (printed with crop=False)."""
+    """A renderable drawn at its own natural width, whatever the console's (printed with
+    crop=False)."""
 
     def __init__(self, table: Table) -> None:
         self.table = table
@@ -373,8 +375,9 @@ class _Unwrapped:
 
 
 def _records(rep: Any) -> list[Any]:
-    """The wide table turned on its side: per result a heading (model, test, metric and settings) and
-    one line per other column, label and value, so no value is ever split at any terminal width."""
+    """The wide table turned on its side: per result a heading (model, test, metric and settings)
+    and one line per other column, label and value, so no value is ever split at any terminal
+    width."""
     from rich.padding import Padding
 
     from bias.cli.say import line

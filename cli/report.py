@@ -1,5 +1,6 @@
-"""`bias report`: the report of a run regenerated from its results.jsonl (table, CSV, Markdown, LaTeX,
-figures, HTML), or its specification curves (--robustness), or how far its methods agree (--agreement)."""
+"""`bias report`: the report of a run regenerated from its results.jsonl (table, CSV, Markdown,
+LaTeX, figures, HTML), or its specification curves (--robustness), or how far its methods agree
+(--agreement)."""
 
 from __future__ import annotations
 
@@ -30,7 +31,8 @@ def execute(
     if robustness and agreement:
         raise BiasError(
             "--robustness and --agreement are two different reports; give one of them.",
-            f"For example `bias report {folder} --robustness`, then `bias report {folder} --agreement`.",
+            f"For example `bias report {folder} --robustness`, then `bias report {folder} "
+            "--agreement`.",
         )
     report = load_report(folder, family=family, declared=registry.value_declaration)
     if robustness and report.results:
@@ -78,7 +80,8 @@ def execute(
 def _robustness_report(
     report: Any, folder: Path, formats: tuple[str, ...], console: Console
 ) -> None:
-    """`bias report --robustness`: the table per test on the terminal, figures and tables in the folder."""
+    """`bias report --robustness`: the table per test on the terminal, figures and tables in the
+    folder."""
     from bias.cli.render import robustness_table
     from bias.core.reports.robustness import notes, write_robustness
 
@@ -86,7 +89,8 @@ def _robustness_report(
     chosen = tuple(f for f in formats if f in ("md", "csv", "png", "svg"))
     if not chosen:
         raise BiasError(
-            "--robustness writes md, csv, png or svg files; none of them is among the formats asked for.",
+            "--robustness writes md, csv, png or svg files; none of them is among the "
+            "formats asked for.",
             "Leave out --format, or give e.g. --format png,md.",
         )
     found, written = write_robustness(report, target, chosen)

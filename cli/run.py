@@ -1,5 +1,6 @@
-"""`bias run`: the engine assembles the plan and runs the session; this module shows what happens (the
-progress bar, the tables, the refusal and warning lines, where the files went) and picks the exit code."""
+"""`bias run`: the engine assembles the plan and runs the session; this module shows what happens
+(the progress bar, the tables, the refusal and warning lines, where the files went) and picks the
+exit code."""
 
 from __future__ import annotations
 
@@ -28,7 +29,8 @@ DEFAULT_FORMATS = ("md", "csv", "tex")  # the report files a run with --out writ
 def execute(
     spec: RunSpec, *, console: Console, debug: bool, argv: Sequence[str] | None = None
 ) -> int:
-    """Run and report; the output folder's lock is held until the report is printed, however it ends."""
+    """Run and report; the output folder's lock is held until the report is printed, however it
+    ends."""
     # before anything is sent
     assembly = assemble(spec, on_contact=lambda text: say(err_console, text))
     as_json, resume, wide = spec.json, spec.resume, spec.wide
@@ -38,7 +40,8 @@ def execute(
         say(err_console, skipped)
     quiet = logging.getLogger().getEffectiveLevel() >= logging.ERROR
     show_progress = not as_json and not quiet and console.is_terminal
-    # Off a terminal (CI, tee, nohup) a line per finished experiment on stderr, so a long run is never silent.
+    # Off a terminal (CI, tee, nohup) a line per finished experiment on stderr, so a long run is
+    # never silent.
     plain_lines = not quiet and not show_progress
     progress = _progress(console, show_progress, plain=plain_lines)
 
@@ -63,7 +66,8 @@ def execute(
             say(err_console, retried)
         if session.status == INTERRUPTED:
             where = (
-                f"; {len(results)} result(s) of this session kept in {out / 'results.jsonl'} (continue with --resume)"
+                f"; {len(results)} result(s) of this session kept in "
+                f"{out / 'results.jsonl'} (continue with --resume)"
                 if out
                 else ""
             )
@@ -81,8 +85,8 @@ def execute(
 
 
 def _show(session: Session, assembly: Assembly, console: Console, wide: bool) -> None:
-    """The results of this run: refusals and failures on stderr before any table (no table when nothing
-    succeeded), the messages, the before/after table, and where the files went."""
+    """The results of this run: refusals and failures on stderr before any table (no table when
+    nothing succeeded), the messages, the before/after table, and where the files went."""
     from bias.cli.render import results_table
     from bias.core.reports import build
     from bias.core.runs.results import DETAIL_TABLES
@@ -146,8 +150,8 @@ def _before_after(
     console: Console,
 ) -> None:
     """The before/after table of `--with-original` (and `bias debias --wordset`): every test (bias
-    measures and utilities alike) on the original and on the debiased model, with the change, written
-    beside the report with --out."""
+    measures and utilities alike) on the original and on the debiased model, with the change,
+    written beside the report with --out."""
     from bias.cli.compare import rich_table
     from bias.core.reports.compare import compare, csv_text, markdown
     from bias.core.runs.folder import open_in_run
@@ -176,6 +180,15 @@ def _before_after(
         say(console, f"Before/after written to {out / 'compare.md'}, {out / 'compare.csv'}")
 
 
+def _metric_and_level(skipped: Any) -> str:
+    """A skipped combination's metric with the settings that tell its grid cells apart."""
+    shown = [f"{k}={v}" for k, v in sorted(skipped.params.items()) if k in _LEVEL_KEYS]
+    return f"{skipped.metric} ({', '.join(shown)})" if shown else f"{skipped.metric}"
+
+
+_LEVEL_KEYS = ("level", "pooling", "layer")
+
+
 def skipped_lines(skipped: Sequence[Any]) -> list[Line]:
     """The combinations set aside before the run, grouped by reason: one line per reason with the
     settings it concerns, so a grid's 40 skipped combinations read as two lines."""
@@ -184,17 +197,7 @@ def skipped_lines(skipped: Sequence[Any]) -> list[Line]:
         groups.setdefault(s.reason, []).append(s)
     lines = []
     for reason, members in groups.items():
-        what = list(
-            dict.fromkeys(
-                f"{s.metric}"
-                + (
-                    f" ({', '.join(f'{k}={v}' for k, v in sorted(s.params.items()) if k in ('level', 'pooling', 'layer'))})"
-                    if any(k in s.params for k in ("level", "pooling", "layer"))
-                    else ""
-                )
-                for s in members
-            )
-        )
+        what = list(dict.fromkeys(_metric_and_level(s) for s in members))
         shown = ", ".join(what[:4]) + (f" and {len(what) - 4} more" if len(what) > 4 else "")
         lines.append(
             line(("skipped", "yellow"), f" {len(members)} combination(s), {shown}: {reason}")
@@ -231,7 +234,8 @@ def messages(report: Any, results: Sequence[Any]) -> list[tuple[Line, bool]]:
         lines.append(
             (
                 line(
-                    f"smoke run: only the first {shown} items of each list of each test (--limit {shown}); not a result to report"
+                    f"smoke run: only the first {shown} items of each list of each test "
+                    f"(--limit {shown}); not a result to report"
                 ),
                 True,
             )
@@ -261,7 +265,8 @@ def _where(report: Any, r: Any, names: dict[str, str]) -> str:
 
 
 def refusal_lines(report: Any, results: Sequence[Any]) -> list[Line]:
-    """Refused and failed experiments grouped by reason, one line each, naming the tests and settings."""
+    """Refused and failed experiments grouped by reason, one line each, naming the tests and
+    settings."""
     from bias.core.reports.values import short_models
 
     names = short_models(results) if results else {}
@@ -284,7 +289,8 @@ def refusal_lines(report: Any, results: Sequence[Any]) -> list[Line]:
 
 
 def detail(r: Result) -> str:
-    """One experiment's particulars for -v: the sizes of the sets used, the words lost, the convention."""
+    """One experiment's particulars for -v: the sizes of the sets used, the words lost, the
+    convention."""
     parts = []
     if r.sizes:
         parts.append("sizes " + ", ".join(f"{k} {v}" for k, v in r.sizes.items()))
@@ -304,9 +310,9 @@ def detail(r: Result) -> str:
 
 
 class _progress:
-    """Two rich progress lines on a terminal: the whole batch (done of total, elapsed, time remaining)
-    and the current experiment (what runs, for how long). Off a terminal, one plain line per finished
-    experiment on stderr: `[k/N] test metric settings: value (time)`."""
+    """Two rich progress lines on a terminal: the whole batch (done of total, elapsed, time
+    remaining) and the current experiment (what runs, for how long). Off a terminal, one plain line
+    per finished experiment on stderr: `[k/N] test metric settings: value (time)`."""
 
     def __init__(self, console: Console, enabled: bool, plain: bool = False) -> None:
         self.console, self.enabled, self.plain = console, enabled, plain
@@ -373,7 +379,8 @@ class _progress:
         elif event.kind == "loading":
             self.bar.reset(self.current, total=None, description=cell(f"loading {event.model}"))
         elif event.kind == "result" and not self.started and event.experiment is not None:
-            # Ray says no "start" (models run side by side): the line names the latest result instead
+            # Ray says no "start" (models run side by side): the line names the latest result
+            # instead
             exp = event.experiment
             self.bar.reset(
                 self.current,
@@ -389,8 +396,9 @@ class _progress:
             )
 
     def _line(self, event: Any, verbose: bool = False) -> None:
-        """`[k/N] test metric on model: value (compute time; the model's load time, once per model)`,
-        and with -v a second line with what the table leaves out: sets used, lost words, convention."""
+        """`[k/N] test metric on model: value (compute time; the model's load time, once per
+        model)`, and with -v a second line with what the table leaves out: sets used, lost words,
+        convention."""
         from bias.core.reports.tables import value_text
         from bias.core.reports.values import result_p, short_models, variant_label
 
@@ -429,6 +437,7 @@ class _progress:
     def retried_lines(self) -> list[str]:
         """What the Ray executor sent again after losing a worker, one line per model and cause."""
         return [
-            f"retried {len(keys)} experiment(s) of {model} on Ray, after losing its worker: {'; '.join(reasons)}"
+            f"retried {len(keys)} experiment(s) of {model} on Ray, after losing its "
+            f"worker: {'; '.join(reasons)}"
             for model, (keys, reasons) in self.retried.items()
         ]

@@ -1,11 +1,11 @@
-"""The one way the command line prints text that came from a user or a file (paths, config fields, word
-sets, warnings, test names): as text, never read as rich markup, with control and invisible characters
-made visible and very long pieces cut.
+"""The one way the command line prints text that came from a user or a file (paths, config fields,
+word sets, warnings, test names): as text, never read as rich markup, with control and invisible
+characters made visible and very long pieces cut.
 
-A message is built from parts: a plain string is user text; a `(text, style)` pair is a label of ours
-("warning", "skipped") drawn in that style. Table cells and progress-bar descriptions, which rich reads
-as markup, go through `cell`. No other module of `bias.cli` puts user text on the terminal itself.
-"""
+A message is built from parts: a plain string is user text; a `(text, style)` pair is a label of
+ours ("warning", "skipped") drawn in that style. Table cells and progress-bar descriptions, which
+rich reads as markup, go through `cell`. No other module of `bias.cli` puts user text on the
+terminal itself."""
 
 from __future__ import annotations
 
@@ -23,8 +23,9 @@ Line = Text  # a message built by `line`, for modules that pass messages around
 
 
 def line(*parts: Part, whole: bool = False) -> Text:
-    """One message as a rich Text: user text literal, labels styled (a Text built by `line` is kept).
-    Long user text is cut, unless `whole` (a list of the files written, which the user needs entire)."""
+    """One message as a rich Text: user text literal, labels styled (a Text built by `line` is
+    kept). Long user text is cut, unless `whole` (a list of the files written, which the user needs
+    entire)."""
     shown_as = _visible_lines if whole else message
     return Text.assemble(
         *(part if isinstance(part, (tuple, Text)) else shown_as(part) for part in parts)
@@ -41,8 +42,8 @@ def _visible_lines(text: str) -> str:
 
 
 def whole(text: str) -> Text:
-    """A long text kept whole (a plugin's documentation, the notes under a table): literal, each line
-    made visible, not cut, wrapped to the console's width."""
+    """A long text kept whole (a plugin's documentation, the notes under a table): literal, each
+    line made visible, not cut, wrapped to the console's width."""
     return Text(_visible_lines(text), overflow="fold")
 
 
@@ -57,7 +58,8 @@ def warn(console: Console, *parts: Part, label: str = "warning", style: str = "y
 
 
 def cell(text: object) -> str:
-    """User text inside rich markup (a table cell, a progress-bar description): escaped, made visible, cut."""
+    """User text inside rich markup (a table cell, a progress-bar description): escaped, made
+    visible, cut."""
     return escape(shown(text))
 
 
@@ -67,8 +69,9 @@ def cell_lines(text: str) -> str:
 
 
 class Handler(RichHandler):
-    """The log handler of the command line: a warning logged by the engine or a plugin (which may quote
-    a word, a path or a line of a file) is printed like every other message, through `line`."""
+    """The log handler of the command line: a warning logged by the engine or a plugin (which may
+    quote a word, a path or a line of a file) is printed like every other message, through
+    `line`."""
 
     def render_message(self, record: object, message: str) -> Text:
         return line(message)

@@ -1,5 +1,5 @@
-"""`bias validate`: problems of word-set files and packages, the sentences a test renders (--render),
-and what a model would lose of each word-level test (--model)."""
+"""`bias validate`: problems of word-set files and packages, the sentences a test renders
+(--render), and what a model would lose of each word-level test (--model)."""
 
 from __future__ import annotations
 
@@ -27,15 +27,17 @@ def execute(
         from bias.engine.rendering import rendered_lines
 
         for name in render:
-            # plain print: one sentence a line, never wrapped or cut by the console, the same when piped
-            # (control and invisible characters made visible, as everywhere user text is printed)
+            # plain print: one sentence a line, never wrapped or cut by the console, the same when
+            # piped (control and invisible characters made visible, as everywhere user text is
+            # printed)
             print("\n".join(visible(text) for text in rendered_lines(name)), flush=True)
         if not paths:
             return 0
     if not paths:
         raise BiasError(
             "Nothing to validate: no path given.",
-            "Give word-set files or folders (with --model, the tests to check), or --render TEST (e.g. nl/religion); see `bias validate --help`.",
+            "Give word-set files or folders (with --model, the tests to check), or "
+            "--render TEST (e.g. nl/religion); see `bias validate --help`.",
         )
     if len(paths) == 1 and (paths[0].is_file() or (paths[0] / "pyproject.toml").exists()):
         found, checked = validate_path(paths[0], frequencies)

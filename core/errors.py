@@ -9,10 +9,10 @@ FAILURE = 1  # something went wrong while running
 class BiasError(Exception):
     """An error meant for a person: what is wrong, and what to do about it.
 
-    `hint` is the second line the CLI prints; `exit_code` is 2 for bad usage or input, 1 for failures.
-    `redo`: an experiment it ends is run again by --resume although the input was at fault, because the
-    input is outside the run's files (a key a service refused, fixed in the environment).
-    """
+    `hint` is the second line the CLI prints; `exit_code` is 2 for bad usage or input, 1 for
+    failures. `redo`: an experiment it ends is run again by --resume although the input was at
+    fault, because the input is outside the run's files (a key a service refused, fixed in the
+    environment)."""
 
     def __init__(
         self, message: str, hint: str | None = None, exit_code: int = USAGE, *, redo: bool = False
@@ -75,7 +75,8 @@ def _recognise_one(exc: BaseException) -> BiasError | None:
         )
     if isinstance(exc, OSError) and exc.errno == errno.ENAMETOOLONG:
         return BiasError(
-            f"A file name is too long for the file system ({len(str(exc.filename or ''))} characters).",
+            f"A file name is too long for the file system ({len(str(exc.filename or ''))} "
+            "characters).",
             "Check the path.",
         )
     if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
@@ -86,7 +87,8 @@ def _recognise_one(exc: BaseException) -> BiasError | None:
     if isinstance(exc, MemoryError) or name in ("OutOfMemoryError", "OutOfMemory"):
         return BiasError(
             "Not enough memory for this run.",
-            "Use a smaller --batch-size, fewer --permutations or --bootstrap resamples, or a smaller model.",
+            "Use a smaller --batch-size, fewer --permutations or --bootstrap resamples, or "
+            "a smaller model.",
         )
     if isinstance(exc, ValueError) and "null byte" in str(exc):
         return BiasError(
@@ -99,14 +101,16 @@ def _recognise_one(exc: BaseException) -> BiasError | None:
             "Save the file as UTF-8.",
         )
     if isinstance(exc, UnicodeEncodeError) and "surrogates not allowed" in str(exc):
-        # a lone surrogate: a file name in another encoding than UTF-8, or a \ud800-style escape in a file
+        # a lone surrogate: a file name in another encoding than UTF-8, or a \ud800-style escape in
+        # a file
         shown = (
             exc.object[max(0, exc.start - 30) : exc.end + 10]
             .encode("utf-8", "backslashreplace")
             .decode("ascii", "replace")
         )
         return BiasError(
-            f"Text that cannot be written as UTF-8, a file name in another encoding or a lone surrogate escape (...{shown}...).",
+            "Text that cannot be written as UTF-8, a file name in another encoding or a "
+            f"lone surrogate escape (...{shown}...).",
             "Rename the file, or fix the text in it.",
         )
     if isinstance(exc, (ConnectionError, TimeoutError)) or name in (
@@ -119,16 +123,19 @@ def _recognise_one(exc: BaseException) -> BiasError | None:
     ):
         return BiasError(
             f"No network connection ({name}).",
-            "Give a local model folder, or set HF_HUB_OFFLINE=1 to use only what is already downloaded.",
+            "Give a local model folder, or set HF_HUB_OFFLINE=1 to use only what is "
+            "already downloaded.",
         )
     return None
 
 
 class Interrupted(KeyboardInterrupt):
-    """A run ended by SIGTERM or SIGHUP, handled like Ctrl-C; exits with 128 + the signal's number."""
+    """A run ended by SIGTERM or SIGHUP, handled like Ctrl-C; exits with 128 + the signal's
+    number."""
 
-    # The signal of the latest Interrupted: a library that catches the interruption and raises a plain
-    # KeyboardInterrupt in its place (Ray, while it waits for results) loses the signal's number.
+    # The signal of the latest Interrupted: a library that catches the interruption and raises a
+    # plain KeyboardInterrupt in its place (Ray, while it waits for results) loses the signal's
+    # number.
     latest: int | None = None
 
     def __init__(self, signum: int) -> None:

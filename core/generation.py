@@ -79,7 +79,8 @@ class GenerationRequest:
         return next((m.content for m in self.messages if m.role == "system"), None)
 
     def with_system(self, system: str | None) -> GenerationRequest:
-        """The request with `system` as its first message, unless it has a system message already."""
+        """The request with `system` as its first message, unless it has a system message
+        already."""
         if not system or self.system is not None:
             return self
         return GenerationRequest((Message("system", system), *self.messages))

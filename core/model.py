@@ -1,8 +1,7 @@
 """The data model: test data, word vectors and results, as attrs value classes.
 
-Results round-trip through JSON (`Result.to_json` / `Result.from_json`) because a results file is the
-only input the report builders get.
-"""
+Results round-trip through JSON (`Result.to_json` / `Result.from_json`) because a results file is
+the only input the report builders get."""
 
 from __future__ import annotations
 
@@ -25,18 +24,20 @@ ANALOGIES = "analogies"
 FISE = "fise"
 LABELLED_TEXTS = "labelled-texts"  # texts with a class label: what the probe metric classifies
 SIMILARITY_PAIRS = "similarity-pairs"  # word pairs with human similarity scores
-BBQ = "bbq"  # multiple-choice bias questions (Parrish et al. 2022): what the bbq metric asks a causal LM
-STEREOSET = "stereoset"  # StereoSet intrasentence examples (Nadeem et al. 2021): what the stereoset metric scores
-DECISIONS = (
-    "decisions"  # yes/no decisions about applicants who differ only in the name (hiring audits)
-)
+# multiple-choice bias questions (Parrish et al. 2022): what the bbq metric asks a causal LM
+BBQ = "bbq"
+# StereoSet intrasentence examples (Nadeem et al. 2021): what the stereoset metric scores
+STEREOSET = "stereoset"
+# yes/no decisions about applicants who differ only in the name (hiring audits)
+DECISIONS = "decisions"
 DIRECTIONS = ("positive", "negative", "none")
-# The first-party kinds of word set; a third party adds one through the entry-point group `bias.kinds`.
-# The social dimension a word set measures: free text, these are the recommended names (validation
-# warns about any other, since reports group the tests of different packages by it). "origin" is ethnic or migration background (the European
-# framing), "race" the US one of the published WEAT tests; "non-social" marks the validation tests
-# (flowers/insects, instruments/weapons); "mixed" a pair set whose pairs carry their own types.
-# "gender-identity" (cisgender vs transgender and non-binary) is kept apart from "gender" (men vs women).
+# The first-party kinds of word set; a third party adds one through the entry-point group
+# `bias.kinds`. The social dimension a word set measures: free text, these are the recommended names
+# (validation warns about any other, since reports group the tests of different packages by it).
+# "origin" is ethnic or migration background (the European framing), "race" the US one of the
+# published WEAT tests; "non-social" marks the validation tests (flowers/insects,
+# instruments/weapons); "mixed" a pair set whose pairs carry their own types. "gender-identity"
+# (cisgender vs transgender and non-binary) is kept apart from "gender" (men vs women).
 BIAS_TYPES = (
     "gender",
     "race",
@@ -76,17 +77,18 @@ class WordSetMeta:
     expected_direction: str = "positive"
     notes: str = ""
     path: str = ""  # the file it was read from, for error messages
-    # Variants of one test: word sets that ask the same question with other stimuli (WEAT 6 with first
-    # names, and with group terms) share a `concept`; `descriptor` says how each describes the groups
-    # ("names", "terms"). The robustness report puts variants of a concept side by side.
+    # Variants of one test: word sets that ask the same question with other stimuli (WEAT 6 with
+    # first names, and with group terms) share a `concept`; `descriptor` says how each describes the
+    # groups ("names", "terms"). The robustness report puts variants of a concept side by side.
     concept: str = ""
     descriptor: str = ""
 
 
 @attrs.frozen
 class WordList:
-    """A labelled list of stimuli. `grammar` maps a word to its grammatical features (gender, plural,
-    class, ...), which templates use to build grammatical sentences (see `bias.core.data.grammar`)."""
+    """A labelled list of stimuli. `grammar` maps a word to its grammatical features (gender,
+    plural, class, ...), which templates use to build grammatical sentences (see
+    `bias.core.data.grammar`)."""
 
     label: str
     words: tuple[str, ...]
@@ -94,9 +96,9 @@ class WordList:
     # Every stimulus as the file lists it, repeats included, when it repeats any (else empty): the
     # `duplicates = "keep"` convention of tools that count a repeated word twice.
     listed: tuple[str, ...] = ()
-    # The features of each entry of `listed`, when a repeated stimulus is listed with features of its
-    # own (a word that is both singular and plural, German "Lehrer"); else empty: every copy has the
-    # word's features.
+    # The features of each entry of `listed`, when a repeated stimulus is listed with features of
+    # its own (a word that is both singular and plural, German "Lehrer"); else empty: every copy has
+    # the word's features.
     listed_features: tuple[dict[str, str], ...] = attrs.field(default=(), hash=False)
 
     def features(self, word: str) -> dict[str, str]:
@@ -109,8 +111,8 @@ class WordList:
         return [(w, self.features(w)) for w in self.listed or self.words]
 
     def with_entries(self, entries: Sequence[tuple[str, dict[str, str]]]) -> WordList:
-        """The list of these (word, features) entries, in their order: a word's features are those of
-        its first entry, and a repeat's own are kept where they differ (`entries`)."""
+        """The list of these (word, features) entries, in their order: a word's features are those
+        of its first entry, and a repeat's own are kept where they differ (`entries`)."""
         listed = tuple(w for w, _ in entries)
         words = tuple(dict.fromkeys(listed))
         grammar = dict(self.grammar)
@@ -141,8 +143,8 @@ class WordList:
         return attrs.evolve(self, words=self.listed) if self.listed else self
 
     def merged(self, key: Callable[[str], str]) -> WordList:
-        """The list with stimuli that share `key` counted as repeats of the first: what a run that looks
-        words up lowercased makes of `Paradiso` and `paradiso` (one word, listed twice)."""
+        """The list with stimuli that share `key` counted as repeats of the first: what a run that
+        looks words up lowercased makes of `Paradiso` and `paradiso` (one word, listed twice)."""
         kept: dict[str, str] = {}
         listed = []
         for word in self.listed or self.words:
@@ -161,9 +163,8 @@ class WordList:
 class AssociationTest:
     """Targets X, Y and attributes A, B (Caliskan et al. 2017).
 
-    A positive effect means X is closer to A and Y to B; `meta.expected_direction` records which sign
-    the published test expects.
-    """
+    A positive effect means X is closer to A and Y to B; `meta.expected_direction` records which
+    sign the published test expects."""
 
     meta: WordSetMeta
     X: WordList
@@ -184,7 +185,8 @@ class AssociationTest:
         return attrs.evolve(self, **{key: wl.with_duplicates() for key, wl in self.sets().items()})
 
     def merged(self, key: Callable[[str], str]) -> AssociationTest:
-        """The test with stimuli sharing `key` counted as repeats in every set (see `WordList.merged`)."""
+        """The test with stimuli sharing `key` counted as repeats in every set (see
+        `WordList.merged`)."""
         return attrs.evolve(self, **{k: wl.merged(key) for k, wl in self.sets().items()})
 
     def repeats(self) -> dict[str, dict[str, int]]:

@@ -83,7 +83,8 @@ def coerce_params(cls: type, options: dict[str, Any], plugin: str) -> dict[str, 
         key = key.replace("-", "_")
         if key not in known:
             names = ", ".join(sorted(known)) or "none"
-            # Parameter names are ASCII: a look-alike letter (Cyrillic а) or an invisible one is shown.
+            # Parameter names are ASCII: a look-alike letter (Cyrillic а) or an invisible one is
+            # shown.
             shown = "".join(
                 c if c.isascii() and c.isprintable() else f"<U+{ord(c):04X}>" for c in key
             )
@@ -103,8 +104,8 @@ def _known_params(cls: type) -> dict[str, ParamInfo]:
 
 
 def resolved_types(cls: type) -> dict[str, Any]:
-    """Field name -> the type object its annotation names (see `_resolved_types`, which caches it per
-    class: `typing.get_type_hints` costs about a millisecond)."""
+    """Field name -> the type object its annotation names (see `_resolved_types`, which caches it
+    per class: `typing.get_type_hints` costs about a millisecond)."""
     return dict(_resolved_types(cls))
 
 
@@ -113,9 +114,8 @@ def _resolved_types(cls: type) -> dict[str, Any]:
     """Field name -> the type object its annotation names, however it was written: `Optional[int]`,
     `int | None`, with or without `from __future__ import annotations` (which leaves strings).
 
-    A plugin whose annotations cannot be resolved (a name imported only under TYPE_CHECKING) keeps the
-    types it can: its fields with real type objects, the others taken as text.
-    """
+    A plugin whose annotations cannot be resolved (a name imported only under TYPE_CHECKING) keeps
+    the types it can: its fields with real type objects, the others taken as text."""
     if not attrs.has(cls):
         return {}
     try:
@@ -270,7 +270,8 @@ MEAN_LAST_4 = "mean-last-4"
 
 
 def layer_value(value: Any) -> int | str | None:
-    """The layer as the embedder takes it: None, an int (a CLI string "-2" becomes -2) or "mean-last-4"."""
+    """The layer as the embedder takes it: None, an int (a CLI string "-2" becomes -2) or
+    "mean-last-4"."""
     if value is None or isinstance(value, bool):
         return value
     if isinstance(value, str):
@@ -285,7 +286,8 @@ def layer_value(value: Any) -> int | str | None:
 
 
 def is_layer(value: Any) -> bool:
-    """Whether a converted layer value is one the embedders take (each metric words its own refusal)."""
+    """Whether a converted layer value is one the embedders take (each metric words its own
+    refusal)."""
     return (
         value is None
         or value == MEAN_LAST_4

@@ -3,9 +3,10 @@
 bfloat16, float16 and TF32 matrix units make a language model several times faster on a GPU, and
 move its log-probabilities by up to a few hundredths of a nat per token. A metric's verdicts (which
 sentence of a pair the model prefers, which answer it chooses) are comparisons of such scores; where
-two scores lie closer than the reduced precision's error, the comparison could come out the other way
-than in float32. `settle` finds those items and scores them again with the same model in float32
-(`Embedder.reduced_precision`), so every verdict is float32's; the result says how many were rescored.
+two scores lie closer than the reduced precision's error, the comparison could come out the other
+way than in float32. `settle` finds those items and scores them again with the same model in float32
+(`Embedder.reduced_precision`), so every verdict is float32's; the result says how many were
+rescored.
 
 The error bound is measured, not assumed: a calibration sample of items (spread evenly over the
 run, at least 8, about a tenth, at most 32) is scored both ways, and each score's deviation is put
@@ -41,8 +42,8 @@ def calibration_items(count: int) -> np.ndarray:
 
 
 def scales(tokens: np.ndarray, summed: bool) -> np.ndarray:
-    """The size of each score's rounding error, up to a common factor: sqrt(n) for a sum over n token
-    log-probabilities, 1 / sqrt(n) for their mean."""
+    """The size of each score's rounding error, up to a common factor: sqrt(n) for a sum over n
+    token log-probabilities, 1 / sqrt(n) for their mean."""
     n = np.maximum(np.asarray(tokens, dtype=np.float64), 1.0)
     return np.sqrt(n) if summed else 1.0 / np.sqrt(n)
 
@@ -107,8 +108,10 @@ def settle(
         "rescored_close": int(len(rescored) - len(calibration)),
         "calibration_items": int(len(calibration)),
         "verdict_bound": (
-            f"{SAFETY:g} x the largest deviation per unit of error scale (sqrt(tokens) for sums, 1/sqrt(tokens) "
-            "for means) of the items scored both ways; items whose preferred choice lies within it of another "
+            f"{SAFETY:g} x the largest deviation per unit of error scale (sqrt(tokens) for "
+            "sums, 1/sqrt(tokens) "
+            "for means) of the items scored both ways; items whose preferred choice lies "
+            "within it of another "
             "are rescored in float32, so every verdict is float32's"
         ),
         "deviation_per_scale": scale,

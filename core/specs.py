@@ -1,15 +1,15 @@
 """Model specs: `NAME:LOCATION[OPTION=VALUE,...]`, e.g. `word2vec:vectors.bin`, `hf:./my-bert`,
 `hf:pkg:module/model`, `openai:text-embedding-3-small[base_url=http://localhost:8000/v1]`.
 
-A spec is parsed here, once, into a `ModelSpec` (embedder, location, options) that the engine and the
-registry pass down; nothing else splits the text. Options in brackets are the same as `--model-option`
-(the form tables and labels print a configured model in). The debiasing settings a model may carry
-(`debias`, `debias_lists`, ...) are not the embedder's options: `split_debias` makes them a value of
-their own, `DebiasSettings`.
+A spec is parsed here, once, into a `ModelSpec` (embedder, location, options) that the engine and
+the registry pass down; nothing else splits the text. Options in brackets are the same as
+`--model-option` (the form tables and labels print a configured model in). The debiasing settings a
+model may carry (`debias`, `debias_lists`, ...) are not the embedder's options: `split_debias` makes
+them a value of their own, `DebiasSettings`.
 
-A location of the form `pkg:MODULE/sub/path` names a folder or file inside an installed Python package,
-found without importing it: that is how the quickstart finds the MiniLM encoder shipped on PyPI.
-"""
+A location of the form `pkg:MODULE/sub/path` names a folder or file inside an installed Python
+package, found without importing it: that is how the quickstart finds the MiniLM encoder shipped on
+PyPI."""
 
 from __future__ import annotations
 
@@ -44,15 +44,15 @@ class ModelSpec:
 _KEY = r"[^\s=\[\],:/]+"
 _OPTION = re.compile(rf"^\s*({_KEY})\s*=(.*)$", re.DOTALL)
 _OPENS_OPTIONS = re.compile(rf"\[\s*{_KEY}\s*=")
-# What makes a bracket look like options though none parses: an equals sign (also a fullwidth one), a
-# word followed by a colon and a space, or an address (`[http://...]`, base_url= forgotten). Such a
-# bracket is refused, never left in the location for the requests to go to a default host.
+# What makes a bracket look like options though none parses: an equals sign (also a fullwidth one),
+# a word followed by a colon and a space, or an address (`[http://...]`, base_url= forgotten). Such
+# a bracket is refused, never left in the location for the requests to go to a default host.
 _LOOKS_LIKE_OPTIONS = re.compile(r"[=\uff1d]|\w:\s|\w://")
 
 
 def _closes_at_end(text: str, start: int) -> bool:
-    """Whether the bracket opened at `start` is closed by the text's last character (brackets inside,
-    such as an IPv6 host's, balanced)."""
+    """Whether the bracket opened at `start` is closed by the text's last character (brackets
+    inside, such as an IPv6 host's, balanced)."""
     depth = 0
     for i in range(start, len(text)):
         depth += {"[": 1, "]": -1}.get(text[i], 0)
@@ -77,9 +77,10 @@ def _items(inside: str) -> list[str]:
 
 def split_options(spec: str) -> tuple[str, dict[str, str]]:
     """`NAME:LOCATION[k=v,...]` -> (`NAME:LOCATION`, {k: v}). The options are the bracket that opens
-    with `key=` and closes at the end, whatever brackets the values hold (`base_url=http://[::1]:8000/v1`).
-    Brackets whose content is not options (a folder named `model[1]`) stay part of the location; a mix
-    of both, or option brackets that do not close at the end, is refused: an option is never dropped."""
+    with `key=` and closes at the end, whatever brackets the values hold
+    (`base_url=http://[::1]:8000/v1`). Brackets whose content is not options (a folder named
+    `model[1]`) stay part of the location; a mix of both, or option brackets that do not close at
+    the end, is refused: an option is never dropped."""
     text = spec.strip()
     opening = [m.start() for m in _OPENS_OPTIONS.finditer(text)]
     if opening and not _closes_at_end(text, opening[0]):
@@ -130,7 +131,8 @@ def parse_spec(spec: str) -> ModelSpec:
     if not sep or not name.strip() or not location.strip():
         raise BiasError(
             f"Model spec '{spec}' is not of the form NAME:LOCATION.",
-            "For example word2vec:vectors.bin, fasttext:cc.nl.300.bin or hf:path/to/model (see `bias list embedders`).",
+            "For example word2vec:vectors.bin, fasttext:cc.nl.300.bin or hf:path/to/model "
+            "(see `bias list embedders`).",
         )
     return ModelSpec(name.strip().lower(), location.strip(), options)
 
@@ -147,8 +149,8 @@ DEBIAS_OPTIONS = {
 @attrs.frozen
 class DebiasSettings:
     """Debiasing a model on load (`--debias`, or `debias = ...` in a models table): which debiaser,
-    fitted on which corpus, with which lists (or the lists of which language). Written among a model's
-    options, but not the embedder's: kept apart so no layer peels them off again."""
+    fitted on which corpus, with which lists (or the lists of which language). Written among a
+    model's options, but not the embedder's: kept apart so no layer peels them off again."""
 
     method: str
     corpus: Any = None
@@ -183,7 +185,8 @@ def split_debias(options: Mapping[str, Any]) -> tuple[dict[str, Any], DebiasSett
 
 
 def resolve_location(location: str) -> Path:
-    """The filesystem path a location names (`pkg:` locations resolved inside installed packages)."""
+    """The filesystem path a location names (`pkg:` locations resolved inside installed
+    packages)."""
     if not location.startswith("pkg:"):
         return Path(location).expanduser()
     module, _, sub = location[4:].partition("/")

@@ -34,7 +34,8 @@ def visible(text: object) -> str:
 
 
 def shown(text: object, limit: int = MAX_TEXT) -> str:
-    """One piece of user text, visible and at most `limit` characters (plus a note of its length)."""
+    """One piece of user text, visible and at most `limit` characters (plus a note of its
+    length)."""
     value = str(text)
     if len(value) > limit:
         return visible(value[:limit]) + f"... ({len(value):,} characters)"

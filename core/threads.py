@@ -28,8 +28,8 @@ def available_cores() -> int:
 
 
 def use_threads(count: int) -> None:
-    """`count` threads for BLAS (numpy, scipy) and torch from now on: libraries loaded already are set
-    through threadpoolctl and torch's own call, libraries loaded later read the environment."""
+    """`count` threads for BLAS (numpy, scipy) and torch from now on: libraries loaded already are
+    set through threadpoolctl and torch's own call, libraries loaded later read the environment."""
     global _chosen
     _chosen = int(count)
     for name in _ENV:
@@ -41,14 +41,16 @@ def use_threads(count: int) -> None:
 
 
 def apply_to_torch() -> None:
-    """Give torch the chosen count if it was imported after `use_threads` (a model's load imports it)."""
+    """Give torch the chosen count if it was imported after `use_threads` (a model's load imports
+    it)."""
     torch = sys.modules.get("torch")
     if _chosen is not None and torch is not None and torch.get_num_threads() != _chosen:
         torch.set_num_threads(_chosen)
 
 
 def in_use() -> int | None:
-    """The count chosen with `use_threads`, else torch's own when it is loaded, else None (unknown)."""
+    """The count chosen with `use_threads`, else torch's own when it is loaded, else None
+    (unknown)."""
     if _chosen is not None:
         return _chosen
     torch = sys.modules.get("torch")

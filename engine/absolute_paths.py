@@ -19,9 +19,10 @@ import attrs
 
 from bias.core.specs import DebiasSettings, ModelSpec
 
-# Options of a model, of its debiasing and of a metric whose value is a file or folder read where the
-# model runs (the template sets of SEAT and CEAT are read while planning, and need nothing here). A
-# model's cache folder is always a folder, and may not exist yet: it is made absolute as written.
+# Options of a model, of its debiasing and of a metric whose value is a file or folder read where
+# the model runs (the template sets of SEAT and CEAT are read while planning, and need nothing
+# here). A model's cache folder is always a folder, and may not exist yet: it is made absolute as
+# written.
 MODEL_PATH_OPTIONS = ("cache_dir",)
 DEBIAS_PATH_FIELDS = ("corpus", "lists")
 METRIC_PATH_PARAMS = ("corpus",)

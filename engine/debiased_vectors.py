@@ -37,7 +37,8 @@ def writable(method: str) -> type[Debiaser]:
     cls = eps.load("debiasers", method)
     if STATIC_VECTORS not in cls.produces:
         raise BiasError(
-            f"{method} debiases a model on the fly (its encodings change as they are made); there are no vectors to write.",
+            f"{method} debiases a model on the fly (its encodings change as they are "
+            "made); there are no vectors to write.",
             f"Use it on the fly: bias run --model SPEC --debias {method}.",
         )
     return cls
@@ -56,10 +57,10 @@ def write_debiased(
     model_options: dict[str, str],
     params: dict[str, Any] | None = None,
 ) -> DebiasedVectors:
-    """Fit `method` on the lists (of `language`, or named by `lists`), write the vectors into `out` and
-    the record beside them; refuses a method that makes no static vectors before any work. `limit`
-    and `components` (the options of `bias debias`) and `params` (--param) set the debiaser's declared
-    parameters of those names."""
+    """Fit `method` on the lists (of `language`, or named by `lists`), write the vectors into `out`
+    and the record beside them; refuses a method that makes no static vectors before any work.
+    `limit` and `components` (the options of `bias debias`) and `params` (--param) set the
+    debiaser's declared parameters of those names."""
     from bias.engine.runner import versions
     from bias.registry.resolve import (
         build_debiaser,
@@ -71,7 +72,8 @@ def write_debiased(
     cls = writable(method)
     if (language is None) == (lists is None):
         raise BiasError(
-            "Give the debiasing lists with either --language (e.g. en) or --lists (a name or a file)."
+            "Give the debiasing lists with either --language (e.g. en) or --lists (a name "
+            "or a file)."
         )
     if fmt not in ("word2vec", "text"):
         raise BiasError(f"--format must be word2vec or text, not '{fmt}'.")

@@ -1,10 +1,9 @@
 """Experiments and their keys: the cross product a run expands into (`bias.engine.run_spec`).
 
-An experiment is (model spec + options, word set, metric + parameters, seed). Its key is a hash of the
-canonical JSON of all of these with the metric's defaults filled in, so the same experiment always
-gets the same key, whichever way it was written. Execution-only model options (batch size, device,
-cache location) are left out of the key: they do not change the result.
-"""
+An experiment is (model spec + options, word set, metric + parameters, seed). Its key is a hash of
+the canonical JSON of all of these with the metric's defaults filled in, so the same experiment
+always gets the same key, whichever way it was written. Execution-only model options (batch size,
+device, cache location) are left out of the key: they do not change the result."""
 
 from __future__ import annotations
 
@@ -27,9 +26,10 @@ DEFAULT_SEED = 0
 class ModelConfig:
     """A model of a run as configured. However it was written (options in the spec's brackets, in a
     models table, on the command line), it is sorted here, once, into the spec without brackets, the
-    embedder's own options and the debiasing settings. `parsed` (the spec parsed) and `parsed_debias`
-    are what is passed down to build the embedder, their paths made absolute on this machine
-    (`bias.engine.absolute_paths`) so that a worker running in another folder reads the same files."""
+    embedder's own options and the debiasing settings. `parsed` (the spec parsed) and
+    `parsed_debias` are what is passed down to build the embedder, their paths made absolute on this
+    machine (`bias.engine.absolute_paths`) so that a worker running in another folder reads the same
+    files."""
 
     spec: str
     options: dict[str, Any] = attrs.Factory(dict)
@@ -49,7 +49,8 @@ class ModelConfig:
         for key in sorted(set(in_brackets) & set(self.options)):
             if str(in_brackets[key]) != str(self.options[key]):
                 raise BiasError(
-                    f"{key} is given twice with different values: {in_brackets[key]!r} in the spec {self.spec} and {self.options[key]!r} in its options.",
+                    f"{key} is given twice with different values: {in_brackets[key]!r} in "
+                    f"the spec {self.spec} and {self.options[key]!r} in its options.",
                     "Give it once.",
                 )
         own, debias = split_debias({**in_brackets, **self.options})
@@ -78,11 +79,12 @@ class ModelConfig:
         return f"{self.spec}[{opts}]"
 
 
-# Options that change how a result is computed but not its value: where the model runs, how many texts
-# go into one forward pass, where encodings are cached. They stay out of the experiment key, so a run
-# resumed with a smaller --batch-size, or moved from CPU to GPU, keeps what was done. (dtype is kept:
-# half precision changes the numbers.) For embedding services: how many requests are in flight, how
-# often and how long they are retried, the price used for the estimate and the key's variable.
+# Options that change how a result is computed but not its value: where the model runs, how many
+# texts go into one forward pass, where encodings are cached. They stay out of the experiment key,
+# so a run resumed with a smaller --batch-size, or moved from CPU to GPU, keeps what was done.
+# (dtype is kept: half precision changes the numbers.) For embedding services: how many requests are
+# in flight, how often and how long they are retried, the price used for the estimate and the key's
+# variable.
 EXECUTION_OPTIONS = frozenset(
     {
         "batch_size",
@@ -108,8 +110,8 @@ class Experiment:
     seed: int | None = DEFAULT_SEED
     # the run's preset (engine/presets.py), recorded in the result's convention
     preset: str | None = None
-    # --limit: only the first N items of each list of the test (a smoke run); part of the key when set,
-    # so a limited run is never taken for a finished full one on --resume.
+    # --limit: only the first N items of each list of the test (a smoke run); part of the key when
+    # set, so a limited run is never taken for a finished full one on --resume.
     limit: int | None = None
 
     def canonical(self) -> dict[str, Any]:
@@ -175,8 +177,10 @@ def refuse_conflicts(
         same = a == one or str(a).lower() == str(one).lower()
         if not same:
             raise BiasError(
-                f"{key} is given twice with different values: {a!r} in {where_first} and {b!r} in {where_second}.",
-                "Give it once (in an experiment file, [grid] tries every value listed and [params] sets one).",
+                f"{key} is given twice with different values: {a!r} in {where_first} and "
+                f"{b!r} in {where_second}.",
+                "Give it once (in an experiment file, [grid] tries every value listed and "
+                "[params] sets one).",
             )
 
 

@@ -95,9 +95,9 @@ _PORTS = {"http": 80, "https": 443}
 
 
 def same_url(given: str, written: str) -> bool:
-    """Two URLs that reach the same place with the same credentials: compared parsed (scheme and host
-    case, a default port, a final slash aside); text a parser could read two ways (spaces, control
-    characters, backslashes) only as the same text."""
+    """Two URLs that reach the same place with the same credentials: compared parsed (scheme and
+    host case, a default port, a final slash aside); text a parser could read two ways (spaces,
+    control characters, backslashes) only as the same text."""
     from urllib.parse import urlsplit
 
     if any(c.isspace() or ord(c) < 32 or c == "\\" for c in given + written):
@@ -171,7 +171,8 @@ def refuse_routes(needs: Sequence[Need]) -> BiasError:
     more = f" (and {len(needs) - 1} more, each named by an --allow below)" if len(needs) > 1 else ""
     flags = " ".join(dict.fromkeys(allow_hint(n.name, n.value) for n in needs))
     return BiasError(
-        f"{first.origin}: {first.where} sets {first.name} = {first.value!r}{_host_of(first.value)}, "
+        f"{first.origin}: {first.where} sets {first.name} = "
+        f"{first.value!r}{_host_of(first.value)}, "
         f"which {first.what}; "
         f"a file alone does not decide that{more}.",
         f"If you trust {'it' if len(needs) == 1 else 'them'}, confirm on the command line with "
@@ -351,7 +352,8 @@ def check_file_experiments(
     """Every model, word-set file and metric of experiments read from a file (`ModelConfig.origin`),
     before any is built: a code option is refused at once; the routes and files left unconfirmed are
     refused together, the refusal naming every --allow that would confirm them. `data_folders`:
-    folders the command line chose that word sets may be read from (a framework config's datasets)."""
+    folders the command line chose that word sets may be read from (a framework config's
+    datasets)."""
     seen: set[tuple[str, str]] = set()
     needs: list[Need] = []
     for e in experiments:

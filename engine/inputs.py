@@ -32,9 +32,10 @@ SAME = "same"  # `how` of an original that was not found: the measured model its
 
 @attrs.frozen
 class ModelInput:
-    """A model a metric asked for, as far as it can be resolved before the run: a spec to build (named
-    by the metric, or the `source_model` of a debias.json), and/or "the original of the model
-    measured" (`original`), settled once the measured model is built (the source of a debiased one)."""
+    """A model a metric asked for, as far as it can be resolved before the run: a spec to build
+    (named by the metric, or the `source_model` of a debias.json), and/or "the original of the model
+    measured" (`original`), settled once the measured model is built (the source of a debiased
+    one)."""
 
     spec: str | None
     how: str
@@ -92,8 +93,8 @@ def recorded_source(record: Path, hint: str) -> tuple[str, str]:
 
 def model_input(request: InputRequest, measured: ModelConfig) -> ModelInput:
     """Where a model request points, before any model is built. With no name: the source of a model
-    debiased in this run (known once it is built), else the debias.json beside the model's file, else
-    the model itself."""
+    debiased in this run (known once it is built), else the debias.json beside the model's file,
+    else the model itself."""
     if request.name:  # its location absolute: the model is loaded where the metric runs
         return ModelInput(absolute_spec_text(request.name), request.name, origin=measured.origin)
     if measured.debias is not None:
@@ -124,7 +125,8 @@ def wordset_input(
     kind = getattr(getattr(found, "meta", None), "kind", None)
     if request.data_kind and kind != request.data_kind:
         raise BiasError(
-            f"Metric '{metric}' needs a word set of kind {request.data_kind}, and '{name}' is of kind {kind or 'unknown'}.",
+            f"Metric '{metric}' needs a word set of kind {request.data_kind}, and '{name}' "
+            f"is of kind {kind or 'unknown'}.",
             request.hint or None,
         )
     return found
@@ -166,7 +168,8 @@ def resolve_requests(
         else:
             raise BiasError(
                 f"Metric '{metric}' asks for an input of unknown kind {request.kind!r}.",
-                f"Inputs are of kind {WORDSET_INPUT} or {MODEL_INPUT}; this is a problem of the metric's plugin.",
+                f"Inputs are of kind {WORDSET_INPUT} or {MODEL_INPUT}; this is a problem "
+                "of the metric's plugin.",
             )
     return out
 

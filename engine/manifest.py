@@ -1,4 +1,5 @@
-"""The run manifest (`manifest.json`): what a run was, so that its numbers can be trusted and redone.
+"""The run manifest (`manifest.json`): what a run was, so that its numbers can be trusted and
+redone.
 
 It records the command line, the experiment file's text, the seeds, the configuration fingerprint
 (checked by `--resume`), library and plugin versions, the fingerprint of every model, the machine,
@@ -156,7 +157,8 @@ class Manifest:
                 "grid": settings.get("grid", {}),
                 "family": family,
                 "seeds": seeds,
-                # --limit N: a smoke run on the first N items of each list of each test (None: all items)
+                # --limit N: a smoke run on the first N items of each list of each test (None: all
+                # items)
                 "limit": next(
                     (p.experiment.limit for p in plan.runnable if p.experiment.limit is not None),
                     None,
@@ -169,8 +171,8 @@ class Manifest:
             }
         )
         data["family"] = family
-        # The run lock lets one session at a time into a folder: an earlier session still marked running
-        # was killed (SIGKILL, a crash, a lost machine) before it could close itself.
+        # The run lock lets one session at a time into a folder: an earlier session still marked
+        # running was killed (SIGKILL, a crash, a lost machine) before it could close itself.
         for earlier in data.get("sessions", []):
             if earlier.get("status") == "running":
                 earlier["status"] = KILLED
@@ -210,13 +212,14 @@ class Manifest:
         self.save()
 
     def executor(self, name: str, **details: Any) -> None:
-        """Record how this session runs: `local`, or `ray` with the cluster's address and resources."""
+        """Record how this session runs: `local`, or `ray` with the cluster's address and
+        resources."""
         self.data["sessions"][-1]["executor"] = {"name": name, **details}
         self.save()
 
     def finish(self, status: str, **counts: int) -> None:
-        """Close the session: `status` is finished, interrupted, stopped (fail-fast) or failed (a session
-        that never closed is marked killed when the next one starts)."""
+        """Close the session: `status` is finished, interrupted, stopped (fail-fast) or failed (a
+        session that never closed is marked killed when the next one starts)."""
         session = self.data["sessions"][-1]
         session.update(ended=now(), status=status, **counts)
         self.save()
@@ -231,6 +234,7 @@ class Manifest:
 
 
 def command_line(argv: Sequence[str] | None = None) -> list[str]:
-    """The command as typed, with the program reduced to `bias` (no interpreter or install paths)."""
+    """The command as typed, with the program reduced to `bias` (no interpreter or install
+    paths)."""
     argv = list(sys.argv if argv is None else argv)
     return ["bias", *argv[1:]]

@@ -1,5 +1,5 @@
-"""`bias validate --model SPEC`: per word-level test, how many stimuli that model would lose, and which
-tests it would refuse, before anything is run.
+"""`bias validate --model SPEC`: per word-level test, how many stimuli that model would lose, and
+which tests it would refuse, before anything is run.
 
 A static model (fastText, word2vec, GloVe: a fixed vocabulary) has no vector for a word it never saw
 (fastText builds one from sub-words) and none for a phrase at all; a set that loses more than the
@@ -21,9 +21,9 @@ LOSS = "model-loss"  # Problem.code of these findings
 
 
 def word_level_tests(paths: list[Path]) -> list[tuple[Path, Any]]:
-    """The word-level association tests among files and folders (house TOML, and the files an importer
-    reads, such as the BIAS Detection Framework's WEAT .txt), each with its file; files with errors are
-    left to the format checks."""
+    """The word-level association tests among files and folders (house TOML, and the files an
+    importer reads, such as the BIAS Detection Framework's WEAT .txt), each with its file; files
+    with errors are left to the format checks."""
     from bias.core.errors import BiasError
     from bias.core.data.wordsets import build_record
     from bias.engine.validate import data_files
@@ -60,8 +60,8 @@ def word_level_tests(paths: list[Path]) -> list[tuple[Path, Any]]:
 def model_losses(
     spec: str, paths: list[Path], threshold: float = LOST_THRESHOLD, case: str = "exact"
 ) -> list[Problem]:
-    """A note per word-level test with the stimuli `spec` loses (per set), a warning for each test it
-    would refuse (a set losing more than `threshold`)."""
+    """A note per word-level test with the stimuli `spec` loses (per set), a warning for each test
+    it would refuse (a set losing more than `threshold`)."""
     from bias.registry.resolve import build_embedder
 
     embedder = build_embedder(spec)
@@ -71,7 +71,8 @@ def model_losses(
             Problem(
                 spec,
                 "",
-                f"{spec} has no fixed vocabulary: it encodes every stimulus, so none of the {len(tests)} word-level tests loses words",
+                f"{spec} has no fixed vocabulary: it encodes every stimulus, so none of "
+                f"the {len(tests)} word-level tests loses words",
                 "note",
                 LOSS,
             )

@@ -26,9 +26,9 @@ from bias.registry.resolve import embedder_class
 
 @attrs.define
 class PlannedExperiment:
-    """An experiment ready to run: its metric built, its data loaded and checked against its embedder
-    type, and the secondary inputs its metric asked for (word sets loaded; models located, see
-    `bias.engine.inputs`)."""
+    """An experiment ready to run: its metric built, its data loaded and checked against its
+    embedder type, and the secondary inputs its metric asked for (word sets loaded; models located,
+    see `bias.engine.inputs`)."""
 
     experiment: Experiment
     metric: Metric
@@ -53,7 +53,8 @@ def route_params(experiments: Sequence[Experiment]) -> list[Experiment]:
         tips = " ".join(s for s in (suggestions(u, sorted(known)) for u in unknown) if s)
         if {"layer", "pooling"} & set(unknown):
             tips += (
-                " The layer and pooling of word vectors (WEAT and other word-level metrics) are the model's:"
+                " The layer and pooling of word vectors (WEAT and other word-level "
+                "metrics) are the model's:"
                 " --model-option layer=N, --model-option word_pooling=first."
             )
         raise BiasError(
@@ -123,10 +124,10 @@ class Plan:
 def plan(
     experiments: Sequence[Experiment], input_guard: Callable[[Any], None] | None = None
 ) -> Plan:
-    """Build every metric and load every word set up front, so bad input fails before any model loads;
-    set aside the combinations that cannot run, with their reason; then resolve the secondary inputs
-    every runnable experiment's metric asks for (see `bias.engine.inputs`). Raises if nothing is left
-    or an input is missing. `input_guard` sees each model input before it is built (see
+    """Build every metric and load every word set up front, so bad input fails before any model
+    loads; set aside the combinations that cannot run, with their reason; then resolve the secondary
+    inputs every runnable experiment's metric asks for (see `bias.engine.inputs`). Raises if nothing
+    is left or an input is missing. `input_guard` sees each model input before it is built (see
     bias.engine.guards: a spec a file wrote is held to what a file may decide)."""
     if not experiments:
         raise BiasError(
@@ -157,8 +158,8 @@ def plan(
                 exc.hint or f"See `bias info {exp.metric}` for its parameters and their values.",
             ) from None
         except BiasError as exc:
-            # A combination of options that does not fit (cls pooling at word level): set aside with its
-            # reason; if no combination fits, the error below names it.
+            # A combination of options that does not fit (cls pooling at word level): set aside with
+            # its reason; if no combination fits, the error below names it.
             skipped.append(
                 Skipped(
                     exp.model.label(),
@@ -188,8 +189,8 @@ def plan(
         embedder_type = embedder_types[embedder_name]
         try:
             check_compatible(metric, embedder_type, data.meta.kind)
-            # A metric may know that one of its settings cannot work with a kind of model (cls pooling
-            # of static vectors): `unfit(embedder_type)` gives the reason.
+            # A metric may know that one of its settings cannot work with a kind of model (cls
+            # pooling of static vectors): `unfit(embedder_type)` gives the reason.
             reason = metric.unfit(embedder_type)
             if reason:
                 raise BiasError(reason)
@@ -210,7 +211,8 @@ def plan(
         raise BiasError(
             f"Nothing to run: every combination was skipped ({len(skipped)}). "
             + " ".join(reasons[:3]),
-            "Choose metrics that fit the models and word sets (see `bias list metrics` and `bias list wordsets`).",
+            "Choose metrics that fit the models and word sets (see `bias list metrics` and "
+            "`bias list wordsets`).",
         )
     models = InputModels()
     runnable = [
@@ -232,8 +234,8 @@ def plan(
 
 def _debias_languages(runnable: list[PlannedExperiment]) -> list[PlannedExperiment]:
     """A model debiased on load (`debias` without `debias_lists`) takes the debiasing lists of the
-    language of the word sets it is measured on, so a Dutch model is not debiased with English lists.
-    A model measured on word sets of several languages needs lists named by the user."""
+    language of the word sets it is measured on, so a Dutch model is not debiased with English
+    lists. A model measured on word sets of several languages needs lists named by the user."""
     languages: dict[str, set[str]] = {}
     for p in runnable:
         debias = p.experiment.model.debias
@@ -254,7 +256,8 @@ def _debias_languages(runnable: list[PlannedExperiment]) -> list[PlannedExperime
                     else "no stated language"
                 )
                 + ", and each language has its own lists.",
-                "Name the lists with --debias-lists (e.g. en/debias-gender, or a file), or run one language at a time.",
+                "Name the lists with --debias-lists (e.g. en/debias-gender, or a file), or "
+                "run one language at a time.",
             )
     out = []
     for p in runnable:

@@ -2,20 +2,21 @@
 reproduced on the same inputs.
 
 A preset is a set of metric parameters; each goes to the metrics that declare it (a preset's `ddof`
-reaches WEAT, SEAT and LPBS, its `causal_start` CrowS-Pairs and StereoSet), and a parameter the experiment file
-gives itself wins. Every result of a run with a preset records the preset's name and the parameters it
-set (`convention.run_preset`, `convention.run_preset_params`), and the run's manifest carries its note.
-docs/methods.md has the table of conventions: our default, each peer's choice, the preset that gives it.
-"""
+reaches WEAT, SEAT and LPBS, its `causal_start` CrowS-Pairs and StereoSet), and a parameter the
+experiment file gives itself wins. Every result of a run with a preset records the preset's name and
+the parameters it set (`convention.run_preset`, `convention.run_preset_params`), and the run's
+manifest carries its note. docs/methods.md has the table of conventions: our default, each peer's
+choice, the preset that gives it."""
 
 from __future__ import annotations
 
 from typing import Any
 
 PRESET_PARAMS: dict[str, dict[str, Any]] = {
-    # The BIAS Detection Framework: numpy's population std, repeated stimuli kept (case-sensitive, as
-    # loaded), SEAT sentences on static models as the raw mean of their tokens' vectors, CrowS-Pairs
-    # sentences lowercased; LPBS over the i-th singular target pairs, a word's sub-tokens at one mask.
+    # The BIAS Detection Framework: numpy's population std, repeated stimuli kept (case-sensitive,
+    # as loaded), SEAT sentences on static models as the raw mean of their tokens' vectors,
+    # CrowS-Pairs sentences lowercased; LPBS over the i-th singular target pairs, a word's
+    # sub-tokens at one mask.
     "bias-framework": {
         "ddof": 0,
         "duplicates": "keep",
@@ -25,9 +26,9 @@ PRESET_PARAMS: dict[str, dict[str, Any]] = {
         "target_number": "singular",
         "multi_token": "one-mask",
     },
-    # bias-bench's causal-LM scores: the first token after BOS alone, the rest from a pass without BOS,
-    # the per-token mean (CrowS-Pairs; StereoSet's geometric mean takes the start alone); its masked-LM
-    # CrowS-Pairs scores: the modified tokens' mean, rounded.
+    # bias-bench's causal-LM scores: the first token after BOS alone, the rest from a pass without
+    # BOS, the per-token mean (CrowS-Pairs; StereoSet's geometric mean takes the start alone); its
+    # masked-LM CrowS-Pairs scores: the modified tokens' mean, rounded.
     "bias-bench": {
         "causal_start": "bos-first-token",
         "likelihood": "mean",
@@ -49,28 +50,43 @@ PRESET_PARAMS: dict[str, dict[str, Any]] = {
 PRESETS = tuple(PRESET_PARAMS)
 PRESET_NOTES = {
     "bias-framework": (
-        "Preset bias-framework: effect sizes use the population std (ddof 0) and keep repeated stimuli (case-sensitive), "
-        "SEAT sentences on static models are the raw mean of their tokens' vectors, CrowS-Pairs sentences are "
-        "lowercased, and LPBS sets the i-th singular target of X against the i-th of Y with a word's sub-tokens read "
-        "at one mask (singular templates only), as the BIAS Detection Framework computes them; p-values are this tool's exact or seeded permutation tests. "
-        "The framework's own p-values would differ: they are sampled only (100 permutations by default), "
-        "unseeded, count from 1 (p = (k+1)/m) and so can exceed 1, and test effect sizes with a strict >."
+        "Preset bias-framework: effect sizes use the population std (ddof 0) and keep "
+        "repeated stimuli (case-sensitive), "
+        "SEAT sentences on static models are the raw mean of their tokens' vectors, "
+        "CrowS-Pairs sentences are "
+        "lowercased, and LPBS sets the i-th singular target of X against the i-th of Y "
+        "with a word's sub-tokens read "
+        "at one mask (singular templates only), as the BIAS Detection Framework computes "
+        "them; p-values are this tool's exact or seeded permutation tests. "
+        "The framework's own p-values would differ: they are sampled only (100 "
+        "permutations by default), "
+        "unseeded, count from 1 (p = (k+1)/m) and so can exceed 1, and test effect sizes "
+        "with a strict >."
     ),
     "bias-bench": (
-        "Preset bias-bench: causal-LM sentence scores condition only the first token on BOS and take the others from "
-        "a pass without BOS, averaged per token, as bias-bench computes CrowS-Pairs and StereoSet on causal models; on masked LMs "
-        "CrowS-Pairs scores the tokens that differ between the sentences (each masked in turn, their mean "
-        "log-probability, rounded to 3 decimals), as bias-bench does, instead of Nangia et al.'s shared tokens."
+        "Preset bias-bench: causal-LM sentence scores condition only the first token on "
+        "BOS and take the others from "
+        "a pass without BOS, averaged per token, as bias-bench computes CrowS-Pairs and "
+        "StereoSet on causal models; on masked LMs "
+        "CrowS-Pairs scores the tokens that differ between the sentences (each masked in "
+        "turn, their mean "
+        "log-probability, rounded to 3 decimals), as bias-bench does, instead of Nangia et "
+        "al.'s shared tokens."
     ),
     "sent-bias": (
-        "Preset sent-bias: sample std (ddof 1), one-sided p counting ties, exact up to 100,000 partitions, else "
-        "99,999 seeded permutations plus the observed one (p = (k+1)/100,000), as sent-bias computes SEAT; its "
+        "Preset sent-bias: sample std (ddof 1), one-sided p counting ties, exact up to "
+        "100,000 partitions, else "
+        "99,999 seeded permutations plus the observed one (p = (k+1)/100,000), as "
+        "sent-bias computes SEAT; its "
         "unseeded draws are not reproduced, so a sampled p agrees within its Monte Carlo error."
     ),
     "wefe": (
-        "Preset wefe: population std (ddof 0), vectors as the model gives them (RND without unit-normalisation) and "
-        "RIPA averaged over the unit directions of the i-th X and Y words (relation per-pair; WEFE's score of an "
-        "attribute set is the mean RIPA of that set), as WEFE computes them. WEFE's sampled p-values (drawn with "
+        "Preset wefe: population std (ddof 0), vectors as the model gives them (RND "
+        "without unit-normalisation) and "
+        "RIPA averaged over the unit directions of the i-th X and Y words (relation "
+        "per-pair; WEFE's score of an "
+        "attribute set is the mean RIPA of that set), as WEFE computes them. WEFE's "
+        "sampled p-values (drawn with "
         "replacement) and its cosine RND's flipped sign are not reproduced."
     ),
 }

@@ -2,12 +2,11 @@
 cluster joined with the settings it runs with.
 
 Why a probe before `ray.init`: Ray's own join, when something is wrong, retries for 20 s or more and
-prints pages of C++ warnings, and a driver whose authentication mode differs from the cluster's joins
-but then loses every worker ("worker died"). One gRPC call to the cluster's control store (GCS)
-answers in well under a second whether the cluster asks for a token, whether ours is accepted, and
-which Ray and Python it runs, so each of these cases is said in one line, in seconds, before Ray
-starts; the mode found is the one the driver then joins with.
-"""
+prints pages of C++ warnings, and a driver whose authentication mode differs from the cluster's
+joins but then loses every worker ("worker died"). One gRPC call to the cluster's control store
+(GCS) answers in well under a second whether the cluster asks for a token, whether ours is accepted,
+and which Ray and Python it runs, so each of these cases is said in one line, in seconds, before Ray
+starts; the mode found is the one the driver then joins with."""
 
 from __future__ import annotations
 
@@ -26,11 +25,15 @@ from bias.core.errors import USAGE, BiasError
 
 log = logging.getLogger(__name__)
 
-INSTALL_HINT = 'Install it with: pip install "bias-framework[ray]"  (or pip install -e ".[ray]" in a checkout).'
+INSTALL_HINT = (
+    'Install it with: pip install "bias-framework[ray]"  (or pip install -e ".[ray]" in a '
+    "checkout)."
+)
 PROBE_TIMEOUT_S = 5.0
 TOKEN, NO_AUTH = "token", "disabled"  # the cluster's authentication, as RAY_AUTH_MODE names it
 TOKEN_HINT = (
-    "Set RAY_AUTH_TOKEN to the output of `ray get-auth-token` on the cluster's head, or copy the head's "
+    "Set RAY_AUTH_TOKEN to the output of `ray get-auth-token` on the cluster's head, or "
+    "copy the head's "
     "~/.ray/auth_token to this machine; see docs/scaling.md."
 )
 
@@ -90,7 +93,8 @@ class Cluster:
             log.warning("Joined the Ray cluster at %s (--ray-address %s).", joined, address)
             if facts is not None and facts.auth == NO_AUTH:
                 log.warning(
-                    "The Ray cluster at %s runs without token authentication: anyone who reaches its port can run code "
+                    "The Ray cluster at %s runs without token authentication: anyone who "
+                    "reaches its port can run code "
                     "on it (see docs/scaling.md).",
                     joined,
                 )
@@ -130,12 +134,14 @@ def _init(ray: Any, address: str | None, num_cpus: int | None) -> None:
         else:
             ray.init(address="local", num_cpus=num_cpus, include_dashboard=False, **quiet)
     except refused as exc:
-        # Ray's message spans lines (a version mismatch names the versions on the next ones): keep it whole
+        # Ray's message spans lines (a version mismatch names the versions on the next ones): keep
+        # it whole
         said = " ".join(str(exc).split())[:400] or type(exc).__name__
         if not address:
             raise BiasError(
                 f"Could not start a local Ray instance: {said}",
-                "Leave out --executor ray to run in this process, or start Ray with `ray start --head` and give --ray-address auto.",
+                "Leave out --executor ray to run in this process, or start Ray with `ray "
+                "start --head` and give --ray-address auto.",
             ) from None
         raise BiasError(
             f"Could not join the Ray cluster at {address}: {said}",
@@ -152,8 +158,10 @@ def resolve_address(address: str) -> str:
     except (ConnectionError, ValueError) as exc:
         if address == "auto":
             raise BiasError(
-                f"--ray-address auto found no Ray cluster on this machine ({' '.join(str(exc).split())[:200]}).",
-                "Start one with `ray start --head`, give its HOST:PORT, or leave out --ray-address to start Ray here.",
+                "--ray-address auto found no Ray cluster on this machine "
+                f"({' '.join(str(exc).split())[:200]}).",
+                "Start one with `ray start --head`, give its HOST:PORT, or leave out "
+                "--ray-address to start Ray here.",
             ) from None
         raise BiasError(
             f"--ray-address '{address}' is not auto or HOST:PORT.",
@@ -168,9 +176,9 @@ def resolve_address(address: str) -> str:
 
 
 def probe(address: str, given: str = "", timeout: float = PROBE_TIMEOUT_S) -> ClusterFacts:
-    """Ask the cluster's control store at `address` (HOST:PORT, the `given` --ray-address resolved) for
-    its metadata, first without a token, then with the one this machine holds when the cluster asks
-    for one; each way it can fail is said at once."""
+    """Ask the cluster's control store at `address` (HOST:PORT, the `given` --ray-address resolved)
+    for its metadata, first without a token, then with the one this machine holds when the cluster
+    asks for one; each way it can fail is said at once."""
     import grpc
     from ray.core.generated import gcs_service_pb2, gcs_service_pb2_grpc
 
@@ -211,7 +219,8 @@ def probe(address: str, given: str = "", timeout: float = PROBE_TIMEOUT_S) -> Cl
             except grpc.RpcError as again:
                 if again.code() == grpc.StatusCode.UNAUTHENTICATED:
                     raise BiasError(
-                        f"The Ray cluster at {where} refused this machine's token (from {token_source()}).",
+                        f"The Ray cluster at {where} refused this machine's token (from "
+                        f"{token_source()}).",
                         TOKEN_HINT,
                     ) from None
                 raise
@@ -219,7 +228,8 @@ def probe(address: str, given: str = "", timeout: float = PROBE_TIMEOUT_S) -> Cl
         said = " ".join(str(exc.details() or exc.code()).split())[:160]
         raise BiasError(
             f"No Ray cluster answers at {where} ({exc.code().name.lower()}: {said}).",
-            "Check the address printed by `ray start --head` (`ray status` on the head), or leave out --ray-address to start Ray here.",
+            "Check the address printed by `ray start --head` (`ray status` on the head), "
+            "or leave out --ray-address to start Ray here.",
         ) from None
     try:
         metadata = json.loads(reply.value.decode("utf-8")) if reply.value else {}
@@ -231,7 +241,8 @@ def probe(address: str, given: str = "", timeout: float = PROBE_TIMEOUT_S) -> Cl
 
 
 def held_token() -> str:
-    """The token Ray would send: RAY_AUTH_TOKEN, the file RAY_AUTH_TOKEN_PATH names, or ~/.ray/auth_token."""
+    """The token Ray would send: RAY_AUTH_TOKEN, the file RAY_AUTH_TOKEN_PATH names, or
+    ~/.ray/auth_token."""
     from ray._raylet import AuthenticationTokenLoader
 
     loader = AuthenticationTokenLoader.instance()
@@ -246,19 +257,21 @@ def token_source() -> str:
 
 
 def check_versions(facts: ClusterFacts, ray_version: str) -> None:
-    """Ray joins only a cluster of the same Ray and Python release; say both, not Ray's cut message."""
+    """Ray joins only a cluster of the same Ray and Python release; say both, not Ray's cut
+    message."""
     python = platform.python_version()
     if facts.ray_version and (facts.ray_version, facts.python_version) != (ray_version, python):
         raise BiasError(
-            f"The Ray cluster at {facts.address} runs Ray {facts.ray_version} on Python {facts.python_version}; "
+            f"The Ray cluster at {facts.address} runs Ray {facts.ray_version} on Python "
+            f"{facts.python_version}; "
             f"this machine has Ray {ray_version} on Python {python}, and they must match.",
             "Install the cluster's releases here (or start the cluster with this machine's).",
         )
 
 
 def _join_with(auth: str) -> dict[str, str | None]:
-    """Set RAY_AUTH_MODE to the cluster's mode for the join (Ray reads it once, so its settings are read
-    again); return what to put back afterwards."""
+    """Set RAY_AUTH_MODE to the cluster's mode for the join (Ray reads it once, so its settings are
+    read again); return what to put back afterwards."""
     if os.environ.get("RAY_AUTH_MODE") == auth:
         return {}
     previous = {"RAY_AUTH_MODE": os.environ.get("RAY_AUTH_MODE")}
@@ -288,8 +301,8 @@ def _reload_ray_config() -> None:
 
 @contextmanager
 def _keep_signal_handlers() -> Iterator[None]:
-    """Put back the handlers of SIGTERM and SIGINT that `ray.init` replaces (its SIGTERM handler exits
-    with status 15 and skips the run's own ending: `interrupted`, exit 143, resumable)."""
+    """Put back the handlers of SIGTERM and SIGINT that `ray.init` replaces (its SIGTERM handler
+    exits with status 15 and skips the run's own ending: `interrupted`, exit 143, resumable)."""
     names = ("SIGTERM", "SIGINT")
     try:
         saved = {name: signal.getsignal(getattr(signal, name)) for name in names}

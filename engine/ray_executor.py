@@ -1,4 +1,5 @@
-"""The Ray executor: the same plan as the local runner, spread over a Ray cluster, one actor per model.
+"""The Ray executor: the same plan as the local runner, spread over a Ray cluster, one actor per
+model.
 
 Why this shape: the cost of an audit is model forwards, and loading a model is the expensive,
 stateful step; so each model gets one Ray actor that loads it once on its declared resources
@@ -8,22 +9,21 @@ time as far as the cluster's resources allow; the others wait for a free slot (s
 resources"). A request no node could ever meet is refused before anything runs.
 
 The driver (the `bias run` process) alone writes `results.jsonl`, through the same `ResultStore` and
-with the same keys as the local runner, as results arrive; `--resume` works the same way. Metrics are
-pure functions of their inputs and the experiment's seed (part of the experiment key), so a result
-does not depend on the worker, the node or the order: a Ray run equals a local run, key by key, apart
-from timings.
+with the same keys as the local runner, as results arrive; `--resume` works the same way. Metrics
+are pure functions of their inputs and the experiment's seed (part of the experiment key), so a
+result does not depend on the worker, the node or the order: a Ray run equals a local run, key by
+key, apart from timings.
 
 Faults: the driver, not Ray, retries. An actor whose process dies (killed, out of memory, its node
 lost) is restarted by Ray, on a surviving node, up to `max_retries` times; the experiments that the
 death cost are sent again, each at most `max_retries` times, and reload the model. While an actor's
 node is unreachable but not yet declared dead ("temporarily unavailable", tens of seconds), its
-experiments are sent again every second without spending a retry, for up to `UNREACHABLE_PATIENCE_S`.
-A result is written only when its experiment returns, so it is written once. When the retries are
-spent, the remaining experiments of that model are recorded as failed (redone by `--resume`). What
-was retried, and why, is reported (events of kind "retry") and kept in the manifest. Ctrl-C or
-SIGTERM kills the actors, leaves every written result in place and, if the driver started Ray
-itself, stops it.
-"""
+experiments are sent again every second without spending a retry, for up to
+`UNREACHABLE_PATIENCE_S`. A result is written only when its experiment returns, so it is written
+once. When the retries are spent, the remaining experiments of that model are recorded as failed
+(redone by `--resume`). What was retried, and why, is reported (events of kind "retry") and kept in
+the manifest. Ctrl-C or SIGTERM kills the actors, leaves every written result in place and, if the
+driver started Ray itself, stops it."""
 
 from __future__ import annotations
 
@@ -57,8 +57,9 @@ RESEND_PAUSE_S = 1.0
 
 
 def actor_options(resources: dict[str, Any], label: str, device: Any = None) -> dict[str, float]:
-    """Ray actor options from a model's `resources` table; unknown keys and bad values are refused. A
-    model asked to run on `cuda` holds one GPU unless its resources say how much (`gpus = 0.25`)."""
+    """Ray actor options from a model's `resources` table; unknown keys and bad values are refused.
+    A model asked to run on `cuda` holds one GPU unless its resources say how much (`gpus =
+    0.25`)."""
     unknown = sorted(set(resources) - set(RESOURCE_KEYS))
     if unknown:
         raise BiasError(
@@ -78,8 +79,10 @@ def actor_options(resources: dict[str, Any], label: str, device: Any = None) -> 
     if wanted.startswith("cuda"):
         if wanted not in ("cuda", "cuda:0"):
             raise BiasError(
-                f"Model {label}: device {device} names one GPU of one machine; on Ray, Ray chooses the GPU.",
-                "Give device cuda (or auto) and say how much of a GPU the model needs: resources = { gpus = 1 }.",
+                f"Model {label}: device {device} names one GPU of one machine; on Ray, Ray "
+                "chooses the GPU.",
+                "Give device cuda (or auto) and say how much of a GPU the model needs: "
+                "resources = { gpus = 1 }.",
             )
         if "gpus" not in resources:
             out["num_gpus"] = 1.0
@@ -104,7 +107,10 @@ def check_resources(
         need_cpu, need_gpu = options["num_cpus"], options["num_gpus"]
         if any(cpu >= need_cpu and gpu >= need_gpu for cpu, gpu in have):
             continue
-        total = f"{len(have)} node(s), {sum(c for c, _ in have):g} CPU, {sum(g for _, g in have):g} GPU in all"
+        total = (
+            f"{len(have)} node(s), {sum(c for c, _ in have):g} CPU, "
+            f"{sum(g for _, g in have):g} GPU in all"
+        )
         most_gpu = max((g for _, g in have), default=0.0)
         if need_gpu > most_gpu:
             lack = (
@@ -112,12 +118,22 @@ def check_resources(
                 if most_gpu == 0
                 else f"{need_gpu:g} GPU on one node (the most is {most_gpu:g})"
             )
-            hint = "Run it where the cluster has GPUs, or without resources.gpus and --device cuda to run it on CPUs."
+            hint = (
+                "Run it where the cluster has GPUs, or without resources.gpus and --device "
+                "cuda to run it on CPUs."
+            )
         else:
-            lack = f"{need_cpu:g} CPU on one node (the most is {max((c for c, _ in have), default=0.0):g})"
-            hint = "Ask for fewer CPUs in the model's resources = { cpus = ... }, or add a larger node."
+            lack = (
+                f"{need_cpu:g} CPU on one node (the most is "
+                f"{max((c for c, _ in have), default=0.0):g})"
+            )
+            hint = (
+                "Ask for fewer CPUs in the model's resources = { cpus = ... }, or add a larger "
+                "node."
+            )
         raise BiasError(
-            f"Model {label} asks for {describe_request(options)}, and no node of the Ray cluster at {address} has {lack} "
+            f"Model {label} asks for {describe_request(options)}, and no node of the Ray "
+            f"cluster at {address} has {lack} "
             f"({total}).",
             hint,
             exit_code=USAGE,
@@ -140,9 +156,9 @@ def run(
     confirm_cost: bool = False,
     threads: int | None = None,
 ) -> Iterator[Result]:
-    """Yield each result as it arrives from the cluster (and append it to `out/results.jsonl` first);
-    the same contract as `bias.engine.runner.run`. `threads`: the CPU threads of torch and BLAS in
-    each worker (None: Ray's own, as many as the actor's CPUs)."""
+    """Yield each result as it arrives from the cluster (and append it to `out/results.jsonl`
+    first); the same contract as `bias.engine.runner.run`. `threads`: the CPU threads of torch and
+    BLAS in each worker (None: Ray's own, as many as the actor's CPUs)."""
     store = ResultStore(out) if out is not None else None
     done = store.done_keys() if (store and resume and store.path.exists()) else set()
     todo = [
@@ -383,7 +399,10 @@ class _Grid:
         key = p.experiment.key
         spent = self.attempts.get(key, 0)
         if spent >= self.max_retries:
-            reason = f"the Ray worker running it was lost and {self.max_retries} retries were spent (last: {why})"
+            reason = (
+                f"the Ray worker running it was lost and {self.max_retries} retries were spent "
+                f"(last: {why})"
+            )
             return failed_before_metric(p.experiment, reason, {"compute_s": 0.0})
         self.attempts[key] = spent + 1
         self._announce(label, p, why)

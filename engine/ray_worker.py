@@ -1,4 +1,5 @@
-"""What runs in a Ray worker for `bias run --executor ray`: one model, loaded once, and its experiments.
+"""What runs in a Ray worker for `bias run --executor ray`: one model, loaded once, and its
+experiments.
 
 Kept apart from the driver's loop (`bias.engine.ray_executor`) because it is the part that runs on
 another machine: it reads the model's files there, on the device Ray gave it, and names that node
@@ -24,10 +25,10 @@ from bias.engine.runner import _load_failure, model_facts, run_one
 class ModelWorker:
     """Holds one model in a Ray worker process and runs that model's experiments.
 
-    The model is loaded at the first experiment, so an actor restarted by Ray on another node loads it
-    again before its retried work; a model that cannot be loaded is not an error of the actor: each
-    experiment then returns the failed result the local runner records, naming the node. A worker
-    given no GPU by Ray is kept off the machine's GPUs (Ray no longer hides them itself)."""
+    The model is loaded at the first experiment, so an actor restarted by Ray on another node loads
+    it again before its retried work; a model that cannot be loaded is not an error of the actor:
+    each experiment then returns the failed result the local runner records, naming the node. A
+    worker given no GPU by Ray is kept off the machine's GPUs (Ray no longer hides them itself)."""
 
     def __init__(
         self,
@@ -74,8 +75,8 @@ class ModelWorker:
         self.load_s = time.perf_counter() - started
 
     def run(self, planned: Any) -> tuple[Result, dict[str, Any]]:
-        """The experiment's result and which worker computed it (a worker restarted by Ray is another
-        one); with the worker's first result, how its model loaded."""
+        """The experiment's result and which worker computed it (a worker restarted by Ray is
+        another one); with the worker's first result, how its model loaded."""
         self._load()
         state: dict[str, Any] = {"node": self.node, "node_id": self.node_id, "pid": os.getpid()}
         if not self.reported:

@@ -1,13 +1,12 @@
 """`bias validate --render TEST`: every sentence a test produces, as plain text, so a reviewer reads
 sentences rather than templates.
 
-SEAT sentences of each set of a word-level association test, built from the language's templates with
-each word's grammar; the sentences of a sentence-level test; LPBS sentences of each (target set,
-attribute set) pair; both sides of each sentence pair with the words that differ in brackets; and the
-entries of any other kind (debiasing lists, analogies, templates) one per line. One sentence a line,
-groups under a header line that starts with `== `, nothing wrapped or cut, so the output reads the same
-piped into a file as on an 80-column terminal.
-"""
+SEAT sentences of each set of a word-level association test, built from the language's templates
+with each word's grammar; the sentences of a sentence-level test; LPBS sentences of each (target
+set, attribute set) pair; both sides of each sentence pair with the words that differ in brackets;
+and the entries of any other kind (debiasing lists, analogies, templates) one per line. One sentence
+a line, groups under a header line that starts with `== `, nothing wrapped or cut, so the output
+reads the same piped into a file as on an 80-column terminal."""
 
 from __future__ import annotations
 
@@ -72,7 +71,8 @@ def _association(test: Any, name_or_path: str) -> list[str]:
         out = []
         for key, wl in sets.items():
             out += [
-                f"{HEADER}{key}: {wl.label} ({len(wl.words)} words; no seat-templates for {test.meta.language})",
+                f"{HEADER}{key}: {wl.label} ({len(wl.words)} words; no seat-templates for "
+                f"{test.meta.language})",
                 *wl.words,
             ]
         return out
@@ -104,7 +104,8 @@ def _lpbs(test: Any) -> list[str]:
                         if found is not None:
                             rows.append(found.text)
             out.append(
-                f"{HEADER}{t_key} x {a_key}: {sets[t_key].label} x {sets[a_key].label} ({len(rows)} LPBS sentences)"
+                f"{HEADER}{t_key} x {a_key}: {sets[t_key].label} x {sets[a_key].label} "
+                f"({len(rows)} LPBS sentences)"
             )
             out += rows
     return out
@@ -148,7 +149,8 @@ def _pairs(test: Any) -> list[str]:
     out = []
     for bias_type, pairs in groups.items():
         out.append(
-            f"{HEADER}{bias_type} ({len(pairs)} pairs; more = the stereotyping sentence, [..] = what differs)"
+            f"{HEADER}{bias_type} ({len(pairs)} pairs; more = the stereotyping sentence, "
+            "[..] = what differs)"
         )
         for pair in pairs:
             more, less = marked(pair.more, pair.less)
@@ -157,8 +159,9 @@ def _pairs(test: Any) -> list[str]:
 
 
 def _bbq_prompts(test: Any, name_or_path: str) -> list[str]:
-    """Every prompt variant with every question of the package's bbq-sample (the file beside, else the
-    installed `<language>/bbq-sample`), a prompt's line breaks shown as " ⏎ ", then each reading rule."""
+    """Every prompt variant with every question of the package's bbq-sample (the file beside, else
+    the installed `<language>/bbq-sample`), a prompt's line breaks shown as " ⏎ ", then each reading
+    rule."""
     from bias.registry.catalogue import wordset_entries
     from bias.registry.resolve import load_wordset
 

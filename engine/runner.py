@@ -1,5 +1,5 @@
-"""Runs a plan (see `bias.engine.planning`) in this process: loads each model once, writes each result
-the moment it exists, and skips finished experiments on `resume`.
+"""Runs a plan (see `bias.engine.planning`) in this process: loads each model once, writes each
+result the moment it exists, and skips finished experiments on `resume`.
 
 The runner knows nothing of the terminal: it reports through callbacks, and the CLI renders them.
 """
@@ -101,14 +101,13 @@ def run(
     """Yield each result as it is computed (and append it to `out/results.jsonl` first).
 
     Each model is loaded once for all its experiments, and each model a metric asked for as an input
-    once for the run (`input_models`: those the plan built). A model that fails to load gives a failed
-    result for each of its experiments and the batch goes on (`fail_fast` stops it). On resume,
-    experiments whose key already has a result other than "failed" are skipped. A paid model (an
-    embedding service) is asked what its experiments will cost before its first request (event
+    once for the run (`input_models`: those the plan built). A model that fails to load gives a
+    failed result for each of its experiments and the batch goes on (`fail_fast` stops it). On
+    resume, experiments whose key already has a result other than "failed" are skipped. A paid model
+    (an embedding service) is asked what its experiments will cost before its first request (event
     "quote"); above `max_cost` US dollars the run stops unless `confirm_cost`. An interrupt
     (KeyboardInterrupt) simply ends the iteration: every result written so far is on disk. `threads`
-    sets the CPU threads of torch and BLAS for the process (None leaves them as they are).
-    """
+    sets the CPU threads of torch and BLAS for the process (None leaves them as they are)."""
     if threads is not None:
         cpu_threads.use_threads(threads)
     input_models = input_models if input_models is not None else InputModels()
@@ -142,8 +141,9 @@ def run(
     try:
         for group in by_model.values():
             model = group[0].experiment.model
-            # What the model's files say it offers (a Hugging Face config.json's architectures), read
-            # before the weights load: a metric it cannot serve is refused in a second, not after the load.
+            # What the model's files say it offers (a Hugging Face config.json's architectures),
+            # read before the weights load: a metric it cannot serve is refused in a second, not
+            # after the load.
             foreseen = _foreseen(model)
             for p in [
                 p
@@ -170,8 +170,9 @@ def run(
             ) as exc:  # recorded for each of the model's experiments; the batch goes on
                 error = exc
             else:
-                # A paid model: what its experiments will send, asked before anything is sent (a model
-                # debiased on load sends the debiasing lists' words when it is fitted, at its load).
+                # A paid model: what its experiments will send, asked before anything is sent (a
+                # model debiased on load sends the debiasing lists' words when it is fitted, at its
+                # load).
                 quote = check_spending(
                     embedder, group, model.label(), max_cost, confirm_cost, model
                 )
@@ -232,8 +233,9 @@ def _reason(exc: BaseException) -> str:
 
 
 def identity(exp: Experiment) -> dict[str, Any]:
-    """What names a result: the experiment's key, model (as labelled), word set, metric, parameters and
-    seed. Written here only, into every result of a run, whatever the metric put there itself."""
+    """What names a result: the experiment's key, model (as labelled), word set, metric, parameters
+    and seed. Written here only, into every result of a run, whatever the metric put there
+    itself."""
     return {
         "key": exp.key,
         "model": exp.model.label(),
@@ -319,7 +321,8 @@ def _refuse_unavailable(metric: Metric, spec: str, have: frozenset[Capability]) 
     raise BiasError(
         f"The model {spec} offers no {', '.join(missing)}, which metric '{metric.name}' needs; "
         f"metrics that work with it: {', '.join(sorted(fitting)) or 'none installed'}.",
-        "A Hugging Face folder gives masked-LM scores only with its MLM head (a *ForMaskedLM checkpoint).",
+        "A Hugging Face folder gives masked-LM scores only with its MLM head (a "
+        "*ForMaskedLM checkpoint).",
     )
 
 
@@ -350,9 +353,9 @@ def run_one(
     input_models: InputModels | None = None,
     facts: tuple[str, dict[str, Any]] | None = None,
 ) -> Result:
-    """One experiment on its loaded model, always as a Result: a refusal or a failure (of the metric,
-    or of loading a model it asked for) is recorded, not raised (unless `debug`). `facts` are the
-    model's `model_facts` when the caller has them already."""
+    """One experiment on its loaded model, always as a Result: a refusal or a failure (of the
+    metric, or of loading a model it asked for) is recorded, not raised (unless `debug`). `facts`
+    are the model's `model_facts` when the caller has them already."""
     exp = p.experiment
     started = time.perf_counter()
     try:
@@ -367,9 +370,10 @@ def run_one(
     except BiasError as exc:
         if debug:
             raise
-        # A refusal is about the input (the same input is refused again); a BiasError with the failure
-        # exit code (out of memory, ...) is about this attempt, so it is failed and --resume redoes it.
-        # A service's refusal of the key or the model is the user's input (exit 2) but redone by --resume.
+        # A refusal is about the input (the same input is refused again); a BiasError with the
+        # failure exit code (out of memory, ...) is about this attempt, so it is failed and --resume
+        # redoes it. A service's refusal of the key or the model is the user's input (exit 2) but
+        # redone by --resume.
         status = FAILED if exc.exit_code == FAILURE or exc.redo else REFUSED
         reason = exc.message + (f" {exc.hint}" if status == FAILED and exc.hint else "")
         meta = {**_data_meta(p.data), **({"exit_code": exc.exit_code} if status == FAILED else {})}

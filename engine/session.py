@@ -1,10 +1,9 @@
-"""One session of a run into its output folder: the folder's lock, the manifest's session record, the
-executor (in process or on Ray), and the report files once the results are in.
+"""One session of a run into its output folder: the folder's lock, the manifest's session record,
+the executor (in process or on Ray), and the report files once the results are in.
 
 A session that is interrupted (Ctrl-C, SIGTERM, SIGHUP) or stopped by --fail-fast still closes its
-manifest record and writes the report of what it kept, so `--resume` can continue it; the caller learns
-how it ended from the returned `Session` instead of from an exception.
-"""
+manifest record and writes the report of what it kept, so `--resume` can continue it; the caller
+learns how it ended from the returned `Session` instead of from an exception."""
 
 from __future__ import annotations
 
@@ -27,8 +26,8 @@ INTERRUPTED_EXIT = 130  # the shell's code for Ctrl-C, when the interruption nam
 
 @attrs.define
 class Session:
-    """What a session did. `results` are the ones computed now; `report` (with an output folder) holds
-    every result of the folder, earlier sessions' included."""
+    """What a session did. `results` are the ones computed now; `report` (with an output folder)
+    holds every result of the folder, earlier sessions' included."""
 
     plan: Plan
     out: Path | None
@@ -46,7 +45,8 @@ class Session:
         return [r for r in self.report.results if r.key in wanted]
 
     def already_finished(self) -> int:
-        """Experiments of the plan that an earlier session had finished (0 unless the run finished)."""
+        """Experiments of the plan that an earlier session had finished (0 unless the run
+        finished)."""
         return len(self.plan.runnable) - len(self.results) if self.status == FINISHED else 0
 
 
@@ -66,10 +66,10 @@ def run_session(
     """Run the plan into `assembly.out` (or only in memory without one).
 
     `display` is entered around the experiments alone (a progress bar is gone before the report is
-    written). The output folder's lock is released when `hold` closes, so the caller can write beside
-    the report (a before/after table) while no other run can start there; without `hold` it is
-    released when the session ends. An error other than an interruption closes the manifest record as
-    failed and is raised."""
+    written). The output folder's lock is released when `hold` closes, so the caller can write
+    beside the report (a before/after table) while no other run can start there; without `hold` it
+    is released when the session ends. An error other than an interruption closes the manifest
+    record as failed and is raised."""
     if hold is not None:
         return _run(
             assembly, hold, resume, fail_fast, debug, formats, argv, on_event, on_result, display

@@ -1,15 +1,14 @@
-"""Before a paid model's first request: what its experiments will send, and whether that may be spent.
+"""Before a paid model's first request: what its experiments will send, and whether that may be
+spent.
 
-An embedding service charges per token, so the runner asks the embedder (`Embedder.quote`, None for a
-model that runs here) before its experiments start. The texts are found by running each experiment's
-metric once on a stand-in that records every word and sentence asked for and answers with
-deterministic vectors (nothing is sent, nothing is kept of that pass), so the count is that of the
-real run whatever the metric does with its data. A metric that asks for replies (`generate`) gets
-empty ones from the stand-in, and its requests reach `quote` as `Asked` values among the texts. The
-embedder leaves out what its cache holds.
-Above the run's limit (`--max-cost`) the run stops with the estimate, unless the spending was
-confirmed (`--confirm-cost`).
-"""
+An embedding service charges per token, so the runner asks the embedder (`Embedder.quote`, None for
+a model that runs here) before its experiments start. The texts are found by running each
+experiment's metric once on a stand-in that records every word and sentence asked for and answers
+with deterministic vectors (nothing is sent, nothing is kept of that pass), so the count is that of
+the real run whatever the metric does with its data. A metric that asks for replies (`generate`)
+gets empty ones from the stand-in, and its requests reach `quote` as `Asked` values among the texts.
+The embedder leaves out what its cache holds. Above the run's limit (`--max-cost`) the run stops
+with the estimate, unless the spending was confirmed (`--confirm-cost`)."""
 
 from __future__ import annotations
 
@@ -82,7 +81,8 @@ class Recorder(Embedder):
     def generate(
         self, requests: Sequence[GenerationRequest], sampling: Sampling | None = None
     ) -> list[Generations]:
-        """Records the requests; every reply is empty (the metric's count of unparsed replies is not kept)."""
+        """Records the requests; every reply is empty (the metric's count of unparsed replies is not
+        kept)."""
         requests = check_requests(requests)
         sampling = sampling or Sampling()
         self.asked.append(Asked(tuple(requests), sampling))
@@ -147,7 +147,8 @@ def check_spending(
 ) -> str | None:
     """The line announcing what `model`'s experiments will send and cost, or None when the model is
     free to ask; raises BiasError when the estimate is above `max_cost` and not confirmed. `config`
-    (the model's ModelConfig): a price an experiment file gave can raise the estimate, never lower it."""
+    (the model's ModelConfig): a price an experiment file gave can raise the estimate, never lower
+    it."""
     if embedder.quote(()) is None:
         return None
     texts, uncounted = texts_of(group, embedder)
@@ -187,15 +188,16 @@ def check_spending(
 
 
 def _at_provider(embedder: Embedder) -> bool:
-    """Whether a service model sends to its provider's own (paid) address, not to a base_url given."""
+    """Whether a service model sends to its provider's own (paid) address, not to a base_url
+    given."""
     default = str(getattr(embedder, "default_base_url", "") or "").rstrip("/")
     return bool(default) and str(getattr(embedder, "endpoint", "")).rstrip("/") == default
 
 
 def _at_least_without_file_costs(quote: Quote, texts: Sequence[str], config: Any) -> Quote:
     """The estimate, no lower than it is without the options declared guard="cost" (a price) that an
-    experiment file gave: a file can make a run look dearer, never cheaper, so it cannot get past the
-    user's --max-cost. The basis says which price counted and where it came from."""
+    experiment file gave: a file can make a run look dearer, never cheaper, so it cannot get past
+    the user's --max-cost. The basis says which price counted and where it came from."""
     from bias import registry
     from bias.core.params import describe_params
     from bias.core.specs import ModelSpec

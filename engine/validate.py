@@ -1,4 +1,5 @@
-"""`bias validate`: every problem of a word-set file or of a whole language package, with file and field."""
+"""`bias validate`: every problem of a word-set file or of a whole language package, with file and
+field."""
 
 from __future__ import annotations
 
@@ -24,7 +25,8 @@ def package_language(folder: Path) -> tuple[str | None, list[Problem]]:
             Problem(
                 str(pyproject),
                 'project.entry-points."bias.wordsets"',
-                'missing: a language package registers its DataPackage there, e.g. nl = "bias_lang_nl:PACKAGE"',
+                "missing: a language package registers its DataPackage there, e.g. nl = "
+                '"bias_lang_nl:PACKAGE"',
             )
         ]
     if len(eps) > 1:
@@ -40,8 +42,8 @@ def package_language(folder: Path) -> tuple[str | None, list[Problem]]:
 
 def validate_path(path: Path, frequencies: Path | None = None) -> tuple[list[Problem], int]:
     """Problems found and the number of data files checked. `frequencies` is a word-frequency list
-    against which counterpart sets are compared (see `bias.core.data.content_checks`). A set below the
-    minimum size, a warning when a test is run, is an error here: a published set must say so
+    against which counterpart sets are compared (see `bias.core.data.content_checks`). A set below
+    the minimum size, a warning when a test is run, is an error here: a published set must say so
     (published_small_sets = true)."""
     import attrs
 
@@ -103,9 +105,10 @@ REVIEW_LOG = "review-log"  # Problem.code of the REVIEW.md findings
 
 
 def check_review_log(package: Path, files: list[Path]) -> list[Problem]:
-    """A language package keeps REVIEW.md beside its pyproject: each test with the number of entries a
-    reviewer read, what changed after review, and open doubts. A warning when it is missing, and one
-    per shipped word set it does not name (by file stem, `religion`, or qualified, `nl/religion`)."""
+    """A language package keeps REVIEW.md beside its pyproject: each test with the number of entries
+    a reviewer read, what changed after review, and open doubts. A warning when it is missing, and
+    one per shipped word set it does not name (by file stem, `religion`, or qualified,
+    `nl/religion`)."""
     import re
 
     log = package / REVIEW_FILE
@@ -114,7 +117,8 @@ def check_review_log(package: Path, files: list[Path]) -> list[Problem]:
             Problem(
                 str(log),
                 "",
-                f"missing: a language package records its review in {REVIEW_FILE} (each test with its reviewed entries "
+                f"missing: a language package records its review in {REVIEW_FILE} (each "
+                "test with its reviewed entries "
                 "count, what was changed after review, open doubts); see CONTRIBUTING.md",
                 "warning",
                 REVIEW_LOG,
@@ -125,7 +129,8 @@ def check_review_log(package: Path, files: list[Path]) -> list[Problem]:
         Problem(
             str(log),
             "",
-            f"does not mention {file.stem} ({file.name}): say how many of its entries were reviewed, what changed, what is in doubt",
+            f"does not mention {file.stem} ({file.name}): say how many of its entries were "
+            "reviewed, what changed, what is in doubt",
             "warning",
             REVIEW_LOG,
         )
@@ -201,7 +206,8 @@ def check_template_coverage(files: list[Path]) -> list[Problem]:
                         Problem(
                             str(file),
                             f"sets.{key}.words[{i}]",
-                            f"'{word}' gets no sentence from {template_file.name} (its grammar: {have}); "
+                            f"'{word}' gets no sentence from {template_file.name} (its "
+                            f"grammar: {have}); "
                             "give it the features its templates need",
                         )
                     )
@@ -209,8 +215,8 @@ def check_template_coverage(files: list[Path]) -> list[Problem]:
 
 
 def validate_file(path: Path) -> list[Problem]:
-    """The format checks of one file, then (when it passes) the content checks its record allows; a file
-    of the BIAS Detection Framework's datasets folder that is no test gets a note saying so."""
+    """The format checks of one file, then (when it passes) the content checks its record allows; a
+    file of the BIAS Detection Framework's datasets folder that is no test gets a note saying so."""
     if path.suffix.lower() == ".toml":
         return validate_toml_file(path)
     from bias.registry.resolve import format_for, not_a_test
@@ -225,7 +231,8 @@ def validate_file(path: Path) -> list[Problem]:
             Problem(
                 str(path),
                 "",
-                f"no importer reads {what}; word sets are read from .toml, WEAT .txt and SEAT .json files",
+                f"no importer reads {what}; word sets are read from .toml, WEAT .txt and "
+                "SEAT .json files",
             )
         ]
     found = importer.validate(path)
@@ -239,7 +246,8 @@ def validate_file(path: Path) -> list[Problem]:
 
 def within(folder: Path, paths: list[Path], problems: list[Problem]) -> list[Path]:
     """The paths that stay inside `folder`; a symbolic link that leads out of it is not followed and
-    is said, as a warning in `problems` (what a folder holds is what is checked, nothing beyond it)."""
+    is said, as a warning in `problems` (what a folder holds is what is checked, nothing beyond
+    it)."""
     base = Path(folder).resolve()
     kept = []
     for path in paths:
@@ -283,9 +291,10 @@ def validate_paths(
     paths: list[Path], frequencies: Path | None = None
 ) -> tuple[list[Problem], int, list[tuple[str, int, int]]]:
     """Any number of files and folders: a language package is checked as a package, any other folder
-    file by file (a folder of the BIAS Detection Framework's datasets, say). Returns the problems, the
-    number of files checked, and (file, errors, warnings) for each file; a folder named with one of
-    the framework's own language codes (tk, ne) adds a note saying which language it is read as."""
+    file by file (a folder of the BIAS Detection Framework's datasets, say). Returns the problems,
+    the number of files checked, and (file, errors, warnings) for each file; a folder named with one
+    of the framework's own language codes (tk, ne) adds a note saying which language it is read
+    as."""
     from bias.core.data.framework_layout import FOLDER_CODES, language_code
 
     problems: list[Problem] = []

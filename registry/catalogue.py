@@ -1,11 +1,10 @@
 """What is installed: one row per plugin (and per word set), with its status.
 
 Listing word sets reads only the header of each file (the metadata above its first table); listing
-other plugins reads their declared summary and needs from the source (`static_summary`) and imports a
-plugin only when that is not possible. Neither imports torch, gensim or fastText. Within
-`listing_cache.remembered()` (as `bias list` runs it) both answers come from a cache of what the last
-listing read, for files that have not changed since.
-"""
+other plugins reads their declared summary and needs from the source (`static_summary`) and imports
+a plugin only when that is not possible. Neither imports torch, gensim or fastText. Within
+`listing_cache.remembered()` (as `bias list` runs it) both answers come from a cache of what the
+last listing read, for files that have not changed since."""
 
 from __future__ import annotations
 
@@ -185,7 +184,8 @@ def wordset_entries(language: str | None = None) -> dict[str, WordSetEntry]:
             name = f"{package.language}/{path.stem}"
             if name in entries:
                 raise BiasError(
-                    f"Word set '{name}' is published twice: by {entries[name].distribution} and by {info.distribution}.",
+                    f"Word set '{name}' is published twice: by "
+                    f"{entries[name].distribution} and by {info.distribution}.",
                     "Uninstall one of them; word-set names must be unique.",
                 )
             entries[name] = WordSetEntry(name, path, package.language, info)
@@ -203,13 +203,15 @@ def installed_languages() -> list[str]:
 
 
 def check_language(language: str) -> None:
-    """`--language` names an installed language by its code; 'dutch' or a typo is said, with the codes."""
+    """`--language` names an installed language by its code; 'dutch' or a typo is said, with the
+    codes."""
     from bias.core.did_you_mean import suggestions
 
     codes = installed_languages()
     if language not in codes:
         raise BiasError(
-            f"'{language}' is not the code of an installed language (--language takes a code such as nl).",
+            f"'{language}' is not the code of an installed language (--language takes a "
+            "code such as nl).",
             suggestions(language, codes) or f"Installed: {', '.join(codes) or 'none'}.",
         )
 
@@ -244,15 +246,16 @@ def wordset_rows(language: str | None = None, bias_type: str | None = None) -> l
     return rows
 
 
-# The fields a listing shows or checks; long prose (notes, and the description when there is a title)
-# is not parsed to list a word set.
+# The fields a listing shows or checks; long prose (notes, and the description when there is a
+# title) is not parsed to list a word set.
 LISTED_FIELDS = ("format", "kind", "language", "bias_type", "title", "source", "licence")
 
 
 def read_header(path: Path) -> dict[str, Any]:
-    """The listed metadata of a house-format file: its top-level fields above the first table, parsed
-    without the (possibly long) word lists and prose. Falls back to the whole file where the cut is not
-    clean (a value that spans lines in an unexpected way) or the metadata is not all there."""
+    """The listed metadata of a house-format file: its top-level fields above the first table,
+    parsed without the (possibly long) word lists and prose. Falls back to the whole file where the
+    cut is not clean (a value that spans lines in an unexpected way) or the metadata is not all
+    there."""
     try:
         with open(path, encoding="utf-8") as fh:
             lines = []
@@ -269,8 +272,9 @@ def read_header(path: Path) -> dict[str, Any]:
 
 
 def _listed_fields(lines: list[str]) -> dict[str, Any]:
-    """tomllib on the lines that set a listed field at top level (lines inside a multi-line string are
-    skipped); the description only when there is no title, since the listing shows one of them."""
+    """tomllib on the lines that set a listed field at top level (lines inside a multi-line string
+    are skipped); the description only when there is no title, since the listing shows one of
+    them."""
     wanted = set(LISTED_FIELDS)
     if not any(line.startswith("title") and line[5:].lstrip().startswith("=") for line in lines):
         wanted.add("description")

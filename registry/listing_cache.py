@@ -1,19 +1,18 @@
 """What `bias list` read last time, kept on disk so that the next listing reads only what changed.
 
-A listing parses an outline of every plugin module (`static_summary`) and the header of every word-set
-file: with a few hundred of them, a good part of the command's time. Both answers follow from files
-alone, so each is kept in one JSON file per Python environment under the cache folder
-(`listing/` below `bias.core.cache_dir.cache_root()`) with the path, modification time, change time and
-size of every file it was read from (and, for a plugin, the file its module resolves to and whether
-each top-level import it checked is installed). An entry is used only while all of these are
+A listing parses an outline of every plugin module (`static_summary`) and the header of every
+word-set file: with a few hundred of them, a good part of the command's time. Both answers follow
+from files alone, so each is kept in one JSON file per Python environment under the cache folder
+(`listing/` below `bias.core.cache_dir.cache_root()`) with the path, modification time, change time
+and size of every file it was read from (and, for a plugin, the file its module resolves to and
+whether each top-level import it checked is installed). An entry is used only while all of these are
 unchanged; otherwise the file is read again and the entry replaced. The whole cache is dropped when
-the code that reads (this module, `static_summary`, `catalogue`) changes. A cache file that cannot be
-read or is malformed is ignored and rewritten; writing goes to a temporary file in the same folder,
-renamed into place, and a failure to write never fails the listing.
+the code that reads (this module, `static_summary`, `catalogue`) changes. A cache file that cannot
+be read or is malformed is ignored and rewritten; writing goes to a temporary file in the same
+folder, renamed into place, and a failure to write never fails the listing.
 
-Only a caller that opens the cache (`with remembered():`, as `bias list` does) uses it; library calls
-read the files as before.
-"""
+Only a caller that opens the cache (`with remembered():`, as `bias list` does) uses it; library
+calls read the files as before."""
 
 from __future__ import annotations
 
@@ -40,7 +39,8 @@ def cache_file() -> Path:
     environments sharing a home folder do not overwrite each other's entries."""
     from bias.core.cache_dir import cache_root
 
-    environment = f"{zlib.crc32(os.path.realpath(sys.prefix).encode('utf-8', 'surrogatepass')):08x}"  # hashlib costs more to import
+    # hashlib costs more to import
+    environment = f"{zlib.crc32(os.path.realpath(sys.prefix).encode('utf-8', 'surrogatepass')):08x}"
     return cache_root() / "listing" / f"listing-{environment}.json"
 
 
@@ -67,9 +67,9 @@ def remembered() -> Iterator[None]:
 def header(
     path: Path, read: Callable[[Path], dict[str, Any]], fields: Sequence[str]
 ) -> dict[str, Any]:
-    """`read(path)`, from the cache when the file is unchanged. Only headers made of `fields` alone are
-    kept (a reader that fell back to the whole file is not worth keeping) and only when JSON gives
-    them back equal (TOML dates would not)."""
+    """`read(path)`, from the cache when the file is unchanged. Only headers made of `fields` alone
+    are kept (a reader that fell back to the whole file is not worth keeping) and only when JSON
+    gives them back equal (TOML dates would not)."""
     if not _OPEN:
         return read(path)
     cache = _OPEN[-1]
@@ -92,8 +92,8 @@ def header(
 
 
 def declared(value: str) -> dict[str, Any] | None:
-    """`static_summary.describe(value)`, from the cache when every file it was read from is unchanged
-    and every import it checked is still installed (or still missing)."""
+    """`static_summary.describe(value)`, from the cache when every file it was read from is
+    unchanged and every import it checked is still installed (or still missing)."""
     from bias.registry import static_summary
 
     if not _OPEN or static_summary.already_imported(value):
@@ -158,7 +158,8 @@ class _Cache:
         self.changed = True
 
     def save(self) -> None:
-        """Write the entries back when something was read; entries of files that are gone are dropped."""
+        """Write the entries back when something was read; entries of files that are gone are
+        dropped."""
         if self.path is None or not self.changed:
             return
         for section in ("plugins", "headers"):
@@ -239,7 +240,8 @@ def _same_in_json(value: Any) -> bool:
 
 
 def _encode(found: dict[str, Any] | None) -> Any:
-    """Declarations as JSON: text as is, a frozenset of capabilities as {"capabilities": [names]}."""
+    """Declarations as JSON: text as is, a frozenset of capabilities as {"capabilities":
+    [names]}."""
     if found is None:
         return None
     from bias.core.interfaces import Capability

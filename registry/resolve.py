@@ -36,7 +36,8 @@ def wordset_names(language: str | None = None) -> list[str]:
 
 def load_wordset(name_or_path: str) -> Any:
     """A registered word set (`en/weat1`) or a file (house TOML, or any format with an importer).
-    Debiasing lists come with their language's sentence templates attached (see `sentence_templates`)."""
+    Debiasing lists come with their language's sentence templates attached (see
+    `sentence_templates`)."""
     found = _load_wordset(name_or_path)
     if isinstance(found, DebiasLists):
         return attrs.evolve(found, templates=sentence_templates(found.meta.language or "en"))
@@ -73,11 +74,11 @@ def _load_wordset(name_or_path: str) -> Any:
 
 
 def format_for(path: Path, by_folder: bool = True, kind: str | None = None) -> WordSetFormat | None:
-    """The importer for a file: by suffix, and by content where several formats share the suffix. In a
-    datasets folder of the BIAS Detection Framework (`<lang>/<KIND>/<file>`) only the importers that
-    declare that KIND folder are candidates (None: the file is not a test, see `not_a_test`), unless
-    `by_folder` is false; with `kind`, only importers of that kind (a `--pairs` file is read as pairs,
-    whatever its header)."""
+    """The importer for a file: by suffix, and by content where several formats share the suffix. In
+    a datasets folder of the BIAS Detection Framework (`<lang>/<KIND>/<file>`) only the importers
+    that declare that KIND folder are candidates (None: the file is not a test, see `not_a_test`),
+    unless `by_folder` is false; with `kind`, only importers of that kind (a `--pairs` file is read
+    as pairs, whatever its header)."""
     from bias.core.data.framework_layout import kind_folder
 
     suffix = path.suffix.lower()
@@ -105,20 +106,23 @@ def format_for(path: Path, by_folder: bool = True, kind: str | None = None) -> W
 
 
 def not_a_test(path: Path) -> str | None:
-    """Why a file of the BIAS Detection Framework's datasets folder is no test, when an importer reads
-    its suffix but none reads what its KIND folder holds (a translation vocabulary under WEAT/, the
-    sentence frames under SEAT/); None otherwise."""
+    """Why a file of the BIAS Detection Framework's datasets folder is no test, when an importer
+    reads its suffix but none reads what its KIND folder holds (a translation vocabulary under
+    WEAT/, the sentence frames under SEAT/); None otherwise."""
     from bias.core.data.framework_layout import kind_folder
 
     kind = kind_folder(path)
     if kind is None or format_for(path) is not None or format_for(path, by_folder=False) is None:
         return None
-    return f"not a test file (no importer of {kind}/ tests reads it; the framework keeps it beside its tests)"
+    return (
+        f"not a test file (no importer of {kind}/ tests reads it; the framework keeps it "
+        "beside its tests)"
+    )
 
 
 def check_pairs_file(value: str) -> None:
-    """A `--pairs` file read by a sentence-pairs importer, so that a file with other columns gets the
-    pairs format's message (the columns it needs), not that of an importer of another kind whose
+    """A `--pairs` file read by a sentence-pairs importer, so that a file with other columns gets
+    the pairs format's message (the columns it needs), not that of an importer of another kind whose
     columns its header happens to share."""
     path = Path(value)
     if not looks_like_path(value) or not path.is_file() or path.suffix.lower() == ".toml":
@@ -150,7 +154,8 @@ def load_wordset_file(path: Path) -> Any:
         what = f"'{path.suffix}' files" if path.suffix else "files without an extension"
         raise BiasError(
             f"{path}: no importer reads {what}.",
-            f"Word sets are read from files ending in {', '.join(readable_suffixes())} (see `bias list formats`).",
+            f"Word sets are read from files ending in {', '.join(readable_suffixes())} "
+            "(see `bias list formats`).",
         )
     return importer.load(path)
 
@@ -184,7 +189,8 @@ def build_embedder(
 
 
 def debias_lists_for(language: str) -> Any:
-    """The debiasing lists `<language>/debias-gender`, or an error naming the packages that have some."""
+    """The debiasing lists `<language>/debias-gender`, or an error naming the packages that have
+    some."""
     name = f"{language}/debias-gender"
     if name in wordset_entries():
         return load_wordset(name)
@@ -197,7 +203,8 @@ def debias_lists_for(language: str) -> Any:
     )
     raise BiasError(
         f"Language '{language}' has no debiasing lists ({name} is not installed).",
-        f"Packages with debiasing lists: {', '.join(having) or 'none installed'}; or give a file with --lists / --debias-lists.",
+        f"Packages with debiasing lists: {', '.join(having) or 'none installed'}; or give "
+        "a file with --lists / --debias-lists.",
     )
 
 
@@ -225,7 +232,8 @@ def build_debiaser(name: str, embedder: Embedder, **params: Any) -> Any:
     if reason:
         raise BiasError(
             f"{reason}.",
-            f"Methods that fit {embedder.spec}: {', '.join(fitting_debiasers(embedder)) or 'none installed'}.",
+            f"Methods that fit {embedder.spec}: "
+            f"{', '.join(fitting_debiasers(embedder)) or 'none installed'}.",
         )
     return cls(**coerce_params(cls, params, name))
 

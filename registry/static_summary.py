@@ -1,14 +1,15 @@
 """A plugin's one-line summary and kind read from its source file, without importing it.
 
-`bias list` must answer in a fraction of a second, yet plugin modules import numpy, scipy or
-torch. Their class attributes (`summary`, `capabilities`, `requires`, `requires_any`, `data_kind`) are
+`bias list` must answer in a fraction of a second, yet plugin modules import numpy, scipy or torch.
+Their class attributes (`summary`, `capabilities`, `requires`, `requires_any`, `data_kind`) are
 plain declarations, so they are read from the module's syntax tree instead: string literals,
 `frozenset({Capability.X, ...})` and names bound to strings (in the module, or imported from a
-module of `bias.core`, directly or through `bias.api`). Attributes declared on a base class are followed, whether the base is in the
-same module or imported from a module of `bias.core` (whose source is found by its path, never
-imported: core's packages import numpy), so a metric deriving from `PairMetric` or
-`AssociationMetric` inherits their needs here as it does in Python. An embedder's declared
-capabilities also tell static vectors (Capability.VOCABULARY) from contextual models.
+module of `bias.core`, directly or through `bias.api`). Attributes declared on a base class are
+followed, whether the base is in the same module or imported from a module of `bias.core` (whose
+source is found by its path, never imported: core's packages import numpy), so a metric deriving
+from `PairMetric` or `AssociationMetric` inherits their needs here as it does in Python. An
+embedder's declared capabilities also tell static vectors (Capability.VOCABULARY) from contextual
+models.
 
 Anything not that simple answers None, and the caller imports the plugin as before: the static path
 is an optimisation, never a second definition. A module whose file or top-level imports cannot be
@@ -51,7 +52,8 @@ def describe(value: str) -> dict[str, Any] | None:
 
 
 def already_imported(value: str) -> bool:
-    """Whether the module of entry point `value` is imported already (`describe` then answers None)."""
+    """Whether the module of entry point `value` is imported already (`describe` then answers
+    None)."""
     return value.partition(":")[0] in sys.modules
 
 
@@ -170,10 +172,11 @@ def _core_class(tree: ast.Module, name: str, depth: int = 0) -> tuple[ast.Module
 
 def _outline(source: str) -> str:
     """The module without its functions and methods: top-level imports (those under `if
-    TYPE_CHECKING:` too), assignments and classes with their class-level statements. Parsing a large plugin module whole costs more than the rest of
-    `bias list`; its declarations are a few lines. Top-level statements are told apart by starting
-    at column 0 outside a multi-line string; inside a class, a `def` or decorator at the class's
-    indentation starts a method, skipped up to the next statement at that indentation."""
+    TYPE_CHECKING:` too), assignments and classes with their class-level statements. Parsing a large
+    plugin module whole costs more than the rest of `bias list`; its declarations are a few lines.
+    Top-level statements are told apart by starting at column 0 outside a multi-line string; inside
+    a class, a `def` or decorator at the class's indentation starts a method, skipped up to the next
+    statement at that indentation."""
     kept: list[str] = []
     in_string = in_method = keep_block = False
     for line in source.splitlines():
@@ -307,8 +310,8 @@ def _capability(node: ast.expr) -> Any:
 
 
 def _name(name: str, tree: ast.Module, depth: int = 0) -> Any:
-    """A module-level string constant, or one imported from a module of bias.core (directly, or through
-    the re-exports of bias.api, whose source is read rather than imported)."""
+    """A module-level string constant, or one imported from a module of bias.core (directly, or
+    through the re-exports of bias.api, whose source is read rather than imported)."""
     for node in tree.body:
         target, value = _assignment(node)
         if target == name and isinstance(value, ast.Constant) and isinstance(value.value, str):

@@ -52,9 +52,9 @@ def check_package(
     pair_bias_types: int = 5,
 ) -> None:
     """Every generic check that applies to the files the package has: `bias validate` of `folder`
-    (the distribution's folder, with its pyproject) or of the data folder, NFC, the `required` files,
-    SEAT sentences for every word, LPBS sentences for every pair, minimal sentence pairs, and the
-    rendered-sentence snapshot when `folder` has one (see `bias.testing.snapshot`)."""
+    (the distribution's folder, with its pyproject) or of the data folder, NFC, the `required`
+    files, SEAT sentences for every word, LPBS sentences for every pair, minimal sentence pairs, and
+    the rendered-sentence snapshot when `folder` has one (see `bias.testing.snapshot`)."""
     check_validates(folder if folder is not None else data.root)
     check_files_are_nfc_utf8(data)
     check_expected_files(data, required)

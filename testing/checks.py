@@ -1,11 +1,11 @@
-"""Checks every language package should pass, whatever its language: the ones the first-party packages
-pass in this repository. Each raises AssertionError listing what is wrong (file, word, sentence), so
-it reads well under pytest or any other runner; each returns how many items it checked, so a test can
-make sure a check really ran.
+"""Checks every language package should pass, whatever its language: the ones the first-party
+packages pass in this repository. Each raises AssertionError listing what is wrong (file, word,
+sentence), so it reads well under pytest or any other runner; each returns how many items it
+checked, so a test can make sure a check really ran.
 
 Agreement rules (articles, vowel harmony, ...) are the language's own: a package writes them in its
-tests over `LanguageData.seat_sentences` and `lpbs_sentences`, as tests/languages/test_language_grammar.py does.
-"""
+tests over `LanguageData.seat_sentences` and `lpbs_sentences`, as
+tests/languages/test_language_grammar.py does."""
 
 from __future__ import annotations
 
@@ -53,7 +53,8 @@ def check_expected_files(
 
 
 def check_files_are_nfc_utf8(data: LanguageData) -> int:
-    """Every data file is UTF-8 in Unicode normal form C, so that a word matches the model's spelling of it."""
+    """Every data file is UTF-8 in Unicode normal form C, so that a word matches the model's
+    spelling of it."""
     files = sorted(data.root.glob("*.toml"))
     _fail(
         "files not in NFC",
@@ -91,8 +92,8 @@ def capitalised(word: str) -> str:
 
 def check_sentences_are_well_formed(data: LanguageData, endings: tuple[str, ...] = (".",)) -> int:
     """Every SEAT sentence is complete: no placeholder left, a capital first letter, a final mark,
-    no double space, NFC; and the word's span holds the word or one of its forms (plural, definite, ...),
-    capitalised at the start of the sentence."""
+    no double space, NFC; and the word's span holds the word or one of its forms (plural, definite,
+    ...), capitalised at the start of the sentence."""
     bad = []
     for s in data.seat_sentences:
         text = s.text
@@ -119,7 +120,8 @@ def check_lpbs_renders_every_pair(
     data: LanguageData, every_template_fits: bool = True, endings: tuple[str, ...] = (".",)
 ) -> int:
     """Every LPBS sentence is complete, its spans hold the target and the attribute (or a form of
-    them), every word is used, and (unless the package says otherwise) every template fits every pair."""
+    them), every word is used, and (unless the package says otherwise) every template fits every
+    pair."""
     bad, used = [], {k: set() for k in ("X", "Y", "A", "B")}
     count = 0
     for s in data.lpbs_sentences:
@@ -219,7 +221,8 @@ def check_origin_names_are_typed_and_balanced(
 
 
 def check_validates(folder: Path | str) -> int:
-    """`bias validate FOLDER` finds no error (warnings are allowed): the same checks, file and field."""
+    """`bias validate FOLDER` finds no error (warnings are allowed): the same checks, file and
+    field."""
     from bias.testing.validation import validate
 
     problems, count = validate(Path(folder))

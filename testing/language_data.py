@@ -1,5 +1,5 @@
-"""A language package's data as its grammar checks see it: every word of every association test, every
-SEAT sentence rendered for it template by template, and every LPBS sentence for every pair.
+"""A language package's data as its grammar checks see it: every word of every association test,
+every SEAT sentence rendered for it template by template, and every LPBS sentence for every pair.
 
 Each template is rendered on its own (not through `TemplateSet.render`) so that a check knows which
 template a sentence came from: a plural template whose plural form equals the singular still counts
@@ -21,8 +21,8 @@ from bias.core.data.wordsets import SET_KEYS, DataPackage, load_toml_wordset, re
 
 @attrs.frozen
 class Word:
-    """One stimulus of an association test with its grammatical features (the template set's defaults
-    merged under the word's own)."""
+    """One stimulus of an association test with its grammatical features (the template set's
+    defaults merged under the word's own)."""
 
     file: str
     key: str
@@ -32,8 +32,8 @@ class Word:
 
 @attrs.frozen
 class SeatSentence:
-    """One SEAT sentence: the word it was built for, the template text it came from, the sentence and
-    the character span of the word in it."""
+    """One SEAT sentence: the word it was built for, the template text it came from, the sentence
+    and the character span of the word in it."""
 
     word: Word
     template: str
@@ -74,7 +74,8 @@ class LanguageData:
 
     @classmethod
     def installed(cls, language: str) -> LanguageData:
-        """The data of the package installed under `language` (entry-point group `bias.wordsets`)."""
+        """The data of the package installed under `language` (entry-point group
+        `bias.wordsets`)."""
         from bias.registry import entry_points as eps
 
         for info in eps.entry_points("wordsets"):

@@ -3,9 +3,9 @@ reviewed text file beside its REVIEW.md, so that a change to a template, a word 
 up as a diff of sentences that a native reader reads before the change lands.
 
 A grammar test checks agreement; only a reader sees that "Personen er kort." speaks of a short
-person. The snapshot holds what the package's checks render (`LanguageData`): each SEAT template with
-each word of each association test, and each LPBS template with each (target, attribute) pair, one
-sentence a line with where it comes from:
+person. The snapshot holds what the package's checks render (`LanguageData`): each SEAT template
+with each word of each association test, and each LPBS template with each (target, attribute) pair,
+one sentence a line with where it comes from:
 
     weat9 | X | nedstemt | Personen er {word}. | Personen er nedstemt.
 
@@ -42,8 +42,10 @@ def header(language: str) -> list[str]:
     """What the file is and how it is made, as `#` lines at its top."""
     return [
         f"# Every sentence the templates of the '{language}' package render, one a line:",
-        "# SEAT: test | set | word | template | sentence; LPBS: test | sets | target / attribute | ...",
-        "# A native reader reads the diff of this file before a change to a template or word lands.",
+        "# SEAT: test | set | word | template | sentence; LPBS: test | sets | target / "
+        "attribute | ...",
+        "# A native reader reads the diff of this file before a change to a template or "
+        "word lands.",
         f"# Regenerate: {COMMAND} FOLDER (the package's folder, with its pyproject.toml).",
     ]
 
@@ -151,7 +153,8 @@ def package_data(folder: Path) -> LanguageData:
     data = LanguageData.installed(language)
     if folder.resolve() not in data.root.resolve().parents:
         raise BiasError(
-            f"The installed '{language}' package reads its data from {data.root}, not from {folder}.",
+            f"The installed '{language}' package reads its data from {data.root}, not from "
+            f"{folder}.",
             f"Install this folder first: pip install -e {folder}",
         )
     return data

@@ -1,5 +1,6 @@
-"""Contextual vectors of test stimuli: SEAT's encoding of sentences (or of a word inside its sentence),
-which CEAT shares for its contexts, and the parameters that choose it (level, pooling, layer).
+"""Contextual vectors of test stimuli: SEAT's encoding of sentences (or of a word inside its
+sentence), which CEAT shares for its contexts, and the parameters that choose it (level, pooling,
+layer).
 
 Every context is sent to the embedder in one call and identical requests are encoded once; what was
 really pooled, and from which hidden state, is described for the result's convention.
@@ -29,7 +30,8 @@ def check_layer(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
     if is_layer(value):
         return
     raise BadValue(
-        f"{attribute.name} must be a layer number (-1 is the last), {MEAN_LAST_4}, or none, not {value!r}.",
+        f"{attribute.name} must be a layer number (-1 is the last), {MEAN_LAST_4}, or "
+        f"none, not {value!r}.",
         "None uses the model's own setting.",
     )
 
@@ -41,15 +43,18 @@ def check_pooling(instance: Any, attribute: attrs.Attribute, value: Any) -> None
     allowed = SENTENCE_POOLINGS if level == "sentence" else WORD_POOLINGS
     if value not in POOLINGS:
         raise BadValue(
-            f"pooling {value!r} is not a pooling: use one of {', '.join(SENTENCE_POOLINGS)} (sentence level) or "
+            f"pooling {value!r} is not a pooling: use one of "
+            f"{', '.join(SENTENCE_POOLINGS)} (sentence level) or "
             f"{', '.join(WORD_POOLINGS[:3])} (word level).",
             "Sentence level pools the whole sentence; word level pools the word's sub-tokens.",
         )
     if value not in allowed:
         raise BiasError(
             f"pooling {value!r} does not fit level {level}: use one of {', '.join(allowed)}.",
-            "Sentence level pools the whole sentence (cls, mean, first, last); word level pools the word's "
-            "sub-tokens (target-mean, target-first, target-last; mean, first and last mean the same there).",
+            "Sentence level pools the whole sentence (cls, mean, first, last); word level "
+            "pools the word's "
+            "sub-tokens (target-mean, target-first, target-last; mean, first and last mean "
+            "the same there).",
         )
 
 
@@ -59,10 +64,10 @@ def _causal(embedder: Embedder) -> bool:
 
 
 def resolve_pooling(pooling: str | None, level: str, embedder: Embedder) -> str:
-    """The pooling actually used: the one asked for, else [CLS] for encoders, the last token for causal
-    LMs and the mean of the word vectors for static embeddings (which have no [CLS]) at sentence
-    level; at word level the mean of the word's sub-tokens, or its last sub-token in a causal LM (the
-    only one that has seen the whole word)."""
+    """The pooling actually used: the one asked for, else [CLS] for encoders, the last token for
+    causal LMs and the mean of the word vectors for static embeddings (which have no [CLS]) at
+    sentence level; at word level the mean of the word's sub-tokens, or its last sub-token in a
+    causal LM (the only one that has seen the whole word)."""
     if level == "word":
         chosen = pooling or (
             "target-last" if not embedder.static and _causal(embedder) else "target-mean"
@@ -78,8 +83,9 @@ def resolve_pooling(pooling: str | None, level: str, embedder: Embedder) -> str:
 def vector_conventions(
     embedder: Embedder, level: str, pooling: str, layer: int | str | None
 ) -> dict[str, Any]:
-    """How the contextual vectors were really taken, for the result's convention: the layer asked for
-    (or the embedder's own setting) and the hidden-state index it is, and which tokens a pooling covers."""
+    """How the contextual vectors were really taken, for the result's convention: the layer asked
+    for (or the embedder's own setting) and the hidden-state index it is, and which tokens a pooling
+    covers."""
     info = embedder.describe() or {}
     chosen = layer if layer is not None else info.get("layer")
     out: dict[str, Any] = {}
@@ -107,7 +113,10 @@ def vector_conventions(
             "every token the attention mask keeps, special tokens ([CLS]/[SEP], <s>/</s>) included"
         )
         if causal:
-            mean = "the sentence's own tokens (a start token, which sees nothing of the sentence, excluded)"
+            mean = (
+                "the sentence's own tokens (a start token, which sees nothing of the sentence, "
+                "excluded)"
+            )
         out["pooled_tokens"] = {
             "mean": mean
             if contextual
@@ -116,7 +125,8 @@ def vector_conventions(
             "first": "the sentence's own first token"
             if contextual
             else "the first word found in the vocabulary",
-            "last": "the sentence's own last token (for a causal LM, the one that has seen the whole sentence)"
+            "last": "the sentence's own last token (for a causal LM, the one that has seen the "
+            "whole sentence)"
             if contextual
             else "the last word found in the vocabulary",
         }.get(pooling, pooling)
@@ -141,8 +151,8 @@ def encode_contexts(
     pooling: str,
     layer: int | str | None,
 ) -> np.ndarray:
-    """One call to the embedder for every context: whole sentences at sentence level, the word's span at
-    word level. Identical requests are encoded once."""
+    """One call to the embedder for every context: whole sentences at sentence level, the word's
+    span at word level. Identical requests are encoded once."""
     if level == "word":
         keys = list(zip(texts, spans))
         how = pooling.removeprefix("target-")
@@ -168,8 +178,8 @@ def encode_contexts(
 
 
 def template_request(name: str | None, language: str) -> InputRequest:
-    """The template set SEAT and CEAT ask for: the one named (or the file given), by default the test
-    language's `seat-templates`."""
+    """The template set SEAT and CEAT ask for: the one named (or the file given), by default the
+    test language's `seat-templates`."""
     return InputRequest(
         WORDSET_INPUT,
         name or f"{language}/seat-templates",
@@ -181,11 +191,13 @@ def template_request(name: str | None, language: str) -> InputRequest:
 def given_templates(
     inputs: Mapping[str, Any] | None, metric: str, data: AssociationTest
 ) -> TemplateSet:
-    """The resolved template set among `inputs`; a programming error when the caller did not resolve it."""
+    """The resolved template set among `inputs`; a programming error when the caller did not resolve
+    it."""
     found = (inputs or {}).get("templates")
     if not isinstance(found, TemplateSet):
         raise BiasError(
-            f"{metric} on {data.name} needs its template set, resolved before the run, as inputs['templates'].",
+            f"{metric} on {data.name} needs its template set, resolved before the run, as "
+            "inputs['templates'].",
             "Run it through `bias run`, or pass the template set the metric's inputs() asks for.",
         )
     return found

@@ -37,8 +37,8 @@ EFFECT_SIZE_D = ValueKind(
 
 @attrs.define
 class AssociationConventions(Metric):
-    """The conventions every WEAT-style test shares (WEAT, SEAT): the permutation test, the std of the
-    effect size, the lost-word threshold and the bootstrap interval, declared once."""
+    """The conventions every WEAT-style test shares (WEAT, SEAT): the permutation test, the std of
+    the effect size, the lost-word threshold and the bootstrap interval, declared once."""
 
     permutations: int = param(
         100_000,
@@ -62,8 +62,10 @@ class AssociationConventions(Metric):
     )
     ties: str = param(
         "counted",
-        "permutation p counts partitions at least as extreme (counted: >=, the observed one included, as "
-        "sent-bias) or only more extreme (strict: >, as the WEAT paper writes; an exact p can then be 0)",
+        "permutation p counts partitions at least as extreme (counted: >=, the observed "
+        "one included, as "
+        "sent-bias) or only more extreme (strict: >, as the WEAT paper writes; an exact p "
+        "can then be 0)",
         validator=one_of(stats.TIES),
     )
     lost_threshold: float = lost_threshold_param()
@@ -83,16 +85,17 @@ class AssociationConventions(Metric):
     duplicates: str = duplicates_param()
 
     def cost(self, data: AssociationTest) -> Cost:
-        """The permutation test over X u Y (exact or sampled) and the bootstrap of the effect size."""
+        """The permutation test over X u Y (exact or sampled) and the bootstrap of the effect
+        size."""
         sizes = {key: len(wl.words) for key, wl in data.sets().items()}
         return permutation_cost(
             sizes["X"], sizes["Y"], self.permutations, self.exact_limit
         ) + bootstrap_cost(sizes, self.bootstrap)
 
     def stimuli(self, data: AssociationTest) -> AssociationTest:
-        """The test with repeated stimuli kept when `duplicates = "keep"`, else as loaded (repeats dropped).
-        Repeats are case-sensitive, unless the run looks words up lowercased (`case = lower`): then
-        `Paradiso` and `paradiso` are one word listed twice."""
+        """The test with repeated stimuli kept when `duplicates = "keep"`, else as loaded (repeats
+        dropped). Repeats are case-sensitive, unless the run looks words up lowercased (`case =
+        lower`): then `Paradiso` and `paradiso` are one word listed twice."""
         data = same_under_case(data, getattr(self, "case", "exact"))
         return data.with_duplicates() if self.duplicates == "keep" else data
 
@@ -111,8 +114,8 @@ def association_result(
 ) -> Result:
     """The WEAT figures from one matrix of vectors per set (rows in the order of `words`).
 
-    `source_words` gives, for stimuli that are sentences (SEAT), the word each sentence was built for;
-    the per-item scores s(w) then name both."""
+    `source_words` gives, for stimuli that are sentences (SEAT), the word each sentence was built
+    for; the per-item scores s(w) then name both."""
     sizes = {key: int(m.shape[0]) for key, m in matrices.items()}
     originals = {key: len(wl.words) for key, wl in data.sets().items()}
     base = {
@@ -136,7 +139,8 @@ def association_result(
             seed,
             status=REFUSED,
             reason=degenerate
-            + "; the targets' vectors do not differ (e.g. one shared vector, or a pooling that gives "
+            + "; the targets' vectors do not differ (e.g. one shared vector, or a pooling "
+            "that gives "
             "every sentence the same vector)",
             **base,
         )
@@ -153,7 +157,8 @@ def association_result(
     equal = sizes["X"] == sizes["Y"]
     if not equal:
         warnings.append(
-            f"targets differ in size (X {sizes['X']}, Y {sizes['Y']}): partitions keep the observed sizes"
+            f"targets differ in size (X {sizes['X']}, Y {sizes['Y']}): partitions keep the "
+            "observed sizes"
             + (
                 ", and the two-sided test measures distance from the null mean"
                 if test.alternative == "two-sided"
@@ -214,8 +219,11 @@ def association_result(
                 if test.method == "exact"
                 else " (the observed statistic adds 1)"
             ),
-            "parametric_p": "figures.parametric_p: normal approximation, a normal with the mean and std (ddof=1) "
-            f"of the {'enumerated' if test.method == 'exact' else 'sampled'} null statistics, same alternative; "
+            "parametric_p": "figures.parametric_p: normal approximation, a normal with the "
+            "mean and std "
+            "(ddof=1) "
+            f"of the {'enumerated' if test.method == 'exact' else 'sampled'} null "
+            "statistics, same alternative; "
             "for comparison only, p_value is the permutation p",
             **({"case": metric.case} if hasattr(metric, "case") else {}),  # SEAT looks no word up
             "duplicates": metric.duplicates,
@@ -229,7 +237,8 @@ def association_result(
 def _bootstrap_figures(
     metric: AssociationConventions, matrices: Mapping[str, np.ndarray], seed: int | None
 ) -> dict[str, object]:
-    """ci_low, ci_high, ci_method, ci_level, ci_resamples of the effect size (empty when `bootstrap` is 0).
+    """ci_low, ci_high, ci_method, ci_level, ci_resamples of the effect size (empty when `bootstrap`
+    is 0).
 
     The cosine matrices X.A, X.B, Y.A, Y.B are computed once; resamples only reweight them, so 2,000
     resamples of a 25 x 25 test take milliseconds (benchmarks/bench_bootstrap.py)."""

@@ -1,9 +1,9 @@
 """Finding a test's words in a model: the case vocabulary, the lost-word threshold and its refusal.
 
-Published word lists capitalise names while many vocabularies are lowercased, so how a word is looked
-up changes what is found. Every metric that looks words up names its policy with the same parameter,
-`case`, and each name in `CASES` means one thing wherever it is accepted; a metric accepts the names it
-can honour (a corpus has no "most frequent form", so CEAT takes no `fallback`).
+Published word lists capitalise names while many vocabularies are lowercased, so how a word is
+looked up changes what is found. Every metric that looks words up names its policy with the same
+parameter, `case`, and each name in `CASES` means one thing wherever it is accepted; a metric
+accepts the names it can honour (a corpus has no "most frequent form", so CEAT takes no `fallback`).
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ from bias.core.params import between, one_of, param
 
 CASES: dict[str, str] = {
     "exact": "words as written",
-    "lower": "the test's words lowercased, the model's as they are (for uncased vocabularies such as GloVe)",
+    "lower": "the test's words lowercased, the model's as they are (for uncased vocabularies such "
+    "as GloVe)",
     "fallback": "words as written, lowercased where that form is missing",
     "insensitive": "case ignored on both sides (case-folded comparison)",
 }
@@ -29,7 +30,8 @@ DUPLICATES = ("drop", "keep")
 
 
 def case_param(default: str, allowed: Sequence[str], hint: str | None = None) -> Any:
-    """The `case` parameter of a metric accepting `allowed` names of `CASES`, with their one meaning each."""
+    """The `case` parameter of a metric accepting `allowed` names of `CASES`, with their one meaning
+    each."""
     unknown = [c for c in allowed if c not in CASES]
     if unknown or default not in allowed:
         raise ValueError(f"case policies {unknown or [default]} are not in the shared vocabulary")
@@ -38,11 +40,12 @@ def case_param(default: str, allowed: Sequence[str], hint: str | None = None) ->
 
 
 def duplicates_param() -> Any:
-    """The `duplicates` parameter: what a stimulus listed twice in a set counts for, the same wherever
-    a metric declares it (a preset's `duplicates = "keep"` reaches them all)."""
+    """The `duplicates` parameter: what a stimulus listed twice in a set counts for, the same
+    wherever a metric declares it (a preset's `duplicates = "keep"` reaches them all)."""
     return param(
         "drop",
-        "a stimulus a set lists twice: drop (counted once, reported) or keep (each copy counts, as the BIAS Detection Framework does)",
+        "a stimulus a set lists twice: drop (counted once, reported) or keep (each copy "
+        "counts, as the BIAS Detection Framework does)",
         validator=one_of(DUPLICATES),
     )
 
@@ -51,14 +54,16 @@ def lost_threshold_param() -> Any:
     """The `lost_threshold` parameter, the same default, bounds and meaning for every metric."""
     return param(
         LOST_THRESHOLD,
-        "refuse a test if a set loses more than this share of its words (not in the model, or no sentence or context fits them)",
+        "refuse a test if a set loses more than this share of its words (not in the model, "
+        "or no sentence or context fits them)",
         validator=between(0.0, 1.0),
     )
 
 
 def too_many_lost(lost: Sequence[str], total: int, threshold: float) -> str | None:
     """Why a set that lost `lost` of its `total` words is refused, as "(25% > 20% allowed): w1, w2",
-    or None when the share lost is within `threshold` (a set that loses exactly the threshold is kept)."""
+    or None when the share lost is within `threshold` (a set that loses exactly the threshold is
+    kept)."""
     share = len(lost) / total if total else 0.0
     if share > threshold:
         return f"({share:.0%} > {threshold:.0%} allowed): {', '.join(list(lost)[:8])}"
@@ -77,7 +82,8 @@ def lost_word_refusal(
     for key, m in matrices.items():
         if m.shape[0] == 0:
             return (
-                f"every word of set {key} is missing from the model ({', '.join(lost.get(key, [])[:5])}...)"
+                f"every word of set {key} is missing from the model "
+                f"({', '.join(lost.get(key, [])[:5])}...)"
                 if lost.get(key)
                 else f"set {key} is empty"
             )
@@ -94,7 +100,10 @@ def lost_word_refusal(
                 if words
                 else [str(i) for i in np.flatnonzero(bad)]
             )
-            return f"the model gives zero or non-finite vectors for {', '.join(names[:8])} (set {key}); check the model file"
+            return (
+                f"the model gives zero or non-finite vectors for {', '.join(names[:8])} (set "
+                f"{key}); check the model file"
+            )
     return None
 
 
@@ -107,8 +116,8 @@ def same_under_case(data: AssociationTest, case: str) -> AssociationTest:
 def lookup(
     embedder: Embedder, words: list[str], case: str
 ) -> tuple[dict[str, np.ndarray], set[str], int]:
-    """Vectors by word as written in the test, under a policy of `LOOKUP_CASES`. Returns the vectors,
-    the words built from sub-words, and the dimension."""
+    """Vectors by word as written in the test, under a policy of `LOOKUP_CASES`. Returns the
+    vectors, the words built from sub-words, and the dimension."""
     query = {w: (w.lower() if case == "lower" else w) for w in words}
     found = embedder.word_vectors(list(dict.fromkeys(query.values())))
     by_form = found.as_dict()

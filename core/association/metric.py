@@ -10,9 +10,10 @@ per-word figures and builds the Result, so every such metric behaves like the fi
         summary: ClassVar[str] = "Difference of the mean cosines of X and Y to A."
 
         def measure(self, sets: SetVectors, *, seed: int | None) -> Measured:
-            a = stats.unit_rows(sets.matrices["A"]).mean(axis=0)
-            gap = float((stats.unit_rows(sets.matrices["X"]) @ a).mean() - (stats.unit_rows(sets.matrices["Y"]) @ a).mean())
-            return Measured(effect_size=gap, figures={"gap": gap})
+            a = stats.unit_rows(sets.matrices["A"]).mean(axis=0) gap =
+            float((stats.unit_rows(sets.matrices["X"]) @ a).mean() -
+            (stats.unit_rows(sets.matrices["Y"]) @ a).mean()) return Measured(effect_size=gap,
+            figures={"gap": gap})
 """
 
 from __future__ import annotations
@@ -61,7 +62,8 @@ class AssociationMetric(Metric):
 
     @abstractmethod
     def measure(self, sets: SetVectors, *, seed: int | None) -> Measured:
-        """What the metric finds on the vectors (every set non-empty, every vector finite and non-zero)."""
+        """What the metric finds on the vectors (every set non-empty, every vector finite and
+        non-zero)."""
 
     def compute(
         self, embedder: Embedder, data: AssociationTest, *, seed: int | None = None

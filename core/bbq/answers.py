@@ -2,10 +2,11 @@
 (`mode = "generate"`) or when a preset scores its peer's continuations by log-likelihood.
 
 Every question is asked in each prompt variant, `samples` times; every reply is read (the preset's
-reader, `conventions.reader`) into an answer, an unparsed reply or a refusal. The counts per question
-and variant are what every score is computed from (`conventions.SCORERS`):
+reader, `conventions.reader`) into an answer, an unparsed reply or a refusal. The counts per
+question and variant are what every score is computed from (`conventions.SCORERS`):
 
-- per sample: every reply counts once (a question asked in 3 variants with 5 samples counts 15 times);
+- per sample: every reply counts once (a question asked in 3 variants with 5 samples counts 15
+  times);
 - by majority: per question and variant, the answer most of its samples gave (a tie between answers,
   or no sample answered, is unparsed, a refusal when most samples were refusals);
 - overall (all variants pooled), per variant and per category; intervals from one set of bootstrap

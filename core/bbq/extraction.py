@@ -21,10 +21,9 @@ phrases from its `bbq-prompts` file, and never guesses:
    gives that option;
 8. anything else is unparsed: two or more options named ("several"), or none ("none").
 
-Matching is on NFC, case-folded text with spaces collapsed; an option's text and every phrase match as
-whole words.
-The presets read replies as their peers do (`read_helm`, `read_lm_eval`, `read_mbbq`).
-"""
+Matching is on NFC, case-folded text with spaces collapsed; an option's text and every phrase match
+as whole words. The presets read replies as their peers do (`read_helm`, `read_lm_eval`,
+`read_mbbq`)."""
 
 from __future__ import annotations
 
@@ -74,8 +73,8 @@ def _option_forms(answer: str, articles: Sequence[str]) -> list[str]:
 
 def _label_at_start(text: str, letters: Sequence[str], loose: bool) -> int | None:
     """The option whose label opens `text`: "(B)", "B)", "[B]", "B.", "B:", "B" alone, "B'dir" (a
-    Turkish suffix after an apostrophe); with `loose` (after an answer phrase) also an upper-case "B"
-    before a space."""
+    Turkish suffix after an apostrophe); with `loose` (after an answer phrase) also an upper-case
+    "B" before a space."""
     t = text.lstrip(_EDGE)
     for i, letter in enumerate(letters):
         x = re.escape(letter)
@@ -103,8 +102,8 @@ def _mentioned(text: str, forms: list[list[str]]) -> list[int]:
 
 
 def _labels_marked(text: str, letters: Sequence[str]) -> set[int]:
-    """The options whose label the reply marks somewhere: "(B)" or "[B]" in either case, or the label
-    as written standing alone before a full stop or colon, or at the end."""
+    """The options whose label the reply marks somewhere: "(B)" or "[B]" in either case, or the
+    label as written standing alone before a full stop or colon, or at the end."""
     found = set()
     for i, letter in enumerate(letters):
         x = re.escape(letter)

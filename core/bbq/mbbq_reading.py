@@ -1,5 +1,6 @@
-"""MBBQ's reading of a reply (Neplenbroek et al. 2024, `detect_answer` in the authors' mbbq.py), step by
-step in its order, with a language's own phrases and this project's forms of the option letters.
+"""MBBQ's reading of a reply (Neplenbroek et al. 2024, `detect_answer` in the authors' mbbq.py),
+step by step in its order, with a language's own phrases and this project's forms of the option
+letters.
 
 1. Leading punctuation and spaces are removed, and a final full stop of a reply longer than two
    characters; an empty reply gives nothing.

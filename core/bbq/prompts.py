@@ -1,8 +1,8 @@
-"""The `bbq-prompts` word-set kind: how BBQ questions are put to a model that answers in text, and how
-its replies are read, in one language.
+"""The `bbq-prompts` word-set kind: how BBQ questions are put to a model that answers in text, and
+how its replies are read, in one language.
 
-A chat model is asked a question with its three answers listed as options (A), (B), (C), and writes a
-reply. MBBQ (Neplenbroek et al. 2024) asks each question in five prompts and reports how much the
+A chat model is asked a question with its three answers listed as options (A), (B), (C), and writes
+a reply. MBBQ (Neplenbroek et al. 2024) asks each question in five prompts and reports how much the
 scores move between them; a language package ships at least three prompt variants of its own and the
 rules that read replies in its language:
 
@@ -76,8 +76,8 @@ class PromptVariant:
 
 @attrs.frozen
 class ReadingRules:
-    """How replies in one language are read (see bias.core.bbq.extraction): phrases as written (NFC);
-    the default reading compares them case-folded."""
+    """How replies in one language are read (see bias.core.bbq.extraction): phrases as written
+    (NFC); the default reading compares them case-folded."""
 
     answer_before: tuple[str, ...] = ()
     answer_after: tuple[str, ...] = ()
@@ -117,7 +117,10 @@ def template_problems(text: Any, wanted: tuple[str, ...]) -> str | None:
     except ValueError as exc:
         return f"is not a well-formed template ({exc}; write a literal brace twice: {{{{ }}}})"
     if len(text) > MAX_TEMPLATE_CHARS:
-        return f"is {len(text):,} characters long; a prompt template has at most {MAX_TEMPLATE_CHARS:,}"
+        return (
+            f"is {len(text):,} characters long; a prompt template has at most "
+            f"{MAX_TEMPLATE_CHARS:,}"
+        )
     found: list[str] = []
     for _, name, spec, conversion in parts:
         if name is None:
@@ -130,10 +133,16 @@ def template_problems(text: Any, wanted: tuple[str, ...]) -> str | None:
                 + (":" + spec if spec else "")
                 + "}"
             )
-            return f"holds {shown}; only the plain placeholders {', '.join('{' + w + '}' for w in wanted)} are allowed"
+            return (
+                f"holds {shown}; only the plain placeholders "
+                f"{', '.join('{' + w + '}' for w in wanted)} are allowed"
+            )
         found.append(name)
         if found.count(name) > MAX_FIELD_USES:
-            return f"holds {{{name}}} more than {MAX_FIELD_USES} times; each placeholder is written at most {MAX_FIELD_USES} times"
+            return (
+                f"holds {{{name}}} more than {MAX_FIELD_USES} times; each placeholder is "
+                f"written at most {MAX_FIELD_USES} times"
+            )
     missing = [w for w in wanted if w not in found]
     if missing:
         return f"lacks {', '.join('{' + w + '}' for w in missing)}"
@@ -158,7 +167,8 @@ def label_problems(prompt: str, letters: Any) -> str | None:
                 return (
                     f"lists {{{name}}} without its letter {letter!r} before it (since the "
                     "previous "
-                    f"placeholder); replies are read by the letters {', '.join(map(str, letters))}, "
+                    "placeholder); replies are read by the letters "
+                    f"{', '.join(map(str, letters))}, "
                     "in that order"
                 )
         before = ""

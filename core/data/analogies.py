@@ -140,7 +140,8 @@ def check(data: dict[str, Any], file: str) -> list[Problem]:
                     Problem(
                         file,
                         f"{field}.questions[{j}]",
-                        f"{question!r}: a question is four words 'a b c d' (a is to b as c is to d)",
+                        f"{question!r}: a question is four words 'a b c d' (a is to b as c "
+                        "is to d)",
                     )
                 )
                 continue

@@ -1,7 +1,9 @@
-"""Checks of what a word set says, beyond its format: the mistakes careful authors of test data look for.
+"""Checks of what a word set says, beyond its format: the mistakes careful authors of test data look
+for.
 
-`bias validate` runs them on any file or package, ours or a third party's. Each finding is a warning,
-because each can be a deliberate choice; the file's `notes` are where such a choice is explained.
+`bias validate` runs them on any file or package, ours or a third party's. Each finding is a
+warning, because each can be a deliberate choice; the file's `notes` are where such a choice is
+explained.
 
 - a stimulus that shares its stem with a word of the opposite set (`behindert` / `nichtbehindert`):
   sub-word models put the two sets close together and the test loses sensitivity;
@@ -14,8 +16,9 @@ because each can be a deliberate choice; the file's `notes` are where such a cho
   test's notes name it (a documented decision);
 - a multi-word stimulus ("carro armato") in a word-level test: a static model (fastText, word2vec,
   GloVe) has no vector for a phrase (fastText splits on whitespace, so not even sub-words help), and
-  a set that loses more than the lost-word threshold is refused there. A note instead of a warning when the notes name every such stimulus
-  (or each of its words), as the test then says it is meant for sentence encoders;
+  a set that loses more than the lost-word threshold is refused there. A note instead of a warning
+  when the notes name every such stimulus (or each of its words), as the test then says it is meant
+  for sentence encoders;
 - attribute sets A and B whose sizes differ by more than SIZE_GAP of the larger: the shorter set
   weighs each of its words more in every s(w, A, B) (targets X and Y of different sizes are reported
   by the format checks, since the permutation test then changes);
@@ -91,7 +94,8 @@ def check_stems(data: Mapping[str, Any], file: str) -> list[Problem]:
                         Problem(
                             file,
                             f"sets.{left}.words[{i}]",
-                            f"'{a}' shares the stem '{stem}' with '{b}' of set {right}: sub-word models put the two "
+                            f"'{a}' shares the stem '{stem}' with '{b}' of set {right}: "
+                            "sub-word models put the two "
                             "sets close together; choose a word with its own stem",
                             "warning",
                         )
@@ -110,7 +114,8 @@ def check_cross_duplicates(data: Mapping[str, Any], file: str) -> list[Problem]:
                     Problem(
                         file,
                         f"sets.{key}.words[{i}]",
-                        f"'{word}' is also in set {first[norm]}: a word belongs to one set of a test",
+                        f"'{word}' is also in set {first[norm]}: a word belongs to one set "
+                        "of a test",
                         "warning",
                     )
                 )
@@ -119,8 +124,8 @@ def check_cross_duplicates(data: Mapping[str, Any], file: str) -> list[Problem]:
 
 
 def read_frequencies(path: Path) -> dict[str, float]:
-    """A frequency list: `word count` per line (wordfreq, FrequencyWords, word2vec vocab files), or one
-    word per line in rank order, whose counts are then estimated as 1/rank (Zipf)."""
+    """A frequency list: `word count` per line (wordfreq, FrequencyWords, word2vec vocab files), or
+    one word per line in rank order, whose counts are then estimated as 1/rank (Zipf)."""
     counts: dict[str, float] = {}
     with open(path, encoding="utf-8") as fh:
         for rank, line in enumerate(fh, start=1):
@@ -140,8 +145,8 @@ def read_frequencies(path: Path) -> dict[str, float]:
 def check_frequencies(
     data: Mapping[str, Any], file: str, frequencies: Mapping[str, float]
 ) -> list[Problem]:
-    """Counterpart sets (X/Y, A/B) whose geometric mean frequencies differ by more than FREQUENCY_RATIO.
-    Words missing from the list count as half the rarest listed count."""
+    """Counterpart sets (X/Y, A/B) whose geometric mean frequencies differ by more than
+    FREQUENCY_RATIO. Words missing from the list count as half the rarest listed count."""
     if not frequencies:
         return []
     floor = (
@@ -168,8 +173,10 @@ def check_frequencies(
                 Problem(
                     file,
                     f"sets.{rarer}",
-                    f"set {rarer} is {ratio:.0f} times rarer than set {right if rarer == left else left} (geometric mean "
-                    "frequency): frequency alone moves similarities; choose words of comparable frequency",
+                    f"set {rarer} is {ratio:.0f} times rarer than set "
+                    f"{right if rarer == left else left} (geometric mean "
+                    "frequency): frequency alone moves similarities; choose words of "
+                    "comparable frequency",
                     "warning",
                 )
             )
@@ -194,7 +201,8 @@ def read_ambiguous(path: Path) -> dict[str, str]:
 def check_ambiguous(
     data: Mapping[str, Any], file: str, ambiguous: Mapping[str, str], source: str = AMBIGUOUS_FILE
 ) -> list[Problem]:
-    """Stimuli (and debiasing-list entries) that the package lists as ambiguous, unless the notes name them."""
+    """Stimuli (and debiasing-list entries) that the package lists as ambiguous, unless the notes
+    name them."""
     if not ambiguous:
         return []
     notes = str(data.get("notes", ""))
@@ -219,7 +227,8 @@ def check_ambiguous(
                 Problem(
                     file,
                     field,
-                    f"'{word}' is listed in {source} as ambiguous ({why or 'see the list'}); replace it, or say in notes why it stays",
+                    f"'{word}' is listed in {source} as ambiguous "
+                    f"({why or 'see the list'}); replace it, or say in notes why it stays",
                     "warning",
                 )
             )
@@ -265,7 +274,8 @@ def agreement_problem(
     return Problem(
         file,
         field,
-        f"'{word}' meets the conditions of template \"{template}\" but {placeholder} has no value for it (its grammar: "
+        f"'{word}' meets the conditions of template \"{template}\" but {placeholder} has "
+        "no value for it (its grammar: "
         f"{have}); add the feature or the forms-table entry",
         "warning",
     )
@@ -308,8 +318,8 @@ def multi_word(words: Iterable[str]) -> list[str]:
 
 
 def multi_word_entries(test: Any) -> dict[str, list[str]]:
-    """Per set of a word-level association test, its multi-word stimuli (empty for other kinds, and for
-    tests whose stimuli are sentences)."""
+    """Per set of a word-level association test, its multi-word stimuli (empty for other kinds, and
+    for tests whose stimuli are sentences)."""
     if (
         not hasattr(test, "sets")
         or getattr(test, "stimuli", "words") != "words"
@@ -350,12 +360,16 @@ def check_multi_word(
             Problem(
                 file,
                 f"sets.{key}",
-                f"{len(phrases)} multi-word stimuli ({', '.join(phrases[:6])}{', ...' if len(phrases) > 6 else ''}): static models "
-                f"(fastText, word2vec, GloVe) have no vector for a phrase, {static_loss(words, phrases, threshold)}; "
+                f"{len(phrases)} multi-word stimuli "
+                f"({', '.join(phrases[:6])}{', ...' if len(phrases) > 6 else ''}): static "
+                "models "
+                "(fastText, word2vec, GloVe) have no vector for a phrase, "
+                f"{static_loss(words, phrases, threshold)}; "
                 + (
                     "the notes name them"
                     if documented
-                    else "use single words, or say in notes that the test is for sentence encoders (SEAT)"
+                    else "use single words, or say in notes that the test is for sentence "
+                    "encoders (SEAT)"
                 ),
                 "note" if documented else "warning",
                 MULTI_WORD,
@@ -373,7 +387,8 @@ def check_set_sizes(data: Mapping[str, Any], file: str) -> list[Problem]:
         Problem(
             file,
             f"sets.{'B' if m < n else 'A'}",
-            f"set A has {n} words and set B {m} (more than {SIZE_GAP:.0%} apart): the shorter set weighs each of its words "
+            f"set A has {n} words and set B {m} (more than {SIZE_GAP:.0%} apart): the "
+            "shorter set weighs each of its words "
             "more in every association s(w, A, B); give counterpart sets equal sizes",
             "warning",
         )
@@ -383,8 +398,8 @@ def check_set_sizes(data: Mapping[str, Any], file: str) -> list[Problem]:
 def pair_difference(
     more: str, less: str
 ) -> tuple[list[tuple[int, int, int, int]], list[str], list[str]]:
-    """Where two sentences differ, as word-index opcodes (i1, i2, j1, j2) of the changed stretches, and
-    the two sentences' words (case-folded)."""
+    """Where two sentences differ, as word-index opcodes (i1, i2, j1, j2) of the changed stretches,
+    and the two sentences' words (case-folded)."""
     import difflib
 
     from bias.core.data.minimal_pairs import words_of
@@ -399,8 +414,8 @@ def pair_difference(
 
 
 def check_pair_spans(data: Mapping[str, Any], file: str) -> list[Problem]:
-    """Sentence pairs that change more than their group words (see MAX_PAIR_WORDS), unless their `note`
-    explains."""
+    """Sentence pairs that change more than their group words (see MAX_PAIR_WORDS), unless their
+    `note` explains."""
     problems = []
     for i, entry in enumerate(data.get("pairs") or []):
         if (
@@ -423,8 +438,10 @@ def check_pair_spans(data: Mapping[str, Any], file: str) -> list[Problem]:
                 Problem(
                     file,
                     f"pairs[{i}]",
-                    f"{f'line {line}: ' if isinstance(line, int) else ''}the sentences differ in {changed} words ({where}), more "
-                    f"than a group span of {MAX_PAIR_WORDS}: a pair changes only its group words; rewrite it, or explain in its note",
+                    f"{f'line {line}: ' if isinstance(line, int) else ''}the sentences "
+                    f"differ in {changed} words ({where}), more "
+                    f"than a group span of {MAX_PAIR_WORDS}: a pair changes only its group "
+                    "words; rewrite it, or explain in its note",
                     "warning",
                 )
             )

@@ -5,11 +5,10 @@ boundaries is a candidate context of that word; up to `per_word` contexts per wo
 reservoir sampling (Vitter's algorithm R) with a seeded generator, so every line containing the word
 has the same chance of being kept and the same seed keeps the same lines.
 
-Word boundaries are Unicode-aware: a stimulus matches only where neither neighbour is a word character
-(`\\w` in Python's Unicode sense), so "he" is not found in "the" nor "Rose" in "Rosemary", and "café"
-or "Ålesund" are handled like ASCII words. The case policy is explicit: `exact` matches the stimulus as
-written, `lower` ignores case (case-folded comparison).
-"""
+Word boundaries are Unicode-aware: a stimulus matches only where neither neighbour is a word
+character (`\\w` in Python's Unicode sense), so "he" is not found in "the" nor "Rose" in "Rosemary",
+and "café" or "Ålesund" are handled like ASCII words. The case policy is explicit: `exact` matches
+the stimulus as written, `lower` ignores case (case-folded comparison)."""
 
 from __future__ import annotations
 
@@ -27,7 +26,8 @@ _TOKEN = re.compile(r"\S+")
 
 @attrs.frozen
 class Context:
-    """One occurrence of a word: the text (a corpus line, or its window) and the word's span in it."""
+    """One occurrence of a word: the text (a corpus line, or its window) and the word's span in
+    it."""
 
     text: str
     span: tuple[int, int]
@@ -64,7 +64,8 @@ def pattern(words: Sequence[str], case: str = "exact") -> re.Pattern[str]:
 
 
 def read_lines(path: str | Path) -> Iterator[tuple[int, str]]:
-    """(line number, text) of each non-blank line, decoded strictly as UTF-8; a bad byte names its line."""
+    """(line number, text) of each non-blank line, decoded strictly as UTF-8; a bad byte names its
+    line."""
     path = Path(path)
     if not path.exists():
         raise BiasError(
@@ -82,7 +83,8 @@ def read_lines(path: str | Path) -> Iterator[tuple[int, str]]:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
                 raise BiasError(
-                    f"Corpus {path}: line {number} is not UTF-8 text (byte {exc.start + 1} of the line: {exc.reason}).",
+                    f"Corpus {path}: line {number} is not UTF-8 text (byte {exc.start + 1} "
+                    f"of the line: {exc.reason}).",
                     "Convert the file to UTF-8, e.g. iconv -f latin1 -t utf-8.",
                 ) from exc
             if number == 1:
@@ -93,8 +95,8 @@ def read_lines(path: str | Path) -> Iterator[tuple[int, str]]:
 
 
 def window(text: str, span: tuple[int, int], k: int) -> tuple[str, tuple[int, int]]:
-    """The text cut to `k` whitespace-separated words either side of the word at `span` (the word's own
-    token and punctuation attached to it kept), and the span in the cut text."""
+    """The text cut to `k` whitespace-separated words either side of the word at `span` (the word's
+    own token and punctuation attached to it kept), and the span in the cut text."""
     tokens = [(m.start(), m.end()) for m in _TOKEN.finditer(text)]
     first = next(i for i, (a, b) in enumerate(tokens) if b > span[0])
     last = next(i for i in range(len(tokens) - 1, -1, -1) if tokens[i][0] < span[1])
@@ -112,11 +114,11 @@ def find_contexts(
     case: str = "exact",
     window_words: int | None = None,
 ) -> Contexts:
-    """Up to `per_word` contexts of every word from one pass over `lines` (reservoir-sampled, seeded).
+    """Up to `per_word` contexts of every word from one pass over `lines` (reservoir-sampled,
+    seeded).
 
-    A line counts once per word (its first occurrence gives the span). Under `lower` two stimuli that
-    differ only in case share their contexts.
-    """
+    A line counts once per word (its first occurrence gives the span). Under `lower` two stimuli
+    that differ only in case share their contexts."""
     if per_word < 1:
         raise BiasError(f"contexts_per_word must be a positive whole number, not {per_word!r}.")
     regex = pattern(words, case)

@@ -1,9 +1,10 @@
-"""The `debias-lists` word-set kind: the word lists debiasing methods and bias-subspace metrics need.
+"""The `debias-lists` word-set kind: the word lists debiasing methods and bias-subspace metrics
+need.
 
-Bolukbasi et al. (2016) define a bias subspace from definitional pairs, keep gender-specific words out
-of neutralisation and equalise pairs that should differ only along the subspace; the clustering test
-(Gonen & Goldberg 2019) ranks words by one pair's direction, and direct bias averages over neutral
-words. One file holds all of them (see docs/data-formats.md):
+Bolukbasi et al. (2016) define a bias subspace from definitional pairs, keep gender-specific words
+out of neutralisation and equalise pairs that should differ only along the subspace; the clustering
+test (Gonen & Goldberg 2019) ranks words by one pair's direction, and direct bias averages over
+neutral words. One file holds all of them (see docs/data-formats.md):
 
     kind = "debias-lists"
     definitional = [["man", "vrouw"], ["vader", "moeder"]]
@@ -37,7 +38,8 @@ class SentenceTemplates:
     """The SEAT templates of the lists' language, as whoever loaded the lists found them: debiasers
     fitted on sentences (Sent-Debias, and INLP and LEACE at sentence level) fill them with the
     definitional words. The lookup is done by the caller, which knows the installed word sets; a set
-    that is installed but cannot be read is kept as its error, raised only if sentences are needed."""
+    that is installed but cannot be read is kept as its error, raised only if sentences are
+    needed."""
 
     name: str  # <language>/seat-templates
     templates: Any = None  # the loaded template set; None when the language has none installed
@@ -65,8 +67,8 @@ class DebiasLists:
 
     @property
     def ranking_pair(self) -> Pair:
-        """The pair that ranks words by gender (clustering test, INLP's training words): `direction`,
-        else the first definitional pair."""
+        """The pair that ranks words by gender (clustering test, INLP's training words):
+        `direction`, else the first definitional pair."""
         return self.direction or self.definitional[0]
 
     def all_words(self) -> list[str]:
@@ -82,7 +84,8 @@ class DebiasLists:
 
     def gendered_words(self) -> set[str]:
         """The normalised forms of every gendered word (all but the neutral list): the words that
-        whole-vocabulary measures (direct bias over the vocabulary, the clustering test) leave out."""
+        whole-vocabulary measures (direct bias over the vocabulary, the clustering test) leave
+        out."""
         words = set(self.specific)
         for pair in (
             *self.definitional,
@@ -178,7 +181,8 @@ def check(data: dict[str, Any], file: str) -> list[Problem]:
             Problem(
                 file,
                 "definitional",
-                f"{count} pair(s); at least {MIN_DEFINITIONAL} are needed to find a bias direction by PCA",
+                f"{count} pair(s); at least {MIN_DEFINITIONAL} are needed to find a bias "
+                "direction by PCA",
             )
         )
     problems.extend(_check_pairs(data.get("equalize"), file, "equalize", required=False)[0])
@@ -202,7 +206,8 @@ def check(data: dict[str, Any], file: str) -> list[Problem]:
                         Problem(
                             file,
                             f"equalize[{i}]",
-                            f"'{w}' is already in equalize[{seen_in[normalise(w)]}]; the later pair moves it again",
+                            f"'{w}' is already in equalize[{seen_in[normalise(w)]}]; the "
+                            "later pair moves it again",
                             "warning",
                         )
                     )
@@ -218,7 +223,8 @@ def check(data: dict[str, Any], file: str) -> list[Problem]:
                 Problem(
                     file,
                     "equalize",
-                    f"words not in `specific` are neutralised before they are equalised: {', '.join(unprotected[:8])}",
+                    "words not in `specific` are neutralised before they are equalised: "
+                    f"{', '.join(unprotected[:8])}",
                     "warning",
                 )
             )
@@ -244,7 +250,8 @@ def _words(value: Any) -> tuple[str, ...]:
 
 
 def build(data: dict[str, Any], name: str, path: str) -> DebiasLists:
-    """The lists of a checked record; raises BiasError naming the file and field of the first error."""
+    """The lists of a checked record; raises BiasError naming the file and field of the first
+    error."""
     raise_on_errors(check(data, path), path)
     direction = _pairs([data["direction"]])[0] if data.get("direction") is not None else None
     return DebiasLists(
@@ -263,6 +270,7 @@ def lists_of(value: Any, what: str = "debiasing") -> DebiasLists:
         return value
     kind = getattr(getattr(value, "meta", None), "kind", type(value).__name__)
     raise BiasError(
-        f"{what} needs a word set of kind {DEBIAS_LISTS}, but '{getattr(value, 'name', value)}' is of kind {kind}.",
+        f"{what} needs a word set of kind {DEBIAS_LISTS}, but "
+        f"'{getattr(value, 'name', value)}' is of kind {kind}.",
         "Give debiasing lists such as en/debias-gender (see `bias list wordsets`).",
     )

@@ -4,8 +4,8 @@ Flexible Intersectional Stereotype Extraction (Charlesworth, Ghate, Caliskan & B
 traits on two social axes at once. A FISE test holds:
 
 - `axes`: each axis (`gender`, `race`, `class`, ...) has exactly two groups of words, the first the
-  positive end of the axis (`{ male = [...], female = [...] }`); a group word may be a list of variants
-  (grammatical-gender forms), whose vectors are averaged;
+  positive end of the axis (`{ male = [...], female = [...] }`); a group word may be a list of
+  variants (grammatical-gender forms), whose vectors are averaged;
 - `traits`: the words placed on the axes; a trait may be a phrase or a list of variants;
 - `affect` (optional): `positive` and `negative` words that give each trait a valence.
 
@@ -35,7 +35,8 @@ from bias.core.data.wordsets import read_json, read_text
 
 KNOWN_FIELDS = ("axes", "traits", "affect")
 
-# A stimulus is one word or phrase, or a tuple of variants (grammatical-gender forms) averaged together.
+# A stimulus is one word or phrase, or a tuple of variants (grammatical-gender forms) averaged
+# together.
 Stimulus = Union[str, tuple[str, ...]]
 
 
@@ -136,7 +137,8 @@ def check(data: dict[str, Any], file: str) -> list[Problem]:
             Problem(
                 file,
                 "axes",
-                "give at least two axes, each a table of two groups, e.g. gender = { male = [...], female = [...] }",
+                "give at least two axes, each a table of two groups, e.g. gender = { male "
+                "= [...], female = [...] }",
             )
         )
     else:
@@ -204,8 +206,8 @@ def build(data: dict[str, Any], name: str, path: str) -> FiseTest:
 
 
 def parse_trait_line(line: str, where: str) -> Stimulus:
-    """One line of a trait list: a word or phrase, or a list literal of variants (`['calmo', 'calma']`),
-    read as data by json or ast.literal_eval, which evaluate no code."""
+    """One line of a trait list: a word or phrase, or a list literal of variants (`['calmo',
+    'calma']`), read as data by json or ast.literal_eval, which evaluate no code."""
     text = line.strip()
     if not text.startswith("["):
         return unicodedata.normalize("NFC", text)
@@ -250,7 +252,8 @@ def read_traits(path: Path) -> list[Stimulus]:
 
 
 def read_affect(path: Path) -> tuple[list[str], list[str]]:
-    """Affect stimuli: a header row, then a positive and a negative column (either may run shorter)."""
+    """Affect stimuli: a header row, then a positive and a negative column (either may run
+    shorter)."""
     text = read_text(path, "file")
     rows = list(csv.reader(io.StringIO(text, newline="")))
     if len(rows) < 2 or len(rows[0]) < 2:
@@ -267,7 +270,8 @@ def axes_from_json(path: Path) -> dict[str, Any]:
     data = read_json(path, "file")
     if not isinstance(data, dict):
         raise BiasError(
-            f'{path}: expected a JSON object of axes, e.g. {{"gender": {{"male": [...], "female": [...]}}}}.'
+            f'{path}: expected a JSON object of axes, e.g. {{"gender": {{"male": [...], '
+            f'"female": [...]}}}}.'
         )
     return data
 

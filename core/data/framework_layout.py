@@ -30,13 +30,15 @@ def language_code(folder: str) -> tuple[str, str | None]:
         iso = FOLDER_CODES[code]
         return (
             iso,
-            f"folder '{code}' read as language '{iso}' (the BIAS Detection Framework's code for it)",
+            f"folder '{code}' read as language '{iso}' (the BIAS Detection Framework's "
+            "code for it)",
         )
     return code, None
 
 
 def language_of(path: Path) -> tuple[str | None, str | None]:
-    """The language of a file in the framework's layout (`.../<lang>/<KIND>/<file>`), else (None, None)."""
+    """The language of a file in the framework's layout (`.../<lang>/<KIND>/<file>`), else (None,
+    None)."""
     parts = Path(path).parts
     if (
         len(parts) < 3
@@ -51,9 +53,10 @@ def language_of(path: Path) -> tuple[str | None, str | None]:
 
 
 def kind_folder(path: Path) -> str | None:
-    """The KIND folder (as `KIND_FOLDERS` spells it) of a file in the framework's layout, else None: the
-    folder the framework put a file in says what it is, where the suffix alone cannot (`.txt` is a WEAT
-    test under WEAT/, a FISE trait list under FISE/, and the sentence frames beside a SEAT test)."""
+    """The KIND folder (as `KIND_FOLDERS` spells it) of a file in the framework's layout, else None:
+    the folder the framework put a file in says what it is, where the suffix alone cannot (`.txt` is
+    a WEAT test under WEAT/, a FISE trait list under FISE/, and the sentence frames beside a SEAT
+    test)."""
     if language_of(path)[0] is None:
         return None
     parent = Path(path).parent.name

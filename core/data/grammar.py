@@ -1,10 +1,11 @@
-"""Templates with grammatical agreement, filled from data: the mechanism every language package uses.
+"""Templates with grammatical agreement, filled from data: the mechanism every language package
+uses.
 
 A template is a sentence with placeholders for one or more slots (`word` in SEAT templates, `target`
-and `attribute` in LPBS templates). A word carries its grammar as data (features such as
-`gender = "f"`, `plural = "Rosen"`, `class = "thing"`), and a file may declare forms tables that derive
-a value from a feature (`[forms.article] from = "gender"`, `m = "der"`, `f = "die"`, `n = "das"`).
-No language rule lives in code, so German articles, Icelandic suffixed definites or Turkish suffix
+and `attribute` in LPBS templates). A word carries its grammar as data (features such as `gender =
+"f"`, `plural = "Rosen"`, `class = "thing"`), and a file may declare forms tables that derive a
+value from a feature (`[forms.article] from = "gender"`, `m = "der"`, `f = "die"`, `n = "das"`). No
+language rule lives in code, so German articles, Icelandic suffixed definites or Turkish suffix
 harmony are all written in the data files.
 
 Placeholders (a capital first letter capitalises the value, for sentence starts):
@@ -93,7 +94,8 @@ def parse(template: str) -> list[Placeholder]:
 def check(
     template: str, slots: Sequence[str], forms: Mapping[str, FormsTable] | None = None
 ) -> list[str]:
-    """What is wrong with a template for the given slots: each slot's word exactly once, known slots."""
+    """What is wrong with a template for the given slots: each slot's word exactly once, known
+    slots."""
     try:
         found = parse(template)
     except TemplateError as exc:
@@ -133,7 +135,8 @@ def check_when(when: Any, slots: Sequence[str]) -> list[tuple[str, str]]:
 
 
 def value(feature: str, features: Features, forms: Mapping[str, FormsTable]) -> str | None:
-    """An agreement value: the word's own feature, else the forms table chosen by its `from` feature."""
+    """An agreement value: the word's own feature, else the forms table chosen by its `from`
+    feature."""
     if feature in features:
         return str(features[feature])
     table = forms.get(feature)
@@ -147,7 +150,8 @@ def value(feature: str, features: Features, forms: Mapping[str, FormsTable]) -> 
 
 
 def matches(when: Mapping[str, Any], words: Mapping[str, tuple[str, Features]]) -> bool:
-    """Whether `when` conditions ({"word.class": "person" or [..]}) hold for the words in the slots."""
+    """Whether `when` conditions ({"word.class": "person" or [..]}) hold for the words in the
+    slots."""
     for key, wanted in when.items():
         slot, _, feature = key.partition(".")
         if slot not in words or not feature:
@@ -160,7 +164,8 @@ def matches(when: Mapping[str, Any], words: Mapping[str, tuple[str, Features]]) 
 
 
 def capitalise(text: str, language: str | None = None) -> str:
-    """Upper-case the first letter; Turkish and Azerbaijani dotted i becomes İ, dotless ı becomes I."""
+    """Upper-case the first letter; Turkish and Azerbaijani dotted i becomes İ, dotless ı becomes
+    I."""
     if not text:
         return text
     first = text[0]
@@ -179,7 +184,8 @@ def render(
     when: Mapping[str, Any] | None = None,
     language: str | None = None,
 ) -> Rendered | None:
-    """Fill a template; None when it does not apply to these words (a value missing or `when` false).
+    """Fill a template; None when it does not apply to these words (a value missing or `when`
+    false).
 
     `words` maps each slot to (word, its grammatical features); `language` decides how a capital is
     written (Turkish i -> İ). Spans are tracked while filling, never

@@ -1,9 +1,9 @@
 """Kinds of word-set file, found through the entry-point group `bias.kinds`.
 
 A kind says how a house-format record (`kind = "..."`) is checked and built. The first-party kinds
-are registered in the framework's own pyproject exactly as a third party registers one, so a new kind
-of test data needs no change here. The data model cannot depend on the registry, so the entry points
-are read here (or taken from the registry's one scan of every group, see `share_kind_scan`).
+are registered in the framework's own pyproject exactly as a third party registers one, so a new
+kind of test data needs no change here. The data model cannot depend on the registry, so the entry
+points are read here (or taken from the registry's one scan of every group, see `share_kind_scan`).
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ class DataKind:
     """How one kind of house-format record is checked and built.
 
     A kind is whatever the entry point of group `bias.kinds` names, as long as it offers
-    `check(data, file) -> list[Problem]` and `build(data, name, path)` (raising BiasError on errors; the
-    object built has `.meta`): a module with those two functions, or an instance of this class.
+    `check(data, file) -> list[Problem]` and `build(data, name, path)` (raising BiasError on errors;
+    the object built has `.meta`): a module with those two functions, or an instance of this class.
     """
 
     check: Callable[[dict[str, Any], str], list[Problem]]
@@ -53,8 +53,8 @@ def _kind_entry_points() -> dict[str, list[importlib.metadata.EntryPoint]]:
 
 
 def share_kind_scan(entry_points: Iterable[importlib.metadata.EntryPoint]) -> None:
-    """Take the `bias.kinds` entry points from a scan done elsewhere (the registry reads every group in
-    one pass), so that the installed distributions are read once per process."""
+    """Take the `bias.kinds` entry points from a scan done elsewhere (the registry reads every group
+    in one pass), so that the installed distributions are read once per process."""
     found: dict[str, list[importlib.metadata.EntryPoint]] = {}
     for ep in entry_points:
         found.setdefault(ep.name, []).append(ep)
@@ -64,7 +64,8 @@ def share_kind_scan(entry_points: Iterable[importlib.metadata.EntryPoint]) -> No
 
 
 def known_kinds() -> list[str]:
-    """Every installed kind of word set, first-party and third-party alike (entry-point names only)."""
+    """Every installed kind of word set, first-party and third-party alike (entry-point names
+    only)."""
     return sorted(_kind_entry_points())
 
 
@@ -86,7 +87,8 @@ def kind_handler(kind: Any, file: str) -> Any:
             _LOADED[kind] = found[0].load()
         except Exception as exc:  # a third party's broken import is reported, never raised as is
             raise BiasError(
-                f"The word-set kind '{kind}' from {_distribution(found[0])} is broken: {type(exc).__name__}: {exc}",
+                f"The word-set kind '{kind}' from {_distribution(found[0])} is broken: "
+                f"{type(exc).__name__}: {exc}",
                 "Reinstall or fix that distribution.",
             ) from exc
     return _LOADED[kind]

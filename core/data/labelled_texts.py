@@ -17,9 +17,8 @@ text = "Een prachtig boek, in één adem uitgelezen."
 label = "positive"
 ```
 
-CSV and TSV files with the columns `text` and `label` are read by the `labelled-csv` importer into the
-same record (with the line of every row), and checked here like a TOML file.
-"""
+CSV and TSV files with the columns `text` and `label` are read by the `labelled-csv` importer into
+the same record (with the line of every row), and checked here like a TOML file."""
 
 from __future__ import annotations
 
@@ -80,7 +79,8 @@ def check(data: dict[str, Any], file: str) -> list[Problem]:
             Problem(
                 file,
                 "items",
-                "missing or empty: give [[items]] tables with `text` and `label` (or a CSV with those columns)",
+                "missing or empty: give [[items]] tables with `text` and `label` (or a CSV "
+                "with those columns)",
             )
         )
         return problems
@@ -146,7 +146,8 @@ def check(data: dict[str, Any], file: str) -> list[Problem]:
             Problem(
                 file,
                 "items",
-                f"the labels {same} are one number written differently, and are read as different classes; write them alike",
+                f"the labels {same} are one number written differently, and are read as "
+                "different classes; write them alike",
                 "warning",
             )
         )
@@ -165,7 +166,8 @@ def check(data: dict[str, Any], file: str) -> list[Problem]:
                 Problem(
                     file,
                     "items",
-                    f"label {label!r} has {count} item: a stratified split needs at least 2 per label",
+                    f"label {label!r} has {count} item: a stratified split needs at least "
+                    "2 per label",
                 )
             )
     return problems

@@ -1,13 +1,13 @@
 """`--limit N`: a smoke run on the first N items of each list of a test, whatever its kind.
 
-Why here and generic: a limit the engine applies to every data kind (association sets, pairs, labelled
-texts, analogy sections, third-party kinds) cannot rely on each kind implementing it. Test data are
-attrs classes whose lists are tuples; the limit cuts those tuples: the data object's own tuple fields,
-the tuple fields of the attrs objects it holds (the words of X, Y, A and B), and, one level down, the
-lists inside a list of containers (the questions of each analogy section). Strings inside an item
-(a pair's two sentences, a word's grammar) are never cut, nor is an item whose class says it is one
-whole (`limit_whole = True`: a StereoSet example and its three sentences). `meta` is left whole.
-"""
+Why here and generic: a limit the engine applies to every data kind (association sets, pairs,
+labelled texts, analogy sections, third-party kinds) cannot rely on each kind implementing it. Test
+data are attrs classes whose lists are tuples; the limit cuts those tuples: the data object's own
+tuple fields, the tuple fields of the attrs objects it holds (the words of X, Y, A and B), and, one
+level down, the lists inside a list of containers (the questions of each analogy section). Strings
+inside an item (a pair's two sentences, a word's grammar) are never cut, nor is an item whose class
+says it is one whole (`limit_whole = True`: a StereoSet example and its three sentences). `meta` is
+left whole."""
 
 from __future__ import annotations
 
@@ -38,7 +38,8 @@ def _cut_fields(value: Any, n: int) -> Any:
 
 
 def first_items(data: Any, n: int | None) -> Any:
-    """`data` with each of its lists cut to its first `n` items (unchanged for None or non-attrs data)."""
+    """`data` with each of its lists cut to its first `n` items (unchanged for None or non-attrs
+    data)."""
     if n is None or not attrs.has(type(data)):
         return data
     changes: dict[str, Any] = {}

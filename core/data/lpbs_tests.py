@@ -1,13 +1,13 @@
 """LPBS tests (`kind = "lpbs"`): targets X, Y and attributes A, B put into templates with two slots.
 
-The log-probability bias score of Kurita et al. (2019) reads the model's probability of a target word
-in a sentence such as "{Target} is {attribute.article} {attribute}.". The file holds the four word
-sets (as an association test, words may carry grammar), forms tables, and templates with exactly one
-`{target}` and one `{attribute}` head placeholder each (see `bias.core.data.grammar`). A template may carry
-`when` conditions on either slot (`{ "target.class" = "pronoun" }`); a (target, attribute) pair gets
-every template whose placeholders have values and whose conditions hold. Rendering keeps the
-character span of each slot, which the metric maps to tokens through the tokenizer's offsets.
-"""
+The log-probability bias score of Kurita et al. (2019) reads the model's probability of a target
+word in a sentence such as "{Target} is {attribute.article} {attribute}.". The file holds the four
+word sets (as an association test, words may carry grammar), forms tables, and templates with
+exactly one `{target}` and one `{attribute}` head placeholder each (see `bias.core.data.grammar`). A
+template may carry `when` conditions on either slot (`{ "target.class" = "pronoun" }`); a (target,
+attribute) pair gets every template whose placeholders have values and whose conditions hold.
+Rendering keeps the character span of each slot, which the metric maps to tokens through the
+tokenizer's offsets."""
 
 from __future__ import annotations
 
@@ -66,7 +66,8 @@ class LpbsTest:
         target: tuple[str, Mapping[str, str]],
         attribute: tuple[str, Mapping[str, str]],
     ) -> Rendered | None:
-        """The sentence of one (target, attribute) pair in one template, None when it does not apply."""
+        """The sentence of one (target, attribute) pair in one template, None when it does not
+        apply."""
         return grammar.render(
             template.text,
             {"target": target, "attribute": attribute},
@@ -88,7 +89,8 @@ def _templates(data: dict[str, Any]) -> list[Template]:
 
 
 def check(data: dict[str, Any], file: str) -> list[Problem]:
-    """Every problem of an LPBS record, each with its field (`sets.A.words[2]`, `templates[1].text`)."""
+    """Every problem of an LPBS record, each with its field (`sets.A.words[2]`,
+    `templates[1].text`)."""
     problems = check_meta(data, file, KNOWN_FIELDS)
     forms, form_problems = grammar.forms_from_record(data.get("forms"))
     problems.extend(Problem(file, field, message) for field, message in form_problems)
@@ -130,7 +132,8 @@ def check(data: dict[str, Any], file: str) -> list[Problem]:
             Problem(
                 file,
                 "templates",
-                "missing or empty: give [[templates]] tables with text containing {target} and {attribute}",
+                "missing or empty: give [[templates]] tables with text containing {target} "
+                "and {attribute}",
             )
         )
         return problems
@@ -202,7 +205,8 @@ def _coverage(data: dict[str, Any], file: str, forms: Mapping[str, FormsTable]) 
                     Problem(
                         file,
                         f"sets.{key}",
-                        f"'{word}' gets no sentence from any template (a placeholder has no value for it, or a `when` "
+                        f"'{word}' gets no sentence from any template (a placeholder has "
+                        "no value for it, or a `when` "
                         "condition excludes it); give it the features the templates need",
                     )
                 )

@@ -1,4 +1,5 @@
-"""Sentence-pair sets (`kind = "pairs"`): CrowS-Pairs style minimal pairs with a direction and a bias type.
+"""Sentence-pair sets (`kind = "pairs"`): CrowS-Pairs style minimal pairs with a direction and a
+bias type.
 
 A pair is (more, less): `more` is CrowS-Pairs' sent_more, the sentence that is more stereotyping,
 and `less` the same sentence with the group words changed. `direction` says whether `more` states a
@@ -20,7 +21,8 @@ from bias.core.model import BIAS_TYPES, PAIRS, WordSetMeta
 from bias.core.data.wordsets import Problem, check_bias_type, check_meta, meta_of, raise_on_errors
 
 DIRECTIONS = ("stereo", "antistereo")
-# Types recommended for a single pair: the social types, plus "unspecified" for files that do not say.
+# Types recommended for a single pair: the social types, plus "unspecified" for files that do not
+# say.
 PAIR_BIAS_TYPES = tuple(t for t in BIAS_TYPES if t not in ("mixed", "any"))
 PAIR_KEYS = ("more", "less", "direction", "bias_type", "line", "note")
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -154,7 +156,8 @@ def check(data: dict[str, Any], file: str) -> list[Problem]:
                 Problem(
                     file,
                     field,
-                    f"{where}the two sentences are identical ({more!r}); a pair must differ in its group words",
+                    f"{where}the two sentences are identical ({more!r}); a pair must "
+                    "differ in its group words",
                 )
             )
             continue

@@ -2,9 +2,9 @@
 
 Like analogy accuracy it is not a bias measure but a check of what a model still knows: Spearman's
 rank correlation between the model's cosine similarities and the human scores (the `word-similarity`
-metric), before and after debiasing. Files in the common SimLex / WordSim layout (`word1 word2 score`
-lines, tab or space separated, an optional header) are read by the `similarity-tsv` importer into the
-same record; the house format is
+metric), before and after debiasing. Files in the common SimLex / WordSim layout (`word1 word2
+score` lines, tab or space separated, an optional header) are read by the `similarity-tsv` importer
+into the same record; the house format is
 
 ```toml
 kind = "similarity-pairs"
@@ -118,14 +118,16 @@ def check(data: dict[str, Any], file: str) -> list[Problem]:
             Problem(
                 file,
                 "pairs",
-                f"{len(seen)} distinct pair(s); at least {MIN_PAIRS} are needed for a rank correlation",
+                f"{len(seen)} distinct pair(s); at least {MIN_PAIRS} are needed for a rank "
+                "correlation",
             )
         )
     return problems
 
 
 def build(data: dict[str, Any], name: str, path: str) -> SimilarityPairs:
-    """The pairs of a checked record; raises BiasError naming the file and field of the first error."""
+    """The pairs of a checked record; raises BiasError naming the file and field of the first
+    error."""
     raise_on_errors(check(data, path), path)
     out: dict[tuple[str, str], ScoredPair] = {}
     for entry in data["pairs"]:

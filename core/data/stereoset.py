@@ -1,13 +1,13 @@
 """The `stereoset` word-set kind: StereoSet's intrasentence examples (Nadeem et al. 2021).
 
-An example is a context with one slot, the word BLANK ("The librarian was BLANK."), about a target term
-("librarian") of a domain ("profession"), and three sentences that fill the slot: one with a
-stereotype, one with an anti-stereotype and one with an unrelated word. The `stereoset` metric asks how
-often a language model prefers the stereotype, and how often it prefers a meaningful filling to the
-unrelated one.
+An example is a context with one slot, the word BLANK ("The librarian was BLANK."), about a target
+term ("librarian") of a domain ("profession"), and three sentences that fill the slot: one with a
+stereotype, one with an anti-stereotype and one with an unrelated word. The `stereoset` metric asks
+how often a language model prefers the stereotype, and how often it prefers a meaningful filling to
+the unrelated one.
 
-The record keeps StereoSet's own layout, so that a message names a field exactly as the published JSON
-files (`dev.json`, `test.json`) spell it, whichever way the file was written:
+The record keeps StereoSet's own layout, so that a message names a field exactly as the published
+JSON files (`dev.json`, `test.json`) spell it, whichever way the file was written:
 
 ```toml
 kind = "stereoset"
@@ -29,14 +29,13 @@ gold_label = "stereotype"         # stereotype | anti-stereotype | unrelated, on
 labels = [{ human_id = "a1", label = "stereotype" }]   # optional: the annotators' labels (not used)
 ```
 
-StereoSet's JSON files are read by the `stereoset-json` importer into the same record (other parts of
-the file, such as `intersentence`, are ignored) and checked here like a TOML file.
+StereoSet's JSON files are read by the `stereoset-json` importer into the same record (other parts
+of the file, such as `intersentence`, are ignored) and checked here like a TOML file.
 
-The *template word* of a sentence is the word the metric scores on a masked LM: the sentence split on
-single spaces, the word at the index of the context's word that contains BLANK, with every ASCII
+The *template word* of a sentence is the word the metric scores on a masked LM: the sentence split
+on single spaces, the word at the index of the context's word that contains BLANK, with every ASCII
 punctuation character removed (as bias-bench reads it). A sentence whose template word is missing or
-empty is refused here, before any model is loaded, rather than scored as nothing.
-"""
+empty is refused here, before any model is loaded, rather than scored as nothing."""
 
 from __future__ import annotations
 
@@ -60,7 +59,8 @@ MAX_ERRORS = 100  # a file's errors listed before checking stops (a broken file 
 
 
 def blank_word_index(context: str) -> int | None:
-    """The index of the context's word (split on single spaces) that holds BLANK; None without one."""
+    """The index of the context's word (split on single spaces) that holds BLANK; None without
+    one."""
     found = None
     for i, word in enumerate(context.split(" ")):
         if BLANK in word:
@@ -69,8 +69,8 @@ def blank_word_index(context: str) -> int | None:
 
 
 def template_word(sentence: str, index: int) -> str | None:
-    """The sentence's word at `index` (split on single spaces) without ASCII punctuation; None when the
-    sentence has no word there."""
+    """The sentence's word at `index` (split on single spaces) without ASCII punctuation; None when
+    the sentence has no word there."""
     words = sentence.split(" ")
     if index >= len(words):
         return None
@@ -89,7 +89,8 @@ class StereoSentence:
 
 @attrs.frozen
 class StereoExample:
-    """A context with one BLANK, its domain and target term, and its three sentences (file order)."""
+    """A context with one BLANK, its domain and target term, and its three sentences (file
+    order)."""
 
     limit_whole: ClassVar[bool] = True  # `--limit` keeps an example's three sentences together
     id: str
@@ -142,8 +143,8 @@ def _text(value: Any) -> bool:
 
 
 def _surrogate(value: str) -> bool:
-    """Whether a string holds a lone surrogate (JSON's "\\ud800" escape): no character, so it cannot be
-    written out as UTF-8 (the scores table, the report)."""
+    """Whether a string holds a lone surrogate (JSON's "\\ud800" escape): no character, so it cannot
+    be written out as UTF-8 (the scores table, the report)."""
     return any("\ud800" <= c <= "\udfff" for c in value)
 
 
@@ -175,7 +176,8 @@ def _check_labels(labels: Any, file: str, field: str) -> list[Problem]:
 
 
 def check_sentence(entry: Any, field: str, file: str, word_at: int | None) -> list[Problem]:
-    """Problems of one sentence; `word_at` is the index of the context's BLANK word (None: unknown)."""
+    """Problems of one sentence; `word_at` is the index of the context's BLANK word (None:
+    unknown)."""
     if not isinstance(entry, dict):
         return [Problem(file, field, "must be an object with id, sentence and gold_label")]
     problems = []
@@ -271,7 +273,8 @@ def check_example(entry: Any, field: str, file: str) -> list[Problem]:
                         file,
                         f"{field}.sentences[{k}].gold_label",
                         f"sentences[{seen[gold]}] and "
-                        f"sentences[{k}] are both {gold!r}; an example has one sentence of each gold label",
+                        f"sentences[{k}] are both {gold!r}; an example has one sentence of "
+                        "each gold label",
                     )
                 )
             else:
@@ -305,7 +308,8 @@ def _examples(data: dict[str, Any], file: str) -> tuple[list[Any] | None, list[P
             Problem(
                 file,
                 PART,
-                "missing: the file has no intrasentence part (only intrasentence examples are scored)",
+                "missing: the file has no intrasentence part (only intrasentence examples "
+                "are scored)",
             )
         ]
     if not isinstance(examples, list) or not examples:

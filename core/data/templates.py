@@ -1,9 +1,10 @@
-"""Template sets (`kind = "templates"`): bleached sentences that put a word in context, for SEAT and CEAT.
+"""Template sets (`kind = "templates"`): bleached sentences that put a word in context, for SEAT and
+CEAT.
 
 A template set is a list of sentences with one `word` slot, each with optional `when` conditions on
-the word's grammar, plus forms tables (see `bias.core.data.grammar` for placeholders and agreement). A word
-gets every sentence whose placeholders all have a value and whose conditions hold; a word that gets
-none is reported as lost rather than put into a sentence that does not fit it.
+the word's grammar, plus forms tables (see `bias.core.data.grammar` for placeholders and agreement).
+A word gets every sentence whose placeholders all have a value and whose conditions hold; a word
+that gets none is reported as lost rather than put into a sentence that does not fit it.
 
 `defaults` (optional) gives features a word is assumed to have when its test says nothing, e.g.
 `defaults = { class = "any" }`, so that tests without grammar (imported WEAT .txt files) still find
@@ -43,7 +44,8 @@ class Template:
 
 @attrs.frozen
 class TemplateSet:
-    """A validated template set; `render` gives the sentences one word gets, each with the word's span."""
+    """A validated template set; `render` gives the sentences one word gets, each with the word's
+    span."""
 
     meta: WordSetMeta
     templates: tuple[Template, ...]
@@ -161,7 +163,8 @@ def check(data: dict[str, Any], file: str) -> list[Problem]:
                         Problem(
                             file,
                             f"{field}.text",
-                            f"{{{p.slot}.{p.feature}}} has no forms table [forms.{p.feature}]: it applies only to words "
+                            f"{{{p.slot}.{p.feature}}} has no forms table "
+                            f"[forms.{p.feature}]: it applies only to words "
                             f"that carry the feature '{p.feature}' themselves",
                             "warning",
                         )
@@ -211,8 +214,9 @@ def build(data: dict[str, Any], name: str, path: str) -> TemplateSet:
 
 
 def parse_templates(entries: Any) -> list[Template]:
-    """Checked `[[templates]]` entries (a table with `text` and `when`, or a bare string) as Templates,
-    NFC-normalised; shared by every kind of file that holds templates (SEAT templates, LPBS)."""
+    """Checked `[[templates]]` entries (a table with `text` and `when`, or a bare string) as
+    Templates, NFC-normalised; shared by every kind of file that holds templates (SEAT templates,
+    LPBS)."""
     out = []
     for entry in entries or []:
         if isinstance(entry, str):

@@ -3,7 +3,7 @@
 Each line is `dataset,metric,embedding,language,modelname` (`#` lines are comments). The data is
 `DATASETS/<lang>/<METRIC>/<dataset>.<ext>` (genSEAT names from `genSEAT/`), and the models:
 
-    fasttext       MODELS/cc.<lang>.300.bin (fastText's own code for the folder's language tried too)
+    fasttext       MODELS/cc.<lang>.300.bin (also tried: fastText's code of the language)
     word2vec       MODELS/GoogleNews-vectors-negative300.bin
     glove          MODELS/glove.840B.300d.txt
     bert           the model's [CLS] vector (RoBERTa-style models: <s>) of the word or sentence
@@ -17,11 +17,10 @@ Each line is `dataset,metric,embedding,language,modelname` (`#` lines are commen
     (a service line whose key is not in the environment is skipped, saying so; with the preset, the
     framework's truncation of OpenAI vectors to their first 768 components is written as an option)
 
-A line that cannot run (wrong number of fields, unknown metric or embedding, no such dataset or model
-file, a name that leads out of the datasets or models folder) is reported with its line number and left
-out; the others run. The engine makes one listed experiment of each line that can run
-(`bias.engine.framework_file`), so `bias convert` prints what will run, as an experiment file.
-"""
+A line that cannot run (wrong number of fields, unknown metric or embedding, no such dataset or
+model file, a name that leads out of the datasets or models folder) is reported with its line number
+and left out; the others run. The engine makes one listed experiment of each line that can run
+(`bias.engine.framework_file`), so `bias convert` prints what will run, as an experiment file."""
 
 from __future__ import annotations
 
@@ -108,7 +107,8 @@ def is_framework_config(path: Path) -> bool:
 
 
 def read_lines(path: Path) -> tuple[list[ConfigLine], list[str]]:
-    """The well-formed lines, and a problem for each line that is not `dataset,metric,embedding,language,modelname`."""
+    """The well-formed lines, and a problem for each line that is not
+    `dataset,metric,embedding,language,modelname`."""
     text = read_text(path, "experiment file")
     lines, problems = [], []
     for number, raw in enumerate(text.splitlines(), start=1):
@@ -127,7 +127,8 @@ def read_lines(path: Path) -> tuple[list[ConfigLine], list[str]]:
 
 
 def _is(path: Path, what: str) -> bool:
-    """Whether `path` is a file (or folder); a name the file system cannot hold (too long, say) is none."""
+    """Whether `path` is a file (or folder); a name the file system cannot hold (too long, say) is
+    none."""
     try:
         return path.is_file() if what == "file" else path.is_dir()
     except (OSError, ValueError):
@@ -135,7 +136,8 @@ def _is(path: Path, what: str) -> bool:
 
 
 def _language_folder(datasets: Path, code: str) -> Path:
-    """The folder of a language: as written, else under the framework's other name for it (tk/tr, ne/nl)."""
+    """The folder of a language: as written, else under the framework's other name for it (tk/tr,
+    ne/nl)."""
     folder = datasets / code
     if _is(folder, "dir"):
         return folder
@@ -149,8 +151,8 @@ def _language_folder(datasets: Path, code: str) -> Path:
 
 
 def _inside(name: str, what: str, flag: str) -> None:
-    """A dataset or model name is a name under its folder: an absolute path or a `..` would read a file
-    the config's folders do not hold."""
+    """A dataset or model name is a name under its folder: an absolute path or a `..` would read a
+    file the config's folders do not hold."""
     parts = name.replace("\\", "/").split("/")
     if (
         Path(name).is_absolute()
@@ -181,7 +183,8 @@ def _dataset(datasets: Path, line: ConfigLine) -> Path:
 
 
 def _hub_model(models: Path, name: str) -> str:
-    """A Hub id looked up under the models folder first (`MODELS/<id>`, then `MODELS/<last part>`)."""
+    """A Hub id looked up under the models folder first (`MODELS/<id>`, then `MODELS/<last
+    part>`)."""
     for candidate in (models / name, models / name.split("/")[-1]):
         if _is(candidate, "dir"):
             return str(candidate)
@@ -199,13 +202,15 @@ def _model(models: Path, line: ConfigLine) -> tuple[str, list[str]]:
             if _is(models / name, "file"):
                 return f"{embedding}:{models / name}", []
         raise BiasError(
-            f"model file {' or '.join(str(models / n) for n in names)} not found; put it in the --models folder or give that folder with --models"
+            f"model file {' or '.join(str(models / n) for n in names)} not found; put it "
+            "in the --models folder or give that folder with --models"
         )
     if embedding in SERVICES:
         spec, variable = SERVICES[embedding]
         if not os.environ.get(variable, "").strip():
             raise BiasError(
-                f"embedding {embedding} ({spec}) needs an API key in the environment variable {variable}, which is not set"
+                f"embedding {embedding} ({spec}) needs an API key in the environment "
+                f"variable {variable}, which is not set"
             )
         return spec, []
     if embedding == "mBERT":
@@ -220,7 +225,8 @@ def _model(models: Path, line: ConfigLine) -> tuple[str, list[str]]:
 
 
 def plan_line(line: ConfigLine, datasets: Path, models: Path) -> Planned:
-    """The experiment of one config line; raises BiasError (a message naming the problem) if it cannot run."""
+    """The experiment of one config line; raises BiasError (a message naming the problem) if it
+    cannot run."""
     metric = line.metric.upper()
     if metric not in METRICS:
         raise BiasError(f"unknown metric '{line.metric}' (known: {', '.join(METRICS)})")
@@ -236,7 +242,9 @@ def plan_line(line: ConfigLine, datasets: Path, models: Path) -> Planned:
         params["pooling"] = pooling
         if pooling != "cls":
             notes.append(
-                f"{line.embedding} on sentences: the framework's word-level variant has no target position in a SEAT sentence; the sentence's tokens are pooled ({pooling})"
+                f"{line.embedding} on sentences: the framework's word-level variant has no "
+                "target position in a SEAT sentence; the sentence's tokens are pooled "
+                f"({pooling})"
             )
     elif pooling and metric == "FISE":
         params["encoding"] = "contextual"
@@ -250,7 +258,8 @@ def plan_line(line: ConfigLine, datasets: Path, models: Path) -> Planned:
 
 
 def plan(path: Path, datasets: Path, models: Path) -> tuple[list[Planned], list[str]]:
-    """Every runnable line of a config file, and a problem (with its line number) for each other one."""
+    """Every runnable line of a config file, and a problem (with its line number) for each other
+    one."""
     datasets, models = Path(datasets), Path(models)
     if not datasets.is_dir():
         raise BiasError(
@@ -282,9 +291,9 @@ def refuse_empty(path: Path, planned: list[Planned], problems: list[str], what: 
 
 
 def default_folder(config: Path, name: str) -> Path:
-    """`--datasets` / `--models` when not given: `./NAME` if it exists, else the `NAME` folder beside the
-    config file or above it (the framework keeps its configs under `experiments/` in the folder that
-    holds `datasets/` and `models/`), else `./NAME` (whose absence is then reported)."""
+    """`--datasets` / `--models` when not given: `./NAME` if it exists, else the `NAME` folder
+    beside the config file or above it (the framework keeps its configs under `experiments/` in the
+    folder that holds `datasets/` and `models/`), else `./NAME` (whose absence is then reported)."""
     here = Path(name)
     if here.is_dir():
         return here

@@ -1,1 +1,2 @@
-"""Model internals shared by embedders and debiasers: Hugging Face, static vectors, debiasing blocks, the encoding cache."""
+"""Model internals shared by embedders and debiasers: Hugging Face, static vectors, debiasing
+blocks, the encoding cache."""

@@ -2,11 +2,11 @@
 
 What the service machinery of `bias.core.models.services` does for vectors, done for replies:
 
-- Every reply is one request (no `n`, which some servers refuse): sample j of a conversation is sent with seed `seed + j`, so a
-  reply is known by its model, messages, settings and seed (`bias.core.generation.request_key`).
-  Replies are cached on disk under that key as soon as they arrive (`ReplyCache`): a rerun, another
-  metric asking the same, or `--resume` after a crash sends nothing twice. At temperature 0 a
-  conversation is sent once and its reply stands for every sample.
+- Every reply is one request (no `n`, which some servers refuse): sample j of a conversation is sent
+  with seed `seed + j`, so a reply is known by its model, messages, settings and seed
+  (`bias.core.generation.request_key`). Replies are cached on disk under that key as soon as they
+  arrive (`ReplyCache`): a rerun, another metric asking the same, or `--resume` after a crash sends
+  nothing twice. At temperature 0 a conversation is sent once and its reply stands for every sample.
 - Requests run `concurrency` at a time, at most `rate` per minute, each retried on 429, 5xx,
   timeouts and refused connections (the shared `_retrying`, honouring Retry-After), in daemon
   threads whose waits an interruption cuts short (`service_http`): Ctrl-C ends a run at once.
@@ -63,11 +63,13 @@ MAX_SAMPLES = 1_000  # replies per prompt at most
 
 
 def _rate(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
-    """0 (no limit) or at least one request a minute: a smaller rate would wait hours between requests."""
+    """0 (no limit) or at least one request a minute: a smaller rate would wait hours between
+    requests."""
     ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
     if not ok or not (value == 0 or 1 <= value <= 1_000_000):
         raise BiasError(
-            f"{attribute.name} must be 0 (no limit) or from 1 to 1000000 requests a minute, not {value!r}."
+            f"{attribute.name} must be 0 (no limit) or from 1 to 1000000 requests a "
+            f"minute, not {value!r}."
         )
 
 
@@ -121,7 +123,8 @@ class ChatServiceModel(ServiceModel):
     )
     price_output: float | None = param(
         None,
-        "US dollars per million output tokens, for the cost estimate (default: the list price of known models)",
+        "US dollars per million output tokens, for the cost estimate (default: the list "
+        "price of known models)",
         guard="cost",
     )
 
@@ -204,7 +207,8 @@ class ChatServiceModel(ServiceModel):
             self._sent["cached"] += len(set(flat)) - len(jobs)
         found.update(self._fetch_replies(jobs, resolved))
         context = (
-            f"messages sent to {public_url(self.endpoint)}/chat/completions as model {self.location!r}"
+            f"messages sent to {public_url(self.endpoint)}/chat/completions as model "
+            f"{self.location!r}"
             + (f", after the system prompt {self.system!r}" if self.system else "")
             + (
                 "; temperature 0: one reply per prompt, repeated for every sample"
@@ -275,8 +279,10 @@ class ChatServiceModel(ServiceModel):
         limit = MAX_CHARS_PER_TOKEN * int(sampling.max_tokens or 1)
         if len(text) > limit:
             raise BiasError(
-                f"{self.spec}: the service answered {len(text):,} characters for at most {sampling.max_tokens} tokens.",
-                "The server did not honour max_tokens; check the server, or the model's max_tokens option.",
+                f"{self.spec}: the service answered {len(text):,} characters for at most "
+                f"{sampling.max_tokens} tokens.",
+                "The server did not honour max_tokens; check the server, or the model's "
+                "max_tokens option.",
                 exit_code=FAILURE,
             )
         clean = {
@@ -296,8 +302,8 @@ class ChatServiceModel(ServiceModel):
         return clean
 
     def _pace(self, stop: service_http.Stop) -> None:
-        """Wait for this request's turn when a rate limit is set (requests spaced 60 / rate seconds);
-        the wait ends at once when the run stops."""
+        """Wait for this request's turn when a rate limit is set (requests spaced 60 / rate
+        seconds); the wait ends at once when the run stops."""
         if self.rate <= 0:
             return
         with self._lock:
@@ -308,7 +314,8 @@ class ChatServiceModel(ServiceModel):
             if stop.wait(left):
                 raise service_http.Stopped
 
-    # ------------------------------------------------------------------ the cost, asked before any request
+    # ------------------------------------------------------------------ the cost, asked before any
+    # request
 
     def _prices(self) -> tuple[float | None, float | None, str]:
         listed = CHAT_PRICES.get(self.location) if self.endpoint == self.default_base_url else None
@@ -319,12 +326,14 @@ class ChatServiceModel(ServiceModel):
             return (
                 None,
                 None,
-                "no list price for this model at this endpoint; --model-option price=N,price_output=M set one",
+                "no list price for this model at this endpoint; --model-option "
+                "price=N,price_output=M set one",
             )
         return (
             rate_in,
             rate_out,
-            f"${rate_in:g} / ${rate_out:g} per million input / output tokens, output counted at max_tokens",
+            f"${rate_in:g} / ${rate_out:g} per million input / output tokens, output "
+            "counted at max_tokens",
         )
 
     def quote(self, texts: Sequence[Any]) -> Quote:
@@ -366,7 +375,8 @@ class ChatServiceModel(ServiceModel):
         import hashlib
 
         identity = {**self._identity(), "system": self.system}
-        return f"{self.spec}#{hashlib.sha256(encoding_cache.row_key(identity).encode()).hexdigest()[:20]}"
+        digest = hashlib.sha256(encoding_cache.row_key(identity).encode()).hexdigest()
+        return f"{self.spec}#{digest[:20]}"
 
     def describe(self) -> dict[str, Any]:
         return {

@@ -1,12 +1,12 @@
 """Scoring the answers of a multiple-choice question with a causal LM: which tokens belong to the
 prompt and which to each answer, and the plain way of scoring them (one sequence per answer).
 
-The prompt and every answer are tokenised as one text (prompt + answer), as the model reads them, and
-the answer's tokens are what follows the prompt's own tokens. When a tokenizer merges a token across
-the boundary (the prompt's tokens are then not a prefix of the whole text's), the answer's tokens are
-those of the whole text that start at or after the prompt's last character, and the prompt keeps its
-own tokens, so that every answer of a question is scored after the same prompt tokens; such answers
-are counted in `ChoiceScores.retokenized`.
+The prompt and every answer are tokenised as one text (prompt + answer), as the model reads them,
+and the answer's tokens are what follows the prompt's own tokens. When a tokenizer merges a token
+across the boundary (the prompt's tokens are then not a prefix of the whole text's), the answer's
+tokens are those of the whole text that start at or after the prompt's last character, and the
+prompt keeps its own tokens, so that every answer of a question is scored after the same prompt
+tokens; such answers are counted in `ChoiceScores.retokenized`.
 
 The `hf` embedder scores the same tokens faster (`bias.core.models.hf.choice_scoring`: the prompt
 encoded once, the answers from its cached keys and values); the numbers agree to float rounding.
@@ -32,9 +32,9 @@ def _strip_trailing_specials(tokens: Tokens) -> list[int]:
 
 
 def split_tokens(prompt: Tokens, whole: Tokens, boundary: int) -> tuple[list[int], list[int], bool]:
-    """(prompt ids, continuation ids, retokenized) from the tokens of the prompt alone and of the whole
-    text; `boundary` is the prompt's length in characters. Special tokens a tokenizer puts at the end
-    (an [SEP] or EOS) belong to neither."""
+    """(prompt ids, continuation ids, retokenized) from the tokens of the prompt alone and of the
+    whole text; `boundary` is the prompt's length in characters. Special tokens a tokenizer puts at
+    the end (an [SEP] or EOS) belong to neither."""
     head = _strip_trailing_specials(prompt)
     full = _strip_trailing_specials(whole)
     if full[: len(head)] == head:
@@ -56,8 +56,8 @@ def _cut(tokens: Tokens, text: str) -> bool:
 def choice_tokens(
     embedder: Any, requests: Sequence[ChoiceRequest]
 ) -> tuple[list[list[int]], list[list[list[int]]], list[int]]:
-    """For each request: its prompt ids, the ids of each continuation, and how many were retokenized.
-    Two calls of the embedder's tokenizer in all (prompts, whole texts)."""
+    """For each request: its prompt ids, the ids of each continuation, and how many were
+    retokenized. Two calls of the embedder's tokenizer in all (prompts, whole texts)."""
     requests = list(requests)
     for i, request in enumerate(requests):
         if not request.prompt.strip():
@@ -78,7 +78,8 @@ def choice_tokens(
         for continuation in request.continuations:
             if _cut(wholes[k], request.prompt + continuation):
                 raise BiasError(
-                    f"Question {i} ({request.prompt[:40]!r}...) with its answer {continuation.strip()!r} is longer than "
+                    f"Question {i} ({request.prompt[:40]!r}...) with its answer "
+                    f"{continuation.strip()!r} is longer than "
                     "the model's token limit, so the answer would not be scored.",
                     "Shorten the context, or use a model with a longer context.",
                 )
@@ -99,8 +100,8 @@ def choice_tokens(
 def choice_log_probs_by_sequences(
     embedder: Any, requests: Sequence[ChoiceRequest]
 ) -> list[ChoiceScores]:
-    """The plain way: every (prompt, continuation) is one sequence scored by `token_log_probs` (batched
-    by the embedder), and the continuation's tokens are read off its end."""
+    """The plain way: every (prompt, continuation) is one sequence scored by `token_log_probs`
+    (batched by the embedder), and the continuation's tokens are read off its end."""
     heads, tails, redone = choice_tokens(embedder, requests)
     sequences = [head + tail for head, own in zip(heads, tails) for tail in own]
     scores = embedder.token_log_probs(sequences)

@@ -4,12 +4,12 @@ Encoding sentences is the expensive step of SEAT, CEAT and every word-encoding W
 after it take milliseconds. Rows are keyed by what determines their numbers: the model's fingerprint
 (one database per fingerprint) and, inside it, the text, the span, the pooling and the layer.
 
-Storage is one SQLite database per model in WAL mode: readers never block, concurrent runs that write
-the same model take turns, and a row is either committed whole or not at all. Each row carries its
-width and a CRC-32 of its bytes; a row that fails either check is treated as missing and recomputed.
-The cache is an optimisation and never a reason for a run to fail: a database that cannot be opened,
-read or written is reported once in the log and the run goes on without it (an unreadable database
-file is moved aside and a fresh one started).
+Storage is one SQLite database per model in WAL mode: readers never block, concurrent runs that
+write the same model take turns, and a row is either committed whole or not at all. Each row carries
+its width and a CRC-32 of its bytes; a row that fails either check is treated as missing and
+recomputed. The cache is an optimisation and never a reason for a run to fail: a database that
+cannot be opened, read or written is reported once in the log and the run goes on without it (an
+unreadable database file is moved aside and a fresh one started).
 
 Rows are stored as float64, exactly as `encode` returns them, so a cached row equals a fresh one.
 """
@@ -39,7 +39,8 @@ _SCHEMA_VERSION = 1
 
 
 def default_cache_dir() -> Path:
-    """`$BIAS_CACHE_DIR/encodings`, else `~/.cache/bias-framework/encodings` (XDG_CACHE_HOME honoured)."""
+    """`$BIAS_CACHE_DIR/encodings`, else `~/.cache/bias-framework/encodings` (XDG_CACHE_HOME
+    honoured)."""
     return cache_root() / _SUBFOLDER
 
 
@@ -96,7 +97,8 @@ class EncodingCache:
             found = {}
         if damaged:
             log.warning(
-                "The encoding cache %s held %d damaged row(s) (wrong size, checksum or non-finite numbers); "
+                "The encoding cache %s held %d damaged row(s) (wrong size, checksum or "
+                "non-finite numbers); "
                 "they are computed again from the model and replaced.",
                 self.path,
                 damaged,
@@ -129,8 +131,9 @@ class EncodingCache:
         return _decode(dim, crc, data)
 
     def _decode_rows(self, fetched: list[tuple[Any, Any, Any, Any]]) -> tuple[dict[str, Any], int]:
-        """The intact rows of (key, dim, crc, data) records, and how many were damaged: vectors all in
-        one pass (`_decode_all`); rows of a subclass's own kind one by one with its `_decode_row`."""
+        """The intact rows of (key, dim, crc, data) records, and how many were damaged: vectors all
+        in one pass (`_decode_all`); rows of a subclass's own kind one by one with its
+        `_decode_row`."""
         if type(self)._decode_row is EncodingCache._decode_row:
             return _decode_all(fetched)
         found: dict[str, Any] = {}
@@ -169,12 +172,14 @@ class EncodingCache:
             self.folder.mkdir(parents=True, exist_ok=True)
             connection = self._open()
         except sqlite3.DatabaseError as exc:
-            # Not a database at all (a damaged or foreign file): keep it for inspection, start afresh.
+            # Not a database at all (a damaged or foreign file): keep it for inspection, start
+            # afresh.
             aside = self.path.with_name(
                 f"{self.path.name}.damaged-{os.getpid()}-{int(time.time())}"
             )
             log.warning(
-                "The encoding cache %s is unreadable (%s); it was moved to %s and a new one started.",
+                "The encoding cache %s is unreadable (%s); it was moved to %s and a new "
+                "one started.",
                 self.path,
                 exc,
                 aside.name,
@@ -203,13 +208,15 @@ class EncodingCache:
             connection.execute("PRAGMA journal_mode=WAL")
             with connection:
                 connection.execute(
-                    "CREATE TABLE IF NOT EXISTS rows (key TEXT PRIMARY KEY, dim INTEGER NOT NULL, crc INTEGER NOT NULL, data BLOB NOT NULL)"
+                    "CREATE TABLE IF NOT EXISTS rows (key TEXT PRIMARY KEY, dim INTEGER "
+                    "NOT NULL, crc INTEGER NOT NULL, data BLOB NOT NULL)"
                 )
                 connection.execute(
                     "CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)"
                 )
                 connection.execute(
-                    "INSERT OR IGNORE INTO meta (name, value) VALUES ('fingerprint', ?), ('schema', ?)",
+                    "INSERT OR IGNORE INTO meta (name, value) VALUES ('fingerprint', ?), "
+                    "('schema', ?)",
                     (self.fingerprint, str(_SCHEMA_VERSION)),
                 )
             connection.execute("SELECT 1 FROM rows LIMIT 1").fetchone()
@@ -238,7 +245,8 @@ class EncodingCache:
 
     def _give_up(self, action: str, exc: BaseException) -> None:
         log.warning(
-            "The encoding cache %s could not %s (%s); encodings are computed without it for the rest of this run.",
+            "The encoding cache %s could not %s (%s); encodings are computed without it "
+            "for the rest of this run.",
             self.path,
             action,
             exc,
@@ -248,9 +256,9 @@ class EncodingCache:
 
 
 def _decode_all(fetched: list[tuple[Any, Any, Any, Any]]) -> tuple[dict[str, np.ndarray], int]:
-    """The intact rows of (key, dim, crc, data) records, and how many were damaged: sizes and checksums
-    checked row by row, the numbers read and checked for NaN and infinity in one pass over all rows of
-    the same width."""
+    """The intact rows of (key, dim, crc, data) records, and how many were damaged: sizes and
+    checksums checked row by row, the numbers read and checked for NaN and infinity in one pass over
+    all rows of the same width."""
     intact = [
         (key, data)
         for key, dim, crc, data in fetched
@@ -291,8 +299,8 @@ def _decode(dim: Any, crc: Any, data: Any) -> np.ndarray | None:
 def lookup(
     cache: EncodingCache | None, keys: Sequence[str]
 ) -> tuple[dict[str, np.ndarray], list[int]]:
-    """Rows found for `keys` and the indices of the requests that still need computing (each distinct
-    missing key once: the first request that asks for it)."""
+    """Rows found for `keys` and the indices of the requests that still need computing (each
+    distinct missing key once: the first request that asks for it)."""
     found = cache.get(keys) if cache is not None else {}
     missing, seen = [], set()
     for i, key in enumerate(keys):

@@ -1,4 +1,5 @@
-"""An on-disk cache of the replies a chat service wrote, so a rerun or `--resume` sends nothing twice.
+"""An on-disk cache of the replies a chat service wrote, so a rerun or `--resume` sends nothing
+twice.
 
 A reply is keyed by what decided it (`bias.core.generation.request_key`: the service's address and
 model, the messages, the sampling settings and the sample's own seed) and stored as JSON in the same

@@ -26,7 +26,8 @@ class Refused(Exception):
 
 
 def retry_after(headers: Mapping[str, str] | None) -> float | None:
-    """Seconds a server asks to wait: `retry-after-ms`, `Retry-After` in seconds or as an HTTP date."""
+    """Seconds a server asks to wait: `retry-after-ms`, `Retry-After` in seconds or as an HTTP
+    date."""
     if not headers:
         return None
     lowered = {str(k).lower(): str(v) for k, v in headers.items()}
@@ -55,7 +56,8 @@ def refused_for_status(
     if 300 <= status < 400:
         location = (headers or {}).get("location") or (headers or {}).get("Location") or ""
         return Refused(
-            f"the service answered HTTP {status}, a redirect to {str(location)[:200] or 'no address'}, which is not followed",
+            f"the service answered HTTP {status}, a redirect to "
+            f"{str(location)[:200] or 'no address'}, which is not followed",
             "If you trust the address it names, give that one as base_url.",
         )
     if status in (401, 403):

@@ -117,7 +117,8 @@ def backoff_wait(attempt: int, backoff: float, retry_after: float | None) -> flo
 
 
 class Stopped(Exception):
-    """A request given up because the run stopped (interrupted, or another batch failed for good)."""
+    """A request given up because the run stopped (interrupted, or another batch failed for
+    good)."""
 
 
 def in_threads(
@@ -274,10 +275,10 @@ def _socket_of(response: Any) -> Any:
 def _read_within(
     read: Callable[[int], bytes], limit: int, timeout: float, sock: Any = None
 ) -> bytes:
-    """Chunks of `read` (which returns what has come, as `read1` does) until the end, at most `limit`
-    bytes within `timeout` seconds in all. The socket's own timeout, when it is known, is cut to the
-    time left before each read, so a server sending a byte now and then cannot hold the request past
-    its deadline (a timeout per read alone would let it, a byte at a time)."""
+    """Chunks of `read` (which returns what has come, as `read1` does) until the end, at most
+    `limit` bytes within `timeout` seconds in all. The socket's own timeout, when it is known, is
+    cut to the time left before each read, so a server sending a byte now and then cannot hold the
+    request past its deadline (a timeout per read alone would let it, a byte at a time)."""
     deadline = time.monotonic() + timeout
     chunks, size = [], 0
     while True:

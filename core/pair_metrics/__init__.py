@@ -1,1 +1,2 @@
-"""The library of metrics that score minimal sentence pairs with a language model (CrowS-Pairs, SSS, AUL)."""
+"""The library of metrics that score minimal sentence pairs with a language model (CrowS-Pairs, SSS,
+AUL)."""

@@ -1,9 +1,9 @@
 """The base of the metrics that score sentence pairs with a language model (`PairMetric`), and the
 comparison most of them report: the share of pairs whose `more` sentence scores higher.
 
-A pair metric declares its scoring method (see `bias.core.pair_metrics.scoring`) and turns the per-pair scores
-into numbers in `measure`; the base scores the pairs, builds the Result and fills in the sizes, so
-that a new pair metric is a class with a name, its parameters and one method.
+A pair metric declares its scoring method (see `bias.core.pair_metrics.scoring`) and turns the
+per-pair scores into numbers in `measure`; the base scores the pairs, builds the Result and fills in
+the sizes, so that a new pair metric is a class with a name, its parameters and one method.
 
 A pair counts as biased when score(more) > score(less); for antistereo rows the same comparison
 holds (the reference code swaps the sentences and the comparison, and the two swaps cancel). Ties
@@ -52,7 +52,8 @@ class Refusal:
 
 
 def skipped_warnings(data: PairSet, scores: PairScores) -> list[str]:
-    """The warning that lists the pairs left out of the scores (the first five, with their reasons)."""
+    """The warning that lists the pairs left out of the scores (the first five, with their
+    reasons)."""
     skipped = scores.skipped
     if not skipped:
         return []
@@ -97,7 +98,8 @@ def _subset(biased: np.ndarray, ties: np.ndarray, mask: np.ndarray) -> dict[str,
 def compare_pairs(
     data: PairSet, scores: PairScores, *, decimals: int | None = None, what: str = "score"
 ) -> Measured | Refusal:
-    """The percentage of pairs whose `more` sentence scores higher, overall and by subset, and every pair's row."""
+    """The percentage of pairs whose `more` sentence scores higher, overall and by subset, and every
+    pair's row."""
     skipped = list(scores.skipped)
     warnings = []
     if getattr(
@@ -175,12 +177,14 @@ def compare_pairs(
 
 @attrs.define
 class PairMetric(Metric):
-    """A metric over sentence pairs (data kind `pairs`) scored by a masked or a causal language model.
+    """A metric over sentence pairs (data kind `pairs`) scored by a masked or a causal language
+    model.
 
-    Subclasses set `scoring` (a method of `bias.core.pair_metrics.scoring.METHODS`, or override `scoring_method`
-    when a parameter chooses it) and implement `measure`, which receives the per-pair scores and
-    returns a `Measured` (or a `Refusal`); `compare_pairs` is the usual measure. Parameters named
-    `lowercase`, `likelihood`, `masking` and `causal_start` are passed to the scoring.
+    Subclasses set `scoring` (a method of `bias.core.pair_metrics.scoring.METHODS`, or override
+    `scoring_method` when a parameter chooses it) and implement `measure`, which receives the
+    per-pair scores and returns a `Measured` (or a `Refusal`); `compare_pairs` is the usual measure.
+    Parameters named `lowercase`, `likelihood`, `masking` and `causal_start` are passed to the
+    scoring.
 
     The capabilities and data kind below are the usual ones; a subclass that needs others (a masked
     LM only, say) declares its own.
@@ -214,7 +218,8 @@ class PairMetric(Metric):
         found = self.measure(data, scores)
         if not isinstance(found, (Measured, Refusal)):
             raise TypeError(
-                f"{type(self).__name__}.measure() returned {type(found).__name__}, not a Measured or a Refusal"
+                f"{type(self).__name__}.measure() returned {type(found).__name__}, not a "
+                "Measured or a Refusal"
             )
         if isinstance(found, Refusal):
             return self.make_result(

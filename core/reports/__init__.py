@@ -1,12 +1,13 @@
-"""Reports built from a run's results file alone (never from a live run), so they can be regenerated.
+"""Reports built from a run's results file alone (never from a live run), so they can be
+regenerated.
 
     from bias.core.reports import write_report
     write_report("runs/2026-nl", formats=("md", "csv", "tex", "png", "svg"))
 
 Outputs in the run folder: report.md, results.csv, results.tex, report.html (one self-contained
-file), and forest / heatmap / words / languages / p-vs-effect as .png and .svg. The multiple-testing family and the skipped combinations come from the run's
-manifest.json when there is one (the family can be overridden).
-"""
+file), and forest / heatmap / words / languages / p-vs-effect as .png and .svg. The multiple-testing
+family and the skipped combinations come from the run's manifest.json when there is one (the family
+can be overridden)."""
 
 from __future__ import annotations
 
@@ -55,7 +56,8 @@ def load_report(
     declared: Callable[[str], dict[str, Any] | None] | None = None,
     order: Sequence[str] = (),
 ) -> Report:
-    """The report of a run folder (or a results.jsonl path): latest result per key, damaged lines listed.
+    """The report of a run folder (or a results.jsonl path): latest result per key, damaged lines
+    listed.
 
     Results written by earlier versions are read as today's (`old_results`); `declared(metric)`
     answers what a metric declares now, for those written before results carried it (the CLI asks
@@ -98,9 +100,9 @@ def load_report(
 def write_report(
     report: Report, folder: Path, formats: Sequence[str] = FORMATS, agreement: Any = None
 ) -> list[Path]:
-    """Write the chosen formats of `report` into `folder`; returns the files written. With `agreement`
-    (`bias.core.reports.agreement.agreement(report)`) also its tables and figure (agreement.*), and
-    its section in report.html."""
+    """Write the chosen formats of `report` into `folder`; returns the files written. With
+    `agreement` (`bias.core.reports.agreement.agreement(report)`) also its tables and figure
+    (agreement.*), and its section in report.html."""
     from bias.core.reports.latex import to_latex
 
     from bias.core.runs.folder import open_in_run

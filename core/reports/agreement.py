@@ -3,18 +3,20 @@
 "Mind Your Bias" (Husse & Spitz 2022, Table 5 and Appendix E) compares bias detection methods by the
 Pearson correlation of their scores across models and tests, once with every score and once with the
 significant ones only, and shows the pairwise scatter plots. A *method* here is a metric with the
-settings that vary in the run (WEAT, s-SEAT and w-SEAT are three methods; SEAT with two poolings two).
+settings that vary in the run (WEAT, s-SEAT and w-SEAT are three methods; SEAT with two poolings
+two).
 
 Scores on different scales are first oriented so that a larger number is more bias: the value minus
-the metric's no-bias reference, its sign flipped where the metric declares that a lower value is more
-bias (`ValueKind.more_biased`, carried in each result's meta["value"]). Metrics whose number says nothing
-about how biased a model is (no direction declared) are left out and named. Correlations are
-unchanged by the shift; the orientation matters for the sign of r and for the figure's axes.
+the metric's no-bias reference, its sign flipped where the metric declares that a lower value is
+more bias (`ValueKind.more_biased`, carried in each result's meta["value"]). Metrics whose number
+says nothing about how biased a model is (no direction declared) are left out and named.
+Correlations are unchanged by the shift; the orientation matters for the sign of r and for the
+figure's axes.
 
-A cell is (model, test); a method's several results in one cell (seeds) are averaged, and the cell is
-significant when the largest Holm-adjusted p among them is below alpha, over the report's family, so
-the significant-only correlations use the run's own correction. Everything comes from results alone.
-"""
+A cell is (model, test); a method's several results in one cell (seeds) are averaged, and the cell
+is significant when the largest Holm-adjusted p among them is below alpha, over the report's family,
+so the significant-only correlations use the run's own correction. Everything comes from results
+alone."""
 
 from __future__ import annotations
 
@@ -43,8 +45,8 @@ Cell = tuple[str, str]  # (model label, word set)
 
 @attrs.frozen
 class Score:
-    """One method's oriented score in one cell (larger: more bias), its value as reported, and whether
-    it is significant after the run's correction (None: the method gives no p-value)."""
+    """One method's oriented score in one cell (larger: more bias), its value as reported, and
+    whether it is significant after the run's correction (None: the method gives no p-value)."""
 
     oriented: float
     value: float
@@ -53,7 +55,8 @@ class Score:
 
 @attrs.frozen
 class Pair:
-    """Two methods over the cells both measured: every score, then the cells where both are significant."""
+    """Two methods over the cells both measured: every score, then the cells where both are
+    significant."""
 
     first: str
     second: str
@@ -72,7 +75,8 @@ class Agreement:
     alpha: float = ALPHA
 
     def cells(self, first: str, second: str, subset: str) -> list[Cell]:
-        """The cells both methods measured (with `subset` significant: both significant), in run order."""
+        """The cells both methods measured (with `subset` significant: both significant), in run
+        order."""
         a, b = self.scores[first], self.scores[second]
         shared = [c for c in a if c in b]
         if subset == "significant":
@@ -85,13 +89,14 @@ def _without_seed(settings: str) -> str:
 
 
 def method_of(report: Report, result: Result) -> str:
-    """The method a result belongs to: its metric and the settings that vary in the run (seeds aside)."""
+    """The method a result belongs to: its metric and the settings that vary in the run (seeds
+    aside)."""
     return variant_label(result.metric, _without_seed(report.settings.get(result.key, "")))
 
 
 def agreement(report: Report, alpha: float = ALPHA) -> Agreement:
-    """Every pair of methods of `report` that share at least one cell; a user error when fewer than two
-    methods have oriented scores."""
+    """Every pair of methods of `report` that share at least one cell; a user error when fewer than
+    two methods have oriented scores."""
     members: dict[str, dict[Cell, list[Result]]] = {}
     kinds: dict[str, ValueKind] = {}
     left_out: dict[str, str] = {}
@@ -124,8 +129,10 @@ def agreement(report: Report, alpha: float = ALPHA) -> Agreement:
         found = f"only {methods[0]}" if methods else "none"
         extra = f" ({'; '.join(f'{m}: {why}' for m, why in left_out.items())})" if left_out else ""
         raise BiasError(
-            f"--agreement compares two or more methods with scores, and this run has {found}{extra}.",
-            "Run several metrics (or one metric with several settings, e.g. SEAT at both levels) on the same "
+            "--agreement compares two or more methods with scores, and this run has "
+            f"{found}{extra}.",
+            "Run several metrics (or one metric with several settings, e.g. SEAT at both "
+            "levels) on the same "
             "models and tests, e.g. examples/quickstart.toml.",
         )
     result = Agreement(methods, kinds, scores, [], left_out, report.family, alpha)
@@ -194,15 +201,19 @@ def notes(found: Agreement) -> list[str]:
         }
     )
     out = [
-        "Methods: a metric with the settings that vary in the run (s-SEAT and w-SEAT are SEAT's sentence and word levels).",
+        "Methods: a metric with the settings that vary in the run (s-SEAT and w-SEAT are "
+        "SEAT's sentence and word levels).",
         "Scores are oriented so that larger is more bias: the value minus the no-bias reference"
         + (f" ({', '.join(shifted)})" if shifted else "")
         + (f", sign flipped for {', '.join(flipped)} (lower is more bias)" if flipped else "")
         + ".",
-        "n: (model, test) cells both methods measured (several seeds averaged); significant: both scores have "
+        "n: (model, test) cells both methods measured (several seeds averaged); "
+        "significant: both scores have "
         f"Holm-adjusted p < {found.alpha:g} (family: {found.family}).",
-        "95% CI: Fisher z, standard error 1/sqrt(n-3) for Pearson, sqrt(1.06/(n-3)) for Spearman (Fieller et al. 1957); "
-        "none for n <= 3 or |r| = 1 (z is infinite there). '-': fewer than 3 cells, or a score that does not vary.",
+        "95% CI: Fisher z, standard error 1/sqrt(n-3) for Pearson, sqrt(1.06/(n-3)) for "
+        "Spearman (Fieller et al. 1957); "
+        "none for n <= 3 or |r| = 1 (z is infinite there). '-': fewer than 3 cells, or a "
+        "score that does not vary.",
     ]
     no_p = [
         m for m in found.methods if all(s.significant is None for s in found.scores[m].values())
@@ -331,7 +342,8 @@ def to_html(found: Agreement, figure_png: bytes | None) -> str:
     if figure_png:
         data = base64.b64encode(figure_png).decode("ascii")
         out.append(
-            f'<figure><img alt="agreement" src="data:image/png;base64,{data}"><figcaption>agreement</figcaption></figure>'
+            '<figure><img alt="agreement" '
+            f'src="data:image/png;base64,{data}"><figcaption>agreement</figcaption></figure>'
         )
     return "\n".join(out)
 
@@ -339,7 +351,8 @@ def to_html(found: Agreement, figure_png: bytes | None) -> str:
 def write_agreement(
     report: Report, found: Agreement, folder: Path, formats: Sequence[str]
 ) -> list[Path]:
-    """agreement.md, .tex, .csv and the scatter-plot matrix (agreement.png / .svg) as `formats` ask."""
+    """agreement.md, .tex, .csv and the scatter-plot matrix (agreement.png / .svg) as `formats`
+    ask."""
     folder = Path(folder)
     written: list[Path] = []
     images = tuple(f for f in formats if f in ("png", "svg"))

@@ -79,9 +79,11 @@ def draw(report: Report, found: Agreement, folder: Path, formats: Sequence[str])
                 ax.set_axis_off()
                 if pair is not None:
                     text = (
-                        f"all (n={pair.pearson['all'].n})\nr {number(pair.pearson['all'])}  rho {number(pair.spearman['all'])}\n\n"
+                        f"all (n={pair.pearson['all'].n})\nr {number(pair.pearson['all'])} "
+                        f" rho {number(pair.spearman['all'])}\n\n"
                         f"significant (n={pair.pearson['significant'].n})\n"
-                        f"r {number(pair.pearson['significant'])}  rho {number(pair.spearman['significant'])}"
+                        f"r {number(pair.pearson['significant'])}  rho "
+                        f"{number(pair.spearman['significant'])}"
                     )
                 else:
                     text = "no shared cells"

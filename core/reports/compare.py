@@ -102,7 +102,8 @@ def single_model(
         return chosen, model
     if len(models) > 1:
         raise BiasError(
-            f"The {side} run holds results of {len(models)} models ({', '.join(models[:4])}); a comparison pairs one model with another.",
+            f"The {side} run holds results of {len(models)} models "
+            f"({', '.join(models[:4])}); a comparison pairs one model with another.",
             f"Choose one with --{side}-model MODEL.",
         )
     if not models:
@@ -121,13 +122,13 @@ def compare(
     before_folder: Path | None = None,
     after_folder: Path | None = None,
 ) -> ComparisonTable:
-    """Pair the results of two runs by (word set, metric, parameters), in the order of the before run.
+    """Pair the results of two runs by (word set, metric, parameters), in the order of the before
+    run.
 
-    Where one side has several results of the same test (several seeds, or a test run twice), results
-    are paired by seed; otherwise the last result of each side is taken, and a note says so. Results
-    with per-item predictions (the probe; kept in a CSV beside the results, found in the run folders)
-    also get McNemar's test on the texts both runs predicted.
-    """
+    Where one side has several results of the same test (several seeds, or a test run twice),
+    results are paired by seed; otherwise the last result of each side is taken, and a note says so.
+    Results with per-item predictions (the probe; kept in a CSV beside the results, found in the run
+    folders) also get McNemar's test on the texts both runs predicted."""
     before_results, before_label = single_model(before, "before", before_model)
     after_results, after_label = single_model(after, "after", after_model)
     notes: list[str] = []
@@ -157,14 +158,16 @@ def compare(
             unpaired = len(b_seed) + len(a_seed) - 2 * len(shared)
             if unpaired:
                 notes.append(
-                    f"{wordset} / {metric}: {unpaired} result(s) with a seed run on one side only were left out"
+                    f"{wordset} / {metric}: {unpaired} result(s) with a seed run on one "
+                    "side only were left out"
                 )
         else:
             rows.append(
                 Comparison(wordset, metric, params, b[-1] if b else None, a[-1] if a else None)
             )
             notes.append(
-                f"{wordset} / {metric}: several results without a shared seed; the last of each run is compared"
+                f"{wordset} / {metric}: several results without a shared seed; the last of "
+                "each run is compared"
             )
     rows = [_with_paired_test(row, before_folder, after_folder, notes) for row in rows]
     only = [r for r in rows if r.before is None or r.after is None]
@@ -182,7 +185,8 @@ def compare(
 
 def predictions_of(result: Result, folder: Path | None) -> list[dict[str, Any]] | None:
     """The per-item predictions of a result: inline rows, or the CSV the result store wrote beside
-    results.jsonl (named in figures["predictions"]); None when there are none or the file is gone."""
+    results.jsonl (named in figures["predictions"]); None when there are none or the file is
+    gone."""
     found = (result.figures or {}).get("predictions")
     if isinstance(found, list):
         return found
@@ -230,12 +234,14 @@ def _with_paired_test(
         notes.append(
             f"{where}: the two runs predicted different texts (item {differ[0]} differs)"
             if differ
-            else f"{where}: the two runs share no predicted text (different splits: same seed and test_size are needed)"
+            else f"{where}: the two runs share no predicted text (different splits: same seed "
+            "and test_size are needed)"
         )
         return row
     if len(shared) < max(len(keyed[0]), len(keyed[1])):
         notes.append(
-            f"{where}: McNemar on the {len(shared)} texts both runs held out (the splits differ; use the same seed and test_size)"
+            f"{where}: McNemar on the {len(shared)} texts both runs held out (the splits "
+            "differ; use the same seed and test_size)"
         )
     test = mcnemar(
         [_truth(keyed[0][k].get("correct")) for k in shared],
@@ -249,7 +255,8 @@ def _latest(results: Sequence[Result]) -> list[Result]:
     return list({r.key: r for r in results}.values())
 
 
-# --- rendering (plain text cells, shared by the terminal, Markdown and CSV) ------------------------
+# --- rendering (plain text cells, shared by the terminal, Markdown and CSV)
+# ------------------------
 
 
 def effect_cell(r: Result | None, holm: dict[str, float] | None = None) -> str:
@@ -279,8 +286,10 @@ def paired_cell(test: McNemar | None) -> str:
 
 
 PAIRED_NOTE = (
-    "McNemar: paired test of the per-text predictions; b = texts right before and wrong after, c = wrong "
-    "before and right after; exact = two-sided exact binomial test of b among b + c (used when b + c < 25), "
+    "McNemar: paired test of the per-text predictions; b = texts right before and wrong "
+    "after, c = wrong "
+    "before and right after; exact = two-sided exact binomial test of b among b + c (used "
+    "when b + c < 25), "
     "chi2 = chi-square with continuity correction (|b - c| - 1)^2 / (b + c), 1 degree of freedom."
 )
 
@@ -295,8 +304,8 @@ def columns(table: ComparisonTable) -> tuple[tuple[str, str], ...]:
 
 
 def varying_params(table: ComparisonTable) -> dict[tuple[str, str], list[str]]:
-    """For each (word set, metric) that appears with several parameter sets, the parameters that differ;
-    only those are worth a column entry."""
+    """For each (word set, metric) that appears with several parameter sets, the parameters that
+    differ; only those are worth a column entry."""
     seen: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for row in table.rows:
         seen.setdefault((row.wordset, row.metric), []).append(row.params)
@@ -360,7 +369,8 @@ def markdown(table: ComparisonTable, title: str = "Before and after") -> str:
         lines.append("| " + " | ".join(md_text(row[k]) for k, _ in shown) + " |")
     lines += [
         "",
-        f"Effect sizes as each metric defines them (see `bias info METRIC`); change = after - before. {STARS}",
+        "Effect sizes as each metric defines them (see `bias info METRIC`); change = "
+        f"after - before. {STARS}",
     ]
     if has_paired(table):
         lines += ["", PAIRED_NOTE]

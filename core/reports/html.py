@@ -1,11 +1,10 @@
-"""The report as one self-contained HTML file: nothing is fetched from anywhere (no fonts, scripts or
-images from outside), so it can be mailed, archived or opened offline.
+"""The report as one self-contained HTML file: nothing is fetched from anywhere (no fonts, scripts
+or images from outside), so it can be mailed, archived or opened offline.
 
-It holds the results table (sortable by any column, numbers sorted as numbers), the notes that define
-every mark, the figures embedded as PNG data, each test's details (title, sizes, lost and sub-word
-words, conventions, warnings, the target words with their s(w) where a score file exists) and the
-run's manifest.
-"""
+It holds the results table (sortable by any column, numbers sorted as numbers), the notes that
+define every mark, the figures embedded as PNG data, each test's details (title, sizes, lost and
+sub-word words, conventions, warnings, the target words with their s(w) where a score file exists)
+and the run's manifest."""
 
 from __future__ import annotations
 
@@ -30,18 +29,29 @@ from bias.core.reports.values import (
 )
 
 _CSS = """
-body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:2rem auto;max-width:72rem;padding:0 1rem;color:#222}
-h1{font-size:1.5rem}h2{font-size:1.2rem;margin-top:2rem;border-bottom:1px solid #ddd}
+body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:2rem auto;
+  max-width:72rem;padding:0 1rem;color:#222}
+h1{font-size:1.5rem}
+h2{font-size:1.2rem;margin-top:2rem;border-bottom:1px solid #ddd}
 table.results{border-collapse:collapse;font-size:.85rem;width:100%}
-table.results th,table.results td{padding:.25rem .5rem;border-bottom:1px solid #eee;text-align:left;white-space:nowrap}
+table.results th,table.results td{padding:.25rem .5rem;border-bottom:1px solid #eee;text-align:left;
+  white-space:nowrap}
 table.results th{cursor:pointer;background:#f6f6f6;position:sticky;top:0}
-table.results th[aria-sort=ascending]::after{content:" \\25B2"}table.results th[aria-sort=descending]::after{content:" \\25BC"}
-td.num{text-align:right;font-variant-numeric:tabular-nums}tr.refused td{color:#a06000}tr.failed td{color:#b00020}
-.notes{font-size:.85rem;color:#444}figure{margin:1rem 0}figure img{max-width:100%;border:1px solid #eee}
-details{margin:.3rem 0}summary{cursor:pointer}pre{background:#f6f6f6;padding:.8rem;overflow:auto;font-size:.8rem}
+table.results th[aria-sort=ascending]::after{content:" \\25B2"}
+table.results th[aria-sort=descending]::after{content:" \\25BC"}
+td.num{text-align:right;font-variant-numeric:tabular-nums}
+tr.refused td{color:#a06000}
+tr.failed td{color:#b00020}
+.notes{font-size:.85rem;color:#444}
+figure{margin:1rem 0}
+figure img{max-width:100%;border:1px solid #eee}
+details{margin:.3rem 0}
+summary{cursor:pointer}
+pre{background:#f6f6f6;padding:.8rem;overflow:auto;font-size:.8rem}
 """
 
-# Sorting without any library: numbers (the first number in a cell, p bounds included) sort as numbers.
+# Sorting without any library: numbers (the first number in a cell, p bounds included) sort as
+# numbers.
 _JS = """
 (function(){
   function key(cell){
@@ -73,12 +83,20 @@ _JS = """
 """
 
 
+def _cell(text: str, cls: str, sort: str | None) -> str:
+    """One table cell: its class for alignment, its sort key for the column sorter."""
+    cls_attr = f' class="{cls}"' if cls else ""
+    sort_attr = f' data-sort="{_e(sort)}"' if sort else ""
+    return f"<td{cls_attr}{sort_attr}>{_e(text)}</td>"
+
+
 def _e(text: Any) -> str:
     return html.escape(str(text), quote=True)
 
 
 def _figures(report: Report, folder: Path) -> list[tuple[str, bytes]]:
-    """The PNG figures of the report: those in the folder, else drawn now into a temporary folder."""
+    """The PNG figures of the report: those in the folder, else drawn now into a temporary
+    folder."""
     from bias.core.reports.figures import FIGURES, write_figures
 
     drawn = {}
@@ -96,7 +114,8 @@ def _figures(report: Report, folder: Path) -> list[tuple[str, bytes]]:
     import tempfile
 
     with tempfile.TemporaryDirectory() as tmp:
-        # The score files the results name live in the run folder; the word plot reads copies of them.
+        # The score files the results name live in the run folder; the word plot reads copies of
+        # them.
         from bias.core.runs.results import read_scores
 
         for r in report.results:
@@ -126,8 +145,9 @@ def _scores(folder: Path, r: Any) -> list[dict[str, str]]:
 
 
 def to_html(report: Report, folder: Path, agreement: Any = None) -> str:
-    """The report page; with `agreement` (a `bias.core.reports.agreement.Agreement`) also its section,
-    the scatter-plot matrix embedded from the folder's agreement.png (drawn now when it is not there)."""
+    """The report page; with `agreement` (a `bias.core.reports.agreement.Agreement`) also its
+    section, the scatter-plot matrix embedded from the folder's agreement.png (drawn now when it is
+    not there)."""
     folder = Path(folder)
     names = short_models(report.results)
     tests = short_tests(report.results)
@@ -138,7 +158,8 @@ def to_html(report: Report, folder: Path, agreement: Any = None) -> str:
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>{_e(report.title)}</title><style>{_CSS}</style></head><body>",
         f"<h1>{_e(report.title)}</h1>",
-        f"<p>{len(report.results)} experiment(s): {counts.get('ok', 0)} ok, {counts.get('refused', 0)} refused, "
+        f"<p>{len(report.results)} experiment(s): {counts.get('ok', 0)} ok, "
+        f"{counts.get('refused', 0)} refused, "
         f"{counts.get('failed', 0)} failed. Click a column heading to sort.</p>",
         '<h2 id="results">Results</h2>',
         '<div style="overflow-x:auto"><table class="results"><thead><tr>',
@@ -182,10 +203,7 @@ def to_html(report: Report, folder: Path, agreement: Any = None) -> str:
             (sizes, "", None),
             (r.status if ok else f"{r.status}: {r.reason}", "", None),
         ]
-        row = "".join(
-            f"<td{f' class={chr(34)}{cls}{chr(34)}' if cls else ''}{f' data-sort={chr(34)}{_e(sort)}{chr(34)}' if sort else ''}>{_e(text)}</td>"
-            for text, cls, sort in cells
-        )
+        row = "".join(_cell(text, cls, sort) for text, cls, sort in cells)
         out.append(f'<tr class="{_e(r.status)}">{row}</tr>')
     out.append("</tbody></table></div>")
     out.append(
@@ -199,7 +217,8 @@ def to_html(report: Report, folder: Path, agreement: Any = None) -> str:
         for r in broken_down:
             columns, rows = breakdown_of(r)
             out.append(
-                f'<p>{_e(names[r.model])} / {_e(tests[r.wordset])} / {_e(r.metric)}</p><table class="results"><thead><tr>'
+                f"<p>{_e(names[r.model])} / {_e(tests[r.wordset])} / "
+                f'{_e(r.metric)}</p><table class="results"><thead><tr>'
             )
             out.append(
                 "".join(f'<th scope="col">{_e(c)}</th>' for c in columns) + "</tr></thead><tbody>"
@@ -211,7 +230,8 @@ def to_html(report: Report, folder: Path, agreement: Any = None) -> str:
     if report.skipped:
         out.append("<h2>Combinations dropped before the run</h2><ul>")
         out += [
-            f"<li>{_e(s.get('metric'))} on {_e(s.get('wordset'))} with {_e(s.get('model'))}: {_e(s.get('reason'))}</li>"
+            f"<li>{_e(s.get('metric'))} on {_e(s.get('wordset'))} with "
+            f"{_e(s.get('model'))}: {_e(s.get('reason'))}</li>"
             for s in report.skipped
         ]
         out.append("</ul>")
@@ -221,7 +241,8 @@ def to_html(report: Report, folder: Path, agreement: Any = None) -> str:
         for name, data in figures:
             encoded = base64.b64encode(data).decode("ascii")
             out.append(
-                f'<figure><img alt="{_e(name)}" src="data:image/png;base64,{encoded}"><figcaption>{_e(name)}</figcaption></figure>'
+                f'<figure><img alt="{_e(name)}" '
+                f'src="data:image/png;base64,{encoded}"><figcaption>{_e(name)}</figcaption></figure>'
             )
     if agreement is not None:
         out.append(_agreement_section(report, agreement, folder))
@@ -263,7 +284,8 @@ def to_html(report: Report, folder: Path, agreement: Any = None) -> str:
         except ValueError:
             text = manifest.read_text(encoding="utf-8", errors="replace")
         out.append(
-            '<h2 id="manifest">Manifest</h2><details><summary>manifest.json: command, experiment file, versions, '
+            '<h2 id="manifest">Manifest</h2><details><summary>manifest.json: command, '
+            "experiment file, versions, "
             f"model fingerprints, machine</summary><pre>{_e(text)}</pre></details>"
         )
     out.append(f"<script>{_JS}</script></body></html>")

@@ -4,8 +4,8 @@ axis y), the four quadrants named after their groups, the top items of each quad
 points coloured by valence when the result gives one. Drawn from results.jsonl alone, from the
 result's figures: `axes` [x name, y name], `groups` {axis name: [positive group, negative group]},
 `points` [[label, x, y], ...], and optionally `quadrants` {"<x group> <y group>": {"share": float,
-"top": [[label, strength], ...]}}, `valence` {label: number} and `axis_unit` (what the axes measure).
-A result whose figures do not have these shapes is left without the figure."""
+"top": [[label, strength], ...]}}, `valence` {label: number} and `axis_unit` (what the axes
+measure). A result whose figures do not have these shapes is left without the figure."""
 
 from __future__ import annotations
 
@@ -129,7 +129,8 @@ def quadrant_scatter(result: Result, folder: Path, formats: tuple[str, ...]) -> 
     ax.set_ylabel(f"{y_name}: {y_pos} (+) vs {y_neg} (-){unit}")
     p = f", p = {result.p_value:.3g}" if result.p_value is not None else ""
     ax.set_title(
-        f"{result.metric.upper()} {result.wordset.split('/')[-1]} on {result.model.split('/')[-1]}{p}",
+        f"{result.metric.upper()} {result.wordset.split('/')[-1]} on "
+        f"{result.model.split('/')[-1]}{p}",
         fontsize=10,
     )
     written = _save(

@@ -36,7 +36,8 @@ from bias.core.reports.values import (  # noqa: F401  (format_p, significance: t
 
 
 def format_effect(d: float | None, kind: ValueKind) -> str:
-    """The value with the metric's sign convention (a sign only where it says which way), 3 decimals."""
+    """The value with the metric's sign convention (a sign only where it says which way), 3
+    decimals."""
     return kind.format(d, digits=max(kind.digits, 3) if kind.unit != "%" else 1)
 
 
@@ -251,7 +252,8 @@ class Report:
             detail = ", ".join(m for m in methods if m)
             if len(resamples) == 1 and None not in resamples:
                 detail += f", {int(resamples.pop()):,} resamples"
-            # what was resampled: a metric may say (figures["ci_resampling"]); else the stimuli of each set
+            # what was resampled: a metric may say (figures["ci_resampling"]); else the stimuli of
+            # each set
             resampled = sorted(
                 {
                     str(r.figures.get("ci_resampling") or "stimuli resampled within each set")
@@ -262,14 +264,16 @@ class Report:
         wald = sorted({r.metric for r in ok if ci_of(r) and r.figures.get("ci_method") == "wald"})
         if wald:  # a model's coefficient (discrimination's mixed model): statsmodels' Wald interval
             notes.append(
-                f"{self.ci_label} ({', '.join(wald)}): Wald interval of the model's coefficient (estimate +- z SE)."
+                f"{self.ci_label} ({', '.join(wald)}): Wald interval of the model's "
+                "coefficient (estimate +- z SE)."
             )
         normal = sorted(
             {r.metric for r in ok if ci_of(r) and r.figures.get("ci_method") == "normal"}
         )
         if normal:
             notes.append(
-                f"{self.ci_label} ({', '.join(normal)}): normal approximation p +- 1.96 sqrt(p(1-p)/n) over the held-out texts."
+                f"{self.ci_label} ({', '.join(normal)}): normal approximation p +- 1.96 "
+                "sqrt(p(1-p)/n) over the held-out texts."
             )
         conventions: dict[str, list[str]] = {}
         for r in ok:
@@ -288,19 +292,22 @@ class Report:
         floors = sorted({f for f in (p_floor(r) for r in ok) if f})
         if floors:
             notes.append(
-                f"p <={floors[0]:.1e}: the smallest p a sampled test can report, (0+1)/(m+1); the true p may be smaller."
+                f"p <={floors[0]:.1e}: the smallest p a sampled test can report, "
+                "(0+1)/(m+1); the true p may be smaller."
             )
         if not self.adjusted:
             notes.append("No p-values: these metrics give none.")
         else:
             notes.append(
-                f"Adjusted p: Holm-Bonferroni (family-wise error) and Benjamini-Hochberg (false discovery rate). "
+                "Adjusted p: Holm-Bonferroni (family-wise error) and Benjamini-Hochberg "
+                "(false discovery rate). "
                 f"Family: {self.family}: {fam}."
             )
             notes.append(f"Significance marks on the Holm-adjusted p: {MARKS_NOTE}.")
         if spread_over_seeds(self.results):
             notes.append(
-                "A test run with several seeds is one hypothesis: it counts once in its family, with the largest "
+                "A test run with several seeds is one hypothesis: it counts once in its "
+                "family, with the largest "
                 "p-value over its seeds (spread over seeds below)."
             )
         tests = {n: s for n, s in short_tests(self.results).items() if n != s}
@@ -322,7 +329,8 @@ class Report:
 
 def in_order(results: Sequence[Result]) -> list[Result]:
     """Results as every output lists them: by model in the order they ran, then by test in natural
-    order (weat2 before weat10), then as they ran (metrics and settings of one test stay together)."""
+    order (weat2 before weat10), then as they ran (metrics and settings of one test stay
+    together)."""
     models = {m: i for i, m in enumerate(dict.fromkeys(r.model for r in results))}
     return sorted(results, key=lambda r: (models[r.model], natural_key(r.wordset)))
 
@@ -404,10 +412,10 @@ _TAG_START = re.compile(r"<(?=[A-Za-z/!?])")
 
 
 def md_text(text: object) -> str:
-    """Text from results (test, model and word names, warnings) as Markdown shows it, literally: a `<`
-    that could open an HTML tag becomes `&lt;` (report.md rendered with raw HTML allowed runs nothing a
-    name carries; `<1e-6` stays as written), `|` is escaped so tables keep their columns, and line
-    breaks are joined. report.html and results.tex escape for their own formats."""
+    """Text from results (test, model and word names, warnings) as Markdown shows it, literally: a
+    `<` that could open an HTML tag becomes `&lt;` (report.md rendered with raw HTML allowed runs
+    nothing a name carries; `<1e-6` stays as written), `|` is escaped so tables keep their columns,
+    and line breaks are joined. report.html and results.tex escape for their own formats."""
     return _TAG_START.sub("&lt;", str(text)).replace("|", "\\|").replace("\n", " ")
 
 
@@ -429,7 +437,8 @@ def to_markdown(report: Report) -> str:
     counts = report.counts()
     lines = [f"# {md_text(report.title)}", ""]
     lines.append(
-        f"{len(report.results)} experiment(s): {counts['ok']} ok, {counts['refused']} refused, {counts['failed']} failed."
+        f"{len(report.results)} experiment(s): {counts['ok']} ok, {counts['refused']} "
+        f"refused, {counts['failed']} failed."
     )
     lines.append("")
     cols = report.columns()
@@ -450,8 +459,11 @@ def to_markdown(report: Report) -> str:
                 if (r.model, r.wordset, r.metric) == (h.model, h.wordset, h.metric)
             )
             lines.append(
-                f"- {md_text(h.model)} / {md_text(h.wordset)} / {md_text(h.metric)} (seeds {seeds}): effect size "
-                f"{format_effect(h.effect_min, kind)} to {format_effect(h.effect_max, kind)}, p {format_p(h.p_min)} to {format_p(h.p_max)}"
+                f"- {md_text(h.model)} / {md_text(h.wordset)} / {md_text(h.metric)} (seeds "
+                f"{seeds}): effect size "
+                f"{format_effect(h.effect_min, kind)} to "
+                f"{format_effect(h.effect_max, kind)}, p {format_p(h.p_min)} to "
+                f"{format_p(h.p_max)}"
             )
     broken_down = [r for r in report.results if breakdown_of(r)[1]]
     if broken_down:
@@ -468,7 +480,8 @@ def to_markdown(report: Report) -> str:
         for s in report.skipped:
             lines.append(
                 md_text(
-                    f"- {s.get('metric')} on {s.get('wordset')} with {s.get('model')}: {s.get('reason')}"
+                    f"- {s.get('metric')} on {s.get('wordset')} with {s.get('model')}: "
+                    f"{s.get('reason')}"
                 )
             )
     if report.damaged:

@@ -1,11 +1,10 @@
 """How every output writes numbers and p-values, models and tests.
 
-Every output (terminal, Markdown, LaTeX, figures, HTML) takes them from here, so they cannot disagree.
-What a number is comes from the declaration its result carries (`meta["value"]`, a
+Every output (terminal, Markdown, LaTeX, figures, HTML) takes them from here, so they cannot
+disagree. What a number is comes from the declaration its result carries (`meta["value"]`, a
 `bias.core.values.ValueKind`); how its p-value was computed from the words its result carries
 (`convention["p_value"]`, with `convention["p_floor"]` for a test whose p has a floor). A result
-without them is shown as a plain value with a bare p.
-"""
+without them is shown as a plain value with a bare p."""
 
 from __future__ import annotations
 
@@ -53,7 +52,8 @@ def format_p(p: float | None, floor: float | None = None, *, log10_p: float | No
         and p <= UNDERFLOW
         and log10_p < math.log10(UNDERFLOW)
     ):
-        return f"<1e{math.ceil(log10_p)}"  # a bound from the exact log10 p, never a number that reads as exact
+        # a bound from the exact log10 p, never a number that reads as exact
+        return f"<1e{math.ceil(log10_p)}"
     if p == 0.0:
         return f"<{UNDERFLOW:.0e}"
     if p < 1e-3:
@@ -133,7 +133,8 @@ def short_models(results: Sequence[Result]) -> dict[str, str]:
 
 
 def short_test(name: str) -> str:
-    """An installed word set keeps its name (`en/weat6`); a file given by path is shown by its stem."""
+    """An installed word set keeps its name (`en/weat6`); a file given by path is shown by its
+    stem."""
     parts = name.replace("\\", "/").split("/")
     if len(parts) == 2 and "." not in parts[1] and parts[0]:
         return name
@@ -150,13 +151,15 @@ def short_tests(results: Sequence[Result]) -> dict[str, str]:
 
 
 def test_title(result: Result) -> str:
-    """The word set's own title ("flowers/insects, pleasant/unpleasant"), recorded with the result."""
+    """The word set's own title ("flowers/insects, pleasant/unpleasant"), recorded with the
+    result."""
     return str((result.meta or {}).get("title") or "")
 
 
 def variant_label(metric: str, settings: str) -> str:
-    """A column name for one metric with its varying settings. A setting named `level` (whose value is
-    a word) names the variant by its initial, as May et al. name SEAT's: s-SEAT, w-SEAT, w-CEAT."""
+    """A column name for one metric with its varying settings. A setting named `level` (whose value
+    is a word) names the variant by its initial, as May et al. name SEAT's: s-SEAT, w-SEAT,
+    w-CEAT."""
     parts = [p for p in settings.split(", ") if p]
     name = metric.upper() if len(metric) <= 5 else metric
     level = next(

@@ -1,1 +1,2 @@
-"""Runs and their results: the results file, the run folder's lock and manifest, resampling budgets, the same model named twice."""
+"""Runs and their results: the results file, the run folder's lock and manifest, resampling budgets,
+the same model named twice."""

@@ -1,12 +1,10 @@
 """Time and memory of the resampling an experiment asks for, estimated before any work.
 
-A typo such as `--permutations 1000000000000` must not end hours later in a MemoryError: the count is
-checked against a stated limit when the run is planned, and refused with the estimate and a hint.
+A typo such as `--permutations 1000000000000` must not end hours later in a MemoryError: the count
+is checked against a stated limit when the run is planned, and refused with the estimate and a hint.
 Each metric declares what it costs (`Metric.cost`, built from the helpers here); this module reads
-no parameter by name.
-The rates are deliberately rough (elements of the sampled matrices per second on one core); what
-matters is the order of magnitude.
-"""
+no parameter by name. The rates are deliberately rough (elements of the sampled matrices per second
+on one core); what matters is the order of magnitude."""
 
 from __future__ import annotations
 
@@ -30,7 +28,8 @@ ELEMENTS_PER_SECOND = (
 
 
 def available_memory() -> int | None:
-    """Bytes of memory available now (Linux MemAvailable, else physical pages free), None if unknown."""
+    """Bytes of memory available now (Linux MemAvailable, else physical pages free), None if
+    unknown."""
     try:
         with open("/proc/meminfo", encoding="ascii") as fh:
             for line in fh:
@@ -57,8 +56,8 @@ class Cost:
 
     `causes` names what makes the cost, each with its share of the seconds, in the words of the
     option that sets it (`--permutations 1,000,000`), so a refusal tells the user what to lower;
-    `hint` says what a sensible setting is. Costs add up: `permutation_cost(...) + bootstrap_cost(...)`.
-    """
+    `hint` says what a sensible setting is. Costs add up: `permutation_cost(...) +
+    bootstrap_cost(...)`."""
 
     seconds: float = 0.0
     memory: int = 0  # bytes
@@ -93,8 +92,9 @@ BOOTSTRAP_HINT = "--bootstrap 2000 gives a stable 95% interval."
 
 
 def permutation_cost(n_x: int, n_y: int, permutations: int, exact_limit: int) -> Cost:
-    """A permutation test of two groups of n_x and n_y scores (`bias.core.statistics.association.permutation_test`): exact
-    over every partition when there are at most `exact_limit`, else `permutations` random ones."""
+    """A permutation test of two groups of n_x and n_y scores
+    (`bias.core.statistics.association.permutation_test`): exact over every partition when there are
+    at most `exact_limit`, else `permutations` random ones."""
     from bias.core.statistics.association import n_partitions
 
     if not (n_x and n_y):
@@ -111,8 +111,9 @@ def permutation_cost(n_x: int, n_y: int, permutations: int, exact_limit: int) ->
 
 
 def bootstrap_cost(sizes: dict[str, int], resamples: int) -> Cost:
-    """A bootstrap of an association test's effect size (`bias.core.statistics.bootstrap.association_ci`) with
-    `resamples` resamples of target sets X, Y and attribute sets A, B of the given sizes."""
+    """A bootstrap of an association test's effect size
+    (`bias.core.statistics.bootstrap.association_ci`) with `resamples` resamples of target sets X, Y
+    and attribute sets A, B of the given sizes."""
     n = sizes.get("X", 0) + sizes.get("Y", 0)
     if resamples <= 0 or not n:
         return Cost()
@@ -131,13 +132,15 @@ def check(label: str, cost: Cost | None) -> None:
     hint = f"Use fewer: {cost.hint}" if cost.hint else "Choose smaller settings."
     if cost.seconds > MAX_SECONDS:
         raise BiasError(
-            f"{label}: {what} would take {duration(cost.seconds)}, beyond the limit of {duration(MAX_SECONDS)} per experiment.",
+            f"{label}: {what} would take {duration(cost.seconds)}, beyond the limit of "
+            f"{duration(MAX_SECONDS)} per experiment.",
             hint,
         )
     free = available_memory()
     if free is not None and cost.memory > MEMORY_SHARE * free:
         raise BiasError(
-            f"{label}: {what} would need about {cost.memory / 2**30:,.1f} GiB of memory; {free / 2**30:,.1f} GiB are available.",
+            f"{label}: {what} would need about {cost.memory / 2**30:,.1f} GiB of memory; "
+            f"{free / 2**30:,.1f} GiB are available.",
             hint,
         )
     if cost.seconds > WARN_SECONDS:

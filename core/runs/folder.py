@@ -1,13 +1,13 @@
-"""The one way into a run folder: every file written there (results, reports, figures, CSV tables, the
-manifest, the lock) is opened by `open_in_run`, and every file a report reads because a results line
-names it is found by `readable_in_run`.
+"""The one way into a run folder: every file written there (results, reports, figures, CSV tables,
+the manifest, the lock) is opened by `open_in_run`, and every file a report reads because a results
+line names it is found by `readable_in_run`.
 
-A run folder can be shared (`bias report` needs only results.jsonl), so what is in it is not trusted: a
-symbolic link planted as report.md would otherwise make the next report overwrite whatever the link
-points to, and a results line naming `../../secret.csv` would copy that file into report.html. A path
-that is a symbolic link, or that resolves outside the folder, is refused with the file named; the open
-itself does not follow a link (O_NOFOLLOW), so one swapped in after the check is refused too.
-"""
+A run folder can be shared (`bias report` needs only results.jsonl), so what is in it is not
+trusted: a symbolic link planted as report.md would otherwise make the next report overwrite
+whatever the link points to, and a results line naming `../../secret.csv` would copy that file into
+report.html. A path that is a symbolic link, or that resolves outside the folder, is refused with
+the file named; the open itself does not follow a link (O_NOFOLLOW), so one swapped in after the
+check is refused too."""
 
 from __future__ import annotations
 
@@ -19,8 +19,8 @@ from typing import IO, Any
 
 from bias.core.errors import BiasError
 
-# Python's modes, as flags of os.open: "w" truncates, "a" appends, "r+" updates a file that exists and
-# "a+" creates without truncating (the lock, whose holder is read before it is rewritten).
+# Python's modes, as flags of os.open: "w" truncates, "a" appends, "r+" updates a file that exists
+# and "a+" creates without truncating (the lock, whose holder is read before it is rewritten).
 _FLAGS = {
     "w": os.O_WRONLY | os.O_CREAT | os.O_TRUNC,
     "a": os.O_WRONLY | os.O_CREAT | os.O_APPEND,
@@ -48,12 +48,15 @@ def _inside(folder: Path, name: str | Path, what: str) -> Path:
         Path(name).is_absolute() or parent is None or not (parent == base or base in parent.parents)
     ):
         raise BiasError(
-            f"{what}: {str(name)!r} is outside the run folder {folder}; a run folder's files stay inside it.",
-            "Check the run folder: something in it points elsewhere (a link, or an edited results.jsonl).",
+            f"{what}: {str(name)!r} is outside the run folder {folder}; a run folder's "
+            "files stay inside it.",
+            "Check the run folder: something in it points elsewhere (a link, or an edited "
+            "results.jsonl).",
         )
     if path.is_symlink():
         raise BiasError(
-            f"{path} is a symbolic link (to {os.readlink(path)}); bias does not write or read through links in a run folder.",
+            f"{path} is a symbolic link (to {os.readlink(path)}); bias does not write or "
+            "read through links in a run folder.",
             "Remove the link (or choose another --out) and run again.",
         )
     return path
@@ -70,8 +73,8 @@ def open_in_run(
 ) -> Any:
     """Open the file `name` of the run folder `folder` for writing: the only way any file in a run
     folder is written. `mode` is "w", "a", "r+" or "a+", with "b" for bytes. With `atomic`, what is
-    written goes to a hidden file beside it that replaces the file when closed without an error, so a
-    reader never sees half of it."""
+    written goes to a hidden file beside it that replaces the file when closed without an error, so
+    a reader never sees half of it."""
     target = _inside(folder, name, "the file")
     binary = "b" in mode
     flags = _FLAGS[mode.replace("b", "")] | _NOFOLLOW
@@ -121,7 +124,8 @@ def _running(pid: int) -> bool:
 
 def remove_in_run(folder: Path, name: str | Path) -> bool:
     """Remove the file `name` of the run folder (a page of a figure that a smaller report no longer
-    draws), refusing links and names outside the folder as `open_in_run` does; False if none was there."""
+    draws), refusing links and names outside the folder as `open_in_run` does; False if none was
+    there."""
     path = _inside(folder, name, "the file")
     if not path.is_file():
         return False
@@ -130,7 +134,8 @@ def remove_in_run(folder: Path, name: str | Path) -> bool:
 
 
 class _Replacing:
-    """A file written beside its target that takes the target's place when closed without an error."""
+    """A file written beside its target that takes the target's place when closed without an
+    error."""
 
     def __init__(self, handle: IO[Any], temporary: Path, target: Path) -> None:
         self._handle, self._temporary, self._target = handle, temporary, target
@@ -155,9 +160,10 @@ class _Replacing:
 
 
 def readable_in_run(folder: Path, name: Any, field: str) -> Path | None:
-    """The file of the run folder that a results line's `field` names (a per-item CSV table), or None
-    when the field names none or the file is gone. A name that leaves the folder or is a symbolic link
-    is refused, naming the field: an edited results.jsonl must not make a report read other files."""
+    """The file of the run folder that a results line's `field` names (a per-item CSV table), or
+    None when the field names none or the file is gone. A name that leaves the folder or is a
+    symbolic link is refused, naming the field: an edited results.jsonl must not make a report read
+    other files."""
     if not isinstance(name, str) or not name:
         return None
     path = _inside(folder, name, field)

@@ -1,8 +1,7 @@
 """Reading a run folder's `manifest.json`, which reports and `--resume` both consult.
 
-Writing it belongs to the run (`bias.engine.manifest`); reading it is all a report needs, so it lives
-here, below the layer that runs experiments.
-"""
+Writing it belongs to the run (`bias.engine.manifest`); reading it is all a report needs, so it
+lives here, below the layer that runs experiments."""
 
 from __future__ import annotations
 
@@ -28,6 +27,7 @@ def read_manifest(folder: Path) -> dict[str, Any] | None:
     except (OSError, json.JSONDecodeError) as exc:
         raise BiasError(
             f"{path} is damaged: not readable JSON ({exc}).",
-            "results.jsonl beside it is intact: `bias report` still reads it; to run again, give a new folder with --out.",
+            "results.jsonl beside it is intact: `bias report` still reads it; to run "
+            "again, give a new folder with --out.",
         ) from exc
     return data if isinstance(data, dict) else None

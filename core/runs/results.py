@@ -10,9 +10,8 @@ renamed into place before the line that names it, and its size is recorded in th
 (`done_keys`), like an experiment whose line was lost.
 
 Reading tolerates a torn last line (a run killed mid-write): appends cut it first, so a resumed run
-redoes that experiment and nothing finished is lost. A damaged line elsewhere (an edit, a disk error)
-is skipped and reported with its line number, and the rest of the file is still read.
-"""
+redoes that experiment and nothing finished is lost. A damaged line elsewhere (an edit, a disk
+error) is skipped and reported with its line number, and the rest of the file is still read."""
 
 from __future__ import annotations
 
@@ -43,8 +42,8 @@ DETAIL_TABLES = ("pairs", "scores", "predictions")
 
 
 def detail_file_name(name: str, result: Result) -> str:
-    """`scores-en-weat1-seat-word-1a2b3c4d.csv`: which table, test and metric (with SEAT's level), and
-    the result's key (short)."""
+    """`scores-en-weat1-seat-word-1a2b3c4d.csv`: which table, test and metric (with SEAT's level),
+    and the result's key (short)."""
     import re
 
     test = result.wordset.replace("\\", "/")
@@ -72,7 +71,8 @@ def spreadsheet_safe(value: object) -> object:
 
 
 class ResultStore:
-    """Appends results to `folder/results.jsonl` (see the module docstring for when they are synced).
+    """Appends results to `folder/results.jsonl` (see the module docstring for when they are
+    synced).
 
     Use it as a context manager, or call `close()`, so that the last batch is synced."""
 
@@ -154,8 +154,8 @@ class ResultStore:
         self._pending, self._last_sync = 0, time.monotonic()
 
     def _write_detail_tables(self, result: Result) -> Result:
-        """Per-item rows a metric returns (per-pair scores of CrowS and friends) go to a CSV beside the
-        results, `<table>-<key>.csv`, written whole before the result line that names it."""
+        """Per-item rows a metric returns (per-pair scores of CrowS and friends) go to a CSV beside
+        the results, `<table>-<key>.csv`, written whole before the result line that names it."""
         tables = {
             k: v
             for k, v in result.figures.items()
@@ -185,7 +185,8 @@ class ResultStore:
         return attrs.evolve(result, figures=figures, meta={**result.meta, "detail_bytes": sizes})
 
     def _repair_torn_tail(self) -> None:
-        """A killed writer can leave a last line without its newline; cut it so appends stay valid."""
+        """A killed writer can leave a last line without its newline; cut it so appends stay
+        valid."""
         if not self.path.exists() or self.path.stat().st_size == 0:
             return
         with open_in_run(self.folder, RESULTS_FILE, "r+b") as fh:
@@ -244,8 +245,8 @@ class ResultsFile:
     damaged: list[DamagedLine]
 
     def latest(self) -> list[Result]:
-        """One result per experiment key, the last line of each key winning (a resumed run appends the
-        redone experiment after its failed attempt), in the order keys first appeared."""
+        """One result per experiment key, the last line of each key winning (a resumed run appends
+        the redone experiment after its failed attempt), in the order keys first appeared."""
         by_key: dict[str, Result] = {}
         for r in self.results:
             by_key.pop(r.key, None)
@@ -265,10 +266,9 @@ def results_path(path: Path) -> Path:
 def scan_results(path: Path) -> ResultsFile:
     """Every readable result, and the number and reason of every line that is not one.
 
-    A torn last line (no newline: a writer killed mid-write) is expected after an interrupted run and
-    is only logged; a damaged line elsewhere is listed so the caller can report its line number, and
-    the rest of the file is still read.
-    """
+    A torn last line (no newline: a writer killed mid-write) is expected after an interrupted run
+    and is only logged; a damaged line elsewhere is listed so the caller can report its line number,
+    and the rest of the file is still read."""
     path = results_path(path)
     if not path.exists():
         raise BiasError(f"No results file at {path}.", "Give the folder a run wrote with --out.")
@@ -303,7 +303,8 @@ def scan_results(path: Path) -> ResultsFile:
 
 
 def read_results(path: Path) -> list[Result]:
-    """The readable results of a file; each damaged line is skipped with a warning naming its number."""
+    """The readable results of a file; each damaged line is skipped with a warning naming its
+    number."""
     found = scan_results(path)
     for bad in found.damaged:
         log.warning("%s: skipping %s.", found.path, bad)

@@ -57,7 +57,8 @@ def model_identity(parsed: ModelSpec, debias: Any = None) -> tuple[Any, ...]:
 
 
 def same_models(experiments: Sequence[Any]) -> list[Any]:
-    """Experiments with every duplicate model replaced by its first spelling, and a warning naming both."""
+    """Experiments with every duplicate model replaced by its first spelling, and a warning naming
+    both."""
     first: dict[tuple[Any, ...], Any] = {}
     replaced: dict[str, Any] = {}
     seen: set[str] = set()

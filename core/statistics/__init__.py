@@ -1,4 +1,5 @@
-"""Statistics: association effect sizes and permutation tests, bootstrap intervals, multiple testing, McNemar."""
+"""Statistics: association effect sizes and permutation tests, bootstrap intervals, multiple
+testing, McNemar."""
 
 # The families of tests corrected together for multiple testing: all tests of a run, or each model's
 # or each metric's separately. Here, without numpy, so that the command line and the experiment file

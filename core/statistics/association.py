@@ -7,9 +7,10 @@ one sum (exact enumeration reuses a cached table of partitions).
 Conventions (see docs/methods.md):
 - effect size d = (mean s(X) - mean s(Y)) / std s(X u Y), with `ddof` recorded (default 1);
 - test statistic S = sum s(X) - sum s(Y);
-- exact p = #{S_i >= S} / C(N, |X|) over all partitions, the observed one included (so p >= 1/C(N, |X|));
-  `ties = "strict"` counts #{S_i > S} instead, the paper's Pr[S_i > S], which can be 0;
-- sampled p = (1 + #{S_i >= S}) / (1 + m) over m true random permutations drawn from a seeded generator;
+- exact p = #{S_i >= S} / C(N, |X|) over all partitions, the observed one included (so p >= 1/C(N,
+  |X|)); `ties = "strict"` counts #{S_i > S} instead, the paper's Pr[S_i > S], which can be 0;
+- sampled p = (1 + #{S_i >= S}) / (1 + m) over m true random permutations drawn from a seeded
+  generator;
 - ties count by default (compared with a tolerance far below any real difference);
 - two-sided compares distances from the null mean, which is 0 for equal set sizes.
 """
@@ -95,7 +96,8 @@ class PermutationTest:
 
     @property
     def p_floor(self) -> float | None:
-        """The smallest p a sampled test can give, (0+1)/(m+1): a p there is a bound. None when exact."""
+        """The smallest p a sampled test can give, (0+1)/(m+1): a p there is a bound. None when
+        exact."""
         return 1.0 / (self.permutations + 1) if self.method == "sampled" else None
 
     def describe(self, *details: str) -> str:
@@ -202,8 +204,8 @@ def _count_extreme(
     tol: float,
     strict: bool = False,
 ) -> int:
-    """Null statistics at least as extreme as the observed one (ties within `tol` count), or, `strict`,
-    more extreme by more than `tol`."""
+    """Null statistics at least as extreme as the observed one (ties within `tol` count), or,
+    `strict`, more extreme by more than `tol`."""
     if alternative == "greater":
         return int(np.count_nonzero(null > observed + tol if strict else null >= observed - tol))
     if alternative == "less":
@@ -221,16 +223,16 @@ def subset_masks(n_total: int, n_x: int, permutations: int, seed: int) -> Iterat
     """Uniform random `n_x`-subsets of range(n_total), `permutations` of them, as float64 rows of 0
     and 1 in chunks (views of one reused buffer: use each before asking for the next).
 
-    The first |X| positions of a uniform random permutation form a uniform random |X|-subset, which is
-    what the |X| smallest of N i.i.d. uniform keys select; no draw is made with replacement. The keys
-    are float32 (24 random bits each, half the random bits and memory of float64 keys), and the |X|
-    smallest are found with a partition (linear time per row), never a full sort: a threshold at the
-    |X|-th smallest key, one comparison and one matrix-vector product. A row whose |X|-th smallest
-    key ties with another key (probability below N / 2^24) does not define a subset and is dropped:
-    the permutations are the first `permutations` rows of the seeded stream that have no such tie.
-    Which rows those are does not depend on the chunking, so a seed gives the same permutations on
-    every machine; since the tie-free event is the same for every subset, each subset stays exactly
-    equally likely.
+    The first |X| positions of a uniform random permutation form a uniform random |X|-subset, which
+    is what the |X| smallest of N i.i.d. uniform keys select; no draw is made with replacement. The
+    keys are float32 (24 random bits each, half the random bits and memory of float64 keys), and the
+    |X| smallest are found with a partition (linear time per row), never a full sort: a threshold at
+    the |X|-th smallest key, one comparison and one matrix-vector product. A row whose |X|-th
+    smallest key ties with another key (probability below N / 2^24) does not define a subset and is
+    dropped: the permutations are the first `permutations` rows of the seeded stream that have no
+    such tie. Which rows those are does not depend on the chunking, so a seed gives the same
+    permutations on every machine; since the tie-free event is the same for every subset, each
+    subset stays exactly equally likely.
 
     Speed comes from the chunk fitting in the CPU cache and from reusing four buffers (keys, their
     partitioned copy, the subset mask as bool and as float64): about 3 MiB in all, whatever the
@@ -261,7 +263,8 @@ def subset_masks(n_total: int, n_x: int, permutations: int, seed: int) -> Iterat
 def _sampled_null_chunks(
     s: np.ndarray, n_x: int, permutations: int, seed: int, total: float
 ) -> Iterator[np.ndarray]:
-    """S_i for `permutations` true random permutations (`subset_masks`), in chunks of bounded memory."""
+    """S_i for `permutations` true random permutations (`subset_masks`), in chunks of bounded
+    memory."""
     for w in subset_masks(len(s), n_x, permutations, seed):
         subset_sum = w @ s
         subset_sum *= 2.0
@@ -272,16 +275,20 @@ def _sampled_null_chunks(
 def no_spread(first: np.ndarray, second: np.ndarray, unit: str, score: str) -> str | None:
     """Why an effect size of these two groups of scores does not exist, or None.
 
-    When every score is the same, the std in d's denominator is zero (d is 0/0) and every permutation
-    gives the same statistic (p = 1). Reported as a number, such a test would read as "no bias" and
-    count in a multiple-testing family; the metrics refuse it with this reason instead."""
+    When every score is the same, the std in d's denominator is zero (d is 0/0) and every
+    permutation gives the same statistic (p = 1). Reported as a number, such a test would read as
+    "no bias" and count in a multiple-testing family; the metrics refuse it with this reason
+    instead."""
     both = np.concatenate([np.asarray(first, np.float64), np.asarray(second, np.float64)])
     if not np.isfinite(both).all():
         return f"some {score} values are not finite"
     spread = float(both.max() - both.min()) if both.size else 0.0
     if spread <= 1e-12 * max(1.0, float(np.abs(both).max(initial=0.0))):
         value = f" ({both[0]:+.6g})" if both.size else ""
-        return f"every {unit} has the same {score}{value}: the effect size is 0/0 and the permutation test cannot move"
+        return (
+            f"every {unit} has the same {score}{value}: the effect size is 0/0 and the "
+            "permutation test cannot move"
+        )
     return None
 
 

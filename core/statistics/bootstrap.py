@@ -4,21 +4,21 @@ An effect size from eight words per set is a noisy number; its interval says how
 which stimuli were chosen. Each set is resampled within itself (stratified bootstrap: X, Y, A and B
 keep their sizes), with a seeded generator.
 
-How it stays fast: a resample of a set is a vector of multinomial counts (how often each stimulus was
-drawn), so every statistic is a weighted mean over fixed matrices. For WEAT/SEAT the cosine matrices
-X.A, X.B, Y.A, Y.B are computed once; the mean cosine of every target with a resampled A is one matrix
-product for a whole chunk of resamples. No Python loop runs over resamples, only over chunks of
-bounded memory. The jackknife (leave one stimulus out, for the BCa acceleration) uses the same
-weighted code with 0/1 weights.
+How it stays fast: a resample of a set is a vector of multinomial counts (how often each stimulus
+was drawn), so every statistic is a weighted mean over fixed matrices. For WEAT/SEAT the cosine
+matrices X.A, X.B, Y.A, Y.B are computed once; the mean cosine of every target with a resampled A is
+one matrix product for a whole chunk of resamples. No Python loop runs over resamples, only over
+chunks of bounded memory. The jackknife (leave one stimulus out, for the BCa acceleration) uses the
+same weighted code with 0/1 weights.
 
 Intervals (Efron & Tibshirani 1993; Davison & Hinkley 1997):
 - percentile: the alpha/2 and 1 - alpha/2 quantiles of the bootstrap distribution;
-- BCa: quantiles at Phi(z0 + (z0 + z_q) / (1 - a (z0 + z_q))), with bias correction
-  z0 = Phi^-1(share of resamples below the estimate, ties counted half) and acceleration
-  a = sum_k n_k^-3 sum_i U_ki^3 / (6 (sum_k n_k^-2 sum_i U_ki^2)^(3/2)), U_ki = (n_k - 1)(mean_i theta_(ki) - theta_(ki))
-  the jackknife influence of stimulus i of set k (the multi-sample form; one sample gives the usual
-  formula). Where z0 is infinite (the estimate lies outside every resample) BCa is undefined and
-  the percentile interval is returned, its method saying so.
+- BCa: quantiles at Phi(z0 + (z0 + z_q) / (1 - a (z0 + z_q))), with bias correction z0 =
+  Phi^-1(share of resamples below the estimate, ties counted half) and acceleration a = sum_k n_k^-3
+  sum_i U_ki^3 / (6 (sum_k n_k^-2 sum_i U_ki^2)^(3/2)), U_ki = (n_k - 1)(mean_i theta_(ki) -
+  theta_(ki)) the jackknife influence of stimulus i of set k (the multi-sample form; one sample
+  gives the usual formula). Where z0 is infinite (the estimate lies outside every resample) BCa is
+  undefined and the percentile interval is returned, its method saying so.
 """
 
 from __future__ import annotations
@@ -59,7 +59,8 @@ class Interval:
 
 
 def generator(seed: int | None) -> np.random.Generator:
-    """A generator for resampling, independent of the permutation test's stream for the same seed."""
+    """A generator for resampling, independent of the permutation test's stream for the same
+    seed."""
     return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(_SEED_STREAM,)))
 
 
@@ -78,7 +79,8 @@ def leave_one_out(n: int) -> np.ndarray:
 def weighted_effect(
     sa: np.ndarray, sb: np.ndarray, wa: np.ndarray, wb: np.ndarray, ddof: int
 ) -> np.ndarray:
-    """(mean a - mean b) / std(a u b) for each row of weights (counts of each value in the resample).
+    """(mean a - mean b) / std(a u b) for each row of weights (counts of each value in the
+    resample).
 
     `sa`, `sb` are the values (one row, or one row per weight row); `wa`, `wb` the weights, R x n.
     A row whose std is zero (every drawn value equal) gives NaN.

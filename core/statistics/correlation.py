@@ -1,11 +1,11 @@
 """Pearson and Spearman correlations with their 95% intervals, for how far two methods agree.
 
-Pearson's interval is Fisher's: z = atanh(r) is near normal with standard error 1/sqrt(n - 3), so the
-interval is tanh(z -+ 1.96 / sqrt(n - 3)) (needs n > 3). Spearman's rho uses the same transform with
-the standard error sqrt(1.06 / (n - 3)) of Fieller, Hartley & Pearson (1957). With fewer than three
-pairs, or a constant series, there is no correlation to report (None), never a number that reads as one;
-at |r| = 1 there is no interval (z is infinite), rather than the point [1, 1] that reads as certainty.
-"""
+Pearson's interval is Fisher's: z = atanh(r) is near normal with standard error 1/sqrt(n - 3), so
+the interval is tanh(z -+ 1.96 / sqrt(n - 3)) (needs n > 3). Spearman's rho uses the same transform
+with the standard error sqrt(1.06 / (n - 3)) of Fieller, Hartley & Pearson (1957). With fewer than
+three pairs, or a constant series, there is no correlation to report (None), never a number that
+reads as one; at |r| = 1 there is no interval (z is infinite), rather than the point [1, 1] that
+reads as certainty."""
 
 from __future__ import annotations
 

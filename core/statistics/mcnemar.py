@@ -6,8 +6,9 @@ is the wrong test. McNemar's test uses only the discordant texts: b, right befor
 c, wrong before and right after. Under "no change" each discordant text falls either way with
 probability 1/2.
 
-- exact: two-sided binomial test of b among the b + c discordant texts, p = min(1, 2 P(X <= min(b, c)))
-  for X ~ Binomial(b + c, 1/2); used when b + c < 25, where the chi-square approximation is poor;
+- exact: two-sided binomial test of b among the b + c discordant texts, p = min(1, 2 P(X <= min(b,
+  c))) for X ~ Binomial(b + c, 1/2); used when b + c < 25, where the chi-square approximation is
+  poor;
 - chi-square with Edwards' continuity correction: (|b - c| - 1)^2 / (b + c), one degree of freedom,
   for larger counts (|b - c| - 1 taken as 0 when b = c).
 """
@@ -53,7 +54,8 @@ class McNemar:
 
 
 def mcnemar_counts(b: int, c: int, *, exact: bool | None = None) -> tuple[float | None, float, str]:
-    """(statistic, two-sided p, method) from the discordant counts; `exact` None chooses by b + c."""
+    """(statistic, two-sided p, method) from the discordant counts; `exact` None chooses by b +
+    c."""
     from scipy.stats import binom, chi2
 
     n = b + c

@@ -14,11 +14,10 @@ metric separately. Results without a p-value (refused, failed, metrics that give
 any family.
 
 Seeds are not hypotheses: a run with several seeds repeats each test (model, word set, metric,
-settings) once per seed, and the repeats answer the same question. Each hypothesis is counted once in
-its family, with the largest of its seeds' p-values (a valid p-value whatever the dependence between
-the repeats); every seed's result shows its hypothesis's adjusted p, and `spread_over_seeds` gives
-the spread of the effect size and p over the seeds.
-"""
+settings) once per seed, and the repeats answer the same question. Each hypothesis is counted once
+in its family, with the largest of its seeds' p-values (a valid p-value whatever the dependence
+between the repeats); every seed's result shows its hypothesis's adjusted p, and `spread_over_seeds`
+gives the spread of the effect size and p over the seeds."""
 
 from __future__ import annotations
 
@@ -47,7 +46,8 @@ def holm(p_values: Sequence[float]) -> np.ndarray:
 
 
 def benjamini_hochberg(p_values: Sequence[float]) -> np.ndarray:
-    """Benjamini-Hochberg adjusted p-values (q-values of the step-up procedure), in the order given."""
+    """Benjamini-Hochberg adjusted p-values (q-values of the step-up procedure), in the order
+    given."""
     p = _checked(p_values)
     m = len(p)
     if m == 0:
@@ -131,7 +131,8 @@ class SeedSpread:
 
 
 def spread_over_seeds(results: Sequence[Any]) -> list[SeedSpread]:
-    """One entry per hypothesis with results (status ok) for two or more seeds, in first-seen order."""
+    """One entry per hypothesis with results (status ok) for two or more seeds, in first-seen
+    order."""
     groups: dict[str, list[Any]] = {}
     for r in results:
         if r.status == "ok":

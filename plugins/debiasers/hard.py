@@ -5,17 +5,17 @@
    by exact SVD; the first k components, each signed so that the male word of the pairs projects
    higher on average (male minus female is positive), which makes runs and machines agree.
 3. Neutralise every word not in the gender-specific list: v <- v - proj_B(v), renormalise.
-4. Equalise each equalize pair in file order, from the pair's unit vectors as they were before step 3
-   (as the paper defines it; a pair missing from the specific list would otherwise have lost the
-   projection that says which side each word belongs to): mu = (a + b) / 2, nu = mu - proj_B(mu),
-   a <- nu + sqrt(1 - |nu|^2) u, b <- nu - sqrt(1 - |nu|^2) u with u the unit vector of
-   proj_B(a) - proj_B(b) (for k = 1: the direction g signed by (a - b).g, Bolukbasi's formula; when
-   that difference vanishes, u = b_1 as in the reference code).
+4. Equalise each equalize pair in file order, from the pair's unit vectors as they were before step
+   3 (as the paper defines it; a pair missing from the specific list would otherwise have lost the
+   projection that says which side each word belongs to): mu = (a + b) / 2, nu = mu - proj_B(mu), a
+   <- nu + sqrt(1 - |nu|^2) u, b <- nu - sqrt(1 - |nu|^2) u with u the unit vector of proj_B(a) -
+   proj_B(b) (for k = 1: the direction g signed by (a - b).g, Bolukbasi's formula; when that
+   difference vanishes, u = b_1 as in the reference code).
 
 Case variants: the reference code equalises each pair also in lower, Title and UPPER case but
 neutralises every case form not literally in the specific list, so "Mother" lost its gender while
-"mother" kept it. `case_variants = "all"` (the default) protects the case forms of specific words too;
-"equalize" reproduces the reference exactly; "none" uses the lists as written.
+"mother" kept it. `case_variants = "all"` (the default) protects the case forms of specific words
+too; "equalize" reproduces the reference exactly; "none" uses the lists as written.
 
 Everything works on one float32 (or float64) copy of the vocabulary, in place and in blocks, so a
 200,000 x 300 matrix needs about 240 MB and a few seconds.
@@ -65,12 +65,12 @@ def equalise_pair_(
     matrix: np.ndarray, i: int, j: int, basis: np.ndarray, a: np.ndarray, b: np.ndarray
 ) -> None:
     """Set rows i and j of `matrix` (in place, as the trailing underscore says) to unit vectors
-    symmetric about the orthogonal complement of the subspace, from the pair's vectors `a` and `b` as
-    they were before neutralising (float64).
+    symmetric about the orthogonal complement of the subspace, from the pair's vectors `a` and `b`
+    as they were before neutralising (float64).
 
     Bolukbasi et al. equalise the original vectors: each word ends on its own side of the bias
-    direction. Read back after neutralising, a pair missing from the gender-specific list has lost its
-    projection, and float32 rounding of what is left picked the side at random."""
+    direction. Read back after neutralising, a pair missing from the gender-specific list has lost
+    its projection, and float32 rounding of what is left picked the side at random."""
     a = np.asarray(a, dtype=np.float64)
     b = np.asarray(b, dtype=np.float64)
     mu = (a + b) / 2
@@ -102,18 +102,22 @@ def refuse_few_pairs(kept: int, missing: list[str], needed: int, model: str) -> 
     if kept < needed:
         shown = ", ".join(missing[:12]) + (" ..." if len(missing) > 12 else "")
         raise BiasError(
-            f"Only {kept} definitional pair(s) have both words in {model}; at least {needed} are needed. Missing: {shown}.",
-            "Use lists in the model's language and casing (--lists), or a model with a larger vocabulary.",
+            f"Only {kept} definitional pair(s) have both words in {model}; at least "
+            f"{needed} are needed. Missing: {shown}.",
+            "Use lists in the model's language and casing (--lists), or a model with a "
+            "larger vocabulary.",
         )
 
 
 @attrs.define
 class HardDebias(FitOnLoad, Debiaser):
-    """Neutralise and equalise (Bolukbasi et al. 2016) over the whole vocabulary of a static model."""
+    """Neutralise and equalise (Bolukbasi et al. 2016) over the whole vocabulary of a static
+    model."""
 
     name: ClassVar[str] = "hard"
     summary: ClassVar[str] = (
-        "Hard-Debias: remove the bias subspace from neutral words, equalise pairs (Bolukbasi et al. 2016)."
+        "Hard-Debias: remove the bias subspace from neutral words, equalise pairs "
+        "(Bolukbasi et al. 2016)."
     )
     produces: ClassVar[frozenset[str]] = frozenset({STATIC_VECTORS})
     requires: ClassVar[frozenset[Capability]] = frozenset(
@@ -127,12 +131,14 @@ class HardDebias(FitOnLoad, Debiaser):
     )
     limit: int | None = param(
         None,
-        "debias only the first N words of the vocabulary (None: all); list words are always included",
+        "debias only the first N words of the vocabulary (None: all); list words are "
+        "always included",
         validator=attrs.validators.optional(int_at_least(1)),
     )
     case_variants: str = param(
         "all",
-        "case forms matched: all (lower/Title/UPPER of equalize pairs and specific words), equalize (reference code), none",
+        "case forms matched: all (lower/Title/UPPER of equalize pairs and specific words), "
+        "equalize (reference code), none",
         validator=one_of(CASE_VARIANTS),
     )
     precision: str = param(
@@ -169,7 +175,8 @@ class HardDebias(FitOnLoad, Debiaser):
         refuse_few_pairs(len(kept), missing, 2, embedder.spec)
         if self.components > len(kept):
             raise BiasError(
-                f"components = {self.components} but only {len(kept)} definitional pairs are in the model; "
+                f"components = {self.components} but only {len(kept)} definitional pairs "
+                "are in the model; "
                 "the pair-centred vectors span at most one dimension per pair.",
                 f"Use components <= {len(kept)}.",
             )
@@ -207,8 +214,8 @@ class HardDebias(FitOnLoad, Debiaser):
         return list(dict.fromkeys(pairs))
 
     def transform(self, embedder: Embedder) -> DebiasedEmbedder:
-        """Debias `embedder`'s vocabulary with the fitted subspace (the fitted model's matrix is reused,
-        and handed over: transforming it twice reads the model again)."""
+        """Debias `embedder`'s vocabulary with the fitted subspace (the fitted model's matrix is
+        reused, and handed over: transforming it twice reads the model again)."""
         if self._state is None:
             raise BiasError(
                 "Hard-Debias must be fitted before transform().", "Call fit(embedder, lists) first."
@@ -244,8 +251,10 @@ class HardDebias(FitOnLoad, Debiaser):
             equalise_pair_(matrix, i, j, basis, before[i], before[j])
             equalised.append([a, b])
         info["order"] = (
-            "unit-normalise; bias subspace from the definitional pairs; neutralise (and renormalise) every word "
-            "not in the specific list; equalise each equalize pair in list order from its unit vectors as they were "
+            "unit-normalise; bias subspace from the definitional pairs; neutralise (and "
+            "renormalise) every word "
+            "not in the specific list; equalise each equalize pair in list order from its "
+            "unit vectors as they were "
             "before neutralising, so each member ends on its own side of the bias direction"
         )
         timed(info, "equalise_s", started)

@@ -1,14 +1,14 @@
 """INLP, Iterative Nullspace Projection (Ravfogel et al. 2020, "Null It Out").
 
 A linear classifier is trained to predict the protected attribute (male vs female) from the vectors;
-its weight direction is removed by projecting on its nullspace, and the next classifier is trained on
-the projected vectors, for a set number of iterations. The final projection P = I - Q Q^T (Q an
+its weight direction is removed by projecting on its nullspace, and the next classifier is trained
+on the projected vectors, for a set number of iterations. The final projection P = I - Q Q^T (Q an
 orthonormal basis of every weight direction found) is applied to every vector: v <- v P.
 
 Training data:
-- word vectors, `training = "projection"` (the paper's setting for GloVe): the `per_class` words most
-  aligned with the lists' direction pair (he - she) by cosine in the original space are "male", the
-  `per_class` least aligned "female"; the direction words themselves are left out;
+- word vectors, `training = "projection"` (the paper's setting for GloVe): the `per_class` words
+  most aligned with the lists' direction pair (he - she) by cosine in the original space are "male",
+  the `per_class` least aligned "female"; the direction words themselves are left out;
 - word vectors, `training = "pairs"`: the words of the definitional and equalize pairs, labelled by
   their side of the pair (no ranking involved; useful for small vocabularies);
 - sentence encodings (a contextual model): the all-male and all-female versions of the sentence
@@ -75,7 +75,8 @@ def inlp(
     train, dev = split(len(y), seed)
     if len(np.unique(y[train])) < 2:
         raise BiasError(
-            f"INLP has too few training vectors ({len(y)}) to hold both classes in its training split."
+            f"INLP has too few training vectors ({len(y)}) to hold both classes in its "
+            "training split."
         )
     dim = X.shape[1]
     directions: list[np.ndarray] = []
@@ -106,7 +107,8 @@ def inlp(
         P = nullspace_projection(directions, dim)
     if not_converged:
         logging.getLogger(__name__).warning(
-            "INLP: %d of %d classifiers stopped before converging (recorded as classifiers_not_converged); "
+            "INLP: %d of %d classifiers stopped before converging (recorded as "
+            "classifiers_not_converged); "
             "their directions are still removed.",
             not_converged,
             len(accuracies),

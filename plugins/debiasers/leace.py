@@ -1,12 +1,12 @@
 """LEACE, LEAst-squares Concept Erasure (Belrose et al. 2023, "LEACE: Perfect linear concept erasure
 in closed form").
 
-Where INLP removes classifier directions one at a time and Hard-Debias removes principal directions of
-pairs, LEACE solves the erasure in closed form: among all affine maps r(x) after which the vectors
-have zero cross-covariance with the concept Z (male / female), it is the one that moves them least in
-least squares (for every inner product at once). Zero cross-covariance is exactly what it takes for
-no linear classifier to beat a constant predictor (for any convex loss); for two classes it means the
-class means coincide.
+Where INLP removes classifier directions one at a time and Hard-Debias removes principal directions
+of pairs, LEACE solves the erasure in closed form: among all affine maps r(x) after which the
+vectors have zero cross-covariance with the concept Z (male / female), it is the one that moves them
+least in least squares (for every inner product at once). Zero cross-covariance is exactly what it
+takes for no linear classifier to beat a constant predictor (for any convex loss); for two classes
+it means the class means coincide.
 
 With mu the mean of the training vectors X, Sigma their covariance, W = Sigma^(-1/2) the whitening
 matrix (pseudo-inverse square root on the span of the data), W^+ its pseudo-inverse and P the
@@ -20,9 +20,10 @@ x - delta delta^T Sigma^+ (x - mu) / (delta^T Sigma^+ delta).
 Training data, from the same lists as INLP:
 - word vectors: `training = "projection"` (the `per_class` words most and least aligned with the
   lists' direction pair) or `training = "pairs"` (the words of the definitional and equalize pairs);
-- sentence encodings (a contextual model): the all-male and all-female versions of the sentence pairs
-  Sent-Debias builds (from `corpus`, else templates), fitted separately for each way encodings are
-  taken and applied on the fly; word encodings of a contextual model use the list pairs' vectors.
+- sentence encodings (a contextual model): the all-male and all-female versions of the sentence
+  pairs Sent-Debias builds (from `corpus`, else templates), fitted separately for each way encodings
+  are taken and applied on the fly; word encodings of a contextual model use the list pairs'
+  vectors.
 
 The eraser is affine and applied to every vector the model gives, words of the lists included.
 """
@@ -84,7 +85,8 @@ def fit_leace(X: np.ndarray, labels: np.ndarray) -> LeaceEraser:
     labels = np.asarray(labels)
     if X.ndim != 2 or len(X) != len(labels):
         raise BiasError(
-            f"LEACE needs one label per training vector; got {len(labels)} labels for {len(X)} vectors."
+            f"LEACE needs one label per training vector; got {len(labels)} labels for "
+            f"{len(X)} vectors."
         )
     if len(np.unique(labels)) < 2:
         raise BiasError(
@@ -116,7 +118,8 @@ def fit_leace(X: np.ndarray, labels: np.ndarray) -> LeaceEraser:
 
 
 def class_mean_gap(X: np.ndarray, labels: np.ndarray) -> float:
-    """Largest absolute coordinate of the difference between the two class means (0 after erasure)."""
+    """Largest absolute coordinate of the difference between the two class means (0 after
+    erasure)."""
     labels = np.asarray(labels)
     classes = np.unique(labels)
     return float(
@@ -130,12 +133,14 @@ class Leace(LinearErasure):
 
     name: ClassVar[str] = "leace"
     summary: ClassVar[str] = (
-        "LEACE: closed-form least-squares linear concept erasure; no linear classifier beats chance (Belrose et al. 2023)."
+        "LEACE: closed-form least-squares linear concept erasure; no linear classifier "
+        "beats chance (Belrose et al. 2023)."
     )
     requires: ClassVar[frozenset[Capability]] = frozenset({Capability.WORD_VECTORS})
     label: ClassVar[str] = "LEACE"
     methods_hint: ClassVar[str] = (
-        "Methods: hard, inlp and leace for static vectors; sent, inlp and leace for contextual models."
+        "Methods: hard, inlp and leace for static vectors; sent, inlp and leace for "
+        "contextual models."
     )
     apply_timing: ClassVar[str] = "erase_s"
 

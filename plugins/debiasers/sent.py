@@ -8,14 +8,13 @@ when the language has none, from the bare words ("he", "He.", ...), which need n
 
 Each embedding is L2-normalised and centred on its pair's mean; the principal directions of those
 rows (full SVD, signed male-minus-female positive) form the subspace V (k = 1 by default), and every
-vector the model gives is debiased as e <- normalise(e - sum_j (e.v_j) v_j). The reference code meant
-to exempt definitional sentences from this, but its test never fired; here nothing is exempt, and the
-result says so.
+vector the model gives is debiased as e <- normalise(e - sum_j (e.v_j) v_j). The reference code
+meant to exempt definitional sentences from this, but its test never fired; here nothing is exempt,
+and the result says so.
 
-The subspace depends on how vectors are taken, so one is fitted for each (pooling, layer, sentence or
-span) the metrics ask for, from encodings taken the same way; word vectors get one fitted on the
-definitional words' own vectors.
-"""
+The subspace depends on how vectors are taken, so one is fitted for each (pooling, layer, sentence
+or span) the metrics ask for, from encodings taken the same way; word vectors get one fitted on the
+definitional words' own vectors."""
 
 from __future__ import annotations
 
@@ -58,7 +57,10 @@ from bias.api.debiasing import (  # noqa: F401  (BARE_TEMPLATES, MAX_CORPUS_LINE
 
 def needs_encodings(embedder: Embedder, method: str) -> str | None:
     if Capability.CONTEXTUAL not in embedder.capabilities:
-        return f"{method} needs a model that encodes sentences; {embedder.spec} gives word vectors only"
+        return (
+            f"{method} needs a model that encodes sentences; {embedder.spec} gives word "
+            "vectors only"
+        )
     return None
 
 
@@ -68,7 +70,8 @@ class SentDebias(FitOnLoad, Debiaser):
 
     name: ClassVar[str] = "sent"
     summary: ClassVar[str] = (
-        "Sent-Debias: remove a bias subspace found in swapped sentence pairs from every encoding (Liang et al. 2020)."
+        "Sent-Debias: remove a bias subspace found in swapped sentence pairs from every "
+        "encoding (Liang et al. 2020)."
     )
     requires: ClassVar[frozenset[Capability]] = frozenset({Capability.CONTEXTUAL})
     produces: ClassVar[frozenset[str]] = frozenset(
@@ -78,7 +81,8 @@ class SentDebias(FitOnLoad, Debiaser):
     components: int = param(1, "dimensions of the bias subspace", validator=int_at_least(1))
     corpus: str | None = param(
         None,
-        "text file, one sentence per line, whose gendered sentences are swapped (default: templates)",
+        "text file, one sentence per line, whose gendered sentences are swapped (default: "
+        "templates)",
     )
 
     _state: dict[str, Any] | None = attrs.field(default=None, init=False, repr=False)

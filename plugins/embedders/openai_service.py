@@ -1,12 +1,12 @@
 """Any OpenAI-compatible `/v1/embeddings` endpoint as an embedder: OpenAI itself, Azure OpenAI, and
 the servers that speak the same protocol (vLLM, Text Embeddings Inference, Ollama, infinity-emb).
 
-`openai:MODEL` with `--model-option base_url=URL` for a server other than OpenAI's, and `dimensions=N`
-for the models that shorten their vectors on the server (text-embedding-3-*). The key is read from
-OPENAI_API_KEY, or from the variable `key_env` names (a local server that needs none still wants the
-variable set, to any value). Batching, retries, the cache and the cost estimate are the shared
-service machinery (`bias.api.services`); this class only sends one batch through the official client.
-"""
+`openai:MODEL` with `--model-option base_url=URL` for a server other than OpenAI's, and
+`dimensions=N` for the models that shorten their vectors on the server (text-embedding-3-*). The key
+is read from OPENAI_API_KEY, or from the variable `key_env` names (a local server that needs none
+still wants the variable set, to any value). Batching, retries, the cache and the cost estimate are
+the shared service machinery (`bias.api.services`); this class only sends one batch through the
+official client."""
 
 from __future__ import annotations
 
@@ -24,7 +24,8 @@ class OpenAIEmbedder(ServiceEmbedder):
 
     name: ClassVar[str] = "openai"
     summary: ClassVar[str] = (
-        "OpenAI-compatible embeddings API (OpenAI, Azure, vLLM, TEI, Ollama): sentence and word vectors."
+        "OpenAI-compatible embeddings API (OpenAI, Azure, vLLM, TEI, Ollama): sentence and "
+        "word vectors."
     )
     capabilities: ClassVar[frozenset[Capability]] = frozenset(
         {Capability.WORD_VECTORS, Capability.CONTEXTUAL}

@@ -1,4 +1,5 @@
-"""Text vector files (`.vec`, word2vec text, GloVe) read by streaming, keeping only the rows asked for.
+"""Text vector files (`.vec`, word2vec text, GloVe) read by streaming, keeping only the rows asked
+for.
 
 The `.vec` files published with fastText hold millions of rows, gigabytes as text, while a bias test
 needs a few dozen words. Scanning the file for those words keeps memory proportional to the request.
@@ -90,7 +91,8 @@ class StreamedTextEmbedder(StaticEmbedder):
         announced, dim = self._format.count, self._format.dim
         if rows != announced:
             raise BiasError(
-                f'Cannot read {self._path} with {self.name}: its header line (line 1: "{announced} {dim}") announces {announced} '
+                f"Cannot read {self._path} with {self.name}: its header line (line 1: "
+                f'"{announced} {dim}") announces {announced} '
                 f"rows, but the file holds {rows} (lines 2 to {rows + 1}).",
                 f'Correct the header to "{rows} {dim}", or restore the missing rows.',
             )
@@ -140,7 +142,8 @@ class StreamedTextEmbedder(StaticEmbedder):
         announced = self._format.count
         if complete and announced is not None and rows_seen != announced:
             raise BiasError(
-                f'Cannot read {self._path} with {self.name}: its header line (line 1: "{announced} {dim}") announces {announced} '
+                f"Cannot read {self._path} with {self.name}: its header line (line 1: "
+                f'"{announced} {dim}") announces {announced} '
                 f"rows, but the file holds {rows_seen} (lines 2 to {rows_seen + 1}).",
                 f'Correct the header to "{rows_seen} {dim}", or restore the missing rows.',
             )
@@ -156,8 +159,10 @@ class StreamedTextEmbedder(StaticEmbedder):
             vector = None
         if vector is None or vector.shape != (dim,):
             raise BiasError(
-                f"Cannot read {self._path} with {self.name}: line {line_no} does not hold {dim} numbers after the word.",
-                "Rows must all have the width of the first row (or of the header line); the file may be damaged.",
+                f"Cannot read {self._path} with {self.name}: line {line_no} does not hold "
+                f"{dim} numbers after the word.",
+                "Rows must all have the width of the first row (or of the header line); "
+                "the file may be damaged.",
             )
         return vector
 
@@ -177,8 +182,8 @@ class StreamedTextEmbedder(StaticEmbedder):
         return words_to_vectors(found, [self._rows[w] for w in found], self.dim, lost)
 
     def _rows_of_file(self, limit: int | None) -> Any:
-        """(word, unparsed numbers, line number) of the file's rows in order, the first `limit` of them
-        (all when None); only the rows wanted are ever parsed."""
+        """(word, unparsed numbers, line number) of the file's rows in order, the first `limit` of
+        them (all when None); only the rows wanted are ever parsed."""
         assert self._format is not None
         with self._open() as handle:
             if self._format.count is not None:

@@ -1,4 +1,5 @@
-"""Voyage AI's embeddings (voyage-multilingual-2, voyage-3, ...) through the official `voyageai` client.
+"""Voyage AI's embeddings (voyage-multilingual-2, voyage-3, ...) through the official `voyageai`
+client.
 
 `voyage:MODEL`, with `input_type` (none, query or document: Voyage puts a prompt before the text for
 the last two) and `output_dimension` for the models that offer several widths. The key is read from
@@ -24,8 +25,8 @@ INPUT_TYPES = ("none", "query", "document")
 
 @attrs.define
 class VoyageEmbedder(ServiceEmbedder):
-    """Voyage AI's embeddings API, through the official client (its retries off: the shared machinery
-    retries, honouring Retry-After)."""
+    """Voyage AI's embeddings API, through the official client (its retries off: the shared
+    machinery retries, honouring Retry-After)."""
 
     name: ClassVar[str] = "voyage"
     summary: ClassVar[str] = (
@@ -45,7 +46,8 @@ class VoyageEmbedder(ServiceEmbedder):
     )
     output_dimension: int | None = param(
         None,
-        "vector width for the models that offer several (voyage-3-large, voyage-3.5: 256, 512, 1024, 2048)",
+        "vector width for the models that offer several (voyage-3-large, voyage-3.5: 256, "
+        "512, 1024, 2048)",
         validator=attrs.validators.optional(int_at_least(1)),
     )
 

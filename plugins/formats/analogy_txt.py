@@ -1,10 +1,10 @@
 """The word2vec analogy questions format (Mikolov et al. 2013): `: section` lines, each followed by
 questions of four words `a b c d` (a is to b as c is to d), one per line.
 
-Lines starting with `#` are comments; `# language: en` (and `# bias_type:`, `# source:`, `# licence:`,
-`# title:`) set metadata. The format shares the `.txt` suffix with the WEAT text importer, so `sniff`
-tells them apart: analogy files have section lines and four-word lines, WEAT files comma lists.
-"""
+Lines starting with `#` are comments; `# language: en` (and `# bias_type:`, `# source:`, `#
+licence:`, `# title:`) set metadata. The format shares the `.txt` suffix with the WEAT text
+importer, so `sniff` tells them apart: analogy files have section lines and four-word lines, WEAT
+files comma lists."""
 
 from __future__ import annotations
 
@@ -25,7 +25,8 @@ class AnalogyTxtFormat(WordSetFormat):
     kind: ClassVar[str] = ANALOGIES
 
     def sniff(self, path: Path) -> bool:
-        """An analogy file starts with a section line, or its first lines are four words without commas."""
+        """An analogy file starts with a section line, or its first lines are four words without
+        commas."""
         found = content_lines(path, _SNIFF_LINES)
         if not found:
             return False
@@ -44,15 +45,18 @@ class AnalogyTxtFormat(WordSetFormat):
                 name = line[1:].strip()
                 if not name:
                     raise BiasError(
-                        f"{path}: line {number}: a section line needs a name, e.g. ': capital-country'."
+                        f"{path}: line {number}: a section line needs a name, e.g. ': "
+                        "capital-country'."
                     )
                 sections.append({"name": name, "questions": []})
                 continue
             words = line.split()
             if len(words) != 4:
                 raise BiasError(
-                    f"{path}: line {number}: expected four words 'a b c d', found {len(words)}: {line[:60]!r}.",
-                    "Each question is one line of four words separated by spaces; sections start with ': name'.",
+                    f"{path}: line {number}: expected four words 'a b c d', found "
+                    f"{len(words)}: {line[:60]!r}.",
+                    "Each question is one line of four words separated by spaces; sections "
+                    "start with ': name'.",
                 )
             if not sections:
                 raise BiasError(

@@ -1,5 +1,5 @@
-"""BBQ's published JSONL files (Parrish et al. 2022) and MBBQ's (Neplenbroek et al. 2024): one question
-a line, read into the `bbq` kind.
+"""BBQ's published JSONL files (Parrish et al. 2022) and MBBQ's (Neplenbroek et al. 2024): one
+question a line, read into the `bbq` kind.
 
 The fields read are those of the published files: example_id, question_index, question_polarity
 ("neg" or "nonneg"), context_condition ("ambig" or "disambig"), category, answer_info (for each of
@@ -8,20 +8,20 @@ additional_metadata.stereotyped_groups, context, question, ans0, ans1, ans2 and 
 
 The stereotyped answer is the answer whose group label is one of the stereotyped groups: first by an
 exact match (case ignored), then with spaces, hyphens and underscores ignored (`low SES` is
-`lowSES`), then by a part of a compound label (`F-Black` holds `Black`), then, for the groups `F` and
-`M`, by a noun for a woman or girl (a man or boy) in English, Dutch, Spanish or Turkish, which is how
-the gender questions that name people by a noun label them (`woman`, `vrouw`, `mujer`, `kadın`). An
-item where no answer or both group answers match is refused, naming its line: add a `target_loc`
-field to such a line to say which, as BBQ's own metadata table gives it: the index of the answer that
-follows the bias, which is the stereotyped group's for a negative question and the other group's for a
-non-negative one (as the BBQ authors read it in their own analysis).
+`lowSES`), then by a part of a compound label (`F-Black` holds `Black`), then, for the groups `F`
+and `M`, by a noun for a woman or girl (a man or boy) in English, Dutch, Spanish or Turkish, which
+is how the gender questions that name people by a noun label them (`woman`, `vrouw`, `mujer`,
+`kadın`). An item where no answer or both group answers match is refused, naming its line: add a
+`target_loc` field to such a line to say which, as BBQ's own metadata table gives it: the index of
+the answer that follows the bias, which is the stereotyped group's for a negative question and the
+other group's for a non-negative one (as the BBQ authors read it in their own analysis).
 
 MBBQ publishes the same fields in one file per category and language, `<Category>_<language>.jsonl`
 (en, es, nl, tr), and a control set, `<Category>_control_<language>.jsonl`, whose contexts name
 people by first names (the group label stays in answer_info) to measure how well a model answers
 independently of bias. Such a file name gives the word set its language and, for the control set, a
-title and source that say so; the lines are read as BBQ's. The files are the user's: none are shipped.
-"""
+title and source that say so; the lines are read as BBQ's. The files are the user's: none are
+shipped."""
 
 from __future__ import annotations
 
@@ -54,9 +54,9 @@ MBBQ_LANGUAGES = ("en", "es", "nl", "tr")
 _MBBQ_NAME = re.compile(
     rf"^(?P<category>.+?)(?P<control>_control)?_(?P<language>{'|'.join(MBBQ_LANGUAGES)})$"
 )
-# Nouns the gender questions use as the group label of an answer that names a person by a noun, where
-# stereotyped_groups says F or M: the labels of BBQ (English) and of MBBQ's translations, with the
-# obvious companions (singular, lower case; matched with case ignored).
+# Nouns the gender questions use as the group label of an answer that names a person by a noun,
+# where stereotyped_groups says F or M: the labels of BBQ (English) and of MBBQ's translations, with
+# the obvious companions (singular, lower case; matched with case ignored).
 GENDER_NOUNS = {
     "f": frozenset(
         {
@@ -109,8 +109,9 @@ def _group(info: Any, key: str) -> str | None:
 
 
 def _matches(groups: list[str | None], unknown: int, stereotyped: list[str]) -> list[int]:
-    """The group answers whose label is a stereotyped group, by the first rule that finds any: exact,
-    compact (spaces, hyphens, underscores ignored), a part of a compound label, a gender noun."""
+    """The group answers whose label is a stereotyped group, by the first rule that finds any:
+    exact, compact (spaces, hyphens, underscores ignored), a part of a compound label, a gender
+    noun."""
     wanted = {s.strip().casefold() for s in stereotyped if isinstance(s, str) and s.strip()}
     nouns = frozenset().union(*(GENDER_NOUNS.get(w, frozenset()) for w in wanted))
     candidates = [i for i in range(len(groups)) if i != unknown and groups[i]]
@@ -135,7 +136,8 @@ def mbbq_name(path: Path) -> tuple[str, bool] | None:
 class BbqJsonlFormat(WordSetFormat):
     name: ClassVar[str] = "bbq-jsonl"
     summary: ClassVar[str] = (
-        "BBQ multiple-choice bias questions, the published JSONL files of BBQ and MBBQ (for the bbq metric)."
+        "BBQ multiple-choice bias questions, the published JSONL files of BBQ and MBBQ "
+        "(for the bbq metric)."
     )
     suffixes: ClassVar[tuple[str, ...]] = (".jsonl",)
     kind: ClassVar[str] = BBQ
@@ -175,7 +177,10 @@ class BbqJsonlFormat(WordSetFormat):
                 else "MBBQ questions"
             )
             title = f"{which} from {path.name}"
-            source = f"user file {path.name} (MBBQ {'control set' if control else 'format'}, Neplenbroek et al. 2024)"
+            source = (
+                f"user file {path.name} (MBBQ {'control set' if control else 'format'}, "
+                "Neplenbroek et al. 2024)"
+            )
         return {
             "kind": BBQ,
             "language": language,
@@ -183,7 +188,8 @@ class BbqJsonlFormat(WordSetFormat):
             "title": title,
             "source": source,
             "licence": "unspecified",
-            "expected_direction": "none",  # the file states none; the bbq metric's sign is its own convention
+            # the file states none; the bbq metric's sign is its own convention
+            "expected_direction": "none",
             "items": items,
         }
 
@@ -200,15 +206,18 @@ class BbqJsonlFormat(WordSetFormat):
         if missing:
             raise BiasError(
                 f"{where}: missing field(s) {', '.join(missing)}.",
-                "Each line of a BBQ file needs the fields of the published files (see docs/data-formats.md, bbq).",
+                "Each line of a BBQ file needs the fields of the published files (see "
+                "docs/data-formats.md, bbq).",
             )
         info = row["answer_info"]
         groups = [_group(info, key) for key in ANSWERS]
         unknowns = [i for i, g in enumerate(groups) if g == "unknown"]
         if len(unknowns) != 1:
             raise BiasError(
-                f"{where}: answer_info marks {len(unknowns)} answers as 'unknown'; exactly one must be.",
-                "answer_info gives each of ans0..ans2 as [text, group]; the unknown answer's group is 'unknown'.",
+                f"{where}: answer_info marks {len(unknowns)} answers as 'unknown'; exactly "
+                "one must be.",
+                "answer_info gives each of ans0..ans2 as [text, group]; the unknown "
+                "answer's group is 'unknown'.",
             )
         meta = row["additional_metadata"]
         groups_named = meta.get("stereotyped_groups") if isinstance(meta, dict) else None
@@ -220,8 +229,8 @@ class BbqJsonlFormat(WordSetFormat):
         self._check_fields(row, where, unknowns[0])
         target_loc = row.get("target_loc")
         if target_loc is not None:
-            # BBQ's metadata table names the answer that follows the bias: the stereotyped group for a
-            # negative question, the other group for a non-negative one (its authors' reading)
+            # BBQ's metadata table names the answer that follows the bias: the stereotyped group for
+            # a negative question, the other group for a non-negative one (its authors' reading)
             stereotyped = target_loc
             valid = (
                 isinstance(target_loc, int)
@@ -235,7 +244,8 @@ class BbqJsonlFormat(WordSetFormat):
             if len(found) != 1:
                 raise BiasError(
                     self._unresolved(where, groups, unknowns[0], groups_named, len(found)),
-                    "Correct answer_info or stereotyped_groups, or add target_loc (as in BBQ's metadata table) to that line.",
+                    "Correct answer_info or stereotyped_groups, or add target_loc (as in "
+                    "BBQ's metadata table) to that line.",
                 )
             stereotyped = found[0]
         category = row["category"]
@@ -257,14 +267,17 @@ class BbqJsonlFormat(WordSetFormat):
     @staticmethod
     def _check_fields(row: dict[str, Any], where: str, unknown: int) -> None:
         """The fields the house format renames, checked under the names the file gives them, so a
-        message names what the user sees in the file (target_loc, not the stereotyped answer it becomes)."""
+        message names what the user sees in the file (target_loc, not the stereotyped answer it
+        becomes)."""
         if row["question_polarity"] not in ("neg", "nonneg"):
             raise BiasError(
-                f'{where}: question_polarity {row["question_polarity"]!r} must be "neg" or "nonneg".'
+                f'{where}: question_polarity {row["question_polarity"]!r} must be "neg" or '
+                '"nonneg".'
             )
         if row["context_condition"] not in ("ambig", "disambig"):
             raise BiasError(
-                f'{where}: context_condition {row["context_condition"]!r} must be "ambig" or "disambig".'
+                f'{where}: context_condition {row["context_condition"]!r} must be "ambig" '
+                'or "disambig".'
             )
         for key in ("label", "target_loc"):
             value = row.get(key)
@@ -272,12 +285,15 @@ class BbqJsonlFormat(WordSetFormat):
                 continue
             if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 3:
                 raise BiasError(
-                    f"{where}: {key} {value!r} must be 0, 1 or 2, the index of one of ans0, ans1 and ans2."
+                    f"{where}: {key} {value!r} must be 0, 1 or 2, the index of one of "
+                    "ans0, ans1 and ans2."
                 )
         if row.get("target_loc") == unknown:
             raise BiasError(
-                f"{where}: target_loc {unknown} names ans{unknown}, which answer_info marks as the unknown answer.",
-                "target_loc is the answer that follows the bias, one of the two groups (as in BBQ's metadata table).",
+                f"{where}: target_loc {unknown} names ans{unknown}, which answer_info "
+                "marks as the unknown answer.",
+                "target_loc is the answer that follows the bias, one of the two groups (as "
+                "in BBQ's metadata table).",
             )
 
     @staticmethod
@@ -289,8 +305,12 @@ class BbqJsonlFormat(WordSetFormat):
         shown = ", ".join(f"{key}={g!r}" for key, g in zip(ANSWERS, groups))
         pair = [g for i, g in enumerate(groups) if i != unknown]
         if pair[0] is not None and pair[0] == pair[1]:
-            return f"{where}: both group answers carry the group label {pair[0]!r} in answer_info ({shown}), so the stereotyped answer is not among the answers."
+            return (
+                f"{where}: both group answers carry the group label {pair[0]!r} in answer_info "
+                f"({shown}), so the stereotyped answer is not among the answers."
+            )
         return (
-            f"{where}: the stereotyped answer is not among the answers: stereotyped_groups {named} match "
+            f"{where}: the stereotyped answer is not among the answers: stereotyped_groups "
+            f"{named} match "
             f"{'both' if found > 1 else 'none'} of the groups ({shown})."
         )

@@ -3,9 +3,9 @@ stereo_antistereo and bias_type (other columns, such as the annotations, are ign
 workbooks (.xlsx, first sheet, read through openpyxl) with the same columns.
 
 The separator is found from the header line (the one that splits it into the required columns), else
-by csv.Sniffer. CrowS-Pairs' bias types are mapped to the framework's (race-color -> race; the others
-keep their names). Every error gives the file and the line, so a row can be fixed in a spreadsheet.
-"""
+by csv.Sniffer. CrowS-Pairs' bias types are mapped to the framework's (race-color -> race; the
+others keep their names). Every error gives the file and the line, so a row can be fixed in a
+spreadsheet."""
 
 from __future__ import annotations
 
@@ -99,7 +99,8 @@ class CrowsCsvFormat(WordSetFormat):
 
 
 def _why(skipped: list[dict[str, Any]]) -> str:
-    """Skipped rows grouped by reason, with their lines: 'the two sentences are identical on lines 2, 3'."""
+    """Skipped rows grouped by reason, with their lines: 'the two sentences are identical on lines
+    2, 3'."""
     lines: dict[str, list[int]] = {}
     for row in skipped:
         lines.setdefault(row["reason"].split(" (")[0], []).append(row["line"])
@@ -112,18 +113,20 @@ def _why(skipped: list[dict[str, Any]]) -> str:
 def pairs_record(
     path: Path, header: list[str], rows: list[tuple[int, list[str]]]
 ) -> dict[str, Any]:
-    """The house record of CrowS-Pairs rows (line number, cells) under `header`, from a CSV or a sheet.
+    """The house record of CrowS-Pairs rows (line number, cells) under `header`, from a CSV or a
+    sheet.
 
-    Extra columns (an unnamed index, `Corrected`, annotations) are ignored. A pair whose sentences are
-    identical or empty cannot be scored: it is skipped and listed under `skipped` with its line, which
-    validation reports; a wrong direction or bias type is an error naming the line."""
+    Extra columns (an unnamed index, `Corrected`, annotations) are ignored. A pair whose sentences
+    are identical or empty cannot be scored: it is skipped and listed under `skipped` with its line,
+    which validation reports; a wrong direction or bias type is an error naming the line."""
     columns = {_normal_key(name).replace("-", "_"): i for i, name in enumerate(header)}
     missing = [col for col in REQUIRED if col not in columns]
     if missing:
         shown = ", ".join(repr(h) for h in header[:8]) or "nothing"
         raise BiasError(
             f"{path}: line 1: missing column(s) {', '.join(missing)} (the header has {shown}).",
-            f"A CrowS-Pairs file needs the columns {', '.join(REQUIRED)}; the separator may be a comma or a tab.",
+            f"A CrowS-Pairs file needs the columns {', '.join(REQUIRED)}; the separator "
+            "may be a comma or a tab.",
         )
     pairs = []
     skipped = []
@@ -151,14 +154,17 @@ def pairs_record(
         direction = value["stereo_antistereo"].lower()
         if direction not in DIRECTIONS:
             raise BiasError(
-                f"{path}: line {line}: stereo_antistereo is {value['stereo_antistereo']!r}, not one of {', '.join(DIRECTIONS)}.",
-                "Each row says whether sent_more states a stereotype (stereo) or violates one (antistereo).",
+                f"{path}: line {line}: stereo_antistereo is "
+                f"{value['stereo_antistereo']!r}, not one of {', '.join(DIRECTIONS)}.",
+                "Each row says whether sent_more states a stereotype (stereo) or violates "
+                "one (antistereo).",
             )
         bias_type = BIAS_TYPE_MAP.get(_normal_key(value["bias_type"]))
         if bias_type is None:
             raise BiasError(
                 f"{path}: line {line}: unknown bias_type {value['bias_type']!r}.",
-                f"CrowS-Pairs types are {', '.join(sorted(k for k in BIAS_TYPE_MAP if k != 'race'))}.",
+                "CrowS-Pairs types are "
+                f"{', '.join(sorted(k for k in BIAS_TYPE_MAP if k != 'race'))}.",
             )
         pairs.append(
             {
@@ -189,8 +195,8 @@ def pairs_record(
 
 
 class CrowsXlsxFormat(WordSetFormat):
-    """CrowS-Pairs in an Excel workbook (the BIAS Detection Framework's Italian files): the first sheet,
-    a header row, one pair per row; line numbers are the sheet's row numbers."""
+    """CrowS-Pairs in an Excel workbook (the BIAS Detection Framework's Italian files): the first
+    sheet, a header row, one pair per row; line numbers are the sheet's row numbers."""
 
     name: ClassVar[str] = "crows-xlsx"
     summary: ClassVar[str] = (

@@ -1,13 +1,14 @@
 """The FISE files of the BIAS Detection Framework (`<lang>/FISE/`):
 
-- the test, `.json`: its axes, `{"gender": {"male": [...], "female": [...]}, "race": {...}}`, the first
-  group of each axis its positive end; a group word may be a list of variants;
-- trait lists, `.txt`: one trait per line, a line may be a list literal of grammatical-gender variants;
+- the test, `.json`: its axes, `{"gender": {"male": [...], "female": [...]}, "race": {...}}`, the
+  first group of each axis its positive end; a group word may be a list of variants;
+- trait lists, `.txt`: one trait per line, a line may be a list literal of grammatical-gender
+  variants;
 - affect stimuli, `.csv`: a header, then a positive and a negative column.
 
-A test imports as a word set of kind `fise`; trait lists and affect files are what the `fise` metric's
-`traits` and `affect` parameters name, so they are checked by `bias validate` but are not word sets.
-"""
+A test imports as a word set of kind `fise`; trait lists and affect files are what the `fise`
+metric's `traits` and `affect` parameters name, so they are checked by `bias validate` but are not
+word sets."""
 
 from __future__ import annotations
 
@@ -33,8 +34,8 @@ class FiseJsonFormat(WordSetFormat):
             data = read_json(path)
         except (OSError, BiasError):
             return False
-        # StereoSet's {"data": {"intrasentence": [...], "intersentence": [...]}} (no version) has the
-        # shape of one axis of two groups: the stereoset-json importer's file, not a FISE test.
+        # StereoSet's {"data": {"intrasentence": [...], "intersentence": [...]}} (no version) has
+        # the shape of one axis of two groups: the stereoset-json importer's file, not a FISE test.
         stereoset = (
             isinstance(data, dict)
             and isinstance(data.get("data"), dict)
@@ -65,7 +66,8 @@ class _Companion(WordSetFormat):
     def record(self, path: Any) -> dict[str, Any]:
         raise BiasError(
             f"{path} is a FISE {self.parameter} file, not a test.",
-            f"Run the fise metric on a FISE test (.json) with --param {self.parameter}={Path(path).name}.",
+            "Run the fise metric on a FISE test (.json) with --param "
+            f"{self.parameter}={Path(path).name}.",
         )
 
     def read(self, path: Path) -> Any:
@@ -135,7 +137,8 @@ class FiseAffectFormat(_Companion):
         if head is None:
             return False
         first = head.split("\n", 1)[0]
-        # A header naming `text` or `label` is a labelled-texts file (the probe's), not affect columns.
+        # A header naming `text` or `label` is a labelled-texts file (the probe's), not affect
+        # columns.
         labelled = {c.strip().lower() for c in first.split(",")} & {"text", "label"}
         return "sent_more" not in head and first.count(",") == 1 and not labelled
 

@@ -1,5 +1,5 @@
-"""Labelled texts in a CSV or TSV file: a header with the columns `text` and `label` (any order, other
-columns ignored), one text per row. What the `probe` metric classifies.
+"""Labelled texts in a CSV or TSV file: a header with the columns `text` and `label` (any order,
+other columns ignored), one text per row. What the `probe` metric classifies.
 
 The separator is the one that splits the header into both columns (comma, tab, semicolon or bar).
 Every error names the file (and the line), so a row can be fixed in a spreadsheet. The file says
@@ -34,7 +34,8 @@ class LabelledCsvFormat(WordSetFormat):
     kind: ClassVar[str] = "labelled-texts"
 
     def sniff(self, path: Any) -> bool:
-        """A header naming `text` or `label` (so a file missing one of them gets this format's error)."""
+        """A header naming `text` or `label` (so a file missing one of them gets this format's
+        error)."""
         head = file_head(path)
         if head is None:
             return False
@@ -67,7 +68,8 @@ class LabelledCsvFormat(WordSetFormat):
             shown = ", ".join(repr(h) for h in header[:8]) or "nothing"
             raise BiasError(
                 f"{path}: line 1: missing column(s) {', '.join(missing)} (the header has {shown}).",
-                "A labelled-texts file needs the columns text and label; the separator may be a comma or a tab.",
+                "A labelled-texts file needs the columns text and label; the separator may "
+                "be a comma or a tab.",
             )
         col = {c: header.index(c) for c in REQUIRED}
         width = max(col.values()) + 1
@@ -78,7 +80,8 @@ class LabelledCsvFormat(WordSetFormat):
                 if any(cell.strip() for cell in row):
                     if len(row) < width:
                         raise BiasError(
-                            f"{path}: line {line}: {len(row)} field(s), but the header has {len(header)}.",
+                            f"{path}: line {line}: {len(row)} field(s), but the header has "
+                            f"{len(header)}.",
                             "Check the separators and quotes on that line.",
                         )
                     items.append(
@@ -88,7 +91,8 @@ class LabelledCsvFormat(WordSetFormat):
         except csv.Error as exc:
             if "field larger than field limit" in str(exc):
                 raise BiasError(
-                    f"{path}: line {reader.line_num}: a field longer than {MAX_FIELD:,} characters.",
+                    f"{path}: line {reader.line_num}: a field longer than {MAX_FIELD:,} "
+                    "characters.",
                     "Shorten that text, or check for a quote left open before it.",
                 ) from exc
             raise BiasError(

@@ -61,7 +61,8 @@ class LpbsJsonFormat(WordSetFormat):
         templates = data.get("templates")
         if not isinstance(templates, dict):
             raise BiasError(
-                f'{path}: field \'templates\' must be {{"singular": [...], "plural": [...]}} with TARGET and ATTRIBUTE.'
+                f'{path}: field \'templates\' must be {{"singular": [...], "plural": '
+                f"[...]}} with TARGET and ATTRIBUTE."
             )
         # Targets of a number no template is written for are left out, as the framework leaves them.
         numbers = [n for n in NUMBERS if templates.get(n)]

@@ -1,7 +1,7 @@
 """The SEAT JSON format of May et al. (2019): `targ1`, `targ2`, `attr1`, `attr2`, each with a
 `category` and a list of `examples` (words or sentences). Files may be named .json or .jsonl (the
-BIAS Detection Framework names its single-object SEAT and genSEAT files .jsonl); in its folder layout
-(`<lang>/SEAT/<test>.jsonl`) the folder gives the language."""
+BIAS Detection Framework names its single-object SEAT and genSEAT files .jsonl); in its folder
+layout (`<lang>/SEAT/<test>.jsonl`) the folder gives the language."""
 
 from __future__ import annotations
 
@@ -42,7 +42,8 @@ class SeatJsonFormat(WordSetFormat):
             if not isinstance(entry, dict) or not isinstance(entry.get("examples"), list):
                 raise BiasError(
                     f"{path}: field '{field}' is missing or has no 'examples' list.",
-                    'A SEAT file has targ1, targ2, attr1 and attr2, each {"category": ..., "examples": [...]}.',
+                    'A SEAT file has targ1, targ2, attr1 and attr2, each {"category": ..., '
+                    '"examples": [...]}.',
                 )
             sets[key] = {"label": str(entry.get("category", field)), "words": entry["examples"]}
         examples = [e for entry in sets.values() for e in entry["words"] if isinstance(e, str)]

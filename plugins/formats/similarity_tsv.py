@@ -2,9 +2,9 @@
 score`, separated by tabs (or, in a file without tabs, by spaces); a header line is optional.
 
 The score is the third column, unless the header names another: the first header field among
-`score`, `similarity`, `relatedness`, `human`, `mean`, `simlex999` (case ignored) is the score column,
-so a SimLex-999 file (word1, word2, POS, SimLex999, ...) reads as it is. `#` lines are comments, and
-`# language: en` (and `# source:`, `# licence:`, `# title:`) set metadata.
+`score`, `similarity`, `relatedness`, `human`, `mean`, `simlex999` (case ignored) is the score
+column, so a SimLex-999 file (word1, word2, POS, SimLex999, ...) reads as it is. `#` lines are
+comments, and `# language: en` (and `# source:`, `# licence:`, `# title:`) set metadata.
 
 The layout shares `.txt` with the WEAT and analogy importers, so `sniff` looks for lines whose score
 column is a number.
@@ -51,7 +51,8 @@ def _is_header(fields: list[str]) -> bool:
 class SimilarityTsvFormat(WordSetFormat):
     name: ClassVar[str] = "similarity-tsv"
     summary: ClassVar[str] = (
-        "Word pairs with human similarity scores (SimLex/WordSim layout: word1, word2, score; header optional)."
+        "Word pairs with human similarity scores (SimLex/WordSim layout: word1, word2, "
+        "score; header optional)."
     )
     suffixes: ClassVar[tuple[str, ...]] = (".tsv", ".txt")
     kind: ClassVar[str] = SIMILARITY_PAIRS
@@ -70,7 +71,8 @@ class SimilarityTsvFormat(WordSetFormat):
             rows = rows[1:]
         if not rows or any("," in r[0] for r in rows):
             return False
-        # at least half the lines, so that a file with a bad line still reaches this importer's errors
+        # at least half the lines, so that a file with a bad line still reaches this importer's
+        # errors
         scored = sum(
             len(r) > column and _number(r[column]) is not None and _number(r[0]) is None
             for r in rows
@@ -95,14 +97,17 @@ class SimilarityTsvFormat(WordSetFormat):
             fields = _fields(line, tabs)
             if len(fields) <= column or len(fields) < 3:
                 raise BiasError(
-                    f"{path}: line {number}: expected 'word1 word2 score', found {len(fields)} field(s): {line[:60]!r}.",
-                    "Separate the fields by tabs (or spaces when no word holds one); a header line is optional.",
+                    f"{path}: line {number}: expected 'word1 word2 score', found "
+                    f"{len(fields)} field(s): {line[:60]!r}.",
+                    "Separate the fields by tabs (or spaces when no word holds one); a "
+                    "header line is optional.",
                 )
             score = _number(fields[column])
             if score is None:
                 raise BiasError(
                     f"{path}: line {number}: the score {fields[column]!r} is not a number.",
-                    "The score column holds numbers such as 7.25; only the first line may be a header.",
+                    "The score column holds numbers such as 7.25; only the first line may "
+                    "be a header.",
                 )
             pairs.append([fields[0], fields[1], score])
         if not pairs:

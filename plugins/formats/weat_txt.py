@@ -23,7 +23,8 @@ class WeatTxtFormat(WordSetFormat):
     folders: ClassVar[tuple[str, ...]] = ("WEAT",)
 
     def sniff(self, path: Path) -> bool:
-        """A WEAT file's content lines are comma lists; trait lists and analogy files have no commas."""
+        """A WEAT file's content lines are comma lists; trait lists and analogy files have no
+        commas."""
         try:
             _, lines = read_lines(path)
         except BiasError:
@@ -34,7 +35,8 @@ class WeatTxtFormat(WordSetFormat):
         meta, lines = read_lines(path)
         if len(lines) != 4:
             raise BiasError(
-                f"{path}: expected 4 lines of comma-separated words (X, Y, A, B), found {len(lines)}.",
+                f"{path}: expected 4 lines of comma-separated words (X, Y, A, B), found "
+                f"{len(lines)}.",
                 "Put one set per line; blank lines and # comments are ignored.",
             )
         sets = {}

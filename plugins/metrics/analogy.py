@@ -1,9 +1,9 @@
 """Analogy accuracy with 3CosAdd (Mikolov et al. 2013): the check that goes with mitigation.
 
-A debiasing method should remove a bias and keep what the model knows; accuracy on ordinary analogies
-(capitals, plurals, family terms) before and after says whether it did. The search is vectorised:
-the vocabulary is one unit-normalised matrix, each batch of questions is one matrix product.
-"""
+A debiasing method should remove a bias and keep what the model knows; accuracy on ordinary
+analogies (capitals, plurals, family terms) before and after says whether it did. The search is
+vectorised: the vocabulary is one unit-normalised matrix, each batch of questions is one matrix
+product."""
 
 from __future__ import annotations
 
@@ -49,10 +49,10 @@ def solve_3cosadd(
 ) -> np.ndarray:
     """Row index of argmax_w cos(w, b - a + c) for each question, never a, b or c.
 
-    `unit` holds unit rows; a, b, c are row indices (one per question). `excluded`, when given, lists
-    for each question every row that may not be the answer (case variants of a, b and c); otherwise
-    the rows a, b and c themselves are excluded. Ties go to the lower row (the more frequent word).
-    """
+    `unit` holds unit rows; a, b, c are row indices (one per question). `excluded`, when given,
+    lists for each question every row that may not be the answer (case variants of a, b and c);
+    otherwise the rows a, b and c themselves are excluded. Ties go to the lower row (the more
+    frequent word)."""
     n = len(a)
     out = np.empty(n, dtype=np.int64)
     for start in range(0, n, batch_size):
@@ -83,20 +83,19 @@ def _folder(case: str) -> Any:
 
 @attrs.define
 class Analogy(Metric):
-    """Accuracy of 3CosAdd on analogy questions "a b c d": the answer is the vocabulary word w, other
-    than a, b and c, maximising cos(w, b - a + c) of unit vectors (Mikolov et al. 2013; as word2vec's
-    compute-accuracy and gensim's evaluate_word_analogies).
+    """Accuracy of 3CosAdd on analogy questions "a b c d": the answer is the vocabulary word w,
+    other than a, b and c, maximising cos(w, b - a + c) of unit vectors (Mikolov et al. 2013; as
+    word2vec's compute-accuracy and gensim's evaluate_word_analogies).
 
     Data: an analogy set (kind "analogies", sections of questions). The search runs over the
-    `vocabulary_limit` most frequent words (word2vec's restrict_vocab; 0: all). A question with a word
-    outside that vocabulary is skipped: counted and reported per section, but not in the denominator
-    of the accuracy. effect_size = overall accuracy (correct / answered, 0..1, higher is better; no
-    p-value); figures give accuracy per section.
+    `vocabulary_limit` most frequent words (word2vec's restrict_vocab; 0: all). A question with a
+    word outside that vocabulary is skipped: counted and reported per section, but not in the
+    denominator of the accuracy. effect_size = overall accuracy (correct / answered, 0..1, higher is
+    better; no p-value); figures give accuracy per section.
 
     Case: `insensitive` (default, as word2vec and gensim) compares case-folded forms, uses the most
-    frequent casing of each word, and never answers a case variant of a, b or c; `exact` takes words as
-    written; `lower` lowercases the question words only (for uncased vocabularies).
-    """
+    frequent casing of each word, and never answers a case variant of a, b or c; `exact` takes words
+    as written; `lower` lowercases the question words only (for uncased vocabularies)."""
 
     name: ClassVar[str] = "analogy"
     summary: ClassVar[str] = (
@@ -149,7 +148,8 @@ class Analogy(Metric):
             some = sorted({w for ws in lost.values() for w in ws})[:8]
             return Result(
                 status=REFUSED,
-                reason=f"no question has all four words in the {len(words)}-word vocabulary (missing: {', '.join(some)})",
+                reason=f"no question has all four words in the {len(words)}-word vocabulary "
+                f"(missing: {', '.join(some)})",
                 lost=lost,
                 **base,
             )
@@ -185,7 +185,8 @@ class Analogy(Metric):
         warnings = []
         if total_skipped:
             warnings.append(
-                f"{total_skipped} of {answered + total_skipped} question(s) skipped: a word is outside the "
+                f"{total_skipped} of {answered + total_skipped} question(s) skipped: a "
+                "word is outside the "
                 f"{len(words)}-word vocabulary (not counted in the accuracy)"
             )
         return Result(
@@ -206,8 +207,11 @@ class Analogy(Metric):
                 "method": "3CosAdd",
                 "vocabulary_limit": self.vocabulary_limit,
                 "case": self.case,
-                "skipped": "questions with a word outside the vocabulary are not in the denominator",
-                "excluded": "a, b and c (and their case variants when case-insensitive) are never the answer",
+                "skipped": "questions with a word outside the vocabulary are not in the "
+                "denominator",
+                "excluded": "a, b and c (and their case variants when case-insensitive) are "
+                "never the "
+                "answer",
             },
             sizes={name: entry["answered"] for name, entry in sections.items()},
             lost=lost,

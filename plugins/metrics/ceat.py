@@ -1,5 +1,6 @@
 """CEAT, the Contextualized Embedding Association Test (Guo & Caliskan 2021, AIES '21, "Detecting
-Emergent Intersectional Biases: Contextualized Word Embeddings Contain a Distribution of Human-like Biases").
+Emergent Intersectional Biases: Contextualized Word Embeddings Contain a Distribution of Human-like
+Biases").
 
 A contextual model gives a word a different vector in every sentence, so one WEAT effect size is one
 draw from a distribution. CEAT collects contexts of every stimulus (corpus lines containing it, or
@@ -7,18 +8,18 @@ template sentences), encodes each once, then draws N samples of one random conte
 sample gives a WEAT effect size ES_i and its variance v_i = (std_{X u Y} s)^2. A random-effects
 meta-analysis (DerSimonian & Laird 1986) combines them:
 
-    w_i = 1/v_i;  Q = sum w_i ES_i^2 - (sum w_i ES_i)^2 / sum w_i
-    tau^2 = max(0, (Q - (N-1)) / (sum w_i - sum w_i^2 / sum w_i));  w*_i = 1/(v_i + tau^2)
-    CES = sum w*_i ES_i / sum w*_i;  SE = sqrt(1/sum w*_i);  z = CES/SE;  p from the normal (two-sided default)
+    w_i = 1/v_i;  Q = sum w_i ES_i^2 - (sum w_i ES_i)^2 / sum w_i tau^2 = max(0, (Q - (N-1)) / (sum
+    w_i - sum w_i^2 / sum w_i));  w*_i = 1/(v_i + tau^2) CES = sum w*_i ES_i / sum w*_i;  SE =
+    sqrt(1/sum w*_i);  z = CES/SE;  p from the normal (two-sided default)
 
 The N samples are independent draws over the same precomputed vectors, so they are computed as index
-arrays of shape (N, words) into a matrix of cosines between target and attribute contexts, in chunks of
-bounded memory, never one model call or Python iteration per sample. Samples share words, so p is
+arrays of shape (N, words) into a matrix of cosines between target and attribute contexts, in chunks
+of bounded memory, never one model call or Python iteration per sample. Samples share words, so p is
 nearly always tiny: read CES with its SE and the spread of the ES_i.
 
-Differences from the original code, recorded in every result: the generator is seeded (the run seed),
-N is what the parameter says (default 10,000), `window` is exactly k words either side of the target.
-"""
+Differences from the original code, recorded in every result: the generator is seeded (the run
+seed), N is what the parameter says (default 10,000), `window` is exactly k words either side of the
+target."""
 
 from __future__ import annotations
 
@@ -127,7 +128,8 @@ def log10_normal_p(z: float, alternative: str) -> float:
 
 
 def sample_indices(counts: np.ndarray, samples: int, rng: np.random.Generator) -> np.ndarray:
-    """For each of `samples` draws, one context index (0 <= i < counts[j]) per word j: shape (samples, words)."""
+    """For each of `samples` draws, one context index (0 <= i < counts[j]) per word j: shape
+    (samples, words)."""
     counts = np.asarray(counts, dtype=np.int64)
     return rng.integers(0, counts[None, :], size=(samples, counts.size))
 
@@ -141,12 +143,11 @@ def sample_effects(
 ) -> tuple[np.ndarray, np.ndarray]:
     """ES_i and v_i for every sample at once.
 
-    `vectors` holds every context vector (rows); `starts[key]` the first row of each word of set key;
-    `choice[key]` (samples, words) the context chosen for each word in each sample (an offset from the
-    word's first row). s(w,A,B) = mean cos(w,a) - mean cos(w,b) = w^ . (mean a^ - mean b^) with unit rows;
-    when the table of cosines between every target and every attribute context fits in memory, it is
-    computed once and samples only gather from it.
-    """
+    `vectors` holds every context vector (rows); `starts[key]` the first row of each word of set
+    key; `choice[key]` (samples, words) the context chosen for each word in each sample (an offset
+    from the word's first row). s(w,A,B) = mean cos(w,a) - mean cos(w,b) = w^ . (mean a^ - mean b^)
+    with unit rows; when the table of cosines between every target and every attribute context fits
+    in memory, it is computed once and samples only gather from it."""
     unit = unit_rows(vectors)
     rows = {
         key: starts[key][None, :] + choice[key] for key in SET_ORDER
@@ -187,13 +188,13 @@ class Ceat(Metric):
     """Combined effect size (CES) of N WEAT effect sizes, each on one random context per word.
 
     A positive CES means X ~ A and Y ~ B, as in WEAT. Contexts come from `corpus` (one sentence or
-    comment per line, read once), or, without a corpus, from the template set. A word with no context is
-    lost; beyond `lost_threshold` of a set the test is refused.
-    """
+    comment per line, read once), or, without a corpus, from the template set. A word with no
+    context is lost; beyond `lost_threshold` of a set the test is refused."""
 
     name: ClassVar[str] = "ceat"
     summary: ClassVar[str] = (
-        "Contextualized Embedding Association Test: random-effects combined effect size (Guo & Caliskan 2021)."
+        "Contextualized Embedding Association Test: random-effects combined effect size "
+        "(Guo & Caliskan 2021)."
     )
     value: ClassVar[ValueKind] = ValueKind("CES", "combined effect size (CES)", scale="d")
     requires: ClassVar[frozenset[Capability]] = frozenset({Capability.CONTEXTUAL})
@@ -206,7 +207,8 @@ class Ceat(Metric):
     )
     templates: str | None = param(
         None,
-        "template set for contexts when no corpus is given (default: <test language>/seat-templates)",
+        "template set for contexts when no corpus is given (default: <test "
+        "language>/seat-templates)",
     )
     contexts_per_word: int = param(
         50,
@@ -233,7 +235,8 @@ class Ceat(Metric):
     )
     pooling: str | None = param(
         None,
-        "word level: target-mean (default; target-last for causal LMs), target-first, target-last; sentence level: cls (default; last "
+        "word level: target-mean (default; target-last for causal LMs), target-first, "
+        "target-last; sentence level: cls (default; last "
         "for causal LMs), mean, first, last",
         validator=check_pooling,
     )
@@ -256,8 +259,9 @@ class Ceat(Metric):
     lost_threshold: float = lost_threshold_param()
 
     def cost(self, data: AssociationTest) -> Cost:
-        """The samples: a context index per word of X, Y, A and B in each (int64, held a few times over
-        while rows are gathered), and the cosines gathered for every sample's targets and attributes."""
+        """The samples: a context index per word of X, Y, A and B in each (int64, held a few times
+        over while rows are gathered), and the cosines gathered for every sample's targets and
+        attributes."""
         sizes = {key: len(wl.words) for key, wl in data.sets().items()}
         words = sum(sizes.values())
         per_sample = (sizes["X"] + sizes["Y"]) * max(sizes["A"] + sizes["B"], 1) + words
@@ -284,7 +288,8 @@ class Ceat(Metric):
     ) -> Result:
         if data.stimuli == "sentences":
             raise BiasError(
-                f"CEAT needs words to find in contexts, but the stimuli of {data.name} already are sentences.",
+                f"CEAT needs words to find in contexts, but the stimuli of {data.name} "
+                "already are sentences.",
                 "Use SEAT (--metric seat) for sentence stimuli.",
             )
         used_seed = seed if seed is not None else fresh_seed()
@@ -305,7 +310,8 @@ class Ceat(Metric):
         if reason:
             return Result(status=REFUSED, reason=reason, figures={"contexts_found": found}, **base)
 
-        # every context of every kept word, encoded in one call; words in set order, contexts in corpus order
+        # every context of every kept word, encoded in one call; words in set order, contexts in
+        # corpus order
         texts: list[str] = []
         spans: list[tuple[int, int]] = []
         starts: dict[str, np.ndarray] = {}
@@ -325,7 +331,8 @@ class Ceat(Metric):
         bad = ~np.isfinite(vectors).all(axis=1) | (np.linalg.norm(vectors, axis=1) == 0.0)
         if bad.any():
             raise BiasError(
-                f"The model gives zero or non-finite vectors for the context {texts[int(np.flatnonzero(bad)[0])]!r}."
+                "The model gives zero or non-finite vectors for the context "
+                f"{texts[int(np.flatnonzero(bad)[0])]!r}."
             )
 
         rng = np.random.default_rng(used_seed)
@@ -333,8 +340,10 @@ class Ceat(Metric):
         es, var = sample_effects(vectors, starts, choice, ddof=self.ddof)
         if not (np.isfinite(es).all() and (var > 0).all()):
             raise BiasError(
-                "Some samples have zero spread of s(w) over X u Y, so their effect size is undefined.",
-                "Check that the target words have distinct contexts (more contexts per word, or a larger corpus).",
+                "Some samples have zero spread of s(w) over X u Y, so their effect size is "
+                "undefined.",
+                "Check that the target words have distinct contexts (more contexts per "
+                "word, or a larger corpus).",
             )
         combined = random_effects(es, var)
         p = normal_p(combined.ces, 0.0, combined.se, self.alternative)
@@ -384,7 +393,8 @@ class Ceat(Metric):
                 "samples": self.samples,
                 "contexts_per_word": self.contexts_per_word,
                 "contexts": source,
-                "context_sampling": "reservoir (algorithm R), seeded; one context per word per sample, uniform",
+                "context_sampling": "reservoir (algorithm R), seeded; one context per word per "
+                "sample, uniform",
                 "window": "whole line"
                 if self.window is None
                 else f"{self.window} words either side",
@@ -396,7 +406,9 @@ class Ceat(Metric):
                 "variance": f"v_i = (std over X u Y of s, ddof={self.ddof})^2",
                 "combination": "random effects, DerSimonian-Laird",
                 "alternative": self.alternative,
-                "p_estimator": "normal, z = CES/SE; below 1e-300 p is given as that bound (p_value = 1e-300, "
+                "p_estimator": "normal, z = CES/SE; below 1e-300 p is given as that bound "
+                "(p_value = "
+                "1e-300, "
                 "figures.p_bound) with the exact figures.log10_p",
                 "p_value": "normal test of the combined effect size (z = CES/SE), "
                 + (

@@ -1,11 +1,11 @@
-"""The clustering test of Gonen & Goldberg (2019), "Lipstick on a Pig": after debiasing, do the words
-that were most gendered still cluster by gender?
+"""The clustering test of Gonen & Goldberg (2019), "Lipstick on a Pig": after debiasing, do the
+words that were most gendered still cluster by gender?
 
 The words are chosen in the ORIGINAL space (their projection on a gender pair such as he-she, or
 man-vrouw in Dutch, where zij also means they); the vectors clustered are those of the model being
 measured. Projecting the whole vocabulary is one matrix-vector product, without a normalised copy of
-the matrix, so a 200,000-word vocabulary is ranked in well under a second (benchmarks/bench_clustering.py).
-"""
+the matrix, so a 200,000-word vocabulary is ranked in well under a second
+(benchmarks/bench_clustering.py)."""
 
 from __future__ import annotations
 
@@ -42,7 +42,8 @@ _CHUNK = 16_384  # rows per block: temporaries stay small next to the matrix its
 def projections(vectors: np.ndarray, male: np.ndarray, female: np.ndarray) -> np.ndarray:
     """cos(w, male) - cos(w, female) for every row w: the gender lean of each word (Gonen & Goldberg
     rank by the dot products of unit vectors with he and with she). Computed in row blocks in the
-    matrix's own precision (float32 for most files), so the only full-size temporary is the result."""
+    matrix's own precision (float32 for most files), so the only full-size temporary is the
+    result."""
     vectors = np.asarray(vectors)
     dtype = vectors.dtype if vectors.dtype in (np.float32, np.float64) else np.float64
     direction = (male / np.linalg.norm(male) - female / np.linalg.norm(female)).astype(dtype)
@@ -64,7 +65,8 @@ def most_biased(scores: np.ndarray, eligible: np.ndarray, k: int) -> tuple[np.nd
     rows = np.flatnonzero(eligible & np.isfinite(scores))
     if len(rows) < 2 * k:
         raise BiasError(
-            f"The clustering test needs 2k = {2 * k} words outside the lists, but the vocabulary scanned has {len(rows)}.",
+            f"The clustering test needs 2k = {2 * k} words outside the lists, but the "
+            f"vocabulary scanned has {len(rows)}.",
             "Lower k (--param k=...) or raise vocabulary_limit.",
         )
     values = scores[rows]
@@ -119,23 +121,23 @@ class Clustering(Metric):
     chosen in the ORIGINAL space, are clustered (KMeans, 2 clusters, unit vectors, n_init restarts,
     seeded) in the model being measured; score = max(acc, 1 - acc) against the male/female labels.
 
-    Data: debiasing lists (kind "debias-lists"): `direction` (else the first definitional pair) ranks
-    the words by cos(w, male) - cos(w, female) over the `vocabulary_limit` most frequent words, leaving
-    out every word of the lists (specific, definitional, equalize and direction words). Direction:
-    0.5 = words do not cluster by gender (no residual bias); 1.0 = perfectly separated.
-    p_value: exact test of the score under random labels given the clusters (hypergeometric); small p
-    means the clusters still follow gender.
+    Data: debiasing lists (kind "debias-lists"): `direction` (else the first definitional pair)
+    ranks the words by cos(w, male) - cos(w, female) over the `vocabulary_limit` most frequent
+    words, leaving out every word of the lists (specific, definitional, equalize and direction
+    words). Direction: 0.5 = words do not cluster by gender (no residual bias); 1.0 = perfectly
+    separated. p_value: exact test of the score under random labels given the clusters
+    (hypergeometric); small p means the clusters still follow gender.
 
     The original space is an input resolved and loaded once before the run (`inputs`): `original` (a
     model spec) if given; else the measured model's `source` (a model debiased on the fly); else the
     `source_model` recorded in a debias.json next to the model file (written by `bias debias`); else
-    the measured model itself ("same"), which the result's warnings say. How it was found is recorded
-    as convention.original.
-    """
+    the measured model itself ("same"), which the result's warnings say. How it was found is
+    recorded as convention.original."""
 
     name: ClassVar[str] = "clustering"
     summary: ClassVar[str] = (
-        "Clustering test: do the most gendered words (original space) still cluster by gender? (Gonen & Goldberg 2019)"
+        "Clustering test: do the most gendered words (original space) still cluster by "
+        "gender? (Gonen & Goldberg 2019)"
     )
     value: ClassVar[ValueKind] = ValueKind(
         "accuracy", "clustering accuracy (0.5 = chance)", reference=0.5, signed=False
@@ -157,7 +159,8 @@ class Clustering(Metric):
     n_init: int = param(10, "KMeans restarts", validator=int_at_least(1))
 
     def inputs(self, data: Any) -> dict[str, InputRequest]:
-        """The original space the words are ranked in (see the class docstring for how it is found)."""
+        """The original space the words are ranked in (see the class docstring for how it is
+        found)."""
         return {
             "original": InputRequest(
                 MODEL_INPUT,
@@ -179,8 +182,10 @@ class Clustering(Metric):
         resolved = (inputs or {}).get("original")
         if not isinstance(resolved, ResolvedModel):
             raise BiasError(
-                f"The clustering test on {lists.name} needs its original model, resolved before the run, as inputs['original'].",
-                "Run it through `bias run`, or pass the ResolvedModel the metric's inputs() asks for.",
+                f"The clustering test on {lists.name} needs its original model, resolved "
+                "before the run, as inputs['original'].",
+                "Run it through `bias run`, or pass the ResolvedModel the metric's "
+                "inputs() asks for.",
             )
         original = resolved.embedder
         how = f"parameter original = {self.original}" if self.original else resolved.how
@@ -211,7 +216,8 @@ class Clustering(Metric):
         if labels.sum() < 2 or (1 - labels).sum() < 2:
             return Result(
                 status=REFUSED,
-                reason=f"too few of the chosen words are in the measured model ({len(lost)} missing)",
+                reason=f"too few of the chosen words are in the measured model ({len(lost)} "
+                "missing)",
                 lost={"words": lost},
                 **base,
             )
@@ -221,8 +227,10 @@ class Clustering(Metric):
         warnings = []
         if how == "same":
             warnings.append(
-                "no original space was found (no `original` parameter, no source model, no debias.json): words were "
-                "ranked in the measured model itself, so this is the model's own gender clustering, not residual bias"
+                "no original space was found (no `original` parameter, no source model, no "
+                "debias.json): words were "
+                "ranked in the measured model itself, so this is the model's own gender "
+                "clustering, not residual bias"
             )
         if lost:
             warnings.append(
@@ -287,7 +295,9 @@ class Clustering(Metric):
                 missing.append(word)
         if missing:
             raise BiasError(
-                f"The direction pair ({male}, {female}) of {lists.name}: {', '.join(missing)} not in {original.spec}.",
-                "Choose a direction pair of frequent words in the lists (`direction = [...]`), or check the model's language.",
+                f"The direction pair ({male}, {female}) of {lists.name}: "
+                f"{', '.join(missing)} not in {original.spec}.",
+                "Choose a direction pair of frequent words in the lists (`direction = "
+                "[...]`), or check the model's language.",
             )
         return out[0], out[1]

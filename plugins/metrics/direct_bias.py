@@ -46,8 +46,8 @@ _SHOWN = 10
 
 def gender_direction(pairs: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, float]:
     """Unit first principal component of the pair-centred, unit-normalised definitional vectors
-    (`pair_subspace`, signed so that the first, male words of the pairs lie on the positive side), and
-    its share of the variance (1 when the pairs do not differ at all)."""
+    (`pair_subspace`, signed so that the first, male words of the pairs lie on the positive side),
+    and its share of the variance (1 when the pairs do not differ at all)."""
     if not pairs:
         raise ValueError("no pairs")
     first = np.array([a / np.linalg.norm(a) for a, _ in pairs], dtype=np.float64)
@@ -68,13 +68,12 @@ class DirectBias(Metric):
     """Direct bias DB_c = mean over gender-neutral words w of |cos(w, g)|^c (Bolukbasi et al. 2016).
 
     Data: debiasing lists (kind "debias-lists"). g is the first principal component of the
-    definitional pairs (pair-centred, unit vectors; `direction = definitional`, as in the paper) or the
-    difference of the `direction` pair (`direction = pair`). The neutral words are the lists' `neutral`
-    words (`words = neutral`) or the `vocabulary_limit` most frequent words minus every word of the
-    lists (`words = vocabulary`). c (`strictness`) is the paper's c: 1 by default; large c counts only
-    words far along g. Direction: none; DB lies in [0, 1], 0 means the neutral words are orthogonal to
-    g (no direct bias). Figures list the words that lean most. No p-value.
-    """
+    definitional pairs (pair-centred, unit vectors; `direction = definitional`, as in the paper) or
+    the difference of the `direction` pair (`direction = pair`). The neutral words are the lists'
+    `neutral` words (`words = neutral`) or the `vocabulary_limit` most frequent words minus every
+    word of the lists (`words = vocabulary`). c (`strictness`) is the paper's c: 1 by default; large
+    c counts only words far along g. Direction: none; DB lies in [0, 1], 0 means the neutral words
+    are orthogonal to g (no direct bias). Figures list the words that lean most. No p-value."""
 
     name: ClassVar[str] = "direct-bias"
     summary: ClassVar[str] = (
@@ -109,7 +108,8 @@ class DirectBias(Metric):
         if self.words == "neutral":
             if not lists.neutral:
                 raise BiasError(
-                    f"The lists {lists.name} have no neutral words, which direct bias averages over.",
+                    f"The lists {lists.name} have no neutral words, which direct bias "
+                    "averages over.",
                     "Add `neutral = [...]` to the lists, or use --param words=vocabulary.",
                 )
             vectors, _, dim = lookup(embedder, list(lists.neutral), self.case)
@@ -128,7 +128,8 @@ class DirectBias(Metric):
                     lists,
                     seed,
                     status=REFUSED,
-                    reason=f"neutral words: {len(missing)} of {len(lists.neutral)} missing from the model {why}",
+                    reason=f"neutral words: {len(missing)} of {len(lists.neutral)} missing from "
+                    f"the model {why}",
                     lost=lost,
                 )
             matrix = np.array([vectors[w] for w in neutral], dtype=np.float64).reshape(
@@ -191,8 +192,10 @@ class DirectBias(Metric):
             missing = [w for w in pair if w not in vectors]
             if missing:
                 raise BiasError(
-                    f"The direction pair ({pair[0]}, {pair[1]}) of {lists.name}: {', '.join(missing)} not in {embedder.spec}.",
-                    "Choose a direction pair of frequent words, or use --param direction=definitional.",
+                    f"The direction pair ({pair[0]}, {pair[1]}) of {lists.name}: "
+                    f"{', '.join(missing)} not in {embedder.spec}.",
+                    "Choose a direction pair of frequent words, or use --param "
+                    "direction=definitional.",
                 )
             g = vectors[pair[0]] / np.linalg.norm(vectors[pair[0]]) - vectors[
                 pair[1]
@@ -206,7 +209,8 @@ class DirectBias(Metric):
             lost["definitional"] = missing
         if not used:
             raise BiasError(
-                f"No definitional pair of {lists.name} has both words in {embedder.spec} (missing: {', '.join(missing[:8])}).",
+                f"No definitional pair of {lists.name} has both words in {embedder.spec} "
+                f"(missing: {', '.join(missing[:8])}).",
                 "Check the model's language and case (--case lower for uncased vocabularies).",
             )
         g, explained = gender_direction([(vectors[a], vectors[b]) for a, b in used])

@@ -40,13 +40,15 @@ Z95 = 1.959963984540054  # the 97.5% point of the standard normal
 
 
 def normal_interval(accuracy: float, n: int, z: float = Z95) -> tuple[float, float]:
-    """p +- z sqrt(p(1-p)/n), the normal approximation the Dutch study reports, clipped to [0, 1]."""
+    """p +- z sqrt(p(1-p)/n), the normal approximation the Dutch study reports, clipped to [0,
+    1]."""
     half = z * math.sqrt(accuracy * (1 - accuracy) / n)
     return max(0.0, accuracy - half), min(1.0, accuracy + half)
 
 
 def wilson_interval(accuracy: float, n: int, z: float = Z95) -> tuple[float, float]:
-    """Wilson's score interval: stays inside [0, 1] and keeps its coverage near 0 and 1 and for small n."""
+    """Wilson's score interval: stays inside [0, 1] and keeps its coverage near 0 and 1 and for
+    small n."""
     centre = (accuracy + z * z / (2 * n)) / (1 + z * z / n)
     half = z * math.sqrt(accuracy * (1 - accuracy) / n + z * z / (4 * n * n)) / (1 + z * z / n)
     return max(0.0, centre - half), min(1.0, centre + half)
@@ -63,7 +65,8 @@ def _check_layer(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
 def _check_pooling(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
     if value is not None and value not in POOLINGS:
         raise BiasError(
-            f"probe: pooling {value!r} is not a sentence pooling; use one of {', '.join(POOLINGS)}.",
+            f"probe: pooling {value!r} is not a sentence pooling; use one of "
+            f"{', '.join(POOLINGS)}.",
             "The probe classifies whole texts, so it takes sentence vectors.",
         )
 
@@ -102,15 +105,15 @@ class Probe(Metric):
     interval by the normal approximation p +- 1.96 sqrt(p(1-p)/n) (as the Dutch study) and Wilson's
     interval beside it, macro-F1, per-label precision, recall and F1, and the majority-label share
     as the chance baseline. Evaluation: one seeded, stratified train/test split (`test_size`), or
-    stratified k-fold cross-validation (`folds` = k) in which every text is predicted once by a model
-    that did not see it; `folds = 0` (default) takes 5-fold cross-validation for sets of fewer than 200
-    texts and the single split otherwise. figures["predictions"] holds every held-out text's label
-    and prediction, which `bias compare` pairs between two runs (McNemar's test).
-    """
+    stratified k-fold cross-validation (`folds` = k) in which every text is predicted once by a
+    model that did not see it; `folds = 0` (default) takes 5-fold cross-validation for sets of fewer
+    than 200 texts and the single split otherwise. figures["predictions"] holds every held-out
+    text's label and prediction, which `bias compare` pairs between two runs (McNemar's test)."""
 
     name: ClassVar[str] = "probe"
     summary: ClassVar[str] = (
-        "Accuracy of a logistic-regression probe on frozen sentence encodings of labelled texts: what debiasing costs."
+        "Accuracy of a logistic-regression probe on frozen sentence encodings of labelled "
+        "texts: what debiasing costs."
     )
     value: ClassVar[ValueKind] = ValueKind(
         "accuracy", "probe accuracy on held-out texts", reference=None, signed=False, digits=3
@@ -120,7 +123,8 @@ class Probe(Metric):
 
     pooling: str | None = param(
         None,
-        "sentence vector: cls, mean, first or last (default cls; last for causal LMs; mean for static vectors)",
+        "sentence vector: cls, mean, first or last (default cls; last for causal LMs; mean "
+        "for static vectors)",
         validator=_check_pooling,
     )
     layer: str | int | None = param(
@@ -136,7 +140,8 @@ class Probe(Metric):
     )
     folds: int = param(
         0,
-        "0: 5-fold cross-validation below 200 texts, else one split; 1: always one split; k >= 2: k-fold cross-validation",
+        "0: 5-fold cross-validation below 200 texts, else one split; 1: always one split; "
+        "k >= 2: k-fold cross-validation",
         validator=int_at_least(0),
     )
     C: float = param(
@@ -150,7 +155,8 @@ class Probe(Metric):
     )
     mode: str = param(
         "probe",
-        "probe (logistic regression on frozen encodings) or finetune (train the encoder and a classification head; hf models only)",
+        "probe (logistic regression on frozen encodings) or finetune (train the encoder "
+        "and a classification head; hf models only)",
         validator=one_of(MODES),
     )
     epochs: int = param(3, "finetune: passes over the training texts", validator=int_at_least(1))
@@ -164,7 +170,10 @@ class Probe(Metric):
 
     def unfit(self, embedder_type: type) -> str | None:
         if _is_static(embedder_type) and self.pooling == "cls":
-            return "pooling 'cls' needs a [CLS] token, which static vectors have not (their sentences are the mean of the word vectors)"
+            return (
+                "pooling 'cls' needs a [CLS] token, which static vectors have not (their "
+                "sentences are the mean of the word vectors)"
+            )
         return None
 
     def compute(
@@ -188,7 +197,8 @@ class Probe(Metric):
             rare = min(counts, key=counts.get)
             return Result(
                 status=REFUSED,
-                reason=f"label {rare!r} has {smallest} text(s), fewer than the {folds} folds asked for; "
+                reason=f"label {rare!r} has {smallest} text(s), fewer than the {folds} folds "
+                "asked for; "
                 f"use --param folds={smallest}" + (" or more texts" if smallest < 2 else ""),
                 **base,
             )
@@ -215,7 +225,8 @@ class Probe(Metric):
         )
 
     def _regression(self, vectors: np.ndarray, seed: int) -> Any:
-        """fit_predict(train, test, labels) of the probe: logistic regression on the frozen vectors."""
+        """fit_predict(train, test, labels) of the probe: logistic regression on the frozen
+        vectors."""
         import warnings
 
         from sklearn.exceptions import ConvergenceWarning
@@ -230,13 +241,15 @@ class Probe(Metric):
         return fit_predict
 
     def _finetuner(self, embedder: Embedder, texts: list[str], seed: int) -> Any:
-        """fit_predict of mode=finetune: a fresh copy of the model's weights with a new classification
-        head (transformers' AutoModelForSequenceClassification), trained for `epochs` with AdamW in
-        seeded shuffled batches on the embedder's device, then asked for the held-out texts."""
+        """fit_predict of mode=finetune: a fresh copy of the model's weights with a new
+        classification head (transformers' AutoModelForSequenceClassification), trained for `epochs`
+        with AdamW in seeded shuffled batches on the embedder's device, then asked for the held-out
+        texts."""
         source = getattr(embedder, "finetune_source", None)
         if source is None:
             raise BiasError(
-                "mode=finetune trains the weights of a Hugging Face model (hf:...); static and debiased models have none "
+                "mode=finetune trains the weights of a Hugging Face model (hf:...); static "
+                "and debiased models have none "
                 "to train: use mode=probe (the default), which works on every model.",
                 f"The model was {embedder.spec}.",
             )
@@ -250,7 +263,8 @@ class Probe(Metric):
             index = {name: i for i, name in enumerate(names)}
             torch.manual_seed(seed)
             verbosity = transformers.logging.get_verbosity()
-            transformers.logging.set_verbosity_error()  # "some weights were newly initialised": the head, as intended
+            # "some weights were newly initialised": the head, as intended
+            transformers.logging.set_verbosity_error()
             bar = transformers.logging.is_progress_bar_enabled()
             transformers.logging.disable_progress_bar()
             try:
@@ -313,7 +327,8 @@ class Probe(Metric):
         vectors = np.asarray(embedder.encode(unique, None, **kwargs), dtype=np.float64)
         if vectors.ndim != 2 or vectors.shape[0] != len(unique):
             raise BiasError(
-                f"Embedder '{embedder.name}' returned {vectors.shape} vectors for {len(unique)} texts."
+                f"Embedder '{embedder.name}' returned {vectors.shape} vectors for "
+                f"{len(unique)} texts."
             )
         row = {t: i for i, t in enumerate(unique)}
         return vectors[[row[t] for t in texts]]
@@ -396,7 +411,8 @@ class Probe(Metric):
             if fold_of[i] >= 0
         ]
         evaluation = (
-            f"stratified {folds}-fold cross-validation (shuffled, seed {seed}); every text predicted once by a model that did not see it"
+            f"stratified {folds}-fold cross-validation (shuffled, seed {seed}); every text "
+            "predicted once by a model that did not see it"
             if folds >= 2
             else f"one stratified train/test split, test_size {self.test_size} (seed {seed})"
         )
@@ -404,7 +420,8 @@ class Probe(Metric):
         warnings = []
         if accuracy <= baseline and n:
             warnings.append(
-                f"accuracy {accuracy:.3f} is no better than always answering the most common label ({baseline:.3f})"
+                f"accuracy {accuracy:.3f} is no better than always answering the most "
+                f"common label ({baseline:.3f})"
             )
         return Result(
             status=OK,
@@ -439,9 +456,13 @@ class Probe(Metric):
                 "mode": self.mode,
                 **(
                     {
-                        "classifier": "the model's sequence-classification head (transformers), a new head on a fresh copy of "
-                        f"the weights for each split or fold, encoder and head trained: {self.epochs} epoch(s), AdamW lr "
-                        f"{self.learning_rate}, batches of {self.train_batch_size} in seeded order, texts cut at {self.max_length} tokens",
+                        "classifier": "the model's sequence-classification head "
+                        "(transformers), a new "
+                        "head on a fresh copy of "
+                        "the weights for each split or fold, encoder and head trained: "
+                        f"{self.epochs} epoch(s), AdamW lr "
+                        f"{self.learning_rate}, batches of {self.train_batch_size} in "
+                        f"seeded order, texts cut at {self.max_length} tokens",
                         "encodings": "fine-tuned (the model's served weights are not changed)",
                     }
                     if self.mode == "finetune"
@@ -466,7 +487,8 @@ class Probe(Metric):
                 else self.layer
                 if self.layer is not None
                 else info.get("layer", "none (static word vectors)"),
-                "interval": "95% normal approximation p +- 1.96 sqrt(p(1-p)/n) over the held-out texts, clipped to [0, 1]; "
+                "interval": "95% normal approximation p +- 1.96 sqrt(p(1-p)/n) over the held-out "
+                "texts, clipped to [0, 1]; "
                 "Wilson's score interval in figures",
                 "f1": "macro-F1: the unweighted mean of the per-label F1",
             },

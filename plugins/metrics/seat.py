@@ -1,23 +1,25 @@
-"""SEAT, the Sentence Encoder Association Test (May, Wang, Bordia, Bowman & Rudinger 2019, NAACL-HLT).
+"""SEAT, the Sentence Encoder Association Test (May, Wang, Bordia, Bowman & Rudinger 2019,
+NAACL-HLT).
 
 Each word of a WEAT test is put into bleached template sentences ("This is the rose.") and every
-sentence becomes one stimulus; the WEAT statistics (`bias.core.association.association_result`: effect
-size, permutation test and every convention option) then run unchanged on the sentence vectors. The
-template set is an input the runner resolves before the run (`inputs`), never loaded here.
+sentence becomes one stimulus; the WEAT statistics (`bias.core.association.association_result`:
+effect size, permutation test and every convention option) then run unchanged on the sentence
+vectors. The template set is an input the runner resolves before the run (`inputs`), never loaded
+here.
 
 - s-SEAT (`level = "sentence"`): the sentence's vector, with an explicit pooling ([CLS], mean over
-  tokens, first or last token; "last" by default for causal LMs, whose last token has seen the sentence).
+  tokens, first or last token; "last" by default for causal LMs, whose last token has seen the
+  sentence).
 - w-SEAT (`level = "word"`): the vector of the word inside its sentence, the sub-tokens covering its
-  character span (found through the tokenizer's offsets) pooled by mean, first or last (by default the
-  mean, and the last sub-token for causal LMs, the only one that has seen the whole word).
+  character span (found through the tokenizer's offsets) pooled by mean, first or last (by default
+  the mean, and the last sub-token for causal LMs, the only one that has seen the whole word).
 
 Tests whose stimuli already are sentences (SEAT JSON files) are used as they are, at sentence level.
 
-On static models a sentence's vector is the model's own (fastText's sentence vector; else the mean of
-the vectors of the words found). `static_sentence = word-mean` takes instead the raw mean of the
-vectors of the whitespace-separated tokens, punctuation attached, a token without a vector counting as
-zeros: the BIAS Detection Framework's sentence encoder, for reproducing its numbers.
-"""
+On static models a sentence's vector is the model's own (fastText's sentence vector; else the mean
+of the vectors of the words found). `static_sentence = word-mean` takes instead the raw mean of the
+vectors of the whitespace-separated tokens, punctuation attached, a token without a vector counting
+as zeros: the BIAS Detection Framework's sentence encoder, for reproducing its numbers."""
 
 from __future__ import annotations
 
@@ -60,9 +62,9 @@ STATIC_SENTENCES = ("model", "word-mean")
 
 
 def word_mean(embedder: Embedder, texts: Sequence[str]) -> tuple[np.ndarray, list[str]]:
-    """Each text's raw mean of the vectors of its whitespace-separated tokens as written (punctuation
-    stays attached), a token the model has no vector for counting as a zero vector (what fastText's
-    `get_word_vector` gives such a token); and the tokens that had none."""
+    """Each text's raw mean of the vectors of its whitespace-separated tokens as written
+    (punctuation stays attached), a token the model has no vector for counting as a zero vector
+    (what fastText's `get_word_vector` gives such a token); and the tokens that had none."""
     tokens = [t.split() for t in texts]
     found = embedder.word_vectors(list(dict.fromkeys(w for ts in tokens for w in ts))).as_dict()
     dim = len(next(iter(found.values()))) if found else 0
@@ -84,7 +86,8 @@ def word_mean(embedder: Embedder, texts: Sequence[str]) -> tuple[np.ndarray, lis
 
 @attrs.define
 class Seat(AssociationConventions):
-    """WEAT over sentence vectors (s-SEAT) or over the target word's vector in its sentence (w-SEAT).
+    """WEAT over sentence vectors (s-SEAT) or over the target word's vector in its sentence
+    (w-SEAT).
 
     Every sentence is a stimulus: sizes count sentences, and the permutation test partitions the
     sentences of X u Y. Words no template fits are lost (and refuse the test beyond lost_threshold).
@@ -92,7 +95,8 @@ class Seat(AssociationConventions):
 
     name: ClassVar[str] = "seat"
     summary: ClassVar[str] = (
-        "Sentence Encoder Association Test: WEAT on template sentences, sentence or word level (May et al. 2019)."
+        "Sentence Encoder Association Test: WEAT on template sentences, sentence or word "
+        "level (May et al. 2019)."
     )
     value: ClassVar[ValueKind] = EFFECT_SIZE_D
     requires: ClassVar[frozenset[Capability]] = frozenset({Capability.CONTEXTUAL})
@@ -105,7 +109,8 @@ class Seat(AssociationConventions):
     )
     pooling: str | None = param(
         None,
-        "sentence level: cls, mean, first or last (default cls; last for causal LMs; mean for static vectors); word level: target-mean "
+        "sentence level: cls, mean, first or last (default cls; last for causal LMs; mean "
+        "for static vectors); word level: target-mean "
         "(default; target-last for causal LMs), target-first or target-last",
         validator=check_pooling,
     )
@@ -120,22 +125,29 @@ class Seat(AssociationConventions):
     )
     static_sentence: str = param(
         "model",
-        "static models at sentence level: model (the model's sentence vector: fastText's own, else the mean of "
-        "the words found) or word-mean (raw mean of the vectors of the whitespace-separated tokens, a token without "
+        "static models at sentence level: model (the model's sentence vector: fastText's "
+        "own, else the mean of "
+        "the words found) or word-mean (raw mean of the vectors of the "
+        "whitespace-separated tokens, a token without "
         "one counting as zeros, as the BIAS Detection Framework)",
         validator=one_of(STATIC_SENTENCES),
     )
 
     def unfit(self, embedder_type: type) -> str | None:
-        """Why this SEAT cannot run on models of `embedder_type`, before any is loaded (a grid drops it)."""
+        """Why this SEAT cannot run on models of `embedder_type`, before any is loaded (a grid drops
+        it)."""
         static = Capability.VOCABULARY in getattr(embedder_type, "capabilities", frozenset())
         if static and self.level == "sentence" and self.pooling == "cls":
-            return "pooling 'cls' needs a [CLS] token, which static vectors have not (their sentences are the mean of the word vectors)"
+            return (
+                "pooling 'cls' needs a [CLS] token, which static vectors have not (their "
+                "sentences are the mean of the word vectors)"
+            )
         return None
 
     def _raw_mean(self, embedder: Embedder) -> bool:
-        """Whether the sentences are the raw mean of their tokens' vectors: asked for, at sentence level,
-        on a static model (one with a vocabulary); a contextual model always pools its own encodings."""
+        """Whether the sentences are the raw mean of their tokens' vectors: asked for, at sentence
+        level, on a static model (one with a vocabulary); a contextual model always pools its own
+        encodings."""
         static = Capability.VOCABULARY in embedder.available()
         return self.static_sentence == "word-mean" and self.level == "sentence" and static
 
@@ -158,7 +170,8 @@ class Seat(AssociationConventions):
         if data.stimuli == "sentences":
             if self.level == "word":
                 raise BiasError(
-                    f"w-SEAT needs words to locate in sentences, but the stimuli of {data.name} already are sentences.",
+                    "w-SEAT needs words to locate in sentences, but the stimuli of "
+                    f"{data.name} already are sentences.",
                     "Run it at sentence level (--level sentence).",
                 )
             stimuli = {
@@ -228,7 +241,8 @@ class Seat(AssociationConventions):
         }
         if raw_mean:
             convention["pooled_tokens"] = (
-                "raw mean of the vectors of the whitespace-separated tokens (punctuation attached, a token without a "
+                "raw mean of the vectors of the whitespace-separated tokens (punctuation "
+                "attached, a token without a "
                 "vector counts as zeros), as the BIAS Detection Framework"
             )
             if without:
@@ -236,7 +250,8 @@ class Seat(AssociationConventions):
                     result,
                     warnings=[
                         *result.warnings,
-                        f"{len(without)} token(s) had no vector and counted as zeros: {', '.join(without[:8])}",
+                        f"{len(without)} token(s) had no vector and counted as zeros: "
+                        f"{', '.join(without[:8])}",
                     ],
                 )
         words = {key: len(dict.fromkeys(s.word for s in stimuli[key])) for key in order}

@@ -1,5 +1,6 @@
-"""The StereoSet-style score (SSS) on sentence pairs: how likely each sentence makes its own modified
-(group) tokens (scoring and comparison in `bias.core.pair_metrics.scoring` and `bias.core.pair_metrics.metric`)."""
+"""The StereoSet-style score (SSS) on sentence pairs: how likely each sentence makes its own
+modified (group) tokens (scoring and comparison in `bias.core.pair_metrics.scoring` and
+`bias.core.pair_metrics.metric`)."""
 
 from __future__ import annotations
 
@@ -19,16 +20,16 @@ class StereoSetScore(PairMetric):
     stereotyping sentence gives its own modified (group) tokens the higher mean log-probability.
 
     score(S) = mean over the modified tokens m of S of log P(m | S with m masked). `masking = each`
-    masks one modified token at a time (the diagonal); `joint` masks them all at once, conditioning on
-    the unmodified tokens only, as in the StereoSet likelihood. Either way each token is scored at its
-    own position: one reference averaged the whole |M| x |M| matrix of every masked position against
-    every modified token, which this avoids. A pair whose sentence has no modified token (the other only
-    adds words) is skipped and reported. Masked LMs only.
-    """
+    masks one modified token at a time (the diagonal); `joint` masks them all at once, conditioning
+    on the unmodified tokens only, as in the StereoSet likelihood. Either way each token is scored
+    at its own position: one reference averaged the whole |M| x |M| matrix of every masked position
+    against every modified token, which this avoids. A pair whose sentence has no modified token
+    (the other only adds words) is skipped and reported. Masked LMs only."""
 
     name: ClassVar[str] = "sss"
     summary: ClassVar[str] = (
-        "StereoSet-style score: % of pairs whose stereotyping sentence's group tokens are more likely."
+        "StereoSet-style score: % of pairs whose stereotyping sentence's group tokens are "
+        "more likely."
     )
     value: ClassVar[ValueKind] = attrs.evolve(
         PERCENT_OF_PAIRS, name="% of pairs preferring the stereotype (group tokens)"

@@ -1,4 +1,5 @@
-"""WEAT, the Word Embedding Association Test (Caliskan, Bryson & Narayanan 2017, Science 356:183-186).
+"""WEAT, the Word Embedding Association Test (Caliskan, Bryson & Narayanan 2017, Science
+356:183-186).
 
 s(w, A, B) is computed once per target word; the effect size and the permutation test are then
 vectorised over that vector (`bias.core.association.association_result`, which SEAT runs on sentence
@@ -29,10 +30,10 @@ class Weat(AssociationConventions):
     """Effect size d = (mean s(X) - mean s(Y)) / std s(X u Y) and a permutation p-value of
     S = sum s(X) - sum s(Y). A positive d means X is closer to A and Y to B.
 
-    The p-value is exact (all partitions) when C(|X|+|Y|, |X|) <= exact_limit, else sampled from true
-    random permutations with p = (k+1)/(m+1). A set losing more than `lost_threshold` of its words to
-    the model's vocabulary refuses the test rather than report a number built on what is left.
-    """
+    The p-value is exact (all partitions) when C(|X|+|Y|, |X|) <= exact_limit, else sampled from
+    true random permutations with p = (k+1)/(m+1). A set losing more than `lost_threshold` of its
+    words to the model's vocabulary refuses the test rather than report a number built on what is
+    left."""
 
     name: ClassVar[str] = "weat"
     summary: ClassVar[str] = (

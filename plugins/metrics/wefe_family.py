@@ -5,8 +5,8 @@ Phillips 2019) and RIPA (Ethayarajh et al. 2019).
 All five read an association test (targets X, Y; attributes A, B); each class docstring says how it
 maps the four sets onto its own definition and which sign means what. Two known problems of WEFE's
 versions are avoided: RND has one sign convention whatever the distance (WEFE's cosine variant flips
-it), and RIPA's relation vector never pairs X and Y words by their position in the lists unless asked.
-"""
+it), and RIPA's relation vector never pairs X and Y words by their position in the lists unless
+asked."""
 
 from __future__ import annotations
 
@@ -35,7 +35,8 @@ def _per_word(words: list[str], values: np.ndarray) -> dict[str, float]:
     return {w: float(x) for w, x in zip(words, values)}
 
 
-# --- RND -------------------------------------------------------------------------------------------
+# --- RND
+# -------------------------------------------------------------------------------------------
 
 DISTANCES = ("euclidean", "cosine")
 
@@ -45,9 +46,9 @@ def relative_norm_distance(
 ) -> np.ndarray:
     """Per neutral word: dist(v, mean X) - dist(v, mean Y) (Garg et al. 2018); sum it for RND.
 
-    Both distances keep one convention: positive means the word lies closer to Y than to X. The cosine
-    variant uses the cosine distance 1 - cos, not the similarity, so its sign agrees with Euclid's.
-    """
+    Both distances keep one convention: positive means the word lies closer to Y than to X. The
+    cosine variant uses the cosine distance 1 - cos, not the similarity, so its sign agrees with
+    Euclid's."""
     mx, my = group_x.mean(axis=0), group_y.mean(axis=0)
     if distance == "euclidean":
         return np.linalg.norm(neutral - mx, axis=1) - np.linalg.norm(neutral - my, axis=1)
@@ -105,7 +106,8 @@ class Rnd(AssociationMetric):
         return Measured(total, figures=figures, convention=convention)
 
 
-# --- RNSB ------------------------------------------------------------------------------------------
+# --- RNSB
+# ------------------------------------------------------------------------------------------
 
 
 def rnsb_divergence(probabilities: np.ndarray) -> tuple[float, np.ndarray]:
@@ -122,19 +124,20 @@ def rnsb_divergence(probabilities: np.ndarray) -> tuple[float, np.ndarray]:
 class Rnsb(AssociationMetric):
     """Relative Negative Sentiment Bias (Sweeney & Najafian 2019): a logistic regression is trained
     to tell attribute set B (the "negative" words, label 1) from A (label 0); each target word t of
-    X u Y gets p(t) = P(B | t); P = p / sum p over all target words; RNSB = KL(P || uniform), in nats.
+    X u Y gets p(t) = P(B | t); P = p / sum p over all target words; RNSB = KL(P || uniform), in
+    nats.
 
-    Data: A = positive and B = negative sentiment words; X u Y = the identity terms, each word its own
-    identity (as in the paper). Direction: none; RNSB >= 0, 0 when every identity word is equally
-    likely to be called negative, larger = less even. figures.mean_p_B_X and mean_p_B_Y say which
-    group is called negative more. The classifier (scikit-learn, lbfgs, L2 with `C`) is deterministic
-    and trained on all of A u B, on the vectors as the model gives them (not unit-normalised, as in
-    WEFE; recorded); its training accuracy is reported. No p-value.
-    """
+    Data: A = positive and B = negative sentiment words; X u Y = the identity terms, each word its
+    own identity (as in the paper). Direction: none; RNSB >= 0, 0 when every identity word is
+    equally likely to be called negative, larger = less even. figures.mean_p_B_X and mean_p_B_Y say
+    which group is called negative more. The classifier (scikit-learn, lbfgs, L2 with `C`) is
+    deterministic and trained on all of A u B, on the vectors as the model gives them (not
+    unit-normalised, as in WEFE; recorded); its training accuracy is reported. No p-value."""
 
     name: ClassVar[str] = "rnsb"
     summary: ClassVar[str] = (
-        "Relative Negative Sentiment Bias: KL of negative-class probabilities from uniform (Sweeney & Najafian 2019)."
+        "Relative Negative Sentiment Bias: KL of negative-class probabilities from uniform "
+        "(Sweeney & Najafian 2019)."
     )
     value: ClassVar[ValueKind] = ValueKind(
         "RNSB", "RNSB, KL from uniform (nats)", signed=False, digits=3
@@ -166,15 +169,18 @@ class Rnsb(AssociationMetric):
             "p_B": _per_word(sets.words["X"] + sets.words["Y"], p),
         }
         convention = {
-            "classifier": f"logistic regression, lbfgs, C={self.C}, trained on all of A (0) and B (1)",
+            "classifier": f"logistic regression, lbfgs, C={self.C}, trained on all of A (0) "
+            "and B (1)",
             "identities": "each word of X u Y",
             "divergence": "KL(P || uniform), natural log",
-            "vectors": "as the model gives them, not unit-normalised (as in WEFE); the classifier sees their lengths",
+            "vectors": "as the model gives them, not unit-normalised (as in WEFE); the classifier "
+            "sees their lengths",
         }
         return Measured(divergence, figures=figures, convention=convention)
 
 
-# --- MAC -------------------------------------------------------------------------------------------
+# --- MAC
+# -------------------------------------------------------------------------------------------
 
 
 def mean_cosine_distances(targets: np.ndarray, attributes: np.ndarray) -> np.ndarray:
@@ -187,12 +193,11 @@ class Mac(AssociationMetric):
     """Mean Average Cosine distance (Manzini et al. 2019): MAC = mean over target words t and
     attribute sets A_j of S(t, A_j), where S(t, A_j) = mean over a in A_j of 1 - cos(t, a).
 
-    Data: the targets are X u Y, the attribute sets A and B. Direction: none; MAC lies in [0, 2],
-    1 means targets and attributes are orthogonal on average, lower means they are closer (the paper
-    reads values near 1 as little bias). MAC averages both groups and both attribute sets, so it cannot
-    tell which way a group leans: figures give the four means S(X, A), S(X, B), S(Y, A), S(Y, B).
-    No p-value.
-    """
+    Data: the targets are X u Y, the attribute sets A and B. Direction: none; MAC lies in [0, 2], 1
+    means targets and attributes are orthogonal on average, lower means they are closer (the paper
+    reads values near 1 as little bias). MAC averages both groups and both attribute sets, so it
+    cannot tell which way a group leans: figures give the four means S(X, A), S(X, B), S(Y, A), S(Y,
+    B). No p-value."""
 
     name: ClassVar[str] = "mac"
     summary: ClassVar[str] = (
@@ -220,7 +225,8 @@ class Mac(AssociationMetric):
         return Measured(mac, figures=figures, convention=convention)
 
 
-# --- ECT -------------------------------------------------------------------------------------------
+# --- ECT
+# -------------------------------------------------------------------------------------------
 
 
 @attrs.define
@@ -230,14 +236,14 @@ class Ect(AssociationMetric):
     of Y (words unit-normalised first).
 
     Data: X and Y are the two groups (e.g. male and female words), A u B the attribute words (e.g.
-    occupations). Direction: ECT lies in [-1, 1]; 1 means both groups rank the attributes the same way
-    (no bias), lower means the groups order the attributes differently. Spearman's p (for rho = 0) is
-    in the figures; it is not a test of bias, so p_value is empty.
-    """
+    occupations). Direction: ECT lies in [-1, 1]; 1 means both groups rank the attributes the same
+    way (no bias), lower means the groups order the attributes differently. Spearman's p (for rho =
+    0) is in the figures; it is not a test of bias, so p_value is empty."""
 
     name: ClassVar[str] = "ect"
     summary: ClassVar[str] = (
-        "Embedding Coherence Test: rank correlation of attribute similarities to two groups (Dev & Phillips 2019)."
+        "Embedding Coherence Test: rank correlation of attribute similarities to two "
+        "groups (Dev & Phillips 2019)."
     )
     value: ClassVar[ValueKind] = ValueKind(
         "ECT rho",
@@ -276,7 +282,8 @@ class Ect(AssociationMetric):
         return Measured(float(rho), figures=figures, convention=convention)
 
 
-# --- RIPA ------------------------------------------------------------------------------------------
+# --- RIPA
+# ------------------------------------------------------------------------------------------
 
 RELATIONS = ("all-pairs", "means", "paired", "per-pair")
 
@@ -296,8 +303,8 @@ def relation_vector(
     - per-pair: WEFE's RIPA, one unit direction per pair of i-th words, RIPA(w) their mean
       w . (x_i - y_i) / |x_i - y_i|; that is w . b with b the mean of the unit pair directions, not
       itself a unit vector (explained: None, no single direction is fitted).
-    The sign is fixed so that b . (mean X - mean Y) > 0 (per-pair: each pair points from y_i to x_i).
-    """
+    The sign is fixed so that b . (mean X - mean Y) > 0 (per-pair: each pair points from y_i to
+    x_i)."""
     gap = x.mean(axis=0) - y.mean(axis=0)
     if not np.linalg.norm(gap) > 0:
         raise BiasError(
@@ -309,7 +316,8 @@ def relation_vector(
     if relation in ("paired", "per-pair"):
         if len(x) != len(y):
             raise BiasError(
-                f"RIPA relation=paired needs X and Y of equal size (found {len(x)} and {len(y)} words in the model).",
+                f"RIPA relation=paired needs X and Y of equal size (found {len(x)} and "
+                f"{len(y)} words in the model).",
                 "Use relation=all-pairs or means for sets that are not written as pairs.",
             )
         diffs = x - y
@@ -341,16 +349,17 @@ class Ripa(AssociationMetric):
     Data: X and Y define the relation (e.g. male and female words); A and B are the words measured.
     b is the first principal component of the differences x_i - y_j over every pair of an X and a Y
     word (`relation = all-pairs`, default), or the difference of the set means (`means`), or of the
-    i-th words only (`paired`, for lists written as pairs), or, as WEFE computes it, the mean of
-    w . (x_i - y_i)/|x_i - y_i| over the i-th pairs (`per-pair`; WEFE's score for an attribute set is
-    then figures["mean_ripa_A"]). Pairing by position makes the result depend on list order. Word vectors are used as they are (not normalised), as in the
-    paper. effect_size = mean RIPA(A) - mean RIPA(B): positive means A lies further towards X than B
-    does (the WEAT sign: X ~ A, Y ~ B). Figures give both means and every word's RIPA. No p-value.
-    """
+    i-th words only (`paired`, for lists written as pairs), or, as WEFE computes it, the mean of w .
+    (x_i - y_i)/|x_i - y_i| over the i-th pairs (`per-pair`; WEFE's score for an attribute set is
+    then figures["mean_ripa_A"]). Pairing by position makes the result depend on list order. Word
+    vectors are used as they are (not normalised), as in the paper. effect_size = mean RIPA(A) -
+    mean RIPA(B): positive means A lies further towards X than B does (the WEAT sign: X ~ A, Y ~ B).
+    Figures give both means and every word's RIPA. No p-value."""
 
     name: ClassVar[str] = "ripa"
     summary: ClassVar[str] = (
-        "Relational Inner Product Association along an X-Y relation vector (Ethayarajh et al. 2019)."
+        "Relational Inner Product Association along an X-Y relation vector (Ethayarajh et "
+        "al. 2019)."
     )
     value: ClassVar[ValueKind] = ValueKind(
         "RIPA", "RIPA, mean inner product with the X-Y relation", digits=3
@@ -358,7 +367,8 @@ class Ripa(AssociationMetric):
 
     relation: str = param(
         "all-pairs",
-        "relation vector from all-pairs (first PC of every x - y), means, paired (first PC of the i-th pairs) "
+        "relation vector from all-pairs (first PC of every x - y), means, paired (first PC "
+        "of the i-th pairs) "
         "or per-pair (WEFE: the mean over the i-th pairs' unit directions)",
         validator=one_of(RELATIONS),
     )

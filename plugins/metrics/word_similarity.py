@@ -1,6 +1,6 @@
 """Word similarity: Spearman's rank correlation between a model's cosine similarities and human
-similarity scores (SimLex-999, WordSim-353 and their translations), the usual check that a model still
-knows what words mean, before and after debiasing.
+similarity scores (SimLex-999, WordSim-353 and their translations), the usual check that a model
+still knows what words mean, before and after debiasing.
 
 A pair with a word the model has no vector for is left out and reported (as `pairs_lost` and the
 lost words), never scored as zero. The interval is a seeded percentile bootstrap over pairs: each
@@ -80,15 +80,15 @@ def cosines(first: np.ndarray, second: np.ndarray) -> np.ndarray:
 class WordSimilarity(Metric):
     """Spearman's rho between cosine similarities of word vectors and human scores of word pairs.
 
-    Data: a similarity-pairs set (a SimLex/WordSim style file: word1, word2, score). Words are looked
-    up as written (static vectors) or encoded alone (contextual models, with the model's word
-    pooling). effect_size = rho (-1..1, higher is better; no p-value); figures give rho, its bootstrap
-    interval, the pairs scored and lost, and Pearson's r.
-    """
+    Data: a similarity-pairs set (a SimLex/WordSim style file: word1, word2, score). Words are
+    looked up as written (static vectors) or encoded alone (contextual models, with the model's word
+    pooling). effect_size = rho (-1..1, higher is better; no p-value); figures give rho, its
+    bootstrap interval, the pairs scored and lost, and Pearson's r."""
 
     name: ClassVar[str] = "word-similarity"
     summary: ClassVar[str] = (
-        "Word similarity: Spearman's rho between cosines and human scores of word pairs (SimLex/WordSim), pairs lost reported."
+        "Word similarity: Spearman's rho between cosines and human scores of word pairs "
+        "(SimLex/WordSim), pairs lost reported."
     )
     value: ClassVar[ValueKind] = ValueKind(
         "rho", "word similarity, Spearman's rho with human scores", reference=None, digits=3
@@ -127,7 +127,8 @@ class WordSimilarity(Metric):
         if len(kept) < MIN_PAIRS:
             return Result(
                 status=REFUSED,
-                reason=f"only {len(kept)} of {len(data.pairs)} pairs have vectors for both words; at least {MIN_PAIRS} are needed "
+                reason=f"only {len(kept)} of {len(data.pairs)} pairs have vectors for both words; "
+                f"at least {MIN_PAIRS} are needed "
                 f"(missing: {', '.join(lost_words[:8])})",
                 lost=lost,
                 **base,
@@ -144,7 +145,8 @@ class WordSimilarity(Metric):
             value = human[0] if constant == "human score" else sims[0]
             return Result(
                 status=REFUSED,
-                reason=f"every {constant} of the {len(kept)} pairs scored is {value:g}: Spearman's rho is undefined when one side is constant",
+                reason=f"every {constant} of the {len(kept)} pairs scored is {value:g}: "
+                "Spearman's rho is undefined when one side is constant",
                 lost=lost,
                 **base,
             )
@@ -166,7 +168,8 @@ class WordSimilarity(Metric):
         warnings = []
         if lost_pairs:
             warnings.append(
-                f"{len(lost_pairs)} of {len(data.pairs)} pair(s) not scored: a word has no vector (not counted in rho)"
+                f"{len(lost_pairs)} of {len(data.pairs)} pair(s) not scored: a word has no "
+                "vector (not counted in rho)"
             )
         return Result(
             status=OK,
@@ -174,7 +177,9 @@ class WordSimilarity(Metric):
             p_value=None,
             figures=figures,
             convention={
-                "statistic": "Spearman's rho (average ranks for ties) of cosine similarity against the human score",
+                "statistic": "Spearman's rho (average ranks for ties) of cosine similarity "
+                "against the "
+                "human score",
                 "interval": f"percentile bootstrap over pairs, {self.resamples} resamples"
                 if self.resamples
                 else "none",

@@ -1,8 +1,8 @@
 """The building blocks of debiasing, for first-party and third-party debiasers alike.
 
 - `DebiasedEmbedder`: what `Debiaser.transform` returns, an ordinary Embedder over a debiased matrix
-  (static models) or a transformation applied on the fly (contextual models); `write_vectors` saves a
-  debiased matrix as a word2vec file;
+  (static models) or a transformation applied on the fly (contextual models); `write_vectors` saves
+  a debiased matrix as a word2vec file;
 - `VectorTransform` and its kinds (`SubspaceRemoval`, `LinearProjection`, `PerEncoding`);
 - `FitOnLoad`: fit when the debiased model is first loaded (`bias run --debias`);
 - `pair_subspace`: the principal directions of pair-centred vectors (the bias subspace);

@@ -68,7 +68,8 @@ def _pattern(words: Sequence[str]) -> re.Pattern[str]:
 
 
 def _rewrite(text: str, pattern: re.Pattern[str], mapping: dict[str, str]) -> Version:
-    """Replace every matched word found in `mapping`; the span is that of the first gendered word."""
+    """Replace every matched word found in `mapping`; the span is that of the first gendered
+    word."""
     parts: list[str] = []
     last = 0
     first: tuple[int, int] | None = None
@@ -89,8 +90,8 @@ def _rewrite(text: str, pattern: re.Pattern[str], mapping: dict[str, str]) -> Ve
 
 
 def sentence_pairs(sentences: Sequence[str], lists: DebiasLists) -> list[SentencePair]:
-    """Every sentence holding a definitional word, as (all-male, all-female) versions; sentences that
-    give the same pair twice count once."""
+    """Every sentence holding a definitional word, as (all-male, all-female) versions; sentences
+    that give the same pair twice count once."""
     to_female, to_male = partners(lists)
     pattern = _pattern([*to_female, *to_male])
     out: dict[tuple[str, str], SentencePair] = {}
@@ -130,8 +131,8 @@ def read_corpus(path: str | Path) -> list[str]:
 def template_sentences(lists: DebiasLists) -> tuple[list[str], str]:
     """Sentences with the definitional words (male side; pairing writes the female side): from the
     language's SEAT templates attached to the lists (`lists.templates`, looked up by whoever loaded
-    them) when its package has them, else (said in a warning and recorded) the bare-word templates. A
-    template set that exists but cannot be loaded is an error, never a silent switch to English
+    them) when its package has them, else (said in a warning and recorded) the bare-word templates.
+    A template set that exists but cannot be loaded is an error, never a silent switch to English
     sentence frames."""
     words = [m for m, _ in lists.definitional]
     language = lists.meta.language or "en"
@@ -144,17 +145,20 @@ def template_sentences(lists: DebiasLists) -> tuple[list[str], str]:
         ) from found.error
     if found is not None and found.templates is not None:
         render = getattr(found.templates, "render", None)
-        # The lists carry no grammar, so the words get the set's generic templates (its default class).
+        # The lists carry no grammar, so the words get the set's generic templates (its default
+        # class).
         rendered = [r.text for w in words for r in render(w)] if render is not None else []
         if len(rendered) >= 2:
             return rendered, name
         log.warning(
-            "The templates %s fit fewer than 2 definitional words; Sent-Debias uses bare-word sentences instead.",
+            "The templates %s fit fewer than 2 definitional words; Sent-Debias uses "
+            "bare-word sentences instead.",
             name,
         )
     elif found is None:
         log.warning(
-            "The lists %s come without their language's sentence templates (lists loaded through bias.registry have them); "
+            "The lists %s come without their language's sentence templates (lists loaded "
+            "through bias.registry have them); "
             "Sent-Debias uses bare-word sentences.",
             lists.name,
         )
@@ -174,9 +178,9 @@ def template_sentences(lists: DebiasLists) -> tuple[list[str], str]:
 
 
 def encode_pairs(embedder: Any, pairs: Sequence[SentencePair], key: tuple[str, str, Any]) -> Any:
-    """The encodings of the pairs' male versions, then of their female versions (2 x len(pairs) rows),
-    for one way of taking vectors `key` = (sentence or span, pooling, layer): what every debiaser
-    fitted on sentence pairs trains on."""
+    """The encodings of the pairs' male versions, then of their female versions (2 x len(pairs)
+    rows), for one way of taking vectors `key` = (sentence or span, pooling, layer): what every
+    debiaser fitted on sentence pairs trains on."""
     level, pooling, layer = key
     kwargs: dict[str, Any] = {"pooling": pooling}
     if layer is not None:
@@ -191,6 +195,8 @@ def encode_pairs(embedder: Any, pairs: Sequence[SentencePair], key: tuple[str, s
 def check_pairs(pairs: Sequence[Any], needed: int, where: str) -> None:
     if len(pairs) < max(2, needed):
         raise BiasError(
-            f"Only {len(pairs)} sentence pair(s) could be built from {where}; at least {max(2, needed)} are needed.",
-            "Give a corpus whose sentences contain the definitional words (--debias-corpus), or other lists.",
+            f"Only {len(pairs)} sentence pair(s) could be built from {where}; at least "
+            f"{max(2, needed)} are needed.",
+            "Give a corpus whose sentences contain the definitional words "
+            "(--debias-corpus), or other lists.",
         )

@@ -3,20 +3,19 @@
 It lives in core because every debiaser (first-party or third-party) returns one, and plugins import
 core only.
 
-A debiased model must be an ordinary Embedder so that every metric runs on it unchanged. It wraps the
-original embedder (`source`, kept so that tests such as the clustering test can rank words in the
-original space) and a transformation:
+A debiased model must be an ordinary Embedder so that every metric runs on it unchanged. It wraps
+the original embedder (`source`, kept so that tests such as the clustering test can rank words in
+the original space) and a transformation:
 
-- static vectors (Hard-Debias, INLP on word vectors) hold the whole debiased vocabulary as one matrix,
-  because equalisation moves particular rows and cannot be recomputed from a single vector; words
-  outside that matrix (beyond a vocabulary limit, or fastText sub-word vectors) are transformed when
-  they are looked up;
+- static vectors (Hard-Debias, INLP on word vectors) hold the whole debiased vocabulary as one
+  matrix, because equalisation moves particular rows and cannot be recomputed from a single vector;
+  words outside that matrix (beyond a vocabulary limit, or fastText sub-word vectors) are
+  transformed when they are looked up;
 - contextual models (Sent-Debias, INLP on sentence encodings) are post-processed on the fly: every
   vector `encode()` and `word_vectors()` return goes through the transformation.
 
-Used on the command line (`bias run --debias`), the wrapper fits its debiaser when it is first loaded,
-so a run that fails on bad input earlier never pays for the fit.
-"""
+Used on the command line (`bias run --debias`), the wrapper fits its debiaser when it is first
+loaded, so a run that fails on bad input earlier never pays for the fit."""
 
 from __future__ import annotations
 
@@ -79,7 +78,8 @@ class DebiasedEmbedder(Embedder):
         return self.matrix is not None
 
     def check(self) -> None:
-        """The source's own checks: a debiased view has no file of its own (a service model has none)."""
+        """The source's own checks: a debiased view has no file of its own (a service model has
+        none)."""
         self.source.check()
 
     def contacts(self) -> tuple[Contact, ...]:
@@ -164,7 +164,8 @@ class DebiasedEmbedder(Embedder):
     ) -> np.ndarray:
         self.load()
         if self.static:
-            # A debiased vocabulary encodes text as static models do: from its (debiased) word vectors.
+            # A debiased vocabulary encodes text as static models do: from its (debiased) word
+            # vectors.
             assert self.matrix is not None
             return static_encode(
                 self.spec,
@@ -204,10 +205,12 @@ class DebiasedEmbedder(Embedder):
         self.load()
         params = json.dumps(self.info.get("parameters", {}), sort_keys=True, default=str)
         lists = self.info.get("lists", {})
-        return f"{self.source.fingerprint()}|debias={self.method}|{params}|lists={lists.get('name')}:{lists.get('file')}"
+        named = f"lists={lists.get('name')}:{lists.get('file')}"
+        return f"{self.source.fingerprint()}|debias={self.method}|{params}|{named}"
 
     def save(self, folder: Path, fmt: str = "word2vec") -> Path:
-        """Write the debiased vectors into `folder` (see `write_vectors`); returns the file written."""
+        """Write the debiased vectors into `folder` (see `write_vectors`); returns the file
+        written."""
         return write_vectors(self, folder, fmt)
 
     def describe(self) -> dict[str, Any]:
@@ -221,16 +224,17 @@ class DebiasedEmbedder(Embedder):
         return {**self.source.describe(), "debiased": summary}
 
 
-# --- writing debiased vectors ----------------------------------------------------------------------
+# --- writing debiased vectors
+# ----------------------------------------------------------------------
 
 FORMATS = {"word2vec": "vectors.bin", "text": "vectors.txt"}
 
 
 def write_vectors(embedder: Embedder, folder: Path, fmt: str = "word2vec") -> Path:
     """Write the debiased vocabulary (`all_vectors()` of an embedder with a vocabulary: a
-    DebiasedEmbedder's matrix, or a third-party debiaser's own embedder) as a word2vec file (binary by
-    default, or text) with gensim, so the result reads back with `word2vec:FOLDER/vectors.bin` like
-    any other model."""
+    DebiasedEmbedder's matrix, or a third-party debiaser's own embedder) as a word2vec file (binary
+    by default, or text) with gensim, so the result reads back with `word2vec:FOLDER/vectors.bin`
+    like any other model."""
     if fmt not in FORMATS:
         raise BiasError(f"--format must be one of {', '.join(FORMATS)}, not '{fmt}'.")
     embedder.load()
@@ -239,8 +243,10 @@ def write_vectors(embedder: Embedder, folder: Path, fmt: str = "word2vec") -> Pa
         return _write_matrix(list(found.words), np.asarray(found.vectors), folder, fmt)
     if not embedder.static:
         raise BiasError(
-            f"{embedder.method} debiased {embedder.source.spec} on the fly; there is no vector matrix to write.",
-            "Debiased vectors can be written for static models; use `bias run --debias` for contextual models.",
+            f"{embedder.method} debiased {embedder.source.spec} on the fly; there is no "
+            "vector matrix to write.",
+            "Debiased vectors can be written for static models; use `bias run --debias` "
+            "for contextual models.",
         )
     assert embedder.vocab is not None and embedder.matrix is not None
     return _write_matrix(list(embedder.vocab), embedder.matrix, folder, fmt)
@@ -253,13 +259,14 @@ def _write_matrix(words: list[str], matrix: np.ndarray, folder: Path, fmt: str) 
     folder.mkdir(parents=True, exist_ok=True)
     kv = KeyedVectors(vector_size=matrix.shape[1], count=0, dtype=np.float32)
     kv.add_vectors(words, matrix.astype(np.float32, copy=False))
-    # descending counts keep the vocabulary's order (gensim writes by count, and warns when there is none)
+    # descending counts keep the vocabulary's order (gensim writes by count, and warns when there is
+    # none)
     kv.allocate_vecattrs(attrs=["count"], types=[np.int64])
     kv.expandos["count"][:] = np.arange(len(words), 0, -1)
     path = folder / FORMATS[fmt]
     from bias.core.runs.folder import open_in_run
 
     with open_in_run(folder, FORMATS[fmt], "wb"):
-        pass  # refuses a link planted in place of the file; gensim then writes the plain file made here
+        pass  # refuses a link planted in place of the file; gensim then writes the plain file
     kv.save_word2vec_format(str(path), binary=fmt == "word2vec")
     return path

@@ -17,8 +17,8 @@ from bias.core.interfaces import Embedder
 
 
 class FitOnLoad:
-    """Mixin of the first-party debiasers: `wrap(embedder, lists)` returns the debiased model at once,
-    fitting (and transforming) only when it is first loaded; what `bias run --debias` uses."""
+    """Mixin of the first-party debiasers: `wrap(embedder, lists)` returns the debiased model at
+    once, fitting (and transforming) only when it is first loaded; what `bias run --debias` uses."""
 
     name: ClassVar[str]
 
@@ -61,9 +61,11 @@ def labelled_words(
     """Training vectors of a static model labelled 1 (male) and 0 (female), for the debiasers that
     learn the concept from words (INLP, LEACE):
 
-    - `training = "pairs"`: the words of the definitional and equalize pairs, labelled by their side;
+    - `training = "pairs"`: the words of the definitional and equalize pairs, labelled by their
+      side;
     - `training = "projection"`: the `per_class` words most aligned with the lists' direction pair
-      (he - she) by cosine are male, the `per_class` least aligned female; the pair itself is left out.
+      (he - she) by cosine are male, the `per_class` least aligned female; the pair itself is left
+      out.
 
     Returns the float64 rows, the labels and the (male, female) words chosen.
     """
@@ -84,7 +86,8 @@ def labelled_words(
         if a not in index or b not in index:
             missing = [w for w in (a, b) if w not in index]
             raise BiasError(
-                f"The direction pair ({a}, {b}) of {lists.name} is not in the model: {', '.join(missing)} missing.",
+                f"The direction pair ({a}, {b}) of {lists.name} is not in the model: "
+                f"{', '.join(missing)} missing.",
                 "Use training = pairs, or lists whose direction pair the model has.",
             )
         g = matrix[index[a]].astype(np.float64) - matrix[index[b]].astype(np.float64)

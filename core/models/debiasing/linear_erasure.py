@@ -52,7 +52,8 @@ DEFAULT_ENCODING = ("sentence", "mean", None)
 
 def params_in_order(*names: str) -> Callable[[type, list[attrs.Attribute]], list[attrs.Attribute]]:
     """An attrs field transformer that lists the named fields first, in this order (a subclass's own
-    parameters would otherwise all come after the shared ones, in `bias info` and in debias.json)."""
+    parameters would otherwise all come after the shared ones, in `bias info` and in
+    debias.json)."""
 
     def reorder(cls: type, fields: list[attrs.Attribute]) -> list[attrs.Attribute]:
         by_name = {f.name: f for f in fields}
@@ -65,7 +66,8 @@ def params_in_order(*names: str) -> Callable[[type, list[attrs.Attribute]], list
 class LinearErasure(FitOnLoad, Debiaser):
     """Fit a linear map that removes what predicts gender, then apply it to every vector."""
 
-    # `requires` is declared by each method's own class: `bias list` reads it from the plugin's source
+    # `requires` is declared by each method's own class: `bias list` reads it from the plugin's
+    # source
     label: ClassVar[str]  # the method's name in messages: "INLP"
     methods_hint: ClassVar[str]  # what to use instead when the model fits neither level
     apply_timing: ClassVar[str]  # the timing key of the vocabulary update: "project_s"
@@ -75,7 +77,8 @@ class LinearErasure(FitOnLoad, Debiaser):
 
     training: str = param(
         "projection",
-        "word-level training words: projection (most male/female by the direction pair) or pairs (the lists' pairs)",
+        "word-level training words: projection (most male/female by the direction pair) or "
+        "pairs (the lists' pairs)",
         validator=one_of(TRAINING),
     )
     per_class: int = param(
@@ -102,7 +105,8 @@ class LinearErasure(FitOnLoad, Debiaser):
 
     _state: dict[str, Any] | None = attrs.field(default=None, init=False, repr=False)
 
-    # --- the hooks of a method ---------------------------------------------------------------------
+    # --- the hooks of a method
+    # ---------------------------------------------------------------------
 
     def _fit_map(self, X: np.ndarray, y: np.ndarray) -> tuple[VectorTransform, dict[str, Any]]:
         raise NotImplementedError
@@ -116,10 +120,12 @@ class LinearErasure(FitOnLoad, Debiaser):
         raise NotImplementedError
 
     def _installed_templates(self, lists: DebiasLists) -> tuple[list[str], str]:
-        """Sentences from the SEAT templates the lists were loaded with, else bare words (as Sent-Debias)."""
+        """Sentences from the SEAT templates the lists were loaded with, else bare words (as
+        Sent-Debias)."""
         return template_sentences(lists)
 
-    # --- the shared machinery ------------------------------------------------------------------------
+    # --- the shared machinery
+    # ------------------------------------------------------------------------
 
     @classmethod
     def supports(cls, embedder: Embedder) -> str | None:
@@ -128,7 +134,10 @@ class LinearErasure(FitOnLoad, Debiaser):
             or Capability.CONTEXTUAL in embedder.capabilities
         ):
             return None
-        return f"{cls.label} needs a static model with a vocabulary or a model that encodes sentences; {embedder.spec} offers neither"
+        return (
+            f"{cls.label} needs a static model with a vocabulary or a model that encodes "
+            f"sentences; {embedder.spec} offers neither"
+        )
 
     def params(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in attrs.fields(type(self)) if f.init}
@@ -155,7 +164,8 @@ class LinearErasure(FitOnLoad, Debiaser):
         if level == "words":
             if Capability.VOCABULARY not in embedder.capabilities:
                 raise BiasError(
-                    f"{self.label} at word level needs a static model with a vocabulary; {embedder.spec} has none.",
+                    f"{self.label} at word level needs a static model with a vocabulary; "
+                    f"{embedder.spec} has none.",
                     "Use level = sentences.",
                 )
             words, matrix = vocabulary_matrix(
@@ -173,7 +183,8 @@ class LinearErasure(FitOnLoad, Debiaser):
         else:
             if Capability.CONTEXTUAL not in embedder.capabilities:
                 raise BiasError(
-                    f"{self.label} at sentence level needs a model that encodes sentences; {embedder.spec} does not.",
+                    f"{self.label} at sentence level needs a model that encodes sentences; "
+                    f"{embedder.spec} does not.",
                     "Use level = words.",
                 )
             sentences, origin = (

@@ -62,8 +62,8 @@ def _unit_block(block: np.ndarray) -> int:
 
 
 def remove_subspace_(matrix: np.ndarray, basis: np.ndarray, keep: np.ndarray | None = None) -> None:
-    """v <- v - sum_j (v.b_j) b_j for every row not marked in `keep`, in place and in blocks; `basis`
-    has orthonormal rows."""
+    """v <- v - sum_j (v.b_j) b_j for every row not marked in `keep`, in place and in blocks;
+    `basis` has orthonormal rows."""
     basis = np.asarray(basis, dtype=matrix.dtype)
     for first in range(0, matrix.shape[0], CHUNK_ROWS):
         block = matrix[first : first + CHUNK_ROWS]
@@ -75,8 +75,8 @@ def remove_subspace_(matrix: np.ndarray, basis: np.ndarray, keep: np.ndarray | N
 
 @attrs.frozen
 class SubspaceRemoval(VectorTransform):
-    """Unit-normalise, remove the projection on a subspace, renormalise (Hard-Debias' neutralisation,
-    Sent-Debias); words in `exempt` (gender-specific words) are only normalised."""
+    """Unit-normalise, remove the projection on a subspace, renormalise (Hard-Debias'
+    neutralisation, Sent-Debias); words in `exempt` (gender-specific words) are only normalised."""
 
     basis: np.ndarray = attrs.field(eq=False)
     exempt: frozenset[str] = frozenset()

@@ -2,9 +2,8 @@
 batches that halve when the device runs out of memory, and the one error a user sees when even a
 single row does not fit.
 
-Vectors (`bias.core.models.hf.vectors`) and LM scores (`bias.core.models.hf.lm_scoring`) both go through here, so
-they cut, pad and batch alike. torch is imported inside the functions only.
-"""
+Vectors (`bias.core.models.hf.vectors`) and LM scores (`bias.core.models.hf.lm_scoring`) both go
+through here, so they cut, pad and batch alike. torch is imported inside the functions only."""
 
 from __future__ import annotations
 
@@ -36,9 +35,10 @@ ROBERTA_PADDING_IDX = 1  # what RoBERTa-style configs use when they name no pad_
 
 
 def token_limit(model: Any, tokenizer: Any) -> int | None:
-    """The longest sequence (special tokens included) the model accepts, when it says so: the smaller
-    of the tokenizer's model_max_length and the position table, less the positions a RoBERTa-style
-    model reserves up to its padding index (a pad id of 0 reserves one position, not two)."""
+    """The longest sequence (special tokens included) the model accepts, when it says so: the
+    smaller of the tokenizer's model_max_length and the position table, less the positions a
+    RoBERTa-style model reserves up to its padding index (a pad id of 0 reserves one position, not
+    two)."""
     limits = []
     tokenizer_limit = getattr(tokenizer, "model_max_length", None)
     if isinstance(tokenizer_limit, int) and 0 < tokenizer_limit < NOT_SET:
@@ -55,7 +55,8 @@ def token_limit(model: Any, tokenizer: Any) -> int | None:
 
 def pad_id(tokenizer: Any) -> int:
     """The id written into padding: the pad token, else EOS or UNK (GPT-2 has no pad token), else 0.
-    Padding sits behind the attention mask and on the right, so its value never reaches a real token."""
+    Padding sits behind the attention mask and on the right, so its value never reaches a real
+    token."""
     for name in ("pad_token_id", "eos_token_id", "unk_token_id"):
         value = getattr(tokenizer, name, None)
         if value is not None:
@@ -128,9 +129,9 @@ def in_batches(
     widths: Sequence[int] | None = None,
     max_tokens: int | None = None,
 ) -> None:
-    """Call `work(start, end)` on consecutive ranges of 0..count, `batch_size` long; with `widths` (the
-    rows' lengths, longest first) and `max_tokens`, a batch of long rows holds fewer rows, so that
-    batch x width stays within `max_tokens` (at least one row).
+    """Call `work(start, end)` on consecutive ranges of 0..count, `batch_size` long; with `widths`
+    (the rows' lengths, longest first) and `max_tokens`, a batch of long rows holds fewer rows, so
+    that batch x width stays within `max_tokens` (at least one row).
 
     When the device runs out of memory, the batch is halved and retried, and later batches keep the
     size that fitted (a warning says so). A single row that does not fit is re-raised, for
@@ -165,7 +166,8 @@ def in_batches(
 # batch_size = auto: what a GPU's batches may take of the device memory free once the model is
 # loaded, the live activations of one token (about 24 hidden-width vectors: residual, attention and
 # feed-forward intermediates, in the weights' precision, plus one attention row per head), and the
-# most tokens a batch holds (beyond that a GPU is full, and attention's index arithmetic nears 2^31).
+# most tokens a batch holds (beyond that a GPU is full, and attention's index arithmetic nears
+# 2^31).
 AUTO_SHARE = 0.5
 AUTO_MAX_TOKENS = 1 << 17
 CPU_BATCH = 32  # rows of a batch on a CPU (bigger batches only pad more there)
@@ -211,8 +213,8 @@ def batch_limits(batch_size: int | str, model: Any, device: Any) -> tuple[int, i
 
 
 def padded_rows(rows: Sequence[Sequence[int]], fill: int) -> tuple[np.ndarray, np.ndarray]:
-    """Every row in one int64 matrix, padded on the right with `fill`, and the rows' lengths: built by
-    numpy in one pass, never row by row in Python."""
+    """Every row in one int64 matrix, padded on the right with `fill`, and the rows' lengths: built
+    by numpy in one pass, never row by row in Python."""
     lengths = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
     width = int(lengths.max()) if len(rows) else 0
     out = np.full((len(rows), width), fill, dtype=np.int64)
@@ -223,8 +225,8 @@ def padded_rows(rows: Sequence[Sequence[int]], fill: int) -> tuple[np.ndarray, n
 
 
 def on_device(array: np.ndarray, device: Any) -> Any:
-    """A numpy array as a torch tensor on `device`; to a GPU through pinned memory without waiting, so
-    the copy overlaps what the device is still computing."""
+    """A numpy array as a torch tensor on `device`; to a GPU through pinned memory without waiting,
+    so the copy overlaps what the device is still computing."""
     import torch
 
     tensor = torch.from_numpy(np.ascontiguousarray(array))
@@ -234,7 +236,8 @@ def on_device(array: np.ndarray, device: Any) -> Any:
 
 
 def is_out_of_memory(exc: BaseException) -> bool:
-    """torch's CUDA out-of-memory error, or a RuntimeError saying so (other back ends, older torch)."""
+    """torch's CUDA out-of-memory error, or a RuntimeError saying so (other back ends, older
+    torch)."""
     import torch
 
     oom = getattr(torch.cuda, "OutOfMemoryError", None)

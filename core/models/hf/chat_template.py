@@ -1,10 +1,11 @@
-"""Conversations as a local model reads them: through its tokenizer's chat template, or as plain text.
+"""Conversations as a local model reads them: through its tokenizer's chat template, or as plain
+text.
 
-An instruction-tuned model was trained on conversations wrapped in its own markers (`<|im_start|>user`,
-`[INST]`, ...); scored or sampled on raw text it is measured on input it never saw. The tokenizer's
-`chat_template` (in tokenizer_config.json or chat_template.jinja) says how: `apply_chat_template` with
-`add_generation_prompt=True` gives the text up to the start of the assistant's turn, so a reply is
-generated, or an answer scored, inside that turn.
+An instruction-tuned model was trained on conversations wrapped in its own markers
+(`<|im_start|>user`, `[INST]`, ...); scored or sampled on raw text it is measured on input it never
+saw. The tokenizer's `chat_template` (in tokenizer_config.json or chat_template.jinja) says how:
+`apply_chat_template` with `add_generation_prompt=True` gives the text up to the start of the
+assistant's turn, so a reply is generated, or an answer scored, inside that turn.
 
 When the template is used (`chat = "auto"` with a template present, or `chat = "true"`), the text it
 gives is what the model reads, less a start token written at its front: the scoring and generation
@@ -37,8 +38,10 @@ def uses_template(tokenizer: Any, chat: str, spec: str) -> bool:
         return True
     if chat == "true":
         raise BiasError(
-            f"The model {spec} has no chat template (tokenizer_config.json names no chat_template), so chat = true cannot apply one.",
-            "Use an instruction-tuned model's folder, or --model-option chat=false to give it plain text.",
+            f"The model {spec} has no chat template (tokenizer_config.json names no "
+            "chat_template), so chat = true cannot apply one.",
+            "Use an instruction-tuned model's folder, or --model-option chat=false to give "
+            "it plain text.",
         )
     return False
 
@@ -85,7 +88,8 @@ def strip_start(tokenizer: Any, text: str) -> tuple[str, bool]:
 def conversation_text(
     tokenizer: Any, request: GenerationRequest, template: bool
 ) -> tuple[str, str]:
-    """What the model reads for `request`: the templated text, or the contents joined by blank lines."""
+    """What the model reads for `request`: the templated text, or the contents joined by blank
+    lines."""
     if template:
         return templated(tokenizer, request)
     return (

@@ -12,11 +12,10 @@ that of one forward over the question's tokens. The output head runs at the answ
 
 Log-probabilities are `log_softmax` of float64 logits. The numbers equal those of one sequence per
 answer to float rounding (tests/test_bbq.py checks 1e-5 on a tiny GPT-2; benchmarks/bench_bbq.py
-compares the two on a GPT-2-sized model). A model that does not take a 4D attention mask and position
-ids (flash attention, models with their own code) is scored the plain way, with the same numbers;
-so is every call whose first question disagrees with the plain way by more than the model's precision
-allows (a model that would ignore the mask).
-"""
+compares the two on a GPT-2-sized model). A model that does not take a 4D attention mask and
+position ids (flash attention, models with their own code) is scored the plain way, with the same
+numbers; so is every call whose first question disagrees with the plain way by more than the model's
+precision allows (a model that would ignore the mask)."""
 
 from __future__ import annotations
 
@@ -62,8 +61,8 @@ def packed_choice_log_probs(
     *,
     max_tokens: int | None = None,
 ) -> list[ChoiceScores] | None:
-    """Per request, the log-probabilities of each continuation's tokens; None when the model cannot be
-    given the packed rows (the caller then scores one sequence per continuation)."""
+    """Per request, the log-probabilities of each continuation's tokens; None when the model cannot
+    be given the packed rows (the caller then scores one sequence per continuation)."""
     import torch
 
     if not packable(model):
@@ -82,7 +81,8 @@ def packed_choice_log_probs(
             longest = len(prompt) + max(len(t) for t in own)
             if longest > limit:
                 raise BiasError(
-                    f"Question {i} ({requests[i].prompt[:40]!r}...) is {longest} tokens long with its longest answer, "
+                    f"Question {i} ({requests[i].prompt[:40]!r}...) is {longest} tokens "
+                    "long with its longest answer, "
                     f"more than the model's limit of {limit}.",
                     "Shorten the context, or use a model with a longer context.",
                 )
@@ -141,7 +141,8 @@ def packed_choice_log_probs(
 def _agrees_with_plain(
     embedder: Any, request: ChoiceRequest, packed: ChoiceScores, model: Any
 ) -> bool:
-    """The first question scored the plain way gives the packed numbers, within the model's precision."""
+    """The first question scored the plain way gives the packed numbers, within the model's
+    precision."""
     plain = choice_log_probs_by_sequences(embedder, [request])[0]
     dtype = str(next(model.parameters()).dtype).removeprefix("torch.")
     tolerance = _AGREE.get(dtype, 1e-4)

@@ -38,7 +38,8 @@ def file_digest(path: Path) -> str:
 
 def folder_digest(folder: Path) -> str:
     """A digest of a model folder: its resolved path, config and tokenizer files by content, weights
-    by `file_digest`; other files (READMEs, training logs) do not change the numbers and are left out."""
+    by `file_digest`; other files (READMEs, training logs) do not change the numbers and are left
+    out."""
     digest = hashlib.sha256()
     digest.update(str(folder.resolve()).encode())
     digest.update(hashlib.sha256((folder / "config.json").read_bytes()).digest())
@@ -54,8 +55,8 @@ def folder_digest(folder: Path) -> str:
 
 def cache_fingerprint(files: str, dtype: str, token_limit: int | None) -> str:
     """What the numbers of an encoding depend on besides the request itself (text, span, pooling and
-    layer are part of each row's key). The device and batch size are left out on purpose: they change
-    rows only by rounding, so a cache filled on a GPU serves a CPU run."""
+    layer are part of each row's key). The device and batch size are left out on purpose: they
+    change rows only by rounding, so a cache filled on a GPU serves a CPU run."""
     import transformers
 
     return f"hf|{files}|dtype={dtype}|limit={token_limit}|transformers={transformers.__version__}"

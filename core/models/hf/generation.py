@@ -120,8 +120,10 @@ def generate(
             raise BiasError(f"Prompt {i} ({text[:40]!r}) tokenised to nothing.")
         if limit is not None and len(ids) + max_new > limit:
             raise BiasError(
-                f"Prompt {i} ({text[:40]!r}...) is {len(ids)} tokens; with {max_new} new tokens that is more than the model's limit of {limit}.",
-                "Ask for fewer tokens (max_tokens), shorten the prompt, or use a model with a longer context.",
+                f"Prompt {i} ({text[:40]!r}...) is {len(ids)} tokens; with {max_new} new "
+                f"tokens that is more than the model's limit of {limit}.",
+                "Ask for fewer tokens (max_tokens), shorten the prompt, or use a model "
+                "with a longer context.",
             )
     draws = 1 if sampling.greedy else int(sampling.samples or 1)
     rows = [(i, j) for i in range(len(prompts)) for j in range(draws)]

@@ -3,15 +3,16 @@
 The `hf` embedder delegates `masked_log_probs` and `token_log_probs` here, with its loaded model,
 tokenizer and device. Each call turns what a metric asks for into one description of rows to run and
 tokens to read, built with numpy on the host, and hands it to the batched loop of
-`bias.core.models.hf.scoring_plan` (length-sorted batches padded on the right with an attention mask,
-so models without a pad token work too; the output head only at the positions read; float64
+`bias.core.models.hf.scoring_plan` (length-sorted batches padded on the right with an attention
+mask, so models without a pad token work too; the output head only at the positions read; float64
 log-softmax; everything on the device at once):
 
 - a pseudo-log-likelihood that masks one token at a time becomes one *row* per masked variant, all
   variants of all sentences sharing the batches, never one forward call per mask; requests that give
   the model the same input share one row;
 - attention received per token (AULA) is the attention matrix averaged over layers, heads and the
-  sequence's real (non-padding) queries: a column mean, i.e. how much attention the token *receives*.
+  sequence's real (non-padding) queries: a column mean, i.e. how much attention the token
+  *receives*.
 
 torch is imported inside the functions so that importing this module stays cheap.
 """
@@ -32,8 +33,8 @@ from bias.core.models.hf.scoring_plan import offsets, runs, score_reads
 
 
 def is_uncased(tokenizer: Any) -> bool:
-    """Whether the tokenizer lowercases its input (an uncased model): its `do_lower_case` flag, else the
-    saved init arguments, else what the fast tokenizer's normalizer does to a capital letter."""
+    """Whether the tokenizer lowercases its input (an uncased model): its `do_lower_case` flag, else
+    the saved init arguments, else what the fast tokenizer's normalizer does to a capital letter."""
     flag = getattr(tokenizer, "do_lower_case", None)
     if isinstance(flag, bool):
         return flag
@@ -54,8 +55,10 @@ def mask_id(tokenizer: Any) -> int:
     found = getattr(tokenizer, "mask_token_id", None)
     if found is None:
         raise BiasError(
-            f"The tokenizer ({type(tokenizer).__name__}) has no mask token, so masked-LM scores cannot be computed.",
-            "Use a masked language model (BERT, RoBERTa, ...) saved with its tokenizer, or a causal-LM metric.",
+            f"The tokenizer ({type(tokenizer).__name__}) has no mask token, so masked-LM "
+            "scores cannot be computed.",
+            "Use a masked language model (BERT, RoBERTa, ...) saved with its tokenizer, or "
+            "a causal-LM metric.",
         )
     return int(found)
 
@@ -72,7 +75,8 @@ def _check_lengths(
         first = int(too_long[0])
         raise BiasError(
             f"{len(too_long)} sequence(s) are longer than the model's limit of {limit} tokens "
-            f"(the first, number {first if numbers is None else int(numbers[first])}, has {int(lengths[first])} tokens with its special tokens).",
+            f"(the first, number {first if numbers is None else int(numbers[first])}, has "
+            f"{int(lengths[first])} tokens with its special tokens).",
             "Shorten those sentences or use a model with a longer context.",
         )
 
@@ -86,11 +90,12 @@ def masked_log_probs(
     *,
     max_tokens: int | None = None,
 ) -> list[np.ndarray]:
-    """For each request, log P(original token at each position | all the request's positions masked).
+    """For each request, log P(original token at each position | all the request's positions
+    masked).
 
-    One float64 array per request, in the order of `request.positions`. Requests of every sentence are
-    mixed into length-sorted batches; a request with no positions gets an empty array without a model call.
-    """
+    One float64 array per request, in the order of `request.positions`. Requests of every sentence
+    are mixed into length-sorted batches; a request with no positions gets an empty array without a
+    model call."""
     import torch
 
     requests = list(requests)
@@ -116,13 +121,15 @@ def masked_log_probs(
     if bad.any():
         k = int(np.argmax(bad))
         raise BiasError(
-            f"Masked request {owner[k]} asks for position {where[k]} of a sequence of {lengths[owner[k]]} tokens."
+            f"Masked request {owner[k]} asks for position {where[k]} of a sequence of "
+            f"{lengths[owner[k]]} tokens."
         )
     tokens = ids[owner, where]
     masked = ids.copy()
     masked[owner, where] = mask_id(tokenizer)
-    # Requests that differ only in the tokens under their masks give the model the same input: one row
-    # serves them all (LPBS's `one-mask` policy reads each sub-token of a word at one mask this way).
+    # Requests that differ only in the tokens under their masks give the model the same input: one
+    # row serves them all (LPBS's `one-mask` policy reads each sub-token of a word at one mask this
+    # way).
     listed = np.full((len(requests), int(counts.max())), -1, dtype=np.int64)
     listed[owner, rank] = where
     live = np.flatnonzero(counts)
@@ -183,7 +190,8 @@ def _distinct_rows(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 @contextlib.contextmanager
 def _eager_attention(model: Any, wanted: bool) -> Iterator[None]:
-    """sdpa and flash attention return no attention weights; switch to eager for the call, then back."""
+    """sdpa and flash attention return no attention weights; switch to eager for the call, then
+    back."""
     config = getattr(model, "config", None)
     current = getattr(config, "_attn_implementation", None)
     switch = wanted and current not in (None, "eager") and hasattr(model, "set_attn_implementation")
@@ -192,7 +200,8 @@ def _eager_attention(model: Any, wanted: bool) -> Iterator[None]:
             model.set_attn_implementation("eager")
         except Exception as exc:
             raise BiasError(
-                f"The model's attention ({current}) gives no attention weights, and it cannot switch to eager attention: {exc}",
+                f"The model's attention ({current}) gives no attention weights, and it "
+                f"cannot switch to eager attention: {exc}",
                 "AULA needs attention weights; use AUL instead.",
             ) from exc
     try:
@@ -203,13 +212,14 @@ def _eager_attention(model: Any, wanted: bool) -> Iterator[None]:
 
 
 def causal_start(tokenizer: Any) -> tuple[int | None, str]:
-    """The token a causal LM's sequences are conditioned on before their first word, and how it was chosen.
+    """The token a causal LM's sequences are conditioned on before their first word, and how it was
+    chosen.
 
-    GPT-2-style tokenizers add no special token, so without a start token the first word of a sentence
-    has no context and would never be scored ("He likes ..." vs "She likes ..." would differ in nothing
-    scored). As bias-bench and lm-evaluation-harness do, the model's BOS token (else its EOS token) is
-    prepended when the tokenizer adds no start token of its own; the first word is then scored as
-    log P(w_1 | BOS). Returns (None, reason) when nothing is to be prepended.
+    GPT-2-style tokenizers add no special token, so without a start token the first word of a
+    sentence has no context and would never be scored ("He likes ..." vs "She likes ..." would
+    differ in nothing scored). As bias-bench and lm-evaluation-harness do, the model's BOS token
+    (else its EOS token) is prepended when the tokenizer adds no start token of its own; the first
+    word is then scored as log P(w_1 | BOS). Returns (None, reason) when nothing is to be prepended.
     """
     probe = "a"
     try:
@@ -225,7 +235,8 @@ def causal_start(tokenizer: Any) -> tuple[int | None, str]:
             token = getattr(tokenizer, name, None)
             return (
                 int(token_id),
-                f"{name[:3]} token {token!r} prepended, so the first word is scored as log P(w_1 | {name[:3].upper()})",
+                f"{name[:3]} token {token!r} prepended, so the first word is scored as log "
+                f"P(w_1 | {name[:3].upper()})",
             )
     return None, "no start token exists, so the first token has no context and is not scored"
 
@@ -242,13 +253,15 @@ def token_log_probs(
     start: bool = True,
     max_tokens: int | None = None,
 ) -> list[TokenScores]:
-    """Per-token log-probabilities of unmasked sequences, float64, one value per token (specials included).
+    """Per-token log-probabilities of unmasked sequences, float64, one value per token (specials
+    included).
 
-    Masked LM: log P(w_i | S), the whole sentence visible (AUL). Causal LM: log P(w_i | w_<i), with the
-    start token of `causal_start` put before the sequence (and not returned) so that position 0 is
-    scored too; NaN at position 0 only when the model has no start token, or when `start` is False
-    (no start token prepended: the pass without BOS of bias-bench's convention). With `attention`, also the attention each token receives: the
-    attention weights averaged over layers, heads and the real queries (padding excluded).
+    Masked LM: log P(w_i | S), the whole sentence visible (AUL). Causal LM: log P(w_i | w_<i), with
+    the start token of `causal_start` put before the sequence (and not returned) so that position 0
+    is scored too; NaN at position 0 only when the model has no start token, or when `start` is
+    False (no start token prepended: the pass without BOS of bias-bench's convention). With
+    `attention`, also the attention each token receives: the attention weights averaged over layers,
+    heads and the real queries (padding excluded).
 
     The output head runs on the scored positions only (never on padding, nor on a causal row's last
     position, which predicts nothing asked for): the hidden states are gathered first.
@@ -278,8 +291,8 @@ def token_log_probs(
                 f"The model ({type(model).__name__}) returned no attention weights.",
                 "AULA needs attention weights; use AUL instead.",
             )
-        # mean over layers and heads -> (batch, query, key), one layer at a time to bound memory; then
-        # the mean over each row's real queries (its start token and padding left out)
+        # mean over layers and heads -> (batch, query, key), one layer at a time to bound memory;
+        # then the mean over each row's real queries (its start token and padding left out)
         mean = sum(a.to(torch.float64).mean(dim=1) for a in layers) / len(layers)
         widths = torch.as_tensor(lengths[members], device=mean.device)
         query = torch.arange(mean.shape[1], device=mean.device)

@@ -67,7 +67,8 @@ def offsets(counts: np.ndarray) -> np.ndarray:
 
 
 def runs(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """For runs of `counts` elements laid end to end: each element's run and its place in the run."""
+    """For runs of `counts` elements laid end to end: each element's run and its place in the
+    run."""
     counts = np.asarray(counts, dtype=np.int64)
     owner = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
     return owner, np.arange(len(owner), dtype=np.int64) - np.repeat(offsets(counts)[:-1], counts)
@@ -95,14 +96,14 @@ def score_reads(
     on_batch: Callable[[np.ndarray, Any], None] | None = None,
     max_tokens: int | None = None,
 ) -> np.ndarray:
-    """log P(read_token[k] | the hidden state of gathered row read_row[k]) for every read k, float64,
-    in the order given.
+    """log P(read_token[k] | the hidden state of gathered row read_row[k]) for every read k,
+    float64, in the order given.
 
     `ids` holds one padded row per sequence (its first `lengths[i]` tokens real); gathered row j is
     position `gather_pos[j]` of sequence `gather_seq[j]`. `positions` (position ids) and `segments`
     (-1 padding, 0 shared, s > 0 a part that sees the shared tokens and itself only) are optional
-    matrices shaped like `ids`. `on_batch(sequences, output)` sees each batch's model output with the
-    indices of its sequences (AULA reads the attention weights there). A batch holds at most
+    matrices shaped like `ids`. `on_batch(sequences, output)` sees each batch's model output with
+    the indices of its sequences (AULA reads the attention weights there). A batch holds at most
     `batch_size` sequences and `max_tokens` tokens (default batch_size x TOKENS_PER_ROW: a decoder's
     activations grow with a batch's tokens, not its rows; 32 BBQ questions of ~200 tokens through
     GPT-2 took 1.4 GB at once, where 2,048 tokens take a third of that and run no slower)."""

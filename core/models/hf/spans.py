@@ -14,7 +14,8 @@ from bias.core.errors import BiasError
 
 def trimmed(text: str, start: int, end: int) -> tuple[int, int]:
     """A token's character range without the whitespace byte-level BPE ("Ġword") and SentencePiece
-    ("▁word") tokenizers include in it, so a span selects exactly the tokens of its own characters."""
+    ("▁word") tokenizers include in it, so a span selects exactly the tokens of its own
+    characters."""
     end = min(end, len(text))
     while start < end and text[start].isspace():
         start += 1
@@ -49,17 +50,18 @@ def positions(
     *,
     causal: bool = False,
 ) -> list[int]:
-    """The token positions whose vectors are averaged into a row; empty when the span covers no token.
+    """The token positions whose vectors are averaged into a row; empty when the span covers no
+    token.
 
     Whole text: "mean" takes every token (special tokens included, as sent-bias does for encoders; a
-    causal LM's own tokens only, since its start token sees nothing of the text and is the same vector
-    in every sentence), "cls" the first. A span, or the
-    whole text under "first"/"last", takes the overlapping non-special tokens; "cls" with a span still
-    takes the first token, the [CLS] of the sentence that holds the span.
-    """
+    causal LM's own tokens only, since its start token sees nothing of the text and is the same
+    vector in every sentence), "cls" the first. A span, or the whole text under "first"/"last",
+    takes the overlapping non-special tokens; "cls" with a span still takes the first token, the
+    [CLS] of the sentence that holds the span."""
     if pooling == "cls" and (cls_token_id is None or not ids or ids[0] != cls_token_id):
         raise BiasError(
-            "Pooling 'cls' needs a [CLS]-like first token, which this model's tokenizer does not add.",
+            "Pooling 'cls' needs a [CLS]-like first token, which this model's tokenizer "
+            "does not add.",
             "Use mean, first or last.",
         )
     if span is None:
@@ -94,8 +96,8 @@ def window(
 
     The leading and trailing special tokens stay; of the text's own tokens a window of the allowed
     size is kept that holds every needed position: centred on them for an encoder, ending with them
-    for a causal LM (whose vectors see only what comes before). `text` only names the text in an error.
-    """
+    for a causal LM (whose vectors see only what comes before). `text` only names the text in an
+    error."""
     if limit is None or length <= limit:
         return None
     prefix = 0
@@ -107,7 +109,8 @@ def window(
     budget = limit - prefix - suffix
     if budget < 1:
         raise BiasError(
-            f"The model's limit of {limit} tokens leaves no room for text between its special tokens."
+            f"The model's limit of {limit} tokens leaves no room for text between its "
+            "special tokens."
         )
     first, stop = prefix, length - suffix
     if needed:
@@ -115,7 +118,8 @@ def window(
         width = high - low + 1
         if width > budget:
             raise BiasError(
-                f"The span to encode in the text {text[:60]!r}... covers {width} tokens, more than the "
+                f"The span to encode in the text {text[:60]!r}... covers {width} tokens, "
+                "more than the "
                 f"{budget} the model takes at once ({limit} with its special tokens).",
                 "Give a shorter span, or a model with a longer limit.",
             )

@@ -2,8 +2,8 @@
 layers) over a set of token positions, so sentence vectors, span vectors and word encodings share
 one batched code path.
 
-Positions come from `bias.core.models.hf.spans`; batches, padding and the out-of-memory handling from
-`bias.core.models.hf.batching`. torch and transformers are imported inside the functions only.
+Positions come from `bias.core.models.hf.spans`; batches, padding and the out-of-memory handling
+from `bias.core.models.hf.batching`. torch and transformers are imported inside the functions only.
 """
 
 from __future__ import annotations
@@ -61,13 +61,15 @@ def check_layer(layer: int | str, num_states: int | None) -> None:
         wanted = LAYER_MEANS[layer]
         if n is not None and n < wanted:
             raise BiasError(
-                f"Layer '{layer}' needs {wanted} hidden states, but this model has {n} (0 = embeddings).",
+                f"Layer '{layer}' needs {wanted} hidden states, but this model has {n} (0 "
+                "= embeddings).",
                 "Use a single layer, e.g. -1.",
             )
         return
     if n is not None and not -n <= layer < n:
         raise BiasError(
-            f"Layer {layer} does not exist: this model has {n} hidden states (0 = embeddings, {n - 1} = last layer).",
+            f"Layer {layer} does not exist: this model has {n} hidden states (0 = "
+            f"embeddings, {n - 1} = last layer).",
             f"Use a layer from {-n} to {n - 1}; -1 is the last layer.",
         )
 
@@ -98,13 +100,16 @@ def check_texts(
                 isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in span
             ):
                 raise BiasError(
-                    f"The span {span!r} of the text {text!r} is not a pair of character offsets (start, end)."
+                    f"The span {span!r} of the text {text!r} is not a pair of character "
+                    "offsets (start, end)."
                 )
             start, end = span
             if not (0 <= start < end <= len(text)):
                 raise BiasError(
-                    f"The span {tuple(span)} does not lie inside the text {text!r} ({len(text)} characters).",
-                    "A span is (start, end) in characters with 0 <= start < end <= the text's length.",
+                    f"The span {tuple(span)} does not lie inside the text {text!r} "
+                    f"({len(text)} characters).",
+                    "A span is (start, end) in characters with 0 <= start < end <= the "
+                    "text's length.",
                 )
 
 
@@ -128,13 +133,15 @@ def check_pooling(loaded: LoadedModel, pooling: str, spec: str) -> None:
         return
     if loaded.causal:
         raise BiasError(
-            f"Pooling 'cls' does not apply to the causal language model {spec}: its first token has seen "
+            f"Pooling 'cls' does not apply to the causal language model {spec}: its first "
+            "token has seen "
             "nothing of the sentence.",
             "Use last (the sentence vector of a causal LM), mean or first.",
         )
     if loaded.tokenizer.cls_token_id is None:
         raise BiasError(
-            "Pooling 'cls' needs a [CLS]-like first token, which this model's tokenizer does not add.",
+            "Pooling 'cls' needs a [CLS]-like first token, which this model's tokenizer "
+            "does not add.",
             "Use mean, first or last.",
         )
 
@@ -177,7 +184,8 @@ def only_unknown(tokenizer: Any, words: Sequence[str]) -> set[str]:
 def _warn_truncated(cut: int, total: int, limit: int | None) -> None:
     if cut:
         log.warning(
-            "%d of %d texts are longer than the model's limit of %d tokens; each was cut to a window of that size "
+            "%d of %d texts are longer than the model's limit of %d tokens; each was cut "
+            "to a window of that size "
             "(around its span where one was given).",
             cut,
             total,
@@ -186,8 +194,8 @@ def _warn_truncated(cut: int, total: int, limit: int | None) -> None:
 
 
 def tokens(loaded: LoadedModel, texts: Sequence[str]) -> list[Tokens]:
-    """Each text's ids, trimmed character ranges ((0, 0) for special tokens) and special-token flags,
-    cut to the model's window (special tokens kept) with one warning per call."""
+    """Each text's ids, trimmed character ranges ((0, 0) for special tokens) and special-token
+    flags, cut to the model's window (special tokens kept) with one warning per call."""
     out: list[Tokens] = []
     cut = 0
     for text, (ids, offsets, special) in zip(texts, tokenized(loaded.tokenizer, texts)):
@@ -222,8 +230,8 @@ def prepare(
     start: int | None = None,
 ) -> list[PooledInput | None]:
     """Tokenise, pick the positions to average and cut texts to the model's window; None where the
-    span covers no token. `start`, a token id, is put before every text as a special token (the start
-    token of a causal LM whose tokenizer adds none, see `start_token`)."""
+    span covers no token. `start`, a token id, is put before every text as a special token (the
+    start token of a causal LM whose tokenizer adds none, see `start_token`)."""
     tokenizer = loaded.tokenizer
     out: list[PooledInput | None] = []
     cut = 0
@@ -264,8 +272,8 @@ STARTS = ("auto", "always")
 
 
 def start_token(loaded: LoadedModel, bos: str) -> tuple[int | None, str]:
-    """The token id to put before every text for vectors (None: nothing added), and in words what the
-    model's input starts with, for the result's convention.
+    """The token id to put before every text for vectors (None: nothing added), and in words what
+    the model's input starts with, for the result's convention.
 
     "auto" keeps the model's own convention: a tokenizer that adds a start token (Llama, OPT, Gemma,
     ...) adds it, one that adds none (GPT-2, BLOOM, Qwen) gets none. "always" puts the model's BOS
@@ -365,8 +373,8 @@ def cached_rows(
     start: int | None = None,
 ) -> tuple[np.ndarray, list[int]]:
     """Rows for every request, from the cache where it has them and from `compute` otherwise (new
-    rows go into the cache); also the indices of requests that cover no token (their rows are zeros).
-    A prepended start token is part of each row's key (rows without one keep their keys)."""
+    rows go into the cache); also the indices of requests that cover no token (their rows are
+    zeros). A prepended start token is part of each row's key (rows without one keep their keys)."""
     extra = () if start is None else (f"start={start}",)
     keys = [
         encoding_cache.row_key(text, span, pooling, layer, *extra)

@@ -2,10 +2,9 @@
 whole-vocabulary methods and the file fingerprint.
 
 A static model is a fixed vocabulary with one vector per word. `StaticEmbedder` turns a few hooks
-(`dim`, `_vector`, `_words`, `_vectors`) into the full Embedder surface, so each file format only says
-how it reads its file. Debiased static models encode text through `static_encode` too, exactly as the
-source model would from its own vectors.
-"""
+(`dim`, `_vector`, `_words`, `_vectors`) into the full Embedder surface, so each file format only
+says how it reads its file. Debiased static models encode text through `static_encode` too, exactly
+as the source model would from its own vectors."""
 
 from __future__ import annotations
 
@@ -21,8 +20,8 @@ from bias.core.interfaces import Capability, Embedder
 from bias.core.model import WordVectors
 from bias.core.specs import resolve_location
 
-# What every static embedder offers; each plugin class repeats it, since `bias list` reads a plugin's
-# declarations from its own source without importing it.
+# What every static embedder offers; each plugin class repeats it, since `bias list` reads a
+# plugin's declarations from its own source without importing it.
 STATIC_CAPABILITIES = frozenset(
     {Capability.WORD_VECTORS, Capability.CONTEXTUAL, Capability.VOCABULARY}
 )
@@ -49,15 +48,16 @@ def words_to_vectors(
 
 # --- sentences from static vectors ---------------------------------------------------------------
 
-# A word is a run of Unicode letters, digits or underscores ("Zoë", "straße", "kız"); apostrophes and
-# hyphens split words, as they do in the tokenisation most published vectors were trained on.
+# A word is a run of Unicode letters, digits or underscores ("Zoë", "straße", "kız"); apostrophes
+# and hyphens split words, as they do in the tokenisation most published vectors were trained on.
 _WORD = re.compile(r"\w+", re.UNICODE)
 STATIC_POOLINGS = ("mean", "first", "last")
 _STATIC_LAYERS = (None, -1, 0, "-1", "0")
 
 
 def text_words(text: str, span: tuple[int, int] | None = None) -> list[str]:
-    """The words of `text` (of those overlapping the character span, when one is given), in order."""
+    """The words of `text` (of those overlapping the character span, when one is given), in
+    order."""
     if span is None:
         return _WORD.findall(text)
     start, end = span
@@ -92,7 +92,8 @@ def check_static_request(
             raise BiasError(f"encode expects strings, got {type(text).__name__}: {text!r}.")
         if span is not None and not (len(span) == 2 and 0 <= span[0] < span[1] <= len(text)):
             raise BiasError(
-                f"The span {tuple(span)} does not lie inside the text {text!r} ({len(text)} characters).",
+                f"The span {tuple(span)} does not lie inside the text {text!r} "
+                f"({len(text)} characters).",
                 "A span is (start, end) in characters with 0 <= start < end <= the text's length.",
             )
     return spans
@@ -107,8 +108,8 @@ def static_encode(
     pooling: str,
     layer: Any,
 ) -> np.ndarray:
-    """Sentence and span vectors from word vectors: the mean of the vectors of the words found (or the
-    first / last word found). Each word is looked up as written, then lowercased; words with no
+    """Sentence and span vectors from word vectors: the mean of the vectors of the words found (or
+    the first / last word found). Each word is looked up as written, then lowercased; words with no
     vector are skipped, and a text (or span) none of whose words has one is refused by name, because
     a zero vector would silently enter every cosine.
 
@@ -142,7 +143,8 @@ def static_encode(
         if not rows:
             what = f"The span {tuple(span)} of the text" if span is not None else "The text"
             raise BiasError(
-                f"{what} {text!r} has no word with a vector in the {name} model ({', '.join(words) or 'no words at all'}).",
+                f"{what} {text!r} has no word with a vector in the {name} model "
+                f"({', '.join(words) or 'no words at all'}).",
                 "Check the text's language and case, or drop it from the word set.",
             )
         if pooling == "first":
@@ -167,8 +169,8 @@ def check_limit(limit: int | None) -> int | None:
 
 
 def read_only(matrix: np.ndarray) -> np.ndarray:
-    """A view of `matrix` that cannot be written through: whole-vocabulary methods get the model's own
-    array without a copy, and cannot change the model behind its back."""
+    """A view of `matrix` that cannot be written through: whole-vocabulary methods get the model's
+    own array without a copy, and cannot change the model behind its back."""
     view = matrix.view()
     view.flags.writeable = False
     return view
@@ -187,16 +189,16 @@ def file_fingerprint(name: str, path: Path, extra: Iterable[Path] = ()) -> str:
     return "|".join(parts)
 
 
-# --- the base class --------------------------------------------------------------------------------
+# --- the base class
+# --------------------------------------------------------------------------------
 
 
 class StaticEmbedder(Embedder):
     """A vector file with a fixed vocabulary (word2vec, GloVe, fastText, `.vec`, gensim `.kv`).
 
     Subclasses are attrs classes with a `location` field, a `load()` that opens the file, and the
-    hooks below; sentences, spans, vocabulary limits and the fingerprint are then handled here, once,
-    so every static format answers them alike.
-    """
+    hooks below; sentences, spans, vocabulary limits and the fingerprint are then handled here,
+    once, so every static format answers them alike."""
 
     capabilities: ClassVar[frozenset[Capability]] = STATIC_CAPABILITIES
 
@@ -206,8 +208,8 @@ class StaticEmbedder(Embedder):
         """The vector width (loads the model)."""
 
     def _vector(self, word: str) -> tuple[np.ndarray, bool] | None:
-        """The word's vector and whether it was approximated (built from sub-words), or None when the
-        model has none. Formats that look words up in bulk override `word_vectors` instead."""
+        """The word's vector and whether it was approximated (built from sub-words), or None when
+        the model has none. Formats that look words up in bulk override `word_vectors` instead."""
         raise NotImplementedError
 
     @abstractmethod
@@ -254,7 +256,8 @@ class StaticEmbedder(Embedder):
         return static_encode(self.name, self.word_vectors, self.dim, texts, spans, pooling, layer)
 
     def vocabulary(self, limit: int | None = None) -> list[str]:
-        """The words in the file's order (most frequent first for word2vec, GloVe and fastText files)."""
+        """The words in the file's order (most frequent first for word2vec, GloVe and fastText
+        files)."""
         self.load()
         return self._words(check_limit(limit))
 

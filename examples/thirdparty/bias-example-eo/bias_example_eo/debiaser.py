@@ -1,8 +1,8 @@
-"""A debiaser written against the public API: remove from every vector of a static model its component
-along the direction from the second to the first word of the definitional pairs (the mean of their
-differences). `bias debias --method centroid-projection` writes the vectors, as for the framework's own
-methods: it declares that it produces static vectors, and its transform gives an embedder with a
-vocabulary."""
+"""A debiaser written against the public API: remove from every vector of a static model its
+component along the direction from the second to the first word of the definitional pairs (the mean
+of their differences). `bias debias --method centroid-projection` writes the vectors, as for the
+framework's own methods: it declares that it produces static vectors, and its transform gives an
+embedder with a vocabulary."""
 
 from __future__ import annotations
 
@@ -60,8 +60,8 @@ class ProjectedVectors(Embedder):
 
 @attrs.define
 class CentroidProjection(Debiaser):
-    """v <- v - (v . g) g for every word v, g the unit mean of (first - second) over the definitional
-    pairs the model has."""
+    """v <- v - (v . g) g for every word v, g the unit mean of (first - second) over the
+    definitional pairs the model has."""
 
     name: ClassVar[str] = "centroid-projection"
     summary: ClassVar[str] = (

@@ -20,7 +20,8 @@ def _centre(rows: np.ndarray) -> np.ndarray:
 
 @attrs.define
 class CentroidGap(AssociationMetric):
-    """(cos(x, a) - cos(x, b)) - (cos(y, a) - cos(y, b)) for the unit centroids x, y, a, b of the sets.
+    """(cos(x, a) - cos(x, b)) - (cos(y, a) - cos(y, b)) for the unit centroids x, y, a, b of the
+    sets.
 
     Positive when X is closer to A and Y to B, as a positive WEAT effect; 0 when the targets are
     placed alike. Lost words, the case policy and the Result are handled by AssociationMetric.

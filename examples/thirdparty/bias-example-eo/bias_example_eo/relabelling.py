@@ -1,7 +1,7 @@
-"""The centroid gap with a p-value of its own: how often relabelling the target words at random gives a
-gap at least as large. Its parameter `permutations` is its own (the number of relabellings drawn), as
-any third party may name a parameter: the framework reads no parameter by name, and learns what the
-metric costs from `cost`."""
+"""The centroid gap with a p-value of its own: how often relabelling the target words at random
+gives a gap at least as large. Its parameter `permutations` is its own (the number of relabellings
+drawn), as any third party may name a parameter: the framework reads no parameter by name, and
+learns what the metric costs from `cost`."""
 
 from __future__ import annotations
 
@@ -38,12 +38,13 @@ def gap(x: np.ndarray, y: np.ndarray, a: np.ndarray, b: np.ndarray) -> float:
 
 @attrs.define
 class RelabelledGap(AssociationMetric):
-    """The centroid gap of X and Y towards A rather than B, with p = (k + 1) / (permutations + 1), k the
-    relabellings of X u Y (drawn with the seed) whose gap is at least the observed one."""
+    """The centroid gap of X and Y towards A rather than B, with p = (k + 1) / (permutations + 1), k
+    the relabellings of X u Y (drawn with the seed) whose gap is at least the observed one."""
 
     name: ClassVar[str] = "relabelled-gap"
     summary: ClassVar[str] = (
-        "Centroid gap with a relabelling p-value (example plugin with a parameter named permutations)."
+        "Centroid gap with a relabelling p-value (example plugin with a parameter named "
+        "permutations)."
     )
     # Its own label: reports write "gap*=+0.123" and the footer says what it is.
     value: ClassVar[ValueKind] = ValueKind("gap*", "centroid gap, relabelling test", digits=3)
@@ -53,7 +54,8 @@ class RelabelledGap(AssociationMetric):
     )
 
     def cost(self, data: AssociationTest) -> Cost:
-        """Each relabelling recomputes two centroids of |X| + |Y| vectors (300 numbers each, say)."""
+        """Each relabelling recomputes two centroids of |X| + |Y| vectors (300 numbers each,
+        say)."""
         n = len(data.X.words) + len(data.Y.words)
         return Cost.of_elements(
             self.permutations * n * 300,
@@ -78,7 +80,8 @@ class RelabelledGap(AssociationMetric):
                 "method": "relabelling",
                 "relabellings": self.permutations,
                 # The two keys reports print: how p was computed, and the smallest p it can give.
-                "p_value": f"relabelling test ({self.permutations:,} relabellings, seed {seed}), one-sided (greater)",
+                "p_value": f"relabelling test ({self.permutations:,} relabellings, seed {seed}), "
+                "one-sided (greater)",
                 "p_floor": 1.0 / (self.permutations + 1),
             },
         )
