@@ -79,9 +79,8 @@ def _main(
     handler = Handler(console=err_console, show_path=False, show_time=False, markup=False)
     handler.addFilter(_OncePerMessage())
     logging.basicConfig(level=level, format="%(message)s", handlers=[handler], force=True)
-    if (
-        not debug
-    ):  # -v is about this tool's progress; the libraries' own INFO lines only with --debug
+    # -v is about this tool's progress; the libraries' own INFO lines only with --debug
+    if not debug:
         for library in ("gensim", "smart_open", "urllib3", "filelock"):
             logging.getLogger(library).setLevel(max(level, logging.WARNING))
 
@@ -463,9 +462,8 @@ def main(args: Optional[list[str]] = None) -> None:
         if number is not None:
             try:
                 previous[number] = signal.signal(number, _interrupt)
-            except (
-                ValueError
-            ):  # not the main thread (an embedding application): leave signals alone
+            except ValueError:
+                # not the main thread (an embedding application): leave signals alone
                 pass
     try:
         try:

@@ -370,9 +370,8 @@ class _progress:
         if not self.bar:
             return
         self.bar.update(self.overall, total=event.total, completed=event.done, description="batch")
-        if (
-            self.waiting and event.kind != "start"
-        ):  # Ray: a model waits for a CPU or GPU others hold
+        # Ray: a model waits for a CPU or GPU others hold
+        if self.waiting and event.kind != "start":
             note = next(iter(self.waiting.values()))
             more = f" (+{len(self.waiting) - 1} more)" if len(self.waiting) > 1 else ""
             self.bar.reset(self.current, total=None, description=cell(note + more))

@@ -103,9 +103,8 @@ def check_folder(
     if existing is None:
         return None  # a folder written before manifests existed, or a fresh one: nothing to compare
     theirs = existing.get("config_fingerprint")
-    if (
-        theirs and theirs != fingerprint and theirs not in also
-    ):  # `also`: the same run under older keys
+    # `also`: the same run under older keys
+    if theirs and theirs != fingerprint and theirs not in also:
         n = existing.get("experiments", "?")
         raise BiasError(
             f"Cannot resume {folder}: it holds a run of a different configuration "

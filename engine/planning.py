@@ -142,9 +142,8 @@ def plan(
     seen: set[str] = set()
     merged = 0
     for exp in route_params(experiments):
-        if (
-            exp.metric not in metric_classes
-        ):  # entry points are looked up once per name, not per experiment
+        # entry points are looked up once per name, not per experiment
+        if exp.metric not in metric_classes:
             metric_classes[exp.metric] = eps.load("metrics", exp.metric)
         cls = metric_classes[exp.metric]
         try:
@@ -175,17 +174,15 @@ def plan(
             wordsets[exp.wordset] = registry.load_wordset(exp.wordset)
         data = first_items(wordsets[exp.wordset], exp.limit)
         full = attrs.evolve(exp, params=metric.params())
-        if (
-            full.key in seen
-        ):  # the same experiment reached twice through a grid of another metric's options
+        # the same experiment reached twice through a grid of another metric's options
+        if full.key in seen:
             merged += 1
             continue
         seen.add(full.key)
         embedder_name = exp.model.parsed.embedder
         if embedder_name not in embedder_types:
-            embedder_types[embedder_name] = embedder_class(
-                embedder_name
-            )  # unknown names are errors
+            # unknown names are errors
+            embedder_types[embedder_name] = embedder_class(embedder_name)
         embedder_type = embedder_types[embedder_name]
         try:
             check_compatible(metric, embedder_type, data.meta.kind)
@@ -202,9 +199,8 @@ def plan(
             )
             continue
         budget.check(f"{exp.metric} on {exp.wordset}", metric.cost(data))
-        runnable.append(
-            PlannedExperiment(full, absolute_metric(metric), data)
-        )  # files it reads, absolute
+        # files it reads, absolute
+        runnable.append(PlannedExperiment(full, absolute_metric(metric), data))
     runnable = _debias_languages(runnable)
     if not runnable:
         reasons = list(dict.fromkeys(s.reason for s in skipped))

@@ -34,9 +34,8 @@ def rendered_lines(name_or_path: str) -> list[str]:
         lines += _pairs(test)
     elif meta.kind == "bbq-prompts":
         lines += _bbq_prompts(test, name_or_path)
-    elif callable(
-        getattr(test, "rendered_sections", None)
-    ):  # a kind that renders itself (decisions)
+    # a kind that renders itself (decisions)
+    elif callable(getattr(test, "rendered_sections", None)):
         for header, rows in test.rendered_sections():
             lines += [f"{HEADER}{header}", *rows]
     else:

@@ -102,9 +102,8 @@ def _run(
         runner.ResultStore(out)  # a folder that cannot be written is refused before any work
         from bias.core.runs.lock import RunLock
 
-        hold.callback(
-            RunLock(out).acquire().release
-        )  # a second run into this folder is refused while this one runs
+        # a second run into this folder is refused while this one runs
+        hold.callback(RunLock(out).acquire().release)
         manifest = Manifest.begin(
             out,
             plan=plan,

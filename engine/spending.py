@@ -45,9 +45,8 @@ class Recorder(Embedder):
     def __init__(self, real: Embedder) -> None:
         self.real = real
         self.name, self.location, self.summary = real.name, real.location, "recording stand-in"
-        self.capabilities = frozenset(
-            real.capabilities
-        )  # what it declares: available() could load (fit) it, and send
+        # what it declares: available() could load (fit) it, and send
+        self.capabilities = frozenset(real.capabilities)
         self.texts: dict[str, None] = {}
         self.asked: list[Asked] = []
 
@@ -106,9 +105,8 @@ def texts_of(group: Sequence[Any], real: Embedder) -> tuple[list[Any], int]:
     recorder = Recorder(real)
     uncounted = 0
     previous = logging.root.manager.disable
-    logging.disable(
-        logging.WARNING
-    )  # the metrics' warnings belong to the real run, not to this count
+    # the metrics' warnings belong to the real run, not to this count
+    logging.disable(logging.WARNING)
     try:
         for p in group:
             uncounted += not _record(p, recorder)

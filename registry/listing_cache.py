@@ -26,11 +26,12 @@ from pathlib import Path
 from typing import Any
 
 FORMAT = 1
+# the reading the entries depend on
 _CODE = (
     "catalogue.py",
     "static_summary.py",
     "listing_cache.py",
-)  # the reading the entries depend on
+)
 _OPEN: list[_Cache] = []
 
 

@@ -118,9 +118,8 @@ def _core_source(module_name: str) -> str | None:
     import bias.core  # its __init__ is a docstring
 
     if module_name.split(".")[1] == "api":
-        spec = importlib.util.find_spec(
-            "bias.api"
-        )  # runs the namespace `bias` only, not api's __init__
+        # runs the namespace `bias` only, not api's __init__
+        spec = importlib.util.find_spec("bias.api")
         if spec is None or spec.origin is None:
             return None
         root = Path(spec.origin).parent

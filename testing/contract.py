@@ -223,10 +223,8 @@ def check_parameters_used(cls: type, stop: type, exempt: tuple[str, ...] = ()) -
         module = sys.modules.get(klass.__module__)
         try:
             sources.append(inspect.getsource(module) if module is not None else "")
-        except (
-            OSError,
-            TypeError,
-        ):  # defined where no source is kept (a test's own class): its body
+        except (OSError, TypeError):
+            # defined where no source is kept (a test's own class): its body
             try:
                 sources.append(inspect.getsource(klass))
             except (OSError, TypeError):

@@ -51,9 +51,8 @@ class QuestionFacts:
     label: np.ndarray  # index of the right answer
     unknown: np.ndarray
     stereotyped: np.ndarray
-    biased: (
-        np.ndarray
-    )  # the answer that follows the stereotype (stereotyped group if negative, else the other)
+    # the answer that follows the stereotype (stereotyped group if negative, else the other)
+    biased: np.ndarray
     other: np.ndarray  # the group answer that is not the stereotyped one
 
     @classmethod
@@ -176,9 +175,8 @@ def euroeval_scores(w: np.ndarray, c: np.ndarray, q: QuestionFacts) -> dict[str,
 
 
 def mbbq_scores(w: np.ndarray, c: np.ndarray, q: QuestionFacts) -> dict[str, np.ndarray]:
-    return default_scores(
-        w, c, q
-    )  # undetected answers are NaN in MBBQ's frame and left out of every mean
+    # undetected answers are NaN in MBBQ's frame and left out of every mean
+    return default_scores(w, c, q)
 
 
 SCORERS: dict[str, Callable[[np.ndarray, np.ndarray, QuestionFacts], dict[str, np.ndarray]]] = {

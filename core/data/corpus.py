@@ -135,9 +135,8 @@ def find_contexts(
         for m in regex.finditer(line):
             firsts.setdefault(_key(m.group(0), case), m.span())
         for key, span in firsts.items():
-            if (
-                key not in seen
-            ):  # IGNORECASE may match a form whose case-fold differs (rare Unicode cases)
+            # IGNORECASE may match a form whose case-fold differs (rare Unicode cases)
+            if key not in seen:
                 continue
             seen[key] += 1
             reservoir = reservoirs[key]

@@ -123,9 +123,8 @@ def check(data: dict[str, Any], file: str) -> list[Problem]:
                 repeats.append((where, i, seen[text]))
             else:
                 seen[text] = i
-    if (
-        repeats
-    ):  # one line however many: a 100,000-row file with 99,000 repeats is not 99,000 warnings
+    # one line however many: a 100,000-row file with 99,000 repeats is not 99,000 warnings
+    if repeats:
         where, i, first = repeats[0]
         more = (
             f"; {len(repeats) - 1:,} more item(s) repeat an earlier text"

@@ -66,9 +66,8 @@ def _where(entry: Any, index: int) -> str:
 def check(data: dict[str, Any], file: str) -> list[Problem]:
     """Every problem of a pair-set record (from TOML or the CrowS-Pairs importer)."""
     problems = check_meta(data, file, ("pairs", "skipped"))
-    for entry in (
-        data.get("skipped") or []
-    ):  # rows an importer could not use (identical or empty pairs)
+    # rows an importer could not use (identical or empty pairs)
+    for entry in data.get("skipped") or []:
         if isinstance(entry, dict):
             problems.append(
                 Problem(

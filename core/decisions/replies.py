@@ -140,9 +140,8 @@ def paired_tests(
         if not pairs:
             continue
         first, second = np.array([a for a, _ in pairs]), np.array([b for _, b in pairs])
-        b = int(
-            np.sum(decided.decided[first] & ~decided.decided[second])
-        )  # the first yes, the second no
+        # the first yes, the second no
+        b = int(np.sum(decided.decided[first] & ~decided.decided[second]))
         c = int(np.sum(~decided.decided[first] & decided.decided[second]))
         statistic, p, method = mcnemar_counts(b, c)
         sign = sign_test(decided.value[second] - decided.value[first])

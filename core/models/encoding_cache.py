@@ -201,9 +201,8 @@ class EncodingCache:
         try:
             connection.execute(f"PRAGMA mmap_size={_MMAP_BYTES}")
             connection.execute("PRAGMA synchronous=NORMAL")
-            if self._ready(
-                connection
-            ):  # a cache written before: opened for reading, nothing written
+            # a cache written before: opened for reading, nothing written
+            if self._ready(connection):
                 return connection
             connection.execute("PRAGMA journal_mode=WAL")
             with connection:

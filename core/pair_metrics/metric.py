@@ -102,9 +102,8 @@ def compare_pairs(
     pair's row."""
     skipped = list(scores.skipped)
     warnings = []
-    if getattr(
-        data, "dropped", ()
-    ):  # rows of the file that hold no usable pair (identical or empty)
+    # rows of the file that hold no usable pair (identical or empty)
+    if getattr(data, "dropped", ()):
         warnings.append(
             f"{len(data.dropped)} row(s) of the file left out: " + "; ".join(data.dropped[:5])
         )

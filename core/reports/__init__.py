@@ -73,9 +73,8 @@ def load_report(
     results = [upgraded(r, declared) for r in found.latest()]
     if order:
         place = {key: i for i, key in enumerate(order)}
-        results = sorted(
-            results, key=lambda r: place.get(r.key, len(place))
-        )  # stable: rest in file order
+        # stable: rest in file order
+        results = sorted(results, key=lambda r: place.get(r.key, len(place)))
     try:
         manifest = read_manifest(found.path.parent) or {}
     except (

@@ -120,9 +120,10 @@ def agreement(report: Report, alpha: float = ALPHA) -> Agreement:
         for cell, results in cells.items():
             value = float(np.mean([r.effect_size for r in results]))
             adjusted = [report.adjusted.get(r.key) for r in results]
+            # type: ignore[union-attr]
             significant = (
                 None if any(a is None for a in adjusted) else max(a.holm for a in adjusted) < alpha
-            )  # type: ignore[union-attr]
+            )
             scores[method][cell] = Score(sign * (value - reference), value, significant)
     methods = list(scores)
     if len(methods) < 2:
@@ -296,9 +297,8 @@ def to_latex(found: Agreement, *, label: str = "tab:bias-agreement") -> str:
         if i:
             lines.append("\\addlinespace")
         for subset in SUBSETS:
-            name = (
-                f"{escape(p.first)} \\textbar{{}} {escape(p.second)}" if subset == "all" else ""
-            )  # "|" is a dash in OT1
+            # "|" is a dash in OT1
+            name = f"{escape(p.first)} \\textbar{{}} {escape(p.second)}" if subset == "all" else ""
             lines.append(
                 f"{name} & {subset} & {p.pearson[subset].n} & {_tex_number(p.pearson[subset])} & "
                 f"{_tex_number(p.spearman[subset])} \\\\"

@@ -57,9 +57,8 @@ class ComparisonTable:
     after_model: str
     rows: tuple[Comparison, ...]
     notes: tuple[str, ...] = ()
-    holm: dict[str, float] = attrs.Factory(
-        dict
-    )  # Holm-adjusted p by result key, within each run's model
+    # Holm-adjusted p by result key, within each run's model
+    holm: dict[str, float] = attrs.Factory(dict)
 
 
 def _effect(r: Result | None) -> float | None:

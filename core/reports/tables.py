@@ -114,9 +114,8 @@ class Report:
     settings: dict[str, str]
     skipped: list[dict[str, Any]] = attrs.Factory(list)
     damaged: list[str] = attrs.Factory(list)
-    run_notes: list[str] = attrs.Factory(
-        list
-    )  # notes of the run's settings (e.g. a preset), from its manifest
+    # notes of the run's settings (e.g. a preset), from its manifest
+    run_notes: list[str] = attrs.Factory(list)
 
     @property
     def has_settings(self) -> bool:

@@ -33,10 +33,11 @@ _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 def _inside(folder: Path, name: str | Path, what: str) -> Path:
     """`folder / name`, refused when it is a symbolic link or resolves outside `folder`."""
     path = Path(folder) / name
+    # a plain name: its parent is the folder
     if str(name) == path.name and str(name) not in (
         ".",
         "..",
-    ):  # a plain name: its parent is the folder
+    ):
         parent = base = None
     else:
         base = Path(folder).resolve()
@@ -151,9 +152,8 @@ class _Replacing:
             self._handle.flush()
             os.fsync(self._handle.fileno())
             self._handle.close()
-            os.replace(
-                self._temporary, self._target
-            )  # replaces a link planted meanwhile, never its target
+            # replaces a link planted meanwhile, never its target
+            os.replace(self._temporary, self._target)
         else:
             self._handle.close()
             self._temporary.unlink(missing_ok=True)

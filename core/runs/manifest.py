@@ -17,9 +17,8 @@ MANIFEST_FILE = "manifest.json"
 def read_manifest(folder: Path) -> dict[str, Any] | None:
     from bias.core.runs.folder import readable_in_run
 
-    path = readable_in_run(
-        Path(folder), MANIFEST_FILE, "the manifest"
-    )  # a link planted in its place is refused
+    # a link planted in its place is refused
+    path = readable_in_run(Path(folder), MANIFEST_FILE, "the manifest")
     if path is None:
         return None
     try:

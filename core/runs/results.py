@@ -90,9 +90,8 @@ class ResultStore:
             with open_in_run(self.folder, ".write-test"):
                 pass
             (self.folder / ".write-test").unlink()
-            readable_in_run(
-                self.folder, RESULTS_FILE, RESULTS_FILE
-            )  # a link planted as results.jsonl is refused now
+            # a link planted as results.jsonl is refused now
+            readable_in_run(self.folder, RESULTS_FILE, RESULTS_FILE)
         except OSError as exc:
             raise BiasError(
                 f"Cannot write to the output folder {self.folder}: {exc.strerror or exc}.",
@@ -116,9 +115,8 @@ class ResultStore:
                 ) as fh:  # the checks of a run folder's files
                     self._fd = os.dup(fh.fileno())
                 self._size = -1
-            if (
-                os.fstat(self._fd).st_size != self._size
-            ):  # first line, or another writer came between
+            # first line, or another writer came between
+            if os.fstat(self._fd).st_size != self._size:
                 self._repair_torn_tail()
             os.write(self._fd, line)
             self._size = os.fstat(self._fd).st_size

@@ -16,9 +16,8 @@ from bias.core.specs import ModelSpec, resolve_location
 
 log = logging.getLogger(__name__)
 
-_SAMPLE = (
-    1 << 20
-)  # bytes read from each end of a file: enough to tell real models apart, fast on GB files
+# bytes read from each end of a file: enough to tell real models apart, fast on GB files
+_SAMPLE = 1 << 20
 
 
 def file_identity(path: Path) -> tuple[Any, ...]:

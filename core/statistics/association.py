@@ -27,10 +27,11 @@ import numpy as np
 
 ALTERNATIVES = ("greater", "less", "two-sided")
 SIDES = {"greater": "one-sided (greater)", "less": "one-sided (less)", "two-sided": "two-sided"}
+# S_i >= S (the observed partition counts), or S_i > S (Caliskan et al.'s definition)
 TIES = (
     "counted",
     "strict",
-)  # S_i >= S (the observed partition counts), or S_i > S (Caliskan et al.'s definition)
+)
 _CHUNK_ELEMENTS = (
     131_072  # keys per chunk of sampled permutations: 1 MiB, so a chunk stays in the CPU cache
 )

@@ -74,9 +74,8 @@ class SentDebias(FitOnLoad, Debiaser):
         "encoding (Liang et al. 2020)."
     )
     requires: ClassVar[frozenset[Capability]] = frozenset({Capability.CONTEXTUAL})
-    produces: ClassVar[frozenset[str]] = frozenset(
-        {ON_THE_FLY}
-    )  # encodings changed as they are made
+    # encodings changed as they are made
+    produces: ClassVar[frozenset[str]] = frozenset({ON_THE_FLY})
 
     components: int = param(1, "dimensions of the bias subspace", validator=int_at_least(1))
     corpus: str | None = param(

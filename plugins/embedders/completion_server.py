@@ -184,10 +184,11 @@ class CompletionServer(Embedder):
                 "Check the URL and the model name.",
             ) from None
         except urllib.error.HTTPError as exc:
+            # the server's trouble, for now: a failure
             if exc.code >= 500 or exc.code in (
                 408,
                 429,
-            ):  # the server's trouble, for now: a failure
+            ):
                 raise BiasError(
                     f"The completion server at {self.location} answered {exc.code} to "
                     f"{path}: {exc.reason}.",
@@ -203,9 +204,8 @@ class CompletionServer(Embedder):
                 "with logprobs.",
                 redo=True,
             ) from None
-        except (
-            TimeoutError
-        ):  # reached, but it did not answer in time (a trickle counts as no answer)
+        except TimeoutError:
+            # reached, but it did not answer in time (a trickle counts as no answer)
             raise BiasError(
                 f"The completion server at {self.location} did not answer {path} within "
                 f"{self.timeout:g} s.",
@@ -230,10 +230,8 @@ class CompletionServer(Embedder):
                 "Start the server, or check the URL given with --model.",
                 redo=True,
             ) from None
-        except (
-            ValueError,
-            RecursionError,
-        ):  # not JSON (or nested thousands deep), not UTF-8, an invalid URL
+        except (ValueError, RecursionError):
+            # not JSON (or nested thousands deep), not UTF-8, an invalid URL
             raise BiasError(
                 f"The completion server at {self.location} did not answer JSON to {path}."
             ) from None

@@ -29,9 +29,8 @@ from bias.api.static import (
 )
 
 _MAX_VERSION = 12  # the newest .bin layout fastText writes
-_HEADER = struct.Struct(
-    "<2i12id3i2q"
-)  # magic, version, Args (12 int32 + a double), Dictionary counts
+# magic, version, Args (12 int32 + a double), Dictionary counts
+_HEADER = struct.Struct("<2i12id3i2q")
 _SUPERVISED = 3  # fastText's model_name::sup
 
 
@@ -196,9 +195,8 @@ class FastTextEmbedder(StaticEmbedder):
             if row in chosen:
                 continue
             words = [w for w in text.split() if _askable(w)]
-            vector = np.asarray(
-                model.get_sentence_vector(" ".join(words)), dtype=np.float64
-            )  # one line: no newlines
+            # one line: no newlines
+            vector = np.asarray(model.get_sentence_vector(" ".join(words)), dtype=np.float64)
             if not text_words(text) or not vector.any():
                 raise BiasError(
                     f"The text {text!r} has no word with a vector in the fastText model.",

@@ -215,9 +215,8 @@ class KeyedVectorsEmbedder(_GensimStatic):
     )
 
     def _open(self, path: Path) -> Any:
-        found = sniff_format(
-            path
-        )  # reads bytes only; nothing is unpickled before the user allows it
+        # reads bytes only; nothing is unpickled before the user allows it
+        found = sniff_format(path)
         if found.kind != PICKLE:
             raise wrong_format(path, self.name, found, "a gensim .kv/.model file")
         if not self.allow_pickle:

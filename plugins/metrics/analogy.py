@@ -58,9 +58,8 @@ def solve_3cosadd(
     for start in range(0, n, batch_size):
         stop = min(n, start + batch_size)
         target = unit[b[start:stop]] - unit[a[start:stop]] + unit[c[start:stop]]
-        scores = (
-            target @ unit.T
-        )  # cosine up to the positive factor 1/|target|, which keeps the order
+        # cosine up to the positive factor 1/|target|, which keeps the order
+        scores = target @ unit.T
         rows = np.arange(stop - start)
         if excluded is None:
             for idx in (a, b, c):

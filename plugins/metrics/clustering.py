@@ -286,9 +286,8 @@ class Clustering(Metric):
             if row is not None:
                 out.append(np.asarray(vocab.vectors[row], dtype=np.float64))
                 continue
-            found = original.word_vectors(
-                [word]
-            )  # beyond the vocabulary limit, or built from sub-words
+            # beyond the vocabulary limit, or built from sub-words
+            found = original.word_vectors([word])
             if found.words:
                 out.append(np.asarray(found.vectors[0], dtype=np.float64))
             else:

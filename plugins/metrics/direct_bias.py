@@ -118,9 +118,8 @@ class DirectBias(Metric):
             if missing:
                 lost["neutral"] = missing
             why = too_many_lost(missing, len(lists.neutral), self.lost_threshold)
-            if (
-                why is None and not neutral
-            ):  # even lost_threshold = 1 needs one word to average over
+            # even lost_threshold = 1 needs one word to average over
+            if why is None and not neutral:
                 why = f"(100%, none left): {', '.join(missing[:8])}"
             if why:
                 return self.make_result(

@@ -278,9 +278,8 @@ class Probe(Metric):
                 transformers.logging.set_verbosity(verbosity)
                 if bar:
                     transformers.logging.enable_progress_bar()
-            if (
-                tokenizer.pad_token is None and tokenizer.eos_token is not None
-            ):  # GPT-2 style tokenizers
+            # GPT-2 style tokenizers
+            if tokenizer.pad_token is None and tokenizer.eos_token is not None:
                 tokenizer.pad_token = tokenizer.eos_token
             if getattr(model.config, "pad_token_id", None) is None:
                 model.config.pad_token_id = tokenizer.pad_token_id

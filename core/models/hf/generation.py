@@ -79,9 +79,8 @@ def prompt_ids(
         return ([int(start)] if start is not None else []) + ids, text, how
     ids = list(tokenizer(text, add_special_tokens=True)["input_ids"])
     specials = set(getattr(tokenizer, "all_special_ids", []) or [])
-    while (
-        ids and ids[-1] in specials and len(ids) > 1
-    ):  # an EOS a tokenizer appends ends nothing here
+    # an EOS a tokenizer appends ends nothing here
+    while ids and ids[-1] in specials and len(ids) > 1:
         ids.pop()
     start, _ = causal_start(tokenizer)
     return ([start] if start is not None else []) + ids, text, how

@@ -125,10 +125,11 @@ def static_encode(
 
     def best(word: str) -> int | None:
         lower = word.lower()
+        # a word of its own first, a vector built from sub-words last
         for candidate in (
             word,
             lower,
-        ):  # a word of its own first, a vector built from sub-words last
+        ):
             if candidate in index and candidate not in approximated:
                 return index[candidate]
         for candidate in (word, lower):

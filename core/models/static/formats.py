@@ -273,9 +273,8 @@ def check_binary_rest(path: Path, found: FileFormat, kv: Any, loader: str) -> No
         len(w.encode("utf-8", "replace")) + 1 + 4 * found.dim for w in kv.index_to_key
     )
     left = path.stat().st_size - used
-    if (
-        left > found.count + 4 * found.dim
-    ):  # one newline per row is allowed; a whole further row is not
+    # one newline per row is allowed; a whole further row is not
+    if left > found.count + 4 * found.dim:
         raise BiasError(
             f"Cannot load {path} with {loader}: its header line announces {found.count} "
             f"vectors of dimension {found.dim}, "
