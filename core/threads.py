@@ -31,7 +31,8 @@ def use_threads(count: int) -> None:
     """`count` threads for BLAS (numpy, scipy) and torch from now on: libraries loaded already are
     set through threadpoolctl and torch's own call, libraries loaded later read the environment."""
     global _chosen
-    _chosen = int(count)
+    # more threads than CPUs only wait for each other (a Ray worker's count comes from the driver)
+    _chosen = max(1, min(int(count), os.cpu_count() or 1))
     for name in _ENV:
         os.environ[name] = str(_chosen)
     from threadpoolctl import threadpool_limits

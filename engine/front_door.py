@@ -7,6 +7,7 @@ a file's value the command line replaces) goes to the callbacks the caller gives
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -184,6 +185,7 @@ def lay_over(file: RunSpec, flags: RunSpec, on_notice: Notice = lambda text: Non
     values: dict[str, Any] = {
         "out": _out(file, flags, on_notice),
         "ray_address": _ray_address(file, flags, on_notice),
+        "executor": _executor(file, flags, on_notice),
         "max_cost": _max_cost(file, flags),
     }
     for name in [
@@ -292,7 +294,24 @@ def _out(file: RunSpec, flags: RunSpec, on_notice: Notice) -> Path | None:
             f"If that is where results should go, confirm it with --out {resolved} on the command "
             "line.",
         )
+    if resolved.is_dir() and not _may_hold_a_run(resolved):
+        raise BiasError(
+            f"{file.origin}: out = {file.written.get('out', str(file.out))!r} is {resolved}, a "
+            "folder that holds other files; a run would write its reports over theirs.",
+            f"Name a new or empty folder, or confirm this one with --out {resolved} on the "
+            "command line.",
+        )
     return file.out
+
+
+def _may_hold_a_run(folder: Path) -> bool:
+    """An empty folder, or the folder of an earlier run (its results or manifest are there)."""
+    from bias.core.runs.manifest import MANIFEST_FILE
+    from bias.core.runs.results import RESULTS_FILE
+
+    if (folder / RESULTS_FILE).is_file() or (folder / MANIFEST_FILE).is_file():
+        return True
+    return next(folder.iterdir(), None) is None
 
 
 def _ray_address(file: RunSpec, flags: RunSpec, on_notice: Notice) -> str | None:
@@ -316,6 +335,28 @@ def _ray_address(file: RunSpec, flags: RunSpec, on_notice: Notice) -> str | None
             f"--ray-address {given} replaces the experiment file's ray_address = {written!r}."
         )
     return given
+
+
+def _executor(file: RunSpec, flags: RunSpec, on_notice: Notice) -> str | None:
+    """A file may ask for Ray, but starting it is the command line's decision: a Ray instance opens
+    network ports on this machine for its workers and runs the tasks they are sent. --executor ray
+    confirms it, and so does --ray-address for a cluster the file names."""
+    written = file.executor
+    if flags.given("executor"):
+        if file.given("executor") and flags.executor != written:
+            on_notice(
+                f"{flags.where['executor']} {flags.executor} replaces the experiment file's "
+                f"executor = {written!r}."
+            )
+        return flags.executor
+    if written == "ray" and flags.ray_address is None:
+        raise BiasError(
+            f"{file.origin}: executor = 'ray' would start Ray on this machine; an experiment file "
+            "alone does not start it.",
+            "If you want Ray, confirm it with --executor ray on the command line (or remove "
+            "executor to run in this process).",
+        )
+    return written
 
 
 def _max_cost(file: RunSpec, flags: RunSpec) -> float | None:
@@ -380,6 +421,13 @@ def _check_whole(spec: RunSpec) -> None:
     if spec.resume and spec.out is None:
         raise BiasError(
             f"{spec.where.get('resume', '--resume')} needs --out (the folder of the run to resume)."
+        )
+    cores = os.cpu_count() or 1
+    if spec.threads is not None and spec.threads > cores and (spec.executor or "local") != "ray":
+        raise BiasError(
+            f"{spec.where.get('threads', '--threads')} is {spec.threads}, more than the {cores} "
+            "CPUs of this machine: the threads would only wait for each other.",
+            f"Use at most {cores} (1 is often fastest on a busy machine).",
         )
     if spec.ray_address and (spec.executor or "local") != "ray":
         raise BiasError(f"{spec.where.get('ray_address', '--ray-address')} needs --executor ray.")

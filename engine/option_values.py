@@ -8,6 +8,7 @@ that uses these rules.
 from __future__ import annotations
 
 import importlib
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -68,6 +69,17 @@ class Text:
 
 
 @attrs.frozen
+class Pattern:
+    """Text matching `regex` whole; `text` says what that is in words."""
+
+    regex: str
+    text: str
+
+    def fits(self, value: Any) -> bool:
+        return isinstance(value, str) and re.fullmatch(self.regex, value) is not None
+
+
+@attrs.frozen
 class Switch:
     text: str = "true or false"
 
@@ -75,7 +87,7 @@ class Switch:
         return isinstance(value, bool)
 
 
-Rule = AtLeast | OneOf | Text | Switch
+Rule = AtLeast | OneOf | Pattern | Text | Switch
 
 
 def pairs(values: Sequence[str], flag: str) -> dict[str, str]:

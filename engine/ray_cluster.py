@@ -128,6 +128,9 @@ def _init(ray: Any, address: str | None, num_cpus: int | None) -> None:
         ValueError,
         getattr(ray.exceptions, "AuthenticationError", ConnectionError),
     )
+    # Ray's usage statistics ask the cloud's metadata address which machine this is: an address no
+    # user gave. A user who wants them sets the variable.
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     try:
         if address:
             ray.init(address=address, **quiet)

@@ -19,7 +19,7 @@ from typing import Any
 
 import attrs
 
-from bias.engine.option_values import AtLeast, OneOf, Rule, Switch, Text
+from bias.engine.option_values import AtLeast, OneOf, Pattern, Rule, Switch, Text
 
 # Where a value goes.
 RUN = "run"  # a field of RunSpec
@@ -109,7 +109,7 @@ OPTIONS: tuple[Option, ...] = (
         "Model",
         "Model device: auto, cpu, cuda, cuda:N, mps.",
         to=SHARED,
-        rule=Text(),
+        rule=Pattern(r"auto|cpu|mps|cuda(:[0-9]+)?", "auto, cpu, cuda, cuda:N or mps"),
     ),
     Option(
         "dtype",

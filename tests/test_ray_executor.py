@@ -341,7 +341,7 @@ def test_missing_ray_says_how_to_install(tmp_path, cluster):
     )
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(blocker), os.environ.get("PYTHONPATH", "")])}
     config = write_config(cluster, tmp_path, seeds=1, permutations=1000)
-    proc = subprocess.run([sys.executable, "-m", "bias.cli.app", "run", str(config)], capture_output=True, text=True, env=env, timeout=120)
+    proc = subprocess.run([sys.executable, "-m", "bias.cli.app", "run", str(config), "--executor", "ray"], capture_output=True, text=True, env=env, timeout=120)
     assert proc.returncode == 2, proc.stderr
     assert "needs Ray" in proc.stderr and 'bias-framework[ray]' in proc.stderr and "Traceback" not in proc.stderr
 
@@ -414,6 +414,22 @@ def test_executor_and_resources_in_the_experiment_file(tmp_path):
     with pytest.raises(BiasError) as err:  # checked where every run option is, as `bias run FILE` does
         load_config(config)
     assert "executor" in err.value.message and "slurm" in err.value.message
+
+
+def test_ray_started_here_sends_no_usage_statistics(tmp_path):
+    """Ray's usage statistics ask the cloud's metadata address (169.254.169.254) which machine this
+    is, an address no user gave: a Ray instance that bias starts has them off, unless the user's own
+    environment turns them on."""
+    script = (
+        "import os\nfrom bias.engine.ray_cluster import Cluster\n"
+        "cluster = Cluster.connect(None, num_cpus=1)\n"
+        "print('started', cluster.started_here, os.environ.get('RAY_USAGE_STATS_ENABLED'))\n"
+        "cluster.close()\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "RAY_USAGE_STATS_ENABLED"}
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=180)
+    assert proc.returncode == 0, proc.stderr
+    assert "started True 0" in proc.stdout, proc.stdout
 
 
 def test_unreachable_cluster_is_said_at_once(cluster, tmp_path):

@@ -246,6 +246,31 @@ def _(world, folder):
     return _file(world, folder, "threads = 0")
 
 
+@case("file-threads-more-than-cores", names=("exp.toml: threads", "CPUs of this machine"))
+def _(world, folder):
+    return _file(world, folder, "threads = 100000")
+
+
+@case("flag-threads-more-than-cores", names=("--threads", "CPUs of this machine"))
+def _(world, folder):
+    return ["run", "-m", f"word2vec:{world.w2v_bin}", "-w", str(local_wordset(world, folder)), "--threads", "100000"]
+
+
+@case("file-device-not-a-device", names=("exp.toml: device", "cuda:N"))
+def _(world, folder):
+    return _file(world, folder, 'device = "cpu; touch pwned"')
+
+
+@case("file-executor-ray-unconfirmed", names=("exp.toml", "executor = 'ray'", "--executor ray"))
+def _(world, folder):
+    return _file(world, folder, 'executor = "ray"')
+
+
+@case("file-out-over-other-files", names=("exp.toml", "out = '.'", "holds other files", "--out"))
+def _(world, folder):
+    return _file(world, folder, 'out = "."')
+
+
 @case("flag-metric-with-file", names=("either an experiment file or --model", "--metric"))
 def _(world, folder):
     return _file(world, folder, "") + ["--metric", "seat"]

@@ -374,3 +374,27 @@ def test_no_write_into_a_run_folder_bypasses_open_in_run() -> None:
                     found.append(f"{relative}:{number}: {line.strip()}")
     assert not found, "writes outside bias.core.runs.folder.open_in_run:\n" + "\n".join(found)
     assert os.path.exists(root / "core" / "runs" / "folder.py")
+
+
+def test_a_files_out_never_writes_over_a_folder_of_other_files(world: World, tmp_path: Path) -> None:
+    """A shared file run from the user's home with out = "..": the user's own report.md and
+    results.csv stay as they were (exit 2, the field and the flag that would confirm it named); a
+    new folder, and that run's folder again with --resume, are written as before."""
+    home, shared = tmp_path / "home", tmp_path / "home" / "Downloads"
+    shared.mkdir(parents=True)
+    (home / "report.md").write_text("my notes\n")
+    (home / "results.csv").write_text("mine\n")
+    config = write_experiment(shared, basic_experiment(world, shared) + 'out = ".."\n')
+    result = cli("run", str(config), cwd=home)
+    assert result.code == 2 and "Traceback" not in result.both, result.both
+    lines = result.err_lines()
+    assert len(lines) <= 2 and "out = '..'" in lines[0] and "holds other files" in lines[0], result.err
+    assert f"--out {home.resolve()}" in result.err, result.err
+    assert (home / "report.md").read_text() == "my notes\n" and (home / "results.csv").read_text() == "mine\n"
+    assert not (home / "results.jsonl").exists() and not (home / "manifest.json").exists()
+    config = write_experiment(shared, basic_experiment(world, shared) + 'out = "runs/one"\n[params]\nbootstrap = 0\n')
+    first = cli("run", str(config), cwd=shared)
+    assert first.code == 0, first.both
+    again = cli("run", str(config), "--resume", cwd=shared)
+    assert again.code == 0, again.both
+    assert len((shared / "runs" / "one" / "results.jsonl").read_text().splitlines()) == 1
