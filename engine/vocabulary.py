@@ -351,7 +351,7 @@ OPTIONS: tuple[Option, ...] = (
         "Output",
         "Folder for results.jsonl and report.md.",
         kind="path",
-        in_file="out = ... (outside the file's folder only with --out)",
+        in_file="out = ... (a new, empty or earlier run's folder inside the file's; else only with --out)",
     ),
     Option(
         "resume",
@@ -411,6 +411,7 @@ OPTIONS: tuple[Option, ...] = (
         "local (default: in this process) or ray (one Ray actor per model; needs the ray extra of "
         "bias-framework).",
         rule=OneOf(("local", "ray"), "local runs in this process; ray on a Ray cluster."),
+        in_file='executor = ... ("ray" only with --executor ray or --ray-address)',
     ),
     Option(
         "ray_address",
