@@ -351,7 +351,9 @@ OPTIONS: tuple[Option, ...] = (
         "Output",
         "Folder for results.jsonl and report.md.",
         kind="path",
-        in_file="out = ... (a new, empty or earlier run's folder inside the file's; else only with --out)",
+        in_file=(
+            "out = ... (a new, empty or earlier run's folder inside the file's; else only with --out)"
+        ),
     ),
     Option(
         "resume",
