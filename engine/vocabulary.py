@@ -352,7 +352,8 @@ OPTIONS: tuple[Option, ...] = (
         "Folder for results.jsonl and report.md.",
         kind="path",
         in_file=(
-            "out = ... (a new, empty or earlier run's folder inside the file's; else only with --out)"
+            "out = ... (a new, empty or earlier run's folder inside the file's; "
+            "else only with --out)"
         ),
     ),
     Option(
