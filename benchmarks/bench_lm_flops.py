@@ -70,7 +70,7 @@ def sentences(n: int, seed: int = 0) -> list[tuple[int, ...]]:
 
 
 def pll_requests(seqs: list[tuple[int, ...]]) -> list[Any]:
-    from bias.core.interfaces import MaskedRequest
+    from bias.core.lm_requests import MaskedRequest
 
     return [MaskedRequest(s, (p,)) for s in seqs for p in range(1, len(s) - 1)]
 

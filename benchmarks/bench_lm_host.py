@@ -48,7 +48,7 @@ def tiny_masked_lm(device: str = "cpu", seed: int = 0, dtype: str = "float32") -
 
 
 def pll_requests(n: int, seed: int = 0) -> list[Any]:
-    from bias.core.interfaces import MaskedRequest
+    from bias.core.lm_requests import MaskedRequest
 
     rng = np.random.default_rng(seed)
     out = []

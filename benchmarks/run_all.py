@@ -131,7 +131,7 @@ def lm_rows(repeats: int, sentences: int, threads: int, device: str, dtype: str)
     """The LM rows; returns the GEMM ceilings measured (FLOP/s by precision)."""
     import torch
 
-    from bias.core.interfaces import MaskedRequest
+    from bias.core.lm_requests import MaskedRequest
     from bias.core.models.hf import lm_scoring
     from bias.core.models.hf.loading import WEIGHTS, matmul_precision
 

@@ -74,7 +74,7 @@ def kind_of(group: str, plugin: Any) -> str:
         names += [c.value for c in sorted(shown, key=lambda c: c.value)]
         return ", ".join(names)
     if group == "metrics":
-        from bias.core.interfaces import describe_needs
+        from bias.core.compatibility import describe_needs
 
         return f"{getattr(plugin, 'data_kind', '?')} data; needs {describe_needs(plugin)}"
     if group == "debiasers":

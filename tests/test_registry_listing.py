@@ -12,7 +12,7 @@ import sys
 import textwrap
 
 from bias import registry
-from bias.core.interfaces import describe_needs
+from bias.core.compatibility import describe_needs
 from bias.registry import entry_points as eps
 from bias.registry import static_summary
 from bias.registry.catalogue import read_header
