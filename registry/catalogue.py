@@ -22,14 +22,8 @@ import attrs
 
 from bias.core.errors import BiasError
 from bias.core.data.kinds import known_kinds
-from bias.core.data.wordsets import (
-    REQUIRED_META,
-    DataPackage,
-    check_meta,
-    errors_of,
-    meta_of,
-    read_toml,
-)
+from bias.core.data.wordsets import REQUIRED_META, DataPackage, check_meta, errors_of, meta_of
+from bias.core.data.file_reading import read_toml
 from bias.registry import entry_points as eps
 from bias.registry import listing_cache
 
