@@ -1,6 +1,7 @@
-"""Building blocks of Hugging Face embedders: loading a model, tokens and pooled hidden states, LM
-scoring and the fingerprint of a model's files. Modules are re-exported whole (`loading.load`,
-`vectors.hidden_states`, ...): they are one library a model-family embedder builds on.
+"""Building blocks of Hugging Face embedders: loading a model, where and in what precision it
+computes, tokens and pooled hidden states, LM scoring and the fingerprint of a model's files.
+Modules are re-exported whole (`loading.load`, `vectors.hidden_states`, ...): they are one library a
+model-family embedder builds on.
 
 Part of the public API (`bias.api`): first-party plugins import these names from here only.
 """
@@ -12,6 +13,7 @@ from bias.core.models.hf import (
     batching,
     chat_template,
     choice_scoring,
+    compute,
     generation,
     lm_scoring,
     loading,
@@ -24,6 +26,7 @@ __all__ = [
     "batching",
     "chat_template",
     "choice_scoring",
+    "compute",
     "generation",
     "files",
     "HEADS",

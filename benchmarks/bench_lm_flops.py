@@ -115,7 +115,7 @@ def gemm_rate(
     giving its FLOP/s for `repeat` products, timed by `clock` (a GPU is synchronised around them)."""
     import torch
 
-    from bias.core.models.hf.loading import WEIGHTS, matmul_precision
+    from bias.core.models.hf.compute import WEIGHTS, matmul_precision
 
     kind = getattr(torch, WEIGHTS[dtype])
     a = torch.randn(size, size, device=device).to(kind)

@@ -50,6 +50,7 @@ from bias.api.hf import (
     batching,
     chat_template,
     choice_scoring,
+    compute,
     files,
     generation,
     lm_scoring,
@@ -288,7 +289,7 @@ class HuggingFaceEmbedder(Embedder):
     def masked_log_probs(self, requests: Sequence[MaskedRequest]) -> list[np.ndarray]:
         loaded = self._need_head("masked", "masked-LM probabilities")
         rows, tokens, _ = self._batch_limits()
-        with loading.matmul_precision(self.dtype, loaded.device):
+        with compute.matmul_precision(self.dtype, loaded.device):
             return lm_scoring.masked_log_probs(
                 loaded.model, loaded.tokenizer, loaded.device, requests, rows, max_tokens=tokens
             )
@@ -298,7 +299,7 @@ class HuggingFaceEmbedder(Embedder):
     ) -> list[TokenScores]:
         loaded = self._need_head(None, "token log-probabilities")
         rows, tokens, _ = self._batch_limits()
-        with loading.matmul_precision(self.dtype, loaded.device):
+        with compute.matmul_precision(self.dtype, loaded.device):
             return lm_scoring.token_log_probs(
                 loaded.model,
                 loaded.tokenizer,
@@ -317,7 +318,7 @@ class HuggingFaceEmbedder(Embedder):
         loaded = self._need_head("causal", "answer log-likelihoods")
         requests, how = self._in_template(requests)
         rows, tokens, _ = self._batch_limits()
-        with loading.matmul_precision(self.dtype, loaded.device):
+        with compute.matmul_precision(self.dtype, loaded.device):
             found = choice_scoring.packed_choice_log_probs(
                 loaded.model,
                 loaded.tokenizer,
@@ -365,7 +366,7 @@ class HuggingFaceEmbedder(Embedder):
         template = chat_template.uses_template(loaded.tokenizer, self.chat, self.spec)
         resolved = (sampling or Sampling()).over(Sampling())
         rows = batching.CPU_BATCH if self.batch_size == "auto" else int(self.batch_size)
-        with loading.matmul_precision(self.dtype, loaded.device):
+        with compute.matmul_precision(self.dtype, loaded.device):
             return generation.generate(loaded, asked, resolved, template, rows)
 
     # ------------------------------------------------------------------ precision and batches
@@ -499,7 +500,7 @@ class HuggingFaceEmbedder(Embedder):
 
     def _run(self, items: Sequence[PooledInput], layer: int | str) -> np.ndarray:
         rows, tokens, _ = self._batch_limits()
-        with loading.matmul_precision(self.dtype, self.loaded.device):
+        with compute.matmul_precision(self.dtype, self.loaded.device):
             return vectors.pooled_rows(
                 self.loaded, items, layer, rows, self._hidden_states, max_tokens=tokens
             )
