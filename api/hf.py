@@ -19,6 +19,7 @@ from bias.core.models.hf import (
     loading,
     vectors,
 )
+from bias.core.models.hf.base import HuggingFaceModel
 from bias.core.models.hf.loading import HEADS, LoadedModel
 from bias.core.models.hf.vectors import POOLINGS, PooledInput
 
@@ -30,6 +31,7 @@ __all__ = [
     "generation",
     "files",
     "HEADS",
+    "HuggingFaceModel",
     "lm_scoring",
     "LoadedModel",
     "loading",
