@@ -40,10 +40,7 @@ def _batch_size(instance: Any, attribute: Any, value: Any) -> None:
 class HuggingFaceModel(Embedder):
     """A Hugging Face model given as a local folder, a `pkg:` location or a Hub id, with its options
     and, once loaded, the model itself (see the `hf` embedder for what is fetched and from where).
-
-    `head` is the head asked for (auto, masked, causal, none) and is never changed; the head really
-    loaded (masked, causal or none) is the loaded model's, which `available()` reports to the
-    runner.
+    `head` is the head asked for and is never changed; the head really loaded is `loaded.head`.
     """
 
     location: str = param(
