@@ -30,20 +30,16 @@ from bias.core.interfaces import (
     STATIC_VECTORS,
     WORDSET_INPUT,
     Capability,
-    ChoiceRequest,
-    ChoiceScores,
     Contact,
     Debiaser,
     Embedder,
     InputRequest,
-    MaskedRequest,
     Measured,
     Metric,
     Quote,
     ResolvedModel,
-    Tokens,
-    TokenScores,
 )
+from bias.core.lm_requests import ChoiceRequest, ChoiceScores, MaskedRequest, Tokens, TokenScores
 from bias.core.model import (
     ANALOGIES,
     ASSOCIATION,

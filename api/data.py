@@ -21,14 +21,8 @@ from bias.core.params import is_layer, layer_value
 from bias.core.data.similarity_pairs import MIN_PAIRS, SimilarityPairs
 from bias.core.data.stereoset import GOLD_LABELS, StereoExample, StereoSentence, StereoSetExamples
 from bias.core.text import listed, shown
-from bias.core.data.wordsets import (
-    content_lines,
-    file_head,
-    normalise,
-    parse_json,
-    read_json,
-    read_text,
-)
+from bias.core.data.wordsets import normalise
+from bias.core.data.file_reading import content_lines, file_head, parse_json, read_json, read_text
 
 __all__ = [
     "BBQ",

@@ -33,13 +33,11 @@ from bias.core.models.service_http import (
     vector_rows,
 )
 from bias.core.models.chat_service import CHAT_PRICES, ChatServiceModel
-from bias.core.models.services import (
-    PRICES,
+from bias.core.models.services import ServiceModel, estimate_tokens
+from bias.core.models.service_embedder import PRICES, ServiceEmbedder
+from bias.core.models.service_errors import (
     Refused,
-    ServiceEmbedder,
-    ServiceModel,
     Transient,
-    estimate_tokens,
     refused_for_status,
     retry_after,
     scrub,

@@ -70,7 +70,7 @@ def sentences(n: int, seed: int = 0) -> list[tuple[int, ...]]:
 
 
 def pll_requests(seqs: list[tuple[int, ...]]) -> list[Any]:
-    from bias.core.interfaces import MaskedRequest
+    from bias.core.lm_requests import MaskedRequest
 
     return [MaskedRequest(s, (p,)) for s in seqs for p in range(1, len(s) - 1)]
 
@@ -115,7 +115,7 @@ def gemm_rate(
     giving its FLOP/s for `repeat` products, timed by `clock` (a GPU is synchronised around them)."""
     import torch
 
-    from bias.core.models.hf.loading import WEIGHTS, matmul_precision
+    from bias.core.models.hf.compute import WEIGHTS, matmul_precision
 
     kind = getattr(torch, WEIGHTS[dtype])
     a = torch.randn(size, size, device=device).to(kind)

@@ -41,14 +41,14 @@ def tiny_masked_lm(device: str = "cpu", seed: int = 0, dtype: str = "float32") -
         intermediate_size=16,
         max_position_embeddings=64,
     )
-    from bias.core.models.hf.loading import WEIGHTS
+    from bias.core.models.hf.compute import WEIGHTS
 
     model = BertForMaskedLM(config).eval().to(device=device, dtype=getattr(torch, WEIGHTS[dtype]))
     return model, SimpleNamespace(mask_token_id=4, pad_token_id=0, model_max_length=64)
 
 
 def pll_requests(n: int, seed: int = 0) -> list[Any]:
-    from bias.core.interfaces import MaskedRequest
+    from bias.core.lm_requests import MaskedRequest
 
     rng = np.random.default_rng(seed)
     out = []

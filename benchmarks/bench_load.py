@@ -38,7 +38,7 @@ marks.append(("import torch", *now()))
 import transformers
 from transformers import BertForMaskedLM  # noqa: F401  (the model's module, as a load imports it)
 marks.append(("import transformers and the model class", *now()))
-from bias.core.interfaces import MaskedRequest
+from bias.core.lm_requests import MaskedRequest
 from bias.plugins.embedders.huggingface import HuggingFaceEmbedder
 marks.append(("import the hf embedder", *now()))
 folder, device, dtype, cache = sys.argv[1:5]

@@ -131,9 +131,9 @@ def lm_rows(repeats: int, sentences: int, threads: int, device: str, dtype: str)
     """The LM rows; returns the GEMM ceilings measured (FLOP/s by precision)."""
     import torch
 
-    from bias.core.interfaces import MaskedRequest
+    from bias.core.lm_requests import MaskedRequest
     from bias.core.models.hf import lm_scoring
-    from bias.core.models.hf.loading import WEIGHTS, matmul_precision
+    from bias.core.models.hf.compute import WEIGHTS, matmul_precision
 
     torch.set_num_threads(threads)
     cuda = torch.device(device).type == "cuda"

@@ -1,8 +1,8 @@
 """The four plugin interfaces: Embedder, Metric, WordSet providers (DataPackage) and Debiaser.
 
 Plugins are attrs classes deriving from these bases. Their class attributes `name`, `summary` and
-(for embedders and metrics) capabilities are read by `bias list` / `bias info`; their attrs fields are
-their documented parameters (see `bias.core.params`).
+(for embedders and metrics) capabilities are read by `bias list` / `bias info`; their attrs fields
+are their documented parameters (see `bias.core.params`).
 """
 
 from __future__ import annotations
@@ -22,7 +22,11 @@ if TYPE_CHECKING:  # annotations only: listing plugins must not import numpy
 
 from bias.core.errors import BiasError
 from bias.core.model import WordVectors
-from bias.core.remote import Contact, Quote  # noqa: F401 (part of the interfaces: what a remote model tells)
+
+# Part of the interfaces: what a language model is asked and answers (the types of the LM methods),
+# and what a remote model tells before anything is sent.
+from bias.core.lm_requests import ChoiceRequest, ChoiceScores, MaskedRequest, Tokens, TokenScores
+from bias.core.remote import Contact, Quote  # noqa: F401
 from bias.core.values import PLAIN_VALUE, ValueKind
 
 
@@ -33,8 +37,9 @@ class Capability(str, enum.Enum):
     CONTEXTUAL = "contextual"  # sentence vectors and vectors of a span inside a sentence
     MASKED_LM = "masked-lm"  # log-probabilities of masked tokens
     CAUSAL_LM = "causal-lm"  # sequence log-likelihoods
-    # A fixed list of words with one vector each (static vectors, and debiased ones): `vocabulary()` and
-    # `all_vectors()` answer. Whole-vocabulary methods (Hard-Debias, clustering, analogies) need it.
+    # A fixed list of words with one vector each (static vectors, and debiased ones): `vocabulary()`
+    # and `all_vectors()` answer. Whole-vocabulary methods need it (Hard-Debias, clustering,
+    # analogies).
     VOCABULARY = "vocabulary"
     GENERATION = "generation"  # replies written to prompts or chat messages (bias.core.generation)
 
@@ -46,8 +51,8 @@ class Embedder(ABC):
     """Turns words or sentences into vectors (or probabilities) for metrics.
 
     Built from a spec `NAME:LOCATION` (for example `word2vec:vectors.bin`); `location` is the first
-    parameter of every embedder. Heavy libraries (torch, gensim, fastText) are imported inside methods,
-    never at module import, so `bias list` stays fast.
+    parameter of every embedder. Heavy libraries (torch, gensim, fastText) are imported inside
+    methods, never at module import, so `bias list` stays fast.
     """
 
     name: ClassVar[str]
@@ -104,8 +109,9 @@ class Embedder(ABC):
         )
 
     def all_vectors(self, limit: int | None = None) -> WordVectors:
-        """The first `limit` words of the vocabulary (all when None) and their vectors, as one matrix:
-        what whole-vocabulary methods (Hard-Debias, the clustering test, analogies) work on."""
+        """The first `limit` words of the vocabulary (all when None) and their vectors, as one
+        matrix: what whole-vocabulary methods (Hard-Debias, the clustering test, analogies) work
+        on."""
         raise BiasError(
             f"Embedder '{self.name}' has no fixed vocabulary.",
             "Use a static embedding (fasttext, word2vec, glove, kv, vec).",
@@ -135,11 +141,12 @@ class Embedder(ABC):
         return None
 
     def available(self) -> frozenset[Capability]:
-        """What the loaded model really offers; a Hugging Face folder without an MLM head, say, gives
-        no masked-LM scores although the embedder type could. Checked by the runner after loading."""
+        """What the loaded model really offers; a Hugging Face folder without an MLM head, say,
+        gives no masked-LM scores although the embedder type could. Checked by the runner after
+        loading."""
         return self.capabilities
 
-    # -- language-model scores (Capability.MASKED_LM / CAUSAL_LM); see bias.core.models.hf.lm_scoring
+    # -- language-model scores (Capability.MASKED_LM / CAUSAL_LM): bias.core.models.hf.lm_scoring
 
     @property
     def uncased(self) -> bool | None:
@@ -149,12 +156,14 @@ class Embedder(ABC):
         return None
 
     def tokenize(self, texts: Sequence[str]) -> list[Tokens]:
-        """The model's own tokenisation of each text: ids, character offsets and special-token flags."""
+        """The model's own tokenisation of each text: ids, character offsets and special-token
+        flags."""
         raise BiasError(f"Embedder '{self.name}' has no language-model tokenizer.")
 
     def masked_log_probs(self, requests: Sequence[MaskedRequest]) -> list[np.ndarray]:
         """For each request, log P(original token at each masked position | the sequence with all of
-        the request's positions masked at once), float64. Batched by the embedder, never one call per mask."""
+        the request's positions masked at once), float64. Batched by the embedder, never one call
+        per mask."""
         raise BiasError(f"Embedder '{self.name}' gives no masked-LM probabilities.")
 
     def token_log_probs(
@@ -162,38 +171,42 @@ class Embedder(ABC):
     ) -> list[TokenScores]:
         """Per-token log-probabilities of unmasked sequences: log P(w_i | S) for a masked LM (AUL),
         log P(w_i | w_<i) for a causal LM, every token scored (a start token is put before the
-        sequence when the tokenizer adds none; NaN at position 0 only when the model has no such token); with `attention`, the attention each
-        token receives (mean over layers, heads and queries) for AULA. `start = False` puts no start
-        token before a causal LM's sequence (position 0 is then NaN): the pass without BOS that
-        bias-bench scores every token but the first from."""
+        sequence when the tokenizer adds none; NaN at position 0 only when the model has no such
+        token); with `attention`, the attention each token receives (mean over layers, heads and
+        queries) for AULA. `start = False` puts no start token before a causal LM's sequence
+        (position 0 is then NaN): the pass without BOS that bias-bench scores every token but the
+        first from."""
         raise BiasError(f"Embedder '{self.name}' gives no language-model scores.")
 
     def choice_log_probs(self, requests: Sequence[ChoiceRequest]) -> list[ChoiceScores]:
-        """For each request, log P(token | prompt, the continuation's earlier tokens) of every token of
-        each continuation, float64 (a causal LM answering a multiple-choice question). By default one
-        sequence per continuation through `tokenize` and `token_log_probs`; an embedder that can share
-        the prompt's work between its continuations (the `hf` embedder's cached keys and values)
-        overrides it with the same numbers."""
+        """For each request, log P(token | prompt, the continuation's earlier tokens) of every token
+        of each continuation, float64 (a causal LM answering a multiple-choice question). By default
+        one sequence per continuation through `tokenize` and `token_log_probs`; an embedder that can
+        share the prompt's work between its continuations (the `hf` embedder's cached keys and
+        values) overrides it with the same numbers."""
         from bias.core.models.choices import choice_log_probs_by_sequences
 
         return choice_log_probs_by_sequences(self, requests)
 
     def reduced_precision(self) -> tuple[str, Embedder] | None:
-        """(bfloat16, float16 or tf32; the same model in float32) when the model computes in a reduced
-        precision, else None: metrics rescore with the twin what it could have decided otherwise."""
+        """(bfloat16, float16 or tf32; the same model in float32) when the model computes in a
+        reduced precision, else None: metrics rescore with the twin what it could have decided
+        otherwise."""
         return None
 
     def generate(
         self, requests: Sequence[GenerationRequest], sampling: Sampling | None = None
     ) -> list[Generations]:
-        """For each request, `sampling.samples` replies, sample j drawn with seed + j (bias.core.generation)."""
+        """For each request, `sampling.samples` replies, sample j drawn with seed + j
+        (bias.core.generation)."""
         raise BiasError(
             f"Embedder '{self.name}' writes no text.", "Use a chat: model or a causal LM (hf)."
         )
 
     def check(self) -> None:
-        """Cheap checks of the model's files and settings, made for every model before any work starts
-        (a missing file, a folder without a tokenizer, an impossible device); raises BiasError."""
+        """Cheap checks of the model's files and settings, made for every model before any work
+        starts (a missing file, a folder without a tokenizer, an impossible device); raises
+        BiasError."""
         location = getattr(self, "location", None)
         if isinstance(location, str) and location and not location.startswith("pkg:"):
             from pathlib import Path
@@ -204,67 +217,21 @@ class Embedder(ABC):
                 )
 
     def fingerprint(self) -> str:
-        """A string that changes whenever the model's numbers could change (for caches and manifests)."""
+        """A string that changes whenever the model's numbers could change (for caches and
+        manifests)."""
         return self.spec
 
     def describe(self) -> dict[str, Any]:
-        """Facts about the loaded model worth recording with a result (dimension, vocabulary size)."""
+        """Facts about the loaded model worth recording with a result (dimension, vocabulary
+        size)."""
         return {}
 
     def quote(self, texts: Sequence[str]) -> Quote | None:
-        """What encoding `texts` would cost at a paid service, asked by the runner before the model's
-        first experiment (with the texts its experiments will ask for), so a run can be stopped before
-        any money is spent. None (the default): the model runs here and costs nothing to ask."""
+        """What encoding `texts` would cost at a paid service, asked by the runner before the
+        model's first experiment (with the texts its experiments will ask for), so a run can be
+        stopped before any money is spent. None (the default): the model runs here and costs nothing
+        to ask."""
         return None
-
-
-@attrs.frozen
-class Tokens:
-    """A text as the model sees it."""
-
-    ids: tuple[int, ...]
-    offsets: tuple[
-        tuple[int, int], ...
-    ]  # character span of each token in the text; (0, 0) for specials
-    special: tuple[bool, ...]
-
-
-@attrs.frozen
-class MaskedRequest:
-    """Token ids with `positions` to be replaced by the mask token at the same time."""
-
-    ids: tuple[int, ...]
-    positions: tuple[int, ...]
-
-
-@attrs.frozen
-class TokenScores:
-    log_probs: np.ndarray = attrs.field(eq=False)  # float64, one per token; NaN where undefined
-    attention: np.ndarray | None = attrs.field(default=None, eq=False)
-    # Causal LMs: what the first token was conditioned on (e.g. "bos token '<s>' prepended"), for the
-    # result's convention; empty for masked LMs.
-    context: str = ""
-
-
-@attrs.frozen
-class ChoiceRequest:
-    """A prompt and the continuations to score after it (the answers of a multiple-choice question).
-    The text scored is `prompt + continuation`, so a continuation carries its own leading space."""
-
-    prompt: str
-    continuations: tuple[str, ...]
-
-
-@attrs.frozen
-class ChoiceScores:
-    """Per continuation, the log-probability of each of its tokens after the prompt (float64)."""
-
-    log_probs: tuple[np.ndarray, ...] = attrs.field(eq=False)
-    # What the prompt was conditioned on (the start token put before it), for the result's convention.
-    context: str = ""
-    # Continuations whose tokens were cut from the whole text because the prompt's tokens were not a
-    # prefix of it (a tokenizer merging across the boundary); their scores are still of those tokens.
-    retokenized: int = 0
 
 
 WORDSET_INPUT = "wordset"
@@ -274,12 +241,14 @@ MODEL_INPUT = "model"
 @attrs.frozen
 class InputRequest:
     """A secondary input a metric needs beside its data (SEAT's template set, the clustering test's
-    original model). The planner resolves every request before the run starts, so a missing one stops
-    the run with its `hint` instead of refusing results half-way, and loads each model once per run.
+    original model). The planner resolves every request before the run starts, so a missing one
+    stops the run with its `hint` instead of refusing results half-way, and loads each model once
+    per run.
 
     `kind` is WORDSET_INPUT (`name`: a word-set name or file, which must be of `data_kind`) or
-    MODEL_INPUT (`name`: an embedder spec; None means "the original of the model measured": the source
-    of a debiased model, the `source_model` of the debias.json beside it, or the model itself).
+    MODEL_INPUT (`name`: an embedder spec; None means "the original of the model measured": the
+    source of a debiased model, the `source_model` of the debias.json beside it, or the model
+    itself).
     """
 
     kind: str
@@ -293,7 +262,8 @@ class InputRequest:
 
 @attrs.frozen
 class ResolvedModel:
-    """A model input as the planner found it: the loaded embedder and how it was found (for the result)."""
+    """A model input as the planner found it: the loaded embedder and how it was found (for the
+    result)."""
 
     embedder: Embedder
     how: str
@@ -329,8 +299,8 @@ class Metric(ABC):
 
     Metrics are pure: the same embedder, data, parameters and seed give the same Result. They know
     nothing of files or of other plugins; what they need beside their data they ask for in `inputs`,
-    and the runner passes it, resolved and loaded, as `compute(..., inputs={name: value})` (a word set,
-    or a `ResolvedModel`). Metrics whose `inputs` is empty are called without that keyword.
+    and the runner passes it, resolved and loaded, as `compute(..., inputs={name: value})` (a word
+    set, or a `ResolvedModel`). Metrics whose `inputs` is empty are called without that keyword.
     """
 
     name: ClassVar[str]
@@ -352,19 +322,21 @@ class Metric(ABC):
         """Return a `bias.core.model.Result` (the runner fills in the key and timings)."""
 
     def inputs(self, data: Any) -> dict[str, InputRequest]:
-        """What this metric needs beside `data`, by the name `compute` receives it under (see InputRequest)."""
+        """What this metric needs beside `data`, by the name `compute` receives it under (see
+        InputRequest)."""
         return {}
 
     def unfit(self, embedder_type: type[Embedder]) -> str | None:
         """Why one of this metric's settings cannot work with a kind of model (cls pooling of static
-        vectors), asked when the run is planned; None (the default) when nothing stands in the way."""
+        vectors), asked when the run is planned; None (the default) when nothing stands in the
+        way."""
         return None
 
     def cost(self, data: Any) -> Cost | None:
-        """What computing on `data` will cost (seconds, memory and the settings that make them), so the
-        planner can refuse a run that would not finish before any work starts. None (the default) is
-        unknown: the run is not checked. Build it with `bias.api.permutation_cost`, `bootstrap_cost`
-        or `Cost` directly."""
+        """What computing on `data` will cost (seconds, memory and the settings that make them), so
+        the planner can refuse a run that would not finish before any work starts. None (the
+        default) is unknown: the run is not checked. Build it with `bias.api.permutation_cost`,
+        `bootstrap_cost` or `Cost` directly."""
         return None
 
     def make_result(self, model: str, data: Any, seed: int | None, **fields: Any) -> Any:
@@ -375,13 +347,15 @@ class Metric(ABC):
         return Result(**{**self.result_fields(model, data, seed), **fields})
 
     def params(self) -> dict[str, Any]:
-        """The parameter values, defaults included: part of every result and of the experiment key."""
+        """The parameter values, defaults included: part of every result and of the experiment
+        key."""
         return attrs.asdict(self) if attrs.has(type(self)) else {}
 
     def result_fields(
         self, model: str, data: Any, seed: int | None, **extra: Any
     ) -> dict[str, Any]:
-        """The fields every Result of this metric shares (the runner fills in the key and timings)."""
+        """The fields every Result of this metric shares (the runner fills in the key and
+        timings)."""
         meta = data.meta
         return {
             "key": "",
@@ -403,7 +377,8 @@ class Metric(ABC):
 
 
 # The flat class attributes metrics declared their number with before `value`, and the field of
-# ValueKind each sets. Read (with a DeprecationWarning) until the rule in CONTRIBUTING.md removes them.
+# ValueKind each sets: read, with a DeprecationWarning, until the rule in CONTRIBUTING.md removes
+# them.
 OLD_VALUE_ATTRIBUTES = {
     "value_label": "label",
     "value_name": "name",
@@ -417,7 +392,8 @@ OLD_VALUE_ATTRIBUTES = {
 
 
 def _read_old_value_attributes(cls: type) -> None:
-    """A metric written for the flat `value_*` attributes keeps its labels: they become its `value`."""
+    """A metric written for the flat `value_*` attributes keeps its labels: they become its
+    `value`."""
     old = {
         field: vars(cls)[attr] for attr, field in OLD_VALUE_ATTRIBUTES.items() if attr in vars(cls)
     }
@@ -445,7 +421,8 @@ def _read_old_value_attributes(cls: type) -> None:
 
 
 def variant_meta(meta: Any) -> dict[str, str]:
-    """The concept and descriptor of a word set that is a variant of a test, for its results' meta."""
+    """The concept and descriptor of a word set that is a variant of a test, for its results'
+    meta."""
     return {k: v for k in ("concept", "descriptor") if (v := getattr(meta, k, ""))}
 
 
@@ -458,14 +435,14 @@ ON_THE_FLY = (
 
 
 class Debiaser(ABC):
-    """scikit-learn style mitigation: `fit(embedder, lists)` learns, `transform(embedder)` returns an
-    Embedder, so every metric runs unchanged on the debiased model.
+    """scikit-learn style mitigation: `fit(embedder, lists)` learns, `transform(embedder)` returns
+    an Embedder, so every metric runs unchanged on the debiased model.
 
-    `lists` are debiasing lists (`bias.core.data.debias_lists.DebiasLists`). A debiaser declares what its
-    `transform` gives (`produces`: STATIC_VECTORS, which `bias debias` writes as a vector file, and/or
-    ON_THE_FLY, a wrapped model), and may override the hooks below: `supports` (why it cannot debias
-    a model, so a mismatch is refused before any work, naming the methods that fit) and `wrap` (the
-    debiased model at once, fitted at its first load(), for `bias run --debias`)."""
+    `lists` are debiasing lists (`bias.core.data.debias_lists.DebiasLists`). A debiaser declares
+    what its `transform` gives (`produces`: STATIC_VECTORS, which `bias debias` writes as a vector
+    file, and/or ON_THE_FLY, a wrapped model), and may override the hooks below: `supports` (why it
+    cannot debias a model, so a mismatch is refused before any work, naming the methods that fit)
+    and `wrap` (the debiased model at once, fitted at its first load(), for `bias run --debias`)."""
 
     name: ClassVar[str]
     summary: ClassVar[str]
@@ -474,8 +451,8 @@ class Debiaser(ABC):
 
     @classmethod
     def supports(cls, embedder: Embedder) -> str | None:
-        """Why this method cannot debias `embedder`, None when it can. By default: the capabilities it
-        `requires` that the embedder lacks."""
+        """Why this method cannot debias `embedder`, None when it can. By default: the capabilities
+        it `requires` that the embedder lacks."""
         missing = [c.value for c in sorted(cls.requires, key=str) if c not in embedder.capabilities]
         return (
             f"Debiaser '{cls.name}' needs {', '.join(missing)}, which {embedder.spec} does not give"
@@ -492,8 +469,8 @@ class Debiaser(ABC):
         )
 
     def wrap(self, embedder: Embedder, lists: Any) -> Embedder:
-        """The debiased model for `bias run --debias`. By default the model is loaded and fitted now;
-        a debiaser that can defer the fit to the model's first load() overrides this."""
+        """The debiased model for `bias run --debias`. By default the model is loaded and fitted
+        now; a debiaser that can defer the fit to the model's first load() overrides this."""
         embedder.load()
         return self.fit(embedder, lists).transform(embedder)
 
@@ -502,39 +479,3 @@ class Debiaser(ABC):
 
     @abstractmethod
     def transform(self, embedder: Embedder) -> Embedder: ...
-
-
-def missing_capabilities(
-    metric: Metric | type[Metric], have: frozenset[Capability] | set[Capability]
-) -> list[str]:
-    """What a metric needs that `have` lacks: each of `requires`, and one of `requires_any`."""
-    missing = [c.value for c in sorted(metric.requires, key=str) if c not in have]
-    any_of = metric.requires_any
-    if any_of and not any(c in have for c in any_of):
-        missing.append(" or ".join(sorted(c.value for c in any_of)))
-    return missing
-
-
-def describe_needs(metric: Metric | type[Metric]) -> str:
-    parts = sorted(c.value for c in metric.requires)
-    any_of = metric.requires_any
-    if any_of:
-        parts.append(" or ".join(sorted(c.value for c in any_of)))
-    return ", ".join(parts)
-
-
-def check_compatible(
-    metric: Metric | type[Metric], embedder: Embedder | type[Embedder], data_kind: str
-) -> None:
-    """Refuse a mismatch before any work starts, naming what is missing."""
-    missing = missing_capabilities(metric, embedder.capabilities)
-    if missing:
-        raise BiasError(
-            f"Metric '{metric.name}' needs {', '.join(missing)}, which embedder '{embedder.name}' does not give.",
-            "Choose a model type that offers it (see `bias list embedders`).",
-        )
-    if data_kind != metric.data_kind:
-        raise BiasError(
-            f"Metric '{metric.name}' needs {metric.data_kind} data, but the word set given is of kind {data_kind}.",
-            f"Pick a word set of kind {metric.data_kind} (see `bias list wordsets`).",
-        )

@@ -37,7 +37,7 @@ from typing import Any
 
 import attrs
 
-from bias.core.data.wordsets import read_toml
+from bias.core.data.file_reading import read_toml
 from bias.core.did_you_mean import suggestions
 from bias.core.errors import BiasError
 from bias.core.specs import split_options

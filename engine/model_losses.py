@@ -15,7 +15,8 @@ from typing import Any
 from bias.core.association.lookup import LOST_THRESHOLD, set_vectors, too_many_lost
 from bias.core.data.content_checks import static_loss
 from bias.core.interfaces import Capability
-from bias.core.data.wordsets import Problem, errors_of, read_toml, validate_toml_file
+from bias.core.data.wordsets import Problem, errors_of, validate_toml_file
+from bias.core.data.file_reading import read_toml
 
 LOSS = "model-loss"  # Problem.code of these findings
 

@@ -14,7 +14,8 @@ from bias import registry
 from bias.core.runs import budget
 from bias.core.did_you_mean import suggestions
 from bias.core.errors import BadValue, BiasError
-from bias.core.interfaces import Metric, check_compatible
+from bias.core.compatibility import check_compatible
+from bias.core.interfaces import Metric
 from bias.core.params import coerce_params, describe_params
 from bias.core.data.limit import first_items
 from bias.engine.absolute_paths import absolute_metric

@@ -20,7 +20,8 @@ import attrs
 from bias import registry
 from bias.core import threads as cpu_threads
 from bias.core.errors import FAILURE, BiasError
-from bias.core.interfaces import Capability, Embedder, Metric, missing_capabilities, variant_meta
+from bias.core.compatibility import missing_capabilities
+from bias.core.interfaces import Capability, Embedder, Metric, variant_meta
 from bias.core.model import FAILED, REFUSED, Result
 from bias.core.runs.results import ResultStore
 from bias.engine.experiments import Experiment, ModelConfig

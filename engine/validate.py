@@ -7,7 +7,8 @@ from pathlib import Path
 
 from bias.core.data import content_checks
 from bias.core.errors import BiasError
-from bias.core.data.wordsets import Problem, errors_of, read_toml, validate_toml_file
+from bias.core.data.wordsets import Problem, errors_of, validate_toml_file
+from bias.core.data.file_reading import read_toml
 
 
 def package_language(folder: Path) -> tuple[str | None, list[Problem]]:

@@ -21,14 +21,8 @@ import attrs
 
 from bias.core.errors import BiasError
 from bias.core.data.kinds import known_kinds
-from bias.core.data.wordsets import (
-    REQUIRED_META,
-    DataPackage,
-    check_meta,
-    errors_of,
-    meta_of,
-    read_toml,
-)
+from bias.core.data.wordsets import REQUIRED_META, DataPackage, check_meta, errors_of, meta_of
+from bias.core.data.file_reading import read_toml
 from bias.registry import entry_points as eps
 from bias.registry import listing_cache
 
@@ -73,7 +67,7 @@ def kind_of(group: str, plugin: Any) -> str:
         names += [c.value for c in sorted(shown, key=lambda c: c.value)]
         return ", ".join(names)
     if group == "metrics":
-        from bias.core.interfaces import describe_needs
+        from bias.core.compatibility import describe_needs
 
         return f"{getattr(plugin, 'data_kind', '?')} data; needs {describe_needs(plugin)}"
     if group == "debiasers":

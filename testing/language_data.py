@@ -16,7 +16,8 @@ import attrs
 
 from bias.core.data import grammar
 from bias.core.errors import BiasError
-from bias.core.data.wordsets import SET_KEYS, DataPackage, load_toml_wordset, read_toml, word_list
+from bias.core.data.wordsets import SET_KEYS, DataPackage, load_toml_wordset, word_list
+from bias.core.data.file_reading import read_toml
 
 
 @attrs.frozen

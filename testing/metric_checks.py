@@ -19,7 +19,8 @@ import numpy as np
 
 from bias.core.data.kinds import known_kinds
 from bias.core.errors import BiasError
-from bias.core.interfaces import Measured, Metric, check_compatible
+from bias.core.compatibility import check_compatible
+from bias.core.interfaces import Measured, Metric
 from bias.core.model import OK, REFUSED, Result
 from bias.core.runs.budget import Cost
 from bias.core.values import PLAIN_VALUE, ValueKind

@@ -12,7 +12,8 @@ import pytest
 from fixtures.decisions import MEN_X, MEN_Y, WOMEN_X, WOMEN_Y, decisions_toml
 
 from bias.core.data.decisions import check
-from bias.core.data.wordsets import errors_of, load_toml_wordset, read_toml
+from bias.core.data.wordsets import errors_of, load_toml_wordset
+from bias.core.data.file_reading import read_toml
 
 
 def problems_of(path: Path) -> list[str]:

@@ -390,7 +390,9 @@ def test_real_minilm_loads_offline_and_makes_sense() -> None:
 
 import logging  # noqa: E402
 
-from bias.core.interfaces import Capability, MaskedRequest  # noqa: E402
+from bias.core.interfaces import Capability  # noqa: E402
+
+from bias.core.lm_requests import MaskedRequest
 
 TEXT = f"he sees the {SPLIT} doctor and the rose"  # "the" twice, a split word before the targets
 

@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from bias.core.errors import BiasError
-from bias.core.interfaces import Capability, Embedder, MaskedRequest, Measured, Tokens, TokenScores
+from bias.core.interfaces import Capability, Embedder, Measured
+from bias.core.lm_requests import MaskedRequest, Tokens, TokenScores
 from bias.core.pair_metrics.scoring import (
     CAUSAL,
     MASKED,

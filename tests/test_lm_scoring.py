@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from bias.core.errors import FAILURE, BiasError
-from bias.core.interfaces import MaskedRequest
+from bias.core.lm_requests import MaskedRequest
 from bias.core.models.hf import batching, lm_scoring, scoring_plan
 
 TOL = 1e-6

@@ -12,11 +12,11 @@ import sys
 import textwrap
 
 from bias import registry
-from bias.core.interfaces import describe_needs
+from bias.core.compatibility import describe_needs
 from bias.registry import entry_points as eps
 from bias.registry import static_summary
 from bias.registry.catalogue import read_header
-from bias.core.data.wordsets import read_toml
+from bias.core.data.file_reading import read_toml
 from test_registry import make_distribution, run_bias
 
 

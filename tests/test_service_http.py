@@ -184,7 +184,7 @@ def test_the_urllib_and_requests_clients_also_give_a_trickle_one_deadline(
 
 
 def test_a_recorded_url_keeps_an_ipv6_hosts_brackets_and_drops_credentials() -> None:
-    from bias.core.models.services import public_url
+    from bias.core.models.service_errors import public_url
 
     assert public_url("http://[::1]:47660/v1") == "http://[::1]:47660/v1"  # V01: was http://::1:47660
     assert public_url("https://user:pw@Example.org/v1?x=1") == "https://example.org/v1"

@@ -98,7 +98,7 @@ def test_a_token_joining_blank_with_the_punctuation_beside_it_is_refused() -> No
     slot where bias-bench's mask token would cut the text: refused, naming the example."""
     from bias.core.data.stereoset import StereoExample, StereoSentence, StereoSetExamples
     from bias.core.errors import BiasError
-    from bias.core.interfaces import Tokens
+    from bias.core.lm_requests import Tokens
     from bias.core.model import WordSetMeta
     from bias.plugins.metrics.stereoset import slot_split
 
@@ -175,7 +175,7 @@ def test_a_token_joining_blank_with_the_text_after_it_is_refused() -> None:
     """"(BLANK)" tokenised as ( BL AN K) : no boundary after the slot either."""
     from bias.core.data.stereoset import StereoExample, StereoSentence, StereoSetExamples
     from bias.core.errors import BiasError
-    from bias.core.interfaces import Tokens
+    from bias.core.lm_requests import Tokens
     from bias.core.model import WordSetMeta
     from bias.plugins.metrics.stereoset import slot_split
 

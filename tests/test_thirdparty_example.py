@@ -82,7 +82,7 @@ def _corpus(sets: dict[str, list[str]], sentences: int = 2500) -> list[list[str]
 def test_its_metric_runs_on_a_word2vec_model(installed, tmp_path):
     from fixtures.planted import save_word2vec_binary, train_word2vec
 
-    from bias.core.data.wordsets import read_toml
+    from bias.core.data.file_reading import read_toml
 
     record = read_toml(EXAMPLE / "bias_example_eo" / "data" / "weat1.toml")
     sets = {k: record["sets"][k]["words"] for k in "XYAB"}

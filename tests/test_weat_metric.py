@@ -17,7 +17,8 @@ import pytest
 
 from bias.core.statistics import association as stats
 from bias.core.errors import BiasError
-from bias.core.interfaces import Capability, Embedder, check_compatible
+from bias.core.compatibility import check_compatible
+from bias.core.interfaces import Capability, Embedder
 from bias.core.model import ASSOCIATION, OK, REFUSED, AssociationTest, Result, WordList, WordSetMeta, WordVectors
 from bias.plugins.metrics.weat import Weat
 

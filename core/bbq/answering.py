@@ -27,7 +27,8 @@ from bias.core.bbq.conventions import QuestionFacts, loglik_choices, reader
 from bias.core.bbq.extraction import ANSWERED, Coded
 from bias.core.bbq.prompts import BbqPrompts
 from bias.core.generation import GenerationRequest, Sampling
-from bias.core.interfaces import ChoiceRequest, Embedder
+from bias.core.interfaces import Embedder
+from bias.core.lm_requests import ChoiceRequest
 from bias.core.model import OK, REFUSED, Result
 from bias.core.precision import settle_choices
 from bias.core.data.bias_questions import fill

@@ -38,9 +38,9 @@ from bias.core.data.wordsets import (
     check_word_list,
     meta_of,
     raise_on_errors,
-    read_toml,
     word_list,
 )
+from bias.core.data.file_reading import read_toml
 from bias.core.errors import BiasError
 from bias.core.model import ASSOCIATION, DECISIONS
 

@@ -31,7 +31,7 @@ from bias.core.errors import BiasError
 from bias.core.model import WordSetMeta
 from bias.core.data.wordsets import Problem, check_meta, meta_of, raise_on_errors
 from bias.core.text import shown
-from bias.core.data.wordsets import read_json, read_text
+from bias.core.data.file_reading import read_json, read_text
 
 KNOWN_FIELDS = ("axes", "traits", "affect")
 

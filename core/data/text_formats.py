@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from bias.core.data.framework_layout import language_of
-from bias.core.data.wordsets import read_text
+from bias.core.data.file_reading import read_text
 
 META_KEYS = ("language", "bias_type", "source", "licence", "title")
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import attrs
 
+from bias.core.data.file_reading import read_toml
 from bias.core.data.kinds import DataKind, kind_handler, known_kinds
 from bias.core.errors import BiasError
 from bias.core.model import (
@@ -28,17 +29,14 @@ from bias.core.model import (
     WordSetMeta,
 )
 
-import tomllib  # in the standard library from Python 3.11, the oldest version this project supports
-
 log = logging.getLogger(__name__)
 
-MIN_STIMULI = 8  # the documented minimum; fewer makes the permutation test coarse and the effect size unstable
-SMALL_SET = (
-    "small-set"  # a warning when a test is run, an error in `bias validate` (unless published so)
-)
-PUBLISHED_SMALL = (
-    "published_small_sets"  # metadata marker: the sets are small because the published test's are
-)
+# The documented minimum; fewer makes the permutation test coarse and the effect size unstable.
+MIN_STIMULI = 8
+# A warning when a test is run, an error in `bias validate` (unless published so).
+SMALL_SET = "small-set"
+# Metadata marker: the sets are small because the published test's are.
+PUBLISHED_SMALL = "published_small_sets"
 REQUIRED_META = ("kind", "language", "bias_type", "source", "licence")
 COMMON_META = REQUIRED_META + (
     "name",
@@ -50,8 +48,8 @@ COMMON_META = REQUIRED_META + (
     "concept",
     "descriptor",
 )
-# Usual descriptors of a test's groups (Husse & Spitz 2022): first names, or group terms (woman, man).
-# Others are allowed (e.g. "pronouns"); they are words, not sentences.
+# Usual descriptors of a test's groups (Husse & Spitz 2022): first names, or group terms (woman,
+# man). Others are allowed (e.g. "pronouns"); they are words, not sentences.
 DESCRIPTORS = ("names", "terms")
 VARIANT_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 SET_KEYS = ("X", "Y", "A", "B")
@@ -74,7 +72,7 @@ class Problem:
 
 @attrs.frozen
 class DataPackage:
-    """A folder of word-set files published under one language code (what a language package exports).
+    """What a language package exports: its word-set files, published under one language code.
 
     Register it under the entry-point group `bias.wordsets`, e.g. `en = "bias_lang_en:PACKAGE"`.
     Each `*.toml` file in `root` becomes the word set `<language>/<file stem>`.
@@ -106,125 +104,10 @@ def normalise(word: str) -> str:
 
 
 def stimulus_key(word: str) -> str:
-    """The form under which a set's stimuli repeat: case-sensitive, as the BIAS Detection Framework and
-    the WEAT paper count them (`Paradiso` and `paradiso` are two stimuli of a cased model); a run whose
-    `case` lowercases the words merges them there (`bias.core.model.WordList.merged`)."""
+    """The form under which a set's stimuli repeat: case-sensitive, as the BIAS Detection Framework
+    and the WEAT paper count them (`Paradiso` and `paradiso` are two stimuli of a cased model); a
+    run whose `case` lowercases the words merges them there (`bias.core.model.WordList.merged`)."""
     return unicodedata.normalize("NFC", word).strip()
-
-
-def read_text(path: str | Path, kind: str = "word-set file") -> str:
-    """A UTF-8 text file (a byte-order mark dropped), or a BiasError naming the file and what to do:
-    every importer of the plain-text and CSV formats reads through here, so they fail alike."""
-    try:
-        return Path(path).read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise BiasError(
-            f"{kind[0].upper() + kind[1:]} not found: {path}", "Check the path."
-        ) from None
-    except IsADirectoryError:
-        raise BiasError(f"{path} is a folder, not a {kind}.") from None
-    except UnicodeDecodeError as exc:
-        raise BiasError(
-            f"{path}: not UTF-8 text ({exc.reason}).", "Save the file as UTF-8."
-        ) from None
-
-
-MAX_DEPTH = 64  # levels of nesting a data file may have; the formats read here need four at most
-
-
-def parse_json(text: str, where: object) -> Any:
-    """JSON of a data file, or a BiasError naming `where` and what is wrong: every importer that reads
-    JSON goes through here, so a syntax error, a document nested thousands deep (which would exhaust
-    Python's recursion) and one merely too deep to be data are refused alike."""
-    import json
-
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise BiasError(
-            f"{where}: malformed JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}.",
-            "Fix the syntax there.",
-        ) from None
-    except RecursionError:
-        value = None
-        depth = MAX_DEPTH + 1
-    else:
-        depth = nesting(value)
-    if depth > MAX_DEPTH:
-        raise BiasError(
-            f"{where}: JSON nested more than {MAX_DEPTH} levels deep; no data file of this tool is.",
-            "Check that this is the file you meant.",
-        )
-    return value
-
-
-def read_json(path: str | Path, kind: str = "word-set file") -> Any:
-    """A UTF-8 JSON file through `read_text` and `parse_json`."""
-    return parse_json(read_text(path, kind), path)
-
-
-def nesting(value: Any) -> int:
-    """How deeply lists and objects nest in `value` (a scalar: 0), counted without recursion."""
-    deepest, stack = 0, [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, dict):
-            item = list(item.values())
-        if isinstance(item, (list, tuple)):
-            deepest = max(deepest, depth)
-            if depth <= MAX_DEPTH:
-                stack.extend((child, depth + 1) for child in item)
-    return deepest
-
-
-def file_head(path: str | Path, chars: int = 4096) -> str | None:
-    """The first `chars` characters of a text file (undecodable bytes replaced), or None when it
-    cannot be read: what a format's `sniff` looks at, without reading a large file whole."""
-    try:
-        with open(path, encoding="utf-8-sig", errors="replace") as fh:
-            return fh.read(chars)
-    except OSError:
-        return None
-
-
-def content_lines(path: str | Path, count: int = 20) -> list[str] | None:
-    """The first `count` lines that are neither blank nor `#` comments (without their line ends), or
-    None when the file cannot be read as UTF-8: what the line-based formats sniff."""
-    lines: list[str] = []
-    try:
-        with open(path, encoding="utf-8") as fh:
-            for raw in fh:
-                stripped = raw.strip()
-                if stripped and not stripped.startswith("#"):
-                    lines.append(raw.rstrip("\n"))
-                    if len(lines) >= count:
-                        break
-    except (OSError, UnicodeDecodeError):
-        return None
-    return lines
-
-
-def read_toml(path: Path) -> dict[str, Any]:
-    try:
-        with open(path, "rb") as fh:
-            raw = fh.read()
-        # Editors on Windows often start UTF-8 files with a byte-order mark, which TOML forbids.
-        return tomllib.loads(raw.removeprefix(b"\xef\xbb\xbf").decode("utf-8"))
-    except FileNotFoundError:
-        raise BiasError(f"File not found: {path}", "Check the path.") from None
-    except IsADirectoryError:
-        raise BiasError(f"{path} is a folder, not a TOML file.") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise BiasError(f"{path}: malformed TOML: {exc}", "Fix the syntax at that line.") from exc
-    except RecursionError:
-        raise BiasError(
-            f"{path}: TOML nested too deeply to read (thousands of levels).",
-            "Check that this is the file you meant.",
-        ) from None
-    except UnicodeDecodeError as exc:
-        raise BiasError(
-            f"{path}: not UTF-8 text ({exc.reason}).", "Save the file as UTF-8."
-        ) from exc
 
 
 def check_meta(data: dict[str, Any], file: str, known: Iterable[str] = ()) -> list[Problem]:
@@ -272,8 +155,9 @@ def check_meta(data: dict[str, Any], file: str, known: Iterable[str] = ()) -> li
 def check_bias_type(
     value: Any, file: str, field: str, recommended: Iterable[str] = BIAS_TYPES
 ) -> list[Problem]:
-    """A bias type is free text, so that a package can measure a dimension nobody listed yet; one off
-    the recommended list is a warning because reports group tests of different packages by it."""
+    """A bias type is free text, so that a package can measure a dimension nobody listed yet; one
+    off the recommended list is a warning because reports group tests of different packages by
+    it."""
     if not isinstance(value, str) or not value.strip() or value in recommended:
         return []
     return [
@@ -281,15 +165,16 @@ def check_bias_type(
             file,
             field,
             f"'{value}' is not a known bias type (recommended: {', '.join(recommended)}); it is "
-            "accepted, but tests of other packages that measure the same thing will not be grouped with it",
+            "accepted, but tests of other packages that measure the same thing will not be "
+            "grouped with it",
             "warning",
         )
     ]
 
 
 def check_variant(data: dict[str, Any], file: str) -> list[Problem]:
-    """`concept` and `descriptor` mark variants of one test (see `WordSetMeta`): short lower-case names,
-    and a descriptor only beside a concept (alone it would group nothing)."""
+    """`concept` and `descriptor` mark variants of one test (see `WordSetMeta`): short lower-case
+    names, and a descriptor only beside a concept (alone it would group nothing)."""
     problems = []
     for key in ("concept", "descriptor"):
         if key in data and (not isinstance(data[key], str) or not VARIANT_NAME.match(data[key])):
@@ -380,7 +265,8 @@ def check_word_list(entry: Any, file: str, field: str) -> tuple[list[Problem], i
                 Problem(
                     file,
                     f"{field}.words[{i}]",
-                    f"'{word}' repeats word {seen[norm]} (duplicates are dropped unless a run sets duplicates = keep)",
+                    f"'{word}' repeats word {seen[norm]} (duplicates are dropped unless a run sets "
+                    "duplicates = keep)",
                     "warning",
                 )
             )
@@ -391,8 +277,9 @@ def check_word_list(entry: Any, file: str, field: str) -> tuple[list[Problem], i
                     Problem(
                         file,
                         f"{field}.words[{i}]",
-                        f"'{word}' differs from word {folded[normalise(word)]} only in case: two stimuli by default, one word "
-                        "repeated when a run sets case = lower (then duplicates are dropped unless a run sets duplicates = keep)",
+                        f"'{word}' differs from word {folded[normalise(word)]} only in case: two "
+                        "stimuli by default, one word repeated when a run sets case = lower (then "
+                        "duplicates are dropped unless a run sets duplicates = keep)",
                         "warning",
                     )
                 )
@@ -402,8 +289,8 @@ def check_word_list(entry: Any, file: str, field: str) -> tuple[list[Problem], i
             Problem(
                 file,
                 f"{field}.words",
-                f"{len(seen)} stimuli, fewer than the minimum of {MIN_STIMULI}: the permutation test becomes coarse and the "
-                "effect size unstable",
+                f"{len(seen)} stimuli, fewer than the minimum of {MIN_STIMULI}: the permutation "
+                "test becomes coarse and the effect size unstable",
                 "warning",
                 SMALL_SET,
             )
@@ -412,7 +299,8 @@ def check_word_list(entry: Any, file: str, field: str) -> tuple[list[Problem], i
 
 
 def word_list(entry: dict[str, Any], default_label: str) -> WordList:
-    """A checked `[sets.KEY]` table as a WordList; duplicates dropped (first kept), NFC-normalised."""
+    """A checked `[sets.KEY]` table as a WordList; duplicates dropped (first kept),
+    NFC-normalised."""
     defaults = {k: str(v) for k, v in (entry.get("grammar") or {}).items()}
     kept: dict[str, str] = {}
     grammar: dict[str, dict[str, str]] = {}
@@ -495,8 +383,8 @@ def check_association(data: dict[str, Any], file: str) -> list[Problem]:
             Problem(
                 file,
                 "sets",
-                f"targets differ in size (X {sizes['X']}, Y {sizes['Y']}): the permutation test then uses "
-                "random partitions of the observed sizes",
+                f"targets differ in size (X {sizes['X']}, Y {sizes['Y']}): the permutation test "
+                "then uses random partitions of the observed sizes",
                 "warning",
             )
         )
@@ -508,10 +396,16 @@ def small_set_note(sizes: dict[str, int]) -> str:
     from math import comb
 
     shown = ", ".join(f"{k} {v}" for k, v in sizes.items())
-    note = f"the published test's sets are smaller than {MIN_STIMULI} ({shown}) and are kept as published"
+    note = (
+        f"the published test's sets are smaller than {MIN_STIMULI} ({shown}) and are kept as "
+        "published"
+    )
     if "X" in sizes and "Y" in sizes:
         partitions = comb(sizes["X"] + sizes["Y"], sizes["X"])
-        note += f"; its exact permutation test has {partitions:,} partitions, so p cannot be below 1/{partitions:,}"
+        note += (
+            f"; its exact permutation test has {partitions:,} partitions, so p cannot be below "
+            f"1/{partitions:,}"
+        )
     return note
 
 

@@ -33,7 +33,7 @@ import attrs
 from bias.core.errors import BiasError
 from bias.core.data.framework_layout import FOLDER_CODES, language_code
 from bias.core.text import shown
-from bias.core.data.wordsets import read_text
+from bias.core.data.file_reading import read_text
 
 PRESET = "bias-framework"
 METRICS = {"WEAT": "weat", "SEAT": "seat", "LPBS": "lpbs", "CROWS": "crows", "FISE": "fise"}

@@ -43,7 +43,8 @@ from bias.core.generation import (
 from bias.core.interfaces import Capability, Quote
 from bias.core.models import encoding_cache, service_http
 from bias.core.models.reply_cache import ReplyCache
-from bias.core.models.services import ServiceModel, estimate_tokens, public_url
+from bias.core.models.services import ServiceModel, estimate_tokens
+from bias.core.models.service_errors import public_url
 from bias.core.params import at_most, between, int_at_least, param
 
 log = logging.getLogger(__name__)

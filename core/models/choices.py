@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from bias.core.errors import BiasError
-from bias.core.interfaces import ChoiceRequest, ChoiceScores, Tokens
+from bias.core.lm_requests import ChoiceRequest, ChoiceScores, Tokens
 
 
 def _strip_trailing_specials(tokens: Tokens) -> list[int]:

@@ -15,7 +15,8 @@ from __future__ import annotations
 import pytest
 from fixtures.language_data import ROOT, association_files, data_dir
 
-from bias.core.data.wordsets import normalise, read_toml, word_list
+from bias.core.data.wordsets import normalise, word_list
+from bias.core.data.file_reading import read_toml
 
 ADAPTED = ("nl", "de", "no", "is", "tr", "it")
 

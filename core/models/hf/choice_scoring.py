@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from bias.core.errors import BiasError
-from bias.core.interfaces import ChoiceRequest, ChoiceScores
+from bias.core.lm_requests import ChoiceRequest, ChoiceScores
 from bias.core.models.choices import choice_log_probs_by_sequences, choice_tokens
 from bias.core.models.hf.batching import memory_guard, pad_id, padded_rows, token_limit
 from bias.core.models.hf.lm_scoring import causal_start

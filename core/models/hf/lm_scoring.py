@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from bias.core.errors import BiasError
-from bias.core.interfaces import MaskedRequest, TokenScores
+from bias.core.lm_requests import MaskedRequest, TokenScores
 from bias.core.models.hf.batching import memory_guard, pad_id, padded_rows, token_limit
 from bias.core.models.hf.scoring_plan import offsets, runs, score_reads
 

@@ -1,5 +1,6 @@
-"""Locating and loading a Hugging Face checkpoint: the device, a folder or a Hub id, the head to load,
-and every way a folder can be unusable, said as what is wrong and what to do.
+"""Locating and loading a Hugging Face checkpoint: a folder or a Hub id, the head to load, and every
+way a folder can be unusable, said as what is wrong and what to do (the words for transformers' own
+complaints are in `load_errors`; the device and the weights' dtype in `compute`).
 
 `load` returns a frozen `LoadedModel`, so what was really loaded (the head above all) is a fact of
 the record and never written back into the options it was asked for with. torch and transformers
@@ -20,7 +21,9 @@ import attrs
 
 from bias.core.errors import BiasError
 from bias.core.models.hf.batching import token_limit
+from bias.core.models.hf.compute import WEIGHTS, resolve_device
 from bias.core.models.hf.fingerprint import WEIGHT_SUFFIXES
+from bias.core.models.hf.load_errors import brief, config_error, weights_error
 from bias.core.specs import resolve_location
 
 log = logging.getLogger(__name__)
@@ -32,8 +35,8 @@ _AUTO_CLASSES = {
     "none": "AutoModel",
 }
 _TRUTHY = {"1", "true", "yes", "on"}
-# What a Hub repository id looks like ("bert-base-uncased", "GroNLP/bert-base-dutch-cased"); anything
-# else that is not an existing folder can only be a mistyped path.
+# What a Hub repository id looks like ("bert-base-uncased", "GroNLP/bert-base-dutch-cased");
+# anything else that is not an existing folder can only be a mistyped path.
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.\-]*(/[A-Za-z0-9][\w.\-]*)?$")
 # Files from which transformers builds a tokenizer: without one of them it builds an empty tokenizer
 # that maps every word to [UNK], and every number computed from it is meaningless.
@@ -65,27 +68,32 @@ class LoadedModel:
 
 
 def check_folder_files(folder: Path) -> None:
-    """A model folder needs config.json, weights and a tokenizer's vocabulary; say which are missing."""
+    """A model folder needs config.json, weights and a tokenizer's vocabulary; say which are
+    missing."""
     files = {p.name for p in folder.iterdir() if p.is_file()}
     if "config.json" not in files:
         raise BiasError(
             f"Folder '{folder}' holds no Hugging Face model: config.json is missing.",
-            "Give the folder written by save_pretrained (config.json, weights and tokenizer files).",
+            "Give the folder written by save_pretrained (config.json, weights and tokenizer "
+            "files).",
         )
     if not any(Path(name).suffix in WEIGHT_SUFFIXES for name in files):
         raise BiasError(
-            f"Folder '{folder}' has a config.json but no model weights (model.safetensors or pytorch_model.bin).",
+            f"Folder '{folder}' has a config.json but no model weights (model.safetensors or "
+            "pytorch_model.bin).",
             "Copy the weight files written by save_pretrained into it.",
         )
     if not files & set(VOCABULARY_FILES):
         raise BiasError(
-            f"Folder '{folder}' has no tokenizer files (none of {', '.join(VOCABULARY_FILES)}); every word would be an unknown token.",
+            f"Folder '{folder}' has no tokenizer files (none of {', '.join(VOCABULARY_FILES)}); "
+            "every word would be an unknown token.",
             "Save the model's tokenizer next to it: tokenizer.save_pretrained(folder).",
         )
     if "pytorch_model.bin" in files and not any(name.endswith(".safetensors") for name in files):
         log.warning(
-            "'%s' holds only pytorch_model.bin, a pickle; it is opened with torch's weights-only loader. "
-            "Prefer model.safetensors (save_pretrained writes it by default), which cannot hold code.",
+            "'%s' holds only pytorch_model.bin, a pickle; it is opened with torch's weights-only "
+            "loader. Prefer model.safetensors (save_pretrained writes it by default), which "
+            "cannot hold code.",
             folder,
         )
 
@@ -104,8 +112,10 @@ def check_reachable(repo_id: str) -> None:
         ).close()
     except OSError as exc:
         raise BiasError(
-            f"'{repo_id}' is neither a local folder nor in the Hugging Face cache, and {host} cannot be reached ({exc}).",
-            "Check the path or the network, or set HF_HUB_OFFLINE=1 to use only models already downloaded.",
+            f"'{repo_id}' is neither a local folder nor in the Hugging Face cache, and {host} "
+            f"cannot be reached ({exc}).",
+            "Check the path or the network, or set HF_HUB_OFFLINE=1 to use only models already "
+            "downloaded.",
         ) from exc
 
 
@@ -121,78 +131,6 @@ def offline() -> bool:
     except ImportError:  # pragma: no cover - transformers depends on it
         return False
     return bool(getattr(constants, "HF_HUB_OFFLINE", False))
-
-
-def brief(exc: BaseException) -> str:
-    """The first line of an exception, short enough for the CLI's two-line error."""
-    text = str(exc).strip().splitlines()
-    line = text[0] if text else type(exc).__name__
-    return line if len(line) <= 300 else line[:297] + "..."
-
-
-def _config_error(folder: Path, exc: BaseException, remote: bool) -> BiasError:
-    """transformers' complaint about a config.json, as what is wrong with the file and what to do."""
-    import json
-
-    path = folder / "config.json"
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as bad:
-        return BiasError(
-            f"{path} is damaged: not valid JSON ({brief(bad)}).",
-            "Copy the model's config.json again, or save the model again with save_pretrained.",
-        )
-    if not isinstance(data, dict) or "model_type" not in data and "architectures" not in data:
-        return BiasError(
-            f"{path} names no model_type: it is not a Hugging Face model configuration.",
-            "Save the model with save_pretrained.",
-        )
-    if "auto_map" in data and not remote:
-        return BiasError(
-            f"The model in '{folder}' ships its own Python code (auto_map in config.json), which runs only when you allow it.",
-            "If you trust the model, give --trust-remote-code on the command line.",
-        )
-    return BiasError(
-        f"{path} cannot be read by transformers (model_type {data.get('model_type')!r}): {brief(exc)}",
-        "A newer transformers may know this model type; otherwise the file is damaged.",
-    )
-
-
-def _weights_error(folder: Path, exc: BaseException) -> BiasError:
-    """transformers' and safetensors' complaints about weight files, translated."""
-    text = str(exc)
-    lowered = text.lower()
-    if any(
-        mark in lowered
-        for mark in (
-            "incomplete metadata",
-            "header too large",
-            "headertoolarge",
-            "metadataincompletebuffer",
-            "invalidheader",
-            "deserializing header",
-        )
-    ):
-        return BiasError(
-            f"A weights file in '{folder}' is truncated or damaged (safetensors: {brief(exc)}).",
-            "Copy or download the .safetensors file again; its size must match the original.",
-        )
-    if (
-        "size mismatch" in text
-        or "look at the above report" in text
-        or "shape" in text
-        and "mismatch" in text
-    ):
-        return BiasError(
-            f"The weights in '{folder}' do not fit its config.json (a layer's shape differs from what the config describes).",
-            "The config and weights come from different models: save both again with save_pretrained.",
-        )
-    if "weights_only" in text or "Weights only load failed" in text or "pickle" in text.lower():
-        return BiasError(
-            f"pytorch_model.bin in '{folder}' holds more than tensors (pickled objects), so it is not opened.",
-            "Use a model.safetensors file, which cannot hold code.",
-        )
-    return BiasError(f"The model weights in '{folder}' cannot be loaded: {brief(exc)}")
 
 
 @contextlib.contextmanager
@@ -218,60 +156,6 @@ def quiet_transformers() -> Iterator[None]:
             hf_logging.enable_progress_bar()
 
 
-# Weights' precisions: torch's names, and tf32 (float32 weights whose matrix products a GPU's tensor
-# cores run with TF32 inputs, see `matmul_precision`).
-WEIGHTS = {
-    "float32": "float32",
-    "tf32": "float32",
-    "float16": "float16",
-    "bfloat16": "bfloat16",
-    "float64": "float64",
-}
-
-
-@contextlib.contextmanager
-def matmul_precision(dtype: str, device: Any) -> Iterator[None]:
-    """TF32 matrix units for float32 products on a GPU while the block runs (dtype "tf32"), restored
-    after; nothing otherwise (a CPU has no TF32: there tf32 computes in float32)."""
-    import torch
-
-    if dtype != "tf32" or torch.device(device).type != "cuda":
-        yield
-        return
-    before = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
-    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = True
-    try:
-        yield
-    finally:
-        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = before
-
-
-def resolve_device(device: str) -> Any:
-    """The torch device asked for; auto is CUDA when a GPU is visible, else the CPU."""
-    import torch
-
-    wanted = str(device).strip().lower()
-    if wanted == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    try:
-        found = torch.device(wanted)
-    except (RuntimeError, ValueError) as exc:
-        raise BiasError(
-            f"'{device}' is not a torch device.", "Use auto, cpu, cuda, cuda:N or mps."
-        ) from exc
-    if found.type == "cuda" and not torch.cuda.is_available():
-        raise BiasError(
-            f"Device '{device}' was asked for, but no CUDA GPU is visible.",
-            "Use --device cpu or auto.",
-        )
-    if found.type == "mps" and not torch.backends.mps.is_available():
-        raise BiasError(
-            f"Device '{device}' was asked for, but MPS is not available.",
-            "Use --device cpu or auto.",
-        )
-    return found
-
-
 def resolve_source(location: str) -> tuple[Path | None, str | None]:
     """Either an existing folder, or a Hub id to look up; a missing path is refused here."""
     location = str(location).strip()
@@ -286,12 +170,14 @@ def resolve_source(location: str) -> tuple[Path | None, str | None]:
     if path.exists():
         raise BiasError(
             f"'{path}' is a file; the hf embedder needs the model's folder.",
-            "Give the folder written by save_pretrained (config.json, weights and tokenizer files).",
+            "Give the folder written by save_pretrained (config.json, weights and tokenizer "
+            "files).",
         )
     if location.startswith("pkg:") or not _HUB_ID.match(location):
         raise BiasError(
             f"Model folder '{path}' does not exist.",
-            "Check the path; it should be the folder written by save_pretrained, or a Hugging Face Hub id.",
+            "Check the path; it should be the folder written by save_pretrained, or a Hugging "
+            "Face Hub id.",
         )
     return None, location
 
@@ -320,14 +206,15 @@ def check_source(location: str, device: str) -> None:
 
 
 def head_from_files(location: str, asked: str) -> str | None:
-    """The head `load` will choose, from config.json alone (a local folder, or a Hub model already in
-    the cache); None when there is no readable config or remote code decides the model class."""
+    """The head `load` will choose, from config.json alone (a local folder, or a Hub model already
+    in the cache); None when there is no readable config or remote code decides the model class."""
     import json
     from types import SimpleNamespace
 
     try:
         folder, repo_id = resolve_source(location)
-        path = folder / "config.json" if folder is not None else Path(_cached_config(repo_id) or "")  # type: ignore[arg-type]
+        cached = _cached_config(repo_id) if folder is None else None  # type: ignore[arg-type]
+        path = folder / "config.json" if folder is not None else Path(cached or "")
         data = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
     except (BiasError, OSError, UnicodeDecodeError, ValueError):
         return None
@@ -337,7 +224,8 @@ def head_from_files(location: str, asked: str) -> str | None:
 
 
 def choose_head(asked: str, config: Any) -> str:
-    """The head to load: as asked, or for auto from the architectures the checkpoint was saved as."""
+    """The head to load: as asked, or for auto from the architectures the checkpoint was saved
+    as."""
     if asked != "auto":
         return asked
     for arch in getattr(config, "architectures", None) or ():
@@ -355,8 +243,9 @@ def fetch_from_hub(repo_id: str, head: str, trust_remote_code: bool) -> Path:
         return Path(found).parent
     if offline():
         raise BiasError(
-            f"'{repo_id}' is not a local folder, and the weights of '{repo_id}' cannot be downloaded while offline "
-            "(HF_HUB_OFFLINE or TRANSFORMERS_OFFLINE is set) and are not in the local Hugging Face cache.",
+            f"'{repo_id}' is not a local folder, and the weights of '{repo_id}' cannot be "
+            "downloaded while offline (HF_HUB_OFFLINE or TRANSFORMERS_OFFLINE is set) and are not "
+            "in the local Hugging Face cache.",
             "Give a local directory with the model (config.json, weights and tokenizer files), "
             "or unset the offline variable to download it.",
         )
@@ -377,7 +266,8 @@ def fetch_from_hub(repo_id: str, head: str, trust_remote_code: bool) -> Path:
         raise
     except Exception as exc:
         raise BiasError(
-            f"The model '{repo_id}' could not be downloaded from the Hugging Face Hub: {brief(exc)}",
+            f"The model '{repo_id}' could not be downloaded from the Hugging Face Hub: "
+            f"{brief(exc)}",
             "Check the id and the network, or give a local directory with the model "
             "(models with their own code also need --trust-remote-code).",
         ) from exc
@@ -421,7 +311,8 @@ def load_folder(
     max_length: int | None,
     trust_remote_code: bool,
 ) -> LoadedModel:
-    """A model folder loaded with the head asked for (auto: the checkpoint's own), on `device` as `dtype`.
+    """A model folder loaded with the head asked for (auto: the checkpoint's own), on `device` as
+    `dtype`.
 
     Head weights missing from the files are refused when that head was asked for by name, and make
     auto fall back to the bare encoder; encoder weights missing (bar a pooler) are initialised at
@@ -433,7 +324,8 @@ def load_folder(
     if not (folder / "config.json").is_file():
         raise BiasError(
             f"Folder '{folder}' holds no Hugging Face model: config.json is missing.",
-            "Give the folder written by save_pretrained (config.json, weights and tokenizer files).",
+            "Give the folder written by save_pretrained (config.json, weights and tokenizer "
+            "files).",
         )
     check_folder_files(folder)
     remote = trust_remote_code
@@ -441,7 +333,7 @@ def load_folder(
         try:
             config = transformers.AutoConfig.from_pretrained(folder, trust_remote_code=remote)
         except Exception as exc:
-            raise _config_error(folder, exc, remote) from exc
+            raise config_error(folder, exc, remote) from exc
         try:
             tokenizer = transformers.AutoTokenizer.from_pretrained(folder, trust_remote_code=remote)
         except Exception as exc:
@@ -451,12 +343,12 @@ def load_folder(
             ) from exc
         if not getattr(tokenizer, "is_fast", False):
             raise BiasError(
-                f"The tokenizer in '{folder}' is a slow (Python) tokenizer; word positions are found through "
-                "the character offsets only a fast tokenizer gives.",
+                f"The tokenizer in '{folder}' is a slow (Python) tokenizer; word positions are "
+                "found through the character offsets only a fast tokenizer gives.",
                 "Save a fast tokenizer (tokenizer.json) with the model.",
             )
         chosen = choose_head(head, config)
-        # the weights read straight into their precision, and onto a GPU without a copy in host memory
+        # the weights read straight into their precision, and onto a GPU without a host copy
         placement = {"device_map": device} if torch.device(device).type != "cpu" else {}
         try:
             model, info = getattr(transformers, _AUTO_CLASSES[chosen]).from_pretrained(
@@ -470,10 +362,11 @@ def load_folder(
         except Exception as exc:
             if chosen != "none" and "Unrecognized configuration class" in str(exc):
                 raise BiasError(
-                    f"The model in '{folder}' ({getattr(config, 'model_type', '?')}) has no {chosen}-LM variant in transformers.",
+                    f"The model in '{folder}' ({getattr(config, 'model_type', '?')}) has no "
+                    f"{chosen}-LM variant in transformers.",
                     "Load it with --model-option head=none for vector metrics (weat, seat, ceat).",
                 ) from exc
-            raise _weights_error(folder, exc) from exc
+            raise weights_error(folder, exc) from exc
     prefix = getattr(model, "base_model_prefix", "")
     missing = list(info.get("missing_keys", ()))
     in_encoder = [k for k in missing if chosen == "none" or (prefix and k.startswith(prefix + "."))]
@@ -481,11 +374,14 @@ def load_folder(
     if in_head:
         if head != "auto":
             raise BiasError(
-                f"The files in '{folder}' hold no {chosen}-LM head weights (e.g. {in_head[0]}); its scores would be random.",
-                "Load it with --model-option head=none (or auto) for vector metrics: weat, seat and ceat work with it.",
+                f"The files in '{folder}' hold no {chosen}-LM head weights (e.g. {in_head[0]}); "
+                "its scores would be random.",
+                "Load it with --model-option head=none (or auto) for vector metrics: weat, seat "
+                "and ceat work with it.",
             )
         log.warning(
-            "The model in '%s' lacks its %s-LM head weights (e.g. %s); it is loaded without a head.",
+            "The model in '%s' lacks its %s-LM head weights (e.g. %s); it is loaded without a "
+            "head.",
             folder,
             chosen,
             in_head[0],
@@ -503,7 +399,8 @@ def load_folder(
     encoder_missing = sorted(k for k in in_encoder if "pooler" not in k.split("."))
     if encoder_missing:
         log.warning(
-            "%d weights of the model in '%s' are missing from its files and were initialised at random (e.g. %s).",
+            "%d weights of the model in '%s' are missing from its files and were initialised at "
+            "random (e.g. %s).",
             len(encoder_missing),
             folder,
             ", ".join(encoder_missing[:3]),

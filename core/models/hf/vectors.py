@@ -21,7 +21,7 @@ from bias.core.errors import BiasError
 from bias.core.models.hf import spans as span_math
 from bias.core.models.hf.batching import in_length_batches, memory_guard, right_pad
 from bias.core.models.hf.loading import LoadedModel, quiet_transformers
-from bias.core.interfaces import Tokens
+from bias.core.lm_requests import Tokens
 
 log = logging.getLogger(__name__)
 

@@ -1,0 +1,132 @@
+"""Reading a data file as UTF-8 text, JSON or TOML: every kind of word set and every importer
+reads through here, so they all fail alike, with a message naming the file and what to do.
+
+JSON nested deeper than any data file of this tool (`MAX_DEPTH`), and TOML nested thousands deep,
+are refused before they exhaust Python's recursion; `file_head` and `content_lines` read only the
+start of a file, for a format's `sniff`.
+"""
+
+from __future__ import annotations
+
+import tomllib  # in the standard library from Python 3.11, the oldest version this project supports
+from pathlib import Path
+from typing import Any
+
+from bias.core.errors import BiasError
+
+
+def read_text(path: str | Path, kind: str = "word-set file") -> str:
+    """A UTF-8 text file (a byte-order mark dropped), or a BiasError naming the file and what to do:
+    every importer of the plain-text and CSV formats reads through here, so they fail alike."""
+    try:
+        return Path(path).read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise BiasError(
+            f"{kind[0].upper() + kind[1:]} not found: {path}", "Check the path."
+        ) from None
+    except IsADirectoryError:
+        raise BiasError(f"{path} is a folder, not a {kind}.") from None
+    except UnicodeDecodeError as exc:
+        raise BiasError(
+            f"{path}: not UTF-8 text ({exc.reason}).", "Save the file as UTF-8."
+        ) from None
+
+
+MAX_DEPTH = 64  # levels of nesting a data file may have; the formats read here need four at most
+
+
+def parse_json(text: str, where: object) -> Any:
+    """JSON of a data file, or a BiasError naming `where` and what is wrong: every importer that
+    reads JSON goes through here, so a syntax error, a document nested thousands deep (which would
+    exhaust Python's recursion) and one merely too deep to be data are refused alike."""
+    import json
+
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise BiasError(
+            f"{where}: malformed JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}.",
+            "Fix the syntax there.",
+        ) from None
+    except RecursionError:
+        value = None
+        depth = MAX_DEPTH + 1
+    else:
+        depth = nesting(value)
+    if depth > MAX_DEPTH:
+        raise BiasError(
+            f"{where}: JSON nested more than {MAX_DEPTH} levels deep; no data file of this tool "
+            "is.",
+            "Check that this is the file you meant.",
+        )
+    return value
+
+
+def read_json(path: str | Path, kind: str = "word-set file") -> Any:
+    """A UTF-8 JSON file through `read_text` and `parse_json`."""
+    return parse_json(read_text(path, kind), path)
+
+
+def nesting(value: Any) -> int:
+    """How deeply lists and objects nest in `value` (a scalar: 0), counted without recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            item = list(item.values())
+        if isinstance(item, (list, tuple)):
+            deepest = max(deepest, depth)
+            if depth <= MAX_DEPTH:
+                stack.extend((child, depth + 1) for child in item)
+    return deepest
+
+
+def file_head(path: str | Path, chars: int = 4096) -> str | None:
+    """The first `chars` characters of a text file (undecodable bytes replaced), or None when it
+    cannot be read: what a format's `sniff` looks at, without reading a large file whole."""
+    try:
+        with open(path, encoding="utf-8-sig", errors="replace") as fh:
+            return fh.read(chars)
+    except OSError:
+        return None
+
+
+def content_lines(path: str | Path, count: int = 20) -> list[str] | None:
+    """The first `count` lines that are neither blank nor `#` comments (without their line ends), or
+    None when the file cannot be read as UTF-8: what the line-based formats sniff."""
+    lines: list[str] = []
+    try:
+        with open(path, encoding="utf-8") as fh:
+            for raw in fh:
+                stripped = raw.strip()
+                if stripped and not stripped.startswith("#"):
+                    lines.append(raw.rstrip("\n"))
+                    if len(lines) >= count:
+                        break
+    except (OSError, UnicodeDecodeError):
+        return None
+    return lines
+
+
+def read_toml(path: Path) -> dict[str, Any]:
+    """A TOML file (a byte-order mark dropped) as a dict, or a BiasError naming the file."""
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read()
+        # Editors on Windows often start UTF-8 files with a byte-order mark, which TOML forbids.
+        return tomllib.loads(raw.removeprefix(b"\xef\xbb\xbf").decode("utf-8"))
+    except FileNotFoundError:
+        raise BiasError(f"File not found: {path}", "Check the path.") from None
+    except IsADirectoryError:
+        raise BiasError(f"{path} is a folder, not a TOML file.") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise BiasError(f"{path}: malformed TOML: {exc}", "Fix the syntax at that line.") from exc
+    except RecursionError:
+        raise BiasError(
+            f"{path}: TOML nested too deeply to read (thousands of levels).",
+            "Check that this is the file you meant.",
+        ) from None
+    except UnicodeDecodeError as exc:
+        raise BiasError(
+            f"{path}: not UTF-8 text ({exc.reason}).", "Save the file as UTF-8."
+        ) from exc
