@@ -281,6 +281,12 @@ def check_models(plan: Plan, *, devices: bool = True) -> None:
         parsed = model.parsed
         if not devices and "device" in parsed.options:
             parsed = attrs.evolve(parsed, options={**parsed.options, "device": "cpu"})
-        registry.build_embedder(parsed, model.parsed_debias).check()
+        try:
+            registry.build_embedder(parsed, model.parsed_debias).check()
+        except BiasError as exc:
+            # a model of an experiment file: the refusal names the file that gave its options
+            if model.origin and model.origin not in exc.message:
+                exc.message = f"{model.origin}: {exc.message}"
+            raise
     for embedder in plan.input_models.built.values():
         embedder.check()

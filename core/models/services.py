@@ -47,6 +47,13 @@ log = logging.getLogger(__name__)
 # meta-llama/Llama-3.1-8B, ft:gpt-4o-mini:org:name:id (a fine-tuned model), models/NAME@001, a local
 # server's /path/to/model.
 _MODEL_ID = re.compile(r"[A-Za-z0-9./][A-Za-z0-9._:/@+-]*")
+# A host in a model id (`m@127.0.0.1:8000/v1`, `m@api.example.com`, `localhost:8000/v1`): never read
+# as an address, the requests would go to the provider's own host with the id as the model's name.
+_ADDRESS_IN_ID = re.compile(
+    r"(^|[@/:])(localhost|\d{1,3}(\.\d{1,3}){3})(:\d+)?(/|$)"
+    r"|@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)+(:\d+)?(/|$)"
+    r"|:\d{2,5}/"
+)
 CHARS_PER_TOKEN = 4  # a rough count for European languages; the estimate is rounded up
 
 
@@ -183,6 +190,13 @@ class ServiceModel(Embedder):
                 "@ +).",
                 f"Options go in one bracket after the id: {self.name}:MODEL_ID[base_url=URL].",
             )
+        if _ADDRESS_IN_ID.search(self.location):
+            raise BiasError(
+                f"{self.name}: {self.location!r} holds an address; a model id is never read as one "
+                f"(the requests would go to {self.default_base_url} under that name).",
+                f"Give the address as base_url: {self.name}:MODEL_ID[base_url=http://HOST:PORT/v1] "
+                "or --model-option base_url=URL.",
+            )
         # An option given empty is refused, never dropped: requests would go to the provider's own
         # address, or the provider's usual key with them, which the user did not ask for.
         for name in ("base_url", "key_env"):
@@ -202,6 +216,13 @@ class ServiceModel(Embedder):
                 f"well-formed URL ({exc}).",
                 "Give the API's base URL, e.g. --model-option base_url=http://[::1]:8000/v1.",
             ) from None
+        if any(c in parts.path + parts.query + parts.fragment for c in "[]"):
+            # a bracket of a spec's options left in the URL (`base_url=http://h/v1]`)
+            raise BiasError(
+                f"{self.spec.split('[', 1)[0]}: base_url {public_url(self.endpoint)!r} holds a "
+                "bracket after its host.",
+                "Give the API's base URL alone, e.g. --model-option base_url=http://127.0.0.1:8000/v1.",
+            )
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise BiasError(
                 f"{self.spec}: base_url {public_url(self.endpoint)!r} is not an http(s) URL.",

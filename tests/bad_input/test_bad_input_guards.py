@@ -484,6 +484,10 @@ def test_a_bracket_that_looks_like_options_but_is_none_is_refused(spec: str, mon
         "openai:m[base url=http://127.0.0.1:9/v1]\u200b",  # an invisible letter after it
         "chat:m[base url=http://127.0.0.1:9/v1]/",
         "openai:m@http://127.0.0.1:9/v1",  # an address in the id: the requests went to the provider
+        "chat:m@127.0.0.1:9/v1",  # an address without its scheme
+        "openai:m@api.example.com",
+        "voyage:localhost:9/v1",
+        "openai:127.0.0.1:9",
     ],
 )
 def test_a_service_model_id_is_a_plain_id_never_an_unread_option(spec: str, monkeypatch) -> None:
@@ -493,11 +497,21 @@ def test_a_service_model_id_is_a_plain_id_never_an_unread_option(spec: str, monk
     monkeypatch.setenv("VOYAGE_API_KEY", "pa-test-not-a-key")
     metric = ("--wordset", "en/bbq-sample", "--metric", "bbq") if spec.startswith("chat:") else ("--wordset", "en/weat1")
     done = cli("run", "--model", spec, *metric, "--confirm-cost")
-    assert done.code == 2 and ("is not a model id" in done.err or "something like an option" in done.err), done.both
+    refusals = ("is not a model id", "something like an option", "holds an address")
+    assert done.code == 2 and any(r in done.err for r in refusals), done.both
     assert "sends requests" not in done.both and "Traceback" not in done.both, done.both
 
 
-@pytest.mark.parametrize("model_id", ["ft:gpt-4o-mini:org:name:id1", "meta-llama/Llama-3.1-8B-Instruct", "voyage-3.5-lite"])
+def test_a_stray_bracket_in_a_command_line_base_url_is_refused(monkeypatch) -> None:
+    """`--model-option base_url=http://HOST/v1]`: the bracket was kept, and the requests went to
+    /v1]/embeddings; an address holds no bracket after its host (an IPv6 host keeps its own)."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-key")
+    done = cli("run", "--model", "openai:m", "--model-option", "base_url=http://127.0.0.1:9/v1]", "--wordset", "en/weat1", "--confirm-cost")
+    assert done.code == 2 and "holds a bracket after its host" in done.err, done.both
+    assert "sends requests" not in done.both and "Traceback" not in done.both, done.both
+
+
+@pytest.mark.parametrize("model_id", ["ft:gpt-4o-mini:org:name:id1", "ft:gpt-4o-mini-2024-07-18:org:suffix:12345", "meta-llama/Llama-3.1-8B-Instruct", "voyage-3.5-lite", "gpt-4o@2024-08-06"])
 def test_the_model_ids_providers_use_pass_the_check(model_id: str, monkeypatch) -> None:
     from bias.registry import build_embedder
 

@@ -271,6 +271,12 @@ def _(world, folder):
     return _file(world, folder, 'out = "."')
 
 
+@case("file-model-price-negative", names=("exp.toml: openai:text-embedding-3-small", "price", ">= 0"))
+def _(world, folder):
+    body = f'wordsets = ["{local_wordset(world, folder)}"]\n[[models]]\nspec = "openai:text-embedding-3-small"\nprice = -1\n'
+    return ["run", str(write_experiment(folder, body))]
+
+
 @case("flag-metric-with-file", names=("either an experiment file or --model", "--metric"))
 def _(world, folder):
     return _file(world, folder, "") + ["--metric", "seat"]
