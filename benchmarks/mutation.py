@@ -48,6 +48,7 @@ MODULES: dict[str, list[str]] = {
     "core/association/lookup.py": ["tests/test_association.py", "tests/test_weat_metric.py"],
     "core/association/metric.py": ["tests/test_association.py", "tests/test_weat_metric.py"],
     "core/pair_metrics/scoring.py": ["tests/test_lm_pairs.py", "tests/test_crows.py", "-m", "not slow"],
+    "core/pair_metrics/alignment.py": ["tests/test_lm_pairs.py", "tests/test_crows.py", "-m", "not slow"],
     "plugins/metrics/fise.py": ["tests/test_fise.py", "-k", "not contextual_encodings and not report_draws"],
     "core/statistics/quadrants.py": ["tests/test_fise.py", "-k", "not contextual_encodings and not report_draws"],
     "core/data/fise_tests.py": ["tests/test_fise.py", "tests/test_framework_import.py", "tests/bad_input", "-k", "fise and not contextual_encodings and not report_draws"],
