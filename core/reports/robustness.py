@@ -427,9 +427,9 @@ def figure_names(found: Sequence[Curve]) -> dict[str, str]:
 def draw(curve: Curve, path_stem: Path, formats: Sequence[str] = ("png",)) -> list[Path]:
     """The curve above its choice panel: values sorted with intervals, filled where significant after
     correction; below, a dot for the choice each specification made on each varied dimension."""
-    from bias.core.reports.figures import _pyplot, _save
+    from bias.core.reports.plotting import pyplot, save
 
-    plt = _pyplot()
+    plt = pyplot()
     specs = curve.specifications
     n = curve.n
     ref = curve.scale.reference
@@ -542,7 +542,7 @@ def draw(curve: Curve, path_stem: Path, formats: Sequence[str] = ("png",)) -> li
     panel.set_xlabel("specification, sorted by value", fontsize=8)
     for x in xs:
         panel.axvline(x, color="#f2f2f2", linewidth=0.6, zorder=0)
-    written = _save(fig, path_stem.parent, path_stem.name, tuple(formats))
+    written = save(fig, path_stem.parent, path_stem.name, tuple(formats))
     plt.close(fig)
     return written
 
