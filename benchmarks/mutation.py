@@ -55,6 +55,8 @@ MODULES: dict[str, list[str]] = {
     "plugins/metrics/probe.py": ["tests/test_probe.py", "-k", "not tiny_bert and not finetune and not readme and not compare and not bad_labelled and not validate_reads and not given_to_weat"],
     "core/models/debiasing/linear_erasure.py": ["tests/test_leace.py", "tests/test_inlp.py", "tests/test_linear_erasure_params.py", "-k", "not cli"],
     "core/reports/robustness.py": ["tests/test_robustness.py", "-k", "not cli"],
+    "core/reports/robustness_report.py": ["tests/test_robustness.py", "-k", "not cli"],
+    "core/reports/robustness_figure.py": ["tests/test_robustness.py", "-k", "not cli"],
     "plugins/metrics/stereoset.py": ["tests/test_stereoset_edges.py", "tests/test_stereoset.py", "tests/test_stereoset_families.py",
                                      "-k", "not smoke and not without_version and not bias_run and not shuffled"],
     "plugins/metrics/bbq.py": ["tests/test_bbq_scores.py", "tests/test_bbq.py",
@@ -94,8 +96,8 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
     ("core/statistics/bootstrap.py", "for start, rows in _chunks(resamples,", "*", "*"): _CHUNKING + "; any token of the size estimate",
     ("core/statistics/multiple_testing.py", ".reshape(-1)", "1", "2"): "numpy reads any negative size as 'the rest' here: reshape(-2) flattens too",
     ("core/statistics/multiple_testing.py", "first = repeats[0]", "0", "1"): "the repeats of a hypothesis share its model, word set and metric: any of them names it",
-    ("core/reports/robustness.py", "return (1, 0.0, v)", "1", "2"): "any non-zero first element marks a value as text; the rest of the key is then unused",
-    ("core/reports/robustness.py", "return (1, 0.0, v)", "0.0", "1.0"): "the key is used only when every value is a number, so a text value's key is never compared",
+    ("core/reports/robustness_figure.py", "return (1, 0.0, v)", "1", "2"): "any non-zero first element marks a value as text; the rest of the key is then unused",
+    ("core/reports/robustness_figure.py", "return (1, 0.0, v)", "0.0", "1.0"): "the key is used only when every value is a number, so a text value's key is never compared",
     **{("core/statistics/quadrants.py", "_ROWS = 1000", "1000", b): _CHUNKING for b in ("1001", "999")},
     **{("core/statistics/quadrants.py", fragment, "2000", "2001"): "a buffer one row longer than a batch of draws; only its first rows are used"
        for fragment in ("mxb, myb = np.ones((2000, nx + 1)), np.ones((2000, ny + 1))", "keys = {n: (np.empty((2000, n)), np.empty((2000, n)))")},
@@ -151,7 +153,7 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
 # not run them (figure geometry is checked by eye, figure file names by the report tests; fine-tuning
 # is a slow test of its own).
 SKIP_FUNCTIONS: dict[str, tuple[str, ...]] = {
-    "core/reports/robustness.py": ("draw", "figure_names", "_slug"),
+    "core/reports/robustness_figure.py": ("draw", "figure_names", "_slug"),
     "plugins/metrics/probe.py": ("_finetuner",),
 }
 
