@@ -1,6 +1,7 @@
 """Building blocks of metrics on association tests (targets X, Y; attributes A, B): word lookup
 under a case policy, the lost-word refusal, the WEAT conventions and result, contextual encodings
-of the words in templates or corpus contexts.
+of the words in templates or corpus contexts, and `quadrants` (items on two axes placed in
+quadrants, and FISE's null over re-partitioned group words).
 
 Part of the public API (`bias.api`): first-party plugins import these names from here only.
 """
@@ -32,6 +33,7 @@ from bias.core.association.contexts import (
 )
 from bias.core.data.corpus import Context, Contexts, corpus_contexts, window
 from bias.core.data.templates import Sentence, sentence_sets
+from bias.core.statistics import quadrants
 
 __all__ = [
     "association_result",
@@ -50,6 +52,7 @@ __all__ = [
     "lookup",
     "LOOKUP_CASES",
     "lost_threshold_param",
+    "quadrants",
     "resolve_pooling",
     "Sentence",
     "sentence_sets",

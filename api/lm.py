@@ -7,6 +7,7 @@ Part of the public API (`bias.api`): first-party plugins import these names from
 
 from __future__ import annotations
 
+from bias.core.pair_metrics.alignment import is_truncated
 from bias.core.pair_metrics.scoring import (
     CAUSAL,
     CAUSAL_CONTEXTS,
@@ -16,7 +17,6 @@ from bias.core.pair_metrics.scoring import (
     SSS_MASKING,
     causal_sentence_scores,
     computed_once,
-    is_truncated,
     lm_mode,
 )
 from bias.core.data.lpbs_tests import ATTRIBUTES, TARGETS

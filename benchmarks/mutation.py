@@ -48,11 +48,15 @@ MODULES: dict[str, list[str]] = {
     "core/association/lookup.py": ["tests/test_association.py", "tests/test_weat_metric.py"],
     "core/association/metric.py": ["tests/test_association.py", "tests/test_weat_metric.py"],
     "core/pair_metrics/scoring.py": ["tests/test_lm_pairs.py", "tests/test_crows.py", "-m", "not slow"],
+    "core/pair_metrics/alignment.py": ["tests/test_lm_pairs.py", "tests/test_crows.py", "-m", "not slow"],
     "plugins/metrics/fise.py": ["tests/test_fise.py", "-k", "not contextual_encodings and not report_draws"],
+    "core/statistics/quadrants.py": ["tests/test_fise.py", "-k", "not contextual_encodings and not report_draws"],
     "core/data/fise_tests.py": ["tests/test_fise.py", "tests/test_framework_import.py", "tests/bad_input", "-k", "fise and not contextual_encodings and not report_draws"],
     "plugins/metrics/probe.py": ["tests/test_probe.py", "-k", "not tiny_bert and not finetune and not readme and not compare and not bad_labelled and not validate_reads and not given_to_weat"],
     "core/models/debiasing/linear_erasure.py": ["tests/test_leace.py", "tests/test_inlp.py", "tests/test_linear_erasure_params.py", "-k", "not cli"],
     "core/reports/robustness.py": ["tests/test_robustness.py", "-k", "not cli"],
+    "core/reports/robustness_report.py": ["tests/test_robustness.py", "-k", "not cli"],
+    "core/reports/robustness_figure.py": ["tests/test_robustness.py", "-k", "not cli"],
     "plugins/metrics/stereoset.py": ["tests/test_stereoset_edges.py", "tests/test_stereoset.py", "tests/test_stereoset_families.py",
                                      "-k", "not smoke and not without_version and not bias_run and not shuffled"],
     "plugins/metrics/bbq.py": ["tests/test_bbq_scores.py", "tests/test_bbq.py",
@@ -92,12 +96,12 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
     ("core/statistics/bootstrap.py", "for start, rows in _chunks(resamples,", "*", "*"): _CHUNKING + "; any token of the size estimate",
     ("core/statistics/multiple_testing.py", ".reshape(-1)", "1", "2"): "numpy reads any negative size as 'the rest' here: reshape(-2) flattens too",
     ("core/statistics/multiple_testing.py", "first = repeats[0]", "0", "1"): "the repeats of a hypothesis share its model, word set and metric: any of them names it",
-    ("core/reports/robustness.py", "return (1, 0.0, v)", "1", "2"): "any non-zero first element marks a value as text; the rest of the key is then unused",
-    ("core/reports/robustness.py", "return (1, 0.0, v)", "0.0", "1.0"): "the key is used only when every value is a number, so a text value's key is never compared",
-    **{("plugins/metrics/fise.py", "_ROWS = 1000", "1000", b): _CHUNKING for b in ("1001", "999")},
-    **{("plugins/metrics/fise.py", fragment, "2000", "2001"): "a buffer one row longer than a batch of draws; only its first rows are used"
+    ("core/reports/robustness_figure.py", "return (1, 0.0, v)", "1", "2"): "any non-zero first element marks a value as text; the rest of the key is then unused",
+    ("core/reports/robustness_figure.py", "return (1, 0.0, v)", "0.0", "1.0"): "the key is used only when every value is a number, so a text value's key is never compared",
+    **{("core/statistics/quadrants.py", "_ROWS = 1000", "1000", b): _CHUNKING for b in ("1001", "999")},
+    **{("core/statistics/quadrants.py", fragment, "2000", "2001"): "a buffer one row longer than a batch of draws; only its first rows are used"
        for fragment in ("mxb, myb = np.ones((2000, nx + 1)), np.ones((2000, ny + 1))", "keys = {n: (np.empty((2000, n)), np.empty((2000, n)))")},
-    ("plugins/metrics/fise.py", "strengths.append(_strength(xs, ys, scratch=True))", "True", "False"):
+    ("core/statistics/quadrants.py", "strengths.append(strength(xs, ys, scratch=True))", "True", "False"):
         "scratch only says whether x and y may be overwritten; they are not read again, so the values are the same",
     ("plugins/metrics/fise.py", "dim = len(next(iter(vectors.values()))) if vectors else 0", "0", "1"): "with no vector at all every group is empty and the test is refused before the width is used",
     ("plugins/metrics/fise.py", "extreme = int(np.sum(t_null >= t_obs - 1e-12 * max(1.0, abs(t_obs))))", ">=", ">"): _TIE,
@@ -149,7 +153,7 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
 # not run them (figure geometry is checked by eye, figure file names by the report tests; fine-tuning
 # is a slow test of its own).
 SKIP_FUNCTIONS: dict[str, tuple[str, ...]] = {
-    "core/reports/robustness.py": ("draw", "figure_names", "_slug"),
+    "core/reports/robustness_figure.py": ("draw", "figure_names", "_slug"),
     "plugins/metrics/probe.py": ("_finetuner",),
 }
 

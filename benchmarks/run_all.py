@@ -48,7 +48,6 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from types import SimpleNamespace
 
 import numpy as np
 
@@ -90,7 +89,7 @@ def fise_bound(
 
 def permutation_rows(repeats: int) -> None:
     from bias.core.statistics.association import permutation_test
-    from bias.plugins.metrics.fise import Fise
+    from bias.core.statistics.quadrants import quadrant_null
 
     for n in (25, 100):
         rng = np.random.default_rng(n)
@@ -109,12 +108,13 @@ def permutation_rows(repeats: int) -> None:
         floor = min(timed(lambda n=n: samplers.random_bits(2 * n, n, PERMUTATIONS, 1)) for _ in range(repeats))
         ROWS.append((f"WEAT/SEAT/LPBS permutations {n}v{n}, 100k", best_ours, cheapest,
                      f"bound: {name}; random bits alone {floor * 1e3:.1f} ms"))
-    settings = SimpleNamespace(exact_limit=0, permutations=PERMUTATIONS, mean_centre=False)
     for n in (25, 100):
         rng = np.random.default_rng(n)
         cx, cy = rng.normal(size=(100, 2 * n)), rng.normal(size=(100, 2 * n))
         ours, bound = interleaved(
-            lambda cx=cx, cy=cy, n=n: Fise._null(settings, cx, cy, n, n, 1),
+            lambda cx=cx, cy=cy, n=n: quadrant_null(
+                cx, cy, n, n, mean_centre=False, permutations=PERMUTATIONS, exact_limit=0, seed=1
+            ),
             lambda cx=cx, cy=cy, n=n: fise_bound(cx, cy, n, n, PERMUTATIONS, 1),
             repeats,
         )

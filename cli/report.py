@@ -83,7 +83,7 @@ def _robustness_report(
     """`bias report --robustness`: the table per test on the terminal, figures and tables in the
     folder."""
     from bias.cli.render import robustness_table
-    from bias.core.reports.robustness import notes, write_robustness
+    from bias.core.reports.robustness_report import notes, write_robustness
 
     target = folder if folder.is_dir() else folder.parent
     chosen = tuple(f for f in formats if f in ("md", "csv", "png", "svg"))

@@ -19,7 +19,8 @@ import numpy as np
 import pytest
 
 from bias.core.errors import BiasError
-from bias.core.pair_metrics.scoring import PairScores, prepare_pairs
+from bias.core.pair_metrics.alignment import prepare_pairs
+from bias.core.pair_metrics.scoring import PairScores
 from bias.core.model import WordSetMeta
 from bias.core.pair_metrics.metric import compare_pairs
 from bias.core.data.minimal_pairs import PairSet, SentencePair

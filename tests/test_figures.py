@@ -9,7 +9,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from bias.core.reports import load_report, write_report
-from bias.core.reports.figures import model_styles
+from bias.core.reports.plotting import model_styles
 
 from fixtures.big_grid import big_grid
 
@@ -97,7 +97,7 @@ def test_a_figure_that_cannot_show_every_panel_says_so_and_goes_on_in_further_fi
     with the rest; words-2.png and words-3.png hold 13-30, in natural test order."""
     from bias.core.model import Result
     from bias.core.reports import build
-    from bias.core.reports.figures import words
+    from bias.core.reports.word_figure import words
     from bias.core.runs.results import ResultStore
     from fixtures.values import value_of
 

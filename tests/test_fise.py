@@ -403,7 +403,7 @@ def test_sampled_partitions_are_drawn_without_replacement(spread) -> None:
     """Every sampled partition is a true re-partition of the axis's words: its null strength is one
     that the enumeration of all partitions gives (a group drawn with replacement repeats a word, and
     its mean cosine is no partition's). Checked on the null the metric draws, value by value."""
-    from bias.plugins.metrics.fise import Fise
+    from bias.core.statistics.quadrants import quadrant_null
 
     embedder, test = spread
     gx, gy = test.axes
@@ -421,15 +421,19 @@ def test_sampled_partitions_are_drawn_without_replacement(spread) -> None:
 
     T = np.array([unit(t) for t in SPREAD_TRAITS])
     cx, cy = T @ np.array([unit(w) for w in xw]).T, T @ np.array([unit(w) for w in yw]).T
-    metric = build_metric("fise", exact_limit=0, permutations=500)
-    assert isinstance(metric, Fise)
-    _, strengths, method, drawn = metric._null(cx, cy, len(gx.first_words), len(gy.first_words), 3)
-    assert method == "sampled" and drawn == 500 and len(strengths) == 500
+
+    def null(permutations: int, seed: int):  # as the metric calls it with exact_limit=0
+        return quadrant_null(cx, cy, len(gx.first_words), len(gy.first_words), mean_centre=False,
+                             permutations=permutations, exact_limit=0, seed=seed)
+
+    drawn_500 = null(500, 3)
+    strengths = drawn_500.strengths
+    assert drawn_500.method == "sampled" and drawn_500.drawn == 500 and len(strengths) == 500
     # 500 draws of 36 partitions reach every strength the enumeration gives, and no other.
     assert {round(float(s), 9) for s in strengths} == exact
     # Drawn in chunks: exactly `permutations` of them, whatever the remainder.
     for m in (2000, 4001):
-        drawn_null = build_metric("fise", exact_limit=0, permutations=m)._null(cx, cy, len(gx.first_words), len(gy.first_words), 4)[1]
+        drawn_null = null(m, 4).strengths
         assert len(drawn_null) == m and {round(float(s), 9) for s in drawn_null} <= exact
     # The metric draws the same partitions for the same seed: p = (k + 1) / (m + 1) over them, with the
     # observed strength from the brute force, and the effect standardised by the drawn null.
@@ -688,17 +692,17 @@ def test_the_smallest_keys_mask_is_the_subset_a_full_sort_picks(n: int, k: int) 
     """The sampled null picks each partition's first group as the k smallest of n uniform keys,
     found by a partition instead of a sort: the same subsets as argsort, for short and long rows
     (258 and 143: keys where a partition around another position than k - 1 leaves a wrong k-th key)."""
-    from bias.plugins.metrics.fise import _smallest_mask
+    from bias.core.statistics.quadrants import smallest_mask
 
     keys = np.random.default_rng(n * 1000 + k).random((30, n))
     expected = np.zeros((30, n))
     for row, order in enumerate(np.argsort(keys, axis=1, kind="stable")):
         expected[row, order[:k]] = 1.0
-    assert np.array_equal(_smallest_mask(keys, k), expected)
+    assert np.array_equal(smallest_mask(keys, k), expected)
     # into the null's buffers: the mask in the first n columns of `out` (the rest untouched), the
     # partition in `scratch`
     out = np.full((40, n + 1), 7.0)
-    got = _smallest_mask(keys, k, out, np.empty_like(keys))
+    got = smallest_mask(keys, k, out, np.empty_like(keys))
     assert got.shape == (30, n + 1) and np.array_equal(got[:, :n], expected)
     assert np.array_equal(out[:30, :n], expected) and (out[:, n] == 7.0).all() and (out[30:] == 7.0).all()
 
@@ -710,13 +714,14 @@ def test_sampled_null_replays_its_draws_by_brute_force(mean_centre: bool) -> Non
     first group minus the rest, the quadrant counts and the strength from their definitions. Groups of
     unequal size whose cosines do not sum to zero (so the scale and the offset of the one-product
     association both matter), and 1,500 permutations (a batch that is not a whole number of rows)."""
-    from bias.plugins.metrics.fise import Fise
+    from bias.core.statistics.quadrants import quadrant_null
 
     rng = np.random.default_rng(11)
     cx, cy = rng.uniform(-0.2, 0.6, size=(13, 7)), rng.uniform(-0.3, 0.5, size=(13, 9))
     kx, ky, m = 3, 4, 1500
-    counts, strengths, method, drawn = build_metric("fise", exact_limit=0, permutations=m, mean_centre=mean_centre)._null(cx, cy, kx, ky, 5)
-    assert method == "sampled" and drawn == m
+    null = quadrant_null(cx, cy, kx, ky, mean_centre=mean_centre, permutations=m, exact_limit=0, seed=5)
+    counts, strengths = null.counts, null.strengths
+    assert null.method == "sampled" and null.drawn == m
 
     replay = np.random.default_rng(5)
     keys_x, keys_y = replay.random((m, 7)), replay.random((m, 9))  # one batch of draws: x keys, then y keys

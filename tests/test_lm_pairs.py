@@ -1,4 +1,4 @@
-"""The pair-scoring library (bias.core.pair_metrics.scoring) and the PairMetric base (bias.core.pair_metrics.metric) on a
+"""The pair-scoring library (bias.core.pair_metrics.alignment and .scoring) and the PairMetric base (bias.core.pair_metrics.metric) on a
 fake language model whose log-probabilities are simple functions of the token ids, so that every
 score below is computed by hand. The real models are in test_crows.py and test_kls_jss.py."""
 
@@ -14,20 +14,8 @@ import pytest
 from bias.core.errors import BiasError
 from bias.core.interfaces import Capability, Embedder, Measured
 from bias.core.lm_requests import MaskedRequest, Tokens, TokenScores
-from bias.core.pair_metrics.scoring import (
-    CAUSAL,
-    MASKED,
-    SCORERS,
-    AlignedPair,
-    PairScores,
-    ScoringOptions,
-    align,
-    decide_lowercase,
-    is_truncated,
-    lm_mode,
-    prepare_pairs,
-    score_pairs,
-)
+from bias.core.pair_metrics.alignment import AlignedPair, align, decide_lowercase, is_truncated, prepare_pairs
+from bias.core.pair_metrics.scoring import CAUSAL, MASKED, SCORERS, PairScores, ScoringOptions, lm_mode, score_pairs
 from bias.core.model import WordSetMeta
 from bias.core.pair_metrics.metric import PairMetric, Refusal, compare_pairs, pair_sizes, sign_test
 from bias.core.data.minimal_pairs import PairSet, SentencePair

@@ -22,7 +22,8 @@ import pytest
 from bias.core.errors import BiasError
 from bias.core.model import Result
 from bias.core.reports import build
-from bias.core.reports.robustness import curves, robust_curves, to_csv, to_markdown, write_robustness
+from bias.core.reports.robustness import curves, robust_curves
+from bias.core.reports.robustness_report import to_csv, to_markdown, write_robustness
 
 from fixtures.values import value_of
 from fixtures.planted import A_WORDS, B_WORDS, X_WORDS, Y_WORDS
@@ -357,7 +358,7 @@ def test_two_files_of_the_same_name_are_two_tests():
 def test_specification_records_rank_from_one_with_intervals_and_holm():
     import attrs
 
-    from bias.core.reports.robustness import specification_records, specifications_csv
+    from bias.core.reports.robustness_report import specification_records, specifications_csv
 
     rows = [attrs.evolve(result("a", "en/x", "weat", 0.6, 0.001, params={"i": "1"}), figures={"ci_low": 0.1, "ci_high": 0.9}),
             result("b", "en/x", "weat", 0.2, 0.2, params={"i": "2"})]
@@ -391,7 +392,7 @@ def test_a_specification_without_a_p_value_shows_a_dash():
     (["0.25", "mean", "0.5"], ["0.5", "0.25", "mean"]),  # not all numbers: natural order even for the numbers
 ])
 def test_the_choice_panel_orders_numbers_numerically_and_text_alphabetically(values, ordered):
-    from bias.core.reports.robustness import _values
+    from bias.core.reports.robustness_figure import _values
 
     rows = [result(f"k{i}", "en/x", "seat", 0.1 * i, 0.5, params={"layer": v}) for i, v in enumerate(values)]
     (curve,) = robust_curves(build(rows))

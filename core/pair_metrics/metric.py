@@ -19,7 +19,8 @@ import attrs
 import numpy as np
 
 from bias.core.interfaces import Capability, Embedder, Measured, Metric
-from bias.core.pair_metrics.scoring import LOWERCASE, PairScores, describe_pair, score_pairs
+from bias.core.pair_metrics.alignment import LOWERCASE, describe_pair
+from bias.core.pair_metrics.scoring import PairScores, score_pairs
 from bias.core.model import OK, PAIRS, REFUSED, Result
 from bias.core.data.minimal_pairs import DIRECTIONS, PairSet
 from bias.core.params import one_of, param

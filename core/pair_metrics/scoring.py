@@ -1,12 +1,13 @@
-"""Scoring both sentences of minimal pairs with a language model: what CrowS-Pairs, SSS, AUL/AULA and
-KLS/JSS share (the comparison of the scores is in `bias.core.pair_metrics.metric`).
+"""Scoring both sentences of minimal pairs with a language model: what CrowS-Pairs, SSS, AUL/AULA
+and KLS/JSS share (the comparison of the scores is in `bias.core.pair_metrics.metric`).
 
-Every pair (more, less) is tokenised by the model's own tokenizer and aligned on token ids with
-difflib's opcodes: 'equal' runs are the shared (unmodified) tokens U, the rest of each sentence its
-modified tokens M; special tokens are in neither. Per-sentence scores, one function each in `SCORERS`:
+Every pair (more, less) is tokenised and aligned first (`bias.core.pair_metrics.alignment`): the
+shared (unmodified) tokens U and each sentence's modified tokens M. Per-sentence scores, one
+function each in `SCORERS`:
 
-- pll (CrowS): sum over u in U of log P(u | S with u masked), one mask at a time, the modified tokens
-  visible. All masked variants of all sentences go to the embedder at once, which batches them.
+- pll (CrowS): sum over u in U of log P(u | S with u masked), one mask at a time, the modified
+  tokens visible. All masked variants of all sentences go to the embedder at once, which batches
+  them.
 - sss: mean over m in M of log P(m | S with m masked), each modified token masked in turn (the
   diagonal: a token is scored at its own position, never against the other modified positions);
   `masking = joint` masks all of M at once, conditioning on the unmodified tokens only.
@@ -15,43 +16,49 @@ modified tokens M; special tokens are in neither. Per-sentence scores, one funct
 - aul / aula: the unmasked sentence, mean over tokens of log P(w_i | S), AULA weighting each term by
   the attention the token receives.
 - causal LMs (pll and aul): the sentence log-likelihood, sum (or mean) over its tokens of
-  log P(w_i | w_<i), the model's BOS token (else EOS) put before the sentence when the tokenizer adds
-  no start token, so the first word is scored too. `causal_starts` "bos" (default) keeps BOS in the
-  context of every token (lm-evaluation-harness's rolling log-likelihood); "bos-first-token" takes
-  only the first token's log-probability from the pass with BOS and tokens 2..n from a pass on the
-  sentence without it (bias-bench). Recorded as `causal_start` (what the first token saw) and
-  `causal_context`.
+  log P(w_i | w_<i), the model's BOS token (else EOS) put before the sentence when the tokenizer
+  adds no start token, so the first word is scored too. `causal_starts` "bos" (default) keeps BOS
+  in the context of every token (lm-evaluation-harness's rolling log-likelihood); "bos-first-token"
+  takes only the first token's log-probability from the pass with BOS and tokens 2..n from a pass
+  on the sentence without it (bias-bench). Recorded as `causal_start` (what the first token saw)
+  and `causal_context`.
 
-Every scorer sends each distinct input to the model once (`computed_once`) and gives its number to every
-sentence that asked for it: the model's rounding depends on the batch an input falls in, so two
-identical sentences scored in different batches could differ in the last bits and an exact tie could
-turn into a verdict that changes with the batch size.
+Every scorer sends each distinct input to the model once (`computed_once`) and gives its number to
+every sentence that asked for it: the model's rounding depends on the batch an input falls in, so
+two identical sentences scored in different batches could differ in the last bits and an exact tie
+could turn into a verdict that changes with the batch size.
 """
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any, TypeVar
 
 import attrs
 import numpy as np
 
+from bias.core.data.minimal_pairs import PairSet
 from bias.core.errors import BiasError
-from bias.core.text import shown
-from bias.core.interfaces import Capability, Embedder, MaskedRequest, Tokens, TokenScores
-from bias.core.data.minimal_pairs import PairSet, SentencePair
+from bias.core.interfaces import Capability, Embedder
+from bias.core.lm_requests import MaskedRequest, Tokens, TokenScores
+from bias.core.pair_metrics.alignment import (
+    AlignedPair,
+    decide_lowercase,
+    prepare_pairs,
+    skipped_row,
+)
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
 
 MASKED, CAUSAL = "masked", "causal"
-LOWERCASE = ("auto", "yes", "no")
 LIKELIHOODS = ("sum", "mean")
 CAUSAL_STARTS = ("bos", "bos-first-token")
 CAUSAL_CONTEXTS = {
     "bos": "BOS in the context of every token (lm-evaluation-harness's rolling log-likelihood)",
-    "bos-first-token": "only the first token conditioned on BOS; tokens 2..n from a pass without BOS (bias-bench)",
+    "bos-first-token": (
+        "only the first token conditioned on BOS; tokens 2..n from a pass without BOS (bias-bench)"
+    ),
 }
 SSS_MASKING = ("each", "joint")
 # Metrics by what they need, for the message that refuses a model.
@@ -61,8 +68,8 @@ _FOR_VECTORS = "weat, seat, ceat and the other vector metrics"
 
 
 def lm_mode(embedder: Embedder, metric: str, allowed: Sequence[str] = (MASKED, CAUSAL)) -> str:
-    """ "masked" or "causal": which kind of language model serves this metric; a BiasError naming the
-    metrics that would work when the model offers neither the metric can use."""
+    """ "masked" or "causal": which kind of language model serves this metric; a BiasError naming
+    the metrics that would work when the model offers neither the metric can use."""
     have = embedder.available()
     if MASKED in allowed and Capability.MASKED_LM in have:
         return MASKED
@@ -77,128 +84,16 @@ def lm_mode(embedder: Embedder, metric: str, allowed: Sequence[str] = (MASKED, C
     else:
         fitting = _FOR_VECTORS
     raise BiasError(
-        f"Metric '{metric}' needs {needs} (with its LM head); the model {embedder.spec} offers {offers}.",
+        f"Metric '{metric}' needs {needs} (with its LM head); "
+        f"the model {embedder.spec} offers {offers}.",
         f"Metrics that work with this model: {fitting}.",
     )
 
 
-def decide_lowercase(embedder: Embedder, policy: str) -> bool:
-    """Whether to lowercase sentences first: yes/no as asked; auto asks the embedder (`uncased`), else
-    tests whether its tokenizer maps a capital letter to the small one."""
-    if policy == "yes":
-        return True
-    if policy == "no":
-        return False
-    flag = embedder.uncased
-    if isinstance(flag, bool):
-        return flag
-    probe = embedder.tokenize(["A", "a", "Z", "z"])
-    plain = [tuple(i for i, s in zip(t.ids, t.special) if not s) for t in probe]
-    return all(plain) and plain[0] == plain[1] and plain[2] == plain[3]
-
-
-def is_truncated(text: str, tokens: Tokens) -> bool:
-    """Whether the tokenizer cut the text: its last token ends before the text does. A score of a cut
-    sentence would silently be the score of another sentence, so callers refuse it."""
-    ends = [b for (a, b), s in zip(tokens.offsets, tokens.special) if not s and b > a]
-    return bool(text.strip()) and (not ends or max(ends) < len(text.rstrip()))
-
-
-def align(
-    a: Tokens, b: Tokens
-) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
-    """Shared positions of a and b (pairwise aligned) and the modified positions of each.
-
-    difflib's 'equal' opcodes on the token ids, special tokens excluded; autojunk off, so long
-    sentences are aligned exactly rather than with difflib's popularity heuristic.
-    """
-    matcher = difflib.SequenceMatcher(None, list(a.ids), list(b.ids), autojunk=False)
-    shared_a: list[int] = []
-    shared_b: list[int] = []
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-        if tag != "equal":
-            continue
-        for i, j in zip(range(i1, i2), range(j1, j2)):
-            if not a.special[i] and not b.special[j]:
-                shared_a.append(i)
-                shared_b.append(j)
-    in_a, in_b = set(shared_a), set(shared_b)
-    modified_a = tuple(i for i, s in enumerate(a.special) if not s and i not in in_a)
-    modified_b = tuple(j for j, s in enumerate(b.special) if not s and j not in in_b)
-    return tuple(shared_a), tuple(shared_b), modified_a, modified_b
-
-
-@attrs.frozen
-class AlignedPair:
-    """A pair as the model sees it: both sentences' tokens, and which positions are shared or modified."""
-
-    index: int
-    pair: SentencePair
-    more: Tokens
-    less: Tokens
-    shared_more: tuple[int, ...]
-    shared_less: tuple[int, ...]
-    modified_more: tuple[int, ...]
-    modified_less: tuple[int, ...]
-
-
-def describe_pair(index: int, pair: SentencePair) -> str:
-    return f"pair {index}" + (f" (line {pair.line})" if pair.line is not None else "")
-
-
-def skipped_row(index: int, pair: SentencePair, reason: str) -> dict[str, Any]:
-    """A pair left out of the scores, as `figures["skipped"]` lists it."""
-    return {
-        "index": index,
-        "line": pair.line,
-        "bias_type": pair.bias_type,
-        "direction": pair.direction,
-        "reason": reason,
-    }
-
-
-def prepare_pairs(
-    embedder: Embedder, data: PairSet, lowercase: bool
-) -> tuple[list[AlignedPair], list[dict[str, Any]]]:
-    """Tokenise and align every pair; pairs with nothing to compare are returned as skipped, with why."""
-    if not isinstance(data, PairSet):
-        raise BiasError(f"Pair metrics need a pair set (kind pairs), not {type(data).__name__}.")
-    texts = []
-    for pair in data.pairs:
-        texts.extend(
-            [pair.more.lower(), pair.less.lower()] if lowercase else [pair.more, pair.less]
-        )
-    tokens = embedder.tokenize(texts)
-    aligned: list[AlignedPair] = []
-    skipped: list[dict[str, Any]] = []
-    for k, pair in enumerate(data.pairs):
-        more, less = tokens[2 * k], tokens[2 * k + 1]
-        for name, text, toks in (("more", texts[2 * k], more), ("less", texts[2 * k + 1], less)):
-            if is_truncated(text, toks):
-                raise BiasError(
-                    f"{data.name}: {describe_pair(k, pair)}: the sentence `{name}` is longer than the model's limit "
-                    f"of {len(toks.ids)} tokens: '{shown(text, 60)}'.",
-                    "Shorten it or remove the pair; pair scores need the whole sentence.",
-                )
-        shared_m, shared_l, mod_m, mod_l = align(more, less)
-        if more.ids == less.ids:
-            skipped.append(
-                skipped_row(
-                    k,
-                    pair,
-                    "the two sentences give the same token ids (their group words are probably both unknown to the tokenizer)",
-                )
-            )
-        elif not shared_m:
-            skipped.append(skipped_row(k, pair, "the sentences share no token"))
-        else:
-            aligned.append(AlignedPair(k, pair, more, less, shared_m, shared_l, mod_m, mod_l))
-    return aligned, skipped
-
-
 def computed_once(items: Sequence[K], compute: Callable[[list[K]], Sequence[V]]) -> list[V]:
-    """`compute` over the distinct items (in first-seen order, one call), its answers given back to every
-    item: identical inputs get the very same number, whichever batch the model would have put them in."""
+    """`compute` over the distinct items (in first-seen order, one call), its answers given back to
+    every item: identical inputs get the very same number, whichever batch the model would have put
+    them in."""
     index: dict[K, int] = {}
     plan = [index.setdefault(item, len(index)) for item in items]
     found = compute(list(index)) if index else []
@@ -212,8 +107,9 @@ def masked_sums(
     *,
     joint: bool = False,
 ) -> list[np.ndarray]:
-    """log P(token | its position masked) for each listed position of each sequence: one request per
-    position (or one per sequence with `joint`), all sent at once, identical requests computed once."""
+    """log P(token | its position masked) for each listed position of each sequence: one request
+    per position (or one per sequence with `joint`), all sent at once, identical requests computed
+    once."""
     wanted = [
         [MaskedRequest(toks.ids, tuple(pos))]
         if joint
@@ -245,7 +141,8 @@ def token_log_probs_once(
 
 @attrs.frozen
 class ScoringOptions:
-    """The settings a scoring method may read; `likelihood` is already "mean" for every method but pll."""
+    """The settings a scoring method may read; `likelihood` is already "mean" for every method but
+    pll."""
 
     likelihood: str = "sum"
     masking: str = "each"
@@ -272,12 +169,12 @@ def score_pll(
     """CrowS pseudo-log-likelihood: the shared tokens, each masked in turn, summed."""
     positions = [pos for p in pairs for pos in (p.shared_more, p.shared_less)]
     lps = masked_sums(embedder, _sentences(pairs), positions)
+    score = (
+        "pseudo-log-likelihood: sum over shared tokens u of log P(u | S with u masked), "
+        "one mask at a time"
+    )
     return SentenceScores(
-        [float(v.sum()) for v in lps],
-        [len(pos) for pos in positions],
-        {
-            "score": "pseudo-log-likelihood: sum over shared tokens u of log P(u | S with u masked), one mask at a time"
-        },
+        [float(v.sum()) for v in lps], [len(pos) for pos in positions], {"score": score}
     )
 
 
@@ -287,11 +184,11 @@ def score_sss(
     """StereoSet-style score: the modified tokens, masked one at a time or all at once, averaged."""
     positions = [pos for p in pairs for pos in (p.modified_more, p.modified_less)]
     lps = masked_sums(embedder, _sentences(pairs), positions, joint=options.masking == "joint")
-    score = (
-        "mean over modified tokens m of log P(m | S with m masked), each masked in turn (diagonal)"
-        if options.masking == "each"
-        else "mean over modified tokens m of log P(m | S with all modified tokens masked) (diagonal)"
-    )
+    if options.masking == "each":
+        score = "mean over modified tokens m of log P(m | S with m masked), each masked in turn"
+    else:
+        score = "mean over modified tokens m of log P(m | S with all modified tokens masked)"
+    score += " (diagonal)"
     return SentenceScores(
         [float(v.mean()) for v in lps],
         [len(pos) for pos in positions],
@@ -316,8 +213,8 @@ def _unmasked(embedder: Embedder, pairs: Sequence[AlignedPair], attention: bool)
         values.append(float(lp.mean()) if lp.size else float("nan"))
         counts.append(int(lp.size))
     score = (
-        "AULA: mean over non-special tokens of a_i * log P(w_i | S), S unmasked, a_i the attention w_i receives "
-        "(mean over layers, heads and queries)"
+        "AULA: mean over non-special tokens of a_i * log P(w_i | S), S unmasked, a_i the attention "
+        "w_i receives (mean over layers, heads and queries)"
         if attention
         else "AUL: mean over non-special tokens of log P(w_i | S), S unmasked"
     )
@@ -357,10 +254,10 @@ def causal_sentence_scores(
     likelihood: str = "sum",
     causal_start: str = "bos",
 ) -> SentenceScores:
-    """Each sentence's log-likelihood under a causal LM, the sum (`likelihood = sum`) or per-token mean
-    of log P(w_i | context) over its non-special tokens, the first included; `causal_start` says what
-    the context is (`CAUSAL_CONTEXTS`). The one causal scorer of the sentence metrics: CrowS-Pairs and
-    friends call it through `score_causal`, StereoSet on its candidate sentences."""
+    """Each sentence's log-likelihood under a causal LM, the sum (`likelihood = sum`) or per-token
+    mean of log P(w_i | context) over its non-special tokens, the first included; `causal_start`
+    says what the context is (`CAUSAL_CONTEXTS`). The one causal scorer of the sentence metrics:
+    CrowS-Pairs and friends call it through `score_causal`, StereoSet on its candidate sentences."""
     options = ScoringOptions(likelihood=likelihood, causal_start=causal_start)
     ids = [t.ids for t in sequences]
     if options.causal_start == "bos-first-token":
@@ -377,7 +274,8 @@ def causal_sentence_scores(
     convention = {
         "score": (
             f"sentence log-likelihood, {'sum' if summed else 'mean'} of "
-            "log P(w_i | w_<i) over every non-special token of the sentence, the first word included"
+            "log P(w_i | w_<i) over every non-special token of the sentence, "
+            "the first word included"
         ),
         "causal_start": scores[0].context if scores else "",
         "causal_context": CAUSAL_CONTEXTS[options.causal_start],
@@ -412,7 +310,8 @@ SCORERS: dict[str, Scorer] = {
     "causal": score_causal,
 }
 METHODS = ("pll", "sss", "modified-mean", "aul", "aula")
-# The methods that have a causal-LM reading (a sentence log-likelihood); the others need a masked LM.
+# The methods that have a causal-LM reading (a sentence log-likelihood); the others need a masked
+# LM.
 CAUSAL_METHODS = ("pll", "modified-mean", "aul")
 # The methods whose causal reading may be a sum (`likelihood`); the others are means by definition.
 SUMMABLE = ("pll", "modified-mean")
@@ -425,7 +324,8 @@ def _without_modified_token(pair: AlignedPair) -> str | None:
     return f"the sentence `{side}` has no modified token (the other only adds words)"
 
 
-# Why a method cannot score an aligned pair (None: it can), for the methods that need more than a shared token.
+# Why a method cannot score an aligned pair (None: it can), for the methods that need more than a
+# shared token.
 UNSCORABLE: dict[str, Callable[[AlignedPair], str | None]] = {
     "sss": _without_modified_token,
     "modified-mean": _without_modified_token,
@@ -493,7 +393,10 @@ def score_pairs(
         "model_kind": mode,
         "lowercase": lower,
         "lowercase_policy": lowercase,
-        "alignment": "difflib.SequenceMatcher opcodes 'equal' on token ids (autojunk off), special tokens excluded",
+        "alignment": (
+            "difflib.SequenceMatcher opcodes 'equal' on token ids (autojunk off), "
+            "special tokens excluded"
+        ),
     }
     unscorable = UNSCORABLE.get(method)
     if unscorable is not None:

@@ -28,10 +28,10 @@ def axis_name(found: Agreement, method: str) -> str:
 
 
 def draw(report: Report, found: Agreement, folder: Path, formats: Sequence[str]) -> list[Path]:
-    from bias.core.reports.figures import _pyplot, _save, model_styles
+    from bias.core.reports.plotting import model_styles, pyplot, save
     from bias.core.reports.values import short_models
 
-    plt = _pyplot()
+    plt = pyplot()
     methods = found.methods[:MAX_METHODS]
     k = len(methods)
     names = short_models(report.results)
@@ -130,6 +130,6 @@ def draw(report: Report, found: Agreement, folder: Path, formats: Sequence[str])
         f"Agreement between methods: scores per (model, test), larger = more bias{more}",
         fontsize=9.5,
     )
-    written = _save(fig, Path(folder), "agreement", tuple(formats))
+    written = save(fig, Path(folder), "agreement", tuple(formats))
     plt.close(fig)
     return written

@@ -1,16 +1,21 @@
-"""Figures of a report (matplotlib, Agg backend, PNG and SVG), drawn from the same `Report` as the tables.
+"""Figures of a report (matplotlib, Agg backend, PNG and SVG), drawn from the same `Report` as the
+tables.
 
-- forest: each test's value with its bootstrap interval, one facet per metric with that metric's own
-  reference line (0 for d, 50% for CrowS-style scores); tests (with their titles) as rows, settings as
-  sub-labels, models as a legend of distinct colour-and-marker pairs; filled: significant after Holm;
-- heatmap: one panel per metric, models (and settings) x tests, the colour scale symmetric around the
-  metric's reference and labelled with its unit, values written in the cells while they are legible;
-- words: the per-item association s(w) of every target word, sorted, coloured by set (WEAT/SEAT);
-- languages: for runs over several languages, languages x tests (weat6 in nl, de, ...) per metric;
+- forest: each test's value with its bootstrap interval, one facet per metric with that metric's
+  own reference line (0 for d, 50% for CrowS-style scores); tests (with their titles) as rows,
+  settings as sub-labels, models as a legend of distinct colour-and-marker pairs; filled:
+  significant after Holm;
+- heatmap: one panel per metric, models (and settings) x tests, the colour scale symmetric around
+  the metric's reference and labelled with its unit, values written in the cells while they are
+  legible;
+- words: the per-item association s(w) of every target word, sorted, coloured by set (WEAT/SEAT;
+  `word_figure.py`);
+- languages: for runs over several languages, languages x tests (weat6 in nl, de, ...) per metric
+  (`language_figure.py`);
 - p-vs-effect: -log10 p against the value, the 0.05 line and the sampled test's p floor marked.
 
-Every figure grows with what it shows and stays readable for a 100-experiment grid. matplotlib is
-imported here only, so the rest of the framework stays fast to import.
+Every figure grows with what it shows and stays readable for a 100-experiment grid. What the
+figures share (matplotlib itself, saving, styles per model) is in `plotting.py`.
 """
 
 from __future__ import annotations
@@ -20,10 +25,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from bias.core.model import OK, Result
+from bias.core.model import Result
+from bias.core.reports.language_figure import languages
+from bias.core.reports.plotting import FORMATS, label_cells, model_styles, plotted, pyplot, save
 from bias.core.reports.tables import Report, ci_of, significance
-from bias.core.runs.folder import open_in_run, readable_in_run, remove_in_run
-from bias.core.text import natural_key
 from bias.core.reports.values import (
     kind_of,
     p_floor,
@@ -32,55 +37,15 @@ from bias.core.reports.values import (
     test_title,
     variant_label,
 )
+from bias.core.reports.word_figure import words
+from bias.core.text import natural_key
 
-FORMATS = ("png", "svg")
 FIGURES = ("forest", "heatmap", "words", "languages", "p-vs-effect")
-_COLOURS = ("#1b6ca8", "#d1495b", "#2e933c", "#edae49", "#6a4c93", "#00798c", "#8d6346", "#444444")
-_MARKERS = ("o", "s", "D", "^", "v", "P", "X", "<", ">", "h")
-
-
-def _pyplot():
-    import matplotlib
-
-    matplotlib.use("Agg", force=True)
-    matplotlib.rcParams["svg.hashsalt"] = (
-        "bias-framework"  # stable element ids: same results, same file
-    )
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-def model_styles(models: Sequence[str]) -> dict[str, tuple[str, str]]:
-    """A distinct (colour, marker) pair per model: colours cycle fastest, markers change after every
-    full round of colours, so no two models look alike up to 80 models."""
-    return {
-        m: (_COLOURS[i % len(_COLOURS)], _MARKERS[(i // len(_COLOURS)) % len(_MARKERS)])
-        for i, m in enumerate(models)
-    }
 
 
 def _holm_significant(report: Report, r: Result, alpha: float = 0.05) -> bool:
     adj = report.adjusted.get(r.key)
     return bool(adj and adj.holm < alpha)
-
-
-def _plotted(report: Report) -> list[Result]:
-    return [r for r in report.results if r.status == OK and r.effect_size is not None]
-
-
-def _save(fig, folder: Path, name: str, formats: tuple[str, ...]) -> list[Path]:
-    written = []
-    # SVG first: a layout engine settles on a fresh figure, so an SVG is the same bytes whether or not a
-    # PNG is written in the same call.
-    for fmt in sorted(formats, key=lambda f: f != "svg"):
-        path = folder / f"{name}.{fmt}"
-        # No dates or software versions inside the files: the same results give the same bytes.
-        metadata = {"Date": None, "Creator": None} if fmt == "svg" else {"Software": None}
-        with open_in_run(folder, path.name, "wb") as fh:
-            fig.savefig(fh, format=fmt, dpi=110, bbox_inches="tight", metadata=metadata)
-        written.append(path)
-    return written
 
 
 def _test_label(r: Result, tests: dict[str, str], with_title: bool = True) -> str:
@@ -91,8 +56,8 @@ def _test_label(r: Result, tests: dict[str, str], with_title: bool = True) -> st
 
 
 def forest(report: Report, folder: Path, formats: tuple[str, ...] = FORMATS) -> list[Path]:
-    plt = _pyplot()
-    rows = _plotted(report)
+    plt = pyplot()
+    rows = plotted(report)
     metrics = list(dict.fromkeys(r.metric for r in rows))
     names = short_models(report.results)
     tests = short_tests(report.results)
@@ -131,9 +96,8 @@ def forest(report: Report, folder: Path, formats: tuple[str, ...] = FORMATS) -> 
             ci = ci_of(r)
             if ci is not None:
                 ax.plot(ci, [y + offset, y + offset], color=colour, linewidth=1.4)
-            filled = r.p_value is None or _holm_significant(
-                report, r
-            )  # hollow only for a p that is not significant
+            # hollow only for a p that is not significant
+            filled = r.p_value is None or _holm_significant(report, r)
             ax.plot(
                 [r.effect_size],
                 [y + offset],
@@ -179,9 +143,8 @@ def forest(report: Report, folder: Path, formats: tuple[str, ...] = FORMATS) -> 
         plt.Line2D([], [], color=styles[m][0], marker=styles[m][1], linestyle="", label=m)
         for m in models
     ]
-    if any(
-        r.p_value is not None for _, members, _ in facets for r in members
-    ):  # no p-value, no hollow point
+    # no p-value, no hollow point
+    if any(r.p_value is not None for _, members, _ in facets for r in members):
         handles.append(
             plt.Line2D(
                 [],
@@ -201,7 +164,7 @@ def forest(report: Report, folder: Path, formats: tuple[str, ...] = FORMATS) -> 
         ncol=min(3, len(handles)),
         frameon=False,
     )
-    written = _save(fig, folder, "forest", formats)
+    written = save(fig, folder, "forest", formats)
     plt.close(fig)
     return written
 
@@ -209,8 +172,8 @@ def forest(report: Report, folder: Path, formats: tuple[str, ...] = FORMATS) -> 
 def heatmap(report: Report, folder: Path, formats: tuple[str, ...] = FORMATS) -> list[Path]:
     import numpy as np
 
-    plt = _pyplot()
-    rows = _plotted(report)
+    plt = pyplot()
+    rows = plotted(report)
     names = short_models(report.results)
     tests = short_tests(report.results)
     metrics = list(dict.fromkeys(r.metric for r in rows))
@@ -257,19 +220,7 @@ def heatmap(report: Report, folder: Path, formats: tuple[str, ...] = FORMATS) ->
         )
         legible = max_cols <= 14 and len(row_keys) <= 40
         if legible:
-            for i in range(len(row_keys)):
-                for j in range(len(cols)):
-                    if text[i][j]:
-                        dark = abs(grid[i, j] - ref) > 0.6 * spread
-                        ax.text(
-                            j,
-                            i,
-                            text[i][j],
-                            ha="center",
-                            va="center",
-                            fontsize=6.5,
-                            color="white" if dark else "black",
-                        )
+            label_cells(ax, grid, text, ref, spread)
         ax.set_xticks(range(len(cols)))
         ax.set_xticklabels(cols, rotation=40, ha="right", fontsize=7)
         ax.set_yticks(range(len(row_keys)))
@@ -289,7 +240,7 @@ def heatmap(report: Report, folder: Path, formats: tuple[str, ...] = FORMATS) ->
             fontsize=7,
         )
         bar.ax.tick_params(labelsize=6)
-    written = _save(fig, folder, "heatmap", formats)
+    written = save(fig, folder, "heatmap", formats)
     plt.close(fig)
     return written
 
@@ -310,234 +261,17 @@ def _row_key(report: Report, names: dict[str, str], r: Result) -> str:
     return names[r.model] + (f" ({settings})" if settings else "")
 
 
-def _scores_of(folder: Path, r: Result) -> list[dict[str, str]]:
-    path = readable_in_run(folder, r.figures.get("scores"), "figures.scores in results.jsonl")
-    if path is None:
-        return []
-    from bias.core.runs.results import read_scores
-
-    return read_scores(path)
-
-
-def _pages(name: str, count: int) -> list[str]:
-    """File names of a figure drawn over `count` files: words, words-2, words-3, ..."""
-    return [name] + [f"{name}-{n}" for n in range(2, count + 1)]
-
-
-def _page_note(names: list[str], page: int, first: int, last: int, total: int, what: str) -> str:
-    """What a figure of several files says on each file: which panels it shows and where the rest are."""
-    if len(names) == 1:
-        return ""
-    others = f"{names[1]}.png" + (f" to {names[-1]}.png" if len(names) > 2 else "")
-    if page == 0:
-        return f"{what} {first}-{last} of {total}: the other {total - last} are in {others}"
-    return f"{what} {first}-{last} of {total} ({names[0]}.png holds the first, {others} the rest)"
-
-
-def words(
-    report: Report, folder: Path, formats: tuple[str, ...] = FORMATS, limit: int = 12
-) -> list[Path]:
-    """Each target word's s(w), sorted, coloured by set: one panel per WEAT/SEAT result, `limit` panels
-    a file (words.png, then words-2.png, ...: each says which panels it shows); SEAT's sentences are
-    averaged per word."""
-    panels = []
-    for r in _plotted(report):
-        rows = _scores_of(folder, r)
-        if not rows or "s" not in rows[0]:
-            continue
-        per: dict[tuple[str, str], list[float]] = {}
-        for row in rows:
-            per.setdefault((row["set"], row.get("word") or row["item"]), []).append(float(row["s"]))
-        items = sorted(((k[0], k[1], sum(v) / len(v)) for k, v in per.items()), key=lambda t: t[2])
-        panels.append((r, items))
-    pages = [panels[i : i + limit] for i in range(0, len(panels), limit)]
-    names = _pages("words", len(pages))
-    written: list[Path] = []
-    for n, page in enumerate(pages):
-        first = n * limit + 1
-        note = _page_note(names, n, first, first + len(page) - 1, len(panels), "Panels")
-        written += _words_page(report, folder, formats, page, names[n], note)
-    _remove_pages_past(folder, "words", len(pages), formats)
-    return written
-
-
-def _remove_pages_past(folder: Path, name: str, count: int, formats: tuple[str, ...]) -> None:
-    """Pages an earlier, larger report wrote (words-9.png after a run of 90 panels is reported again
-    with 60) would be read as part of this one: they go."""
-    for fmt in formats:
-        page = max(count, 1) + 1
-        while remove_in_run(folder, f"{name}-{page}.{fmt}"):
-            page += 1
-
-
-def _words_page(
-    report: Report, folder: Path, formats: tuple[str, ...], panels: list[Any], name: str, note: str
-) -> list[Path]:
-    plt = _pyplot()
-    names = short_models(report.results)
-    tests = short_tests(report.results)
-    cols = min(3, len(panels))
-    nrows = math.ceil(len(panels) / cols)
-    tallest = max(len(items) for _, items in panels)
-    fig, axes = plt.subplots(
-        nrows,
-        cols,
-        figsize=(3.6 * cols, 0.9 + (0.8 + 0.13 * tallest) * nrows),
-        squeeze=False,
-        layout="constrained",
-    )
-    set_colour = {"X": _COLOURS[0], "Y": _COLOURS[1]}
-    for ax, (r, items) in zip(axes.flat, panels):
-        ax.barh(
-            range(len(items)),
-            [s for _, _, s in items],
-            color=[set_colour.get(k, "grey") for k, _, _ in items],
-        )
-        ax.set_yticks(range(len(items)))
-        ax.set_yticklabels([w for _, w, _ in items], fontsize=6 if len(items) > 20 else 7)
-        ax.axvline(0, color="grey", linewidth=0.6)
-        settings = report.settings.get(r.key, "")
-        title = f"{tests[r.wordset]} {variant_label(r.metric, settings)}" + (
-            f" | {names[r.model]}" if len(names) > 1 else ""
-        )
-        ax.set_title(title, fontsize=7.5, loc="left")
-        ax.set_xlabel("s(w) = mean cos(w, A) - mean cos(w, B)", fontsize=6.5)
-        ax.tick_params(axis="x", labelsize=6)
-    for ax in list(axes.flat)[len(panels) :]:
-        ax.axis("off")
-    handles = [
-        plt.Rectangle((0, 0), 1, 1, color=set_colour["X"], label="X (first target set)"),
-        plt.Rectangle((0, 0), 1, 1, color=set_colour["Y"], label="Y (second target set)"),
-    ]
-    fig.legend(handles=handles, loc="outside lower center", ncol=2, fontsize=7, frameon=False)
-    fig.suptitle(
-        "Association of each target word with A rather than B" + (f"\n{note}" if note else ""),
-        fontsize=9,
-    )
-    written = _save(fig, folder, name, formats)
-    plt.close(fig)
-    return written
-
-
-def _language(r: Result) -> str:
-    lang = (r.meta or {}).get("language")
-    if lang:
-        return str(lang)
-    head, sep, _ = r.wordset.partition("/")
-    return head if sep and len(head) <= 3 else ""
-
-
-def languages(report: Report, folder: Path, formats: tuple[str, ...] = FORMATS) -> list[Path]:
-    """Languages x tests for runs over several languages: `nl/weat6` and `de/weat6` share a column; one
-    panel per metric and setting, 8 panels a file (each file says which it shows)."""
-    rows = [r for r in _plotted(report) if _language(r)]
-    if len({_language(r) for r in rows}) < 2:
-        return []
-    every = list(dict.fromkeys((r.metric, report.settings.get(r.key, "")) for r in rows))
-    pages = [
-        every[i : i + 8] for i in range(0, len(every), 8)
-    ]  # 8 panels a file: languages.png, languages-2.png, ...
-    files = _pages("languages", len(pages))
-    written: list[Path] = []
-    for n, groups in enumerate(pages):
-        note = _page_note(files, n, 8 * n + 1, 8 * n + len(groups), len(every), "Panels")
-        written += _languages_page(report, folder, formats, rows, groups, files[n], note)
-    _remove_pages_past(folder, "languages", len(pages), formats)
-    return written
-
-
-def _languages_page(
-    report: Report,
-    folder: Path,
-    formats: tuple[str, ...],
-    rows: list[Result],
-    groups: list[tuple[str, str]],
-    name: str,
-    note: str,
-) -> list[Path]:
-    import numpy as np
-
-    plt = _pyplot()
-    names = short_models(report.results)
-    several = len({names[r.model] for r in rows}) > 1
-
-    def row_of(r: Result) -> str:
-        return _language(r) + (f" | {names[r.model]}" if several else "")
-
-    all_rows = sorted({row_of(r) for r in rows}, key=natural_key)
-    all_tests = sorted({r.wordset.split("/")[-1] for r in rows}, key=natural_key)
-    fig, axes = plt.subplots(
-        len(groups),
-        1,
-        squeeze=False,
-        layout="constrained",
-        figsize=(
-            max(6.0, 3.0 + 0.6 * len(all_tests)),
-            sum(1.5 + 0.3 * len(all_rows) for _ in groups),
-        ),
-    )
-    for ax, (metric, settings) in zip(axes[:, 0], groups):
-        kind = kind_of(next(r for r in rows if r.metric == metric))
-        members = [
-            r for r in rows if r.metric == metric and report.settings.get(r.key, "") == settings
-        ]
-        labels = sorted({row_of(r) for r in members}, key=natural_key)
-        tests = sorted({r.wordset.split("/")[-1] for r in members}, key=natural_key)
-        grid = np.full((len(labels), len(tests)), np.nan)
-        for r in members:
-            grid[labels.index(row_of(r)), tests.index(r.wordset.split("/")[-1])] = r.effect_size
-        ref = kind.reference if kind.reference is not None else float(np.nanmean(grid))
-        spread = float(np.nanmax(np.abs(grid - ref))) or 1.0
-        image = ax.imshow(
-            np.ma.masked_invalid(grid),
-            cmap=plt.get_cmap("RdBu_r").with_extremes(bad="#dddddd"),
-            vmin=ref - spread,
-            vmax=ref + spread,
-            aspect="auto",
-        )
-        if len(tests) <= 16 and len(labels) <= 30:
-            for i in range(len(labels)):
-                for j in range(len(tests)):
-                    if np.isfinite(grid[i, j]):
-                        dark = abs(grid[i, j] - ref) > 0.6 * spread
-                        ax.text(
-                            j,
-                            i,
-                            kind.format(grid[i, j], 2 if kind.unit != "%" else 0),
-                            ha="center",
-                            va="center",
-                            fontsize=6.5,
-                            color="white" if dark else "black",
-                        )
-        ax.set_xticks(range(len(tests)))
-        ax.set_xticklabels(tests, rotation=30, ha="right", fontsize=7)
-        ax.set_yticks(range(len(labels)))
-        ax.set_yticklabels(labels, fontsize=7)
-        ax.set_title(
-            f"{variant_label(metric, settings)}: {kind.name}, by language", fontsize=8, loc="left"
-        )
-        bar = fig.colorbar(image, ax=ax, fraction=0.05, pad=0.01)
-        bar.set_label(kind.label, fontsize=7)
-        bar.ax.tick_params(labelsize=6)
-    if note:
-        fig.suptitle(note, fontsize=8)
-    written = _save(fig, folder, name, formats)
-    plt.close(fig)
-    return written
-
-
 def p_vs_effect(report: Report, folder: Path, formats: tuple[str, ...] = FORMATS) -> list[Path]:
-    rows = [r for r in _plotted(report) if r.p_value is not None]
+    rows = [r for r in plotted(report) if r.p_value is not None]
     if not rows:  # metrics that give no p-value (BBQ, RND, ...): nothing to plot against p
         return []
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.5, 4.8))
     every = list(
         dict.fromkeys(variant_label(r.metric, report.settings.get(r.key, "")) for r in rows)
     )
-    variants = every[
-        :16
-    ]  # a legend of 16 styles; the points of any further variant are drawn in grey
+    # a legend of 16 styles; the points of any further variant are drawn in grey
+    variants = every[:16]
     styles = model_styles(variants)
     rest = every[16:]
     if rest:
@@ -583,14 +317,15 @@ def p_vs_effect(report: Report, folder: Path, formats: tuple[str, ...] = FORMATS
     ax.set_ylabel("-log10 p (raw)", fontsize=8)
     ax.set_title("p-value against value (filled: significant after Holm)", fontsize=9)
     ax.legend(fontsize=6.5, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
-    written = _save(fig, folder, "p-vs-effect", formats)
+    written = save(fig, folder, "p-vs-effect", formats)
     plt.close(fig)
     return written
 
 
 def write_figures(report: Report, folder: Path, formats: tuple[str, ...] = FORMATS) -> list[Path]:
-    """Every figure that has something to show, in every format; nothing when no result has a value."""
-    if not _plotted(report):
+    """Every figure that has something to show, in every format; nothing when no result has a
+    value."""
+    if not plotted(report):
         return []
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)

@@ -60,9 +60,9 @@ def quadrant_results(report: Report) -> list[Result]:
 
 
 def quadrant_scatter(result: Result, folder: Path, formats: tuple[str, ...]) -> list[Path]:
-    from bias.core.reports.figures import _pyplot, _save
+    from bias.core.reports.plotting import pyplot, save
 
-    plt = _pyplot()
+    plt = pyplot()
     figures = result.figures
     x_name, y_name = figures["axes"]
     (x_pos, x_neg), (y_pos, y_neg) = figures["groups"][x_name], figures["groups"][y_name]
@@ -133,7 +133,7 @@ def quadrant_scatter(result: Result, folder: Path, formats: tuple[str, ...]) -> 
         f"{result.model.split('/')[-1]}{p}",
         fontsize=10,
     )
-    written = _save(
+    written = save(
         fig, folder, f"{_slug(result.metric)}-{_slug(result.wordset)}-{result.key[:8]}", formats
     )
     plt.close(fig)

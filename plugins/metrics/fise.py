@@ -1,11 +1,12 @@
-"""FISE, Flexible Intersectional Stereotype Extraction (Charlesworth, Ghate, Caliskan & Banaji 2024).
+"""FISE, Flexible Intersectional Stereotype Extraction (Charlesworth, Ghate, Caliskan & Banaji
+2024).
 
-Each trait gets one association per social axis: its mean cosine to the axis's first group minus its
-mean cosine to the second (a word of several variants, e.g. Italian `calmo`/`calma`, is the mean of
-their vectors, for traits and group words alike; a phrase is the mean of its words' vectors, or, on a
-contextual model, the phrase encoded alone). Two axes place the traits in four quadrants
-(`male rich`, `female poor`, ...; a value of exactly 0 counts as the negative side). Per quadrant the
-metric reports the count and share of traits, the top traits by intersectional strength (the
+Each trait gets one association per social axis: its mean cosine to the axis's first group minus
+its mean cosine to the second (a word of several variants, e.g. Italian `calmo`/`calma`, is the mean
+of their vectors, for traits and group words alike; a phrase is the mean of its words' vectors, or,
+on a contextual model, the phrase encoded alone). Two axes place the traits in four quadrants
+(`male rich`, `female poor`, ...; a value of exactly 0 counts as the negative side). Per quadrant
+the metric reports the count and share of traits, the top traits by intersectional strength (the
 projection onto the quadrant's diagonal, (sx*x + sy*y)/sqrt(2)), and, with affect stimuli, the mean
 valence of its traits (mean cosine to positive minus negative words) and the share that is positive.
 
@@ -19,12 +20,12 @@ along their own quadrant's diagonal; the p-value counts partitions with S at lea
 alone could not be tested this way: traits that resemble one another stay together in every
 partition, so their counts are as lopsided under the null as in the data. The effect size is the
 standardised strength (S - mean of the null) / its std. The null's mean count per quadrant is
-reported beside the observed counts.
+reported beside the observed counts. The quadrant arithmetic and the null are in
+`bias.api.association.quadrants`.
 """
 
 from __future__ import annotations
 
-import itertools
 import math
 from pathlib import Path
 from typing import Any, ClassVar
@@ -46,13 +47,15 @@ from bias.api import (
     one_of,
     param,
 )
+from bias.api.association import quadrants
 from bias.api.data import FISE, FiseTest, Stimulus, fise_data
 
 ENCODINGS = ("auto", "word-vectors", "contextual")
 
 
 def _resolve(value: str, beside: str, suffix: str) -> Path:
-    """A companion file as given, else beside the test file, with its suffix added to a bare name."""
+    """A companion file as given, else beside the test file, with its suffix added to a bare
+    name."""
     path = Path(value)
     candidates = [path, Path(beside).parent / path]
     if not path.suffix:
@@ -70,11 +73,13 @@ def _resolve(value: str, beside: str, suffix: str) -> Path:
 class Fise(Metric):
     """Traits on two social axes: quadrant counts, top intersectional traits, valence per quadrant,
     and a permutation test of whether traits sit in their quadrants more strongly than traits
-    unassociated with the groups would (effect: standardised mean strength; see the module docstring)."""
+    unassociated with the groups would (effect: standardised mean strength; see the module
+    docstring)."""
 
     name: ClassVar[str] = "fise"
     summary: ClassVar[str] = (
-        "Flexible Intersectional Stereotype Extraction: traits in the quadrants of two social axes (Charlesworth et al. 2024)."
+        "Flexible Intersectional Stereotype Extraction: traits in the quadrants of two social axes "
+        "(Charlesworth et al. 2024)."
     )
     value: ClassVar[ValueKind] = ValueKind(
         "z",
@@ -92,11 +97,13 @@ class Fise(Metric):
     )
     traits: str | None = param(
         None,
-        "trait list (.txt, one trait or variant list per line); a bare name is looked up beside the test (default: the test's own traits, else traitlist.txt beside it)",
+        "trait list (.txt, one trait or variant list per line); a bare name is looked up beside "
+        "the test (default: the test's own traits, else traitlist.txt beside it)",
     )
     affect: str | None = param(
         None,
-        "affect stimuli (.csv: header, positive column, negative column); a bare name is looked up beside the test",
+        "affect stimuli (.csv: header, positive column, negative column); a bare name is looked "
+        "up beside the test",
     )
     mean_centre: bool = param(
         False, "subtract each axis's mean over the traits before placing them in quadrants"
@@ -104,7 +111,8 @@ class Fise(Metric):
     top: int = param(5, "top traits reported per quadrant", validator=int_at_least(1))
     encoding: str = param(
         "auto",
-        "auto (word vectors where the model has them, else contextual), word-vectors, or contextual (each word encoded alone, mean of its sub-tokens)",
+        "auto (word vectors where the model has them, else contextual), word-vectors, or "
+        "contextual (each word encoded alone, mean of its sub-tokens)",
         validator=one_of(ENCODINGS),
     )
     permutations: int = param(
@@ -184,13 +192,23 @@ class Fise(Metric):
             len(found[f"{x_axis.name}.{x_axis.first}"]),
             len(found[f"{y_axis.name}.{y_axis.first}"]),
         )
-        x = _association(cx, np.arange(nx1)[None, :])[0]
-        y = _association(cy, np.arange(ny1)[None, :])[0]
+        x = quadrants.associations(cx, np.arange(nx1)[None, :])[0]
+        y = quadrants.associations(cy, np.arange(ny1)[None, :])[0]
         if self.mean_centre:
             x, y = x - x.mean(), y - y.mean()
-        counts = _quadrant_counts(x[None, :], y[None, :])[0]
-        null_counts, t_null, method, drawn = self._null(cx, cy, nx1, ny1, seed)
-        t_obs = float(_strength(x[None, :], y[None, :])[0])
+        counts = quadrants.quadrant_counts(x[None, :], y[None, :])[0]
+        null = quadrants.quadrant_null(
+            cx,
+            cy,
+            nx1,
+            ny1,
+            mean_centre=self.mean_centre,
+            permutations=self.permutations,
+            exact_limit=self.exact_limit,
+            seed=seed,
+        )
+        null_counts, t_null, method, drawn = null.counts, null.strengths, null.method, null.drawn
+        t_obs = float(quadrants.strength(x[None, :], y[None, :])[0])
         extreme = int(np.sum(t_null >= t_obs - 1e-12 * max(1.0, abs(t_obs))))
         p_value = extreme / len(t_null) if method == "exact" else (extreme + 1) / (drawn + 1)
         spread = float(t_null.std())
@@ -201,12 +219,11 @@ class Fise(Metric):
             valence = T @ unit["affect.positive"].mean(axis=0) - T @ unit["affect.negative"].mean(
                 axis=0
             )
-        quadrants = self._quadrants(x_axis, y_axis, x, y, labels, valence, counts)
+        placed = self._quadrants(x_axis, y_axis, x, y, labels, valence, counts)
         warnings = []
         if lost:
-            warnings.append(
-                f"{sum(len(v) for v in lost.values())} word(s) had no vector and were left out (see lost)"
-            )
+            left_out = sum(len(v) for v in lost.values())
+            warnings.append(f"{left_out} word(s) had no vector and were left out (see lost)")
         return Result(
             status=OK,
             effect_size=effect,
@@ -218,7 +235,7 @@ class Fise(Metric):
                     x_axis.name: [x_axis.first, x_axis.second],
                     y_axis.name: [y_axis.first, y_axis.second],
                 },
-                "quadrants": quadrants,
+                "quadrants": placed,
                 "points": [[label, float(a), float(b)] for label, a, b in zip(labels, x, y)],
                 **(
                     {"valence": {label: float(v) for label, v in zip(labels, valence)}}
@@ -229,7 +246,7 @@ class Fise(Metric):
                 "null_mean": float(t_null.mean()),
                 "null_std": spread,
                 "null_expected_counts": {
-                    name: float(c) for name, c in zip(quadrants, null_counts.mean(axis=0))
+                    name: float(c) for name, c in zip(placed, null_counts.mean(axis=0))
                 },
             },
             convention={
@@ -310,8 +327,9 @@ class Fise(Metric):
         return "word-vectors" if Capability.WORD_VECTORS in embedder.available() else "contextual"
 
     def _vectors(self, embedder: Embedder, words: list[str]) -> dict[str, np.ndarray]:
-        """A vector per word or phrase: from word vectors, a phrase is the mean of its words' vectors
-        (all of them needed); from a contextual model, the mean of its sub-tokens, encoded alone."""
+        """A vector per word or phrase: from word vectors, a phrase is the mean of its words'
+        vectors (all of them needed); from a contextual model, the mean of its sub-tokens, encoded
+        alone."""
         if self._lookup(embedder) == "word-vectors":
             parts = {w: w.split() for w in words}
             found = embedder.word_vectors(
@@ -339,58 +357,11 @@ class Fise(Metric):
                 return f"every item of {key} is missing from the model"
             share = 1 - len(found[key]) / len(items)
             if share > self.lost_threshold:
-                return f"{key} lost {len(items) - len(found[key])} of {len(items)} items ({share:.0%} > {self.lost_threshold:.0%} allowed)"
+                return (
+                    f"{key} lost {len(items) - len(found[key])} of {len(items)} items "
+                    f"({share:.0%} > {self.lost_threshold:.0%} allowed)"
+                )
         return None
-
-    # -- statistics
-
-    def _null(
-        self, cx: np.ndarray, cy: np.ndarray, nx1: int, ny1: int, seed: int | None
-    ) -> tuple[np.ndarray, np.ndarray, str, int]:
-        """Quadrant counts and strengths under re-partitioned groups: all partitions, or `permutations` random ones."""
-        nx, ny = cx.shape[1], cy.shape[1]
-        total = math.comb(nx, nx1) * math.comb(ny, ny1)
-        if total <= self.exact_limit:
-            px = np.array(list(itertools.combinations(range(nx), nx1)))
-            py = np.array(list(itertools.combinations(range(ny), ny1)))
-            xs, ys = _association(cx, px), _association(cy, py)  # partitions x traits
-            if self.mean_centre:
-                xs, ys = xs - xs.mean(axis=1, keepdims=True), ys - ys.mean(axis=1, keepdims=True)
-            counts, strengths = [], []
-            for xr in xs:
-                xb = np.broadcast_to(xr, ys.shape)
-                counts.append(_quadrant_counts(xb, ys))
-                strengths.append(_strength(xb, ys))
-            return np.concatenate(counts), np.concatenate(strengths), "exact", total
-        rng = np.random.default_rng(seed)
-        out, strengths = [], []
-        bx, by = np.empty((_ROWS, cx.shape[0])), np.empty((_ROWS, cy.shape[0]))
-        # each partition a 0/1 row with a trailing 1, so one product with `_with_offset` gives the
-        # associations; the buffers are reused for every batch (the trailing column stays 1)
-        ax, ay = _with_offset(cx, nx1), _with_offset(cy, ny1)
-        mxb, myb = np.ones((2000, nx + 1)), np.ones((2000, ny + 1))
-        keys = {
-            n: (np.empty((2000, n)), np.empty((2000, n))) for n in {nx, ny}
-        }  # draws, partition scratch
-        for start in range(0, self.permutations, 2000):
-            m = min(2000, self.permutations - start)
-            # the first nx1 of an argsort of uniform keys are the nx1 smallest keys: a partition finds
-            # the same subset without sorting (the same draws, so the same p for a seed)
-            kx, sx = (b[:m] for b in keys[nx])
-            mx = _smallest_mask(rng.random(out=kx), nx1, mxb, sx)
-            ky, sy = (b[:m] for b in keys[ny])
-            my = _smallest_mask(rng.random(out=ky), ny1, myb, sy)
-            # the arithmetic in rows of _ROWS, into the two buffers
-            for a in range(0, m, _ROWS):
-                rows = min(_ROWS, m - a)
-                xs = np.matmul(mx[a : a + rows], ax.T, out=bx[:rows])
-                ys = np.matmul(my[a : a + rows], ay.T, out=by[:rows])
-                if self.mean_centre:
-                    xs -= xs.mean(axis=1, keepdims=True)
-                    ys -= ys.mean(axis=1, keepdims=True)
-                out.append(_quadrant_counts(xs, ys))
-                strengths.append(_strength(xs, ys, scratch=True))
-        return np.concatenate(out), np.concatenate(strengths), "sampled", self.permutations
 
     def _quadrants(
         self,
@@ -405,8 +376,10 @@ class Fise(Metric):
         out: dict[str, Any] = {}
         signs = [(1, 1), (-1, 1), (-1, -1), (1, -1)]
         for q, (sx, sy) in enumerate(signs):
-            name = f"{x_axis.first if sx > 0 else x_axis.second} {y_axis.first if sy > 0 else y_axis.second}"
-            members = np.flatnonzero(_quadrant_of(x, y) == q)
+            x_group = x_axis.first if sx > 0 else x_axis.second
+            y_group = y_axis.first if sy > 0 else y_axis.second
+            name = f"{x_group} {y_group}"
+            members = np.flatnonzero(quadrants.quadrant_of(x, y) == q)
             strength = (sx * x[members] + sy * y[members]) / math.sqrt(2)
             order = members[np.argsort(-strength, kind="stable")]
             entry: dict[str, Any] = {
@@ -425,80 +398,6 @@ class Fise(Metric):
         return out
 
 
-# Rows of permutations whose arithmetic is done at once, into buffers reused for every batch (a
-# batch of draws is 2,000 rows; 1,000 rows measured fastest, by a few per cent, on a 2-core EPYC).
-_ROWS = 1000
-
-
 def _unit(m: np.ndarray) -> np.ndarray:
     norms = np.linalg.norm(m, axis=1, keepdims=True)
     return m / np.where(norms == 0, 1.0, norms)
-
-
-def _association(cos: np.ndarray, first: np.ndarray) -> np.ndarray:
-    """For each partition (a row of indices of the first group), every trait's mean cosine to the first
-    group minus its mean cosine to the rest: partitions x traits. The same product as the sampled null's
-    (`_with_offset`), so an observed partition and its draw give the same numbers."""
-    mask = np.zeros((first.shape[0], cos.shape[1] + 1), dtype=np.float64)
-    np.put_along_axis(mask, first, 1.0, axis=1)
-    mask[:, -1] = 1.0
-    return mask @ _with_offset(cos, first.shape[1]).T
-
-
-def _with_offset(cos: np.ndarray, k: int) -> np.ndarray:
-    """The traits' cosines scaled by 1/k + 1/(n - k), with -total/(n - k) as a last column: the product
-    with a partition's 0/1 row (k ones) followed by a 1 is its association. The rest's sum is the row
-    total less the first group's sum, so sum/k - (total - sum)/(n - k) = sum * (1/k + 1/(n - k)) -
-    total/(n - k): one product gives both groups' means."""
-    n = cos.shape[1]
-    return np.hstack([cos * (1 / k + 1 / (n - k)), -cos.sum(axis=1, keepdims=True) / (n - k)])
-
-
-def _smallest_mask(
-    keys: np.ndarray, k: int, out: np.ndarray | None = None, scratch: np.ndarray | None = None
-) -> np.ndarray:
-    """1.0 where a key is among the k smallest of its row, else 0.0 (ties between float64 keys have
-    probability ~n^2 / 2^53): the subset `argsort(keys)[:, :k]` picks, found in linear time. With
-    `out` (at least as many rows and columns), written into its first rows and columns; its rows
-    are returned, further columns untouched. `scratch` (the keys' shape) holds the partition."""
-    if scratch is None:
-        scratch = np.partition(keys, k - 1, axis=1)
-    else:
-        np.copyto(scratch, keys)
-        scratch.partition(k - 1, axis=1)
-    threshold = scratch[:, k - 1 : k]
-    if out is None:
-        return (keys <= threshold).astype(np.float64)
-    rows, n = keys.shape
-    np.less_equal(keys, threshold, out=out[:rows, :n])
-    return out[:rows]
-
-
-def _quadrant_of(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """0: (+,+), 1: (-,+), 2: (-,-), 3: (+,-); exactly 0 counts as negative."""
-    px, py = x > 0, y > 0
-    return np.where(px & py, 0, np.where(~px & py, 1, np.where(~px & ~py, 2, 3)))
-
-
-def _quadrant_counts(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Per row, the traits in each quadrant (numbered as `_quadrant_of`), from two sign masks."""
-    px, py = x > 0, y > 0
-
-    def count(
-        mask: np.ndarray,
-    ) -> np.ndarray:  # a row sum of the bytes: count_nonzero(axis=1) copies first
-        return mask.view(np.uint8).sum(axis=1, dtype=np.int32)
-
-    both, right, up = count(px & py), count(px), count(py)
-    # (+,+), (-,+) = up - (+,+), (-,-) = all - right - up + (+,+), (+,-) = right - (+,+)
-    return np.stack([both, up - both, x.shape[1] - right - up + both, right - both], axis=1)
-
-
-def _strength(x: np.ndarray, y: np.ndarray, *, scratch: bool = False) -> np.ndarray:
-    """Per row: the traits' mean projection onto their own quadrant's diagonal. With `scratch`, x and
-    y are not needed afterwards and are overwritten (no new arrays)."""
-    if not scratch:
-        return (np.abs(x) + np.abs(y)).mean(axis=1) / math.sqrt(2)
-    ones = np.ones(x.shape[1])
-    # row sums by a product with ones (a reduction along the short axis is several times slower)
-    return (np.abs(x, out=x) @ ones + np.abs(y, out=y) @ ones) / (x.shape[1] * math.sqrt(2))

@@ -1,0 +1,110 @@
+"""The words figure of a report: each target word's association s(w) with A rather than B, sorted
+and coloured by set, one panel per WEAT/SEAT result, read from the scores file each result wrote
+beside results.jsonl; over several files when there are many panels.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+from bias.core.model import Result
+from bias.core.reports.plotting import (
+    COLOURS,
+    FORMATS,
+    page_note,
+    page_names,
+    plotted,
+    pyplot,
+    remove_pages_past,
+    save,
+)
+from bias.core.reports.tables import Report
+from bias.core.reports.values import short_models, short_tests, variant_label
+from bias.core.runs.folder import readable_in_run
+
+
+def _scores_of(folder: Path, r: Result) -> list[dict[str, str]]:
+    path = readable_in_run(folder, r.figures.get("scores"), "figures.scores in results.jsonl")
+    if path is None:
+        return []
+    from bias.core.runs.results import read_scores
+
+    return read_scores(path)
+
+
+def words(
+    report: Report, folder: Path, formats: tuple[str, ...] = FORMATS, limit: int = 12
+) -> list[Path]:
+    """Each target word's s(w), sorted, coloured by set: one panel per WEAT/SEAT result, `limit`
+    panels a file (words.png, then words-2.png, ...: each says which panels it shows); SEAT's
+    sentences are averaged per word."""
+    panels = []
+    for r in plotted(report):
+        rows = _scores_of(folder, r)
+        if not rows or "s" not in rows[0]:
+            continue
+        per: dict[tuple[str, str], list[float]] = {}
+        for row in rows:
+            per.setdefault((row["set"], row.get("word") or row["item"]), []).append(float(row["s"]))
+        items = sorted(((k[0], k[1], sum(v) / len(v)) for k, v in per.items()), key=lambda t: t[2])
+        panels.append((r, items))
+    pages = [panels[i : i + limit] for i in range(0, len(panels), limit)]
+    names = page_names("words", len(pages))
+    written: list[Path] = []
+    for n, page in enumerate(pages):
+        first = n * limit + 1
+        note = page_note(names, n, first, first + len(page) - 1, len(panels), "Panels")
+        written += _words_page(report, folder, formats, page, names[n], note)
+    remove_pages_past(folder, "words", len(pages), formats)
+    return written
+
+
+def _words_page(
+    report: Report, folder: Path, formats: tuple[str, ...], panels: list[Any], name: str, note: str
+) -> list[Path]:
+    plt = pyplot()
+    names = short_models(report.results)
+    tests = short_tests(report.results)
+    cols = min(3, len(panels))
+    nrows = math.ceil(len(panels) / cols)
+    tallest = max(len(items) for _, items in panels)
+    fig, axes = plt.subplots(
+        nrows,
+        cols,
+        figsize=(3.6 * cols, 0.9 + (0.8 + 0.13 * tallest) * nrows),
+        squeeze=False,
+        layout="constrained",
+    )
+    set_colour = {"X": COLOURS[0], "Y": COLOURS[1]}
+    for ax, (r, items) in zip(axes.flat, panels):
+        ax.barh(
+            range(len(items)),
+            [s for _, _, s in items],
+            color=[set_colour.get(k, "grey") for k, _, _ in items],
+        )
+        ax.set_yticks(range(len(items)))
+        ax.set_yticklabels([w for _, w, _ in items], fontsize=6 if len(items) > 20 else 7)
+        ax.axvline(0, color="grey", linewidth=0.6)
+        settings = report.settings.get(r.key, "")
+        title = f"{tests[r.wordset]} {variant_label(r.metric, settings)}" + (
+            f" | {names[r.model]}" if len(names) > 1 else ""
+        )
+        ax.set_title(title, fontsize=7.5, loc="left")
+        ax.set_xlabel("s(w) = mean cos(w, A) - mean cos(w, B)", fontsize=6.5)
+        ax.tick_params(axis="x", labelsize=6)
+    for ax in list(axes.flat)[len(panels) :]:
+        ax.axis("off")
+    handles = [
+        plt.Rectangle((0, 0), 1, 1, color=set_colour["X"], label="X (first target set)"),
+        plt.Rectangle((0, 0), 1, 1, color=set_colour["Y"], label="Y (second target set)"),
+    ]
+    fig.legend(handles=handles, loc="outside lower center", ncol=2, fontsize=7, frameon=False)
+    fig.suptitle(
+        "Association of each target word with A rather than B" + (f"\n{note}" if note else ""),
+        fontsize=9,
+    )
+    written = save(fig, folder, name, formats)
+    plt.close(fig)
+    return written
