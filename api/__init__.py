@@ -80,7 +80,8 @@ if TYPE_CHECKING:
     from bias.core.pair_metrics.scoring import PairScores
 
     # Statistics to reuse rather than rewrite (signatures in CONTRIBUTING.md): the permutation test
-    # of two groups of scores, Cohen's d, bootstrap intervals and the multiple-testing corrections.
+    # of two groups of scores, Cohen's d, bootstrap intervals, the multiple-testing corrections and
+    # the intervals of a proportion.
     from bias.core.statistics.association import (
         ALTERNATIVES,
         PermutationTest,
@@ -101,6 +102,7 @@ if TYPE_CHECKING:
         interval,
     )
     from bias.core.statistics.multiple_testing import benjamini_hochberg, holm
+    from bias.core.statistics.proportions import normal_interval, wilson_interval
 
 
 def _lazy() -> dict[str, str]:

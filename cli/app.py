@@ -15,7 +15,7 @@ from typing import Any, Optional
 import typer
 from rich.console import Console
 
-from bias.cli import run_command
+from bias.cli import compare_command, debias, run_command
 from bias.cli.say import say, warn
 from bias.cli.coercion import convert_only_when_needed
 from bias.cli.help_format import flags_shown_as_flags
@@ -186,7 +186,13 @@ def parse_formats(values: list[str]) -> tuple[str, ...]:
     return parse(values)
 
 
-@app.command("validate")
+VALIDATE_HELP = (
+    "Check word-set files, language packages or folders of datasets; report every problem "
+    "with file and field, and a line per file."
+)
+
+
+@app.command("validate", help=VALIDATE_HELP)
 def validate_cmd(
     paths: Optional[list[Path]] = typer.Argument(
         None, help="Word-set files, language-package folders or dataset folders (any number)."
@@ -210,8 +216,6 @@ def validate_cmd(
         "it refuses.",
     ),
 ) -> None:
-    """Check word-set files, language packages or folders of datasets; report every problem with
-    file and field, and a line per file."""
     from bias.cli.validate import execute
 
     raise typer.Exit(execute(paths or [], frequencies, render, model, console))
@@ -249,7 +253,13 @@ def convert_cmd(
     print(spec.to_toml(), end="")  # paths absolute: the file may be saved anywhere
 
 
-@app.command("report")
+REPORT_HELP = (
+    "Regenerate the report of a run from its results.jsonl: table, CSV, Markdown, LaTeX, "
+    "figures, HTML."
+)
+
+
+@app.command("report", help=REPORT_HELP)
 def report_cmd(
     folder: Path = typer.Argument(
         ..., help="A folder written by `bias run --out` (or its results.jsonl)."
@@ -285,8 +295,6 @@ def report_cmd(
         "agreement.md/.tex/.csv/.png and a section of report.html.",
     ),
 ) -> None:
-    """Regenerate the report of a run from its results.jsonl: table, CSV, Markdown, LaTeX, figures,
-    HTML."""
     from bias.cli.report import execute
 
     execute(
@@ -301,114 +309,8 @@ def report_cmd(
     )
 
 
-@app.command("debias")
-def debias_cmd(
-    model: str = typer.Option(
-        ..., "--model", "-m", help="Static model spec NAME:LOCATION, e.g. word2vec:vectors.bin."
-    ),
-    method: str = typer.Option(
-        "hard",
-        "--method",
-        help="A debiaser that writes static vectors (see `bias list debiasers`).",
-    ),
-    language: Optional[str] = typer.Option(
-        None, "--language", "-l", help="Use the language's lists <language>/debias-gender, e.g. en."
-    ),
-    lists: Optional[str] = typer.Option(
-        None, "--lists", help="Debiasing lists: a name such as en/debias-gender, or a file."
-    ),
-    out: Path = typer.Option(
-        ..., "--out", "-o", help="Folder for vectors.bin (or vectors.txt) and debias.json."
-    ),
-    fmt: str = typer.Option(
-        "word2vec", "--format", help="word2vec (binary, vectors.bin) or text (vectors.txt)."
-    ),
-    limit: Optional[int] = typer.Option(
-        None, "--limit", help="Debias only the N most frequent words (list words always)."
-    ),
-    components: Optional[int] = typer.Option(
-        None,
-        "--components",
-        help="Dimensions of the bias subspace, for a method with that parameter (hard).",
-    ),
-    param: list[str] = typer.Option(
-        [],
-        "--param",
-        help="Any parameter of the method KEY=VALUE (see `bias info METHOD`). Repeatable.",
-    ),
-    model_option: list[str] = typer.Option(
-        [], "--model-option", help="Embedder parameter KEY=VALUE. Repeatable."
-    ),
-    wordset: list[str] = typer.Option(
-        [],
-        "--wordset",
-        "-w",
-        help="Measure the original and the debiased vectors on this word set (a bias test, "
-        "word-similarity pairs, analogies) and print a before/after table. Repeatable.",
-    ),
-    metric: list[str] = typer.Option(
-        [],
-        "--metric",
-        help="With --wordset: metrics to run (default: weat, word-similarity or analogy, by the "
-        "word set's kind). Repeatable.",
-    ),
-) -> None:
-    """Debias a static model once and write the vectors plus debias.json (what was done)."""
-    from bias.cli.debias import execute
-    from bias.engine.option_values import pairs
-
-    raise typer.Exit(
-        execute(
-            model=model,
-            method=method,
-            language=language,
-            lists=lists,
-            out=out,
-            fmt=fmt,
-            limit=limit,
-            components=components,
-            model_options=pairs(model_option, "--model-option"),
-            console=console,
-            wordsets=wordset,
-            metrics=metric,
-            params=pairs(param, "--param"),
-        )
-    )
-
-
-@app.command("compare")
-def compare_cmd(
-    before: Path = typer.Argument(
-        ..., help="The run before (a folder written by `bias run --out`, or its results.jsonl)."
-    ),
-    after: Path = typer.Argument(..., help="The run after, e.g. on the debiased model."),
-    out: Optional[Path] = typer.Option(
-        None,
-        "--out",
-        "-o",
-        help="Folder for compare.md and compare.csv (default: the AFTER folder).",
-    ),
-    before_model: Optional[str] = typer.Option(
-        None, "--before-model", help="The model to take when the before run holds several."
-    ),
-    after_model: Optional[str] = typer.Option(
-        None, "--after-model", help="The model to take when the after run holds several."
-    ),
-) -> None:
-    """Compare two runs test by test: effect before, after and the change, with significance
-    marks."""
-    from bias.cli.compare import execute
-
-    raise typer.Exit(
-        execute(
-            before,
-            after,
-            out=out,
-            before_model=before_model,
-            after_model=after_model,
-            console=console,
-        )
-    )
+app.command("debias")(debias.debias_cmd)
+app.command("compare", help=compare_command.HELP)(compare_command.compare_cmd)
 
 
 GLOBAL_FLAGS = ("-q", "--quiet", "-v", "--verbose", "--debug")

@@ -8,6 +8,9 @@ The vectors are a word2vec file any tool reads (and `bias run --model word2vec:D
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Optional
+
+import typer
 
 from bias.cli.say import say, warn
 from bias.core.errors import BiasError
@@ -120,3 +123,77 @@ def measure(
         where={"models": "--model", "wordsets": "--wordset", "metrics": "--metric", "out": "--out"},
     )
     return run(validate(spec), console=console, debug=False)
+
+
+def debias_cmd(
+    model: str = typer.Option(
+        ..., "--model", "-m", help="Static model spec NAME:LOCATION, e.g. word2vec:vectors.bin."
+    ),
+    method: str = typer.Option(
+        "hard",
+        "--method",
+        help="A debiaser that writes static vectors (see `bias list debiasers`).",
+    ),
+    language: Optional[str] = typer.Option(
+        None, "--language", "-l", help="Use the language's lists <language>/debias-gender, e.g. en."
+    ),
+    lists: Optional[str] = typer.Option(
+        None, "--lists", help="Debiasing lists: a name such as en/debias-gender, or a file."
+    ),
+    out: Path = typer.Option(
+        ..., "--out", "-o", help="Folder for vectors.bin (or vectors.txt) and debias.json."
+    ),
+    fmt: str = typer.Option(
+        "word2vec", "--format", help="word2vec (binary, vectors.bin) or text (vectors.txt)."
+    ),
+    limit: Optional[int] = typer.Option(
+        None, "--limit", help="Debias only the N most frequent words (list words always)."
+    ),
+    components: Optional[int] = typer.Option(
+        None,
+        "--components",
+        help="Dimensions of the bias subspace, for a method with that parameter (hard).",
+    ),
+    param: list[str] = typer.Option(
+        [],
+        "--param",
+        help="Any parameter of the method KEY=VALUE (see `bias info METHOD`). Repeatable.",
+    ),
+    model_option: list[str] = typer.Option(
+        [], "--model-option", help="Embedder parameter KEY=VALUE. Repeatable."
+    ),
+    wordset: list[str] = typer.Option(
+        [],
+        "--wordset",
+        "-w",
+        help="Measure the original and the debiased vectors on this word set (a bias test, "
+        "word-similarity pairs, analogies) and print a before/after table. Repeatable.",
+    ),
+    metric: list[str] = typer.Option(
+        [],
+        "--metric",
+        help="With --wordset: metrics to run (default: weat, word-similarity or analogy, by the "
+        "word set's kind). Repeatable.",
+    ),
+) -> None:
+    """Debias a static model once and write the vectors plus debias.json (what was done)."""
+    from bias.cli.app import console
+    from bias.engine.option_values import pairs
+
+    raise typer.Exit(
+        execute(
+            model=model,
+            method=method,
+            language=language,
+            lists=lists,
+            out=out,
+            fmt=fmt,
+            limit=limit,
+            components=components,
+            model_options=pairs(model_option, "--model-option"),
+            console=console,
+            wordsets=wordset,
+            metrics=metric,
+            params=pairs(param, "--param"),
+        )
+    )

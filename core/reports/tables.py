@@ -327,9 +327,8 @@ class Report:
 
 
 def in_order(results: Sequence[Result]) -> list[Result]:
-    """Results as every output lists them: by model in the order they ran, then by test in natural
-    order (weat2 before weat10), then as they ran (metrics and settings of one test stay
-    together)."""
+    """Results as every output lists them: by model in run order, then by test in natural order
+    (weat2 before weat10), then as they ran (one test's metrics and settings stay together)."""
     models = {m: i for i, m in enumerate(dict.fromkeys(r.model for r in results))}
     return sorted(results, key=lambda r: (models[r.model], natural_key(r.wordset)))
 

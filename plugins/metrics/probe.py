@@ -11,7 +11,6 @@ and scored on the rest. `bias compare` then pairs the per-item predictions of tw
 
 from __future__ import annotations
 
-import math
 from typing import Any, ClassVar
 
 import attrs
@@ -27,8 +26,10 @@ from bias.api import (
     Metric,
     Result,
     int_at_least,
+    normal_interval,
     one_of,
     param,
+    wilson_interval,
 )
 from bias.api.data import LABELLED_TEXTS, LabelledTexts, is_layer, layer_value
 
@@ -36,22 +37,6 @@ POOLINGS = ("cls", "mean", "first", "last")
 MODES = ("probe", "finetune")
 AUTO_CV_BELOW = 200  # with fewer texts, folds = 0 means k-fold cross-validation
 AUTO_FOLDS = 5
-Z95 = 1.959963984540054  # the 97.5% point of the standard normal
-
-
-def normal_interval(accuracy: float, n: int, z: float = Z95) -> tuple[float, float]:
-    """p +- z sqrt(p(1-p)/n), the normal approximation the Dutch study reports, clipped to [0,
-    1]."""
-    half = z * math.sqrt(accuracy * (1 - accuracy) / n)
-    return max(0.0, accuracy - half), min(1.0, accuracy + half)
-
-
-def wilson_interval(accuracy: float, n: int, z: float = Z95) -> tuple[float, float]:
-    """Wilson's score interval: stays inside [0, 1] and keeps its coverage near 0 and 1 and for
-    small n."""
-    centre = (accuracy + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(accuracy * (1 - accuracy) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 def _check_layer(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
@@ -502,4 +487,4 @@ class Probe(Metric):
         )
 
 
-__all__ = ["Probe", "normal_interval", "wilson_interval"]
+__all__ = ["Probe"]
