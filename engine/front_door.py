@@ -305,13 +305,22 @@ def _out(file: RunSpec, flags: RunSpec, on_notice: Notice) -> Path | None:
 
 
 def _may_hold_a_run(folder: Path) -> bool:
-    """An empty folder, or the folder of an earlier run (its results or manifest are there)."""
-    from bias.core.runs.manifest import MANIFEST_FILE
-    from bias.core.runs.results import RESULTS_FILE
+    """An empty folder, or the folder of an earlier run: its manifest.json is one bias wrote (any
+    file of that name, or a results.jsonl, could be another tool's)."""
+    import json
 
-    if (folder / RESULTS_FILE).is_file() or (folder / MANIFEST_FILE).is_file():
+    from bias.core.runs.manifest import MANIFEST_FILE
+
+    if next(folder.iterdir(), None) is None:
         return True
-    return next(folder.iterdir(), None) is None
+    manifest = folder / MANIFEST_FILE
+    if manifest.is_symlink() or not manifest.is_file():
+        return False
+    try:
+        data = json.loads(manifest.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and str(data.get("format", "")).startswith("bias-run/")
 
 
 def _ray_address(file: RunSpec, flags: RunSpec, on_notice: Notice) -> str | None:
@@ -422,7 +431,9 @@ def _check_whole(spec: RunSpec) -> None:
         raise BiasError(
             f"{spec.where.get('resume', '--resume')} needs --out (the folder of the run to resume)."
         )
-    cores = os.cpu_count() or 1
+    cores = (
+        len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    )
     if spec.threads is not None and spec.threads > cores and (spec.executor or "local") != "ray":
         raise BiasError(
             f"{spec.where.get('threads', '--threads')} is {spec.threads}, more than the {cores} "

@@ -19,6 +19,7 @@ from typing import Any
 
 import attrs
 
+from bias.core.models.hf.compute import DEVICES
 from bias.engine.option_values import AtLeast, OneOf, Pattern, Rule, Switch, Text
 
 # Where a value goes.
@@ -109,7 +110,7 @@ OPTIONS: tuple[Option, ...] = (
         "Model",
         "Model device: auto, cpu, cuda, cuda:N, mps.",
         to=SHARED,
-        rule=Pattern(r"auto|cpu|mps|cuda(:[0-9]+)?", "auto, cpu, cuda, cuda:N or mps"),
+        rule=Pattern(DEVICES, "auto, cpu, cuda, cuda:N or mps"),
     ),
     Option(
         "dtype",

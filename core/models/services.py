@@ -49,11 +49,16 @@ log = logging.getLogger(__name__)
 _MODEL_ID = re.compile(r"[A-Za-z0-9./][A-Za-z0-9._:/@+-]*")
 # A host in a model id (`m@127.0.0.1:8000/v1`, `m@api.example.com`, `localhost:8000/v1`): never read
 # as an address, the requests would go to the provider's own host with the id as the model's name.
+_HOST = r"(localhost|\d{1,3}(\.\d{1,3}){3}|[a-z0-9-]+(\.[a-z0-9-]+)*\.[a-z]{2,})\.?"
 _ADDRESS_IN_ID = re.compile(
-    r"(^|[@/:])(localhost|\d{1,3}(\.\d{1,3}){3})(:\d+)?(/|$)"
-    r"|@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)+(:\d+)?(/|$)"
-    r"|:\d{2,5}/"
+    rf"@{_HOST}(:\d+)?(?![a-z0-9.-])"  # after an @: a host (a top-level domain, an IP, localhost)
+    r"|@[a-z0-9.-]+:\d+"  # after an @: any name with a port
+    rf"|(^|/){_HOST}:\d+"  # a host and its port
+    r"|^(localhost|\d{1,3}(\.\d{1,3}){3})\.?(?![a-z0-9.-])"  # an IP or localhost alone
+    r"|^//",  # a scheme-relative address
+    re.IGNORECASE,
 )
+_IPV6_HOST = re.compile(r"\[[0-9A-Fa-f:.]+(%[A-Za-z0-9._-]+)?\](:[0-9]+)?")
 CHARS_PER_TOKEN = 4  # a rough count for European languages; the estimate is rounded up
 
 
@@ -216,11 +221,14 @@ class ServiceModel(Embedder):
                 f"well-formed URL ({exc}).",
                 "Give the API's base URL, e.g. --model-option base_url=http://[::1]:8000/v1.",
             ) from None
-        if any(c in parts.path + parts.query + parts.fragment for c in "[]"):
+        host = parts.netloc.rsplit("@", 1)[-1]
+        if any(c in parts.path + parts.query + parts.fragment for c in "[]") or (
+            any(c in host for c in "[]") and not _IPV6_HOST.fullmatch(host)
+        ):
             # a bracket of a spec's options left in the URL (`base_url=http://h/v1]`)
             raise BiasError(
-                f"{self.spec.split('[', 1)[0]}: base_url {public_url(self.endpoint)!r} holds a "
-                "bracket after its host.",
+                f"{self.spec.split('[', 1)[0]}: base_url {self.endpoint!r} holds a bracket that "
+                "is not an IPv6 address's.",
                 "Give the API's base URL alone, e.g. --model-option base_url=http://127.0.0.1:8000/v1.",
             )
         if parts.scheme not in ("http", "https") or not parts.hostname:

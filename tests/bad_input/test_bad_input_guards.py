@@ -488,6 +488,11 @@ def test_a_bracket_that_looks_like_options_but_is_none_is_refused(spec: str, mon
         "openai:m@api.example.com",
         "voyage:localhost:9/v1",
         "openai:127.0.0.1:9",
+        "openai:m@127.0.0.1.",  # a trailing dot
+        "openai:m@LOCALHOST",
+        "openai:m@host.lan:8080",
+        "openai:evil.example:8000",
+        "openai://evil.example/v1",
     ],
 )
 def test_a_service_model_id_is_a_plain_id_never_an_unread_option(spec: str, monkeypatch) -> None:
@@ -506,12 +511,16 @@ def test_a_stray_bracket_in_a_command_line_base_url_is_refused(monkeypatch) -> N
     """`--model-option base_url=http://HOST/v1]`: the bracket was kept, and the requests went to
     /v1]/embeddings; an address holds no bracket after its host (an IPv6 host keeps its own)."""
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-key")
-    done = cli("run", "--model", "openai:m", "--model-option", "base_url=http://127.0.0.1:9/v1]", "--wordset", "en/weat1", "--confirm-cost")
-    assert done.code == 2 and "holds a bracket after its host" in done.err, done.both
-    assert "sends requests" not in done.both and "Traceback" not in done.both, done.both
+    for url in ("http://127.0.0.1:9/v1]", "http://[::1]]:9/v1", "http://127.0.0.1:9/v1?x=]"):
+        done = cli("run", "--model", "openai:m", "--model-option", f"base_url={url}", "--wordset", "en/weat1", "--confirm-cost")
+        assert done.code == 2 and "is not an IPv6 address's" in done.err and url in done.err, done.both
+        assert "sends requests" not in done.both and "Traceback" not in done.both, done.both
+    from bias.registry import build_embedder
+
+    build_embedder("openai:m[base_url=http://[::1]:9/v1]").check()  # an IPv6 host keeps its brackets
 
 
-@pytest.mark.parametrize("model_id", ["ft:gpt-4o-mini:org:name:id1", "ft:gpt-4o-mini-2024-07-18:org:suffix:12345", "meta-llama/Llama-3.1-8B-Instruct", "voyage-3.5-lite", "gpt-4o@2024-08-06"])
+@pytest.mark.parametrize("model_id", ["ft:gpt-4o-mini:org:name:id1", "ft:gpt-4o-mini-2024-07-18:org:suffix:12345", "meta-llama/Llama-3.1-8B-Instruct", "voyage-3.5-lite", "gpt-4o@2024-08-06", "model@v1.5", "intfloat/e5-large:2024/05", "llama3.1:8b", "hf.co/org/Model-GGUF:Q4_K_M"])
 def test_the_model_ids_providers_use_pass_the_check(model_id: str, monkeypatch) -> None:
     from bias.registry import build_embedder
 

@@ -15,6 +15,7 @@ from bad_input_helpers import (  # noqa: F401 (world is a fixture)
     basic_experiment,
     local_wordset,
     case_decorator,
+    copy_model,
     world,
     write_experiment,
 )
@@ -274,6 +275,19 @@ def _(world, folder):
 @case("file-model-price-negative", names=("exp.toml: openai:text-embedding-3-small", "price", ">= 0"))
 def _(world, folder):
     body = f'wordsets = ["{local_wordset(world, folder)}"]\n[[models]]\nspec = "openai:text-embedding-3-small"\nprice = -1\n'
+    return ["run", str(write_experiment(folder, body))]
+
+
+@case("flag-model-option-device-meta", names=("device = 'meta'", "not a device a model runs on", "cuda:N"))
+def _(world, folder):
+    model = copy_model(world, folder)
+    return ["run", "-m", f"hf:{model}", "-w", str(local_wordset(world, folder)), "--model-option", "device=meta"]
+
+
+@case("file-model-device-meta", names=("exp.toml: device = 'meta'", "not a device a model runs on"))
+def _(world, folder):
+    model = copy_model(world, folder)
+    body = f'wordsets = ["{local_wordset(world, folder)}"]\n[[models]]\nspec = "hf:{model}"\ndevice = "meta"\n'
     return ["run", str(write_experiment(folder, body))]
 
 

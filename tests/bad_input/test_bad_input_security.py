@@ -392,6 +392,14 @@ def test_a_files_out_never_writes_over_a_folder_of_other_files(world: World, tmp
     assert f"--out {home.resolve()}" in result.err, result.err
     assert (home / "report.md").read_text() == "my notes\n" and (home / "results.csv").read_text() == "mine\n"
     assert not (home / "results.jsonl").exists() and not (home / "manifest.json").exists()
+    # another tool's manifest.json and an empty results.jsonl do not make a folder a run's
+    (home / "manifest.json").write_text('{"name": "app", "format": "web"}')
+    (home / "results.jsonl").write_text("")
+    for written in ('resume = true\n', ""):
+        config = write_experiment(shared, basic_experiment(world, shared) + 'out = ".."\n' + written)
+        result = cli("run", str(config), cwd=home)
+        assert result.code == 2 and "holds other files" in result.err, result.both
+    assert (home / "report.md").read_text() == "my notes\n" and (home / "results.jsonl").read_text() == ""
     config = write_experiment(shared, basic_experiment(world, shared) + 'out = "runs/one"\n[params]\nbootstrap = 0\n')
     first = cli("run", str(config), cwd=shared)
     assert first.code == 0, first.both

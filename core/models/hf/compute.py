@@ -6,10 +6,14 @@ torch is imported inside the functions only.
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Iterator
 from typing import Any
 
 from bias.core.errors import BiasError
+
+# The devices a model may be asked to run on (`--device`, a model's `device` option).
+DEVICES = r"auto|cpu|mps|cuda(:[0-9]+)?"
 
 # Weights' precisions: torch's names, and tf32 (float32 weights whose matrix products a GPU's tensor
 # cores run with TF32 inputs, see `matmul_precision`).
@@ -40,10 +44,16 @@ def matmul_precision(dtype: str, device: Any) -> Iterator[None]:
 
 
 def resolve_device(device: str) -> Any:
-    """The torch device asked for; auto is CUDA when a GPU is visible, else the CPU."""
+    """The torch device asked for; auto is CUDA when a GPU is visible, else the CPU. Only devices a
+    model computes on are taken (torch also knows "meta", which holds no numbers)."""
     import torch
 
     wanted = str(device).strip().lower()
+    if not re.fullmatch(DEVICES, wanted):
+        raise BiasError(
+            f"device = '{device}': not a device a model runs on.",
+            "Use auto, cpu, cuda, cuda:N or mps.",
+        )
     if wanted == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     try:
