@@ -11,6 +11,8 @@ import pytest
 from bias.core.reports import load_report
 from bias.core.reports.figures import model_styles
 
+from fixtures.big_grid import big_grid
+
 
 def png_size(path):
     data = path.read_bytes()
@@ -49,7 +51,7 @@ def test_distinct_styles_for_many_models():
     assert len(set(styles.values())) == 40
 
 
-def test_facets_carry_their_own_reference_and_unit(big_grid_figures, tmp_path, monkeypatch):
+def test_facets_carry_their_own_reference_and_unit(tmp_path, monkeypatch):
     import matplotlib
 
     matplotlib.use("Agg", force=True)
@@ -64,7 +66,8 @@ def test_facets_carry_their_own_reference_and_unit(big_grid_figures, tmp_path, m
         captured.setdefault("figs", []).append(fig)
 
     monkeypatch.setattr(plt, "close", keep)
-    report = load_report(big_grid_figures)
+    big_grid(tmp_path)  # results only: this test draws the two figures it reads
+    report = load_report(tmp_path)
     forest(report, tmp_path, ("png",))
     p_vs_effect(report, tmp_path, ("png",))
     monkeypatch.setattr(plt, "close", real_close)
