@@ -217,3 +217,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.slow)
         elif item.nodeid.split("::")[0] in UNIT_MODULES:
             item.add_marker(pytest.mark.unit)
+
+
+@pytest.fixture(scope="session")
+def big_grid_figures(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Folder of the synthetic 100-experiment grid with all its figures drawn (fixtures/big_grid.py
+    `write_big_grid_figures`), built once a run: the slowest drawing of the suite, shared by the
+    figure and the HTML report tests. Tests read it and never write into it."""
+    from fixtures.big_grid import write_big_grid_figures
+
+    return built_once(tmp_path_factory, "big-grid-figures", write_big_grid_figures)

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +16,7 @@ from bias.engine.validate import validate_path
 from bias.plugins.formats.analogy_txt import AnalogyTxtFormat
 from bias.plugins.metrics.analogy import solve_3cosadd, unit_matrix
 
+from fixtures.in_process import completed
 # target of "man woman king ?" = e2 - e1 + (e1 + e3)/sqrt2 = (-0.293, 1, 0.707):
 # cos with queen (0,1,1)/sqrt2 = 0.959, with apple (1,1,1)/sqrt3 = 0.648; princess lies almost on it.
 HAND = {
@@ -171,8 +170,8 @@ def test_english_analogies_are_valid() -> None:
 
 
 def bias(*args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "COLUMNS": "200", "PYTHONWARNINGS": "ignore"}
-    return subprocess.run([sys.executable, "-m", "bias.cli.app", *args], capture_output=True, text=True, env=env, timeout=300)
+    """`bias ARGS` in this process (fixtures/in_process.py): the command's answer without a start of Python."""
+    return completed(*args)
 
 
 def test_cli_refuses_a_malformed_analogy_file(tmp_path: Path) -> None:

@@ -1,4 +1,7 @@
-"""The `bias` command as a user runs it: a fresh process, exit codes, one- or two-line errors."""
+"""The `bias` command as a user runs it: exit codes, one- or two-line errors. A run that writes,
+resumes and reports, and --debug's traceback, start a fresh process as the user does; the other
+commands run through the same entry point in this process (fixtures/in_process.py), without a start
+of Python and gensim each."""
 
 from __future__ import annotations
 
@@ -11,12 +14,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from fixtures.in_process import completed
 from fixtures.planted import A_WORDS, B_WORDS, X_WORDS, Y_WORDS
 
 HEAVY = ("torch", "transformers", "gensim", "fasttext")
 
 
-def bias(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+def bias(*args: str, cwd: Path | None = None, fresh: bool = False) -> subprocess.CompletedProcess:
+    """`bias ARGS`: in this process, or with `fresh` in a process of its own."""
+    if not fresh:
+        return completed(*args, cwd=cwd)
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "COLUMNS": "250", "PYTHONWARNINGS": "ignore"}
     return subprocess.run(
         [sys.executable, "-m", "bias.cli.app", *args], capture_output=True, text=True, env=env, cwd=cwd, timeout=300
@@ -101,7 +108,7 @@ def test_run_planted_model_writes_results_and_resumes(planted_files, tmp_path):
     out = tmp_path / "run"
     args = ["run", "--model", f"word2vec:{planted_files.word2vec_bin}", "--wordset", str(ws), "--seed", "3", "--seed", "4",
             "--ddof", "0", "--ddof", "1", "--out", str(out), "--json"]
-    proc = bias(*args)
+    proc = bias(*args, fresh=True)
     assert proc.returncode == 0, proc.stderr
     printed = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
     assert len(printed) == 4  # the cross product: 2 seeds x 2 ddof
@@ -114,12 +121,12 @@ def test_run_planted_model_writes_results_and_resumes(planted_files, tmp_path):
     assert len(lines) == 4 and len({json.loads(l)["key"] for l in lines}) == 4
     assert "planted" in (out / "report.md").read_text()
 
-    again = bias(*args[:-1], "--resume")
+    again = bias(*args[:-1], "--resume", fresh=True)
     assert again.returncode == 0, again.stderr
     assert len((out / "results.jsonl").read_text().splitlines()) == 4
     assert "already finished" in again.stdout
 
-    report = bias("report", str(out))
+    report = bias("report", str(out), fresh=True)
     assert report.returncode == 0 and "planted" in report.stdout
 
 
@@ -245,7 +252,7 @@ def test_bad_options(planted_files, tmp_path):
 
 
 def test_debug_shows_the_traceback(tmp_path):
-    proc = bias("--debug", "run", "--model", f"word2vec:{tmp_path / 'nope.bin'}", "--wordset", "en/weat1")
+    proc = bias("--debug", "run", "--model", f"word2vec:{tmp_path / 'nope.bin'}", "--wordset", "en/weat1", fresh=True)
     assert proc.returncode != 0 and "Traceback" in proc.stderr
 
 

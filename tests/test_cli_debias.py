@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import attrs
@@ -13,11 +11,12 @@ import numpy as np
 import pytest
 from bias.registry import build_embedder
 from conftest import GENDER_CAREER, GENDER_FAMILY, GENDER_FEMALE, GENDER_MALE
+from fixtures.in_process import completed
 
 
 def bias(*args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "COLUMNS": "250", "PYTHONWARNINGS": "ignore"}
-    return subprocess.run([sys.executable, "-m", "bias.cli.app", *args], check=False, capture_output=True, text=True, env=env, timeout=300)
+    """`bias ARGS` in this process (fixtures/in_process.py): the command's answer without a start of Python."""
+    return completed(*args)
 
 
 def words(ws) -> str:

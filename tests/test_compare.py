@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,6 +13,7 @@ from bias.core.errors import BiasError
 from bias.core.model import REFUSED, Result
 from bias.core.runs.results import ResultStore
 
+from fixtures.in_process import completed
 
 def result(model: str, wordset: str, metric: str = "weat", effect: float | None = 1.0, p: float | None = 0.001, seed: int = 0, **params) -> Result:
     return Result(
@@ -125,8 +124,8 @@ def test_a_run_of_several_models_needs_a_choice() -> None:
 
 
 def bias(*args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "COLUMNS": "200", "PYTHONWARNINGS": "ignore"}
-    return subprocess.run([sys.executable, "-m", "bias.cli.app", *args], capture_output=True, text=True, env=env, timeout=300)
+    """`bias ARGS` in this process (fixtures/in_process.py): the command's answer without a start of Python."""
+    return completed(*args)
 
 
 def test_cli_prints_the_table_and_writes_markdown_and_csv(tmp_path: Path) -> None:

@@ -442,13 +442,10 @@ def test_sentences_longer_than_the_model_are_refused(uncased_dir: Path) -> None:
 
 
 def run_cli(*args: str) -> Any:
-    import os
-    import subprocess
-    import sys
+    """`bias ARGS` through the script's entry point in this process (fixtures/in_process.py)."""
+    from fixtures.in_process import completed
 
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
-    code = "import sys\nfrom bias.cli.app import main\nsys.argv = ['bias', *sys.argv[1:]]\nmain()\n"
-    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=300, env=env)
+    return completed(*args)
 
 
 def test_cli_runs_pair_metrics_on_a_crows_csv(uncased_dir: Path, tmp_path: Path) -> None:

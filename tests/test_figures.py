@@ -8,17 +8,10 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from bias.core.reports import load_report, write_report
+from bias.core.reports import load_report
 from bias.core.reports.plotting import model_styles
 
 from fixtures.big_grid import big_grid
-
-
-@pytest.fixture(scope="module")
-def grid_folder(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("grid")
-    big_grid(folder)
-    return folder
 
 
 def png_size(path):
@@ -32,10 +25,14 @@ def svg_text(path) -> str:
     return " ".join(t for t in root.itertext())
 
 
-def test_every_figure_of_a_large_grid(grid_folder):
+def test_every_figure_of_a_large_grid(big_grid_figures):
+    """`write_report(report, folder, ("png", "svg"))` on the grid (conftest's `big_grid_figures`
+    draws it once for this test and the HTML report's; the files it returned are in written.txt)."""
+    grid_folder = big_grid_figures
     report = load_report(grid_folder)
     assert len(report.results) == 100
-    written = write_report(report, grid_folder, ("png", "svg"))
+    written = [grid_folder / name for name in (grid_folder / "written.txt").read_text(encoding="utf-8").splitlines()]
+    assert all(path.is_file() for path in written)
     names = sorted(p.name for p in written)
     # 96 results with per-word scores, 12 panels a file: words.png and words-2 ... words-8
     pages = [f"words-{n}" for n in range(2, 9)]
@@ -54,7 +51,7 @@ def test_distinct_styles_for_many_models():
     assert len(set(styles.values())) == 40
 
 
-def test_facets_carry_their_own_reference_and_unit(grid_folder, monkeypatch):
+def test_facets_carry_their_own_reference_and_unit(tmp_path, monkeypatch):
     import matplotlib
 
     matplotlib.use("Agg", force=True)
@@ -69,9 +66,10 @@ def test_facets_carry_their_own_reference_and_unit(grid_folder, monkeypatch):
         captured.setdefault("figs", []).append(fig)
 
     monkeypatch.setattr(plt, "close", keep)
-    report = load_report(grid_folder)
-    forest(report, grid_folder, ("png",))
-    p_vs_effect(report, grid_folder, ("png",))
+    big_grid(tmp_path)  # results only: this test draws the two figures it reads
+    report = load_report(tmp_path)
+    forest(report, tmp_path, ("png",))
+    p_vs_effect(report, tmp_path, ("png",))
     monkeypatch.setattr(plt, "close", real_close)
     forest_fig, pv_fig = captured["figs"]
     axes = forest_fig.axes

@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from fixtures.big_grid import big_grid
+from fixtures.in_process import cli
 
 
 def chromium() -> str:
@@ -33,9 +33,11 @@ def open_in_chromium(path, *extra: str) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture(scope="module")
-def html_report(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("html")
-    big_grid(folder)
+def html_report(tmp_path_factory, big_grid_figures):
+    """`bias report --format html` on a copy of the 100-experiment grid whose figures are drawn
+    (conftest's `big_grid_figures`): the report embeds the PNGs of the folder."""
+    folder = tmp_path_factory.mktemp("html") / "grid"
+    shutil.copytree(big_grid_figures, folder, ignore=shutil.ignore_patterns("*.lock", ".complete", "written.txt"))
     proc = subprocess.run([sys.executable, "-m", "bias.cli.app", "report", str(folder), "--format", "html"],
                           capture_output=True, text=True, timeout=300, env={**os.environ, "COLUMNS": "100"})
     assert proc.returncode == 0, proc.stderr
@@ -50,6 +52,28 @@ def test_self_contained(html_report):
     assert text.count('src="data:image/png;base64,') == 12 and "<figcaption>words-8</figcaption>" in text
     assert text.count("<tr class=") == 100 and "nl/labour-gender-occupations" in text
     assert "Holm" in text and "refused" in text and "s(w):" in text
+
+
+def test_a_folder_without_figures_gets_them_drawn_for_the_report_and_keeps_none(tmp_path):
+    """The figures of a run folder that has none are drawn into a temporary folder and embedded:
+    the report shows them, the run folder gains no PNG."""
+    from bias.core.model import Result
+    from bias.core.runs.results import ResultStore
+    from fixtures.values import value_of
+
+    folder = tmp_path / "run"
+    store = ResultStore(folder)
+    for n in range(1, 4):
+        scores = [{"set": s, "item": f"{s}{i}", "s": (i - 2) / 10} for s in "XY" for i in range(4)]
+        store.append(Result(key=f"k{n}", model="word2vec:w.bin", wordset=f"en/weat{n}", metric="weat", effect_size=0.5 * n,
+                            p_value=0.01, figures={"scores": scores}, meta={"language": "en", **value_of("weat")}))
+    done = cli("report", str(folder), "--format", "html")
+    assert done.code == 0, done.both
+    text = (folder / "report.html").read_text(encoding="utf-8")
+    captions = re.findall(r"<figcaption>([^<]*)</figcaption>", text)
+    assert {"forest", "words", "p-vs-effect"} <= set(captions), captions
+    assert text.count('src="data:image/png;base64,') == len(captions)
+    assert not list(folder.glob("*.png"))
 
 
 def test_renders_in_chromium_without_console_messages(html_report):

@@ -7,12 +7,12 @@ from __future__ import annotations
 import random
 import re
 import subprocess
-import sys
 import tomllib
 import unicodedata
 from importlib import metadata
 
 import pytest
+from fixtures.in_process import completed
 from fixtures.language_data import ROOT, association_files, data_dir
 
 from bias.core.data import grammar
@@ -30,7 +30,8 @@ def load(code: str, stem: str) -> dict:
 
 
 def bias(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "bias.cli.app", *args], capture_output=True, text=True, timeout=300)
+    """`bias ARGS` in this process (fixtures/in_process.py): the command's answer without a start of Python."""
+    return completed(*args)
 
 
 @pytest.mark.parametrize("code", LANGUAGES)

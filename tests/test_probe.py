@@ -10,10 +10,8 @@ from __future__ import annotations
 import csv
 import json
 import math
-import os
 import random
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +21,7 @@ from scipy.stats import binomtest, chi2
 from bias import registry
 from bias.core.errors import BiasError
 from bias.core.statistics.mcnemar import mcnemar, mcnemar_counts
+from fixtures.in_process import completed
 
 POSITIVE = [f"good{i}" for i in range(10)]
 NEGATIVE = [f"bad{i}" for i in range(10)]
@@ -32,8 +31,8 @@ DIM = 16
 
 
 def bias(*args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "COLUMNS": "200", "PYTHONWARNINGS": "ignore"}
-    return subprocess.run([sys.executable, "-m", "bias.cli.app", *args], capture_output=True, text=True, env=env, timeout=300)
+    """`bias ARGS` in this process (fixtures/in_process.py): the command's answer without a start of Python."""
+    return completed(*args)
 
 
 def write_vectors(path: Path, *, sentiment: float = 4.0) -> Path:

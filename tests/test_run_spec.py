@@ -5,15 +5,13 @@ line, printed with --print-toml and run as a file, gives the same keys and the s
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
-import os
 import shutil
 from pathlib import Path
 
 import pytest
 
+from fixtures.in_process import cli
 from fixtures.planted import A_WORDS, B_WORDS, X_WORDS, Y_WORDS
 from test_experiments import write_sets
 
@@ -21,7 +19,6 @@ from bias.cli.run_command import CODE_FLAGS, CODE_OPTIONS, COMMAND_OPTIONS
 from bias.core.errors import BiasError
 from bias.engine import planning
 from bias.engine.experiment_file import KNOWN_FIELDS, read_experiment_file
-from bias.engine.framework_file import read_framework_config
 from bias.engine.front_door import from_options, spec_for_run
 from bias.engine.vocabulary import COMMAND_LINE, OPTIONS, PARAM, RUN, SHARED, WORDSET
 
@@ -36,23 +33,8 @@ def _keys(spec) -> list[tuple[str, str, dict]]:
 
 def _bias(*args: str, cwd: Path) -> tuple[int, str, str]:
     """`bias ARGS` in this process, from `cwd`."""
-    from bias.cli import app, run
-    from bias.cli.app import main
-
-    for console in (app.console, app.err_console, run.err_console):
-        console.width = 1000
-    out, err, old = io.StringIO(), io.StringIO(), Path.cwd()
-    os.chdir(cwd)
-    try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            try:
-                main(list(args))
-                code = 0
-            except SystemExit as exc:
-                code = exc.code if isinstance(exc.code, int) else 0
-    finally:
-        os.chdir(old)
-    return code, out.getvalue(), err.getvalue()
+    done = cli(*args, cwd=cwd)
+    return done.code, done.out, done.err
 
 
 def test_flags_a_file_and_a_framework_config_plan_the_same_experiments(

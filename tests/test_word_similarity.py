@@ -4,9 +4,7 @@ reported, and SimLex/WordSim-style files read (or refused) as a user gives them.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -17,12 +15,13 @@ from bias.plugins.metrics.word_similarity import WordSimilarity, bootstrap_rho, 
 from bias.registry import build_embedder, load_wordset
 from scipy.stats import spearmanr
 
+from fixtures.in_process import completed
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "word-similarity-en.tsv"
 
 
 def bias(*args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "COLUMNS": "250", "PYTHONWARNINGS": "ignore"}
-    return subprocess.run([sys.executable, "-m", "bias.cli.app", *args], capture_output=True, text=True, env=env, timeout=300)
+    """`bias ARGS` in this process (fixtures/in_process.py): the command's answer without a start of Python."""
+    return completed(*args)
 
 
 def test_spearman_matches_scipy_with_ties():

@@ -1,15 +1,11 @@
 """Helpers of the bad-input corpus: tiny real models and files built once per session, and the `bias` command
-run in-process (its own `main`, exit code, stdout and stderr captured) so hundreds of bad inputs take
-seconds, not one interpreter start each."""
+run in-process (fixtures/in_process.py: its own `main`, exit code, stdout and stderr captured) so hundreds of
+bad inputs take seconds, not one interpreter start each."""
 
 from __future__ import annotations
 
-import re
-
-import contextlib
 import hashlib
-import io
-import os
+import re
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -17,45 +13,8 @@ from pathlib import Path
 import attrs
 import pytest
 
+from fixtures.in_process import Outcome, cli  # noqa: F401 (the corpus's modules import them from here)
 from fixtures.planted import A_WORDS, B_WORDS, X_WORDS, Y_WORDS, corpus, save_word2vec_binary, save_word2vec_text, train_word2vec
-
-
-@attrs.frozen
-class Outcome:
-    code: int
-    out: str
-    err: str
-
-    @property
-    def both(self) -> str:
-        return self.out + self.err
-
-    def err_lines(self) -> list[str]:
-        return [line for line in self.err.splitlines() if line.strip()]
-
-
-def cli(*args: str, cwd: Path | None = None) -> Outcome:
-    """`bias ARGS` through the script's own entry point, in this process."""
-    from bias.cli import app, run
-    from bias.cli.app import main
-
-    # Wide consoles: a message is checked whole, not as the terminal would wrap it.
-    for console in (app.console, app.err_console, run.err_console):
-        console.width = 1000
-    out, err = io.StringIO(), io.StringIO()
-    old = Path.cwd()
-    if cwd is not None:
-        os.chdir(cwd)
-    try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            try:
-                main(list(args))
-                code = 0
-            except SystemExit as exc:
-                code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    finally:
-        os.chdir(old)
-    return Outcome(code, out.getvalue(), err.getvalue())
 
 
 def words_toml(path: Path, X=X_WORDS, Y=Y_WORDS, A=A_WORDS, B=B_WORDS, extra: str = "") -> Path:
