@@ -36,13 +36,13 @@ class LpbsItem:
     tokens: Tokens
 
 
-@attrs.frozen
+@attrs.frozen(eq=False)  # holds arrays: compared by identity
 class LpbsScores:
     """What the scoring of a test's sentences found, for the result."""
 
     sentences: int
-    log_tgt: np.ndarray = attrs.field(eq=False)
-    log_prior: np.ndarray = attrs.field(eq=False)
+    log_tgt: np.ndarray
+    log_prior: np.ndarray
     attribute_scores: dict[str, dict[str, float]]
     target_scores: dict[str, dict[str, float]]
     # template -> group scores of its A and B attributes
@@ -112,10 +112,10 @@ def refusal(
     for key, wl in data.sets().items():
         n = len(wl.words)
         gone = sum(w in lost.get(key, []) for w in wl.words)  # each listed copy
-        share, needed = (gone / n if n else 0.0), (2 if key in compared else 1)
-        if gone and (share > threshold or n - gone < needed):
+        needed = 2 if key in compared else 1
+        if gone and (gone / n > threshold or n - gone < needed):  # a word lost: n > 0
             return (
-                f"set {key} lost {gone} of {n} words as multi-token ({share:.0%}; at most "
+                f"set {key} lost {gone} of {n} words as multi-token ({gone / n:.0%}; at most "
                 f"{threshold:.0%} allowed, and {needed} word{'s' if needed > 1 else ''} needed): "
                 f"{', '.join(lost[key][:8])}"
             )
