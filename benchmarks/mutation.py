@@ -150,6 +150,9 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
        "every slot covers at least one token (the metric refuses one that covers none): "
        "a start of 0 or 1 gives the same largest number of pieces"
        for key in ("t", "a")},
+    **{("core/pair_metrics/lpbs_scores.py", f"{a}_first = it.{a}_pos[0] if it.{a}_pos[0] < it.{b}_pos[0]", "<", "<="):
+       "the target and attribute slots share no token (the metric refuses them), so their first positions are never equal"
+       for a, b in (("t", "a"), ("a", "t"))},
     **{("core/models/debiasing/linear_erasure.py", line, "2", "1"): "check_pairs asks for max(2, needed) pairs: needing 1 or 2 both mean 2"
        for line in ("check_pairs(pairs, 2, origin)", 'check_pairs(pairs, 2, "the list pairs the model has")')},
 }

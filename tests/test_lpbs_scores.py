@@ -217,6 +217,19 @@ def test_each_slot_cut_to_its_first_piece_attribute_first() -> None:
     assert (both, t_first, a_first) == ([101, 5, 6, 8, 9, 102], 4, 2)
 
 
+def test_slots_of_one_piece_stay_where_they_are() -> None:
+    one, t0, both, t_first, a_first = one_slot_each(sentence((2,), (5,)))
+    assert (one, t0, both, t_first, a_first) == (list(IDS), 2, list(IDS), 2, 5)
+    one, t0, both, t_first, a_first = one_slot_each(sentence((6,), (1,)))
+    assert (one, t0, both, t_first, a_first) == (list(IDS), 6, list(IDS), 6, 1)
+    # one slot of one piece, the other of several, either order
+    one, t0, both, t_first, a_first = one_slot_each(sentence((7,), (2, 3)))
+    assert (one, t0) == (list(IDS), 7)
+    assert (both, t_first, a_first) == ([101, 5, 6, 8, 9, 10, 11, 102], 6, 2)
+    one, t0, both, t_first, a_first = one_slot_each(sentence((1,), (5, 6, 7)))
+    assert (both, t_first, a_first) == ([101, 5, 6, 7, 8, 9, 102], 1, 5)
+
+
 @pytest.mark.parametrize("policy", ["joint", "reduce"])
 def test_joint_masks_every_piece_of_the_slots(policy: str) -> None:
     assert requests(sentence((2, 3), (5, 6, 7)), policy) == [
@@ -250,20 +263,26 @@ def test_one_mask_reads_every_piece_at_one_mask() -> None:
 
 
 def kurita_items() -> tuple[LpbsTest, list[LpbsItem], np.ndarray, np.ndarray]:
-    """Two templates; X = he, him; Y = she, her, hers; A = good, kind; B = bad, mean. Template 1
-    fits no Y target with "mean" and no sentence has "kind" with a Y target at all."""
+    """Two templates; X = he, him; Y = she, her, hers, theirs; A = good, kind; B = bad, mean, rude.
+    Template 1 fits no Y target with "mean"; no sentence has "kind" or "rude" with a Y target, and
+    "theirs" only has sentences with "good"."""
     data = lpbs_of(
         words("X", "he", "him"),
-        words("Y", "she", "her", "hers"),
+        words("Y", "she", "her", "hers", "theirs"),
         words("A", "good", "kind"),
-        words("B", "bad", "mean"),
+        words("B", "bad", "mean", "rude"),
     )
+    pairs = (("A", "good"), ("A", "kind"), ("B", "bad"), ("B", "mean"), ("B", "rude"))
     items = []
     for t in (0, 1):
-        for key, targets in (("X", ("he", "him")), ("Y", ("she", "her", "hers"))):
+        for key, targets in (("X", ("he", "him")), ("Y", ("she", "her", "hers", "theirs"))):
             for target in targets:
-                for a_key, attribute in (("A", "good"), ("A", "kind"), ("B", "bad"), ("B", "mean")):
-                    if key == "Y" and (attribute == "kind" or (t == 1 and attribute == "mean")):
+                for a_key, attribute in pairs:
+                    if key == "Y" and (
+                        attribute in ("kind", "rude")
+                        or (t == 1 and attribute == "mean")
+                        or (target == "theirs" and attribute != "good")
+                    ):
                         continue
                     items.append(item(t, key, target, attribute, a_key))
     rng = np.random.default_rng(3)
@@ -323,17 +342,26 @@ def test_group_scores_with_sets_average_templates_and_score_targets_like_weat() 
         },
     }
     # s(t) = mean over scored A of asc(t, a) - mean over scored B, asc averaged over templates;
-    # "kind" has no score of its own (no Y target), so it is left out
+    # "kind" and "rude" have no score of their own (no Y target), so they are left out, and
+    # "theirs", with no scored B attribute, gets no score
     asc = tgt - prior
-    for key, targets in (("X", ("he", "him")), ("Y", ("she", "her", "hers"))):
+    scored = {"A": ("good",), "B": ("bad", "mean")}
+    for key, targets in (("X", ("he", "him")), ("Y", ("she", "her", "hers", "theirs"))):
+        expected = {}
         for target in targets:
-
-            def mean_asc(a: str, target: str = target) -> float:
-                found = [v for it, v in zip(items, asc) if (it.target, it.attribute) == (target, a)]
-                return float(np.mean(found))
-
-            want = np.mean([mean_asc("good")]) - np.mean([mean_asc("bad"), mean_asc("mean")])
-            assert scores.target_scores[key][target] == pytest.approx(want, abs=1e-12)
+            means = {}
+            for side, attributes in scored.items():
+                means[side] = [
+                    np.mean(
+                        [v for it, v in zip(items, asc) if (it.target, it.attribute) == (target, a)]
+                    )
+                    for a in attributes
+                    if any((it.target, it.attribute) == (target, a) for it in items)
+                ]
+            if means["A"] and means["B"]:
+                expected[target] = np.mean(means["A"]) - np.mean(means["B"])
+        assert scores.target_scores[key] == pytest.approx(expected, abs=1e-12)
+    assert "theirs" not in scores.target_scores["Y"] and len(scores.target_scores["X"]) == 2
     assert scores.sentences == len(items)
     assert scores.log_tgt is tgt and scores.log_prior is prior
 
@@ -384,7 +412,8 @@ def test_ith_pairs_are_formed_within_each_number_in_the_files_order() -> None:
         assert {t: per_template[(t, a)] for t in (0, 1)} == pytest.approx(want_template), a
     assert len(values["bad"]) == 5  # template 1 lacks ("him", "hers") with "bad"
     # the prior is subtracted from each sentence's log p_tgt
-    shifted, _ = paired_scores(data, items, asc + 1.5, np.full(len(items), 1.5), "drop")
+    prior = np.random.default_rng(8).normal(-2, 1, len(items))
+    shifted, _ = paired_scores(data, items, asc + prior, prior, "drop")
     assert shifted["good"] == pytest.approx(values["good"], abs=1e-12)
 
 
