@@ -357,6 +357,23 @@ def test_slots_sharing_a_token_are_refused(tiny_dir: Path) -> None:
     assert "share a token" in err.value.message
 
 
+@pytest.mark.parametrize("slot", ["target", "attribute"])
+def test_a_slot_whose_word_the_tokenizer_drops_is_refused(tiny_dir: Path, slot: str) -> None:
+    """A zero-width space is cleaned away by the tokenizer: its slot covers no token, which cannot
+    be masked, while the other slot does."""
+    words = [("he", "\u200b") if slot == "target" else ("he", "him"), ("man", "woman")]
+    attributes = [("good", "\u200b") if slot == "attribute" else ("good", "kind"), ("bad", "nurse")]
+    test = lpbs_test(*words, *attributes, ("the {target} is {attribute} .",))
+    with pytest.raises(BiasError) as err:
+        Lpbs().compute(embedder(tiny_dir), test, seed=0)
+    assert err.value.message == (
+        "hand-built-lpbs: template 'the {target} is {attribute} .': the "
+        f"{slot} slot covers no token in "
+        + repr("the he is \u200b ." if slot == "attribute" else "the \u200b is good .")
+        + "."
+    )
+
+
 def test_scores_without_spread_are_refused(tiny_dir: Path) -> None:
     """A model that gives every word the same probability whatever the context: every score is 0, d is
     0/0 and p = 1. The test is refused rather than reported as "no bias"."""
