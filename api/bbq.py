@@ -1,6 +1,7 @@
 """Building blocks of BBQ by generation and of the BBQ conventions: the `bbq-prompts` data kind
 (prompt variants and reading rules of a language), the reading of a reply, the scores, the peers'
-presets and the Result built from answers read off a model.
+presets, the Result built from answers read off a model, and the scores and intervals of the
+answers a model picks by log-likelihood (`Chosen`).
 
 Part of the public API (`bias.api`): first-party plugins import these names from here only.
 """
@@ -8,6 +9,8 @@ Part of the public API (`bias.api`): first-party plugins import these names from
 from __future__ import annotations
 
 from bias.core.bbq.answering import GENERATE, LOGLIK, answer_result
+from bias.core.bbq.answers import CHUNK_ELEMENTS
+from bias.core.bbq.chosen import HEADLINE_KEYS, HEADLINE_LABELS, Chosen, pick, prediction_row
 from bias.core.bbq.conventions import PRESETS, SCORERS, QuestionFacts, reader
 from bias.core.bbq.extraction import ANSWERED, REFUSED, UNPARSED, Coded, read_reply
 from bias.core.bbq.prompts import BBQ_PROMPTS, BbqPrompts, PromptVariant, ReadingRules
@@ -17,8 +20,12 @@ __all__ = [
     "ANSWERED",
     "BBQ_PROMPTS",
     "BbqPrompts",
+    "CHUNK_ELEMENTS",
+    "Chosen",
     "Coded",
     "GENERATE",
+    "HEADLINE_KEYS",
+    "HEADLINE_LABELS",
     "LOGLIK",
     "PRESETS",
     "PromptVariant",
@@ -30,6 +37,8 @@ __all__ = [
     "answer_result",
     "bias_scores",
     "counted_scores",
+    "pick",
+    "prediction_row",
     "read_reply",
     "reader",
     "stratified_weights",

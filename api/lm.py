@@ -1,5 +1,6 @@
 """Building blocks of metrics on language-model scores: the scoring modes, pair comparison and its
-refusals, the constants of the pair and LPBS data kinds, and the float32 settling of verdicts that a
+refusals, the constants of the pair and LPBS data kinds, LPBS's arithmetic on its sentences (the
+stimuli scored, slots, masked inputs and scores), and the float32 settling of verdicts that a
 reduced precision could turn (`settle`, `settle_choices`).
 
 Part of the public API (`bias.api`): first-party plugins import these names from here only.
@@ -20,6 +21,23 @@ from bias.core.pair_metrics.scoring import (
     lm_mode,
 )
 from bias.core.data.lpbs_tests import ATTRIBUTES, TARGETS
+from bias.core.pair_metrics.lpbs_scores import (
+    LpbsItem,
+    LpbsScores,
+    entries,
+    group_scores,
+    listed,
+    multi_token_words,
+    number,
+    one_slot_each,
+    paired_scores,
+    refusal,
+    requests,
+    set_scores,
+    slot_positions,
+    stimuli,
+    template_summary,
+)
 from bias.core.pair_metrics.metric import (
     PERCENT_OF_PAIRS,
     compare_pairs,
@@ -38,10 +56,25 @@ __all__ = [
     "compare_pairs",
     "computed_once",
     "DIRECTIONS",
+    "entries",
+    "group_scores",
     "is_truncated",
+    "listed",
     "LIKELIHOODS",
     "lm_mode",
     "lowercase_param",
+    "LpbsItem",
+    "LpbsScores",
+    "multi_token_words",
+    "number",
+    "one_slot_each",
+    "paired_scores",
+    "refusal",
+    "requests",
+    "set_scores",
+    "slot_positions",
+    "stimuli",
+    "template_summary",
     "MASKED",
     "settle",
     "settle_choices",

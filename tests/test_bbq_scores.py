@@ -194,3 +194,34 @@ def test_an_undefined_headline_is_refused_with_its_reason(
 ) -> None:
     result = run(gpt2, tmp_path, plan, headline=headline)
     assert result.status == "refused" and result.reason == reason
+
+
+@pytest.mark.parametrize("decide", ["sum", "mean"])
+def test_the_answer_picked_is_the_highest_by_the_measure_decided(
+    gpt2, tmp_path: Path, decide: str
+) -> None:
+    """Each prediction row holds every answer's sum and mean log-probability: the answer picked is
+    the first with the highest of the measure asked for, and the convention says which."""
+    items = [question(n, *row) for n, row in enumerate(PLAN)]
+    # five frequent pieces: a lower sum than "he" alone, but a higher mean in this model
+    items[-1]["answers"][1] = "man man man man man"
+    data = load_wordset_file(write_questions(tmp_path / "q.toml", items))
+    result = Bbq(bootstrap=0, decide=decide).compute(gpt2, data, seed=0)
+    assert result.ok, result.reason
+    for row, q in zip(result.figures["predictions"], items):
+        values = [row[f"{decide}_{k}"] for k in range(3)]
+        assert row["predicted"] == q["answers"][values.index(max(values))]
+    measure = (
+        "sum of token log-probabilities" if decide == "sum" else "per-token mean log-probability"
+    )
+    assert result.convention["decide"] == f"the answer with the highest {measure}"
+    by_sum = [max(range(3), key=lambda k: r[f"sum_{k}"]) for r in result.figures["predictions"]]
+    by_mean = [max(range(3), key=lambda k: r[f"mean_{k}"]) for r in result.figures["predictions"]]
+    assert by_sum[:-1] == by_mean[:-1] and (by_sum[-1], by_mean[-1]) == (0, 1)
+
+
+def test_a_single_question_is_scored(gpt2, tmp_path: Path) -> None:
+    result = run(gpt2, tmp_path, PLAN[:1])
+    assert result.ok and result.effect_size == 0.0
+    assert result.sizes == {"questions": 1, "ambiguous": 1, "disambiguated": 0, "categories": 1}
+    assert result.convention["context"] == run(gpt2, tmp_path, PLAN[:3]).convention["context"]

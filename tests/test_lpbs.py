@@ -21,6 +21,7 @@ from scipy.special import logsumexp
 from bias.core.errors import BiasError
 from bias.core.data.lpbs_tests import LpbsTest, build, check
 from bias.core.model import WordList, WordSetMeta
+from bias.core.pair_metrics.lpbs_scores import refusal
 from bias.core.data.templates import Template
 from bias.core.data.wordsets import errors_of, validate_toml_file
 from bias.plugins.embedders.huggingface import HuggingFaceEmbedder
@@ -228,13 +229,18 @@ def test_lost_threshold_refuses_a_share_above_it_as_for_the_association_metrics(
     fewer than 2 words left in a set compared (1 in the other two) refuses whatever the threshold."""
     five = ("w1", "w2", "w3", "w4", "w5")
     test = lpbs_test(five, five, five, five, ("{target} is {attribute} .",))
-    assert Lpbs(lost_threshold=0.2)._refusal(test, {"Y": ["w1"]}) is None  # 1 of 5 = 20%
-    reason = Lpbs(lost_threshold=0.2)._refusal(test, {"Y": ["w1", "w2"]})
-    assert reason == "set Y lost 2 of 5 words as multi-token (40%; at most 20% allowed, and 1 word needed): w1, w2"
-    assert Lpbs(lost_threshold=1.0)._refusal(test, {"Y": ["w1", "w2", "w3", "w4"]}) is None  # targets: 1 word left suffices
-    assert Lpbs(lost_threshold=1.0, unit="target")._refusal(test, {"Y": ["w1", "w2", "w3", "w4"]}) is not None
-    assert Lpbs(lost_threshold=1.0)._refusal(test, {"A": ["w1", "w2", "w3", "w4"]}) is not None  # 1 word left
-    assert Lpbs(lost_threshold=1.0)._refusal(test, {"A": ["w1", "w2", "w3"]}) is None
+    attributes, targets = ("A", "B"), ("X", "Y")
+    assert refusal(test, {"Y": ["w1"]}, attributes, 0.2) is None  # 1 of 5 = 20%
+    reason = refusal(test, {"Y": ["w1", "w2"]}, attributes, 0.2)
+    assert reason == (
+        "set Y lost 2 of 5 words as multi-token (40%; at most 20% allowed, and 1 word needed): "
+        "w1, w2"
+    )
+    four = {"Y": ["w1", "w2", "w3", "w4"]}
+    assert refusal(test, four, attributes, 1.0) is None  # targets: 1 word left suffices
+    assert refusal(test, four, targets, 1.0) is not None  # unit = target compares X and Y
+    assert refusal(test, {"A": ["w1", "w2", "w3", "w4"]}, attributes, 1.0) is not None
+    assert refusal(test, {"A": ["w1", "w2", "w3"]}, attributes, 1.0) is None
 
 
 def test_target_unit_matches_the_reference(tiny_dir: Path) -> None:
@@ -349,6 +355,23 @@ def test_slots_sharing_a_token_are_refused(tiny_dir: Path) -> None:
     with pytest.raises(BiasError) as err:
         Lpbs().compute(embedder(tiny_dir), test, seed=0)
     assert "share a token" in err.value.message
+
+
+@pytest.mark.parametrize("slot", ["target", "attribute"])
+def test_a_slot_whose_word_the_tokenizer_drops_is_refused(tiny_dir: Path, slot: str) -> None:
+    """A zero-width space is cleaned away by the tokenizer: its slot covers no token, which cannot
+    be masked, while the other slot does."""
+    words = [("he", "\u200b") if slot == "target" else ("he", "him"), ("man", "woman")]
+    attributes = [("good", "\u200b") if slot == "attribute" else ("good", "kind"), ("bad", "nurse")]
+    test = lpbs_test(*words, *attributes, ("the {target} is {attribute} .",))
+    with pytest.raises(BiasError) as err:
+        Lpbs().compute(embedder(tiny_dir), test, seed=0)
+    assert err.value.message == (
+        "hand-built-lpbs: template 'the {target} is {attribute} .': the "
+        f"{slot} slot covers no token in "
+        + repr("the he is \u200b ." if slot == "attribute" else "the \u200b is good .")
+        + "."
+    )
 
 
 def test_scores_without_spread_are_refused(tiny_dir: Path) -> None:
