@@ -17,7 +17,6 @@ question and variant are what every score is computed from (`conventions.SCORERS
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
@@ -35,6 +34,7 @@ from bias.core.bbq.conventions import (
 )
 from bias.core.bbq.extraction import Coded
 from bias.core.bbq.scores import stratified_weights
+from bias.core.statistics.proportions import wilson_interval
 from bias.core.statistics.bootstrap import generator, interval
 
 CHUNK_ELEMENTS = 4_000_000  # float64 resample weights held at once (~32 MB)
@@ -94,11 +94,7 @@ def wilson(k: float, n: float, level: float) -> tuple[float | None, float | None
         return None, None
     from scipy.stats import norm
 
-    z = float(norm.ppf(0.5 + level / 2))
-    p = k / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
+    return wilson_interval(k / n, n, float(norm.ppf(0.5 + level / 2)))
 
 
 def rates(counts: np.ndarray, level: float) -> dict[str, Any]:
