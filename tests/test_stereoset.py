@@ -164,11 +164,13 @@ def reference_causal(folder: Path, first_only: bool) -> dict[str, float]:
     return out
 
 
-def reference_scores(scores: dict[str, float], domain: str | None = None) -> dict[str, float]:
+def reference_scores(
+    scores: dict[str, float], domain: str | None = None, examples=EXAMPLES
+) -> dict[str, float]:
     """SS, LMS and ICAT of the examples (of one domain), counted per target term as bias-bench's
     evaluation does, then averaged over the terms."""
     counts: dict[str, dict[str, float]] = {}
-    for eid, dom, target, *_ in EXAMPLES:
+    for eid, dom, target, *_ in examples:
         if domain is not None and dom != domain:
             continue
         pro, anti, unrelated = (scores[f"{eid}-{label}"] for label in LABELS)
@@ -284,7 +286,9 @@ def test_masked_scores_follow_bias_bench(tiny_bert_dir: Path, data_file: Path) -
         "ss": 0.0,
         "lms": 0.0,
     }
-    assert [w for w in result.warnings if "counted as not preferring the stereotype" in w][0].startswith("1 example(s) scored")
+    assert [w for w in result.warnings if "counted as not preferring the stereotype" in w][
+        0
+    ].startswith("1 example(s) scored")
     assert result.sizes == {"examples": 7, "sentences": 21, "terms": 4, "domains": 2}
 
 
@@ -368,10 +372,12 @@ def test_the_bias_bench_preset_gives_bias_benchs_causal_scores(
     check_against(results["bb"], reference_causal(gpt2, first_only=True))
     check_against(results["plain"], reference_causal(gpt2, first_only=False))
     assert results["bb"].convention["run_preset"] == "bias-bench"
-    assert results["bb"].convention["run_preset_params"] == {"causal_start": "bos-first-token"}
-    assert results["bb"].params == {"causal_start": "bos-first-token"}
+    preset = {"causal_start": "bos-first-token", "masked_score": "bias-bench"}
+    assert results["bb"].convention["run_preset_params"] == preset
+    assert results["bb"].params == preset
     assert "run_preset" not in results["plain"].convention and results["plain"].params == {
-        "causal_start": "bos"
+        "causal_start": "bos",
+        "masked_score": "token-space",
     }
 
 
