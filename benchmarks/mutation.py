@@ -7,7 +7,9 @@ Each mutant changes one token of one line: a comparison flipped or loosened (`<`
 `raise` lines are left alone. For every mutant the module's relevant test files run with `-x`; a
 mutant is killed when a test fails or the run times out (an endless loop), and survives when every
 test passes. Mutants run one at a time in forked children of a process that has already imported
-numpy, scipy, scikit-learn and pytest, so each costs only its tests.
+numpy, scipy, scikit-learn, pytest, torch and transformers, so each costs only its tests; the models
+the tests build (`built_once` in tests/conftest.py) are built by the first run and kept for the
+others in a folder of the temporary directory named by the tests' source (BIAS_TEST_MODELS).
 
 Slow (minutes per module, not part of CI). Run from the repository root:
 
@@ -37,6 +39,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
+# StereoSet's tests without the command-line runs and the hypothesis re-batching (their inputs are
+# covered by the tie tests at every batch size); the models come from BIAS_TEST_MODELS (see main).
+_STEREOSET_TESTS = ["tests/test_stereoset.py", "tests/test_stereoset_edges.py", "tests/test_stereoset_families.py",
+                    "-k", "not smoke and not without_version and not bias_run and not shuffled"]
+
 # Module -> the fast test files (and -k selections) that exercise it.
 MODULES: dict[str, list[str]] = {
     "core/statistics/association.py": ["tests/test_stats.py"],
@@ -53,8 +60,8 @@ MODULES: dict[str, list[str]] = {
     "plugins/metrics/probe.py": ["tests/test_probe.py", "-k", "not tiny_bert and not finetune and not readme and not compare and not bad_labelled and not validate_reads and not given_to_weat"],
     "core/models/debiasing/linear_erasure.py": ["tests/test_leace.py", "tests/test_inlp.py", "tests/test_linear_erasure_params.py", "-k", "not cli"],
     "core/reports/robustness.py": ["tests/test_robustness.py", "-k", "not cli"],
-    "plugins/metrics/stereoset.py": ["tests/test_stereoset_edges.py", "tests/test_stereoset.py", "tests/test_stereoset_families.py",
-                                     "-k", "not smoke and not without_version and not bias_run and not shuffled"],
+    "plugins/metrics/stereoset.py": _STEREOSET_TESTS,
+    "core/pair_metrics/stereoset_inputs.py": _STEREOSET_TESTS,
     "plugins/metrics/bbq.py": ["tests/test_bbq_scores.py", "tests/test_bbq.py",
                                "-k", "not server and not english_sample and not robustness and not agreement and not mbbq and not jsonl"],
     "plugins/metrics/lpbs.py": ["tests/test_lpbs_framework.py", "tests/test_lpbs.py", "tests/test_peer_presets.py", "-k", "lpbs or not preset"],
@@ -310,6 +317,19 @@ def mutate_module(module: str, tests: list[str], lines: tuple[int, int] | None, 
     return {"module": module, "tests": tests, "killed": killed, "mutants": counted, "equivalent": equivalent, "outcomes": outcomes}
 
 
+def _models_folder() -> Path:
+    """Where the tests' models are kept from one forked run to the next (tests/conftest.py,
+    `built_once`): a folder of the temporary directory named by the tests' own source, so that the
+    models are built by the first run and a changed builder or test gets new ones."""
+    import hashlib
+    import tempfile
+
+    digest = hashlib.sha256()
+    for path in sorted((ROOT / "tests").rglob("*.py")):
+        digest.update(path.relative_to(ROOT).as_posix().encode() + b"\0" + path.read_bytes())
+    return Path(tempfile.gettempdir()) / f"bias-test-models-{digest.hexdigest()[:16]}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("modules", nargs="*", help="module paths from the repository root (default with --all: every module listed)")
@@ -336,6 +356,7 @@ def main() -> None:
             pass
 
     os.chdir(ROOT)
+    os.environ.setdefault("BIAS_TEST_MODELS", str(_models_folder()))
     earlier = {r["module"]: r for r in json.loads(Path(args.again).read_text(encoding="utf-8"))} if args.again else {}
     reports = []
     for module in modules:

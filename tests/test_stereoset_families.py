@@ -23,6 +23,7 @@ from bias.core.data.stereoset import StereoSetExamples
 from bias.plugins.metrics.stereoset import StereoSet
 from bias.registry.resolve import build_embedder, load_wordset_file
 
+from conftest import built_once
 from test_stereoset import LABELS, reference_scores, reference_word, stereoset_json
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -60,8 +61,10 @@ def roberta(tmp_path_factory) -> Path:
     that takes the space before it."""
     from fixtures.tiny_bert import build_tiny_roberta
 
-    return build_tiny_roberta(
-        tmp_path_factory.mktemp("ss-roberta"), extra_text=CORPUS, mask_lstrip=True
+    return built_once(
+        tmp_path_factory,
+        "ss-roberta",
+        lambda folder: build_tiny_roberta(folder, extra_text=CORPUS, mask_lstrip=True),
     )
 
 
@@ -69,7 +72,7 @@ def roberta(tmp_path_factory) -> Path:
 def llama(tmp_path_factory) -> Path:
     from fixtures.tiny_bert import build_tiny_llama
 
-    return build_tiny_llama(tmp_path_factory.mktemp("ss-llama"))
+    return built_once(tmp_path_factory, "ss-llama", build_tiny_llama)
 
 
 def _loaded(folder: Path, causal: bool):
@@ -266,8 +269,10 @@ def roberta_plain_mask(tmp_path_factory) -> Path:
     has a space token before the mask of every first piece."""
     from fixtures.tiny_bert import build_tiny_roberta
 
-    return build_tiny_roberta(
-        tmp_path_factory.mktemp("ss-roberta-plain"), extra_text=CORPUS, mask_lstrip=False
+    return built_once(
+        tmp_path_factory,
+        "ss-roberta-plain-mask",
+        lambda folder: build_tiny_roberta(folder, extra_text=CORPUS, mask_lstrip=False),
     )
 
 
