@@ -349,7 +349,11 @@ def main() -> None:
     for name in ("numpy", "scipy.stats", "scipy.special", "sklearn.linear_model", "sklearn.model_selection", "sklearn.pipeline",
                  "sklearn.preprocessing", "sklearn.metrics", "pytest", "hypothesis", "hypothesis.strategies", "attrs",
                  "matplotlib", "gensim.models", "anyio", "pytest_benchmark.plugin", "torch", "transformers", "tokenizers",
-                 "transformers.models.bert", "transformers.models.gpt2", "transformers.models.roberta", "transformers.models.llama"):
+                 "transformers.models.bert", "transformers.models.gpt2", "transformers.models.roberta", "transformers.models.llama",
+                 # the modelling code transformers imports lazily on a first from_pretrained: seconds in every fork
+                 "transformers.modeling_utils", "transformers.models.auto.modeling_auto", "transformers.tokenization_utils_fast",
+                 "transformers.models.bert.modeling_bert", "transformers.models.roberta.modeling_roberta",
+                 "transformers.models.gpt2.modeling_gpt2", "transformers.models.llama.modeling_llama"):
         try:
             importlib.import_module(name)
         except ImportError:

@@ -333,6 +333,8 @@ def test_scores_are_averaged_over_terms_and_ties_do_not_count_for_the_stereotype
     assert found["ss"] != pytest.approx(100 * 2 / 4)  # not the share of examples (micro average)
     assert found["lms"] != pytest.approx(100 * 5 / 8)
     assert (found["pro"], found["anti"], found["related"]) == (2, 2, 5)
+    # SS is a share with 50 as its middle, shown without a sign (a "+" would read as a direction)
+    assert StereoSet.value.format(found["ss"]) == f"{ss:.2f}"
     assert found["per_term"]["a"] == {
         "examples": 3,
         "pro": 1,
@@ -355,6 +357,14 @@ def test_the_metric_passes_its_contract_on_a_real_run(tiny_bert_dir: Path, data_
 
 
 # -- the bias-bench preset and the command line ------------------------------------------------------
+
+
+def bias_run_stereoset(model: Path, data_file: Path, out: Path, *extra: str):
+    """`bias run` of the stereoset metric on a local model (exit code, stdout, stderr)."""
+    from test_bbq import cli
+
+    return cli("run", "-m", f"hf:{model}", "-w", str(data_file), "--metric", "stereoset",
+               *extra, "--out", str(out))  # fmt: skip
 
 
 def test_the_bias_bench_preset_gives_bias_benchs_causal_scores(
@@ -384,20 +394,8 @@ def test_the_bias_bench_preset_gives_bias_benchs_causal_scores(
 def test_bias_run_on_a_stereoset_file_writes_the_scores_and_a_per_sentence_table(
     tiny_bert_dir: Path, data_file: Path, tmp_path: Path
 ) -> None:
-    from test_bbq import cli
-
     out = tmp_path / "run"
-    code, stdout, stderr = cli(
-        "run",
-        "-m",
-        f"hf:{tiny_bert_dir}",
-        "-w",
-        str(data_file),
-        "--metric",
-        "stereoset",
-        "--out",
-        str(out),
-    )
+    code, stdout, stderr = bias_run_stereoset(tiny_bert_dir, data_file, out)
     assert code == 0, stdout + stderr
     (line,) = [
         json.loads(t) for t in (out / "results.jsonl").read_text(encoding="utf-8").splitlines()

@@ -16,7 +16,14 @@ import pytest
 from bias.core.data.stereoset import StereoSetExamples
 from bias.plugins.metrics.stereoset import StereoSet
 from bias.registry.resolve import build_embedder, load_wordset_file
-from test_stereoset import EXAMPLES, LABELS, REL, reference_masked, stereoset_json
+from test_stereoset import (
+    EXAMPLES,
+    LABELS,
+    REL,
+    bias_run_stereoset,
+    reference_masked,
+    stereoset_json,
+)
 
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")  # one torch thread (tests/conftest.py)
@@ -183,27 +190,13 @@ def test_a_smoke_run_keeps_the_first_examples_whole(
 ) -> None:
     """`--limit 2` scores the first two examples, each with its three sentences (an example cut to two
     sentences has no unrelated one to compare with)."""
-    from test_bbq import cli
-
     from bias.core.data.limit import first_items
 
     data = load_wordset_file(data_file)
     cut = first_items(data, 2)
     assert cut.examples == data.examples[:2] and all(len(e.sentences) == 3 for e in cut.examples)
     out = tmp_path / "smoke"
-    code, stdout, stderr = cli(
-        "run",
-        "-m",
-        f"hf:{tiny_bert_dir}",
-        "-w",
-        str(data_file),
-        "--metric",
-        "stereoset",
-        "--limit",
-        "2",
-        "--out",
-        str(out),
-    )
+    code, stdout, stderr = bias_run_stereoset(tiny_bert_dir, data_file, out, "--limit", "2")
     assert code == 0, stdout + stderr
     (line,) = [
         json.loads(t) for t in (out / "results.jsonl").read_text(encoding="utf-8").splitlines()

@@ -343,6 +343,29 @@ def test_bias_benchs_inputs_need_a_mask_token_read_as_one_token(
         assert words in err.value.message and "token-space" in err.value.hint, err.value.message
 
 
+@pytest.mark.parametrize("model", ["gpt2", "roberta", "roberta-bias-bench"])
+def test_a_text_longer_than_the_model_is_refused_naming_the_file_and_example(
+    model: str, roberta: Path, tiny_gpt2_dir: Path, tmp_path: Path
+) -> None:
+    """Both tiny models read 64 tokens; a cut text would be scored as another sentence."""
+    from bias.core.errors import BiasError
+
+    tail = " and then" * 40
+    words = ("BLANK", "calm", "loud", "tidy")
+    row = ("long-1", "gender", "mother", *(f"The mother was {w}{tail}." for w in words))
+    path = tmp_path / "long.json"
+    path.write_text(json.dumps(stereoset_json([EXAMPLES[0], row])), encoding="utf-8")
+    folder = tiny_gpt2_dir if model == "gpt2" else roberta
+    metric = StereoSet(masked_score="bias-bench" if model.endswith("bias-bench") else "token-space")
+    with pytest.raises(BiasError) as err:
+        metric.compute(build_embedder(f"hf:{folder}"), load_wordset_file(path), seed=0)
+    where = (
+        "sentence 'long-1-stereotype'" if model == "gpt2" else "data.intrasentence[1] (id 'long-1')"
+    )
+    assert err.value.message.startswith(f"{path}: {where}"), err.value.message
+    assert "longer than the model's limit of 64 tokens" in err.value.message
+
+
 @pytest.mark.parametrize("family", ["gpt2", "llama"])
 def test_the_bias_bench_preset_on_causal_lms_is_bias_benchs_loop(
     family: str, tiny_gpt2_dir: Path, llama: Path, data_file: Path

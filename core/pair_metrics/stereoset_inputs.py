@@ -21,6 +21,7 @@ Each builder gives the requests and, per sentence id, the places of its pieces' 
 
 from __future__ import annotations
 
+import string
 import unicodedata
 
 import attrs
@@ -54,10 +55,7 @@ def joins_word(ch: str) -> bool:
     """Whether a character beside BLANK glues the slot to a word: neither whitespace nor punctuation
     (BERT's rule: the ASCII symbols and Unicode's P* categories), so that WordPiece reads the text
     beside the slot and what fills it as one word."""
-    if ch.isspace():
-        return False
-    code = ord(ch)
-    if 33 <= code <= 47 or 58 <= code <= 64 or 91 <= code <= 96 or 123 <= code <= 126:
+    if ch.isspace() or ch in string.punctuation:
         return False
     return not unicodedata.category(ch).startswith("P")
 
@@ -87,11 +85,6 @@ def slot_split(data: StereoSetExamples, example: StereoExample, tokens: Tokens) 
     start, end = example.slot
     context = example.context
     plain = [i for i, sp in enumerate(tokens.special) if not sp]
-    first_plain = plain[0] if plain else len(tokens.ids)
-    last_plain = plain[-1] if plain else -1
-    head, tail = tokens.ids[:first_plain], tokens.ids[last_plain + 1 :]
-    glued_left = start > 0 and joins_word(context[start - 1])
-    glued_right = end < len(context) and joins_word(context[end])
     inside = [i for i in plain if tokens.offsets[i][0] < end and tokens.offsets[i][1] > start]
     if not inside:
         raise BiasError(
@@ -99,6 +92,10 @@ def slot_split(data: StereoSetExamples, example: StereoExample, tokens: Tokens) 
             "context.",
             "Check that the context reads as text the model's tokenizer keeps.",
         )
+    first_plain, last_plain = plain[0], plain[-1]
+    head, tail = tokens.ids[:first_plain], tokens.ids[last_plain + 1 :]
+    glued_left = start > 0 and joins_word(context[start - 1])
+    glued_right = end < len(context) and joins_word(context[end])
     first, last = inside[0], inside[-1]
     # a token of nothing but the space before BLANK (a byte-level BPE without a token for " B") goes
     # with the slot: the template word is tokenised after that space, and its pieces carry it
