@@ -113,14 +113,14 @@ def _mean_probability(tok, model, torch, inputs: list[list[int]], pieces: list[i
     return sum(probs) / len(probs)
 
 
-def token_space_masked(folder: Path) -> dict[str, float]:
+def token_space_masked(folder: Path, examples=EXAMPLES) -> dict[str, float]:
     """The definition in token space: the template word's pieces as the sentence has it (after the
     space before BLANK); piece i read at a mask after the text before that space and the first i
     pieces, the text after BLANK following. bias-bench's inputs for a word of one piece; for later
     pieces bias-bench's text holds the decoded pieces' own space beside the context's."""
     tok, model, torch = _loaded(folder, causal=False)
     out = {}
-    for eid, _, _, context, *sentences in EXAMPLES:
+    for eid, _, _, context, *sentences in examples:
         start = context.index("BLANK")
         before, after = context[:start], context[start + len("BLANK") :]
         lead = " " if before.endswith(" ") else ""
@@ -221,21 +221,34 @@ def _context_sentence(sid: str) -> tuple[str, str]:
 
 
 def test_a_word_that_starts_the_context_is_read_without_a_space(
-    roberta: Path, data_file: Path
+    roberta: Path, data_file: Path, tmp_path: Path
 ) -> None:
-    """ "Caring nurses work here.": the word as the sentence has it, its first piece without a space mark."""
+    """ "Caring nurses work here.": the word as the sentence has it, its first piece without a space
+    mark; also when the context ends with a space (the character before BLANK is none at all)."""
     from transformers import AutoTokenizer
 
     tok = AutoTokenizer.from_pretrained(roberta)
+    first = [tuple(f"{cell} " if k >= 3 else cell for k, cell in enumerate(ROWS["n-2"]))]
+    spaced = tmp_path / "spaced.json"
+    spaced.write_text(json.dumps(stereoset_json(first)), encoding="utf-8")
+    for path, examples in ((data_file, EXAMPLES), (spaced, first)):
+        data = load_wordset_file(path)
+        got = scores_of(StereoSet().compute(build_embedder(f"hf:{roberta}"), data, seed=0))
+        alone = bias_bench_masked(roberta, roberta_branch=False, examples=examples)
+        for label in LABELS:
+            word = reference_word(*_context_sentence(f"n-2-{label}"))
+            assert not tok.convert_ids_to_tokens(tok.encode(word, add_special_tokens=False))[
+                0
+            ].startswith("Ġ")
+            assert got[f"n-2-{label}"] == pytest.approx(alone[f"n-2-{label}"], rel=REL)
+    # a space before BLANK, the context's first character: the word is read after it
+    lead = [tuple(f" {cell}" if k >= 3 else cell for k, cell in enumerate(ROWS["n-2"]))]
+    spaced.write_text(json.dumps(stereoset_json(lead)), encoding="utf-8")
     got = scores_of(
-        StereoSet().compute(build_embedder(f"hf:{roberta}"), load_wordset_file(data_file), seed=0)
+        StereoSet().compute(build_embedder(f"hf:{roberta}"), load_wordset_file(spaced), seed=0)
     )
-    alone = bias_bench_masked(roberta, roberta_branch=False)
-    for label in LABELS:
-        assert not tok.convert_ids_to_tokens(
-            tok.encode(reference_word(*_context_sentence(f"n-2-{label}")), add_special_tokens=False)
-        )[0].startswith("Ġ")
-        assert got[f"n-2-{label}"] == pytest.approx(alone[f"n-2-{label}"], rel=REL)
+    assert got == pytest.approx(token_space_masked(roberta, lead), rel=REL)
+    assert got != pytest.approx(alone, rel=1e-3)
 
 
 # bias-bench's quirks beside those of EXAMPLES (words of several pieces, BLANK first): BLANK glued to
