@@ -188,9 +188,9 @@ class StereoSet(Metric):
 
     masked_score: str = param(
         "token-space",
-        "masked LMs: token-space (the template word's pieces as the sentence has them, the inputs "
-        "built in token space) or bias-bench (bias-bench's own inputs: the word after a space, the "
-        "context with BLANK replaced by the decoded pieces and the mask, tokenised again)",
+        "masked LMs: token-space (the word's pieces as the sentence has them, in token space) "
+        "or bias-bench (its loader's inputs: the decoded pieces and the mask in the text, "
+        "re-tokenised)",
         validator=one_of(tuple(STEREOSET_INPUTS)),
     )
     causal_start: str = param(
