@@ -94,7 +94,7 @@ def slot_split(data: StereoSetExamples, example: StereoExample, tokens: Tokens) 
         )
     first_plain, last_plain = plain[0], plain[-1]
     head, tail = tokens.ids[:first_plain], tokens.ids[last_plain + 1 :]
-    glued_left = start > 0 and joins_word(context[start - 1])
+    glued_left = bool(context[:start]) and joins_word(context[:start][-1])
     glued_right = end < len(context) and joins_word(context[end])
     first, last = inside[0], inside[-1]
     # a token of nothing but the space before BLANK (a byte-level BPE without a token for " B") goes
@@ -128,8 +128,8 @@ def plain_ids(tokens: Tokens) -> tuple[int, ...]:
 def _lead(example: StereoExample) -> str:
     """The whitespace the context has right before BLANK ("" at its start or after punctuation or a
     word glued to BLANK): the template word is tokenised after it, as it stands in the sentence."""
-    start = example.slot[0]
-    return example.context[start - 1] if start > 0 and example.context[start - 1].isspace() else ""
+    before = example.context[: example.slot[0]]
+    return before[-1:] if before[-1:].isspace() else ""
 
 
 def _no_pieces(data: StereoSetExamples, example: StereoExample, sentence) -> BiasError:
