@@ -289,3 +289,19 @@ def test_a_token_joining_blank_with_the_text_after_it_is_refused() -> None:
     with pytest.raises(BiasError) as err:
         slot_split(data, example, tokens)
     assert "joins BLANK with the text beside it ('BLANK)')" in err.value.message
+
+
+def test_a_space_before_blank_goes_with_the_slot_without_special_tokens() -> None:
+    """ " BLANK works." from a tokenizer that adds no special token: the space token before BLANK
+    belongs to the slot, and nothing of the context is left before it."""
+    from bias.core.data.stereoset import StereoExample, StereoSentence, StereoSetExamples
+    from bias.core.interfaces import Tokens
+    from bias.core.model import WordSetMeta
+    from bias.core.pair_metrics.stereoset_inputs import slot_split
+
+    context = " BLANK works."
+    example = StereoExample("e1", "gender", "man", context, (StereoSentence("s", "x", "stereotype", "x"),))
+    data = StereoSetExamples(WordSetMeta(name="t", kind="stereoset", language="en", bias_type="mixed", path="t.json"), (example,))
+    spans = ((0, 1), (1, 3), (3, 6), (6, 12), (12, 13))  # Ġ BL ANK Ġworks .
+    slot = slot_split(data, example, Tokens((1, 2, 3, 4, 5), spans, (False,) * 5))
+    assert (slot.head, slot.left, slot.right, slot.tail) == ((), (), (4, 5), ())
