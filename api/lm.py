@@ -1,7 +1,7 @@
 """Building blocks of metrics on language-model scores: the scoring modes, pair comparison and its
-refusals, the constants of the pair and LPBS data kinds, LPBS's arithmetic on its sentences (the
-stimuli scored, slots, masked inputs and scores), and the float32 settling of verdicts that a
-reduced precision could turn (`settle`, `settle_choices`).
+refusals, StereoSet's masked-LM inputs, the constants of the pair and LPBS data kinds,
+LPBS's arithmetic on its sentences (the stimuli scored, slots, masked inputs and scores), and the
+float32 settling of verdicts that a reduced precision could turn (`settle`, `settle_choices`).
 
 Part of the public API (`bias.api`): first-party plugins import these names from here only.
 """
@@ -38,6 +38,8 @@ from bias.core.pair_metrics.lpbs_scores import (
     stimuli,
     template_summary,
 )
+from bias.core.pair_metrics.stereoset_inputs import MASKED_INPUTS as STEREOSET_INPUTS
+from bias.core.pair_metrics.stereoset_inputs import masked_requests as stereoset_requests
 from bias.core.pair_metrics.metric import (
     PERCENT_OF_PAIRS,
     compare_pairs,
@@ -81,5 +83,7 @@ __all__ = [
     "PERCENT_OF_PAIRS",
     "skipped_warnings",
     "SSS_MASKING",
+    "STEREOSET_INPUTS",
+    "stereoset_requests",
     "TARGETS",
 ]

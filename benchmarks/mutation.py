@@ -7,7 +7,9 @@ Each mutant changes one token of one line: a comparison flipped or loosened (`<`
 `raise` lines are left alone. For every mutant the module's relevant test files run with `-x`; a
 mutant is killed when a test fails or the run times out (an endless loop), and survives when every
 test passes. Mutants run one at a time in forked children of a process that has already imported
-numpy, scipy, scikit-learn and pytest, so each costs only its tests.
+numpy, scipy, scikit-learn, pytest, torch and transformers, so each costs only its tests; the models
+the tests build (`built_once` in tests/conftest.py) are built by the first run and kept for the
+others in a folder of the temporary directory named by the tests' source (BIAS_TEST_MODELS).
 
 Slow (minutes per module, not part of CI). Run from the repository root:
 
@@ -37,6 +39,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
+# StereoSet's tests without the command-line runs and the hypothesis re-batching (their inputs are
+# covered by the tie tests at every batch size); the models come from BIAS_TEST_MODELS (see main).
+_STEREOSET_TESTS = ["tests/test_stereoset.py", "tests/test_stereoset_edges.py", "tests/test_stereoset_families.py",
+                    "-k", "not smoke and not without_version and not bias_run and not shuffled"]
+
 # Module -> the fast test files (and -k selections) that exercise it.
 MODULES: dict[str, list[str]] = {
     "core/statistics/association.py": ["tests/test_stats.py"],
@@ -57,8 +64,8 @@ MODULES: dict[str, list[str]] = {
     "core/reports/robustness.py": ["tests/test_robustness.py", "-k", "not cli"],
     "core/reports/robustness_report.py": ["tests/test_robustness.py", "-k", "not cli"],
     "core/reports/robustness_figure.py": ["tests/test_robustness.py", "-k", "not cli"],
-    "plugins/metrics/stereoset.py": ["tests/test_stereoset_edges.py", "tests/test_stereoset.py", "tests/test_stereoset_families.py",
-                                     "-k", "not smoke and not without_version and not bias_run and not shuffled"],
+    "plugins/metrics/stereoset.py": _STEREOSET_TESTS,
+    "core/pair_metrics/stereoset_inputs.py": _STEREOSET_TESTS,
     "plugins/metrics/bbq.py": ["tests/test_bbq_options.py", "tests/test_bbq_scores.py"],
     "core/bbq/chosen.py": ["tests/test_bbq_chosen.py"],
     "plugins/metrics/lpbs.py": ["tests/test_lpbs_options.py", "tests/test_lpbs.py", "tests/test_lpbs_framework.py",
@@ -326,6 +333,19 @@ def mutate_module(module: str, tests: list[str], lines: tuple[int, int] | None, 
     return {"module": module, "tests": tests, "killed": killed, "mutants": counted, "equivalent": equivalent, "outcomes": outcomes}
 
 
+def _models_folder() -> Path:
+    """Where the tests' models are kept from one forked run to the next (tests/conftest.py,
+    `built_once`): a folder of the temporary directory named by the tests' own source, so that the
+    models are built by the first run and a changed builder or test gets new ones."""
+    import hashlib
+    import tempfile
+
+    digest = hashlib.sha256()
+    for path in sorted((ROOT / "tests").rglob("*.py")):
+        digest.update(path.relative_to(ROOT).as_posix().encode() + b"\0" + path.read_bytes())
+    return Path(tempfile.gettempdir()) / f"bias-test-models-{digest.hexdigest()[:16]}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("modules", nargs="*", help="module paths from the repository root (default with --all: every module listed)")
@@ -345,13 +365,18 @@ def main() -> None:
     for name in ("numpy", "scipy.stats", "scipy.special", "sklearn.linear_model", "sklearn.model_selection", "sklearn.pipeline",
                  "sklearn.preprocessing", "sklearn.metrics", "pytest", "hypothesis", "hypothesis.strategies", "attrs",
                  "matplotlib", "gensim.models", "anyio", "pytest_benchmark.plugin", "torch", "transformers", "tokenizers",
-                 "transformers.models.bert", "transformers.models.gpt2", "transformers.models.roberta", "transformers.models.llama"):
+                 "transformers.models.bert", "transformers.models.gpt2", "transformers.models.roberta", "transformers.models.llama",
+                 # the modelling code transformers imports lazily on a first from_pretrained: seconds in every fork
+                 "transformers.modeling_utils", "transformers.models.auto.modeling_auto", "transformers.tokenization_utils_fast",
+                 "transformers.models.bert.modeling_bert", "transformers.models.roberta.modeling_roberta",
+                 "transformers.models.gpt2.modeling_gpt2", "transformers.models.llama.modeling_llama"):
         try:
             importlib.import_module(name)
         except ImportError:
             pass
 
     os.chdir(ROOT)
+    os.environ.setdefault("BIAS_TEST_MODELS", str(_models_folder()))
     earlier = {r["module"]: r for r in json.loads(Path(args.again).read_text(encoding="utf-8"))} if args.again else {}
     reports = []
     for module in modules:

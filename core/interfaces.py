@@ -160,6 +160,17 @@ class Embedder(ABC):
         flags."""
         raise BiasError(f"Embedder '{self.name}' has no language-model tokenizer.")
 
+    @property
+    def mask_token(self) -> str | None:
+        """The mask token as text, for a metric that rebuilds a peer's text inputs with the mask
+        written in them (bias-bench's StereoSet); None when the model has none."""
+        return None
+
+    def decode(self, ids: Sequence[int]) -> str:
+        """The text the model's tokenizer gives back for these ids, as a peer that decodes pieces
+        and tokenises the text again reads them."""
+        raise BiasError(f"Embedder '{self.name}' has no language-model tokenizer.")
+
     def masked_log_probs(self, requests: Sequence[MaskedRequest]) -> list[np.ndarray]:
         """For each request, log P(original token at each masked position | the sequence with all of
         the request's positions masked at once), float64. Batched by the embedder, never one call

@@ -28,7 +28,8 @@ PRESET_PARAMS: dict[str, dict[str, Any]] = {
     },
     # bias-bench's causal-LM scores: the first token after BOS alone, the rest from a pass without
     # BOS, the per-token mean (CrowS-Pairs; StereoSet's geometric mean takes the start alone); its
-    # masked-LM CrowS-Pairs scores: the modified tokens' mean, rounded.
+    # masked-LM CrowS-Pairs scores: the modified tokens' mean, rounded; its StereoSet loader's
+    # masked inputs.
     "bias-bench": {
         "causal_start": "bos-first-token",
         "likelihood": "mean",
@@ -64,14 +65,14 @@ PRESET_NOTES = {
         "with a strict >."
     ),
     "bias-bench": (
-        "Preset bias-bench: causal-LM sentence scores condition only the first token on "
-        "BOS and take the others from "
-        "a pass without BOS, averaged per token, as bias-bench computes CrowS-Pairs and "
-        "StereoSet on causal models; on masked LMs "
-        "CrowS-Pairs scores the tokens that differ between the sentences (each masked in "
-        "turn, their mean "
+        "Preset bias-bench: causal-LM sentence scores condition only the first token on BOS and"
+        " take the others from a pass without BOS, averaged per token, as bias-bench computes "
+        "CrowS-Pairs and StereoSet on causal models; on masked LMs CrowS-Pairs scores the "
+        "tokens that differ between the sentences (each masked in turn, their mean "
         "log-probability, rounded to 3 decimals), as bias-bench does, instead of Nangia et "
-        "al.'s shared tokens."
+        "al.'s shared tokens, and StereoSet reads each piece in bias-bench's own re-tokenised "
+        "text (the word after a space, the decoded pieces before the mask), as its loader "
+        "builds it for RoBERTa."
     ),
     "sent-bias": (
         "Preset sent-bias: sample std (ddof 1), one-sided p counting ties, exact up to "

@@ -27,11 +27,19 @@ def built_once(tmp_path_factory: pytest.TempPathFactory, name: str, build) -> Pa
     """The folder of a session fixture's model, built once for the whole run. Under pytest-xdist the
     workers share the run's temporary root: the first worker to ask builds the folder under a file
     lock and the others wait for it, so a model trained for the tests is trained once, not once per
-    worker. `build(folder)` writes the folder; tests read it and never write into it."""
+    worker. `build(folder)` writes the folder; tests read it and never write into it.
+
+    BIAS_TEST_MODELS, when set, names a folder that keeps the models from one run to the next
+    (benchmarks/mutation.py runs the same tests hundreds of times, and sets it to a folder named by
+    the tests' own source, so that a changed builder gets new models). Unset, as in CI, every
+    session builds its own."""
     from filelock import FileLock
 
     base = tmp_path_factory.getbasetemp()
     root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    if os.environ.get("BIAS_TEST_MODELS"):
+        root = Path(os.environ["BIAS_TEST_MODELS"])
+        root.mkdir(parents=True, exist_ok=True)
     folder = root / f"built-{name}"
     with FileLock(str(root / f"built-{name}.lock")):
         if not (folder / ".complete").exists():

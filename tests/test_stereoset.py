@@ -164,11 +164,13 @@ def reference_causal(folder: Path, first_only: bool) -> dict[str, float]:
     return out
 
 
-def reference_scores(scores: dict[str, float], domain: str | None = None) -> dict[str, float]:
+def reference_scores(
+    scores: dict[str, float], domain: str | None = None, examples=EXAMPLES
+) -> dict[str, float]:
     """SS, LMS and ICAT of the examples (of one domain), counted per target term as bias-bench's
     evaluation does, then averaged over the terms."""
     counts: dict[str, dict[str, float]] = {}
-    for eid, dom, target, *_ in EXAMPLES:
+    for eid, dom, target, *_ in examples:
         if domain is not None and dom != domain:
             continue
         pro, anti, unrelated = (scores[f"{eid}-{label}"] for label in LABELS)
@@ -284,7 +286,9 @@ def test_masked_scores_follow_bias_bench(tiny_bert_dir: Path, data_file: Path) -
         "ss": 0.0,
         "lms": 0.0,
     }
-    assert [w for w in result.warnings if "counted as not preferring the stereotype" in w][0].startswith("1 example(s) scored")
+    assert [w for w in result.warnings if "counted as not preferring the stereotype" in w][
+        0
+    ].startswith("1 example(s) scored")
     assert result.sizes == {"examples": 7, "sentences": 21, "terms": 4, "domains": 2}
 
 
@@ -329,6 +333,8 @@ def test_scores_are_averaged_over_terms_and_ties_do_not_count_for_the_stereotype
     assert found["ss"] != pytest.approx(100 * 2 / 4)  # not the share of examples (micro average)
     assert found["lms"] != pytest.approx(100 * 5 / 8)
     assert (found["pro"], found["anti"], found["related"]) == (2, 2, 5)
+    # SS is a share with 50 as its middle, shown without a sign (a "+" would read as a direction)
+    assert StereoSet.value.format(found["ss"]) == f"{ss:.2f}"
     assert found["per_term"]["a"] == {
         "examples": 3,
         "pro": 1,
@@ -353,6 +359,14 @@ def test_the_metric_passes_its_contract_on_a_real_run(tiny_bert_dir: Path, data_
 # -- the bias-bench preset and the command line ------------------------------------------------------
 
 
+def bias_run_stereoset(model: Path, data_file: Path, out: Path, *extra: str):
+    """`bias run` of the stereoset metric on a local model (exit code, stdout, stderr)."""
+    from test_bbq import cli
+
+    return cli("run", "-m", f"hf:{model}", "-w", str(data_file), "--metric", "stereoset",
+               *extra, "--out", str(out))  # fmt: skip
+
+
 def test_the_bias_bench_preset_gives_bias_benchs_causal_scores(
     gpt2: Path, data_file: Path, tmp_path: Path
 ) -> None:
@@ -368,30 +382,20 @@ def test_the_bias_bench_preset_gives_bias_benchs_causal_scores(
     check_against(results["bb"], reference_causal(gpt2, first_only=True))
     check_against(results["plain"], reference_causal(gpt2, first_only=False))
     assert results["bb"].convention["run_preset"] == "bias-bench"
-    assert results["bb"].convention["run_preset_params"] == {"causal_start": "bos-first-token"}
-    assert results["bb"].params == {"causal_start": "bos-first-token"}
+    preset = {"causal_start": "bos-first-token", "masked_score": "bias-bench"}
+    assert results["bb"].convention["run_preset_params"] == preset
+    assert results["bb"].params == preset
     assert "run_preset" not in results["plain"].convention and results["plain"].params == {
-        "causal_start": "bos"
+        "causal_start": "bos",
+        "masked_score": "token-space",
     }
 
 
 def test_bias_run_on_a_stereoset_file_writes_the_scores_and_a_per_sentence_table(
     tiny_bert_dir: Path, data_file: Path, tmp_path: Path
 ) -> None:
-    from test_bbq import cli
-
     out = tmp_path / "run"
-    code, stdout, stderr = cli(
-        "run",
-        "-m",
-        f"hf:{tiny_bert_dir}",
-        "-w",
-        str(data_file),
-        "--metric",
-        "stereoset",
-        "--out",
-        str(out),
-    )
+    code, stdout, stderr = bias_run_stereoset(tiny_bert_dir, data_file, out)
     assert code == 0, stdout + stderr
     (line,) = [
         json.loads(t) for t in (out / "results.jsonl").read_text(encoding="utf-8").splitlines()

@@ -16,7 +16,14 @@ import pytest
 from bias.core.data.stereoset import StereoSetExamples
 from bias.plugins.metrics.stereoset import StereoSet
 from bias.registry.resolve import build_embedder, load_wordset_file
-from test_stereoset import EXAMPLES, LABELS, REL, reference_masked, stereoset_json
+from test_stereoset import (
+    EXAMPLES,
+    LABELS,
+    REL,
+    bias_run_stereoset,
+    reference_masked,
+    stereoset_json,
+)
 
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")  # one torch thread (tests/conftest.py)
@@ -50,8 +57,14 @@ def test_checking_a_file_of_broken_examples_stops_after_a_hundred_errors() -> No
     give four), not hundreds of thousands of lines."""
     from bias.core.data.stereoset import check
 
-    body = {"kind": "stereoset", "language": "en", "bias_type": "mixed", "source": "s", "licence": "l",
-            "data": {"intrasentence": [{"id": f"x{i}"} for i in range(200_000)]}}
+    body = {
+        "kind": "stereoset",
+        "language": "en",
+        "bias_type": "mixed",
+        "source": "s",
+        "licence": "l",
+        "data": {"intrasentence": [{"id": f"x{i}"} for i in range(200_000)]},
+    }
     problems = check(body, "big.json")
     errors = [p for p in problems if p.severity == "error"]
     assert 100 <= len(errors) <= 110
@@ -62,11 +75,51 @@ def test_checking_a_file_of_broken_examples_stops_after_a_hundred_errors() -> No
 # BLANK glued to the word before it, after it, or both: bias-bench's mask token cuts the text there,
 # so the text after the slot is a word of its own and the text before it merges with the decoded pieces.
 GLUED = [
-    ("glued-1", "profession", "nurse", "The nurse is taBLANK.", "The nurse is tagentle.", "The nurse is tabrash.", "The nurse is taturnip."),
-    ("glued-2", "profession", "nurse", "The man was unBLANK here.", "The man was ungood here.", "The man was unbad here.", "The man was untulip here."),
-    ("glued-3", "gender", "man", "The man was BLANKed here.", "The man was gooded here.", "The man was nursemaided here.", "The man was tuliped here."),
-    ("glued-4", "gender", "man", "The man was unBLANKed here.", "The man was ungooded here.", "The man was unbadded here.", "The man was untulipomaniaed here."),
-    ("glued-5", "gender", "woman", "BLANKs work here.", "Doctors work here.", "Nurses work here.", "Tulipomanias work here."),
+    (
+        "glued-1",
+        "profession",
+        "nurse",
+        "The nurse is taBLANK.",
+        "The nurse is tagentle.",
+        "The nurse is tabrash.",
+        "The nurse is taturnip.",
+    ),
+    (
+        "glued-2",
+        "profession",
+        "nurse",
+        "The man was unBLANK here.",
+        "The man was ungood here.",
+        "The man was unbad here.",
+        "The man was untulip here.",
+    ),
+    (
+        "glued-3",
+        "gender",
+        "man",
+        "The man was BLANKed here.",
+        "The man was gooded here.",
+        "The man was nursemaided here.",
+        "The man was tuliped here.",
+    ),
+    (
+        "glued-4",
+        "gender",
+        "man",
+        "The man was unBLANKed here.",
+        "The man was ungooded here.",
+        "The man was unbadded here.",
+        "The man was untulipomaniaed here.",
+    ),
+    (
+        "glued-5",
+        "gender",
+        "woman",
+        "BLANKs work here.",
+        "Doctors work here.",
+        "Nurses work here.",
+        "Tulipomanias work here.",
+    ),
 ]
 
 
@@ -83,7 +136,9 @@ def test_a_blank_glued_to_a_word_is_scored_as_bias_bench_retokenises_it(
     assert tok.tokenize("The man was BLANKed")[-1].startswith("##")
     path = tmp_path / "glued.json"
     path.write_text(json.dumps(stereoset_json(GLUED)), encoding="utf-8")
-    result = StereoSet().compute(build_embedder(f"hf:{tiny_bert_dir}"), load_wordset_file(path), seed=0)
+    result = StereoSet().compute(
+        build_embedder(f"hf:{tiny_bert_dir}"), load_wordset_file(path), seed=0
+    )
     assert result.ok, result.reason
     expected = reference_masked(tiny_bert_dir, GLUED)
     rows = {r["sentence_id"]: r for r in result.figures["scores"]}
@@ -100,39 +155,57 @@ def test_a_token_joining_blank_with_the_punctuation_beside_it_is_refused() -> No
     from bias.core.errors import BiasError
     from bias.core.lm_requests import Tokens
     from bias.core.model import WordSetMeta
-    from bias.plugins.metrics.stereoset import slot_split
+    from bias.core.pair_metrics.stereoset_inputs import slot_split
 
     context = "The man (BLANK) works."
-    example = StereoExample("e1", "gender", "man", context, (StereoSentence("s", "x", "stereotype", "x"),))
-    data = StereoSetExamples(WordSetMeta(name="t", kind="stereoset", language="en", bias_type="mixed", path="t.json"), (example,))
+    example = StereoExample(
+        "e1", "gender", "man", context, (StereoSentence("s", "x", "stereotype", "x"),)
+    )
+    data = StereoSetExamples(
+        WordSetMeta(name="t", kind="stereoset", language="en", bias_type="mixed", path="t.json"),
+        (example,),
+    )
     spans = [(0, 3), (4, 7), (8, 11), (11, 14), (14, 15), (16, 22)]  # The man (BL AN K) works.
-    tokens = Tokens((101, 1, 2, 3, 4, 5, 6, 102), ((0, 0), *spans, (0, 0)), (True, *[False] * 6, True))
+    tokens = Tokens(
+        (101, 1, 2, 3, 4, 5, 6, 102), ((0, 0), *spans, (0, 0)), (True, *[False] * 6, True)
+    )
     with pytest.raises(BiasError) as err:
         slot_split(data, example, tokens)
-    assert "t.json: data.intrasentence[0] (id 'e1')" in err.value.message and "joins BLANK" in err.value.message
+    assert (
+        "t.json: data.intrasentence[0] (id 'e1')" in err.value.message
+        and "joins BLANK" in err.value.message
+    )
     # the same context cut at BLANK: the tokens on each side, the special tokens apart
-    clean = Tokens((101, 1, 2, 3, 4, 5, 6, 7, 102), ((0, 0), (0, 3), (4, 7), (8, 9), (9, 11), (11, 14), (14, 15), (16, 22), (0, 0)), (True, *[False] * 7, True))
+    clean = Tokens(
+        (101, 1, 2, 3, 4, 5, 6, 7, 102),
+        ((0, 0), (0, 3), (4, 7), (8, 9), (9, 11), (11, 14), (14, 15), (16, 22), (0, 0)),
+        (True, *[False] * 7, True),
+    )
     slot = slot_split(data, example, clean)
     assert (slot.head, slot.left, slot.right, slot.tail) == ((101,), (1, 2, 3), (6, 7), (102,))
 
 
-def test_a_smoke_run_keeps_the_first_examples_whole(tiny_bert_dir: Path, data_file: Path, tmp_path: Path) -> None:
+def test_a_smoke_run_keeps_the_first_examples_whole(
+    tiny_bert_dir: Path, data_file: Path, tmp_path: Path
+) -> None:
     """`--limit 2` scores the first two examples, each with its three sentences (an example cut to two
     sentences has no unrelated one to compare with)."""
-    from test_bbq import cli
-
     from bias.core.data.limit import first_items
 
     data = load_wordset_file(data_file)
     cut = first_items(data, 2)
     assert cut.examples == data.examples[:2] and all(len(e.sentences) == 3 for e in cut.examples)
     out = tmp_path / "smoke"
-    code, stdout, stderr = cli(
-        "run", "-m", f"hf:{tiny_bert_dir}", "-w", str(data_file), "--metric", "stereoset", "--limit", "2", "--out", str(out)
-    )
+    code, stdout, stderr = bias_run_stereoset(tiny_bert_dir, data_file, out, "--limit", "2")
     assert code == 0, stdout + stderr
-    (line,) = [json.loads(t) for t in (out / "results.jsonl").read_text(encoding="utf-8").splitlines()]
-    assert line["status"] == "ok" and line["sizes"]["examples"] == 2 and line["sizes"]["sentences"] == 6
+    (line,) = [
+        json.loads(t) for t in (out / "results.jsonl").read_text(encoding="utf-8").splitlines()
+    ]
+    assert (
+        line["status"] == "ok"
+        and line["sizes"]["examples"] == 2
+        and line["sizes"]["sentences"] == 6
+    )
     expected = {k: v for k, (v, _) in reference_masked(tiny_bert_dir, EXAMPLES[:2]).items()}
     counts = {"pro": 0, "related": 0}
     for eid, *_ in EXAMPLES[:2]:
@@ -150,9 +223,11 @@ def test_a_character_beside_blank_glues_it_as_bert_splits_words(tiny_bert_dir: P
     never glue."""
     from transformers import AutoTokenizer
 
-    from bias.plugins.metrics.stereoset import joins_word
+    from bias.core.pair_metrics.stereoset_inputs import joins_word
 
-    split = AutoTokenizer.from_pretrained(tiny_bert_dir).backend_tokenizer.pre_tokenizer.pre_tokenize_str
+    split = AutoTokenizer.from_pretrained(
+        tiny_bert_dir
+    ).backend_tokenizer.pre_tokenizer.pre_tokenize_str
     for code in [*range(33, 127), 0xA1, 0xA7, 0xBF, 0xE9, 0x2014, 0x201C, 0x3001, 0x20AC, 0x2603]:
         ch = chr(code)
         assert joins_word(ch) == (len(split(f"a{ch}b")) == 1), repr(ch)
@@ -160,11 +235,23 @@ def test_a_character_beside_blank_glues_it_as_bert_splits_words(tiny_bert_dir: P
 
 
 def test_a_context_that_ends_with_blank_is_scored(tiny_bert_dir: Path, tmp_path: Path) -> None:
-    examples = [("end-1", "gender", "man", "The man is BLANK", "The man is good", "The man is bad", "The man is tulip"),
-                ("end-2", "gender", "man", "BLANK", "Doctor", "Nurse", "Tulip")]
+    examples = [
+        (
+            "end-1",
+            "gender",
+            "man",
+            "The man is BLANK",
+            "The man is good",
+            "The man is bad",
+            "The man is tulip",
+        ),
+        ("end-2", "gender", "man", "BLANK", "Doctor", "Nurse", "Tulip"),
+    ]
     path = tmp_path / "end.json"
     path.write_text(json.dumps(stereoset_json(examples)), encoding="utf-8")
-    result = StereoSet().compute(build_embedder(f"hf:{tiny_bert_dir}"), load_wordset_file(path), seed=0)
+    result = StereoSet().compute(
+        build_embedder(f"hf:{tiny_bert_dir}"), load_wordset_file(path), seed=0
+    )
     assert result.ok, result.reason
     rows = {r["sentence_id"]: r["score"] for r in result.figures["scores"]}
     for sid, (score, _) in reference_masked(tiny_bert_dir, examples).items():
@@ -172,18 +259,49 @@ def test_a_context_that_ends_with_blank_is_scored(tiny_bert_dir: Path, tmp_path:
 
 
 def test_a_token_joining_blank_with_the_text_after_it_is_refused() -> None:
-    """"(BLANK)" tokenised as ( BL AN K) : no boundary after the slot either."""
+    """ "(BLANK)" tokenised as ( BL AN K) : no boundary after the slot either."""
     from bias.core.data.stereoset import StereoExample, StereoSentence, StereoSetExamples
     from bias.core.errors import BiasError
     from bias.core.lm_requests import Tokens
     from bias.core.model import WordSetMeta
-    from bias.plugins.metrics.stereoset import slot_split
+    from bias.core.pair_metrics.stereoset_inputs import slot_split
 
     context = "The man (BLANK) works."
-    example = StereoExample("e1", "gender", "man", context, (StereoSentence("s", "x", "stereotype", "x"),))
-    data = StereoSetExamples(WordSetMeta(name="t", kind="stereoset", language="en", bias_type="mixed", path="t.json"), (example,))
-    spans = [(0, 3), (4, 7), (8, 9), (9, 11), (11, 13), (13, 15), (16, 22)]  # The man ( BL AN K) works.
-    tokens = Tokens((101, 1, 2, 3, 4, 5, 6, 7, 102), ((0, 0), *spans, (0, 0)), (True, *[False] * 7, True))
+    example = StereoExample(
+        "e1", "gender", "man", context, (StereoSentence("s", "x", "stereotype", "x"),)
+    )
+    data = StereoSetExamples(
+        WordSetMeta(name="t", kind="stereoset", language="en", bias_type="mixed", path="t.json"),
+        (example,),
+    )
+    spans = [
+        (0, 3),
+        (4, 7),
+        (8, 9),
+        (9, 11),
+        (11, 13),
+        (13, 15),
+        (16, 22),
+    ]  # The man ( BL AN K) works.
+    tokens = Tokens(
+        (101, 1, 2, 3, 4, 5, 6, 7, 102), ((0, 0), *spans, (0, 0)), (True, *[False] * 7, True)
+    )
     with pytest.raises(BiasError) as err:
         slot_split(data, example, tokens)
     assert "joins BLANK with the text beside it ('BLANK)')" in err.value.message
+
+
+def test_a_space_before_blank_goes_with_the_slot_without_special_tokens() -> None:
+    """ " BLANK works." from a tokenizer that adds no special token: the space token before BLANK
+    belongs to the slot, and nothing of the context is left before it."""
+    from bias.core.data.stereoset import StereoExample, StereoSentence, StereoSetExamples
+    from bias.core.interfaces import Tokens
+    from bias.core.model import WordSetMeta
+    from bias.core.pair_metrics.stereoset_inputs import slot_split
+
+    context = " BLANK works."
+    example = StereoExample("e1", "gender", "man", context, (StereoSentence("s", "x", "stereotype", "x"),))
+    data = StereoSetExamples(WordSetMeta(name="t", kind="stereoset", language="en", bias_type="mixed", path="t.json"), (example,))
+    spans = ((0, 1), (1, 3), (3, 6), (6, 12), (12, 13))  # Ġ BL ANK Ġworks .
+    slot = slot_split(data, example, Tokens((1, 2, 3, 4, 5), spans, (False,) * 5))
+    assert (slot.head, slot.left, slot.right, slot.tail) == ((), (), (4, 5), ())

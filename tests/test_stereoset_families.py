@@ -23,7 +23,8 @@ from bias.core.data.stereoset import StereoSetExamples
 from bias.plugins.metrics.stereoset import StereoSet
 from bias.registry.resolve import build_embedder, load_wordset_file
 
-from test_stereoset import LABELS, reference_word, stereoset_json
+from conftest import built_once
+from test_stereoset import LABELS, reference_scores, reference_word, stereoset_json
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -60,8 +61,10 @@ def roberta(tmp_path_factory) -> Path:
     that takes the space before it."""
     from fixtures.tiny_bert import build_tiny_roberta
 
-    return build_tiny_roberta(
-        tmp_path_factory.mktemp("ss-roberta"), extra_text=CORPUS, mask_lstrip=True
+    return built_once(
+        tmp_path_factory,
+        "ss-roberta",
+        lambda folder: build_tiny_roberta(folder, extra_text=CORPUS, mask_lstrip=True),
     )
 
 
@@ -69,7 +72,7 @@ def roberta(tmp_path_factory) -> Path:
 def llama(tmp_path_factory) -> Path:
     from fixtures.tiny_bert import build_tiny_llama
 
-    return build_tiny_llama(tmp_path_factory.mktemp("ss-llama"))
+    return built_once(tmp_path_factory, "ss-llama", build_tiny_llama)
 
 
 def _loaded(folder: Path, causal: bool):
@@ -80,13 +83,13 @@ def _loaded(folder: Path, causal: bool):
     return AutoTokenizer.from_pretrained(folder), kind.from_pretrained(folder).eval(), torch
 
 
-def bias_bench_masked(folder: Path, roberta_branch: bool) -> dict[str, float]:
+def bias_bench_masked(folder: Path, roberta_branch: bool, examples=EXAMPLES) -> dict[str, float]:
     """bias-bench's IntrasentenceLoader and `_likelihood_score`: the template word encoded with a
     leading space on its RoBERTa branch; for piece i the context with BLANK replaced by the decoded
     first i pieces and the mask token, tokenised again; the mean of the pieces' probabilities."""
     tok, model, torch = _loaded(folder, causal=False)
     out = {}
-    for eid, _, _, context, *sentences in EXAMPLES:
+    for eid, _, _, context, *sentences in examples:
         for label, sentence in zip(LABELS, sentences):
             word = reference_word(context, sentence)
             pieces = tok.encode(f" {word}" if roberta_branch else word, add_special_tokens=False)
@@ -110,14 +113,14 @@ def _mean_probability(tok, model, torch, inputs: list[list[int]], pieces: list[i
     return sum(probs) / len(probs)
 
 
-def token_space_masked(folder: Path) -> dict[str, float]:
+def token_space_masked(folder: Path, examples=EXAMPLES) -> dict[str, float]:
     """The definition in token space: the template word's pieces as the sentence has it (after the
     space before BLANK); piece i read at a mask after the text before that space and the first i
     pieces, the text after BLANK following. bias-bench's inputs for a word of one piece; for later
     pieces bias-bench's text holds the decoded pieces' own space beside the context's."""
     tok, model, torch = _loaded(folder, causal=False)
     out = {}
-    for eid, _, _, context, *sentences in EXAMPLES:
+    for eid, _, _, context, *sentences in examples:
         start = context.index("BLANK")
         before, after = context[:start], context[start + len("BLANK") :]
         lead = " " if before.endswith(" ") else ""
@@ -159,10 +162,10 @@ def bias_bench_causal(folder: Path) -> dict[str, float]:
     return out
 
 
-def verdicts(scores: dict[str, float]) -> dict[str, tuple[bool, bool, bool]]:
+def verdicts(scores: dict[str, float], examples=EXAMPLES) -> dict[str, tuple[bool, bool, bool]]:
     """Per example: stereotype over anti-stereotype, and each of them over the unrelated sentence."""
     out = {}
-    for eid, *_ in EXAMPLES:
+    for eid, *_ in examples:
         s, a, u = (scores[f"{eid}-{label}"] for label in LABELS)
         out[eid] = (s > a, s > u, a > u)
     return out
@@ -218,21 +221,162 @@ def _context_sentence(sid: str) -> tuple[str, str]:
 
 
 def test_a_word_that_starts_the_context_is_read_without_a_space(
-    roberta: Path, data_file: Path
+    roberta: Path, data_file: Path, tmp_path: Path
 ) -> None:
-    """ "Caring nurses work here.": the word as the sentence has it, its first piece without a space mark."""
+    """ "Caring nurses work here.": the word as the sentence has it, its first piece without a space
+    mark; also when the context ends with a space (the character before BLANK is none at all)."""
     from transformers import AutoTokenizer
 
     tok = AutoTokenizer.from_pretrained(roberta)
+    first = [tuple(f"{cell} " if k >= 3 else cell for k, cell in enumerate(ROWS["n-2"]))]
+    spaced = tmp_path / "spaced.json"
+    spaced.write_text(json.dumps(stereoset_json(first)), encoding="utf-8")
+    for path, examples in ((data_file, EXAMPLES), (spaced, first)):
+        data = load_wordset_file(path)
+        got = scores_of(StereoSet().compute(build_embedder(f"hf:{roberta}"), data, seed=0))
+        alone = bias_bench_masked(roberta, roberta_branch=False, examples=examples)
+        for label in LABELS:
+            word = reference_word(*_context_sentence(f"n-2-{label}"))
+            assert not tok.convert_ids_to_tokens(tok.encode(word, add_special_tokens=False))[
+                0
+            ].startswith("Ġ")
+            assert got[f"n-2-{label}"] == pytest.approx(alone[f"n-2-{label}"], rel=REL)
+    # a space before BLANK, the context's first character: the word is read after it
+    lead = [tuple(f" {cell}" if k >= 3 else cell for k, cell in enumerate(ROWS["n-2"]))]
+    spaced.write_text(json.dumps(stereoset_json(lead)), encoding="utf-8")
     got = scores_of(
-        StereoSet().compute(build_embedder(f"hf:{roberta}"), load_wordset_file(data_file), seed=0)
+        StereoSet().compute(build_embedder(f"hf:{roberta}"), load_wordset_file(spaced), seed=0)
     )
-    alone = bias_bench_masked(roberta, roberta_branch=False)
-    for label in LABELS:
-        assert not tok.convert_ids_to_tokens(
-            tok.encode(reference_word(*_context_sentence(f"n-2-{label}")), add_special_tokens=False)
-        )[0].startswith("Ġ")
-        assert got[f"n-2-{label}"] == pytest.approx(alone[f"n-2-{label}"], rel=REL)
+    assert got == pytest.approx(token_space_masked(roberta, lead), rel=REL)
+    assert got != pytest.approx(alone, rel=1e-3)
+
+
+# bias-bench's quirks beside those of EXAMPLES (words of several pieces, BLANK first): BLANK glued to
+# the word before it, and words with a letter the tiny vocabulary has no piece for ("ï", "é"), split
+# into bytes, so that the decoded first byte is U+FFFD.
+QUIRKS = [
+    (
+        "q-1",
+        "gender",
+        "father",
+        "The father was unBLANK today.",
+        "The father was uncaring today.",
+        "The father was untidy today.",
+        "The father was unnaïve today.",
+    ),
+    (
+        "q-2",
+        "gender",
+        "father",
+        "My father is BLANK.",
+        "My father is naïve.",
+        "My father is blasé.",
+        "My father is tulipomania.",
+    ),
+]
+
+
+@pytest.fixture(scope="module")
+def roberta_plain_mask(tmp_path_factory) -> Path:
+    """The same RoBERTa, its mask token leaving the space before it alone: bias-bench's text then
+    has a space token before the mask of every first piece."""
+    from fixtures.tiny_bert import build_tiny_roberta
+
+    return built_once(
+        tmp_path_factory,
+        "ss-roberta-plain-mask",
+        lambda folder: build_tiny_roberta(folder, extra_text=CORPUS, mask_lstrip=False),
+    )
+
+
+@pytest.mark.parametrize("family", ["roberta", "roberta-plain-mask", "bert"])
+def test_the_bias_bench_preset_gives_a_masked_lm_bias_benchs_own_inputs(
+    family: str, roberta: Path, roberta_plain_mask: Path, tiny_bert_dir: Path, tmp_path: Path
+) -> None:
+    """Under the preset every sentence gets bias-bench's number (its loop above, RoBERTa branch on
+    byte-level BPE), the second piece read after the decoded first one and its space, the word that
+    starts a context after a space; the default keeps the stated definition."""
+    from transformers import AutoTokenizer
+
+    from bias.engine.presets import preset_params
+
+    folder = {"roberta": roberta, "roberta-plain-mask": roberta_plain_mask, "bert": tiny_bert_dir}
+    folder = folder[family]
+    examples = [*EXAMPLES, *QUIRKS]
+    path = tmp_path / "dev.json"
+    path.write_text(json.dumps(stereoset_json(examples)), encoding="utf-8")
+    data = load_wordset_file(path)
+    params = preset_params("stereoset", "bias-bench")
+    assert params["masked_score"] == "bias-bench"
+    result = StereoSet(**params).compute(build_embedder(f"hf:{folder}"), data, seed=0)
+    got = scores_of(result)
+    byte_level = family != "bert"
+    expected = bias_bench_masked(folder, roberta_branch=byte_level, examples=examples)
+    assert set(got) == set(expected)
+    for sid, value in expected.items():
+        assert got[sid] == pytest.approx(value, rel=REL), sid
+    assert verdicts(got, examples) == verdicts(expected, examples)
+    reference = reference_scores(expected, examples=examples)
+    for key in ("ss", "lms", "icat"):
+        assert result.figures[key] == pytest.approx(reference[key], rel=REL), key
+    assert result.convention["masked_score"] == "bias-bench"
+    assert "IntrasentenceLoader" in result.convention["inputs"]
+    default = scores_of(StereoSet().compute(build_embedder(f"hf:{folder}"), data, seed=0))
+    if not byte_level:  # WordPiece: both ways give the same ids
+        assert default == pytest.approx(got, rel=REL)
+        return
+    tok = AutoTokenizer.from_pretrained(folder)
+    pieces = tok.encode(" naïve", add_special_tokens=False)
+    assert any("\ufffd" in tok.decode(pieces[:i]) for i in range(len(pieces)))
+    assert len(tok.encode(" tulipomania", add_special_tokens=False)) > 2
+    # the stated definition is another number for the words of several pieces and BLANK first
+    differ = {sid for sid in got if abs(default[sid] - got[sid]) > 1e-3 * got[sid]}
+    assert {"m-1-unrelated", "m-2-unrelated", "n-2-stereotype", "q-2-stereotype"} <= differ
+
+
+def test_bias_benchs_inputs_need_a_mask_token_read_as_one_token(
+    roberta: Path, data_file: Path
+) -> None:
+    """A masked model whose mask token is unknown, or whose tokenizer splits it, is refused with the
+    way out (the default inputs need no mask text)."""
+    from bias.core.errors import BiasError
+
+    class WithMask:
+        def __init__(self, inner, mask) -> None:
+            self.inner, self.mask_token = inner, mask
+
+        def __getattr__(self, name):
+            return getattr(self.inner, name)
+
+    data = load_wordset_file(data_file)
+    inner = build_embedder(f"hf:{roberta}")
+    for mask, words in ((None, "names no mask token"), ("<nomask>", "does not read its mask")):
+        with pytest.raises(BiasError) as err:
+            StereoSet(masked_score="bias-bench").compute(WithMask(inner, mask), data, seed=0)
+        assert words in err.value.message and "token-space" in err.value.hint, err.value.message
+
+
+@pytest.mark.parametrize("model", ["gpt2", "roberta", "roberta-bias-bench"])
+def test_a_text_longer_than_the_model_is_refused_naming_the_file_and_example(
+    model: str, roberta: Path, tiny_gpt2_dir: Path, tmp_path: Path
+) -> None:
+    """Both tiny models read 64 tokens; a cut text would be scored as another sentence."""
+    from bias.core.errors import BiasError
+
+    tail = " and then" * 40
+    words = ("BLANK", "calm", "loud", "tidy")
+    row = ("long-1", "gender", "mother", *(f"The mother was {w}{tail}." for w in words))
+    path = tmp_path / "long.json"
+    path.write_text(json.dumps(stereoset_json([EXAMPLES[0], row])), encoding="utf-8")
+    folder = tiny_gpt2_dir if model == "gpt2" else roberta
+    metric = StereoSet(masked_score="bias-bench" if model.endswith("bias-bench") else "token-space")
+    with pytest.raises(BiasError) as err:
+        metric.compute(build_embedder(f"hf:{folder}"), load_wordset_file(path), seed=0)
+    where = (
+        "sentence 'long-1-stereotype'" if model == "gpt2" else "data.intrasentence[1] (id 'long-1')"
+    )
+    assert err.value.message.startswith(f"{path}: {where}"), err.value.message
+    assert "longer than the model's limit of 64 tokens" in err.value.message
 
 
 @pytest.mark.parametrize("family", ["gpt2", "llama"])

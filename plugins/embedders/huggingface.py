@@ -47,6 +47,7 @@ from bias.api.hf import (
     compute,
     generation,
     lm_scoring,
+    loading,
     vectors,
 )
 
@@ -106,6 +107,15 @@ class HuggingFaceEmbedder(HuggingFaceModel):
         texts = list(texts)
         vectors.check_texts(texts)
         return vectors.tokens(loaded, texts)
+
+    @property
+    def mask_token(self) -> str | None:
+        return getattr(self.loaded.tokenizer, "mask_token", None)
+
+    def decode(self, ids: Sequence[int]) -> str:
+        """The tokenizer's own decoding, with its defaults (special tokens kept)."""
+        with loading.quiet_transformers():
+            return self.loaded.tokenizer.decode(list(ids))
 
     def masked_log_probs(self, requests: Sequence[MaskedRequest]) -> list[np.ndarray]:
         loaded = self._need_head("masked", "masked-LM probabilities")

@@ -90,6 +90,12 @@ def _(world, folder):
     (folder / "ss.json").mkdir()
     return _stereoset_run(world, "ss.json")
 
+@case("stereoset-masked-score-unknown", names=("masked_score", "token-space", "bias-bench"))
+def _(world, folder):
+    name = stereoset_file(folder, lambda d: None)
+    return [*_stereoset_run(world, name), "--param", "masked_score=bias-bnch"]
+
+
 @pytest.mark.parametrize("bad", CASES, ids=lambda c: c.name)
 def test_stereoset_bad_input(bad: Case, world: World, tmp_path: Path) -> None:
     assert_answered(bad, world, tmp_path / "case")
