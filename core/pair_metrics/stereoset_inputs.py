@@ -29,7 +29,7 @@ import attrs
 from bias.core.data.stereoset import StereoExample, StereoSetExamples
 from bias.core.errors import BiasError
 from bias.core.interfaces import Embedder, MaskedRequest, Tokens
-from bias.core.pair_metrics.scoring import is_truncated
+from bias.core.pair_metrics.alignment import is_truncated
 from bias.core.text import shown
 
 Plan = tuple[list[MaskedRequest], dict[str, list[int]]]
