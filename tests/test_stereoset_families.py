@@ -350,10 +350,38 @@ def test_bias_benchs_inputs_need_a_mask_token_read_as_one_token(
 
     data = load_wordset_file(data_file)
     inner = build_embedder(f"hf:{roberta}")
-    for mask, words in ((None, "names no mask token"), ("<nomask>", "does not read its mask")):
+    cases = (
+        (None, "names no mask token", "a masked LM whose tokenizer names its mask token"),
+        ("<nomask>", "does not read its mask", "token-space"),
+    )
+    for mask, words, hint in cases:
         with pytest.raises(BiasError) as err:
             StereoSet(masked_score="bias-bench").compute(WithMask(inner, mask), data, seed=0)
-        assert words in err.value.message and "token-space" in err.value.hint, err.value.message
+        assert words in err.value.message and hint in err.value.hint, err.value.message
+
+
+@pytest.mark.parametrize("inputs", ["token-space", "bias-bench"])
+def test_the_mask_tokens_own_text_in_the_data_is_refused_and_the_convention_says_how_words_were_read(
+    inputs: str, roberta: Path, data_file: Path, tmp_path: Path
+) -> None:
+    """"<mask>" written in a context would be read as a mask the data does not have (every input
+    then carries a second mask): refused, naming the example. On good data the recorded
+    convention says how the template word was read in that mode."""
+    from bias.core.errors import BiasError
+
+    row = ("mask-1", "gender", "mother", "The mother <mask> was BLANK.",
+           "The mother <mask> was calm.", "The mother <mask> was loud.", "The mother <mask> was tidy.")
+    path = tmp_path / "mask.json"
+    path.write_text(json.dumps(stereoset_json([EXAMPLES[0], row])), encoding="utf-8")
+    model = build_embedder(f"hf:{roberta}")
+    with pytest.raises(BiasError) as err:
+        StereoSet(masked_score=inputs).compute(model, load_wordset_file(path), seed=0)
+    assert err.value.message.startswith(f"{path}: data.intrasentence[1] (id 'mask-1')"), err.value.message
+    assert "holds the model's mask token '<mask>' as text" in err.value.message
+    result = StereoSet(masked_score=inputs).compute(model, load_wordset_file(data_file), seed=0)
+    said = result.convention["template_word"]
+    assert ("as bias-bench's loader encodes it" in said) == (inputs == "bias-bench"), said
+    assert ("whitespace the context has before BLANK" in said) == (inputs == "token-space"), said
 
 
 @pytest.mark.parametrize("model", ["gpt2", "roberta", "roberta-bias-bench"])

@@ -227,7 +227,8 @@ def bias_bench_requests(embedder: Embedder, data: StereoSetExamples) -> Plan:
         raise BiasError(
             "The stereoset metric's masked_score = bias-bench rebuilds bias-bench's text inputs "
             f"with the mask token in them, and the model '{embedder.spec}' names no mask token.",
-            "Use masked_score = token-space (the default) for this model.",
+            "Give a masked LM whose tokenizer names its mask token (a causal LM is scored without "
+            "masks).",
         )
     examples = data.examples
     words = sorted({s.word for e in examples for s in e.sentences})
@@ -272,5 +273,16 @@ BUILDERS = {"token-space": token_space_requests, "bias-bench": bias_bench_reques
 
 
 def masked_requests(embedder: Embedder, data: StereoSetExamples, inputs: str) -> Plan:
-    """The requests of every sentence, built the way `inputs` names (a key of MASKED_INPUTS)."""
+    """The requests of every sentence, built the way `inputs` names (a key of MASKED_INPUTS). A
+    context or sentence holding the mask token's own text is refused: the tokenizer would read a
+    mask there that the data does not have."""
+    mask = embedder.mask_token
+    for example in data.examples if mask else ():
+        for text in (example.context, *(s.sentence for s in example.sentences)):
+            if mask in text:
+                raise BiasError(
+                    f"{where(data, example)}: '{shown(text, 60)}' holds the model's mask token "
+                    f"{mask!r} as text; the model would read a mask there.",
+                    "Write the word otherwise in the data, or leave the example out.",
+                )
     return BUILDERS[inputs](embedder, data)
