@@ -15,16 +15,21 @@ _ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 _chosen: int | None = None
 
 
+def usable_cpus() -> int:
+    """The CPUs this process may run on (a container's or a scheduler's limit, not the host's)."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
 def available_cores() -> int:
     """The threads torch starts with by default: OMP_NUM_THREADS when it is set to a count, else the
     CPUs this process may run on."""
     given = os.environ.get("OMP_NUM_THREADS", "").strip()
     if given.isdigit() and int(given) > 0:
         return int(given)
-    try:
-        return len(os.sched_getaffinity(0)) or 1
-    except AttributeError:  # pragma: no cover - not Linux
-        return os.cpu_count() or 1
+    return usable_cpus()
 
 
 def use_threads(count: int) -> None:
@@ -32,7 +37,7 @@ def use_threads(count: int) -> None:
     set through threadpoolctl and torch's own call, libraries loaded later read the environment."""
     global _chosen
     # more threads than CPUs only wait for each other (a Ray worker's count comes from the driver)
-    _chosen = max(1, min(int(count), os.cpu_count() or 1))
+    _chosen = max(1, min(int(count), usable_cpus()))
     for name in _ENV:
         os.environ[name] = str(_chosen)
     from threadpoolctl import threadpool_limits

@@ -50,20 +50,16 @@ def out(file: RunSpec, flags: RunSpec, on_notice: Notice) -> Path | None:
 def _may_hold_a_run(folder: Path) -> bool:
     """An empty folder, or the folder of an earlier run: its manifest.json is one bias wrote (any
     file of that name, or a results.jsonl, could be another tool's)."""
-    import json
-
-    from bias.core.runs.manifest import MANIFEST_FILE
+    from bias.core.runs.manifest import read_manifest
+    from bias.engine.manifest import FORMAT
 
     if next(folder.iterdir(), None) is None:
         return True
-    manifest = folder / MANIFEST_FILE
-    if manifest.is_symlink() or not manifest.is_file():
-        return False
     try:
-        data = json.loads(manifest.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = read_manifest(folder)  # a link or damaged JSON is refused there
+    except BiasError:
         return False
-    return isinstance(data, dict) and str(data.get("format", "")).startswith("bias-run/")
+    return data is not None and str(data.get("format", "")).startswith(FORMAT.split("/")[0] + "/")
 
 
 def ray_address(file: RunSpec, flags: RunSpec, on_notice: Notice) -> str | None:

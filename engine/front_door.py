@@ -7,7 +7,6 @@ a file's value the command line replaces) goes to the callbacks the caller gives
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -15,6 +14,7 @@ from typing import Any
 import attrs
 
 from bias.core.errors import BadValue, BiasError
+from bias.core.threads import usable_cpus
 from bias.engine import file_decisions, guards
 from bias.engine.experiments import ModelConfig
 from bias.engine.model_options import with_command_line, with_shared
@@ -315,9 +315,7 @@ def _check_whole(spec: RunSpec) -> None:
         raise BiasError(
             f"{spec.where.get('resume', '--resume')} needs --out (the folder of the run to resume)."
         )
-    cores = (
-        len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    )
+    cores = usable_cpus()
     if spec.threads is not None and spec.threads > cores and (spec.executor or "local") != "ray":
         raise BiasError(
             f"{spec.where.get('threads', '--threads')} is {spec.threads}, more than the {cores} "
