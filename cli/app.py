@@ -13,15 +13,14 @@ from pathlib import Path
 from typing import Any, Optional
 
 import typer
-from rich.console import Console
 
 from bias.cli import compare_command, debias, run_command
+from bias.cli.consoles import stderr, stdout
 from bias.cli.say import say, warn
 from bias.cli.coercion import convert_only_when_needed
-from bias.cli.help_format import flags_shown_as_flags
+from bias.cli.help_format import GroupedCommand
 from bias.core.errors import FAILURE, USAGE
 
-flags_shown_as_flags()
 convert_only_when_needed()
 
 app = typer.Typer(
@@ -30,10 +29,8 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
-    rich_markup_mode="rich",
+    rich_markup_mode=None,
 )
-console = Console()
-err_console = Console(stderr=True)
 _state = {"debug": False}  # --debug, as the main callback parsed it
 
 
@@ -41,7 +38,7 @@ def _version(wanted: bool) -> None:
     if wanted:
         from importlib.metadata import version as installed
 
-        say(console, f"bias-framework {installed('bias-framework')}")
+        say(stdout(), f"bias-framework {installed('bias-framework')}")
         raise typer.Exit(0)
 
 
@@ -64,7 +61,7 @@ def _main(
         callback=lambda v: _version(v),
     ),
 ) -> None:
-    from bias.cli.say import Handler
+    from bias.cli.log_handler import Handler
 
     _state["debug"] = debug
     level = (
@@ -76,7 +73,7 @@ def _main(
         if quiet
         else logging.WARNING
     )
-    handler = Handler(console=err_console, show_path=False, show_time=False, markup=False)
+    handler = Handler()
     handler.addFilter(_OncePerMessage())
     logging.basicConfig(level=level, format="%(message)s", handlers=[handler], force=True)
     # -v is about this tool's progress; the libraries' own INFO lines only with --debug
@@ -101,7 +98,7 @@ class _OncePerMessage(logging.Filter):
         return True
 
 
-@app.command("list")
+@app.command("list", cls=GroupedCommand)
 def list_cmd(
     group: Optional[str] = typer.Argument(
         None, help="embedders, metrics, wordsets or debiasers (all when omitted)."
@@ -138,18 +135,18 @@ def list_cmd(
         if group and group_key(group) == "wordsets"
         else "Installed plugins"
     )
-    console.print(
+    stdout().print(
         plugins_table(
             rows,
             [group_key(group)] if group else list(GROUPS) + extra,
             long=long,
             title=title,
-            width=console.width,
+            width=stdout().width,
         )
     )
 
 
-@app.command("info")
+@app.command("info", cls=GroupedCommand)
 def info_cmd(
     name: str = typer.Argument(..., help="A plugin or word-set name, e.g. weat, hf or en/weat6."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
@@ -162,14 +159,12 @@ def info_cmd(
         print(json.dumps(found, indent=2, ensure_ascii=False, default=str))
         return
     for entry in found:
-        render(console, entry)
+        render(stdout(), entry)
 
 
-app.command("run")(
+app.command("run", cls=GroupedCommand)(
     run_command.command(
-        lambda config, values: run_command.run(
-            config, values, console, err_console, _state["debug"]
-        )
+        lambda config, values: run_command.run(config, values, stdout(), stderr(), _state["debug"])
     )
 )
 
@@ -192,7 +187,7 @@ VALIDATE_HELP = (
 )
 
 
-@app.command("validate", help=VALIDATE_HELP)
+@app.command("validate", help=VALIDATE_HELP, cls=GroupedCommand)
 def validate_cmd(
     paths: Optional[list[Path]] = typer.Argument(
         None, help="Word-set files, language-package folders or dataset folders (any number)."
@@ -218,10 +213,10 @@ def validate_cmd(
 ) -> None:
     from bias.cli.validate import execute
 
-    raise typer.Exit(execute(paths or [], frequencies, render, model, console))
+    raise typer.Exit(execute(paths or [], frequencies, render, model, stdout()))
 
 
-@app.command("convert")
+@app.command("convert", cls=GroupedCommand)
 def convert_cmd(
     config: Path = typer.Argument(
         ..., help="An experiment config .txt of the BIAS Detection Framework."
@@ -247,7 +242,7 @@ def convert_cmd(
         config,
         datasets,
         models_dir,
-        lambda problem: warn(err_console, str(problem)),
+        lambda problem: warn(stderr(), str(problem)),
         "nothing to convert",
     )
     print(spec.to_toml(), end="")  # paths absolute: the file may be saved anywhere
@@ -259,7 +254,7 @@ REPORT_HELP = (
 )
 
 
-@app.command("report", help=REPORT_HELP)
+@app.command("report", help=REPORT_HELP, cls=GroupedCommand)
 def report_cmd(
     folder: Path = typer.Argument(
         ..., help="A folder written by `bias run --out` (or its results.jsonl)."
@@ -304,13 +299,13 @@ def report_cmd(
         wide=wide,
         robustness=robustness,
         agreement=agreement,
-        console=console,
-        err_console=err_console,
+        console=stdout(),
+        err_console=stderr(),
     )
 
 
-app.command("debias")(debias.debias_cmd)
-app.command("compare", help=compare_command.HELP)(compare_command.compare_cmd)
+app.command("debias", cls=GroupedCommand)(debias.debias_cmd)
+app.command("compare", help=compare_command.HELP, cls=GroupedCommand)(compare_command.compare_cmd)
 
 
 GLOBAL_FLAGS = ("-q", "--quiet", "-v", "--verbose", "--debug")
@@ -343,9 +338,9 @@ def _click_classes(name: str) -> tuple[type, ...]:
 def _say(message: str, hint: str | None = None, label: str = "Error") -> None:
     """One or two lines on stderr; the text is shown as text (never read as rich markup), control
     and invisible characters made visible, and cut when very long."""
-    say(err_console, (f"{label}: ", "bold red"), message)
+    say(stderr(), (f"{label}: ", "bold red"), message)
     if hint:
-        say(err_console, hint)
+        say(stderr(), hint)
 
 
 def main(args: Optional[list[str]] = None) -> None:
@@ -373,11 +368,11 @@ def main(args: Optional[list[str]] = None) -> None:
         except _click_classes("Exit") as exc:
             code = exc.exit_code
         if code in (0, None) and run_command.metric_help(argv):  # `bias run --metric NAME --help`
-            run_command.show_metric_parameters(console, run_command.metric_help(argv))
+            run_command.show_metric_parameters(stdout(), run_command.metric_help(argv))
     except SystemExit:
         raise
     except (KeyboardInterrupt, *_click_classes("Abort")) as exc:
-        say(err_console, "Interrupted; results written so far are kept.")
+        say(stderr(), "Interrupted; results written so far are kept.")
         code = interrupt_exit_code(exc) if isinstance(exc, KeyboardInterrupt) else 130
     except _click_classes("UsageError") as exc:
         command = exc.ctx.command_path if getattr(exc, "ctx", None) else "bias"

@@ -32,7 +32,7 @@ def compare_cmd(
         None, "--after-model", help="The model to take when the after run holds several."
     ),
 ) -> None:
-    from bias.cli.app import console
+    from bias.cli.consoles import stdout
     from bias.cli.compare import execute
 
     raise typer.Exit(
@@ -42,6 +42,6 @@ def compare_cmd(
             out=out,
             before_model=before_model,
             after_model=after_model,
-            console=console,
+            console=stdout(),
         )
     )

@@ -8,13 +8,15 @@ The vectors are a word2vec file any tool reads (and `bias run --model word2vec:D
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 
 from bias.cli.say import say, warn
 from bias.core.errors import BiasError
-from rich.console import Console
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
 def execute(
@@ -177,7 +179,7 @@ def debias_cmd(
     ),
 ) -> None:
     """Debias a static model once and write the vectors plus debias.json (what was done)."""
-    from bias.cli.app import console
+    from bias.cli.consoles import stdout
     from bias.engine.option_values import pairs
 
     raise typer.Exit(
@@ -191,7 +193,7 @@ def debias_cmd(
             limit=limit,
             components=components,
             model_options=pairs(model_option, "--model-option"),
-            console=console,
+            console=stdout(),
             wordsets=wordset,
             metrics=metric,
             params=pairs(param, "--param"),

@@ -21,13 +21,18 @@ def plugins_table(
     long: bool = False,
     title: str = "Installed plugins",
     width: int = 80,
-) -> Table:
+) -> Any:
     """One line per plugin, names never broken (the summary is cut to the terminal instead); `long`
-    adds the whole summary, the kind, the distribution and the status."""
-    table = Table(title=title, box=None, show_header=False, expand=False, pad_edge=False)
+    adds the whole summary, the kind, the distribution and the status.
+
+    The short listing is lines of text, not a rich table: its widths are known, and measuring a
+    table of two hundred rows took most of `bias list`'s time."""
     longest = max([len(r.name) + 2 for r in rows] + [len(g) for g in groups])
+    if not long:
+        return _plugin_lines(rows, groups, longest, title, width)
+    table = Table(title=title, box=None, show_header=False, expand=False, pad_edge=False)
     table.add_column("Name", no_wrap=True, min_width=longest)
-    table.add_column("Summary", no_wrap=not long, overflow="fold" if long else "ellipsis")
+    table.add_column("Summary", no_wrap=False, overflow="fold")
     for group in groups:
         members = [r for r in rows if r.group == group]
         head = f"[bold]{group}[/bold]" + ("" if members else " [dim](none installed)[/dim]")
@@ -35,26 +40,47 @@ def plugins_table(
         for row in members:
             broken = row.status != "ok"
             text = f"broken: {row.reason}" if broken else row.summary
-            room = max(10, width - longest - 2)
-            if not long and len(text) > room:
-                text = text[: room - 1].rstrip() + "…"
             summary = (
                 _escape(text).replace("broken:", "[red]broken[/red]:", 1)
                 if broken
                 else _escape(text)
             )
-            if long:
-                origin = " | ".join(
-                    x
-                    for x in (
-                        _escape(row.kind),
-                        f"{_escape(row.distribution)} {_escape(row.version)}",
-                    )
-                    if x.strip()
+            origin = " | ".join(
+                x
+                for x in (
+                    _escape(row.kind),
+                    f"{_escape(row.distribution)} {_escape(row.version)}",
                 )
-                summary += f"\n[dim]{origin}[/dim]"
+                if x.strip()
+            )
+            summary += f"\n[dim]{origin}[/dim]"
             table.add_row(f"  {_escape(row.name)}", summary)
     return table
+
+
+def _plugin_lines(
+    rows: Sequence[Any], groups: Sequence[str], longest: int, title: str, width: int
+) -> Any:
+    """The short listing: the title centred, each group's name in bold, then one line per plugin,
+    its summary cut to the terminal with an ellipsis."""
+    from rich.console import Group
+
+    from bias.cli.say import line
+
+    room = max(10, width - longest - 2)
+    lines = [line((title.center(min(width, longest + 2 + room)).rstrip(), "italic"))]
+    for group in groups:
+        members = [r for r in rows if r.group == group]
+        lines.append(line((group, "bold"), *([] if members else [(" (none installed)", "dim")])))
+        for row in members:
+            broken = row.status != "ok"
+            text = str(row.reason if broken else row.summary)
+            room_left = room - (len("broken: ") if broken else 0)
+            if len(text) > room_left:
+                text = text[: room_left - 1].rstrip() + "…"
+            name = f"  {row.name}".ljust(longest + 2)
+            lines.append(line(name, *([("broken", "red"), ": "] if broken else []), text))
+    return Group(*lines)
 
 
 def results_table(

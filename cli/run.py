@@ -9,18 +9,21 @@ import json
 import logging
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
 from bias.core.errors import FAILURE, USAGE
 from bias.core.model import FAILED, OK, REFUSED, Result
-from bias.cli.say import Line, cell, line, say, warn
+from bias.cli.say import cell, line, say, warn
 from bias.core.text import listed
 from bias.engine.assembly import Assembly, assemble
 from bias.engine.experiments import ModelConfig
 from bias.engine.run_spec import RunSpec
 from bias.engine.session import INTERRUPTED, INTERRUPTED_EXIT, STOPPED, Session, run_session
+
+if TYPE_CHECKING:
+    from bias.cli.say import Line
 
 err_console = Console(stderr=True)
 DEFAULT_FORMATS = ("md", "csv", "tex")  # the report files a run with --out writes

@@ -9,23 +9,26 @@ terminal itself."""
 
 from __future__ import annotations
 
-from typing import Union
-
-from rich.console import Console
-from rich.logging import RichHandler
-from rich.markup import escape
-from rich.text import Text
+from typing import TYPE_CHECKING, Union
 
 from bias.core.text import message, shown, visible
 
-Part = Union[str, tuple[str, str], Text]
-Line = Text  # a message built by `line`, for modules that pass messages around
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.text import Text
+
+    Part = Union[str, tuple[str, str], Text]
+    Line = Text  # a message built by `line`, for modules that pass messages around
+
+# rich is imported where a message is made, not here: `bias --help` prints none.
 
 
 def line(*parts: Part, whole: bool = False) -> Text:
     """One message as a rich Text: user text literal, labels styled (a Text built by `line` is
     kept). Long user text is cut, unless `whole` (a list of the files written, which the user needs
     entire)."""
+    from rich.text import Text
+
     shown_as = _visible_lines if whole else message
     return Text.assemble(
         *(part if isinstance(part, (tuple, Text)) else shown_as(part) for part in parts)
@@ -44,6 +47,8 @@ def _visible_lines(text: str) -> str:
 def whole(text: str) -> Text:
     """A long text kept whole (a plugin's documentation, the notes under a table): literal, each
     line made visible, not cut, wrapped to the console's width."""
+    from rich.text import Text
+
     return Text(_visible_lines(text), overflow="fold")
 
 
@@ -60,18 +65,11 @@ def warn(console: Console, *parts: Part, label: str = "warning", style: str = "y
 def cell(text: object) -> str:
     """User text inside rich markup (a table cell, a progress-bar description): escaped, made
     visible, cut."""
+    from rich.markup import escape
+
     return escape(shown(text))
 
 
 def cell_lines(text: str) -> str:
     """A cell the layout stacks on several lines: each line escaped, the line breaks kept."""
     return "\n".join(cell(part) for part in text.split("\n"))
-
-
-class Handler(RichHandler):
-    """The log handler of the command line: a warning logged by the engine or a plugin (which may
-    quote a word, a path or a line of a file) is printed like every other message, through
-    `line`."""
-
-    def render_message(self, record: object, message: str) -> Text:
-        return line(message)

@@ -7,7 +7,6 @@ are their documented parameters (see `bias.core.params`).
 
 from __future__ import annotations
 
-import enum
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -27,24 +26,8 @@ from bias.core.model import WordVectors
 # and what a remote model tells before anything is sent.
 from bias.core.lm_requests import ChoiceRequest, ChoiceScores, MaskedRequest, Tokens, TokenScores
 from bias.core.remote import Contact, Quote  # noqa: F401
+from bias.core.capabilities import Capability
 from bias.core.values import PLAIN_VALUE, ValueKind
-
-
-class Capability(str, enum.Enum):
-    """What an embedder can give; metrics declare which they need, checked before a run starts."""
-
-    WORD_VECTORS = "word-vectors"  # one vector per word (static lookup or a word encoding)
-    CONTEXTUAL = "contextual"  # sentence vectors and vectors of a span inside a sentence
-    MASKED_LM = "masked-lm"  # log-probabilities of masked tokens
-    CAUSAL_LM = "causal-lm"  # sequence log-likelihoods
-    # A fixed list of words with one vector each (static vectors, and debiased ones): `vocabulary()`
-    # and `all_vectors()` answer. Whole-vocabulary methods need it (Hard-Debias, clustering,
-    # analogies).
-    VOCABULARY = "vocabulary"
-    GENERATION = "generation"  # replies written to prompts or chat messages (bias.core.generation)
-
-    def __str__(self) -> str:
-        return self.value
 
 
 class Embedder(ABC):

@@ -18,7 +18,18 @@ from typing import Any
 
 from bias.registry.catalogue import PluginInfo, list_plugins, wordset_rows
 from bias.registry.entry_points import GROUPS, load
-from bias.registry.resolve import build_embedder, build_metric, load_wordset, wordset_names
+
+# Building plugins and reading word sets (`resolve`) is imported when first asked for: `bias list`
+# needs none of it.
+_RESOLVE = ("build_embedder", "build_metric", "load_wordset", "wordset_names")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _RESOLVE:
+        from bias.registry import resolve
+
+        return getattr(resolve, name)
+    raise AttributeError(f"module 'bias.registry' has no attribute {name!r}")
 
 
 def get(group: str, name: str) -> Any:
@@ -31,6 +42,8 @@ def names(group: str) -> list[str]:
     from bias.registry.entry_points import entry_points, group_key
 
     if group_key(group) == "wordsets":
+        from bias.registry.resolve import wordset_names
+
         return wordset_names()
     return sorted({e.name for e in entry_points(group)})
 

@@ -50,7 +50,7 @@ class PluginInfo:
 
 def kind_of(group: str, plugin: Any) -> str:
     if group == "embedders":
-        from bias.core.interfaces import Capability
+        from bias.core.capabilities import Capability
 
         caps = set(getattr(plugin, "capabilities", ()))
         # A fixed vocabulary marks static vectors: they answer sentence requests with the mean of

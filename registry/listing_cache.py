@@ -245,7 +245,7 @@ def _encode(found: dict[str, Any] | None) -> Any:
     [names]}."""
     if found is None:
         return None
-    from bias.core.interfaces import Capability
+    from bias.core.capabilities import Capability
 
     out: dict[str, Any] = {}
     for key, value in found.items():
@@ -263,7 +263,7 @@ def _encode(found: dict[str, Any] | None) -> Any:
 def _decode(encoded: Any) -> dict[str, Any] | None:
     if encoded is None:
         return None
-    from bias.core.interfaces import Capability
+    from bias.core.capabilities import Capability
 
     out: dict[str, Any] = {}
     for key, value in encoded.items():

@@ -302,7 +302,7 @@ def _capability(node: ast.expr) -> Any:
         and isinstance(node.value, ast.Name)
         and node.value.id == "Capability"
     ):
-        from bias.core.interfaces import Capability
+        from bias.core.capabilities import Capability
 
         return Capability.__members__.get(node.attr, _UNKNOWN)
     return _UNKNOWN

@@ -395,10 +395,10 @@ def cli(*args: str) -> tuple[int, str, str]:
     import contextlib
     import io
 
-    from bias.cli import app, run
+    from bias.cli import consoles, run
     from bias.cli.app import main
 
-    for console in (app.console, app.err_console, run.err_console):
+    for console in (consoles.stdout(), consoles.stderr(), run.err_console):
         console.width = 200
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):

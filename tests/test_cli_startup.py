@@ -27,6 +27,27 @@ def test_list_info_and_help_do_not_import_pydantic():
     assert "PYDANTIC []" in proc.stdout
 
 
+def test_help_imports_no_rich_renderer():
+    """`--help` is printed as plain text: neither rich nor typer's rich help (which imports a
+    markdown parser) is loaded for it."""
+    code = (
+        "import sys\n"
+        "from bias.cli.app import main\n"
+        "for argv in (['bias', '--help'], ['bias', 'run', '--help'], ['bias', 'list', '--help']):\n"
+        "    sys.argv = argv\n"
+        "    try:\n"
+        "        main()\n"
+        "    except SystemExit as exc:\n"
+        "        assert exc.code == 0, (argv, exc.code)\n"
+        "print('LOADED', sorted(m for m in sys.modules if m.split('.')[0] in ('rich', 'markdown_it')"
+        " or m == 'typer.rich_utils'))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "LOADED []" in proc.stdout
+    assert "Usage: bias run [OPTIONS]" in proc.stdout and "Execution:" in proc.stdout
+
+
 def _outcome(runtime, value, param, ctx):
     try:
         return ("value", runtime.coerce(value, param=param, ctx=ctx))

@@ -6,6 +6,7 @@ line, printed with --print-toml and run as a file, gives the same keys and the s
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -330,8 +331,22 @@ def test_print_toml_leaves_out_what_a_file_cannot_decide(tmp_path):
 def test_run_help_is_grouped_and_lists_a_metrics_parameters(tmp_path):
     code, out, _ = _bias("run", "--help", cwd=tmp_path)
     assert code == 0
-    for panel in ("Model", "Data", "Metric", "Statistics", "Output", "Execution"):
-        assert f" {panel} " in out, panel
+    headings = re.findall(r"^([A-Z][a-z]+):$", out, flags=re.M)
+    # the vocabulary's panels, in its order, between the argument and the help option
+    assert headings == [
+        "Arguments",
+        "Model",
+        "Data",
+        "Metric",
+        "Statistics",
+        "Output",
+        "Execution",
+        "Options",
+    ], headings
+    # each option under its own panel
+    model = out.index("\nModel:\n")
+    data = out.index("\nData:\n")
+    assert model < out.index("--device") < data < out.index("--wordset") < out.index("\nMetric:\n")
     code, out, _ = _bias("run", "--metric", "weat", "--help", cwd=tmp_path)
     assert code == 0 and "Parameters of weat" in out
     assert (

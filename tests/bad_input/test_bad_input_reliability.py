@@ -411,12 +411,12 @@ def test_progress_bar_shows_a_markup_path_as_written(world: World, tmp_path: Pat
 
     from rich.console import Console
 
-    from bias.cli import app
+    from bias.cli import consoles
 
     (tmp_path / "ws" / "[").mkdir(parents=True)  # "[/x]ok.toml" is the file "x]ok.toml" in the folder "["
     shutil.copy(world.wordset, tmp_path / "ws" / "[/x]ok.toml")
     screen = io.StringIO()
-    monkeypatch.setattr(app, "console", Console(file=screen, force_terminal=True, width=200))
+    monkeypatch.setitem(consoles._made, False, Console(file=screen, force_terminal=True, width=200))
     result = cli("run", *w2v(world), "-w", "ws/[/x]ok.toml", "--bootstrap", "0", cwd=tmp_path)
     assert result.code == 0 and "Traceback" not in result.both, result.both
     assert "MarkupError" not in result.both + screen.getvalue()
