@@ -496,5 +496,6 @@ def checked(name: str, value: Any, where: str) -> Any:
     if rule is None or rule.fits(value):
         return value
     hint = getattr(rule, "hint", "") or None
-    shown = f"{value!r}" if not isinstance(value, str) else f"'{value}'"
-    raise BiasError(f"{where} must be {rule.text}, not {shown}.", hint)
+    # repr: a line break or an escape in the file's text is shown as `\n`, `\x1b`, and cannot add
+    # a line of its own to the message
+    raise BiasError(f"{where} must be {rule.text}, not {value!r}.", hint)

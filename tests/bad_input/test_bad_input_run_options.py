@@ -110,6 +110,16 @@ def _(world, folder):
     return _file(world, folder, "device = 3")
 
 
+@case(
+    "file-device-line-break",
+    names=("exp.toml: device", "'cpu\\nAll good: 0 problems\\x1b[0m'"),
+    absent=("\nAll good",),
+)
+def _(world, folder):
+    # a value's line break and escape are shown as written in the file, not as a line of their own
+    return _file(world, folder, 'device = "cpu\\nAll good: 0 problems\\u001b[0m"')
+
+
 @case("file-family-unknown", names=("exp.toml: family", "run, model, metric"))
 def _(world, folder):
     return _file(world, folder, 'family = "everything"')
