@@ -18,7 +18,7 @@ import attrs
 
 from bias.core.errors import BiasError
 from bias.engine.experiments import DEFAULT_SEED, Experiment, ModelConfig, expand
-from bias.engine.presets import preset_notes, preset_params
+from bias.engine.presets import PRESET_PARAMS, preset_notes, preset_params
 
 DEFAULT_METRIC = "weat"
 
@@ -161,8 +161,24 @@ class RunSpec:
         return preset_params(metric, self.preset, self.duplicates)
 
     def notes(self) -> list[str]:
-        """The note a run with this preset carries into its manifest and reports."""
-        return preset_notes(self.preset)
+        """The note a run with this preset carries into its manifest and reports; when the run sets
+        some of the preset's parameters itself, the note says which (it describes the preset's
+        values, the results' conventions the ones used)."""
+        notes = preset_notes(self.preset)
+        own = [
+            name
+            for name in PRESET_PARAMS.get(self.preset or "", {})
+            if name in self.params
+            or name in self.grid
+            or any(name in m.params for m in self.metrics)
+            or any(name in e.params for e in self.listed)
+        ]
+        if notes and own:
+            notes[-1] += (
+                f" This run sets {', '.join(own)} itself, which the preset's values above do not "
+                "describe: each result's convention records the value used."
+            )
+        return notes
 
     def settings(self) -> dict[str, Any]:
         """What the manifest and the reports record of the run besides its experiments."""

@@ -139,3 +139,29 @@ def test_a_preset_changes_the_experiment_key_and_no_preset_keeps_it(tmp_path: Pa
     preset, _ = load_config(_write(tmp_path, 'preset = "bias-bench"\nmodels = ["word2vec:a.bin"]\nwordsets = ["en/weat1"]\nmetrics = ["rnd"]\n'))
     assert plain[0].params == preset[0].params == {}
     assert "preset" not in plain[0].canonical() and plain[0].key != preset[0].key
+
+
+@pytest.mark.parametrize(
+    "own, named",
+    [
+        ("", None),
+        ('[params]\nmasked_score = "token-space"\n', "masked_score"),
+        ('[grid]\nlikelihood = ["mean", "sum"]\n', "likelihood"),
+        ('[params]\npermutations = 10\n', None),  # not one of the preset's parameters
+    ],
+)
+def test_the_preset_note_says_which_of_its_parameters_the_run_sets_itself(
+    tmp_path: Path, own: str, named: str | None
+) -> None:
+    path = _write(
+        tmp_path,
+        'preset = "bias-bench"\nmodels = ["hf:bert"]\nwordsets = ["en/stereoset-sample"]\n'
+        'metrics = ["stereoset"]\n' + own,
+    )
+    _, settings = load_config(path)
+    (note,) = settings["notes"]
+    assert note.startswith("Preset bias-bench:")
+    if named is None:
+        assert "itself" not in note
+    else:
+        assert f"This run sets {named} itself" in note
