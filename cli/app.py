@@ -120,11 +120,11 @@ def list_cmd(
     from bias.registry.entry_points import group_key
     from bias.registry.listing_cache import remembered
 
-    if language is not None:
-        from bias.registry.catalogue import check_language
-
-        check_language(language)
     with remembered():
+        if language is not None:
+            from bias.registry.catalogue import check_language
+
+            check_language(language)
         rows = list_plugins(group, language=language, bias_type=bias_type)
     if as_json:
         print(json.dumps([r.to_dict() for r in rows], indent=2, ensure_ascii=False))

@@ -158,7 +158,9 @@ def data_packages() -> list[tuple[eps.EntryPointInfo, DataPackage | None, str]]:
     out = []
     for info in eps.entry_points("wordsets"):
         try:
-            package = eps.load("wordsets", info.name)
+            package = listing_cache.package(
+                info.value, lambda name=info.name: eps.load("wordsets", name)
+            )
         except BiasError as exc:
             out.append((info, None, exc.message.split(" is broken: ")[-1]))
             continue

@@ -5,9 +5,12 @@ word-set file: with a few hundred of them, a good part of the command's time. Bo
 from files alone, so each is kept in one JSON file per Python environment under the cache folder
 (`listing/` below `bias.core.cache_dir.cache_root()`) with the path, modification time, change time
 and size of every file it was read from (and, for a plugin, the file its module resolves to and
-whether each top-level import it checked is installed). An entry is used only while all of these are
-unchanged; otherwise the file is read again and the entry replaced. The whole cache is dropped when
-the code that reads (this module, `static_summary`, `catalogue`) changes. A cache file that cannot
+whether each top-level import it checked is installed). A language package is kept too (its
+language, word-set folder and description), while the module file its entry point names is
+unchanged and the folder exists: importing the packages would import `bias.api`. An entry is used
+only while all of these are unchanged; otherwise the file is read again and the entry replaced.
+The whole cache is dropped when the code that reads (this module, `static_summary`, `catalogue`)
+changes. A cache file that cannot
 be read or is malformed is ignored and rewritten; writing goes to a temporary file in the same
 folder, renamed into place, and a failure to write never fails the listing.
 
@@ -25,7 +28,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-FORMAT = 1
+FORMAT = 2
 # the reading the entries depend on
 _CODE = (
     "catalogue.py",
@@ -121,20 +124,67 @@ def declared(value: str) -> dict[str, Any] | None:
     return found
 
 
+def package(value: str, load: Callable[[], Any]) -> Any:
+    """`load()`, the data package an entry point names; from the cache, without importing the
+    package (and `bias.api` with it), while the module file it resolves to is unchanged and its
+    word-set folder is still there. Only a `DataPackage` is kept."""
+    from bias.core.data.wordsets import DataPackage
+    from bias.registry import static_summary
+
+    if not _OPEN:
+        return load()
+    cache = _OPEN[-1]
+    module = value.partition(":")[0].strip()
+    entry = cache.packages.get(value)
+    try:
+        if (
+            isinstance(entry, dict)
+            and module not in sys.modules
+            and _origin(value, static_summary) == entry["origin"]
+            and _signature(entry["origin"]) == entry["signature"]
+            and os.path.isdir(entry["root"])
+        ):
+            cache.used.add(("packages", value))
+            return DataPackage(
+                language=str(entry["language"]),
+                root=Path(entry["root"]),
+                description=str(entry["description"]),
+            )
+    except (KeyError, TypeError, ValueError):
+        pass  # a malformed entry is read again
+    found = load()
+    origin = _origin(value, static_summary)
+    signature = _signature(origin) if origin else None
+    if isinstance(found, DataPackage) and signature is not None:
+        cache.store(
+            "packages",
+            value,
+            {
+                "origin": origin,
+                "signature": signature,
+                "language": found.language,
+                "root": str(found.root),
+                "description": found.description,
+            },
+        )
+    return found
+
+
 class _Cache:
     def __init__(self, path: Path | None) -> None:
         self.path = path
         self.code = [[name, _signature(str(Path(__file__).with_name(name)))] for name in _CODE]
         self.plugins: dict[str, Any] = {}
         self.headers: dict[str, Any] = {}
+        self.packages: dict[str, Any] = {}
         self.used: set[tuple[str, str]] = set()
         self.installed: dict[str, bool] = {}
         self.changed = False
         loaded = self._load()
         if loaded is not None:
-            self.plugins, self.headers = loaded
+            self.plugins, self.headers, self.packages = loaded
 
-    def _load(self) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    def _load(self) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]] | None:
         if self.path is None:
             return None
         try:
@@ -148,10 +198,10 @@ class _Cache:
             or data.get("code") != self.code
         ):
             return None
-        plugins, headers = data.get("plugins"), data.get("headers")
-        if not isinstance(plugins, dict) or not isinstance(headers, dict):
+        sections = data.get("plugins"), data.get("headers"), data.get("packages")
+        if not all(isinstance(section, dict) for section in sections):
             return None
-        return plugins, headers
+        return sections  # type: ignore[return-value]
 
     def store(self, section: str, key: str, entry: Any) -> None:
         getattr(self, section)[key] = entry
@@ -163,18 +213,21 @@ class _Cache:
         dropped."""
         if self.path is None or not self.changed:
             return
-        for section in ("plugins", "headers"):
+        for section in ("plugins", "headers", "packages"):
             entries = getattr(self, section)
             for key in [k for k in entries if (section, k) not in self.used]:
                 if section == "headers" and _signature(key) is None:
                     del entries[key]
                 elif section == "plugins" and not _files_exist(entries[key]):
                     del entries[key]
+                elif section == "packages":
+                    del entries[key]  # an entry point no longer installed
         data = {
             "format": FORMAT,
             "code": self.code,
             "plugins": self.plugins,
             "headers": self.headers,
+            "packages": self.packages,
         }
         temporary = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
         try:

@@ -61,6 +61,33 @@ def test_an_edited_word_set_is_read_again_and_an_unchanged_one_comes_from_the_ca
     assert json.loads(_cache_file(cache).read_text(encoding="utf-8"))["headers"][str(path)][1]["title"] == "Second, longer title"
 
 
+def test_a_language_package_is_remembered_until_its_module_changes(tmp_path):
+    root, cache = tmp_path / "site", tmp_path / "cache"
+    _language_xx(root)
+    assert [r["name"] for r in _listed(root, cache, "wordsets", "-l", "xx")] == ["xx/gendered"]
+    stored = json.loads(_cache_file(cache).read_text(encoding="utf-8"))
+    entry = stored["packages"]["bias_lang_xx:PACKAGE"]
+    assert (entry["language"], Path(entry["root"])) == ("xx", root / "bias_lang_xx" / "data")
+    # While the module is unchanged the package is not imported: a language planted in the cache
+    # is the one listed.
+    entry["language"] = "yy"
+    _cache_file(cache).write_text(json.dumps(stored), encoding="utf-8")
+    assert [r["name"] for r in _listed(root, cache, "wordsets", "-l", "yy")] == ["yy/gendered"]
+    # The module edited (another folder of word sets): read again.
+    other = root / "bias_lang_xx" / "other"
+    (root / "bias_lang_xx" / "data").rename(other)
+    init = root / "bias_lang_xx" / "__init__.py"
+    init.write_text(init.read_text().replace("/ 'data'", "/ 'other'"))
+    assert [r["name"] for r in _listed(root, cache, "wordsets", "-l", "xx")] == ["xx/gendered"]
+    entry = json.loads(_cache_file(cache).read_text(encoding="utf-8"))["packages"]["bias_lang_xx:PACKAGE"]
+    assert (entry["language"], Path(entry["root"])) == ("xx", other)
+    # The folder gone: the package is imported again, and lists no word set.
+    for file in other.iterdir():
+        file.unlink()
+    other.rmdir()
+    assert [r["name"] for r in _listed(root, cache, "wordsets", "-l", "xx")] == []
+
+
 def test_an_edited_plugin_and_a_dependency_removed_are_seen(tmp_path):
     root, cache = tmp_path / "site", tmp_path / "cache"
     module = tmp_path / "bias_cached_embedder.py"
@@ -96,6 +123,9 @@ def test_a_damaged_cache_file_is_ignored_and_rewritten(tmp_path):
         entry["declared"] = {"summary": 5} if "capabilities" not in (entry["declared"] or {}) else {"summary": "x", "capabilities": {"capabilities": ["NO_SUCH"]}}
     for key in bad_entries["headers"]:
         bad_entries["headers"][key] = ["not a signature", 3]
+    assert good["packages"]  # the language packages were remembered
+    for key, entry in bad_entries["packages"].items():
+        bad_entries["packages"][key] = {**entry, "language": 3, "root": None}
     damaged = [b"\x00\xffnot json", b'{"format": 1, "code": ', b"[1, 2, 3]", json.dumps({**good, "plugins": [], "headers": 7}).encode(),
                json.dumps(bad_entries).encode()]
     for content in damaged:
