@@ -213,13 +213,15 @@ def _full_width(table: Table) -> int:
 
 
 def _title(rep: Any) -> str:
+    """The table's title, from the file's `title` and a model's name: escaped and made visible, as
+    every user text (an escape code in it would redraw the terminal)."""
     from bias.core.reports.values import short_models
 
     names = short_models(rep.results)
     if len(names) == 1:
         label, short = next(iter(names.items()))
-        return f"{rep.title} | model: {short}"
-    return rep.title
+        return _escape(f"{rep.title} | model: {short}")
+    return _escape(rep.title)
 
 
 def _variant(rep: Any, r: Any, models: dict[str, str]) -> str:

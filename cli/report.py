@@ -35,6 +35,11 @@ def execute(
             "--agreement`.",
         )
     report = load_report(folder, family=family, declared=registry.value_declaration)
+    if report.results:  # each damaged line said, whatever is made of the rest
+        for bad in report.damaged[:5]:
+            warn(err_console, f"results.jsonl {bad}: skipped.")
+        if len(report.damaged) > 5:
+            say(err_console, f"... and {len(report.damaged) - 5:,} more damaged line(s) skipped.")
     if robustness and report.results:
         _robustness_report(report, folder, formats, console)
         return
@@ -49,10 +54,6 @@ def execute(
             f"{where} holds no valid result line{damaged}.",
             "Give the folder of a `bias run --out` that finished at least one experiment.",
         )
-    for bad in report.damaged[:5]:
-        warn(err_console, f"results.jsonl {bad}: skipped.")
-    if len(report.damaged) > 5:
-        say(err_console, f"... and {len(report.damaged) - 5:,} more damaged line(s) skipped.")
     target = folder if folder.is_dir() else folder.parent
     if agreement:
         from bias.cli.render import agreement_report

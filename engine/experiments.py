@@ -48,8 +48,9 @@ class ModelConfig:
         bare, in_brackets = split_options(self.spec)
         for key in sorted(set(in_brackets) & set(self.options)):
             if str(in_brackets[key]) != str(self.options[key]):
+                where = f"{self.origin}: " if self.origin else ""
                 raise BiasError(
-                    f"{key} is given twice with different values: {in_brackets[key]!r} in "
+                    f"{where}{key} is given twice with different values: {in_brackets[key]!r} in "
                     f"the spec {self.spec} and {self.options[key]!r} in its options.",
                     "Give it once.",
                 )

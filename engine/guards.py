@@ -124,8 +124,12 @@ def same_url(given: str, written: str) -> bool:
 
 
 def allow_hint(name: str, value: Any) -> str:
+    """The confirmation to type, quoted for a shell where the value needs it (quotes, spaces, `&`):
+    copied as printed, it confirms the very value the file wrote."""
+    import shlex
+
     shown = resolved(value) if name in PATH_OPTIONS or name == WORDSET else str(value)
-    return f"--allow {name}={shown}"
+    return f"--allow {shlex.quote(f'{name}={shown}')}"
 
 
 def resolved(value: Any) -> str:

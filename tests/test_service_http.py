@@ -219,3 +219,34 @@ def test_a_completion_server_closing_mid_answer_is_a_lost_connection_not_bad_jso
         embedder.load()
     listener.close()
     assert "closed before the whole answer" in err.value.message, err.value.message
+
+
+@pytest.mark.parametrize("encoding", ["gzip", "deflate"])
+@pytest.mark.parametrize("kind", ["openai", "chat"])
+def test_a_compressed_answer_is_refused_before_it_is_decoded(kind, encoding, monkeypatch) -> None:
+    """A few kilobytes of gzip decode to gigabytes, and httpx decodes after the bytes are counted:
+    the clients ask for plain answers and refuse a compressed one, whatever it holds. Here 50 MB of
+    spaces in 50 kB, far past the limit once decoded."""
+    import zlib
+
+    from bias.api import GenerationRequest, Sampling
+    from bias.core.errors import BiasError
+    from bias.registry import build_embedder
+
+    from fixtures.hostile_server import Answer, HostileServer
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    packer = zlib.compressobj(9, zlib.DEFLATED, 31 if encoding == "gzip" else 15)
+    body = packer.compress(b"{" + b" " * 50_000_000 + b"}") + packer.flush()
+    assert len(body) < 100_000
+    answer = Answer(body=body, headers={"Content-Encoding": encoding})
+    with HostileServer(answer) as server:
+        embedder = build_embedder(f"{kind}:m[base_url={server.url},retries=0,timeout=5,cache=false]")
+        with pytest.raises(BiasError) as caught:
+            if kind == "chat":
+                embedder.generate([GenerationRequest.of("hi")], Sampling(max_tokens=4))
+            else:
+                embedder.encode(["a text"])
+        asked = [entry.accept_encoding for entry in server.log]
+    assert f"compressed ({encoding})" in caught.value.message, caught.value.message
+    assert asked and set(asked) == {"identity"}, asked

@@ -72,6 +72,16 @@ def refused_for_status(
     )
 
 
+def connection_lost(exc: BaseException) -> str:
+    """What an SDK's connection error was, in words: no connection, or an answer that broke HTTP
+    (a header too long, a malformed status line), which the server did send."""
+    cause = exc.__cause__ or exc.__context__
+    if type(cause).__name__ in ("RemoteProtocolError", "LocalProtocolError", "ProtocolError"):
+        said = " ".join(str(cause).split())[:120] or type(cause).__name__
+        return f"an answer that breaks HTTP ({said})"
+    return "no connection to the service"
+
+
 def scrub(text: str, key: str) -> str:
     """`text` without the key (nor a long piece of it)."""
     if key:

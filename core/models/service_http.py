@@ -52,6 +52,15 @@ class AnswerTooLarge(Exception):
         self.limit = limit
 
 
+class Compressed(Exception):
+    """An answer the server compressed although asked not to: its size once decoded cannot be
+    bounded by counting what arrives (a few kilobytes of gzip decode to gigabytes)."""
+
+    def __init__(self, encoding: str) -> None:
+        super().__init__(f"an answer compressed with {encoding}")
+        self.encoding = encoding
+
+
 class Redirected(Exception):
     """A server's redirect, which is never followed (the key stays with its own address)."""
 
@@ -167,18 +176,29 @@ def in_threads(
 
 def bounded_httpx_client(factory: Callable[..., Any], limit: int, timeout: float) -> Any:
     """An httpx-style client for an official SDK (`factory`: e.g. `openai.DefaultHttpxClient`) that
-    follows no redirect and reads no answer longer than `limit` bytes."""
+    follows no redirect and reads no answer longer than `limit` bytes. It asks for answers as they
+    are (`Accept-Encoding: identity`) and refuses a compressed one: httpx decodes after the bytes
+    are counted, so the limit would hold for the compressed size only."""
 
     def check(response: Any) -> None:
         if 300 <= response.status_code < 400:
             raise Redirected(response.status_code, response.headers.get("location", ""))
+        encoding = response.headers.get("content-encoding", "").strip().lower()
+        if encoding not in ("", "identity"):
+            response.close()
+            raise Compressed(encoding[:40])
         length = response.headers.get("content-length")
         if length is not None and length.strip().isdigit() and int(length) > limit:
             response.close()
             raise AnswerTooLarge(limit)
         response.stream = _counting_stream(response, limit, timeout)
 
-    return factory(follow_redirects=False, timeout=timeout, event_hooks={"response": [check]})
+    return factory(
+        follow_redirects=False,
+        timeout=timeout,
+        headers={"Accept-Encoding": "identity"},
+        event_hooks={"response": [check]},
+    )
 
 
 def openai_client(key: str, base_url: str, timeout: float, limit: int) -> Any:

@@ -333,6 +333,18 @@ class ServiceModel(Embedder):
                         exit_code=FAILURE,
                     )
                 ) from None
+            except service_http.Compressed as exc:
+                raise self._fails(
+                    BiasError(
+                        f"{self.spec}: the service answered compressed "
+                        f"({scrub(exc.encoding, key)}) although asked for a plain answer; a "
+                        "compressed answer's size cannot be bounded before it is decoded, so it "
+                        "is not read.",
+                        "Turn compression off on the service (or its proxy), or use another "
+                        "address.",
+                        exit_code=FAILURE,
+                    )
+                ) from None
             except service_http.AnswerTooLarge as exc:
                 raise BiasError(
                     f"{self.spec}: the service's answer to {what} is longer than {exc.limit:,} "

@@ -281,7 +281,7 @@ def to_html(report: Report, folder: Path, agreement: Any = None) -> str:
             text = json.dumps(
                 json.loads(manifest.read_text(encoding="utf-8")), indent=2, ensure_ascii=False
             )
-        except ValueError:
+        except (ValueError, RecursionError):  # shown as written
             text = manifest.read_text(encoding="utf-8", errors="replace")
         out.append(
             '<h2 id="manifest">Manifest</h2><details><summary>manifest.json: command, '

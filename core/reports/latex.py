@@ -11,6 +11,7 @@ import math
 import re
 
 from bias.core.model import OK
+from bias.core.text import visible
 from bias.core.reports.tables import Report, significance
 
 _SPECIAL = {
@@ -31,8 +32,8 @@ _SPECIAL = {
 
 def escape(text: str) -> str:
     """`text` with every LaTeX special character escaped (one pass, so escapes are not
-    re-escaped)."""
-    return "".join(_SPECIAL.get(ch, ch) for ch in str(text))
+    re-escaped), control, bidi and invisible characters first written as <U+XXXX>."""
+    return "".join(_SPECIAL.get(ch, ch) for ch in visible(text))
 
 
 def _p(text: str) -> str:

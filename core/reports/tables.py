@@ -18,7 +18,7 @@ from typing import Any
 import attrs
 
 from bias.core.model import OK, Result
-from bias.core.text import natural_key
+from bias.core.text import natural_key, visible
 from bias.core.statistics.multiple_testing import FAMILIES, Adjusted, adjust, spread_over_seeds
 
 from bias.core.reports.values import (  # noqa: F401  (format_p, significance: the one definition, re-exported)
@@ -413,8 +413,11 @@ def md_text(text: object) -> str:
     """Text from results (test, model and word names, warnings) as Markdown shows it, literally: a
     `<` that could open an HTML tag becomes `&lt;` (report.md rendered with raw HTML allowed runs
     nothing a name carries; `<1e-6` stays as written), `|` is escaped so tables keep their columns,
-    and line breaks are joined. report.html and results.tex escape for their own formats."""
-    return _TAG_START.sub("&lt;", str(text)).replace("|", "\\|").replace("\n", " ")
+    line breaks are joined, and control, bidi and invisible characters written as <U+XXXX> (an
+    escape code shown by `cat report.md` would redraw the terminal). report.html and results.tex
+    escape for their own formats."""
+    joined = visible(str(text).replace("\r\n", " ").replace("\n", " "))
+    return _TAG_START.sub("&lt;", joined).replace("|", "\\|")
 
 
 def breakdown_of(result: Result) -> tuple[list[str], list[list[str]]]:

@@ -23,9 +23,10 @@ def read_manifest(folder: Path) -> dict[str, Any] | None:
         return None
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
+    except (OSError, json.JSONDecodeError, RecursionError) as exc:
+        what = "JSON nested too deeply" if isinstance(exc, RecursionError) else exc
         raise BiasError(
-            f"{path} is damaged: not readable JSON ({exc}).",
+            f"{path} is damaged: not readable JSON ({what}).",
             "results.jsonl beside it is intact: `bias report` still reads it; to run "
             "again, give a new folder with --out.",
         ) from exc

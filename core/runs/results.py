@@ -254,6 +254,9 @@ class ResultsFile:
 
 
 NUMBER_FIELDS = ("effect_size", "p_value")
+# No metric's value comes near it; a value past it was edited in, and averaging or drawing it
+# would overflow.
+MAX_MAGNITUDE = 1e15
 
 
 def results_path(path: Path) -> Path:
@@ -281,9 +284,8 @@ def scan_results(path: Path) -> ResultsFile:
             data = json.loads(line)
             if not isinstance(data, dict) or not isinstance(data.get("key"), str):
                 raise TypeError("not a result object with a key")
-            for (
-                field
-            ) in NUMBER_FIELDS:  # a run writes a finite number or null; anything else was edited
+            # a run writes a finite number or null; anything else was edited
+            for field in NUMBER_FIELDS:
                 value = data.get(field)
                 if value is not None and (
                     isinstance(value, bool)
@@ -291,7 +293,11 @@ def scan_results(path: Path) -> ResultsFile:
                     or not math.isfinite(value)
                 ):
                     raise ValueError(f"{field} {str(value)[:20]!r} is not a finite number")
+                if value is not None and abs(value) > MAX_MAGNITUDE:
+                    raise ValueError(f"{field} {value:.3g} is beyond any metric's range")
             results.append(Result.from_dict(data))
+        except RecursionError:
+            damaged.append(DamagedLine(number, "not a valid result (JSON nested too deeply)"))
         except (json.JSONDecodeError, TypeError, ValueError) as exc:
             if number == len(lines) and not line.endswith("\n"):
                 log.warning("%s: ignoring a torn last line left by an interrupted run.", path)

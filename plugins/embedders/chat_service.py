@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 
 import attrs
 from bias.api.services import (
+    connection_lost,
     ChatServiceModel,
     Refused,
     Transient,
@@ -48,8 +49,8 @@ class ChatEmbedder(ChatServiceModel):
             response = client.chat.completions.create(**body)
         except openai.APITimeoutError:
             raise Transient(f"no answer within {self.timeout:g} s") from None
-        except openai.APIConnectionError:
-            raise Transient("no connection to the service") from None
+        except openai.APIConnectionError as exc:
+            raise Transient(connection_lost(exc)) from None
         except openai.APIStatusError as exc:
             raise refused_for_status(
                 exc.status_code, str(getattr(exc, "message", "")), self._key(), exc.response.headers

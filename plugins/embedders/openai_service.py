@@ -13,8 +13,14 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 import attrs
-from bias.api import Capability, int_at_least, param
-from bias.api.services import ServiceEmbedder, Transient, openai_client, refused_for_status
+from bias.api import FAILURE, BiasError, Capability, int_at_least, param
+from bias.api.services import (
+    connection_lost,
+    ServiceEmbedder,
+    Transient,
+    openai_client,
+    refused_for_status,
+)
 
 
 @attrs.define
@@ -65,8 +71,8 @@ class OpenAIEmbedder(ServiceEmbedder):
             response = client.embeddings.create(**options)
         except openai.APITimeoutError:
             raise Transient(f"no answer within {self.timeout:g} s") from None
-        except openai.APIConnectionError:
-            raise Transient("no connection to the service") from None
+        except openai.APIConnectionError as exc:
+            raise Transient(connection_lost(exc)) from None
         except openai.APIStatusError as exc:
             raise refused_for_status(
                 exc.status_code, str(getattr(exc, "message", "")), self._key(), exc.response.headers
@@ -75,10 +81,20 @@ class OpenAIEmbedder(ServiceEmbedder):
         if not isinstance(data, list):
             return data, None  # refused by the shared check of the answer, naming what came instead
         index = [getattr(item, "index", None) for item in data]
-        if all(type(i) is int for i in index) and sorted(index) == list(range(len(data))):  # type: ignore[type-var]
-            data = [
-                item for _, item in sorted(zip(index, data), key=lambda pair: pair[0])
-            ]  # the answer's own order
+        if any(i is not None for i in index):
+            # each vector says which text it is for: 0 to n-1, once each, or the answer is refused
+            # (read in arrival order, a repeated or stray index would pair texts with other texts'
+            # vectors)
+            if not (
+                all(type(i) is int for i in index) and sorted(index) == list(range(len(data)))  # type: ignore[type-var]
+            ):
+                raise BiasError(
+                    f"{self.spec}: the service answered vectors whose index is not 0 to "
+                    f"{len(data) - 1} once each.",
+                    "Check the model name and the service's address.",
+                    exit_code=FAILURE,
+                )
+            data = [item for _, item in sorted(zip(index, data), key=lambda pair: pair[0])]
         usage = getattr(response, "usage", None)
         return [getattr(item, "embedding", None) for item in data], getattr(
             usage, "prompt_tokens", None
