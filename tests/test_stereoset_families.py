@@ -407,6 +407,35 @@ def test_a_text_longer_than_the_model_is_refused_naming_the_file_and_example(
     assert "longer than the model's limit of 64 tokens" in err.value.message
 
 
+@pytest.mark.parametrize("inputs", ["token-space", "bias-bench"])
+def test_a_context_that_fits_without_its_word_is_refused_naming_the_sentence(
+    inputs: str, roberta: Path, tmp_path: Path
+) -> None:
+    """The context with BLANK fits the model's 64 tokens; with a long word in its place the
+    sentence does not: refused naming the sentence, before the engine would refuse a request."""
+    from bias.core.errors import BiasError
+
+    model = build_embedder(f"hf:{roberta}")
+    tail = " and then" * 14
+    long_word = "x" + "qzv" * 30
+    context = f"The mother was BLANK{tail}."
+    from bias.core.pair_metrics.alignment import is_truncated
+
+    assert not is_truncated(context, model.tokenize([context])[0])
+    sentence = context.replace("BLANK", long_word)
+    assert is_truncated(sentence, model.tokenize([sentence])[0])  # cut at the model's 64
+    words = (long_word, "loud", "tidy")
+    row = ("long-2", "gender", "mother", context, *(context.replace("BLANK", w) for w in words))
+    path = tmp_path / "long.json"
+    path.write_text(json.dumps(stereoset_json([EXAMPLES[0], row])), encoding="utf-8")
+    with pytest.raises(BiasError) as err:
+        StereoSet(masked_score=inputs).compute(model, load_wordset_file(path), seed=0)
+    # bias-bench's inputs are texts (the decoded pieces in the context): refused as that text
+    where = "sentence 'long-2-stereotype'" if inputs == "token-space" else "data.intrasentence[1]"
+    assert err.value.message.startswith(f"{path}: {where}"), err.value.message
+    assert "longer than the model's limit of 64 tokens" in err.value.message
+
+
 @pytest.mark.parametrize("family", ["gpt2", "llama"])
 def test_the_bias_bench_preset_on_causal_lms_is_bias_benchs_loop(
     family: str, tiny_gpt2_dir: Path, llama: Path, data_file: Path

@@ -101,6 +101,21 @@ def _file(data: StereoSetExamples) -> str:
     return data.meta.path or data.name
 
 
+def _whole_sentences(embedder: Embedder, data: StereoSetExamples) -> list[Any]:
+    """Every sentence's tokens; a sentence longer than the model takes is refused, naming it (a
+    masked LM's inputs hold the whole sentence, its word's pieces in place of BLANK)."""
+    sentences = [s for e in data.examples for s in e.sentences]
+    tokens = embedder.tokenize([s.sentence for s in sentences])
+    for s, t in zip(sentences, tokens):
+        if is_truncated(s.sentence, t):
+            raise BiasError(
+                f"{_file(data)}: sentence {s.id!r} is longer than the model's limit of "
+                f"{len(t.ids)} tokens.",
+                "Use a model with a longer context, or leave the example out.",
+            )
+    return tokens
+
+
 def masked_scores(
     embedder: Embedder, data: StereoSetExamples, inputs: str = "token-space"
 ) -> tuple[dict[str, float], dict[str, int]]:
@@ -109,6 +124,8 @@ def masked_scores(
     All requests go in one call (the engine batches them; each distinct request is sent once, so
     identical sentences tie exactly)."""
     requests, plan = stereoset_requests(embedder, data, inputs)
+    # a context that fits may not with its word's pieces in it: refused by name, not by the engine
+    _whole_sentences(embedder, data)
     found = computed_once(requests, embedder.masked_log_probs)
     scores = {
         sid: float(np.mean([np.exp(found[r][0]) for r in rows])) for sid, rows in plan.items()
@@ -122,14 +139,7 @@ def causal_scores(
     """Every sentence's geometric mean token probability under a causal LM, its number of tokens,
     and the scorer's conventions (what the first token saw)."""
     sentences = [s for e in data.examples for s in e.sentences]
-    tokens = embedder.tokenize([s.sentence for s in sentences])
-    for s, t in zip(sentences, tokens):
-        if is_truncated(s.sentence, t):
-            raise BiasError(
-                f"{_file(data)}: sentence {s.id!r} is longer than the model's limit of "
-                f"{len(t.ids)} tokens.",
-                "Use a model with a longer context, or leave the example out.",
-            )
+    tokens = _whole_sentences(embedder, data)
     found = causal_sentence_scores(embedder, tokens, likelihood="mean", causal_start=causal_start)
     scores = {s.id: float(np.exp(v)) for s, v in zip(sentences, found.values)}
     return scores, {s.id: n for s, n in zip(sentences, found.counts)}, found.convention
