@@ -62,3 +62,22 @@ _DIGITS = re.compile(r"(\d+)")
 def natural_key(text: object) -> tuple:
     """Sort key that reads runs of digits as numbers, as people list tests: weat2 before weat10."""
     return tuple(int(part) if part.isdigit() else part.lower() for part in _DIGITS.split(str(text)))
+
+
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(value: object) -> object:
+    """A cell of a CSV file bias writes. Text is made visible line by line (an escape code or a
+    bidi override would redraw the terminal of whoever runs `cat` on the file; line breaks are
+    kept), and text a spreadsheet would run as a formula (opening with = + - @ or a tab) gets a
+    leading apostrophe, as OWASP advises for CSV; numbers stay numbers."""
+    if not isinstance(value, str):
+        return value
+    value = "\n".join(visible(part) for part in value.split("\n"))
+    if value.startswith(_FORMULA_START):
+        try:
+            float(value)
+        except ValueError:
+            return "'" + value
+    return value

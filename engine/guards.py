@@ -128,8 +128,11 @@ def allow_hint(name: str, value: Any) -> str:
     copied as printed, it confirms the very value the file wrote."""
     import shlex
 
+    from bias.core.text import visible
+
     shown = resolved(value) if name in PATH_OPTIONS or name == WORDSET else str(value)
-    return f"--allow {shlex.quote(f'{name}={shown}')}"
+    # a line break or escape code the file put in the value is shown, not acted on
+    return f"--allow {visible(shlex.quote(f'{name}={shown}'))}"
 
 
 def resolved(value: Any) -> str:

@@ -496,6 +496,5 @@ def checked(name: str, value: Any, where: str) -> Any:
     if rule is None or rule.fits(value):
         return value
     hint = getattr(rule, "hint", "") or None
-    # repr: a line break or an escape in the file's text is shown as `\n`, `\x1b`, and cannot add
-    # a line of its own to the message
+    # repr: a file's line break or escape code is shown as `\n`, `\x1b`, not as a line or a colour
     raise BiasError(f"{where} must be {rule.text}, not {value!r}.", hint)

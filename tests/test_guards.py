@@ -7,6 +7,8 @@ and no option declared guard="route" (nor a network LOCATION) reaches one withou
 
 from __future__ import annotations
 
+import shlex
+
 import json
 from pathlib import Path
 from typing import Any
@@ -137,7 +139,8 @@ def test_no_route_option_from_a_file_reaches_a_model_unconfirmed(
     with pytest.raises(BiasError) as refused:
         _checked(path)
     assert str(path) in refused.value.message and which in refused.value.message
-    assert f"--allow {which}={value}" in (refused.value.hint or ""), refused.value.hint
+    # quoted for a shell where the value needs it (an IPv6 host's brackets)
+    assert f"--allow {shlex.quote(f'{which}={value}')}" in (refused.value.hint or ""), refused.value.hint
     with pytest.raises(BiasError):  # another value confirmed is no confirmation
         _checked(path, (f"{which}={value}x",))
     experiments = _checked(
@@ -159,7 +162,7 @@ def test_a_network_location_from_a_file_needs_the_command_line(
     )
     with pytest.raises(BiasError) as refused:
         _checked(path)
-    assert "location" in refused.value.message and f"--allow location={url}" in (
+    assert "location" in refused.value.message and f"--allow {shlex.quote(f'location={url}')}" in (
         refused.value.hint or ""
     )
     assert [m.location for m in _built(_checked(path, (f"location={url}",)))] == [url]

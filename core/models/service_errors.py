@@ -72,13 +72,37 @@ def refused_for_status(
     )
 
 
+# What the HTTP libraries raise for an answer they could not parse (a header too long, a malformed
+# status line): the server did answer. A connection closed before any answer (RemoteDisconnected)
+# is a lost connection.
+_BROKEN_ANSWER = {
+    "RemoteProtocolError",
+    "LocalProtocolError",
+    "LineTooLong",
+    "BadStatusLine",
+    "HeaderParsingError",
+    "InvalidHeader",
+    "HTTPException",
+}
+
+
 def connection_lost(exc: BaseException) -> str:
     """What an SDK's connection error was, in words: no connection, or an answer that broke HTTP
-    (a header too long, a malformed status line), which the server did send."""
-    cause = exc.__cause__ or exc.__context__
-    if type(cause).__name__ in ("RemoteProtocolError", "LocalProtocolError", "ProtocolError"):
-        said = " ".join(str(cause).split())[:120] or type(cause).__name__
-        return f"an answer that breaks HTTP ({said})"
+    (a header too long, a malformed status line), which the server did send. The SDKs wrap the
+    HTTP library's error (as the cause, or inside another error's arguments): the chain is
+    followed."""
+    todo: list[BaseException] = [exc]
+    seen: list[BaseException] = []
+    while todo and len(seen) < 20:
+        found = todo.pop(0)
+        if any(found is s for s in seen):
+            continue
+        seen.append(found)
+        if type(found).__name__ in _BROKEN_ANSWER:
+            said = " ".join(str(found).split())[:120] or type(found).__name__
+            return f"an answer that breaks HTTP ({said})"
+        todo += [e for e in (found.__cause__, found.__context__) if e is not None]
+        todo += [a for a in getattr(found, "args", ()) if isinstance(a, BaseException)]
     return "no connection to the service"
 
 

@@ -239,13 +239,22 @@ def _counting_stream(response: Any, limit: int, timeout: float) -> Any:
     return Counting()
 
 
-def bounded_requests_session(limit: int, timeout: float) -> Any:
+def bounded_requests_session(
+    limit: int, timeout: float, reread: Callable[[bytes], bytes] | None = None
+) -> Any:
     """A `requests` session (for an SDK built on it, such as voyageai) that follows no redirect,
-    reads no answer longer than `limit` bytes and none for longer than `timeout` seconds."""
+    reads no answer longer than `limit` bytes and none for longer than `timeout` seconds, and asks
+    for answers uncompressed, refusing a compressed one (as `bounded_httpx_client`). `reread`, if
+    given, rewrites a successful answer's body before the SDK reads it (the voyage client puts
+    vectors back in their `index` order, which the SDK ignores)."""
     import requests
     import urllib3
 
     class Bounded(requests.Session):
+        def __init__(self) -> None:
+            super().__init__()
+            self.headers["Accept-Encoding"] = "identity"
+
         def send(self, request: Any, **kwargs: Any) -> Any:
             kwargs["allow_redirects"] = False
             kwargs["stream"] = True
@@ -253,6 +262,10 @@ def bounded_requests_session(limit: int, timeout: float) -> Any:
             if response.is_redirect or 300 <= response.status_code < 400:
                 response.close()
                 raise Redirected(response.status_code, response.headers.get("location", ""))
+            encoding = response.headers.get("content-encoding", "").strip().lower()
+            if encoding not in ("", "identity"):
+                response.close()
+                raise Compressed(encoding[:40])
             try:
                 body = _read_within(
                     lambda n: response.raw.read1(n, decode_content=True),
@@ -268,6 +281,8 @@ def bounded_requests_session(limit: int, timeout: float) -> Any:
             except AnswerTooLarge:
                 response.close()
                 raise
+            if reread is not None and response.ok:
+                body = reread(body)
             response._content = body
             response._content_consumed = True
             return response
@@ -374,6 +389,22 @@ def vector_rows(spec: str, vectors: Any, texts: int, width: int | None) -> list[
     if width is not None and rows and widths[0] != width:
         raise refuse(f"vectors of {widths[0]:,} numbers where this model gives {width:,}")
     return rows
+
+
+def in_index_order(spec: str, items: list[Any], index: list[Any]) -> list[Any]:
+    """An embeddings answer's items in the order of their `index` (which text each vector is
+    for): as they came when none has one; refused unless the indices are 0 to n-1 once each (read
+    in arrival order, a repeated or stray index would pair texts with other texts' vectors)."""
+    if all(i is None for i in index):
+        return items
+    if not (all(type(i) is int for i in index) and sorted(index) == list(range(len(items)))):
+        raise BiasError(
+            f"{spec}: the service answered vectors whose index is not 0 to {len(items) - 1} once "
+            "each.",
+            "Check the model name and the service's address.",
+            exit_code=FAILURE,
+        )
+    return [item for _, item in sorted(zip(index, items), key=lambda pair: pair[0])]
 
 
 def _kind(value: Any) -> str:

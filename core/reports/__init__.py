@@ -18,6 +18,8 @@ from typing import Any
 from bias.core.did_you_mean import suggestions
 from bias.core.errors import BiasError
 from bias.core.reports.tables import Report, build, to_csv, to_markdown
+from bias.core.statistics.multiple_testing import FAMILIES
+from bias.core.text import shown
 
 FORMATS = ("md", "csv", "tex", "png", "svg", "html")
 TABLE_FILES = {"md": "report.md", "csv": "results.csv", "tex": "results.tex"}
@@ -86,9 +88,20 @@ def load_report(
             "%s The report is built from results.jsonl alone.", exc.message
         )
         manifest = {}
+    written = manifest.get("family")
+    if family is None and written is not None and written not in FAMILIES:
+        import logging
+
+        logging.getLogger(__name__).warning(
+            "%s: family %s is not one of %s; the report takes the family run.",
+            found.path.parent / "manifest.json",
+            shown(written, 40),
+            ", ".join(FAMILIES),
+        )
+        written = None
     return build(
         results,
-        family=family or manifest.get("family") or "run",
+        family=family or written or "run",
         title=title or manifest.get("title") or "Bias report",
         skipped=manifest.get("skipped", []),
         damaged=found.damaged,

@@ -20,8 +20,6 @@ alone."""
 
 from __future__ import annotations
 
-import csv
-import io
 import math
 from collections.abc import Sequence
 from itertools import combinations
@@ -33,7 +31,8 @@ import numpy as np
 
 from bias.core.errors import BiasError
 from bias.core.model import OK, Result
-from bias.core.reports.tables import Report, md_text
+from bias.core.reports.cells import md_text, records_csv
+from bias.core.reports.tables import Report
 from bias.core.reports.values import ValueKind, kind_of, short_models, short_tests, variant_label
 from bias.core.runs.folder import open_in_run
 from bias.core.statistics.correlation import Correlation, pearson, spearman
@@ -251,14 +250,7 @@ def records(found: Agreement) -> list[dict[str, Any]]:
 
 
 def to_csv(found: Agreement) -> str:
-    buffer = io.StringIO()
-    data = records(found)
-    if data:
-        writer = csv.DictWriter(buffer, fieldnames=list(data[0]), lineterminator="\n")
-        writer.writeheader()
-        for rec in data:
-            writer.writerow({k: ("" if v is None else v) for k, v in rec.items()})
-    return buffer.getvalue()
+    return records_csv(records(found))
 
 
 def to_markdown(report: Report, found: Agreement, figure: str | None = None) -> str:

@@ -15,11 +15,12 @@ from pathlib import Path
 from typing import Any
 
 import attrs
-from bias.core.text import natural_key
+from bias.core.text import csv_cell, natural_key
 from bias.core.errors import BiasError
 from bias.core.statistics.mcnemar import McNemar, mcnemar
 from bias.core.model import OK, Result
-from bias.core.reports.tables import md_text, significance
+from bias.core.reports.cells import md_text
+from bias.core.reports.tables import significance
 
 STARS = (
     "Marks on the Holm-adjusted p over each run's tests (as `bias run` marks them): "
@@ -442,7 +443,7 @@ def csv_text(table: ComparisonTable) -> str:
             holm = table.holm.get(r.key) if r is not None and p is not None else None
             entry[f"{side}_p_holm"] = "" if holm is None else repr(holm)
             entry[f"{side}_significance"] = significance(holm)
-        writer.writerow(entry)
+        writer.writerow({k: csv_cell(v) for k, v in entry.items()})
     return buffer.getvalue()
 
 

@@ -6,6 +6,7 @@ the naming of a figure drawn over several files.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -71,7 +72,10 @@ def save(fig, folder: Path, name: str, formats: tuple[str, ...]) -> list[Path]:
         path = folder / f"{name}.{fmt}"
         # No dates or software versions inside the files: the same results give the same bytes.
         metadata = {"Date": None, "Creator": None} if fmt == "svg" else {"Software": None}
-        with open_in_run(folder, path.name, "wb") as fh:
+        with open_in_run(folder, path.name, "wb") as fh, warnings.catch_warnings():
+            # a name's character the font lacks is drawn as a box; matplotlib's warning would
+            # print that character (an escape code, from a file) and its own paths on the terminal
+            warnings.filterwarnings("ignore", message=r"(?s)Glyph \d+ .* missing from font")
             fig.savefig(fh, format=fmt, dpi=110, bbox_inches="tight", metadata=metadata)
         written.append(path)
     return written

@@ -5,15 +5,14 @@ figures. The curves themselves are computed in `robustness.py`.
 
 from __future__ import annotations
 
-import csv
-import io
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from bias.core.reports.robustness import ALPHA, Curve, robust_curves, share_text
 from bias.core.reports.robustness_figure import draw, figure_names
-from bias.core.reports.tables import Report, ci_of, md_text
+from bias.core.reports.cells import md_text, records_csv
+from bias.core.reports.tables import Report, ci_of
 from bias.core.reports.values import ValueKind, format_p
 from bias.core.runs.folder import open_in_run
 
@@ -72,22 +71,12 @@ def specification_records(found: Sequence[Curve]) -> list[dict[str, Any]]:
     return rows
 
 
-def _csv(records: list[dict[str, Any]]) -> str:
-    buffer = io.StringIO()
-    if records:
-        writer = csv.DictWriter(buffer, fieldnames=list(records[0]), lineterminator="\n")
-        writer.writeheader()
-        for rec in records:
-            writer.writerow({k: ("" if v is None else v) for k, v in rec.items()})
-    return buffer.getvalue()
-
-
 def to_csv(found: Sequence[Curve]) -> str:
-    return _csv(summary_records(found))
+    return records_csv(summary_records(found))
 
 
 def specifications_csv(found: Sequence[Curve]) -> str:
-    return _csv(specification_records(found))
+    return records_csv(specification_records(found))
 
 
 def notes(report: Report, found: Sequence[Curve]) -> list[str]:

@@ -8,17 +8,15 @@ every mark.
 
 from __future__ import annotations
 
-import csv
-import io
 import json
-import re
 from collections.abc import Sequence
 from typing import Any
 
 import attrs
 
 from bias.core.model import OK, Result
-from bias.core.text import natural_key, visible
+from bias.core.text import natural_key
+from bias.core.reports.cells import md_text, records_csv
 from bias.core.statistics.multiple_testing import FAMILIES, Adjusted, adjust, spread_over_seeds
 
 from bias.core.reports.values import (  # noqa: F401  (format_p, significance: the one definition, re-exported)
@@ -363,14 +361,7 @@ def build(
 
 
 def to_csv(report: Report) -> str:
-    records = report.records()
-    fields = list(records[0]) if records else list(_CSV_FIELDS)
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=fields, lineterminator="\n")
-    writer.writeheader()
-    for rec in records:
-        writer.writerow({k: ("" if v is None else v) for k, v in rec.items()})
-    return buffer.getvalue()
+    return records_csv(report.records(), _CSV_FIELDS)
 
 
 _CSV_FIELDS = (
@@ -404,20 +395,6 @@ _CSV_FIELDS = (
     "reason",
     "key",
 )
-
-
-_TAG_START = re.compile(r"<(?=[A-Za-z/!?])")
-
-
-def md_text(text: object) -> str:
-    """Text from results (test, model and word names, warnings) as Markdown shows it, literally: a
-    `<` that could open an HTML tag becomes `&lt;` (report.md rendered with raw HTML allowed runs
-    nothing a name carries; `<1e-6` stays as written), `|` is escaped so tables keep their columns,
-    line breaks are joined, and control, bidi and invisible characters written as <U+XXXX> (an
-    escape code shown by `cat report.md` would redraw the terminal). report.html and results.tex
-    escape for their own formats."""
-    joined = visible(str(text).replace("\r\n", " ").replace("\n", " "))
-    return _TAG_START.sub("&lt;", joined).replace("|", "\\|")
 
 
 def breakdown_of(result: Result) -> tuple[list[str], list[list[str]]]:

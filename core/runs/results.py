@@ -21,12 +21,14 @@ import logging
 import os
 import threading
 import time
+from typing import Any
 from pathlib import Path
 
 import attrs
 
 from bias.core.errors import BiasError
 from bias.core.model import Result
+from bias.core.text import csv_cell
 from bias.core.runs.folder import open_in_run, readable_in_run
 
 log = logging.getLogger(__name__)
@@ -54,20 +56,6 @@ def detail_file_name(name: str, result: Result) -> str:
     metric = f"{result.metric}-{level}" if level else result.metric  # s-SEAT and w-SEAT apart
     slug = re.sub(r"[^A-Za-z0-9_.]+", "-", f"{test}-{metric}").strip("-")
     return f"{name}-{slug}-{result.key[:8]}.csv"
-
-
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
-
-
-def spreadsheet_safe(value: object) -> object:
-    """A text cell a spreadsheet would run as a formula (a model's reply or a file's word opening
-    with = + - @) gets a leading apostrophe, as OWASP advises for CSV; numbers stay numbers."""
-    if isinstance(value, str) and value.startswith(_FORMULA_START):
-        try:
-            float(value)
-        except ValueError:
-            return "'" + value
-    return value
 
 
 class ResultStore:
@@ -176,7 +164,7 @@ class ResultStore:
             with open_in_run(self.folder, target, "w", newline="") as fh:
                 writer = csv.DictWriter(fh, fieldnames=columns)
                 writer.writeheader()
-                writer.writerows({k: spreadsheet_safe(v) for k, v in row.items()} for row in rows)
+                writer.writerows({k: csv_cell(v) for k, v in row.items()} for row in rows)
                 fh.flush()
                 sizes[name] = os.fstat(fh.fileno()).st_size
             figures[name] = target
@@ -295,6 +283,12 @@ def scan_results(path: Path) -> ResultsFile:
                     raise ValueError(f"{field} {str(value)[:20]!r} is not a finite number")
                 if value is not None and abs(value) > MAX_MAGNITUDE:
                     raise ValueError(f"{field} {value:.3g} is beyond any metric's range")
+            p = data.get("p_value")
+            if p is not None and not 0 <= p <= 1:
+                raise ValueError(f"p_value {p:.3g} is not between 0 and 1")
+            problem = _shape_problem(data)
+            if problem:
+                raise ValueError(problem)
             results.append(Result.from_dict(data))
         except RecursionError:
             damaged.append(DamagedLine(number, "not a valid result (JSON nested too deeply)"))
@@ -304,6 +298,68 @@ def scan_results(path: Path) -> ResultsFile:
                 continue
             damaged.append(DamagedLine(number, f"not a valid result ({exc})"))
     return ResultsFile(path, results, damaged)
+
+
+_TEXT = ("model", "wordset", "metric", "status")
+_TABLES = (
+    "figures",
+    "convention",
+    "sizes",
+    "lost",
+    "approximated",
+    "params",
+    "timings",
+    "versions",
+    "meta",
+)
+MAX_WHOLE = 10**30  # a count in figures (partitions, sizes) is far below; a float converts
+
+
+def _shape_problem(data: dict[str, Any]) -> str | None:
+    """What makes a line not a result a run writes: a field of the wrong type, or a number in
+    `figures` a report cannot average or draw (a run writes finite floats of a metric's range).
+    None when the line has the shape of a result."""
+    for name in _TEXT:
+        if name in data and not isinstance(data[name], str):
+            return f"{name} is not text"
+    if data.get("reason") is not None and not isinstance(data["reason"], str):
+        return "reason is not text"
+    for name in _TABLES:
+        if name in data and not isinstance(data[name], dict):
+            return f"{name} is not a table"
+    for name in ("lost", "approximated"):
+        for words in data.get(name, {}).values():
+            if not isinstance(words, list) or not all(isinstance(w, str) for w in words):
+                return f"{name} is not a table of word lists"
+    for size in data.get("sizes", {}).values():
+        if isinstance(size, bool) or not isinstance(size, int):
+            return "sizes are not whole numbers"
+    warnings = data.get("warnings", [])
+    if not isinstance(warnings, list) or not all(isinstance(w, str) for w in warnings):
+        return "warnings is not a list of text"
+    seed = data.get("seed")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+        return "seed is not a whole number"
+    return _number_problem(data.get("figures", {}), "figures")
+
+
+def _number_problem(value: Any, where: str) -> str | None:
+    """A number inside `value` (tables and lists, walked) that is not finite or past any metric's
+    range (floats), or too large to convert to a float (whole numbers)."""
+    todo: list[tuple[str, Any]] = [(where, value)]
+    while todo:
+        at, found = todo.pop()
+        if isinstance(found, dict):
+            todo += [(f"{at}.{k}", v) for k, v in found.items()]
+        elif isinstance(found, list):
+            todo += [(f"{at}[{i}]", v) for i, v in enumerate(found)]
+        elif isinstance(found, float) and not (
+            math.isfinite(found) and abs(found) <= MAX_MAGNITUDE
+        ):
+            return f"{at[:60]} {found:.3g} is beyond any metric's range"
+        elif type(found) is int and abs(found) > MAX_WHOLE:
+            return f"{at[:60]} is too large a number"
+    return None
 
 
 def read_results(path: Path) -> list[Result]:

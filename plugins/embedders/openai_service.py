@@ -13,9 +13,10 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 import attrs
-from bias.api import FAILURE, BiasError, Capability, int_at_least, param
+from bias.api import Capability, int_at_least, param
 from bias.api.services import (
     connection_lost,
+    in_index_order,
     ServiceEmbedder,
     Transient,
     openai_client,
@@ -80,21 +81,7 @@ class OpenAIEmbedder(ServiceEmbedder):
         data = getattr(response, "data", None)
         if not isinstance(data, list):
             return data, None  # refused by the shared check of the answer, naming what came instead
-        index = [getattr(item, "index", None) for item in data]
-        if any(i is not None for i in index):
-            # each vector says which text it is for: 0 to n-1, once each, or the answer is refused
-            # (read in arrival order, a repeated or stray index would pair texts with other texts'
-            # vectors)
-            if not (
-                all(type(i) is int for i in index) and sorted(index) == list(range(len(data)))  # type: ignore[type-var]
-            ):
-                raise BiasError(
-                    f"{self.spec}: the service answered vectors whose index is not 0 to "
-                    f"{len(data) - 1} once each.",
-                    "Check the model name and the service's address.",
-                    exit_code=FAILURE,
-                )
-            data = [item for _, item in sorted(zip(index, data), key=lambda pair: pair[0])]
+        data = in_index_order(self.spec, data, [getattr(item, "index", None) for item in data])
         usage = getattr(response, "usage", None)
         return [getattr(item, "embedding", None) for item in data], getattr(
             usage, "prompt_tokens", None

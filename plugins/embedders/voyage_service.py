@@ -9,11 +9,14 @@ estimate are the shared service machinery (`bias.api.services`).
 
 from __future__ import annotations
 
+import json
 from typing import Any, ClassVar
 
 import attrs
 from bias.api import Capability, int_at_least, one_of, param
 from bias.api.services import (
+    connection_lost,
+    in_index_order,
     ServiceEmbedder,
     Transient,
     bounded_requests_session,
@@ -67,8 +70,10 @@ class VoyageEmbedder(ServiceEmbedder):
 
         # The client makes its requests through the session this factory gives (one per thread): no
         # redirect followed, no answer longer than a batch of vectors can be (bias.api.services).
-        limit, timeout = self.answer_limit(), self.timeout
-        voyageai.requestssession = lambda: bounded_requests_session(limit, timeout)
+        limit, timeout, spec = self.answer_limit(), self.timeout, self.spec
+        voyageai.requestssession = lambda: bounded_requests_session(
+            limit, timeout, lambda body: _in_index_order(spec, body)
+        )
         return voyageai.Client(
             api_key=key, max_retries=0, timeout=self.timeout, base_url=self.endpoint
         )
@@ -86,11 +91,28 @@ class VoyageEmbedder(ServiceEmbedder):
             )
         except error.Timeout:
             raise Transient(f"no answer within {self.timeout:g} s") from None
-        except error.APIConnectionError:
-            raise Transient("no connection to the service") from None
+        except error.APIConnectionError as exc:
+            raise Transient(connection_lost(exc)) from None
         except error.VoyageError as exc:
             status = exc.http_status if isinstance(exc.http_status, int) else 500
             raise refused_for_status(
                 status, str(exc.user_message or ""), self._key(), exc.headers
             ) from None
         return getattr(result, "embeddings", None), getattr(result, "total_tokens", None)
+
+
+def _in_index_order(spec: str, body: bytes) -> bytes:
+    """The answer with its vectors in their `index` order: the voyageai client reads them in the
+    order they came, dropping the index (`in_index_order` refuses indices that are not 0 to n-1).
+    An answer that is not such JSON is left to the client to refuse."""
+    try:
+        answer = json.loads(body)
+    except (ValueError, RecursionError):
+        return body
+    data = answer.get("data") if isinstance(answer, dict) else None
+    if not isinstance(data, list) or not all(isinstance(item, dict) for item in data):
+        return body
+    ordered = in_index_order(spec, data, [item.get("index") for item in data])
+    if ordered == data:
+        return body
+    return json.dumps({**answer, "data": ordered}).encode()

@@ -174,3 +174,131 @@ def test_the_confirmation_a_refusal_suggests_is_quoted_for_the_shell(world: Worl
     assert done.code == 2, done.both
     suggested = done.err.split("--allow ", 1)[1].split()[0]
     assert shlex.split(suggested) == ['base_url="http://127.0.0.1:9/v1"'], done.err
+
+
+# The fifth reading: voyage's order, fields of the wrong type, CSV cells, figures' warnings ------------
+
+
+@pytest.mark.parametrize("kind", ["openai", "voyage"])
+def test_vectors_are_paired_with_texts_by_their_index(kind: str, monkeypatch) -> None:
+    """I14, I12: the voyageai client drops `index` and reads vectors in arrival order; both clients
+    pair them by index (shuffled: the answer's own order) and refuse repeated indices."""
+    from bias.core.errors import BiasError
+    from bias.registry import build_embedder
+
+    from fixtures.hostile_server import Answer, HostileServer
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("VOYAGE_API_KEY", "pa-test")
+
+    def answer_with(indices: list[int]) -> Answer:
+        data = [{"object": "embedding", "index": i, "embedding": [float(k), 1.0]} for k, i in enumerate(indices)]
+        usage = {"prompt_tokens": 2, "total_tokens": 2}
+        return Answer(body=json.dumps({"object": "list", "data": data, "usage": usage}).encode())
+
+    spec = "{kind}:m[base_url={url},retries=0,cache=false]"
+    with HostileServer(answer_with([2, 0, 1])) as server:
+        vectors = build_embedder(spec.format(kind=kind, url=server.url)).encode(["a", "b", "c"])
+    # the first vector sent is for text 2, the second for text 0, the third for text 1
+    assert [list(v) for v in vectors] == [[1.0, 1.0], [2.0, 1.0], [0.0, 1.0]]
+    with HostileServer(answer_with([0, 0, 0])) as server:
+        with pytest.raises(BiasError) as caught:
+            build_embedder(spec.format(kind=kind, url=server.url)).encode(["a", "b", "c"])
+    assert "index is not 0 to 2 once each" in caught.value.message, caught.value.message
+
+
+@pytest.mark.parametrize(
+    "change, said",
+    [
+        ({"figures": [1, 2]}, "figures is not a table"),
+        ({"lost": ["x"]}, "lost is not a table"),
+        ({"lost": {"X": 5}}, "lost is not a table of word lists"),
+        ({"warnings": 3}, "warnings is not a list of text"),
+        ({"seed": [1]}, "seed is not a whole number"),
+        ({"status": ["ok"]}, "status is not text"),
+        ({"convention": "x"}, "convention is not a table"),
+        ({"sizes": {"X": "8"}}, "sizes are not whole numbers"),
+        ({"figures": {"ci_low": -1e308, "ci_high": 1e308}}, "beyond any metric's range"),
+        ({"p_value": 2.0}, "not between 0 and 1"),
+        ({"p_value": -0.5}, "not between 0 and 1"),
+    ],
+    ids=lambda v: str(v)[:30],
+)
+def test_a_received_result_of_the_wrong_shape_is_skipped(
+    two_methods: Path, tmp_path: Path, change: dict, said: str
+) -> None:
+    """D0-D32: a line whose fields have the wrong types or unplottable numbers is skipped as
+    damaged, naming its line, in `bias report` (figures drawn) and `bias compare`."""
+    folder = tmp_path / "received"
+    shutil.copytree(two_methods, folder)
+    lines = (folder / "results.jsonl").read_text(encoding="utf-8").splitlines()
+    first = json.loads(lines[0])
+    if "figures" in change and isinstance(change["figures"], dict):
+        change = {"figures": {**first["figures"], **change["figures"]}}
+    edited = {**first, **change, "key": "edited"}
+    (folder / "results.jsonl").write_text("\n".join([*lines, json.dumps(edited)]) + "\n", encoding="utf-8")
+    for args in (["report", str(folder), "--format", "md,png"], ["compare", str(two_methods), str(folder)]):
+        done = cli(*args)
+        assert done.code == 0 and "Failed" not in done.both, (args[0], done.both)
+        assert f"line {len(lines) + 1}" in done.err and said in done.err, (args[0], done.err)
+
+
+def test_csv_cells_of_a_received_folder_are_shown_not_run(two_methods: Path, tmp_path: Path) -> None:
+    """N05-N12: results.csv, compare.csv and the robustness CSVs write a received folder's text
+    with control characters made visible and formulas defused (a leading apostrophe)."""
+    folder = tmp_path / "received"
+    shutil.copytree(two_methods, folder)
+    lines = (folder / "results.jsonl").read_text(encoding="utf-8").splitlines()
+    tampered = []
+    for line in lines:
+        result = json.loads(line)
+        result["model"] = '=HYPERLINK("http://x.invalid","m")' + ESCAPES
+        tampered.append(json.dumps(result))
+    (folder / "results.jsonl").write_text("\n".join(tampered) + "\n", encoding="utf-8")
+    assert cli("report", str(folder), "--format", "csv").code == 0
+    assert cli("report", str(folder), "--robustness", "--format", "csv").code == 0
+    assert cli("compare", str(two_methods), str(folder), "--out", str(tmp_path / "cmp")).code == 0
+    written = [folder / "results.csv", folder / "robustness.csv", folder / "robustness-specifications.csv"]
+    written += list((tmp_path / "cmp").glob("*.csv"))
+    for path in written:
+        text = path.read_text(encoding="utf-8")
+        assert not _raw(text), path.name
+        assert "=HYPERLINK" not in text.replace("'=HYPERLINK", ""), path.name
+    assert "'=HYPERLINK" in (folder / "results.csv").read_text(encoding="utf-8")
+
+
+def test_a_missing_glyph_is_not_printed_by_matplotlib(world: World, tmp_path: Path) -> None:
+    """N05: a name with an escape code drawn into a figure: no warning carries the raw character
+    (nor matplotlib's paths) to the terminal."""
+    title = json.dumps(f"T{ESCAPES}\u0007")
+    config = write_experiment(tmp_path, f"title = {title}\n" + basic_experiment(world, tmp_path) + "[params]\nbootstrap = 0\n")
+    done = cli("run", str(config), "--out", str(tmp_path / "out"), "--format", "png")
+    assert done.code == 0, done.both
+    assert "Glyph" not in done.both and not _raw(done.both), done.err
+
+
+def test_a_received_manifests_unknown_family_is_said_naming_it(two_methods: Path, tmp_path: Path) -> None:
+    """D27: family = [1] in a received manifest: a warning naming manifest.json, the run family."""
+    folder = tmp_path / "received"
+    shutil.copytree(two_methods, folder)
+    manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+    manifest["family"] = [1]
+    (folder / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    done = cli("report", str(folder), "--format", "md")
+    assert done.code == 0, done.both
+    assert "manifest.json: family [1] is not one of run, model, metric" in done.err, done.err
+
+
+def test_a_line_break_in_a_files_value_stays_inside_the_suggested_confirmation(
+    world: World, tmp_path: Path
+) -> None:
+    """Q04: key_env with a line break: the hint is one line, the break shown."""
+    key_env = json.dumps("LAB_KEY\nPWNED")
+    config = write_experiment(
+        tmp_path,
+        _without_models(world, tmp_path) + f'[[models]]\nspec = "openai:m"\nkey_env = {key_env}\n',
+    )
+    done = cli("run", str(config))
+    assert done.code == 2, done.both
+    hint = [line for line in done.err.splitlines() if "--allow" in line]
+    assert len(hint) == 1 and "<U+000A>PWNED" in hint[0], done.err

@@ -216,7 +216,7 @@ def _(world, folder):
 
 
 def test_markdown_escaping_keeps_what_is_no_tag() -> None:
-    from bias.core.reports.tables import md_text
+    from bias.core.reports.cells import md_text
 
     assert md_text("<b>x</b> | <1e-6 a<b\nc") == "&lt;b>x&lt;/b> \\| <1e-6 a&lt;b c"
     assert md_text("<!-- x -->") == "&lt;!-- x -->" and md_text("<?php") == "&lt;?php"
