@@ -22,6 +22,7 @@ import os
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import attrs
 
@@ -68,6 +69,27 @@ def spreadsheet_safe(value: object) -> object:
         except ValueError:
             return "'" + value
     return value
+
+
+def _csv_bytes(rows: list[dict[str, Any]]) -> bytes:
+    """A table as CSV in UTF-8 (the excel dialect: CRLF, minimal quoting), the columns in the order
+    they first appear, a row's missing column left empty, text cells `spreadsheet_safe`."""
+    import csv
+    import io
+
+    columns = list(rows[0])
+    if all(list(row) == columns for row in rows):  # the usual table: every row the same columns
+        cells = [list(row.values()) for row in rows]
+    else:
+        columns = list(dict.fromkeys(k for row in rows for k in row))
+        cells = [[row.get(c, "") for c in columns] for row in rows]
+    if any(isinstance(v, str) and v.startswith(_FORMULA_START) for row in cells for v in row):
+        cells = [[spreadsheet_safe(v) for v in row] for row in cells]
+    text = io.StringIO()
+    writer = csv.writer(text)
+    writer.writerow(columns)
+    writer.writerows(cells)
+    return text.getvalue().encode("utf-8")
 
 
 class ResultStore:
@@ -164,21 +186,16 @@ class ResultStore:
         }
         if not tables:
             return result
-        import csv
-
         figures = dict(result.figures)
         sizes = {}
         for name, rows in tables.items():
             target = detail_file_name(name, result)
-            columns = list(dict.fromkeys(k for row in rows for k in row))
-            # written in place (a half-written table is never named by a line: the line comes after,
-            # and records the table's size, which resume checks)
-            with open_in_run(self.folder, target, "w", newline="") as fh:
-                writer = csv.DictWriter(fh, fieldnames=columns)
-                writer.writeheader()
-                writer.writerows({k: spreadsheet_safe(v) for k, v in row.items()} for row in rows)
-                fh.flush()
-                sizes[name] = os.fstat(fh.fileno()).st_size
+            data = _csv_bytes(rows)
+            # written in place, in one write (a half-written table is never named by a line: the
+            # line comes after, and records the table's size, which resume checks)
+            with open_in_run(self.folder, target, "wb") as fh:
+                fh.write(data)
+            sizes[name] = len(data)
             figures[name] = target
         return attrs.evolve(result, figures=figures, meta={**result.meta, "detail_bytes": sizes})
 
