@@ -23,11 +23,13 @@ the verdicts (the answer with the highest sum) counted. With `--wordset` (e.g. e
 questions are a word set's, with the bbq metric's template. The peak memory printed is the process's
 peak resident size (ru_maxrss) after scoring, less its resident size once the model is loaded (the
 scoring's own peak; the weights, read in by a first small call, count as loaded), and the peak itself; on CUDA, torch's peak allocated device memory.
+The model is built and saved in a child process, so that the peak is the scoring process's alone.
 """
 
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import os
 import platform
 import random
@@ -119,7 +121,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--questions", type=int, default=96)
     parser.add_argument("--loop-questions", type=int, default=24)
-    parser.add_argument("--batch-size", type=int, default=16)
+    parser.add_argument("--batch-size", type=lambda v: v if v == "auto" else int(v), default="auto", help="rows a batch, or auto (the default: 32 rows and 512 tokens on a CPU)")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--layers", type=int, default=12)
     parser.add_argument("--device", default="cpu")
@@ -145,7 +147,14 @@ def main() -> None:
     else:
         questions, template = generated_questions(args.questions), DEFAULT_TEMPLATE
     with tempfile.TemporaryDirectory() as tmp:
-        folder = build_model(Path(tmp) / "gpt2", args.layers)
+        folder = Path(tmp) / "gpt2"
+        # built in a child process: building and saving a model peaks at twice its size, which a
+        # user's process never does, and would hide the scoring's own peak
+        child = multiprocessing.get_context("spawn").Process(target=build_model, args=(folder, args.layers))
+        child.start()
+        child.join()
+        if child.exitcode != 0:
+            raise SystemExit(f"building the model failed (exit code {child.exitcode})")
         embedder = HuggingFaceEmbedder(location=str(folder), batch_size=args.batch_size, device=args.device, dtype=args.dtype, cache=False)
         embedder.load()
         requests = [
@@ -170,7 +179,7 @@ def main() -> None:
     loop_sums = np.array(looped)
     same = int(np.sum(ours_sums.argmax(axis=1) == loop_sums.argmax(axis=1)))
     mark = " (extrapolated from %d)" % k if k < len(questions) else ""
-    print(f"packed rows, batches of {args.batch_size}: {ours:8.2f} s  ({len(questions) / ours:6.1f} questions/s)")
+    print(f"packed rows, batches of {embedder.describe()['batch_size']}: {ours:8.2f} s  ({len(questions) / ours:6.1f} questions/s)")
     print(f"peak memory: process {peak:.0f} MiB, of which {peak - loaded_rss:.0f} MiB beyond the model once loaded and warm"
           + (f"; device {device_peak:.0f} MiB allocated at most" if device_peak is not None else ""))
     print(f"loop, one forward per answer:     {loop:8.2f} s  ({len(questions) / loop:6.1f} questions/s){mark}")

@@ -260,7 +260,7 @@ class Result:
         return {f.name: _jsonable(getattr(self, f.name)) for f in attrs.fields(type(self))}
 
     def to_json(self) -> str:
-        return json.dumps(self.to_dict(), ensure_ascii=False, sort_keys=True, allow_nan=False)
+        return _ENCODER.encode(self.to_dict())
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Result:
@@ -272,21 +272,35 @@ class Result:
         return cls.from_dict(json.loads(line))
 
 
+# A results line: keys sorted, text as it is, no NaN (made None first). Built once, not per line.
+_ENCODER = json.JSONEncoder(ensure_ascii=False, sort_keys=True, allow_nan=False)
+
+# Types written as they are, checked before a call: most of a result's values are these.
+_PLAIN = frozenset({str, int, bool, type(None)})
+
+
 def _jsonable(value: Any) -> Any:
     """Plain JSON types only: numpy scalars become Python numbers, NaN/inf become None."""
     kind = type(value)
-    if kind is str or kind is int or kind is bool or value is None:  # most of a result: at once
+    if kind in _PLAIN:
         return value
     if kind is float:
         return value if math.isfinite(value) else None
+    if kind is dict:
+        return {
+            (k if type(k) is str else str(k)): (v if type(v) in _PLAIN else _jsonable(v))
+            for k, v in value.items()
+        }
+    if kind is list:
+        return [v if type(v) in _PLAIN else _jsonable(v) for v in value]
     import numpy as np
 
     if isinstance(value, dict):
         return {str(k): _jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple, set, frozenset)):
         return [_jsonable(v) for v in value]
-    if attrs.has(kind):
-        return _jsonable(attrs.asdict(value))
+    if attrs.has(kind):  # its fields, each made plain (attrs.asdict would copy them first)
+        return {f.name: _jsonable(getattr(value, f.name)) for f in attrs.fields(kind)}
     if isinstance(value, np.ndarray):
         return [_jsonable(v) for v in value.tolist()]
     if isinstance(value, (np.integer,)):

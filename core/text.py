@@ -74,7 +74,8 @@ def csv_cell(value: object) -> object:
     leading apostrophe, as OWASP advises for CSV; numbers stay numbers."""
     if not isinstance(value, str):
         return value
-    value = "\n".join(visible(part) for part in value.split("\n"))
+    if not value.isprintable():  # isprintable: no control, format or separator character
+        value = "\n".join(visible(part) for part in value.split("\n"))
     if value.startswith(_FORMULA_START):
         try:
             float(value)

@@ -114,6 +114,8 @@ class Experiment:
     # --limit: only the first N items of each list of the test (a smoke run); part of the key when
     # set, so a limited run is never taken for a finished full one on --resume.
     limit: int | None = None
+    # the key, hashed at its first use: a grid asks each experiment's key many times
+    _key: str | None = attrs.field(default=None, init=False, eq=False, repr=False)
 
     def canonical(self) -> dict[str, Any]:
         canonical = {
@@ -131,10 +133,16 @@ class Experiment:
 
     @property
     def key(self) -> str:
-        text = json.dumps(
-            self.canonical(), sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str
-        )
-        return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+        if self._key is None:
+            text = json.dumps(
+                self.canonical(),
+                sort_keys=True,
+                separators=(",", ":"),
+                ensure_ascii=False,
+                default=str,
+            )
+            object.__setattr__(self, "_key", hashlib.sha256(text.encode("utf-8")).hexdigest()[:16])
+        return self._key
 
     @property
     def legacy_key(self) -> str:

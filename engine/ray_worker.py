@@ -12,8 +12,6 @@ import os
 import time
 from typing import Any
 
-import attrs
-
 from bias import registry
 from bias.core.model import Result
 from bias.core.specs import DebiasSettings, ModelSpec
@@ -96,10 +94,9 @@ class ModelWorker:
             debug=self.debug,
             input_models=self.input_models,
             facts=self.facts,
+            load_s=self.load_s,
         )
-        return attrs.evolve(
-            result, timings={**result.timings, "model_load_s": round(self.load_s, 4)}
-        ), state
+        return result, state
 
 
 def node_name() -> str:

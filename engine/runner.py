@@ -114,9 +114,11 @@ def run(
     input_models = input_models if input_models is not None else InputModels()
     store = ResultStore(out) if out is not None else None
     done = store.done_keys() if (store and resume and store.path.exists()) else set()
-    todo = [
-        p for p in planned if p.experiment.key not in done and p.experiment.legacy_key not in done
-    ]
+    todo = (
+        [p for p in planned if p.experiment.key not in done and p.experiment.legacy_key not in done]
+        if done
+        else list(planned)
+    )
     if done:
         log.info(
             "Resuming: %d of %d experiments already finished.",
@@ -211,9 +213,13 @@ def run(
                 if on_start:
                     on_start(p)
                 emit("start", model.label(), p.experiment)
-                result = run_one(p, embedder, debug=debug, input_models=input_models, facts=facts)
-                result = attrs.evolve(
-                    result, timings={**result.timings, "model_load_s": round(load_seconds, 4)}
+                result = run_one(
+                    p,
+                    embedder,
+                    debug=debug,
+                    input_models=input_models,
+                    facts=facts,
+                    load_s=load_seconds,
                 )
                 if store:
                     store.append(result)
@@ -353,10 +359,12 @@ def run_one(
     debug: bool = False,
     input_models: InputModels | None = None,
     facts: tuple[str, dict[str, Any]] | None = None,
+    load_s: float | None = None,
 ) -> Result:
     """One experiment on its loaded model, always as a Result: a refusal or a failure (of the
     metric, or of loading a model it asked for) is recorded, not raised (unless `debug`). `facts`
-    are the model's `model_facts` when the caller has them already."""
+    are the model's `model_facts` when the caller has them already; `load_s`, the seconds its model
+    took to load, is recorded in the timings when given."""
     exp = p.experiment
     started = time.perf_counter()
     try:
@@ -406,7 +414,10 @@ def run_one(
     return attrs.evolve(
         result,
         **identity(exp),
-        timings={"compute_s": round(elapsed, 4)},
+        timings={
+            "compute_s": round(elapsed, 4),
+            **({"model_load_s": round(load_s, 4)} if load_s is not None else {}),
+        },
         versions=versions(embedder),
         meta={
             **result.meta,

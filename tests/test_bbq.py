@@ -852,3 +852,42 @@ def test_a_prompt_without_its_placeholders_is_refused_naming_the_field(tmp_path,
     path.write_text(HEADER + f"\nprompt = {value}\n" + "\n".join(item_toml(i) for i in planted_items()[:4]), encoding="utf-8")
     with pytest.raises(BiasError, match=r"prompt: must be a text with the placeholders \{context\} and \{question\}"):
         load_toml_wordset(path)
+
+
+def test_auto_batches_on_a_cpu_hold_at_most_32_rows_and_512_tokens(gpt2):
+    """batch_size = auto on a CPU: a forward of the packed path takes at most 32 questions and 512
+    tokens (a decoder's activations grow with a batch's tokens), and the numbers stay the plain
+    way's. The questions are repeated so that 32 of them hold more than 512 tokens."""
+    from bias.core.models.choices import choice_log_probs_by_sequences
+
+    requests = _bbq_requests() * 8
+    embedder = HuggingFaceEmbedder(location=str(gpt2), cache=False)
+    assert embedder.describe()["batch_size"] == "auto: 32 rows, at most 512 tokens (cpu)"
+    shapes = []
+    base = embedder.loaded.model.transformer
+    hook = base.register_forward_pre_hook(lambda module, args, kwargs: shapes.append(tuple(kwargs["input_ids"].shape)), with_kwargs=True)
+    try:
+        packed = embedder.choice_log_probs(requests)
+    finally:
+        hook.remove()
+    scored = [s for s in shapes if s[0] > 1 or s[1] > 0]
+    assert sum(rows for rows, _ in scored) >= len(requests) and len(scored) > 2
+    assert all(rows <= 32 and (rows * width <= 512 or rows == 1) for rows, width in scored), shapes
+    plain = choice_log_probs_by_sequences(embedder, requests)
+    for a, b in zip(packed, plain):
+        assert max(float(np.max(np.abs(x - y))) for x, y in zip(a.log_probs, b.log_probs)) < 1e-6
+
+
+def test_head_blocks_of_a_few_rows_give_the_same_numbers(gpt2, monkeypatch):
+    """The output head and the float64 log-softmax run over blocks of gathered rows; blocks of the
+    fewest rows (16) give the numbers of one block per batch."""
+    from bias.core.models.hf import scoring_plan
+
+    requests = _bbq_requests()
+    whole = HuggingFaceEmbedder(location=str(gpt2), batch_size=32, cache=False).choice_log_probs(requests)
+    monkeypatch.setattr(scoring_plan, "CPU_HEAD_ELEMENTS", 1)
+    monkeypatch.setattr(scoring_plan, "HEAD_ELEMENTS", 1)
+    small = HuggingFaceEmbedder(location=str(gpt2), batch_size=32, cache=False).choice_log_probs(requests)
+    assert sum(len(x) for s in whole for x in s.log_probs) > 16  # more rows than one small block
+    for a, b in zip(whole, small):
+        assert max(float(np.max(np.abs(x - y))) for x, y in zip(a.log_probs, b.log_probs)) < 1e-9

@@ -76,6 +76,21 @@ def test_key_is_the_same_whether_defaults_are_written_or_not():
     assert implicit.params["exact_limit"] == 100_000
 
 
+def test_a_key_asked_for_once_is_not_carried_to_a_changed_copy():
+    """The key is hashed at its first use and kept; a copy with another seed or other parameters
+    (attrs.evolve, as planning makes them) has its own key, the one a fresh experiment gets."""
+    import attrs
+
+    model = ModelConfig("word2vec:x.bin")
+    first = Experiment(model, "en/weat1", "weat", {"ddof": 1}, 0)
+    assert first.key == first.key == Experiment(model, "en/weat1", "weat", {"ddof": 1}, 0).key
+    for change in ({"seed": 1}, {"params": {"ddof": 0}}, {"limit": 5}):
+        copy = attrs.evolve(first, **change)
+        fresh = Experiment(**{"model": model, "wordset": "en/weat1", "metric": "weat", "params": {"ddof": 1}, "seed": 0, **change})
+        assert copy.key == fresh.key != first.key
+    assert first == Experiment(model, "en/weat1", "weat", {"ddof": 1}, 0)  # the kept key is not compared
+
+
 def test_config_errors_name_the_file_and_field(tmp_path):
     config = tmp_path / "exp.toml"
     config.write_text('wordsets = ["en/weat1"]\nmetrics = ["weat"]\nmodels = [{ path = "x" }]\n')
@@ -131,3 +146,47 @@ def test_a_detail_table_cell_a_spreadsheet_would_run_is_written_as_text(tmp_path
     assert [r["reply"] for r in read] == ["'" + rows[0]["reply"], "'@SUM(1+1)", "(B) the woman"]
     assert [r["score"] for r in read] == ["-0.25", "1.0", "0.5"]
     assert [r["word"] for r in read] == ["-5.5", "'+ve", "doctor"]
+
+
+def test_a_detail_table_is_written_as_the_csv_module_writes_it(tmp_path):
+    """The table's bytes are those of csv.DictWriter (excel dialect, UTF-8) over the union of the
+    rows' columns in order of appearance, text cells made spreadsheet-safe as above, and the size a
+    line records is the file's: rows alike, rows with a column missing or in another order,
+    quotes, commas, newlines, None, a str subclass opening with '=', non-ASCII text."""
+    import csv
+    import io
+
+    class Text(str):
+        pass
+
+    def expected(rows):
+        columns = list(dict.fromkeys(k for row in rows for k in row))
+        out = io.StringIO()
+        writer = csv.DictWriter(out, fieldnames=columns)
+        writer.writeheader()
+        for row in rows:
+            safe = {}
+            for k, v in row.items():
+                if isinstance(v, str) and v[:1] in ("=", "+", "-", "@", "\t", "\r"):
+                    try:
+                        float(v)
+                    except ValueError:
+                        v = "'" + v
+                safe[k] = v
+            writer.writerow(safe)
+        return out.getvalue().encode("utf-8")
+
+    alike = [{"set": "X", "item": "ros\u00e9", "s": -0.125}, {"set": "Y", "item": "a, \"b\"", "s": 1e-300}]
+    mixed = [
+        {"a": 1, "b": "line\nbreak", "c": None},
+        {"c": 2.5, "a": Text("=1+1"), "d": True},
+        {"b": "-7", "e": "-x", "a": "\tcell"},
+    ]
+    for number, rows in enumerate((alike, mixed)):
+        store = ResultStore(tmp_path / str(number))
+        store.append(Result(key=f"k{number}", model="m", wordset="w", metric="crows", figures={"pairs": rows}))
+        store.close()
+        line = read_results(tmp_path / str(number))[0]
+        written = (tmp_path / str(number) / line.figures["pairs"]).read_bytes()
+        assert written == expected(rows)
+        assert line.meta["detail_bytes"] == {"pairs": len(written)}

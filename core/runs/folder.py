@@ -28,6 +28,26 @@ _FLAGS = {
     "a+": os.O_RDWR | os.O_CREAT | os.O_APPEND,
 }
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+_OPEN_REFUSES_LINKS = hasattr(os, "O_NOFOLLOW")
+
+
+def _plain_name(name: str | Path) -> bool:
+    """A file directly in the folder: no separator, not "." or ".."."""
+    text = os.fspath(name)
+    return (
+        text not in ("", ".", "..")
+        and os.sep not in text
+        and "/" not in text
+        and (os.altsep is None or os.altsep not in text)
+    )
+
+
+def _link_refusal(path: Path | str) -> BiasError:
+    return BiasError(
+        f"{path} is a symbolic link (to {os.readlink(path)}); bias does not write or "
+        "read through links in a run folder.",
+        "Remove the link (or choose another --out) and run again.",
+    )
 
 
 def _inside(folder: Path, name: str | Path, what: str) -> Path:
@@ -55,11 +75,7 @@ def _inside(folder: Path, name: str | Path, what: str) -> Path:
             "results.jsonl).",
         )
     if path.is_symlink():
-        raise BiasError(
-            f"{path} is a symbolic link (to {os.readlink(path)}); bias does not write or "
-            "read through links in a run folder.",
-            "Remove the link (or choose another --out) and run again.",
-        )
+        raise _link_refusal(path)
     return path
 
 
@@ -76,22 +92,25 @@ def open_in_run(
     folder is written. `mode` is "w", "a", "r+" or "a+", with "b" for bytes. With `atomic`, what is
     written goes to a hidden file beside it that replaces the file when closed without an error, so
     a reader never sees half of it."""
-    target = _inside(folder, name, "the file")
     binary = "b" in mode
     flags = _FLAGS[mode.replace("b", "")] | _NOFOLLOW
-    path = target.with_name(f".{target.name}.{os.getpid()}.tmp") if atomic else target
+    path: str | Path
     if atomic:
+        target = _inside(folder, name, "the file")
+        path = target.with_name(f".{target.name}.{os.getpid()}.tmp")
         _remove_stale_temporaries(target)
-    if atomic and path.is_symlink():
-        path.unlink()
+        if path.is_symlink():
+            path.unlink()
+    elif _OPEN_REFUSES_LINKS and _plain_name(name):
+        # a file directly in the folder: the open itself refuses a link (one check, not two)
+        path = os.path.join(folder, name)
+    else:
+        path = _inside(folder, name, "the file")
     try:
         fd = os.open(path, flags, 0o644)
     except OSError:
-        if path.is_symlink():  # swapped in after the check
-            raise BiasError(
-                f"{path} is a symbolic link; bias does not write through links in a run folder.",
-                "Remove the link and run again.",
-            ) from None
+        if os.path.islink(path):  # a link, there before the open or swapped in after the check
+            raise _link_refusal(Path(path)) from None
         raise
     handle: IO[Any] = os.fdopen(
         fd,

@@ -21,8 +21,8 @@ import logging
 import os
 import threading
 import time
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 import attrs
 
@@ -56,6 +56,26 @@ def detail_file_name(name: str, result: Result) -> str:
     metric = f"{result.metric}-{level}" if level else result.metric  # s-SEAT and w-SEAT apart
     slug = re.sub(r"[^A-Za-z0-9_.]+", "-", f"{test}-{metric}").strip("-")
     return f"{name}-{slug}-{result.key[:8]}.csv"
+
+
+def _csv_bytes(rows: list[dict[str, Any]]) -> bytes:
+    """A table as CSV in UTF-8 (the excel dialect: CRLF, minimal quoting), the columns in the order
+    they first appear, a row's missing column left empty, every cell through `csv_cell` (control
+    characters made visible, formulas defused)."""
+    import csv
+    import io
+
+    columns = list(rows[0])
+    if all(list(row) == columns for row in rows):  # the usual table: every row the same columns
+        cells = [[csv_cell(v) for v in row.values()] for row in rows]
+    else:
+        columns = list(dict.fromkeys(k for row in rows for k in row))
+        cells = [[csv_cell(row.get(c, "")) for c in columns] for row in rows]
+    text = io.StringIO()
+    writer = csv.writer(text)
+    writer.writerow(columns)
+    writer.writerows(cells)
+    return text.getvalue().encode("utf-8")
 
 
 class ResultStore:
@@ -152,21 +172,16 @@ class ResultStore:
         }
         if not tables:
             return result
-        import csv
-
         figures = dict(result.figures)
         sizes = {}
         for name, rows in tables.items():
             target = detail_file_name(name, result)
-            columns = list(dict.fromkeys(k for row in rows for k in row))
-            # written in place (a half-written table is never named by a line: the line comes after,
-            # and records the table's size, which resume checks)
-            with open_in_run(self.folder, target, "w", newline="") as fh:
-                writer = csv.DictWriter(fh, fieldnames=columns)
-                writer.writeheader()
-                writer.writerows({k: csv_cell(v) for k, v in row.items()} for row in rows)
-                fh.flush()
-                sizes[name] = os.fstat(fh.fileno()).st_size
+            data = _csv_bytes(rows)
+            # written in place, in one write (a half-written table is never named by a line: the
+            # line comes after, and records the table's size, which resume checks)
+            with open_in_run(self.folder, target, "wb") as fh:
+                fh.write(data)
+            sizes[name] = len(data)
             figures[name] = target
         return attrs.evolve(result, figures=figures, meta={**result.meta, "detail_bytes": sizes})
 

@@ -171,6 +171,10 @@ def in_batches(
 AUTO_SHARE = 0.5
 AUTO_MAX_TOKENS = 1 << 17
 CPU_BATCH = 32  # rows of a batch on a CPU (bigger batches only pad more there)
+# tokens of a batch on a CPU: no faster beyond a few hundred, and a decoder's activations grow with
+# them (BBQ's packed questions through GPT-2: 2,048 tokens a batch peaked 250 MB above the weights,
+# 512 a third of that, in the same CPU time)
+CPU_TOKENS = 512
 TOKENS_PER_ROW = 64  # a batch of long rows holds at most rows x TOKENS_PER_ROW tokens
 
 
@@ -184,10 +188,10 @@ def auto_tokens(free_bytes: int, hidden: int, heads: int, width: int, element_by
 def batch_limits(batch_size: int | str, model: Any, device: Any) -> tuple[int, int, str]:
     """(rows, tokens) a batch may hold, and how they were chosen, for the record.
 
-    A number: that many rows, and at most rows x TOKENS_PER_ROW tokens. auto: CPU_BATCH rows on a
-    CPU; on a GPU a token budget from its free memory (`auto_tokens`, rows of 512 tokens assumed for
-    the attention term), the rows of a batch then following its length. A batch that runs out of
-    memory is halved either way (`in_batches`)."""
+    A number: that many rows, and at most rows x TOKENS_PER_ROW tokens. auto: CPU_BATCH rows and at
+    most CPU_TOKENS tokens on a CPU; on a GPU a token budget from its free memory (`auto_tokens`,
+    rows of 512 tokens assumed for the attention term), the rows of a batch then following its
+    length. A batch that runs out of memory is halved either way (`in_batches`)."""
     import torch
 
     if batch_size != "auto":
@@ -196,8 +200,8 @@ def batch_limits(batch_size: int | str, model: Any, device: Any) -> tuple[int, i
     if torch.device(device).type != "cuda":
         return (
             CPU_BATCH,
-            CPU_BATCH * TOKENS_PER_ROW,
-            f"auto: {CPU_BATCH} rows ({torch.device(device).type})",
+            CPU_TOKENS,
+            f"auto: {CPU_BATCH} rows, at most {CPU_TOKENS} tokens ({torch.device(device).type})",
         )
     config = getattr(model, "config", None)
     hidden = int(getattr(config, "hidden_size", 0) or getattr(config, "n_embd", 0) or 4096)

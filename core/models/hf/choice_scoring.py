@@ -28,7 +28,7 @@ import numpy as np
 
 from bias.core.errors import BiasError
 from bias.core.lm_requests import ChoiceRequest, ChoiceScores
-from bias.core.models.choices import choice_log_probs_by_sequences, choice_tokens
+from bias.core.models.choices import choice_tokens
 from bias.core.models.hf.batching import memory_guard, pad_id, padded_rows, token_limit
 from bias.core.models.hf.lm_scoring import causal_start
 from bias.core.models.hf.scoring_plan import offsets, runs, score_reads
@@ -129,7 +129,7 @@ def packed_choice_log_probs(
     for own, count in zip(tails, redone):
         out.append(ChoiceScores(tuple(values[k : k + len(own)]), context, count))
         k += len(own)
-    if not _agrees_with_plain(embedder, requests[0], out[0], model):
+    if not _agrees_with_plain(model, device, prompts[0], tails[0], out[0], pad_id(tokenizer)):
         log.warning(
             "%s does not honour a packed attention mask; its answers are scored one sequence each.",
             type(model).__name__,
@@ -139,14 +139,40 @@ def packed_choice_log_probs(
 
 
 def _agrees_with_plain(
-    embedder: Any, request: ChoiceRequest, packed: ChoiceScores, model: Any
+    model: Any,
+    device: Any,
+    prompt: list[int],
+    tails: list[list[int]],
+    packed: ChoiceScores,
+    pad: int,
 ) -> bool:
     """The first question scored the plain way gives the packed numbers, within the model's
-    precision."""
-    plain = choice_log_probs_by_sequences(embedder, [request])[0]
+    precision. The plain way: each answer its own sequence (prompt, then the answer), under the
+    model's own causal mask and positions, the output head at the answer's tokens only (a head at
+    every position of three ~150-token sequences would take more memory than the packed batches)."""
+    import torch
+
+    rows = [prompt + tail[:-1] for tail in tails]  # an answer's last token is read, never input
+    ids, lengths = padded_rows(rows, pad)
+    counts = np.asarray([len(tail) for tail in tails], dtype=np.int64)
+    gather_seq, place = runs(counts)
+    reads = int(counts.sum())
+    with torch.inference_mode():
+        plain = score_reads(
+            model,
+            device,
+            ids,
+            lengths,
+            gather_seq,
+            len(prompt) - 1 + place,
+            np.arange(reads),
+            np.asarray([t for tail in tails for t in tail], dtype=np.int64),
+            len(rows),
+        )
     dtype = str(next(model.parameters()).dtype).removeprefix("torch.")
     tolerance = _AGREE.get(dtype, 1e-4)
+    starts = offsets(counts).tolist()
     return all(
-        len(a) == len(b) and float(np.max(np.abs(a - b))) <= tolerance
-        for a, b in zip(packed.log_probs, plain.log_probs)
+        len(a) == b - a0 and float(np.max(np.abs(a - plain[a0:b]))) <= tolerance
+        for a, a0, b in zip(packed.log_probs, starts[:-1], starts[1:])
     )

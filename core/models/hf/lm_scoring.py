@@ -99,21 +99,25 @@ def masked_log_probs(
     import torch
 
     requests = list(requests)
-    counts = np.fromiter((len(r.positions) for r in requests), dtype=np.int64, count=len(requests))
+    # each request's fields read once; the passes below run in C (map, zip), not per request in
+    # Python (a pseudo-log-likelihood run has one request per token)
+    positions = [r.positions for r in requests]
+    texts = [r.ids for r in requests]
+    counts = np.fromiter(map(len, positions), dtype=np.int64, count=len(requests))
     if not counts.any():
         return [np.zeros(0, dtype=np.float64) for _ in requests]
     # the requests' sentences (many requests mask one sentence in turn, sharing its tuple of ids),
     # padded once each; equal sentences held in different objects are merged with the rows below
-    sentences = {id(r.ids): r.ids for r in requests}
-    number = {key: k for k, key in enumerate(sentences)}
+    sentences = dict(zip(map(id, texts), texts))
+    number = dict(zip(sentences, itertools.count()))
     of_request = np.fromiter(
-        (number[id(r.ids)] for r in requests), dtype=np.int64, count=len(requests)
+        map(number.__getitem__, map(id, texts)), dtype=np.int64, count=len(requests)
     )
     ids, lengths = padded_rows(list(sentences.values()), pad_id(tokenizer))
     ids, lengths = ids[of_request], lengths[of_request]
     owner, rank = runs(counts)
     where = np.fromiter(
-        itertools.chain.from_iterable(r.positions for r in requests),
+        itertools.chain.from_iterable(positions),
         dtype=np.int64,
         count=len(owner),
     )
