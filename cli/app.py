@@ -115,7 +115,7 @@ def list_cmd(
     ),
 ) -> None:
     """List installed plugins, one line each (--long: kind, whole summary, distribution, status)."""
-    from bias.cli.render import plugins_table
+    from bias.cli.plugin_listing import plugins_table
     from bias.registry import GROUPS, list_plugins
     from bias.registry.entry_points import group_key
     from bias.registry.listing_cache import remembered
