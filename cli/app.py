@@ -125,7 +125,8 @@ def list_cmd(
             from bias.registry.catalogue import check_language
 
             check_language(language)
-        rows = list_plugins(group, language=language, bias_type=bias_type)
+        # the short listing shows no distribution: not read
+        rows = list_plugins(group, language=language, bias_type=bias_type, origins=long or as_json)
     if as_json:
         print(json.dumps([r.to_dict() for r in rows], indent=2, ensure_ascii=False))
         return

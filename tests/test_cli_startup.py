@@ -4,8 +4,11 @@ or refused exactly as typer's own adapter does."""
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 import sys
+import tempfile
 
 import pytest
 
@@ -101,3 +104,31 @@ def test_name_and_version_from_the_metadata_header_agree_with_importlib_metadata
     assert _name_and_version(dist) == ("made-up", "1.0") == (dist.metadata["Name"], dist.version)
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: made-up\n\nVersion: 2.0\n")
     assert _name_and_version(dist) == (dist.metadata["Name"], dist.version) == ("made-up", None)
+
+
+def test_the_short_listing_reads_no_distribution_metadata_nor_the_language_packages():
+    """`bias list` shows names and summaries only: the installed distributions' metadata (which
+    plugin comes from which), the language packages (and bias.api with them) and rich's table are
+    left unread; `--json` still names each plugin's distribution."""
+    code = (
+        "import sys\n"
+        "from bias.cli.app import main\n"
+        "sys.argv = ['bias', 'list']\n"
+        "try:\n"
+        "    main()\n"
+        "except SystemExit as exc:\n"
+        "    assert exc.code == 0, exc.code\n"
+        "from bias.registry import entry_points\n"
+        "print('READ', dict(entry_points._DISTRIBUTIONS), sorted(m for m in sys.modules if m == 'bias.api' "
+        "or m.startswith('bias_lang_') or m == 'rich.table'))\n"
+    )
+    env = {**os.environ, "BIAS_CACHE_DIR": tempfile.mkdtemp()}
+    for _ in range(2):  # the first fills the listing cache, the second lists from it
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
+        assert done.returncode == 0, done.stderr
+    assert "READ {} []" in done.stdout, done.stdout[-300:]
+    listed = subprocess.run(
+        [sys.executable, "-m", "bias.cli.app", "list", "metrics", "--json"], capture_output=True, text=True, timeout=120, env=env
+    )
+    assert listed.returncode == 0, listed.stderr
+    assert {row["distribution"] for row in json.loads(listed.stdout)} == {"bias-framework"}
