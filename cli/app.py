@@ -80,6 +80,9 @@ def _main(
     if not debug:
         for library in ("gensim", "smart_open", "urllib3", "filelock"):
             logging.getLogger(library).setLevel(max(level, logging.WARNING))
+        # urllib3 warns of a server's malformed header with the header's text, which may echo
+        # the key sent; what matters of it reaches the user as the request's own error
+        logging.getLogger("urllib3").setLevel(max(level, logging.ERROR))
 
 
 class _OncePerMessage(logging.Filter):

@@ -20,8 +20,11 @@ _INVISIBLE = set("\u200b\u200c\u200d\u2060\ufeff\u00ad\u180e")
 
 def visible(text: object) -> str:
     """`text` with control, bidi-override and zero-width characters written as <U+XXXX>."""
+    value = str(text)
+    if value.isprintable():  # no "Other" (Cc, Cf, Cs, Co, Cn) character: nothing to write out
+        return value
     out = []
-    for ch in str(text):
+    for ch in value:
         if (
             ch in _BIDI
             or ch in _INVISIBLE
@@ -71,14 +74,22 @@ def csv_cell(value: object) -> object:
     """A cell of a CSV file bias writes. Text is made visible line by line (an escape code or a
     bidi override would redraw the terminal of whoever runs `cat` on the file; line breaks are
     kept), and text a spreadsheet would run as a formula (opening with = + - @ or a tab) gets a
-    leading apostrophe, as OWASP advises for CSV; numbers stay numbers."""
+    leading apostrophe, as OWASP advises for CSV, as does text that opens with an apostrophe, so
+    that `cell_value` gives back what was written; numbers stay numbers."""
     if not isinstance(value, str):
         return value
     if not value.isprintable():  # isprintable: no control, format or separator character
         value = "\n".join(visible(part) for part in value.split("\n"))
+    if value.startswith("'"):
+        return "'" + value
     if value.startswith(_FORMULA_START):
         try:
             float(value)
         except ValueError:
             return "'" + value
     return value
+
+
+def cell_value(text: str) -> str:
+    """A CSV cell bias wrote, as it was before `csv_cell` (its leading apostrophe taken off)."""
+    return text[1:] if isinstance(text, str) and text.startswith("'") else text

@@ -37,7 +37,7 @@ def records_csv(records: Sequence[dict[str, Any]], fields: Sequence[str] = ()) -
         return ""
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=header, lineterminator="\n")
-    writer.writeheader()
+    writer.writerow({k: csv_cell(k) for k in header})  # the header too: keys come from results
     for rec in records:
         writer.writerow({k: "" if v is None else csv_cell(v) for k, v in rec.items()})
     return buffer.getvalue()

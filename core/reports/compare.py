@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import attrs
-from bias.core.text import csv_cell, natural_key
+from bias.core.text import cell_value, csv_cell, natural_key
 from bias.core.errors import BiasError
 from bias.core.statistics.mcnemar import McNemar, mcnemar
 from bias.core.model import OK, Result
@@ -199,9 +199,11 @@ def predictions_of(result: Result, folder: Path | None) -> list[dict[str, Any]] 
         return None
     try:
         with open(path, encoding="utf-8", newline="") as fh:
-            return list(csv.DictReader(fh))
-    except OSError:
+            rows = list(csv.DictReader(fh))
+    except (OSError, UnicodeDecodeError, csv.Error):
         return None
+    # the cells as written before `csv_cell` defused them
+    return [{cell_value(k): cell_value(v) for k, v in row.items()} for row in rows]
 
 
 def _truth(value: Any) -> bool:

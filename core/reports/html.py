@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from bias.core.model import OK
+from bias.core.text import visible
 from bias.core.reports.tables import Report, breakdown_of, ci_text, value_text
 from bias.core.runs.folder import readable_in_run
 from bias.core.reports.values import (
@@ -91,7 +92,9 @@ def _cell(text: str, cls: str, sort: str | None) -> str:
 
 
 def _e(text: Any) -> str:
-    return html.escape(str(text), quote=True)
+    """Text for the page: escaped, and its control, bidi and invisible characters written as
+    <U+XXXX> line by line (a right-to-left override from a received file would reorder the page)."""
+    return html.escape("\n".join(visible(line) for line in str(text).split("\n")), quote=True)
 
 
 def _figures(report: Report, folder: Path) -> list[tuple[str, bytes]]:

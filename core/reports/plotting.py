@@ -26,6 +26,9 @@ def pyplot():
     matplotlib.use("Agg", force=True)
     # stable element ids: same results, same file
     matplotlib.rcParams["svg.hashsalt"] = "bias-framework"
+    # names and titles are text: a `$` in one is drawn as a dollar, never read as mathtext (which
+    # fails on a name such as `m$\frac{$`)
+    matplotlib.rcParams["text.parse_math"] = False
     import matplotlib.pyplot as plt
 
     return plt

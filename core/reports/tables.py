@@ -122,7 +122,11 @@ class Report:
     @property
     def ci_label(self) -> str:
         levels = {r.figures.get("ci_level") for r in self.results if ci_of(r)}
-        return f"{float(levels.pop()):.0%} CI" if len(levels) == 1 else "CI"
+        level = levels.pop() if len(levels) == 1 else None
+        # a level a metric did not give (or not as a number) is not guessed
+        if isinstance(level, bool) or not isinstance(level, (int, float)):
+            return "CI"
+        return f"{float(level):.0%} CI"
 
     def columns(self) -> list[Column]:
         cols = [Column("model", "Model"), Column("wordset", "Test"), Column("metric", "Metric")]

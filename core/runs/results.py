@@ -28,7 +28,7 @@ import attrs
 
 from bias.core.errors import BiasError
 from bias.core.model import Result
-from bias.core.text import csv_cell
+from bias.core.text import cell_value, csv_cell
 from bias.core.runs.folder import open_in_run, readable_in_run
 
 log = logging.getLogger(__name__)
@@ -73,7 +73,7 @@ def _csv_bytes(rows: list[dict[str, Any]]) -> bytes:
         cells = [[csv_cell(row.get(c, "")) for c in columns] for row in rows]
     text = io.StringIO()
     writer = csv.writer(text)
-    writer.writerow(columns)
+    writer.writerow([csv_cell(c) for c in columns])
     writer.writerows(cells)
     return text.getvalue().encode("utf-8")
 
@@ -355,7 +355,12 @@ def _shape_problem(data: dict[str, Any]) -> str | None:
     seed = data.get("seed")
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
         return "seed is not a whole number"
-    return _number_problem(data.get("figures", {}), "figures")
+    figures = data.get("figures", {})
+    for name in ("ci_low", "ci_high", "ci_level"):
+        value = figures.get(name)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+            return f"figures.{name} is not a number"
+    return _number_problem(figures, "figures")
 
 
 def _number_problem(value: Any, where: str) -> str | None:
@@ -408,10 +413,14 @@ def read_scores(path: Path) -> list[dict[str, str]]:
             )
         if "s" in row:
             try:
-                float(row["s"])
+                value = float(row["s"])
             except ValueError:
+                value = math.nan
+            if not (math.isfinite(value) and abs(value) <= MAX_MAGNITUDE):
                 raise BiasError(
-                    f"{path}: line {line}: s = {row['s'][:40]!r} is not a number.",
+                    f"{path}: line {line}: s = {row['s'][:40]!r} is not a finite number of a "
+                    "metric's range.",
                     "Run the experiment again, or remove the damaged file.",
-                ) from None
-    return rows
+                )
+    # the cells as written before `csv_cell` defused them
+    return [{cell_value(k): cell_value(v) for k, v in row.items()} for row in rows]

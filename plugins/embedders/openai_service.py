@@ -17,6 +17,7 @@ from bias.api import Capability, int_at_least, param
 from bias.api.services import (
     connection_lost,
     in_index_order,
+    Refused,
     ServiceEmbedder,
     Transient,
     openai_client,
@@ -77,6 +78,13 @@ class OpenAIEmbedder(ServiceEmbedder):
         except openai.APIStatusError as exc:
             raise refused_for_status(
                 exc.status_code, str(getattr(exc, "message", "")), self._key(), exc.response.headers
+            ) from None
+        except (openai.APIError, ValueError, TypeError):
+            # not an embeddings answer (bytes that are not UTF-8 text, say); JSON nested thousands
+            # deep is said by the shared machinery
+            raise Refused(
+                "the service answered something that is not an embeddings answer",
+                "Check base_url: it must be an OpenAI-compatible /v1 address.",
             ) from None
         data = getattr(response, "data", None)
         if not isinstance(data, list):

@@ -17,6 +17,7 @@ from bias.api import Capability, int_at_least, one_of, param
 from bias.api.services import (
     connection_lost,
     in_index_order,
+    Refused,
     ServiceEmbedder,
     Transient,
     bounded_requests_session,
@@ -97,6 +98,13 @@ class VoyageEmbedder(ServiceEmbedder):
             status = exc.http_status if isinstance(exc.http_status, int) else 500
             raise refused_for_status(
                 status, str(exc.user_message or ""), self._key(), exc.headers
+            ) from None
+        except (KeyError, AttributeError, TypeError, ValueError):
+            # the client reading an answer that is not Voyage's (no usage, an item without its
+            # embedding, bytes that are not UTF-8 text)
+            raise Refused(
+                "the service answered something that is not a Voyage embeddings answer",
+                "Check base_url: it must be a Voyage-compatible /v1 address.",
             ) from None
         return getattr(result, "embeddings", None), getattr(result, "total_tokens", None)
 

@@ -52,7 +52,8 @@ def test_a_files_title_and_model_name_reach_no_output_raw(world: World, tmp_path
     assert done.code == 0, done.both
     assert not _raw(done.both), repr(done.both[:300])
     assert "<U+001B>" in done.out  # the title is shown, made visible
-    for name in ("report.md", "results.tex"):
+    assert cli("report", str(tmp_path / "out"), "--format", "html").code == 0
+    for name in ("report.md", "results.tex", "report.html"):
         text = (tmp_path / "out" / name).read_text(encoding="utf-8")
         assert not _raw(text), (name, [line for line in text.splitlines() if _raw(line)][:3])
         assert "U+001B" in text, name
@@ -221,6 +222,9 @@ def test_vectors_are_paired_with_texts_by_their_index(kind: str, monkeypatch) ->
         ({"figures": {"ci_low": -1e308, "ci_high": 1e308}}, "beyond any metric's range"),
         ({"p_value": 2.0}, "not between 0 and 1"),
         ({"p_value": -0.5}, "not between 0 and 1"),
+        ({"figures": {"ci_low": "-1e308", "ci_high": "1e308"}}, "figures.ci_low is not a number"),
+        ({"figures": {"ci_high": [1]}}, "figures.ci_high is not a number"),
+        ({"figures": {"ci_level": "abc"}}, "figures.ci_level is not a number"),
     ],
     ids=lambda v: str(v)[:30],
 )
@@ -302,3 +306,118 @@ def test_a_line_break_in_a_files_value_stays_inside_the_suggested_confirmation(
     assert done.code == 2, done.both
     hint = [line for line in done.err.splitlines() if "--allow" in line]
     assert len(hint) == 1 and "<U+000A>PWNED" in hint[0], done.err
+
+
+# The sixth reading: round trips of defused cells, `$` in names, intervals as text, voyage ---------
+
+
+@pytest.mark.parametrize("text", ["-rose", "+tulip", "@wasp", "=SUM(A1)", "'tis", "''", "-0.5", "plain", "a\nb", ""])
+def test_a_defused_csv_cell_reads_back_as_written(text: str) -> None:
+    """C01, C06: the apostrophe that keeps a spreadsheet from running a cell is taken off when bias
+    reads its own table back (a word `-rose` is labelled -rose in words.png), and a text that
+    itself opens with an apostrophe survives the round trip."""
+    from bias.core.text import cell_value, csv_cell
+
+    written = csv_cell(text)
+    assert not str(written).startswith(("=", "+", "@")) and (not str(written).startswith("-") or text == "-0.5")
+    assert cell_value(written) == text
+
+
+def test_a_per_item_table_reads_back_its_words_and_refuses_huge_scores(tmp_path: Path) -> None:
+    """C01, A02, A03: `read_scores` gives the words as written and refuses s past any range."""
+    from bias.core.errors import BiasError
+    from bias.core.runs.results import _csv_bytes, read_scores
+
+    path = tmp_path / "scores.csv"
+    path.write_bytes(_csv_bytes([{"set": "X", "item": "-rose", "s": 0.5}, {"set": "Y", "item": "=x", "s": -0.25}]))
+    assert [(r["item"], float(r["s"])) for r in read_scores(path)] == [("-rose", 0.5), ("=x", -0.25)]
+    for bad in ("1e308", "inf", "nan"):
+        path.write_text(f"set,item,s\nX,rose,{bad}\n", encoding="utf-8")
+        with pytest.raises(BiasError, match="line 2: s = "):
+            read_scores(path)
+
+
+def test_a_header_from_a_received_folder_is_defused() -> None:
+    """S13r: a params key of a received result becomes a header of robustness-specifications.csv."""
+    from bias.core.reports.cells import records_csv
+
+    header = records_csv([{'=HYPERLINK("x")': 1, "ok": 2}]).splitlines()[0]
+    assert header.startswith("\"'=HYPERLINK") and header.endswith(",ok"), header
+
+
+def test_a_dollar_in_a_name_is_drawn_as_text(world: World, tmp_path: Path) -> None:
+    """M08, M15, M13: a model's name with `$` (unbalanced, or TeX that fails) is a label, not
+    mathtext: the figures are drawn, exit 0."""
+    for name in ("m costs $5 and $6", "m$\\frac{$", "m$" + "{" * 400):
+        out = tmp_path / f"out{len(name)}"
+        model = f'[[models]]\nspec = "word2vec:{world.w2v_bin}"\nname = {json.dumps(name)}\n'
+        config = write_experiment(out.parent, _without_models(world, tmp_path) + model + "[params]\nbootstrap = 0\n", name=f"{out.name}.toml")
+        done = cli("run", str(config), "--out", str(out), "--format", "png")
+        assert done.code == 0 and "Failed" not in done.both, (name[:20], done.both)
+        assert (out / "forest.png").exists()
+
+
+def test_a_voyage_answer_that_is_not_voyages_is_refused_in_one_line(monkeypatch) -> None:
+    """Y04, Y11, Y22, Y23: no usage, an item without its embedding, bytes that are not text."""
+    from bias.core.errors import BiasError
+    from bias.registry import build_embedder
+
+    from fixtures.hostile_server import Answer, HostileServer
+
+    monkeypatch.setenv("VOYAGE_API_KEY", "pa-test")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    bodies = [
+        json.dumps({"data": [{"index": 0, "embedding": [1.0, 2.0]}]}).encode(),
+        json.dumps({"data": [{"index": 0}], "usage": {"total_tokens": 1}}).encode(),
+        json.dumps({"data": [{"index": 0, "embedding": [1.0]}], "usage": "many"}).encode(),
+        b"\xff\xfe\x00binary",
+    ]
+    for body in bodies:
+        for kind in ("voyage", "openai"):
+            if kind == "openai" and body.startswith(b"{"):
+                continue  # openai reads these: its own refusals, tested elsewhere
+            with HostileServer(Answer(body=body)) as server:
+                embedder = build_embedder(f"{kind}:m[base_url={server.url},retries=0,cache=false]")
+                with pytest.raises(BiasError) as caught:
+                    embedder.encode(["a"])
+            assert "is not a" in caught.value.message and "answer" in caught.value.message, (kind, body[:20], caught.value.message)
+
+
+def test_a_malformed_header_echoing_the_key_is_not_printed(world: World, tmp_path: Path, monkeypatch) -> None:
+    """Y18: a server's header line without a colon, echoing the key: urllib3 warns with the line's
+    text; the command line keeps urllib3's warnings to itself, so the key is not printed."""
+    import socket
+    import threading
+
+    monkeypatch.setenv("VOYAGE_API_KEY", "pa-fake-victim-key")
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    port = listener.getsockname()[1]
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            with conn:
+                request = conn.recv(65536).decode("latin-1")
+                texts = json.loads(request.split("\r\n\r\n", 1)[1] or "{}").get("input") or ["a"]
+                data = [{"index": i, "embedding": [float(i % 3), 1.0, float(len(t) % 5)]} for i, t in enumerate(texts)]
+                body = json.dumps({"data": data, "usage": {"total_tokens": 1}}).encode()
+                head = (
+                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                    "echo pa-fake-victim-key\r\n"
+                    f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+                )
+                conn.sendall(head.encode() + body)
+
+    threading.Thread(target=serve, daemon=True).start()
+    try:
+        spec = f"voyage:m[base_url=http://127.0.0.1:{port}/v1,retries=0,cache=false]"
+        done = cli("run", "-m", spec, "-w", str(world.wordset), "--bootstrap", "0", "--permutations", "100", "--allow", f"base_url=http://127.0.0.1:{port}/v1", cwd=tmp_path)
+    finally:
+        listener.close()
+    assert "pa-fake-victim-key" not in done.both, done.err[-500:]
+    assert "Traceback" not in done.both, done.err[-500:]
