@@ -6,6 +6,8 @@ the naming of a figure drawn over several files.
 
 from __future__ import annotations
 
+import io
+import re
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -79,9 +81,23 @@ def save(fig, folder: Path, name: str, formats: tuple[str, ...]) -> list[Path]:
             # a name's character the font lacks is drawn as a box; matplotlib's warning would
             # print that character (an escape code, from a file) and its own paths on the terminal
             warnings.filterwarnings("ignore", message=r"(?s)Glyph \d+ .* missing from font")
-            fig.savefig(fh, format=fmt, dpi=110, bbox_inches="tight", metadata=metadata)
+            if fmt == "svg":
+                # matplotlib copies each label into a comment: a control character from a name
+                # would make the file invalid XML (and act on a terminal showing it)
+                buffer = io.BytesIO()
+                fig.savefig(buffer, format=fmt, dpi=110, bbox_inches="tight", metadata=metadata)
+                fh.write(_CONTROL.sub(_shown_byte, buffer.getvalue()))
+            else:
+                fig.savefig(fh, format=fmt, dpi=110, bbox_inches="tight", metadata=metadata)
         written.append(path)
     return written
+
+
+_CONTROL = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def _shown_byte(found: re.Match[bytes]) -> bytes:
+    return f"U+{found.group()[0]:04X}".encode()
 
 
 def page_names(name: str, count: int) -> list[str]:

@@ -276,9 +276,17 @@ def test_a_missing_glyph_is_not_printed_by_matplotlib(world: World, tmp_path: Pa
     (nor matplotlib's paths) to the terminal."""
     title = json.dumps(f"T{ESCAPES}\u0007")
     config = write_experiment(tmp_path, f"title = {title}\n" + basic_experiment(world, tmp_path) + "[params]\nbootstrap = 0\n")
-    done = cli("run", str(config), "--out", str(tmp_path / "out"), "--format", "png")
+    done = cli("run", str(config), "--out", str(tmp_path / "out"), "--format", "png,svg")
     assert done.code == 0, done.both
     assert "Glyph" not in done.both and not _raw(done.both), done.err
+    import xml.dom.minidom
+
+    drawn = sorted((tmp_path / "out").glob("*.svg"))
+    assert drawn
+    for svg in drawn:  # M01: matplotlib copies labels into comments; still valid XML, no ESC
+        data = svg.read_bytes()
+        assert b"\x1b" not in data and b"\x07" not in data, svg.name
+        xml.dom.minidom.parseString(data)
 
 
 def test_a_received_manifests_unknown_family_is_said_naming_it(two_methods: Path, tmp_path: Path) -> None:
