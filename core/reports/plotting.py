@@ -81,6 +81,8 @@ def save(fig, folder: Path, name: str, formats: tuple[str, ...]) -> list[Path]:
             # a name's character the font lacks is drawn as a box; matplotlib's warning would
             # print that character (an escape code, from a file) and its own paths on the terminal
             warnings.filterwarnings("ignore", message=r"(?s)Glyph \d+ .* missing from font")
+            # a name too long for the page: the figure is drawn without the layout's spacing
+            warnings.filterwarnings("ignore", message="constrained_layout not applied")
             if fmt == "svg":
                 # matplotlib copies each label into a comment: a control character from a name
                 # would make the file invalid XML (and act on a terminal showing it)

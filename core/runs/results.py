@@ -360,6 +360,9 @@ def _shape_problem(data: dict[str, Any]) -> str | None:
         value = figures.get(name)
         if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
             return f"figures.{name} is not a number"
+    level = figures.get("ci_level")
+    if level is not None and not 0 < level < 1:
+        return "figures.ci_level is not a level between 0 and 1"
     return _number_problem(figures, "figures")
 
 
@@ -392,25 +395,31 @@ def read_results(path: Path) -> list[Result]:
 
 
 def read_scores(path: Path) -> list[dict[str, str]]:
-    """The rows of a per-item scores table of a run folder (`scores-*.csv`: set, item, s, ...), each
-    `s` checked to be a number: a file damaged or edited by hand is refused naming its line, never
-    met as a ValueError halfway through a report."""
+    """The rows of a per-item scores table of a run folder (`scores-*.csv`: set, item, s, ...), its
+    cells as they were before `csv_cell` defused them, each `s` checked to be a number: a file
+    damaged or edited by hand is refused naming its line, never met as a ValueError halfway through
+    a report."""
     import csv
 
+    damaged = "Run the experiment again, or remove the damaged file."
     try:
         with open(path, encoding="utf-8", newline="") as fh:
-            rows = list(csv.DictReader(fh))
+            reader = csv.reader(fh)
+            header = [cell_value(name) for name in next(reader, [])]
+            lines = list(reader)
     except (UnicodeDecodeError, csv.Error) as exc:
-        raise BiasError(
-            f"{path}: not a readable scores table ({exc}).",
-            "Run the experiment again, or remove the damaged file.",
-        ) from None
-    for line, row in enumerate(rows, start=2):
-        if None in row or None in row.values():
-            raise BiasError(
-                f"{path}: line {line} does not have the header's columns.",
-                "Run the experiment again, or remove the damaged file.",
-            )
+        raise BiasError(f"{path}: not a readable scores table ({exc}).", damaged) from None
+    if len(set(header)) != len(header):
+        raise BiasError(f"{path}: the header names a column twice.", damaged)
+    if "s" in header and not {"set", "item"} <= set(header):
+        raise BiasError(f"{path}: a table of s(w) without its set and item columns.", damaged)
+    rows = []
+    for line, cells in enumerate(lines, start=2):
+        if not cells:  # a blank line, as csv.DictReader skips it
+            continue
+        if len(cells) != len(header):
+            raise BiasError(f"{path}: line {line} does not have the header's columns.", damaged)
+        row = dict(zip(header, (cell_value(cell) for cell in cells)))
         if "s" in row:
             try:
                 value = float(row["s"])
@@ -420,7 +429,7 @@ def read_scores(path: Path) -> list[dict[str, str]]:
                 raise BiasError(
                     f"{path}: line {line}: s = {row['s'][:40]!r} is not a finite number of a "
                     "metric's range.",
-                    "Run the experiment again, or remove the damaged file.",
+                    damaged,
                 )
-    # the cells as written before `csv_cell` defused them
-    return [{cell_value(k): cell_value(v) for k, v in row.items()} for row in rows]
+        rows.append(row)
+    return rows

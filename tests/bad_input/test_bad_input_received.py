@@ -225,6 +225,7 @@ def test_vectors_are_paired_with_texts_by_their_index(kind: str, monkeypatch) ->
         ({"figures": {"ci_low": "-1e308", "ci_high": "1e308"}}, "figures.ci_low is not a number"),
         ({"figures": {"ci_high": [1]}}, "figures.ci_high is not a number"),
         ({"figures": {"ci_level": "abc"}}, "figures.ci_level is not a number"),
+        ({"figures": {"ci_level": 95}}, "figures.ci_level is not a level between 0 and 1"),
     ],
     ids=lambda v: str(v)[:30],
 )
@@ -343,6 +344,16 @@ def test_a_per_item_table_reads_back_its_words_and_refuses_huge_scores(tmp_path:
         path.write_text(f"set,item,s\nX,rose,{bad}\n", encoding="utf-8")
         with pytest.raises(BiasError, match="line 2: s = "):
             read_scores(path)
+        # Z01-Z04: a header written 's (as csv_cell would defuse it) is checked as s
+        path.write_text(f"set,item,'s\nX,rose,{bad}\n", encoding="utf-8")
+        with pytest.raises(BiasError, match="line 2: s = "):
+            read_scores(path)
+    path.write_text("set,item,s,'s\nX,rose,0.5,abc\n", encoding="utf-8")
+    with pytest.raises(BiasError, match="names a column twice"):
+        read_scores(path)
+    path.write_text("item,s\nrose,0.5\n", encoding="utf-8")  # Z05
+    with pytest.raises(BiasError, match="without its set and item columns"):
+        read_scores(path)
 
 
 def test_a_header_from_a_received_folder_is_defused() -> None:
