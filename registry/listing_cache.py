@@ -10,9 +10,9 @@ language, word-set folder and description), while the module file its entry poin
 unchanged and the folder exists: importing the packages would import `bias.api`. An entry is used
 only while all of these are unchanged; otherwise the file is read again and the entry replaced.
 The whole cache is dropped when the code that reads (this module, `static_summary`, `catalogue`)
-changes. A cache file that cannot
-be read or is malformed is ignored and rewritten; writing goes to a temporary file in the same
-folder, renamed into place, and a failure to write never fails the listing.
+changes. A cache file that cannot be read or is malformed is ignored and rewritten; writing goes to
+a temporary file in the same folder, renamed into place, and a failure to write never fails the
+listing.
 
 Only a caller that opens the cache (`with remembered():`, as `bias list` does) uses it; library
 calls read the files as before."""
