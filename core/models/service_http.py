@@ -174,6 +174,15 @@ def in_threads(
 # ---------------------------------------------------------------------------------------- clients
 
 
+def refuse_compressed(response: Any) -> None:
+    """Close and refuse an answer the server compressed although asked not to (an httpx or a
+    `requests` response: both name their headers the same way)."""
+    encoding = response.headers.get("content-encoding", "").strip().lower()
+    if encoding not in ("", "identity"):
+        response.close()
+        raise Compressed(encoding[:40])
+
+
 def bounded_httpx_client(factory: Callable[..., Any], limit: int, timeout: float) -> Any:
     """An httpx-style client for an official SDK (`factory`: e.g. `openai.DefaultHttpxClient`) that
     follows no redirect and reads no answer longer than `limit` bytes. It asks for answers as they
@@ -183,10 +192,7 @@ def bounded_httpx_client(factory: Callable[..., Any], limit: int, timeout: float
     def check(response: Any) -> None:
         if 300 <= response.status_code < 400:
             raise Redirected(response.status_code, response.headers.get("location", ""))
-        encoding = response.headers.get("content-encoding", "").strip().lower()
-        if encoding not in ("", "identity"):
-            response.close()
-            raise Compressed(encoding[:40])
+        refuse_compressed(response)
         length = response.headers.get("content-length")
         if length is not None and length.strip().isdigit() and int(length) > limit:
             response.close()
@@ -262,10 +268,7 @@ def bounded_requests_session(
             if response.is_redirect or 300 <= response.status_code < 400:
                 response.close()
                 raise Redirected(response.status_code, response.headers.get("location", ""))
-            encoding = response.headers.get("content-encoding", "").strip().lower()
-            if encoding not in ("", "identity"):
-                response.close()
-                raise Compressed(encoding[:40])
+            refuse_compressed(response)
             try:
                 body = _read_within(
                     lambda n: response.raw.read1(n, decode_content=True),
