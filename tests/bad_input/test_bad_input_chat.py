@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import json
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 
 from bad_input_helpers import BBQ_PROMPTS_FILE as PROMPTS
 from bad_input_helpers import GOOD_BBQ_VARIANT as GOOD
 from bad_input_helpers import cli
+from fixtures.quiet_server import QuietHTTPServer
 
 KEY = "sk-chat-bad-input-KEY-5e4d3c2b1a09"
 BBQ = [
@@ -62,7 +63,7 @@ class Fake:
                 self.end_headers()
                 self.wfile.write(data)
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = QuietHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
