@@ -14,7 +14,7 @@ from collections.abc import Iterable
 MAX_TEXT = 200  # characters of one word, path or sentence shown
 MAX_ITEMS = 10  # items of a list shown
 # Characters that change how surrounding text is drawn without being seen themselves.
-_BIDI = set("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c")
+BIDI = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c")
 _INVISIBLE = set("\u200b\u200c\u200d\u2060\ufeff\u00ad\u180e")
 
 
@@ -26,7 +26,7 @@ def visible(text: object) -> str:
     out = []
     for ch in value:
         if (
-            ch in _BIDI
+            ch in BIDI
             or ch in _INVISIBLE
             or (unicodedata.category(ch) in ("Cc", "Cf", "Co", "Cs") and ch not in "\t")
         ):

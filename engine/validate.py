@@ -3,12 +3,18 @@ field."""
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 from bias.core.data import content_checks
 from bias.core.errors import BiasError
 from bias.core.data.wordsets import Problem, errors_of, validate_toml_file
 from bias.core.data.file_reading import read_toml
+from bias.core.runs.manifest import MANIFEST_FILE
+from bias.core.runs.results import RESULTS_FILE
+from bias.core.text import shown
+
+RUN_FILES = (RESULTS_FILE, MANIFEST_FILE)
 
 
 def package_language(folder: Path) -> tuple[str | None, list[Problem]]:
@@ -307,6 +313,13 @@ def validate_paths(
             raise BiasError(
                 f"Nothing to validate at {path}: no such file or folder.",
                 "Give word-set files or folders.",
+            )
+        if path.is_dir() and any((path / name).is_file() for name in RUN_FILES):
+            # a run's own files read as datasets gave a screen of nonsense errors
+            raise BiasError(
+                f"{shown(path)} is a run folder ({', '.join(RUN_FILES)}); `bias validate` checks "
+                "word sets, language packages and datasets.",
+                f"Read the run with: bias report {shlex.quote(str(path))}",
             )
         if path.is_dir() and (path / "pyproject.toml").exists():
             found, n = validate_path(path, frequencies)

@@ -367,7 +367,7 @@ def vector_rows(spec: str, vectors: Any, texts: int, width: int | None) -> list[
         )
 
     if not isinstance(vectors, (list, tuple)):
-        raise refuse(f"{type(vectors).__name__} where a list of vectors belongs")
+        raise refuse(f"{_kind(vectors)} where a list of vectors belongs")
     if len(vectors) != texts:
         raise refuse(f"{len(vectors)} vector(s) for {texts} text(s)")
     rows = []

@@ -15,6 +15,7 @@ from pathlib import Path
 from bias.core.model import OK, Result
 from bias.core.reports.tables import Report
 from bias.core.runs.folder import open_in_run, remove_in_run
+from bias.core.text import BIDI
 
 FORMATS = ("png", "svg")
 COLOURS = ("#1b6ca8", "#d1495b", "#2e933c", "#edae49", "#6a4c93", "#00798c", "#8d6346", "#444444")
@@ -95,11 +96,15 @@ def save(fig, folder: Path, name: str, formats: tuple[str, ...]) -> list[Path]:
     return written
 
 
-_CONTROL = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+# C0 controls and DEL, and the bidi controls as UTF-8 (a name's RLO would reorder a text viewer's
+# lines of the file)
+_CONTROL = re.compile(
+    rb"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]|" + b"|".join(re.escape(ch.encode()) for ch in sorted(BIDI))
+)
 
 
 def _shown_byte(found: re.Match[bytes]) -> bytes:
-    return f"U+{found.group()[0]:04X}".encode()
+    return f"U+{ord(found.group().decode()):04X}".encode()
 
 
 def page_names(name: str, count: int) -> list[str]:

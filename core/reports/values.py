@@ -110,19 +110,29 @@ def _base_name(spec: str) -> str:
     return stem
 
 
+SHORT = 48  # characters of a name in a figure or table; the notes give the whole name
+
+
+def _cut(name: str) -> str:
+    """A name of at most SHORT characters, its start and end kept (a figure's labels cannot wrap:
+    a 300-character path took the whole page)."""
+    return name if len(name) <= SHORT else f"{name[: SHORT - 16]}…{name[-15:]}"
+
+
 def short_models(results: Sequence[Result]) -> dict[str, str]:
     """Model label -> a short, distinct name: the `name` given in the experiment file, else the
-    file's or folder's base name (with the options in brackets where two would look the same)."""
+    file's or folder's base name (with the options in brackets where two would look the same), cut
+    to SHORT characters."""
     labels = list(dict.fromkeys(r.model for r in results))
     given = {r.model: r.meta.get("model_name") for r in results if r.meta.get("model_name")}
-    out = {label: given.get(label) or _base_name(label) for label in labels}
+    out = {label: _cut(given.get(label) or _base_name(label)) for label in labels}
     counts: dict[str, int] = {}
     for name in out.values():
         counts[name] = counts.get(name, 0) + 1
     for label, name in list(out.items()):
         if counts[name] > 1:
             options = re.search(r"\[(.*)\]$", label)
-            out[label] = f"{name}[{options.group(1)}]" if options else name
+            out[label] = _cut(f"{name}[{options.group(1)}]") if options else name
     # Still the same (two folders with one base name): number them.
     seen: dict[str, int] = {}
     for label, name in list(out.items()):
@@ -143,11 +153,19 @@ def short_test(name: str) -> str:
 
 
 def short_tests(results: Sequence[Result]) -> dict[str, str]:
-    """Word-set name -> short name, distinct (a path stays whole where two stems would collide)."""
+    """Word-set name -> short name, distinct (a path stays whole where two stems would collide),
+    cut to SHORT characters (numbered where two cut names would look the same)."""
     names = list(dict.fromkeys(r.wordset for r in results))
     out = {n: short_test(n) for n in names}
     values = list(out.values())
-    return {n: (s if values.count(s) == 1 else n) for n, s in out.items()}
+    out = {n: _cut(s if values.count(s) == 1 else n) for n, s in out.items()}
+    seen: dict[str, int] = {}
+    values = list(out.values())
+    for name, short in list(out.items()):
+        if values.count(short) > 1:
+            seen[short] = seen.get(short, 0) + 1
+            out[name] = f"{short}#{seen[short]}"
+    return out
 
 
 def test_title(result: Result) -> str:

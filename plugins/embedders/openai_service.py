@@ -88,7 +88,12 @@ class OpenAIEmbedder(ServiceEmbedder):
             ) from None
         data = getattr(response, "data", None)
         if not isinstance(data, list):
-            return data, None  # refused by the shared check of the answer, naming what came instead
+            # null, [], "x" or {"data": null}: no list of vectors at all (as voyage says it)
+            raise Refused(
+                "the service answered something that is not an embeddings answer (no list under "
+                "data)",
+                "Check base_url: it must be an OpenAI-compatible /v1 address.",
+            )
         data = in_index_order(self.spec, data, [getattr(item, "index", None) for item in data])
         usage = getattr(response, "usage", None)
         return [getattr(item, "embedding", None) for item in data], getattr(

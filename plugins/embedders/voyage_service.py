@@ -111,8 +111,9 @@ class VoyageEmbedder(ServiceEmbedder):
 
 def _in_index_order(spec: str, body: bytes) -> bytes:
     """The answer with its vectors in their `index` order: the voyageai client reads them in the
-    order they came, dropping the index (`in_index_order` refuses indices that are not 0 to n-1).
-    An answer that is not such JSON is left to the client to refuse."""
+    order they came, dropping the index (`in_index_order` refuses indices that are not 0 to n-1);
+    without `usage`, with a count the shared count estimates. An answer that is not such JSON is
+    left to the client to refuse."""
     try:
         answer = json.loads(body)
     except (ValueError, RecursionError):
@@ -121,6 +122,10 @@ def _in_index_order(spec: str, body: bytes) -> bytes:
     if not isinstance(data, list) or not all(isinstance(item, dict) for item in data):
         return body
     ordered = in_index_order(spec, data, [item.get("index") for item in data])
-    if ordered == data:
+    if "usage" not in answer:
+        # a Voyage-compatible server that does not count tokens: the client needs a count, and a
+        # negative one is what the shared count reads as "not said" (the tokens are estimated)
+        answer = {**answer, "usage": {"total_tokens": -1}}
+    elif ordered == data:
         return body
     return json.dumps({**answer, "data": ordered}).encode()

@@ -381,7 +381,8 @@ def test_a_dollar_in_a_name_is_drawn_as_text(world: World, tmp_path: Path) -> No
 
 
 def test_a_voyage_answer_that_is_not_voyages_is_refused_in_one_line(monkeypatch) -> None:
-    """Y04, Y11, Y22, Y23: no usage, an item without its embedding, bytes that are not text."""
+    """Y11, Y22, Y23: an item without its embedding, a usage that is no object, bytes that are not
+    text."""
     from bias.core.errors import BiasError
     from bias.registry import build_embedder
 
@@ -390,7 +391,6 @@ def test_a_voyage_answer_that_is_not_voyages_is_refused_in_one_line(monkeypatch)
     monkeypatch.setenv("VOYAGE_API_KEY", "pa-test")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     bodies = [
-        json.dumps({"data": [{"index": 0, "embedding": [1.0, 2.0]}]}).encode(),
         json.dumps({"data": [{"index": 0}], "usage": {"total_tokens": 1}}).encode(),
         json.dumps({"data": [{"index": 0, "embedding": [1.0]}], "usage": "many"}).encode(),
         b"\xff\xfe\x00binary",
@@ -404,6 +404,26 @@ def test_a_voyage_answer_that_is_not_voyages_is_refused_in_one_line(monkeypatch)
                 with pytest.raises(BiasError) as caught:
                     embedder.encode(["a"])
             assert "is not a" in caught.value.message and "answer" in caught.value.message, (kind, body[:20], caught.value.message)
+
+
+def test_Y04_a_voyage_compatible_answer_without_usage_is_read_and_its_tokens_estimated(
+    monkeypatch,
+) -> None:
+    """A Voyage-compatible server that counts no tokens: its vectors are read, in index order, and
+    the tokens are estimated (a text of 9 characters: ceil(9 / 4) = 3 at four characters a token)."""
+    from bias.core.models.services import CHARS_PER_TOKEN
+    from bias.registry import build_embedder
+
+    from fixtures.hostile_server import Answer, HostileServer
+
+    monkeypatch.setenv("VOYAGE_API_KEY", "pa-test")
+    data = [{"index": 1, "embedding": [0.0, 1.0]}, {"index": 0, "embedding": [3.0, 4.0]}]
+    with HostileServer(Answer(body=json.dumps({"data": data}).encode())) as server:
+        embedder = build_embedder(f"voyage:m[base_url={server.url},retries=0,cache=false]")
+        rows = embedder.encode(["ninechars", "b"])
+    assert [list(r) for r in rows] == [[3.0, 4.0], [0.0, 1.0]]
+    expected = -(-9 // CHARS_PER_TOKEN) + 1
+    assert embedder.describe()["sent"]["tokens"] == expected, embedder.describe()["sent"]
 
 
 def test_a_malformed_header_echoing_the_key_is_not_printed(world: World, tmp_path: Path, monkeypatch) -> None:
@@ -444,3 +464,70 @@ def test_a_malformed_header_echoing_the_key_is_not_printed(world: World, tmp_pat
         listener.close()
     assert "pa-fake-victim-key" not in done.both, done.err[-500:]
     assert "Traceback" not in done.both, done.err[-500:]
+
+
+def test_a_bidi_control_in_a_name_is_written_out_in_the_svg(world: World, tmp_path: Path) -> None:
+    """N01: matplotlib copies each label into a comment of the SVG; a name's RLO is written U+202E
+    there as the escape codes are, and the file stays XML."""
+    import xml.etree.ElementTree as ET
+
+    name = json.dumps(f"m{BIDI}x\u2066y{ESCAPES}")
+    model = f'[[models]]\nspec = "word2vec:{world.w2v_bin}"\nname = {name}\n'
+    config = write_experiment(tmp_path, _without_models(world, tmp_path) + model + "[params]\nbootstrap = 0\n")
+    done = cli("run", str(config), "--out", str(tmp_path / "out"), "--format", "svg")
+    assert done.code == 0, done.both
+    svgs = sorted((tmp_path / "out").glob("*.svg"))
+    assert svgs
+    for svg in svgs:
+        text = svg.read_text(encoding="utf-8")
+        assert not _raw(text) and "\u2066" not in text, svg.name
+        ET.fromstring(text.encode())  # still XML
+    assert any("U+202E" in svg.read_text(encoding="utf-8") for svg in svgs)
+
+
+def test_Z29_a_very_long_name_is_cut_in_figures_and_tables_and_given_whole_in_the_notes(
+    world: World, tmp_path: Path
+) -> None:
+    """A 300-character model name made a forest plot thousands of pixels wide: names are cut to 48
+    characters, start and end kept; the notes under the table say which model it is."""
+    import matplotlib.image
+
+    long = "model-" + "x" * 280 + "-the-end"
+    model = f'[[models]]\nspec = "word2vec:{world.w2v_bin}"\nname = "{long}"\n'
+    config = write_experiment(tmp_path, _without_models(world, tmp_path) + model + "[params]\nbootstrap = 0\n")
+    out = tmp_path / "out"
+    done = cli("run", str(config), "--out", str(out), "--format", "png,md")
+    assert done.code == 0 and "Warning" not in done.err, done.both
+    height, width = matplotlib.image.imread(out / "forest.png").shape[:2]
+    assert width < 1400, (width, height)  # 8.5 inches at 110 dpi, with the labels beside it
+    shown = long[:32] + "…" + long[-15:]
+    assert len(shown) == 48
+    report = (out / "report.md").read_text(encoding="utf-8")
+    assert shown in report and f"{shown} = word2vec:{world.w2v_bin}" in report  # the notes say which
+
+
+def test_names_cut_alike_stay_apart() -> None:
+    """Two long names with the same start and end are numbered, as two folders of one base name
+    are."""
+    from bias.core.model import Result
+    from bias.core.reports.values import short_models, short_tests
+
+    left, right = "a" * 40 + "LEFT" + "z" * 40, "a" * 40 + "RIGHT" + "z" * 40
+    results = [
+        Result(key=side, model=f"word2vec:/m/{side}.bin", wordset=f"/w/{side}.toml", metric="weat")
+        for side in (left, right)
+    ]
+    models, tests = short_models(results), short_tests(results)
+    for names in (models, tests):
+        values = list(names.values())
+        assert len(set(values)) == 2 and all(len(v) <= 50 for v in values), values
+        assert values[0].startswith("a" * 32 + "…" + "z" * 15), values
+
+
+def test_bias_validate_of_a_run_folder_says_what_it_is(world: World) -> None:
+    """`bias validate RUNFOLDER` read the run's own files as datasets (19 errors about BBQ and
+    CrowS columns); it now says the folder is a run and how to read it."""
+    done = cli("validate", str(world.finished))
+    assert done.code == 2, done.both
+    assert "is a run folder" in done.err and f"bias report {world.finished}" in done.err, done.err
+    assert "missing column" not in done.both and len(done.err.strip().splitlines()) == 2

@@ -123,7 +123,6 @@ def test_Z95_a_completion_servers_redirect_is_refused(victim: Path) -> None:
         (Answer(vector="abc"), "str 'abc' as vector 0"),  # Z73
         (Answer(vector=[[0.1, 0.2], [0.3]]), "a nested list inside vector 0"),  # Z78
         (Answer(vector=[None, 0.5]), "null inside vector 0"),  # Z79
-        (Answer(body=b'{"data": "no"}'), "where a list of vectors belongs"),  # Z80
         (Answer(body=b'{"data": [{"index": "x", "embedding": [1.0]}, 7]}'), "vector"),
         # W05: nested 200,000 deep, which the client's JSON parser gives up on
         (Answer(body=b"[" * 200_000 + b"]" * 200_000), "JSON nested too deeply"),
@@ -134,7 +133,6 @@ def test_Z95_a_completion_servers_redirect_is_refused(victim: Path) -> None:
         "Z73-string",
         "Z78-nested",
         "Z79-null",
-        "Z80-no-list",
         "bad-items",
         "W05-deep",
     ],
@@ -154,6 +152,22 @@ def test_a_malformed_or_wide_answer_is_refused_before_anything_is_cached(
         and "RecursionError" not in done.both
     )
     assert cached_rows(victim) == 0, "vectors of a refused answer were cached"
+
+
+@pytest.mark.parametrize(
+    "body", [b"null", b"[]", b'"x"', b'{"data": null}', b'{"data": "no"}'], ids=str
+)
+def test_Z80_an_openai_answer_without_a_list_of_vectors_is_not_an_embeddings_answer(
+    victim: Path, body: bytes
+) -> None:
+    """No list under `data` at all: the address is not an embeddings service (exit 2, as voyage
+    says it), not a Python type name."""
+    with HostileServer(Answer(body=body)) as server:
+        done = cli(*run(victim, server.url))
+    assert done.code == 2, done.both
+    assert "is not an embeddings answer (no list under data)" in done.both, done.both
+    assert "NoneType" not in done.both and "Traceback" not in done.both
+    assert cached_rows(victim) == 0
 
 
 def test_an_answer_longer_than_its_texts_can_explain_is_refused_unread(victim: Path) -> None:
