@@ -285,6 +285,9 @@ def test_slot_is_found_by_offsets_not_by_string_search(tiny_dir: Path) -> None:
 
 @pytest.fixture(scope="module")
 def planted(request: pytest.FixtureRequest) -> Path:
+    # the control model first: tests/test_crows.py asks for the planted one first, so that two
+    # workers reaching both modules at once each build one model instead of one waiting on the other
+    request.getfixturevalue("control_mlm")
     return request.getfixturevalue("planted_mlm")  # built under this module's single torch thread
 
 
