@@ -15,6 +15,7 @@ from bias.core.data.bias_questions import (
     BiasQuestions,
     fill,
     placeholders,
+    template_with,
 )
 from bias.core.model import BBQ, FISE, LABELLED_TEXTS, SIMILARITY_PAIRS, STEREOSET
 from bias.core.params import is_layer, layer_value
@@ -50,6 +51,7 @@ __all__ = [
     "shown",
     "SIMILARITY_PAIRS",
     "SimilarityPairs",
+    "template_with",
     "STEREOSET",
     "StereoExample",
     "StereoSentence",

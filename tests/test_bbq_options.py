@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from bias.core.data.bias_questions import BiasQuestion, BiasQuestions
-from bias.core.errors import BiasError
+from bias.core.errors import BadValue, BiasError
 from bias.core.interfaces import WORDSET_INPUT
 from bias.core.model import WordSetMeta
 from bias.core.runs.budget import ELEMENTS_PER_SECOND
@@ -78,14 +78,15 @@ def test_prompts_need_their_placeholders_and_no_others() -> None:
     with pytest.raises(BiasError) as found:
         Bbq(template="{context} {question} {answer}")
     assert found.value.message.startswith(
-        "bbq: template must be a text with the placeholders {context}, {question} and no others, "
+        "template must be a text with the placeholders {context}, {question} and no others, "
         "not '{context} {question} {answer}' (plain {name} fields only"
     )
-    assert found.value.hint == "The default is ''."
+    assert found.value.hint == "Leave it out for the default."
+    assert isinstance(found.value, BadValue)  # no model or word set could take it: not a skip
     with pytest.raises(BiasError) as found:
         Bbq(answer_template="{answer} {context}")
     assert found.value.message.startswith(
-        "bbq: answer_template must be a text with the placeholders {answer} and no others"
+        "answer_template must be a text with the placeholders {answer} and no others"
     )
     assert found.value.hint == "The default is ' {answer}'."
     for bad in ("{context}", "{question}", "no placeholder", "{context} {question"):

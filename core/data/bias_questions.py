@@ -41,7 +41,7 @@ from typing import Any
 
 import attrs
 
-from bias.core.errors import BiasError
+from bias.core.errors import BadValue, BiasError
 from bias.core.data.wordsets import Problem, check_meta, meta_of, raise_on_errors
 from bias.core.model import BBQ, WordSetMeta
 from bias.core.text import shown
@@ -279,6 +279,27 @@ PLAIN_PLACEHOLDERS = (
     f"{MAX_FIELD_USES} times, in at most {MAX_TEMPLATE_CHARS:,} characters: no format spec (:...), "
     "conversion (!r) or nested field; a literal brace is written twice: {{ }}"
 )
+
+
+def template_with(*wanted: str, empty: bool = False) -> Any:
+    """A parameter validator: the value is a template of exactly the plain fields `wanted` (or ""
+    where `empty`). A template without them suits no model and no word set, so the run stops on it
+    at once (BadValue) instead of setting every combination aside."""
+
+    def check(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
+        if empty and value == "":
+            return
+        if placeholders(value) != set(wanted):
+            raise BadValue(
+                f"{attribute.name} must be a text with the placeholders "
+                f"{', '.join('{' + w + '}' for w in wanted)} and no others, not "
+                f"{str(value)[:80]!r} ({PLAIN_PLACEHOLDERS}).",
+                f"The default is {attribute.default!r}."
+                if attribute.default
+                else "Leave it out for the default.",
+            )
+
+    return check
 
 
 def _check_prompt(prompt: Any, file: str) -> list[Problem]:

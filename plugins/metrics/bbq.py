@@ -69,7 +69,7 @@ from bias.api.bbq import (
     prediction_row,
     stratified_weights,
 )
-from bias.api.data import BBQ, PLAIN_PLACEHOLDERS, BiasQuestions, fill, placeholders
+from bias.api.data import BBQ, BiasQuestions, fill, template_with
 from bias.api.lm import computed_once, settle_choices
 
 DECIDE = ("sum", "mean")
@@ -78,22 +78,6 @@ MODES = ("auto", LOGLIK, GENERATE)
 AGGREGATES = ("samples", "majority")
 _GENERATED_ONLY = ("helm", "mbbq")  # presets whose peers read generated replies
 DEFAULT_TEMPLATE = "{context} {question}\nAnswer:"
-
-
-def _placeholders(*wanted: str, empty: bool = False) -> Any:
-    def check(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
-        if empty and value == "":
-            return
-        found = placeholders(value)
-        if found is None or set(wanted) - found or found - set(wanted):
-            raise BiasError(
-                f"bbq: {attribute.name} must be a text with the placeholders "
-                f"{', '.join('{' + w + '}' for w in wanted)} "
-                f"and no others, not {str(value)[:80]!r} ({PLAIN_PLACEHOLDERS}).",
-                f"The default is {attribute.default!r}.",
-            )
-
-    return check
 
 
 @attrs.define
@@ -148,12 +132,12 @@ class Bbq(Metric):
         "",
         "the prompt: a text with {context} and {question}; empty: the word set's own `prompt` "
         "(in its language), else " + repr(DEFAULT_TEMPLATE),
-        validator=_placeholders("context", "question", empty=True),
+        validator=template_with("context", "question", empty=True),
     )
     answer_template: str = param(
         " {answer}",
         "what follows the prompt for each answer: a text with {answer}",
-        validator=_placeholders("answer"),
+        validator=template_with("answer"),
     )
     decide: str = param(
         "sum",

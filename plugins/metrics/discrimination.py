@@ -37,7 +37,6 @@ from bias.api import (
     ValueKind,
     OK,
     REFUSED,
-    BiasError,
     Capability,
     ChoiceRequest,
     Embedder,
@@ -49,7 +48,7 @@ from bias.api import (
     one_of,
     param,
 )
-from bias.api.data import PLAIN_PLACEHOLDERS, placeholders
+from bias.api.data import template_with
 from bias.api.decisions import (
     Decided,
     DECISIONS,
@@ -68,15 +67,6 @@ from bias.api.decisions import (
 SELECTIONS = ("decision", "probability")
 LOGLIK, GENERATE = "loglik", "generate"
 MODES = ("auto", LOGLIK, GENERATE)
-
-
-def _answer_template(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
-    if placeholders(value) != {"answer"}:
-        raise BiasError(
-            "discrimination: answer_template must be a text with {answer} and no other "
-            f"placeholder, not {str(value)[:80]!r} ({PLAIN_PLACEHOLDERS}).",
-            "The default is ' {answer}' (a space, then the answer word).",
-        )
 
 
 def _logsumexp(rows: np.ndarray) -> np.ndarray:
@@ -140,7 +130,7 @@ class Discrimination(Metric):
     answer_template: str = param(
         " {answer}",
         "what follows the prompt for each answer word: a text with {answer}",
-        validator=_answer_template,
+        validator=template_with("answer"),
     )
     confidence: float = param(
         0.95, "confidence level of the coefficients' intervals", validator=between(0.5, 0.999)

@@ -153,7 +153,11 @@ def _(world, folder):
     return discrimination(world, folder, "--param", "selection=maybe")
 
 
-@case("discrimination-param-answer-template", names=("answer_template", "{answer}"))
+@case(
+    "discrimination-param-answer-template",
+    names=("answer_template", "{answer}", "The default is ' {answer}'"),
+    absent=("every combination was skipped", "Choose metrics that fit"),
+)
 def _(world, folder):
     return discrimination(world, folder, "--param", "answer_template={answer.__class__}")
 
