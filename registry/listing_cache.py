@@ -170,6 +170,9 @@ def package(value: str, load: Callable[[], Any]) -> Any:
     return found
 
 
+MAX_CACHE = 16 * 2**20  # the listing of a few hundred plugins and packages takes kilobytes
+
+
 class _Cache:
     def __init__(self, path: Path | None) -> None:
         self.path = path
@@ -187,10 +190,14 @@ class _Cache:
     def _load(self) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]] | None:
         if self.path is None:
             return None
+        from bias.core.errors import BiasError
+        from bias.core.regular_files import open_regular
+
         try:
-            with open(self.path, encoding="utf-8") as fh:
+            with open_regular(self.path, limit=MAX_CACHE, follow_links=False) as fh:
                 data = json.load(fh)
-        except (OSError, ValueError):  # missing, unreadable or not JSON: start afresh
+        except (OSError, ValueError, RecursionError, BiasError):
+            # missing, unreadable, not JSON, nested past reading, a pipe or too large: start afresh
             return None
         if (
             not isinstance(data, dict)

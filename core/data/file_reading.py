@@ -8,18 +8,21 @@ start of a file, for a format's `sniff`.
 
 from __future__ import annotations
 
+import io
 import tomllib  # in the standard library from Python 3.11, the oldest version this project supports
 from pathlib import Path
 from typing import Any
 
 from bias.core.errors import BiasError
+from bias.core.regular_files import open_regular
 
 
 def read_text(path: str | Path, kind: str = "word-set file") -> str:
     """A UTF-8 text file (a byte-order mark dropped), or a BiasError naming the file and what to do:
     every importer of the plain-text and CSV formats reads through here, so they fail alike."""
     try:
-        return Path(path).read_text(encoding="utf-8-sig")
+        with open_regular(path, what=kind) as fh:
+            return fh.read().decode("utf-8-sig")
     except FileNotFoundError:
         raise BiasError(
             f"{kind[0].upper() + kind[1:]} not found: {path}", "Check the path."
@@ -85,9 +88,9 @@ def file_head(path: str | Path, chars: int = 4096) -> str | None:
     """The first `chars` characters of a text file (undecodable bytes replaced), or None when it
     cannot be read: what a format's `sniff` looks at, without reading a large file whole."""
     try:
-        with open(path, encoding="utf-8-sig", errors="replace") as fh:
+        with open_regular(path) as raw, io.TextIOWrapper(raw, "utf-8-sig", "replace") as fh:
             return fh.read(chars)
-    except OSError:
+    except (OSError, BiasError):
         return None
 
 
@@ -96,14 +99,14 @@ def content_lines(path: str | Path, count: int = 20) -> list[str] | None:
     None when the file cannot be read as UTF-8: what the line-based formats sniff."""
     lines: list[str] = []
     try:
-        with open(path, encoding="utf-8") as fh:
+        with open_regular(path) as binary, io.TextIOWrapper(binary, "utf-8") as fh:
             for raw in fh:
                 stripped = raw.strip()
                 if stripped and not stripped.startswith("#"):
                     lines.append(raw.rstrip("\n"))
                     if len(lines) >= count:
                         break
-    except (OSError, UnicodeDecodeError):
+    except (OSError, UnicodeDecodeError, BiasError):
         return None
     return lines
 
@@ -111,7 +114,7 @@ def content_lines(path: str | Path, count: int = 20) -> list[str] | None:
 def read_toml(path: Path) -> dict[str, Any]:
     """A TOML file (a byte-order mark dropped) as a dict, or a BiasError naming the file."""
     try:
-        with open(path, "rb") as fh:
+        with open_regular(path, what="TOML file") as fh:
             raw = fh.read()
         # Editors on Windows often start UTF-8 files with a byte-order mark, which TOML forbids.
         return tomllib.loads(raw.removeprefix(b"\xef\xbb\xbf").decode("utf-8"))

@@ -197,8 +197,14 @@ def predictions_of(result: Result, folder: Path | None) -> list[dict[str, Any]] 
     path = readable_in_run(Path(folder), found, "figures.predictions in results.jsonl")
     if path is None:
         return None
+    from bias.core.regular_files import open_regular
+    from bias.core.runs.folder import MAX_TABLE
+
     try:
-        with open(path, encoding="utf-8", newline="") as fh:
+        with (
+            open_regular(path, limit=MAX_TABLE, follow_links=False, what="table") as raw,
+            io.TextIOWrapper(raw, encoding="utf-8", newline="") as fh,
+        ):
             rows = list(csv.DictReader(fh))
     except (OSError, UnicodeDecodeError, csv.Error):
         return None

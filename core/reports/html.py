@@ -14,10 +14,12 @@ import json
 from pathlib import Path
 from typing import Any
 
+from bias.core.errors import BiasError
 from bias.core.model import OK
 from bias.core.text import visible
 from bias.core.reports.tables import Report, breakdown_of, ci_text, value_text
-from bias.core.runs.folder import readable_in_run
+from bias.core.runs.folder import MAX_FIGURE, MAX_TABLE, read_in_run, readable_in_run
+from bias.core.runs.manifest import manifest_text
 from bias.core.reports.values import (
     convention_text,
     format_p,
@@ -102,16 +104,14 @@ def _figures(report: Report, folder: Path) -> list[tuple[str, bytes]]:
     folder."""
     from bias.core.reports.figures import FIGURES, write_figures
 
-    drawn = {}
-    for (
-        base
-    ) in FIGURES:  # a figure of many panels goes on over further files: words.png, words-2.png, ...
+    found = []
+    for base in FIGURES:
+        # a figure of many panels goes on over further files: words.png, words-2.png, ...
         name, page = base, 1
-        while (path := readable_in_run(folder, f"{name}.png", "the figure")) is not None:
-            drawn[name] = path
+        while (png := read_in_run(folder, f"{name}.png", "the figure", MAX_FIGURE)) is not None:
+            found.append((name, png))
             page += 1
             name = f"{base}-{page}"
-    found = [(name, path.read_bytes()) for name, path in drawn.items()]
     if found:
         return found
     import tempfile
@@ -129,7 +129,8 @@ def _figures(report: Report, folder: Path) -> list[tuple[str, bytes]]:
             )
             if inside is not None:
                 read_scores(inside)  # a damaged file is named where it lies, not in the copy
-                (Path(tmp) / inside.name).write_bytes(inside.read_bytes())
+                table = read_in_run(folder, r.figures["scores"], "figures.scores", MAX_TABLE)
+                (Path(tmp) / inside.name).write_bytes(table or b"")
         written = write_figures(report, Path(tmp), ("png",))
         return [(p.stem, p.read_bytes()) for p in written]
 
@@ -278,14 +279,15 @@ def to_html(report: Report, folder: Path, agreement: Any = None) -> str:
                 out.append(f"<br><small>s(w): {_e(listing)}</small>")
             out.append("</li>")
         out.append("</ul></details>")
-    manifest = readable_in_run(folder, "manifest.json", "the manifest")
-    if manifest is not None:
+    try:
+        written = manifest_text(folder)
+    except BiasError as exc:  # a pipe or a file of gigabytes in its place: said, not shown
+        written = exc.message
+    if written is not None:
         try:
-            text = json.dumps(
-                json.loads(manifest.read_text(encoding="utf-8")), indent=2, ensure_ascii=False
-            )
+            text = json.dumps(json.loads(written), indent=2, ensure_ascii=False)
         except (ValueError, RecursionError):  # shown as written
-            text = manifest.read_text(encoding="utf-8", errors="replace")
+            text = written
         out.append(
             '<h2 id="manifest">Manifest</h2><details><summary>manifest.json: command, '
             "experiment file, versions, "
@@ -298,9 +300,9 @@ def to_html(report: Report, folder: Path, agreement: Any = None) -> str:
 def _agreement_section(report: Report, agreement: Any, folder: Path) -> str:
     from bias.core.reports.agreement import to_html as agreement_html
 
-    png = readable_in_run(folder, "agreement.png", "the figure")
+    png = read_in_run(folder, "agreement.png", "the figure", MAX_FIGURE)
     if png is not None:
-        return agreement_html(agreement, png.read_bytes())
+        return agreement_html(agreement, png)
     import tempfile
 
     from bias.core.reports.agreement_figure import draw

@@ -42,7 +42,7 @@ def _plain_name(name: str | Path) -> bool:
     )
 
 
-def _link_refusal(path: Path | str) -> BiasError:
+def link_refusal(path: Path | str) -> BiasError:
     return BiasError(
         f"{path} is a symbolic link (to {os.readlink(path)}); bias does not write or "
         "read through links in a run folder.",
@@ -75,7 +75,7 @@ def _inside(folder: Path, name: str | Path, what: str) -> Path:
             "results.jsonl).",
         )
     if path.is_symlink():
-        raise _link_refusal(path)
+        raise link_refusal(path)
     return path
 
 
@@ -110,7 +110,7 @@ def open_in_run(
         fd = os.open(path, flags, 0o644)
     except OSError:
         if os.path.islink(path):  # a link, there before the open or swapped in after the check
-            raise _link_refusal(Path(path)) from None
+            raise link_refusal(Path(path)) from None
         raise
     handle: IO[Any] = os.fdopen(
         fd,
@@ -176,6 +176,23 @@ class _Replacing:
         else:
             self._handle.close()
             self._temporary.unlink(missing_ok=True)
+
+
+MAX_FIGURE = 64 * 2**20  # a PNG of a report; the largest grid's page is a few megabytes
+MAX_TABLE = 2**30  # a per-item table: a million items take about a hundred megabytes
+
+
+def read_in_run(folder: Path, name: Any, field: str, limit: int) -> bytes | None:
+    """The bytes of the run folder's file `name` (`readable_in_run`), refused when it is a pipe or
+    a device or holds more than `limit` bytes: a received folder must not make a report read
+    without end."""
+    path = readable_in_run(folder, name, field)
+    if path is None:
+        return None
+    from bias.core.regular_files import open_regular
+
+    with open_regular(path, limit=limit, follow_links=False, what=f"file ({field})") as fh:
+        return fh.read()
 
 
 def readable_in_run(folder: Path, name: Any, field: str) -> Path | None:

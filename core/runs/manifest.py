@@ -14,15 +14,36 @@ from bias.core.errors import BiasError
 MANIFEST_FILE = "manifest.json"
 
 
-def read_manifest(folder: Path) -> dict[str, Any] | None:
+MAX_MANIFEST = 64 * 2**20  # a manifest holds the experiment file and a line per model
+
+
+def manifest_text(folder: Path) -> str | None:
+    """The manifest of a run folder as written (None when there is none); a link, a pipe or a
+    device in its place, or a file larger than MAX_MANIFEST, is refused naming it."""
+    from bias.core.regular_files import open_regular
     from bias.core.runs.folder import readable_in_run
 
     # a link planted in its place is refused
     path = readable_in_run(Path(folder), MANIFEST_FILE, "the manifest")
     if path is None:
         return None
+    with open_regular(
+        path,
+        limit=MAX_MANIFEST,
+        follow_links=False,
+        what="manifest",
+        hint="Check the run folder: manifest.json is what a run wrote, and nothing else.",
+    ) as fh:
+        return fh.read().decode("utf-8", errors="replace")
+
+
+def read_manifest(folder: Path) -> dict[str, Any] | None:
+    path = Path(folder) / MANIFEST_FILE
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        text = manifest_text(folder)
+        if text is None:
+            return None
+        data = json.loads(text)
     except (OSError, json.JSONDecodeError, RecursionError) as exc:
         what = "JSON nested too deeply" if isinstance(exc, RecursionError) else exc
         raise BiasError(

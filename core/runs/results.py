@@ -15,6 +15,7 @@ error) is skipped and reported with its line number, and the rest of the file is
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import logging
@@ -29,7 +30,8 @@ import attrs
 from bias.core.errors import BiasError
 from bias.core.model import Result
 from bias.core.text import cell_value, csv_cell
-from bias.core.runs.folder import open_in_run, readable_in_run
+from bias.core.regular_files import open_regular
+from bias.core.runs.folder import MAX_TABLE, link_refusal, open_in_run, readable_in_run
 
 log = logging.getLogger(__name__)
 RESULTS_FILE = "results.jsonl"
@@ -191,16 +193,27 @@ class ResultStore:
         if not self.path.exists() or self.path.stat().st_size == 0:
             return
         with open_in_run(self.folder, RESULTS_FILE, "r+b") as fh:
-            fh.seek(-1, os.SEEK_END)
+            end = fh.seek(0, os.SEEK_END)
+            fh.seek(end - 1)
             if fh.read(1) == b"\n":
                 return
-            fh.seek(0)
-            data = fh.read()
-            cut = data.rfind(b"\n") + 1
+            # the last newline, looked for backwards a block at a time (the file may be large)
+            cut, position = 0, end
+            while position > max(0, end - MAX_LINE - 1) and not cut:
+                start = max(0, position - 2**16)
+                fh.seek(start)
+                found = fh.read(position - start).rfind(b"\n")
+                cut, position = (start + found + 1 if found >= 0 else 0), start
+            if not cut and end > MAX_LINE:
+                raise BiasError(
+                    f"{self.path} ends in more than {MAX_LINE:,} bytes without a line break: not "
+                    "a line a run wrote.",
+                    "Give a new folder with --out, or remove the damaged file.",
+                )
             log.warning(
                 "Dropping a torn last line of %s (%d bytes) left by an interrupted run.",
                 self.path,
-                len(data) - cut,
+                end - cut,
             )
             fh.truncate(cut)
 
@@ -278,41 +291,89 @@ def scan_results(path: Path) -> ResultsFile:
         raise BiasError(f"No results file at {path}.", "Give the folder a run wrote with --out.")
     results: list[Result] = []
     damaged: list[DamagedLine] = []
-    with open(path, encoding="utf-8", errors="replace") as fh:
-        lines = fh.readlines()
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            data = json.loads(line)
-            if not isinstance(data, dict) or not isinstance(data.get("key"), str):
-                raise TypeError("not a result object with a key")
-            # a run writes a finite number or null; anything else was edited
-            for field in NUMBER_FIELDS:
-                value = data.get(field)
-                if value is not None and (
-                    isinstance(value, bool)
-                    or not isinstance(value, (int, float))
-                    or not math.isfinite(value)
-                ):
-                    raise ValueError(f"{field} {str(value)[:20]!r} is not a finite number")
-                if value is not None and abs(value) > MAX_MAGNITUDE:
-                    raise ValueError(f"{field} {value:.3g} is beyond any metric's range")
-            p = data.get("p_value")
-            if p is not None and not 0 <= p <= 1:
-                raise ValueError(f"p_value {p:.3g} is not between 0 and 1")
-            problem = _shape_problem(data)
-            if problem:
-                raise ValueError(problem)
-            results.append(Result.from_dict(data))
-        except RecursionError:
-            damaged.append(DamagedLine(number, "not a valid result (JSON nested too deeply)"))
-        except (json.JSONDecodeError, TypeError, ValueError) as exc:
-            if number == len(lines) and not line.endswith("\n"):
+    try:
+        # not through a link, a pipe or a device; not beyond what a run writes
+        fh = open_regular(
+            path,
+            limit=MAX_RESULTS_BYTES,
+            follow_links=False,
+            what="results file",
+            hint="Check the run folder: results.jsonl is what a run wrote, and nothing else.",
+        )
+    except OSError as exc:
+        if path.is_symlink():
+            raise link_refusal(path) from None
+        raise BiasError(f"{path}: not readable ({exc.strerror or exc}).") from None
+    with fh:
+        for number, line, whole in _lines(fh):
+            if not whole:
+                damaged.append(
+                    DamagedLine(number, f"not a valid result (longer than {MAX_LINE:,} bytes)")
+                )
+                continue
+            problem = _result_problem(line, results)
+            if problem is None:
+                continue
+            if not line.endswith("\n") and not fh.peek(1):
                 log.warning("%s: ignoring a torn last line left by an interrupted run.", path)
                 continue
-            damaged.append(DamagedLine(number, f"not a valid result ({exc})"))
+            damaged.append(DamagedLine(number, problem))
     return ResultsFile(path, results, damaged)
+
+
+MAX_RESULTS_BYTES = 2 * 2**30  # a results file of a million experiments is about 2 GB
+MAX_LINE = 16 * 2**20  # a run writes lines of a few kilobytes (per-item tables go to CSV files)
+
+
+def _lines(fh: Any) -> Any:
+    """(number, text, whole) for each line of a binary file, at most MAX_LINE bytes of each held
+    at a time: a longer one is read past without keeping it (whole = False)."""
+    number = 0
+    while True:
+        raw = fh.readline(MAX_LINE + 1)
+        if not raw:
+            return
+        number += 1
+        if len(raw) > MAX_LINE and not raw.endswith(b"\n"):
+            while raw and not raw.endswith(b"\n"):
+                raw = fh.readline(MAX_LINE)
+            yield number, "", False
+            continue
+        yield number, raw.decode("utf-8", errors="replace"), True
+
+
+def _result_problem(line: str, results: list[Result]) -> str | None:
+    """The result of one line appended to `results`, or why the line is not one (None for a blank
+    line or a good one)."""
+    if not line.strip():
+        return None
+    try:
+        data = json.loads(line)
+        if not isinstance(data, dict) or not isinstance(data.get("key"), str):
+            raise TypeError("not a result object with a key")
+        # a run writes a finite number or null; anything else was edited
+        for field in NUMBER_FIELDS:
+            value = data.get(field)
+            if value is not None and (
+                isinstance(value, bool)
+                or not isinstance(value, (int, float))
+                or not math.isfinite(value)
+            ):
+                raise ValueError(f"{field} {str(value)[:20]!r} is not a finite number")
+            if value is not None and abs(value) > MAX_MAGNITUDE:
+                raise ValueError(f"{field} {value:.3g} is beyond any metric's range")
+        p = data.get("p_value")
+        if p is not None and not 0 <= p <= 1:
+            raise ValueError(f"p_value {p:.3g} is not between 0 and 1")
+        problem = _shape_problem(data)
+        if problem:
+            raise ValueError(problem)
+        results.append(Result.from_dict(data))
+    except RecursionError:
+        return "not a valid result (JSON nested too deeply)"
+    except (json.JSONDecodeError, TypeError, ValueError) as exc:
+        return f"not a valid result ({exc})"
+    return None
 
 
 _TEXT = ("model", "wordset", "metric", "status")
@@ -403,7 +464,10 @@ def read_scores(path: Path) -> list[dict[str, str]]:
 
     damaged = "Run the experiment again, or remove the damaged file."
     try:
-        with open(path, encoding="utf-8", newline="") as fh:
+        with (
+            open_regular(path, limit=MAX_TABLE, follow_links=False, what="scores table") as raw,
+            io.TextIOWrapper(raw, encoding="utf-8", newline="") as fh,
+        ):
             reader = csv.reader(fh)
             header = [cell_value(name) for name in next(reader, [])]
             lines = list(reader)

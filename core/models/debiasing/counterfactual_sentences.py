@@ -11,6 +11,7 @@ pairs from the same lists without importing another plugin.
 
 from __future__ import annotations
 
+import io
 import logging
 import re
 from collections.abc import Sequence
@@ -20,6 +21,7 @@ from typing import Any
 import attrs
 from bias.core.data.debias_lists import DebiasLists
 from bias.core.errors import BiasError
+from bias.core.regular_files import open_regular
 
 log = logging.getLogger(__name__)
 
@@ -108,19 +110,22 @@ def sentence_pairs(sentences: Sequence[str], lists: DebiasLists) -> list[Sentenc
 
 def read_corpus(path: str | Path) -> list[str]:
     file = Path(path)
-    if not file.is_file():
-        raise BiasError(
-            f"Debiasing corpus not found: {file}",
-            "Give a text file with one sentence per line (--debias-corpus).",
-        )
+    hint = "Give a text file with one sentence per line (--debias-corpus)."
+    if not file.exists():
+        raise BiasError(f"Debiasing corpus not found: {file}", hint)
     lines: list[str] = []
     try:
-        with open(file, encoding="utf-8") as handle:
+        with (
+            open_regular(file, what="debiasing corpus", hint=hint) as raw,
+            io.TextIOWrapper(raw, encoding="utf-8") as handle,
+        ):
             for line in handle:
                 if line.strip():
                     lines.append(line.strip())
                 if len(lines) >= MAX_CORPUS_LINES:
                     break
+    except IsADirectoryError:
+        raise BiasError(f"{file} is a folder, not a debiasing corpus.", hint) from None
     except UnicodeDecodeError as exc:
         raise BiasError(
             f"{file}: not UTF-8 text ({exc.reason}).", "Save the corpus as UTF-8."

@@ -1,0 +1,154 @@
+"""What is not a plain file where a file belongs (the eighth hostile reading of issue 34): a received
+run folder whose results.jsonl links to /dev/zero, is a named pipe or a sparse file of gigabytes, a
+manifest or per-item table of gigabytes, a results line of more than 16 MB, a listing cache nested
+200,000 deep, a named pipe given as a word set or a debiasing corpus. Each is refused naming the
+file (or skipped, for a line) without reading it whole, and a pipe never blocks the command.
+
+The pipe cases run the installed command in a child process with a timeout: a regression would
+block, and the timeout says so instead of hanging the suite."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bad_input_helpers import World, cli, world  # noqa: F401 (world is a fixture)
+
+GIB = 2**30
+
+
+def received(world: World, tmp_path: Path) -> Path:
+    folder = tmp_path / "received"
+    shutil.copytree(world.finished, folder)
+    return folder
+
+
+def bias(*args: str, cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess:
+    script = Path(sys.executable).with_name("bias")
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "COLUMNS": "80"}
+    return subprocess.run(
+        [str(script), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout
+    )
+
+
+def own_run(world: World, tmp_path: Path) -> tuple[Path, list[str]]:
+    """A finished run of the planted word set, and the command that resumes it."""
+    folder = tmp_path / "own"
+    args = ["run", "-m", f"word2vec:{world.w2v_bin}", "-w", str(world.wordset), "--bootstrap", "0", "--permutations", "100", "--out", str(folder)]
+    done = cli(*args, cwd=tmp_path)
+    assert done.code == 0, done.both
+    return folder, [*args, "--resume"]
+
+
+def sparse(path: Path, size: int) -> None:
+    """A file of `size` bytes that takes a few kilobytes on disk (as a sparse tar unpacks it)."""
+    path.unlink(missing_ok=True)
+    with open(path, "wb") as fh:
+        fh.truncate(size)
+
+
+@pytest.mark.parametrize("command", ["report", "compare"])
+def test_Q05_Q08_a_results_file_linked_to_dev_zero_is_refused_unread(
+    world: World, tmp_path: Path, command: str
+) -> None:
+    folder = received(world, tmp_path)
+    (folder / "results.jsonl").unlink()
+    (folder / "results.jsonl").symlink_to("/dev/zero")
+    args = ["report", str(folder)] if command == "report" else ["compare", str(world.finished), str(folder)]
+    done = bias(*args, cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert "results.jsonl is a symbolic link" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_Q04_a_results_file_that_is_a_named_pipe_does_not_block(world: World, tmp_path: Path) -> None:
+    folder = received(world, tmp_path)
+    (folder / "results.jsonl").unlink()
+    os.mkfifo(folder / "results.jsonl")
+    done = bias("report", str(folder), cwd=tmp_path, timeout=60)
+    assert done.returncode == 2, done.stderr
+    assert "results.jsonl is not a regular results file (a named pipe or a device)" in done.stderr
+
+
+def test_Q05b_Q05f_a_sparse_results_file_of_gigabytes_is_refused_by_its_size(world: World, tmp_path: Path) -> None:
+    folder, resume = own_run(world, tmp_path)
+    sparse(folder / "results.jsonl", 3 * GIB)
+    for args in (["report", str(folder)], resume):
+        done = cli(*args, cwd=tmp_path)
+        assert done.code == 2, done.both
+        assert "results.jsonl holds 3,221,225,472 bytes, more than a results file may" in done.err, done.err
+
+
+def test_a_results_line_longer_than_16_mb_is_skipped_and_the_rest_read(world: World, tmp_path: Path) -> None:
+    from bias.core.runs.results import MAX_LINE, scan_results
+
+    folder = received(world, tmp_path)
+    good = (folder / "results.jsonl").read_text(encoding="utf-8")
+    assert good.endswith("\n")
+    (folder / "results.jsonl").write_text('{"key": "' + "x" * (MAX_LINE + 10) + '"}\n' + good, encoding="utf-8")
+    found = scan_results(folder)
+    assert [d.number for d in found.damaged] == [1] and "longer than 16,777,216 bytes" in found.damaged[0].reason
+    assert len(found.results) == len(good.splitlines())
+
+
+def test_a_torn_tail_of_more_than_16_mb_is_refused_not_read_whole(world: World, tmp_path: Path) -> None:
+    """Appending to a run cuts a torn last line; one longer than any line a run writes is refused
+    (looking for its start would read gigabytes of a sparse file), and a short one is still cut."""
+    from bias.core.errors import BiasError
+    from bias.core.runs.results import ResultStore, read_results
+
+    folder, _ = own_run(world, tmp_path)
+    kept = read_results(folder)[0]
+    intact = (folder / "results.jsonl").read_bytes()
+    with open(folder / "results.jsonl", "ab") as fh:
+        fh.write(b'{"key": "torn')
+        fh.truncate(len(intact) + 20 * 2**20)
+    with pytest.raises(BiasError, match="without a line break: not a line a run wrote"), ResultStore(folder) as store:
+        store.append(kept)
+    (folder / "results.jsonl").write_bytes(intact + b'{"key": "torn')
+    with ResultStore(folder) as store:
+        store.append(kept)
+    assert (folder / "results.jsonl").read_bytes().count(b"\n") == 2 and b"torn" not in (folder / "results.jsonl").read_bytes()
+
+
+def test_Q06b_Q07b_a_sparse_manifest_is_said_and_a_sparse_scores_table_refused_naming_them(world: World, tmp_path: Path) -> None:
+    folder = received(world, tmp_path)
+    sparse(folder / "manifest.json", 100 * 2**20)
+    done = cli("report", str(folder), "--format", "md,html", cwd=tmp_path)
+    # the results alone make the report: the manifest is said, not read
+    assert done.code == 0, done.both
+    assert "manifest.json holds 104,857,600 bytes, more than a manifest may" in done.err, done.both
+    assert "more than a manifest may" in (folder / "report.html").read_text(encoding="utf-8")
+    folder = received(world, tmp_path / "second")
+    table = next(folder.glob("scores-*.csv"))
+    sparse(table, 2 * GIB)
+    done = cli("report", str(folder), "--format", "png", cwd=tmp_path)
+    assert done.code == 2 and f"{table.name} holds 2,147,483,648 bytes" in done.err, done.both
+
+
+def test_Q50_a_listing_cache_nested_200000_deep_is_read_afresh(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from bias.registry.listing_cache import cache_file
+
+    monkeypatch.setenv("BIAS_CACHE_DIR", str(tmp_path / "cache"))
+    path = cache_file()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("[" * 200_000 + "]" * 200_000, encoding="utf-8")
+    done = bias("list", "wordsets", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "en/weat6" in done.stdout and "RecursionError" not in done.stderr
+    assert json.loads(path.read_text(encoding="utf-8"))["format"]  # rewritten
+
+
+def test_Q01_Q56_a_named_pipe_as_a_word_set_or_a_debiasing_corpus_does_not_block(world: World, tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "ws.toml")
+    done = bias("run", "-m", f"word2vec:{world.w2v_bin}", "-w", "ws.toml", cwd=tmp_path, timeout=60)
+    assert done.returncode == 2 and "ws.toml is not a regular" in done.stderr, done.stderr
+    os.mkfifo(tmp_path / "corpus.txt")
+    done = bias("run", "-m", f"hf:{world.bert}", "-w", str(world.wordset), "--metric", "seat", "--debias", "sent", "--debias-corpus", "corpus.txt", cwd=tmp_path, timeout=60)
+    assert done.returncode == 2, done.stderr
+    assert "corpus.txt is not a regular debiasing corpus" in done.stderr and "not found" not in done.stderr, done.stderr
