@@ -54,6 +54,7 @@ MIN_VARIANTS = (
     1  # a file may hold one; the language packages ship at least three (their tests check)
 )
 MAX_PHRASE = 200  # characters: a rule is a phrase, not a paragraph
+MIN_READING_PHRASE = 3  # characters of an unknown or refusal phrase
 MAX_PROMPT = 4_000  # characters of a prompt or system text (the shipped ones hold 200 at most)
 
 
@@ -182,6 +183,16 @@ def _phrases(value: Any, field: str, file: str, problems: list[Problem]) -> tupl
         problems.append(Problem(file, field, "must be a list of non-empty texts"))
         return ()
     for v in value:
+        if field.split(".")[-1] in ("unknown", "refusal") and len(v.strip()) < MIN_READING_PHRASE:
+            # a reply holding it reads as the unknown answer: "a" or "de" is in nearly every one
+            problems.append(
+                Problem(
+                    file,
+                    field,
+                    f"{v!r} is shorter than {MIN_READING_PHRASE} characters; a phrase that "
+                    "says the context does not tell is found in almost any reply",
+                )
+            )
         if len(v) > MAX_PHRASE:
             problems.append(
                 Problem(

@@ -222,6 +222,9 @@ def test_a_chat_model_cannot_be_asked_for_log_likelihoods():
             "rules.refusal",
             "a rule is a phrase",
         ),
+        # a one-letter phrase is found in almost any reply: every reply would read as unknown
+        (GOOD + '[rules]\nunknown = ["a"]\n', "rules.unknown", "shorter than 3 characters"),
+        (GOOD + '[rules]\nrefusal = [" no "]\n', "rules.refusal", "shorter than 3 characters"),
         ("", "variants", "missing or empty"),
     ],
 )
