@@ -19,6 +19,7 @@ from pathlib import Path
 
 import attrs
 from bias.core.errors import BiasError
+from bias.core.regular_files import open_regular
 
 CASES = ("exact", "lower")
 _TOKEN = re.compile(r"\S+")
@@ -63,6 +64,9 @@ def pattern(words: Sequence[str], case: str = "exact") -> re.Pattern[str]:
     return re.compile(rf"(?<!\w)(?:{body})(?!\w)", flags)
 
 
+MAX_LINE_BYTES = 2**20  # a sentence or a comment; a corpus line longer than this is refused
+
+
 def read_lines(path: str | Path) -> Iterator[tuple[int, str]]:
     """(line number, text) of each non-blank line, decoded strictly as UTF-8; a bad byte names its
     line."""
@@ -77,8 +81,15 @@ def read_lines(path: str | Path) -> Iterator[tuple[int, str]]:
             f"Corpus {path} is a folder, not a text file.",
             "Give a UTF-8 text file with one sentence per line.",
         )
-    with open(path, "rb") as fh:
-        for number, raw in enumerate(fh, 1):
+    hint = "Give a UTF-8 text file with one sentence per line."
+    with open_regular(path, what="corpus", hint=hint) as fh:
+        for number, raw in enumerate(iter(lambda: fh.readline(MAX_LINE_BYTES + 1), b""), 1):
+            if len(raw) > MAX_LINE_BYTES:
+                # a line that long is no sentence; holding it (a sparse file of gigabytes) would
+                # take the machine's memory
+                raise BiasError(
+                    f"Corpus {path}: line {number} is longer than {MAX_LINE_BYTES:,} bytes.", hint
+                )
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError as exc:

@@ -21,7 +21,7 @@ def read_text(path: str | Path, kind: str = "word-set file") -> str:
     """A UTF-8 text file (a byte-order mark dropped), or a BiasError naming the file and what to do:
     every importer of the plain-text and CSV formats reads through here, so they fail alike."""
     try:
-        with open_regular(path, what=kind) as fh:
+        with open_regular(path, limit=MAX_TEXT_FILE, what=kind) as fh:
             return fh.read().decode("utf-8-sig")
     except FileNotFoundError:
         raise BiasError(
@@ -34,6 +34,12 @@ def read_text(path: str | Path, kind: str = "word-set file") -> str:
             f"{path}: not UTF-8 text ({exc.reason}).", "Save the file as UTF-8."
         ) from None
 
+
+# A data file is read whole: bounded, so that a sparse file of gigabytes (a few kilobytes in an
+# archive) is refused, not read. The largest published datasets read here (BBQ's, a few tens of
+# megabytes) fit; a TOML file (a word set, a prompts file, a package's data) is far smaller.
+MAX_TEXT_FILE = 512 * 2**20
+MAX_TOML_FILE = 16 * 2**20
 
 MAX_DEPTH = 64  # levels of nesting a data file may have; the formats read here need four at most
 
@@ -114,7 +120,7 @@ def content_lines(path: str | Path, count: int = 20) -> list[str] | None:
 def read_toml(path: Path) -> dict[str, Any]:
     """A TOML file (a byte-order mark dropped) as a dict, or a BiasError naming the file."""
     try:
-        with open_regular(path, what="TOML file") as fh:
+        with open_regular(path, limit=MAX_TOML_FILE, what="TOML file") as fh:
             raw = fh.read()
         # Editors on Windows often start UTF-8 files with a byte-order mark, which TOML forbids.
         return tomllib.loads(raw.removeprefix(b"\xef\xbb\xbf").decode("utf-8"))

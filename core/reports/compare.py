@@ -199,13 +199,15 @@ def predictions_of(result: Result, folder: Path | None) -> list[dict[str, Any]] 
         return None
     from bias.core.regular_files import open_regular
     from bias.core.runs.folder import MAX_TABLE
+    from bias.core.runs.results import within_cells
 
     try:
         with (
             open_regular(path, limit=MAX_TABLE, follow_links=False, what="table") as raw,
             io.TextIOWrapper(raw, encoding="utf-8", newline="") as fh,
         ):
-            rows = list(csv.DictReader(fh))
+            reader = csv.DictReader(fh)
+            rows = within_cells(reader, len(reader.fieldnames or ()), path)
     except (OSError, UnicodeDecodeError, csv.Error):
         return None
     # the cells as written before `csv_cell` defused them

@@ -99,6 +99,9 @@ def _e(text: Any) -> str:
     return html.escape("\n".join(visible(line) for line in str(text).split("\n")), quote=True)
 
 
+MAX_SHOWN = 200_000  # characters of the manifest shown in the page
+
+
 def _figures(report: Report, folder: Path) -> list[tuple[str, bytes]]:
     """The PNG figures of the report: those in the folder, else drawn now into a temporary
     folder."""
@@ -288,6 +291,8 @@ def to_html(report: Report, folder: Path, agreement: Any = None) -> str:
             text = json.dumps(json.loads(written), indent=2, ensure_ascii=False)
         except (ValueError, RecursionError):  # shown as written
             text = written
+        if len(text) > MAX_SHOWN:  # each control character becomes a <U+XXXX> of its own
+            text = text[:MAX_SHOWN] + f"\n... ({len(text):,} characters; see manifest.json)"
         out.append(
             '<h2 id="manifest">Manifest</h2><details><summary>manifest.json: command, '
             "experiment file, versions, "

@@ -12,8 +12,10 @@ check is refused too."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import glob
 import os
+import stat
 from pathlib import Path
 from typing import IO, Any
 
@@ -28,6 +30,7 @@ _FLAGS = {
     "a+": os.O_RDWR | os.O_CREAT | os.O_APPEND,
 }
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 _OPEN_REFUSES_LINKS = hasattr(os, "O_NOFOLLOW")
 
 
@@ -39,6 +42,14 @@ def _plain_name(name: str | Path) -> bool:
         and os.sep not in text
         and "/" not in text
         and (os.altsep is None or os.altsep not in text)
+    )
+
+
+def _not_a_file(path: Path | str) -> BiasError:
+    return BiasError(
+        f"{path} is not a regular file (a device or a named pipe); bias writes and reads only "
+        "plain files in a run folder.",
+        "Remove it (or choose another --out) and run again.",
     )
 
 
@@ -107,11 +118,20 @@ def open_in_run(
     else:
         path = _inside(folder, name, "the file")
     try:
-        fd = os.open(path, flags, 0o644)
-    except OSError:
+        # never blocking on a pipe, never a terminal's controlling device
+        fd = os.open(path, flags | _NONBLOCK | getattr(os, "O_NOCTTY", 0), 0o644)
+    except OSError as exc:
         if os.path.islink(path):  # a link, there before the open or swapped in after the check
             raise link_refusal(Path(path)) from None
+        if exc.errno == errno.ENXIO:  # a pipe nobody reads
+            raise _not_a_file(path) from None
         raise
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        # a device node or a pipe a received folder (an unpacked archive) put in a file's place:
+        # nothing is written into it
+        os.close(fd)
+        raise _not_a_file(path)
+    os.set_blocking(fd, True)
     handle: IO[Any] = os.fdopen(
         fd,
         mode if binary else mode.replace("b", ""),
@@ -179,7 +199,7 @@ class _Replacing:
 
 
 MAX_FIGURE = 64 * 2**20  # a PNG of a report; the largest grid's page is a few megabytes
-MAX_TABLE = 2**30  # a per-item table: a million items take about a hundred megabytes
+MAX_TABLE = 256 * 2**20  # a per-item table: a hundred thousand items take about ten megabytes
 
 
 def read_in_run(folder: Path, name: Any, field: str, limit: int) -> bytes | None:

@@ -14,7 +14,7 @@ from bias.core.errors import BiasError
 MANIFEST_FILE = "manifest.json"
 
 
-MAX_MANIFEST = 64 * 2**20  # a manifest holds the experiment file and a line per model
+MAX_MANIFEST = 8 * 2**20  # a manifest holds the experiment file and a line per model
 
 
 def manifest_text(folder: Path) -> str | None:

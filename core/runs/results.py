@@ -304,21 +304,31 @@ def scan_results(path: Path) -> ResultsFile:
         if path.is_symlink():
             raise link_refusal(path) from None
         raise BiasError(f"{path}: not readable ({exc.strerror or exc}).") from None
+    unlisted, first_unlisted = 0, 0
     with fh:
         for number, line, whole in _lines(fh):
             if not whole:
-                damaged.append(
-                    DamagedLine(number, f"not a valid result (longer than {MAX_LINE:,} bytes)")
-                )
-                continue
-            problem = _result_problem(line, results)
-            if problem is None:
-                continue
-            if not line.endswith("\n") and not fh.peek(1):
-                log.warning("%s: ignoring a torn last line left by an interrupted run.", path)
-                continue
-            damaged.append(DamagedLine(number, problem))
+                problem: str | None = f"not a valid result (longer than {MAX_LINE:,} bytes)"
+            else:
+                problem = _result_problem(line, results)
+                if problem is None:
+                    continue
+                if not line.endswith("\n") and not fh.peek(1):
+                    log.warning("%s: ignoring a torn last line left by an interrupted run.", path)
+                    continue
+            if len(damaged) < MAX_DAMAGED_LISTED:
+                damaged.append(DamagedLine(number, problem))
+            else:  # a file of millions of one-byte lines must not become millions of messages
+                unlisted += 1
+                first_unlisted = first_unlisted or number
+    if unlisted:
+        damaged.append(
+            DamagedLine(first_unlisted, f"and {unlisted:,} more damaged lines from here on")
+        )
     return ResultsFile(path, results, damaged)
+
+
+MAX_DAMAGED_LISTED = 100  # damaged lines listed one by one; the rest are counted
 
 
 MAX_RESULTS_BYTES = 2 * 2**30  # a results file of a million experiments is about 2 GB
@@ -455,6 +465,24 @@ def read_results(path: Path) -> list[Result]:
     return found.results
 
 
+MAX_CELLS = 5_000_000  # of a per-item table: 100,000 items of 50 columns (about 100 B a cell)
+
+
+def within_cells(rows: Any, width: int, path: Path) -> list[Any]:
+    """The rows of a CSV reader, refused naming the file once they hold more than MAX_CELLS cells
+    (the header's width for every row: a file of short rows under a wide header is many cells)."""
+    out, cells = [], 0
+    for row in rows:
+        cells += max(width, len(row) if isinstance(row, list) else 0, 1)
+        if cells > MAX_CELLS:
+            raise BiasError(
+                f"{path}: more than {MAX_CELLS:,} cells, more than a run's per-item table holds.",
+                "Run the experiment again, or remove the damaged file.",
+            )
+        out.append(row)
+    return out
+
+
 def read_scores(path: Path) -> list[dict[str, str]]:
     """The rows of a per-item scores table of a run folder (`scores-*.csv`: set, item, s, ...), its
     cells as they were before `csv_cell` defused them, each `s` checked to be a number: a file
@@ -470,7 +498,7 @@ def read_scores(path: Path) -> list[dict[str, str]]:
         ):
             reader = csv.reader(fh)
             header = [cell_value(name) for name in next(reader, [])]
-            lines = list(reader)
+            lines = within_cells(reader, len(header), path)
     except (UnicodeDecodeError, csv.Error) as exc:
         raise BiasError(f"{path}: not a readable scores table ({exc}).", damaged) from None
     if len(set(header)) != len(header):

@@ -151,4 +151,57 @@ def test_Q01_Q56_a_named_pipe_as_a_word_set_or_a_debiasing_corpus_does_not_block
     os.mkfifo(tmp_path / "corpus.txt")
     done = bias("run", "-m", f"hf:{world.bert}", "-w", str(world.wordset), "--metric", "seat", "--debias", "sent", "--debias-corpus", "corpus.txt", cwd=tmp_path, timeout=60)
     assert done.returncode == 2, done.stderr
-    assert "corpus.txt is not a regular debiasing corpus" in done.stderr and "not found" not in done.stderr, done.stderr
+    assert "corpus.txt is not a regular corpus" in done.stderr and "not found" not in done.stderr, done.stderr
+
+
+def test_J26_J27_nothing_is_written_into_a_pipe_or_device_in_a_run_folder(world: World, tmp_path: Path) -> None:
+    """An unpacked archive can put a device node or a named pipe where report.md goes: writing into
+    it would write over a disk's sectors or block. A pipe nobody reads, and a pipe that is read (the
+    open succeeds: the file's kind is checked), are both refused naming the file."""
+    folder = received(world, tmp_path)
+    (folder / "report.md").unlink(missing_ok=True)
+    os.mkfifo(folder / "report.md")
+    done = bias("report", str(folder), "--format", "md", cwd=tmp_path, timeout=60)
+    assert done.returncode == 2, done.stderr
+    assert "report.md is not a regular file (a device or a named pipe)" in done.stderr, done.stderr
+    reader = os.open(folder / "report.md", os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        done = cli("report", str(folder), "--format", "md", cwd=tmp_path)
+        assert done.code == 2 and "report.md is not a regular file" in done.err, done.both
+        assert os.read(reader, 100) == b"", "the report was written into the pipe"
+    finally:
+        os.close(reader)
+
+
+def test_J01_a_file_of_a_million_damaged_lines_lists_a_hundred_and_counts_the_rest(tmp_path: Path) -> None:
+    from bias.core.runs.results import scan_results
+
+    (tmp_path / "results.jsonl").write_text("x\n" * 1_000_000, encoding="utf-8")
+    found = scan_results(tmp_path)
+    assert len(found.damaged) == 101 and found.results == []
+    assert [d.number for d in found.damaged[:3]] == [1, 2, 3]
+    assert found.damaged[-1].number == 101 and "999,900 more damaged lines" in found.damaged[-1].reason
+
+
+def test_J05_J06_a_table_of_more_cells_than_a_run_writes_is_refused_naming_it(tmp_path: Path) -> None:
+    """Short rows under a wide header: 6,000,000 cells in 6 MB."""
+    from bias.core.errors import BiasError
+    from bias.core.runs.results import read_scores
+
+    path = tmp_path / "scores-x.csv"
+    path.write_text("set,item,s," + ",".join(f"c{i}" for i in range(57)) + "\n" + "X,w,0\n" * 100_000, encoding="utf-8")
+    with pytest.raises(BiasError, match="more than 5,000,000 cells") as caught:
+        read_scores(path)
+    assert str(path) in caught.value.message
+
+
+def test_J07_J08_a_sparse_word_set_or_a_corpus_line_of_gigabytes_is_refused(world: World, tmp_path: Path) -> None:
+    sparse(tmp_path / "ws.toml", 4 * GIB)
+    done = cli("run", "-m", f"word2vec:{world.w2v_bin}", "-w", "ws.toml", cwd=tmp_path)
+    assert done.code == 2 and "ws.toml holds 4,294,967,296 bytes, more than a TOML file may" in done.err, done.both
+    sparse(tmp_path / "corpus.txt", 4 * GIB)  # one line of NULs
+    from bias.core.data.corpus import read_lines
+    from bias.core.errors import BiasError
+
+    with pytest.raises(BiasError, match="line 1 is longer than 1,048,576 bytes"):
+        list(read_lines(tmp_path / "corpus.txt"))

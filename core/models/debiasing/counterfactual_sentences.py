@@ -11,7 +11,6 @@ pairs from the same lists without importing another plugin.
 
 from __future__ import annotations
 
-import io
 import logging
 import re
 from collections.abc import Sequence
@@ -21,7 +20,6 @@ from typing import Any
 import attrs
 from bias.core.data.debias_lists import DebiasLists
 from bias.core.errors import BiasError
-from bias.core.regular_files import open_regular
 
 log = logging.getLogger(__name__)
 
@@ -109,27 +107,16 @@ def sentence_pairs(sentences: Sequence[str], lists: DebiasLists) -> list[Sentenc
 
 
 def read_corpus(path: str | Path) -> list[str]:
-    file = Path(path)
-    hint = "Give a text file with one sentence per line (--debias-corpus)."
-    if not file.exists():
-        raise BiasError(f"Debiasing corpus not found: {file}", hint)
+    """The corpus's sentences (stripped, blank lines left out), at most MAX_CORPUS_LINES, read as
+    every corpus is (`bias.core.data.corpus.read_lines`: a plain UTF-8 file, lines of at most
+    1 MB)."""
+    from bias.core.data.corpus import read_lines
+
     lines: list[str] = []
-    try:
-        with (
-            open_regular(file, what="debiasing corpus", hint=hint) as raw,
-            io.TextIOWrapper(raw, encoding="utf-8") as handle,
-        ):
-            for line in handle:
-                if line.strip():
-                    lines.append(line.strip())
-                if len(lines) >= MAX_CORPUS_LINES:
-                    break
-    except IsADirectoryError:
-        raise BiasError(f"{file} is a folder, not a debiasing corpus.", hint) from None
-    except UnicodeDecodeError as exc:
-        raise BiasError(
-            f"{file}: not UTF-8 text ({exc.reason}).", "Save the corpus as UTF-8."
-        ) from exc
+    for _, line in read_lines(path):
+        lines.append(line.strip())
+        if len(lines) >= MAX_CORPUS_LINES:
+            break
     return lines
 
 

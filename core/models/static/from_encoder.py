@@ -28,7 +28,9 @@ import numpy as np
 
 from bias.core.errors import BiasError
 from bias.core.models import encoding_cache
+from bias.core.regular_files import open_regular
 
+MAX_TOKENIZER_JSON = 256 * 2**20  # the largest published tokenizer.json files take tens of MB
 _WORD = re.compile(r"[^\W\d_]{2,}")
 _MATRIX_KEYS = ("embeddings.word_embeddings.weight", "bert.embeddings.word_embeddings.weight")
 
@@ -64,8 +66,10 @@ class SourceNormaliser:
 
 def _read_json(path: Path) -> dict:
     try:
-        found = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        # a model folder's small JSON file: not a pipe or a device, not gigabytes
+        with open_regular(path, limit=MAX_TOKENIZER_JSON, what="tokenizer file") as fh:
+            found = json.loads(fh.read().decode("utf-8"))
+    except (OSError, ValueError, RecursionError, BiasError):
         return {}
     return found if isinstance(found, dict) else {}
 
