@@ -199,7 +199,7 @@ def predictions_of(result: Result, folder: Path | None) -> list[dict[str, Any]] 
         return None
     from bias.core.regular_files import open_regular
     from bias.core.runs.folder import MAX_TABLE
-    from bias.core.runs.results import within_cells
+    from bias.core.runs.item_tables import within_cells
 
     try:
         with (

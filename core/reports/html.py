@@ -122,7 +122,7 @@ def _figures(report: Report, folder: Path) -> list[tuple[str, bytes]]:
     with tempfile.TemporaryDirectory() as tmp:
         # The score files the results name live in the run folder; the word plot reads copies of
         # them.
-        from bias.core.runs.results import read_scores
+        from bias.core.runs.item_tables import read_scores
 
         for r in report.results:
             inside = readable_in_run(
@@ -146,7 +146,7 @@ def _scores(folder: Path, r: Any) -> list[dict[str, str]]:
     )
     if path is None:
         return []
-    from bias.core.runs.results import read_scores
+    from bias.core.runs.item_tables import read_scores
 
     return read_scores(path)
 

@@ -29,7 +29,7 @@ def _scores_of(folder: Path, r: Result) -> list[dict[str, str]]:
     path = readable_in_run(folder, r.figures.get("scores"), "figures.scores in results.jsonl")
     if path is None:
         return []
-    from bias.core.runs.results import read_scores
+    from bias.core.runs.item_tables import read_scores
 
     return read_scores(path)
 

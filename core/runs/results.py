@@ -29,9 +29,9 @@ import attrs
 
 from bias.core.errors import BiasError
 from bias.core.model import Result
-from bias.core.text import cell_value, csv_cell
+from bias.core.text import csv_cell
 from bias.core.regular_files import open_regular
-from bias.core.runs.folder import MAX_TABLE, link_refusal, open_in_run, readable_in_run
+from bias.core.runs.folder import link_refusal, open_in_run, readable_in_run
 
 log = logging.getLogger(__name__)
 RESULTS_FILE = "results.jsonl"
@@ -65,7 +65,6 @@ def _csv_bytes(rows: list[dict[str, Any]]) -> bytes:
     they first appear, a row's missing column left empty, every cell through `csv_cell` (control
     characters made visible, formulas defused)."""
     import csv
-    import io
 
     columns = list(rows[0])
     if all(list(row) == columns for row in rows):  # the usual table: every row the same columns
@@ -463,65 +462,3 @@ def read_results(path: Path) -> list[Result]:
     for bad in found.damaged:
         log.warning("%s: skipping %s.", found.path, bad)
     return found.results
-
-
-MAX_CELLS = 5_000_000  # of a per-item table: 100,000 items of 50 columns (about 100 B a cell)
-
-
-def within_cells(rows: Any, width: int, path: Path) -> list[Any]:
-    """The rows of a CSV reader, refused naming the file once they hold more than MAX_CELLS cells
-    (the header's width for every row: a file of short rows under a wide header is many cells)."""
-    out, cells = [], 0
-    for row in rows:
-        cells += max(width, len(row) if isinstance(row, list) else 0, 1)
-        if cells > MAX_CELLS:
-            raise BiasError(
-                f"{path}: more than {MAX_CELLS:,} cells, more than a run's per-item table holds.",
-                "Run the experiment again, or remove the damaged file.",
-            )
-        out.append(row)
-    return out
-
-
-def read_scores(path: Path) -> list[dict[str, str]]:
-    """The rows of a per-item scores table of a run folder (`scores-*.csv`: set, item, s, ...), its
-    cells as they were before `csv_cell` defused them, each `s` checked to be a number: a file
-    damaged or edited by hand is refused naming its line, never met as a ValueError halfway through
-    a report."""
-    import csv
-
-    damaged = "Run the experiment again, or remove the damaged file."
-    try:
-        with (
-            open_regular(path, limit=MAX_TABLE, follow_links=False, what="scores table") as raw,
-            io.TextIOWrapper(raw, encoding="utf-8", newline="") as fh,
-        ):
-            reader = csv.reader(fh)
-            header = [cell_value(name) for name in next(reader, [])]
-            lines = within_cells(reader, len(header), path)
-    except (UnicodeDecodeError, csv.Error) as exc:
-        raise BiasError(f"{path}: not a readable scores table ({exc}).", damaged) from None
-    if len(set(header)) != len(header):
-        raise BiasError(f"{path}: the header names a column twice.", damaged)
-    if "s" in header and not {"set", "item"} <= set(header):
-        raise BiasError(f"{path}: a table of s(w) without its set and item columns.", damaged)
-    rows = []
-    for line, cells in enumerate(lines, start=2):
-        if not cells:  # a blank line, as csv.DictReader skips it
-            continue
-        if len(cells) != len(header):
-            raise BiasError(f"{path}: line {line} does not have the header's columns.", damaged)
-        row = dict(zip(header, (cell_value(cell) for cell in cells)))
-        if "s" in row:
-            try:
-                value = float(row["s"])
-            except ValueError:
-                value = math.nan
-            if not (math.isfinite(value) and abs(value) <= MAX_MAGNITUDE):
-                raise BiasError(
-                    f"{path}: line {line}: s = {row['s'][:40]!r} is not a finite number of a "
-                    "metric's range.",
-                    damaged,
-                )
-        rows.append(row)
-    return rows

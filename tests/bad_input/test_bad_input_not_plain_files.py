@@ -186,7 +186,7 @@ def test_J01_a_file_of_a_million_damaged_lines_lists_a_hundred_and_counts_the_re
 def test_J05_J06_a_table_of_more_cells_than_a_run_writes_is_refused_naming_it(tmp_path: Path) -> None:
     """Short rows under a wide header: 6,000,000 cells in 6 MB."""
     from bias.core.errors import BiasError
-    from bias.core.runs.results import read_scores
+    from bias.core.runs.item_tables import read_scores
 
     path = tmp_path / "scores-x.csv"
     path.write_text("set,item,s," + ",".join(f"c{i}" for i in range(57)) + "\n" + "X,w,0\n" * 100_000, encoding="utf-8")

@@ -339,7 +339,8 @@ def test_a_defused_csv_cell_reads_back_as_written(text: str) -> None:
 def test_a_per_item_table_reads_back_its_words_and_refuses_huge_scores(tmp_path: Path) -> None:
     """C01, A02, A03: `read_scores` gives the words as written and refuses s past any range."""
     from bias.core.errors import BiasError
-    from bias.core.runs.results import _csv_bytes, read_scores
+    from bias.core.runs.item_tables import read_scores
+    from bias.core.runs.results import _csv_bytes
 
     path = tmp_path / "scores.csv"
     path.write_bytes(_csv_bytes([{"set": "X", "item": "-rose", "s": 0.5}, {"set": "Y", "item": "=x", "s": -0.25}]))
