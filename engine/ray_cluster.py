@@ -319,3 +319,32 @@ def _keep_signal_handlers() -> Iterator[None]:
                 signal.signal(getattr(signal, name), handler)
             except (ValueError, TypeError):  # not the main thread, or a handler set outside Python
                 pass
+
+
+@contextmanager
+def noticed_interrupts() -> Iterator[list[int]]:
+    """SIGINT noted as well as raised. Python prints and drops an exception raised inside an
+    object's `__del__`: a Ctrl-C that lands while an actor handle let go mid-wait is being
+    collected would be lost, and a run waiting on an experiment that cannot end would wait for
+    ever. The results loop raises the noted interrupt itself."""
+    seen: list[int] = []
+    try:
+        previous = signal.getsignal(signal.SIGINT)
+
+        def note(signum: int, frame: Any) -> None:
+            if previous == signal.SIG_IGN:
+                return
+            seen.append(signum)
+            if callable(previous):
+                previous(signum, frame)
+            else:
+                raise KeyboardInterrupt
+
+        signal.signal(signal.SIGINT, note)
+    except ValueError:  # not the main thread: signals are not ours to handle there
+        yield seen
+        return
+    try:
+        yield seen
+    finally:
+        signal.signal(signal.SIGINT, previous)

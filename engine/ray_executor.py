@@ -40,7 +40,7 @@ from bias import registry
 from bias.core.errors import USAGE, BiasError
 from bias.core.model import FAILED, Result
 from bias.core.runs.results import ResultStore
-from bias.engine.ray_cluster import Cluster, import_ray
+from bias.engine.ray_cluster import Cluster, import_ray, noticed_interrupts
 from bias.engine.ray_worker import ModelWorker
 from bias.engine.runner import Event, failed_before_metric
 from bias.engine.spending import check_spending
@@ -54,6 +54,7 @@ DEFAULT_RETRIES = 2
 # How long a model's node may stay unreachable (not yet declared dead) before that costs a retry.
 UNREACHABLE_PATIENCE_S = 300.0
 RESEND_PAUSE_S = 1.0
+POLL_S = 0.5  # the longest wait for a result before the loop looks for a Ctrl-C again
 
 
 def actor_options(resources: dict[str, Any], label: str, device: Any = None) -> dict[str, float]:
@@ -290,9 +291,15 @@ class _Grid:
                 self.pending[actor.run.remote(p)] = (label, p)
 
     def results(self) -> Iterator[Result]:
+        with noticed_interrupts() as interrupts:
+            yield from self._results(interrupts)
+
+    def _results(self, interrupts: list[int]) -> Iterator[Result]:
         self.start()
         left = {label: len(group) for label, group in self.groups.items()}
         while self.pending or self.resend:
+            if interrupts:  # a Ctrl-C whose KeyboardInterrupt Python dropped (see below)
+                raise KeyboardInterrupt
             self._send_due()
             refs = [*self.placing, *self.pending]
             wait = max(
@@ -304,7 +311,7 @@ class _Grid:
                 time.sleep(min(wait, RESEND_PAUSE_S))
                 continue
             ready, _ = self.ray.wait(
-                refs, num_returns=1, timeout=min(wait, 3600.0) if self.resend else None
+                refs, num_returns=1, timeout=min(wait, POLL_S) if self.resend else POLL_S
             )
             if not ready:
                 continue
