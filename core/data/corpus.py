@@ -71,17 +71,14 @@ def read_lines(path: str | Path) -> Iterator[tuple[int, str]]:
     """(line number, text) of each non-blank line, decoded strictly as UTF-8; a bad byte names its
     line."""
     path = Path(path)
+    hint = "Give a UTF-8 text file with one sentence per line."
     if not path.exists():
         raise BiasError(
             f"Corpus file not found: {path}",
             "Give a UTF-8 text file with one sentence or comment per line.",
         )
     if path.is_dir():
-        raise BiasError(
-            f"Corpus {path} is a folder, not a text file.",
-            "Give a UTF-8 text file with one sentence per line.",
-        )
-    hint = "Give a UTF-8 text file with one sentence per line."
+        raise BiasError(f"Corpus {path} is a folder, not a text file.", hint)
     with open_regular(path, what="corpus", hint=hint) as fh:
         for number, raw in enumerate(iter(lambda: fh.readline(MAX_LINE_BYTES + 1), b""), 1):
             if len(raw) > MAX_LINE_BYTES:

@@ -197,15 +197,10 @@ def predictions_of(result: Result, folder: Path | None) -> list[dict[str, Any]] 
     path = readable_in_run(Path(folder), found, "figures.predictions in results.jsonl")
     if path is None:
         return None
-    from bias.core.regular_files import open_regular
-    from bias.core.runs.folder import MAX_TABLE
-    from bias.core.runs.item_tables import within_cells
+    from bias.core.runs.item_tables import table_text, within_cells
 
     try:
-        with (
-            open_regular(path, limit=MAX_TABLE, follow_links=False, what="table") as raw,
-            io.TextIOWrapper(raw, encoding="utf-8", newline="") as fh,
-        ):
+        with table_text(path, "table") as fh:
             reader = csv.DictReader(fh)
             rows = within_cells(reader, len(reader.fieldnames or ()), path)
     except (OSError, UnicodeDecodeError, csv.Error):

@@ -134,6 +134,11 @@ def short_models(results: Sequence[Result]) -> dict[str, str]:
             options = re.search(r"\[(.*)\]$", label)
             out[label] = _cut(f"{name}[{options.group(1)}]") if options else name
     # Still the same (two folders with one base name): number them.
+    return _numbered(out)
+
+
+def _numbered(out: dict[str, str]) -> dict[str, str]:
+    """`out` with names that two keys share numbered (name#1, ...) until they differ."""
     seen: dict[str, int] = {}
     for label, name in list(out.items()):
         if list(out.values()).count(name) > 1:
@@ -158,14 +163,7 @@ def short_tests(results: Sequence[Result]) -> dict[str, str]:
     names = list(dict.fromkeys(r.wordset for r in results))
     out = {n: short_test(n) for n in names}
     values = list(out.values())
-    out = {n: _cut(s if values.count(s) == 1 else n) for n, s in out.items()}
-    seen: dict[str, int] = {}
-    values = list(out.values())
-    for name, short in list(out.items()):
-        if values.count(short) > 1:
-            seen[short] = seen.get(short, 0) + 1
-            out[name] = f"{short}#{seen[short]}"
-    return out
+    return _numbered({n: _cut(s if values.count(s) == 1 else n) for n, s in out.items()})
 
 
 def test_title(result: Result) -> str:

@@ -202,16 +202,24 @@ MAX_FIGURE = 64 * 2**20  # a PNG of a report; the largest grid's page is a few m
 MAX_TABLE = 256 * 2**20  # a per-item table: a hundred thousand items take about ten megabytes
 
 
-def read_in_run(folder: Path, name: Any, field: str, limit: int) -> bytes | None:
+def read_in_run(
+    folder: Path,
+    name: Any,
+    field: str,
+    limit: int,
+    what: str | None = None,
+    hint: str = "Give a plain file.",
+) -> bytes | None:
     """The bytes of the run folder's file `name` (`readable_in_run`), refused when it is a pipe or
-    a device or holds more than `limit` bytes: a received folder must not make a report read
-    without end."""
+    a device or holds more than `limit` bytes (`what` names its kind in the refusal): a received
+    folder must not make a report read without end."""
     path = readable_in_run(folder, name, field)
     if path is None:
         return None
     from bias.core.regular_files import open_regular
 
-    with open_regular(path, limit=limit, follow_links=False, what=f"file ({field})") as fh:
+    kind = what or f"file ({field})"
+    with open_regular(path, limit=limit, follow_links=False, what=kind, hint=hint) as fh:
         return fh.read()
 
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import io
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +19,17 @@ from bias.core.runs.results import MAX_MAGNITUDE
 from bias.core.text import cell_value
 
 MAX_CELLS = 5_000_000  # of a per-item table: 100,000 items of 50 columns (about 100 B a cell)
+
+
+@contextmanager
+def table_text(path: Path, what: str) -> Iterator[Any]:
+    """A per-item table of a run folder opened as CSV text: a plain file (no link, pipe or
+    device) of at most MAX_TABLE bytes, else refused naming it."""
+    with (
+        open_regular(path, limit=MAX_TABLE, follow_links=False, what=what) as raw,
+        io.TextIOWrapper(raw, encoding="utf-8", newline="") as fh,
+    ):
+        yield fh
 
 
 def within_cells(rows: Any, width: int, path: Path) -> list[Any]:
@@ -43,10 +56,7 @@ def read_scores(path: Path) -> list[dict[str, str]]:
 
     damaged = "Run the experiment again, or remove the damaged file."
     try:
-        with (
-            open_regular(path, limit=MAX_TABLE, follow_links=False, what="scores table") as raw,
-            io.TextIOWrapper(raw, encoding="utf-8", newline="") as fh,
-        ):
+        with table_text(path, "scores table") as fh:
             reader = csv.reader(fh)
             header = [cell_value(name) for name in next(reader, [])]
             lines = within_cells(reader, len(header), path)

@@ -20,21 +20,18 @@ MAX_MANIFEST = 8 * 2**20  # a manifest holds the experiment file and a line per 
 def manifest_text(folder: Path) -> str | None:
     """The manifest of a run folder as written (None when there is none); a link, a pipe or a
     device in its place, or a file larger than MAX_MANIFEST, is refused naming it."""
-    from bias.core.regular_files import open_regular
-    from bias.core.runs.folder import readable_in_run
+    from bias.core.runs.folder import read_in_run
 
     # a link planted in its place is refused
-    path = readable_in_run(Path(folder), MANIFEST_FILE, "the manifest")
-    if path is None:
-        return None
-    with open_regular(
-        path,
-        limit=MAX_MANIFEST,
-        follow_links=False,
+    written = read_in_run(
+        Path(folder),
+        MANIFEST_FILE,
+        "the manifest",
+        MAX_MANIFEST,
         what="manifest",
         hint="Check the run folder: manifest.json is what a run wrote, and nothing else.",
-    ) as fh:
-        return fh.read().decode("utf-8", errors="replace")
+    )
+    return None if written is None else written.decode("utf-8", errors="replace")
 
 
 def read_manifest(folder: Path) -> dict[str, Any] | None:
