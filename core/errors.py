@@ -88,7 +88,7 @@ def _recognise_one(exc: BaseException) -> BiasError | None:
         return BiasError(
             "Not enough memory for this run.",
             "Use a smaller --batch-size, fewer --permutations or --bootstrap resamples, or "
-            "a smaller model.",
+            "a smaller model; check that no input file is far larger than it should be.",
         )
     if isinstance(exc, ValueError) and "null byte" in str(exc):
         return BiasError(

@@ -89,13 +89,22 @@ class Planned:
     notes: tuple[str, ...] = ()
 
 
+_SNIFFED = 2**20
+
+
 def is_framework_config(path: Path) -> bool:
     """A framework experiment file: not TOML, and its first content line has four commas."""
     if Path(path).suffix.lower() == ".toml":
         return False
-    try:
-        text = Path(path).read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError):
+    from bias.core.regular_files import open_regular
+
+    try:  # the first content line decides: a megabyte is read at most (the file may be /dev/zero)
+        with open_regular(path) as fh:
+            head = fh.read(_SNIFFED)
+        if len(head) == _SNIFFED:
+            head = head[: head.rfind(b"\n") + 1]
+        text = head.decode("utf-8-sig")
+    except (OSError, UnicodeDecodeError, BiasError):
         return False
     for raw in text.splitlines():
         line = raw.strip()

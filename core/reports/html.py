@@ -100,6 +100,7 @@ def _e(text: Any) -> str:
 
 
 MAX_SHOWN = 200_000  # characters of the manifest shown in the page
+_REDRAWN = "Remove the folder's .png figures: the report draws them again when it finds none."
 
 
 def _figures(report: Report, folder: Path) -> list[tuple[str, bytes]]:
@@ -111,7 +112,9 @@ def _figures(report: Report, folder: Path) -> list[tuple[str, bytes]]:
     for base in FIGURES:
         # a figure of many panels goes on over further files: words.png, words-2.png, ...
         name, page = base, 1
-        while (png := read_in_run(folder, f"{name}.png", "the figure", MAX_FIGURE)) is not None:
+        while (
+            png := read_in_run(folder, f"{name}.png", "the figure", MAX_FIGURE, hint=_REDRAWN)
+        ) is not None:
             found.append((name, png))
             page += 1
             name = f"{base}-{page}"
@@ -305,7 +308,7 @@ def to_html(report: Report, folder: Path, agreement: Any = None) -> str:
 def _agreement_section(report: Report, agreement: Any, folder: Path) -> str:
     from bias.core.reports.agreement import to_html as agreement_html
 
-    png = read_in_run(folder, "agreement.png", "the figure", MAX_FIGURE)
+    png = read_in_run(folder, "agreement.png", "the figure", MAX_FIGURE, hint=_REDRAWN)
     if png is not None:
         return agreement_html(agreement, png)
     import tempfile

@@ -205,3 +205,52 @@ def test_J07_J08_a_sparse_word_set_or_a_corpus_line_of_gigabytes_is_refused(worl
 
     with pytest.raises(BiasError, match="line 1 is longer than 1,048,576 bytes"):
         list(read_lines(tmp_path / "corpus.txt"))
+
+
+@pytest.mark.parametrize("case", ["pipe", "sparse-config", "device"])
+def test_J17_a_model_folder_file_that_is_a_pipe_a_device_or_gigabytes_is_refused_naming_it(
+    world: World, tmp_path: Path, case: str
+) -> None:
+    """transformers opens a model folder's files itself: a pipe blocked it, a sparse config.json of
+    gigabytes ended in MemoryError (exit 1)."""
+    model = tmp_path / "m"
+    shutil.copytree(world.bert, model)
+    if case == "pipe":
+        name = "tokenizer_config.json"
+        (model / name).unlink(missing_ok=True)
+        os.mkfifo(model / name)
+        said = "is not a regular file (a named pipe or a device)"
+    elif case == "device":
+        name = "special_tokens_map.json"
+        (model / name).unlink(missing_ok=True)
+        (model / name).symlink_to("/dev/zero")
+        said = "is not a regular file (a named pipe or a device)"
+    else:
+        name = "config.json"
+        text = (model / name).read_bytes()
+        sparse(model / name, 4 * GIB)
+        with open(model / name, "r+b") as fh:
+            fh.write(text)
+        said = "holds 4,294,967,296 bytes, more than such a file may (16,777,216)"
+    done = bias("run", "-m", f"hf:{model}", "-w", str(world.wordset), "--out", "out", cwd=tmp_path, timeout=60)
+    assert done.returncode == 2, done.stderr
+    assert f"{model / name}' in the model folder {said}" in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_J12c_a_named_experiment_file_linked_to_dev_zero_is_not_read_whole(tmp_path: Path) -> None:
+    (tmp_path / "cfg.txt").symlink_to("/dev/zero")
+    done = bias("run", "cfg.txt", cwd=tmp_path, timeout=60)
+    assert done.returncode == 2, done.stderr
+    assert "cfg.txt is not a regular" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_J21_an_oversized_figure_says_that_the_report_draws_it_again(world: World, tmp_path: Path) -> None:
+    from bias.core.runs.folder import MAX_FIGURE
+
+    folder = received(world, tmp_path)
+    sparse(folder / "forest.png", MAX_FIGURE + 1)
+    done = bias("report", str(folder), "--format", "html", cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert "forest.png holds 67,108,865 bytes" in done.stderr, done.stderr
+    assert "Remove the folder's .png figures: the report draws them again" in done.stderr

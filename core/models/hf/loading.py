@@ -69,7 +69,10 @@ class LoadedModel:
 
 def check_folder_files(folder: Path) -> None:
     """A model folder needs config.json, weights and a tokenizer's vocabulary; say which are
-    missing."""
+    missing. transformers opens the folder's files itself, so a named pipe or a device among them
+    (a received folder) would block it or never end, and a sparse config of gigabytes exhaust
+    memory: those are refused here, naming the file."""
+    _check_entries(folder)
     files = {p.name for p in folder.iterdir() if p.is_file()}
     if "config.json" not in files:
         raise BiasError(
@@ -96,6 +99,40 @@ def check_folder_files(folder: Path) -> None:
             "cannot hold code.",
             folder,
         )
+
+
+# Bytes a model folder's text files may hold: a config is a few kilobytes; the largest tokenizers
+# (a quarter of a million pieces) take tens of megabytes. Weights are not bounded (memory-mapped).
+_CONFIG_FILES = {"config.json": 16 * 2**20, "generation_config.json": 16 * 2**20}
+_TEXT_SUFFIXES = (".json", ".txt", ".model", ".jinja")
+MAX_TOKENIZER_FILE = 512 * 2**20
+
+
+def _check_entries(folder: Path) -> None:
+    import stat
+
+    for path in folder.iterdir():
+        try:
+            status = path.stat()
+        except OSError:  # a dangling link: transformers says what it misses, if it needs it
+            continue
+        if stat.S_ISDIR(status.st_mode):
+            continue
+        if not stat.S_ISREG(status.st_mode):
+            raise BiasError(
+                f"'{path}' in the model folder is not a regular file (a named pipe or a device); "
+                "nothing was read from it.",
+                "Replace it with the file save_pretrained wrote, or remove it.",
+            )
+        limit = _CONFIG_FILES.get(path.name)
+        if limit is None and path.suffix in _TEXT_SUFFIXES:
+            limit = MAX_TOKENIZER_FILE
+        if limit is not None and status.st_size > limit:
+            raise BiasError(
+                f"'{path}' in the model folder holds {status.st_size:,} bytes, more than such a "
+                f"file may ({limit:,}); nothing was read from it.",
+                "Replace it with the file save_pretrained wrote.",
+            )
 
 
 def check_reachable(repo_id: str) -> None:
