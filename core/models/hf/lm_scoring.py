@@ -108,12 +108,10 @@ def masked_log_probs(
         return [np.zeros(0, dtype=np.float64) for _ in requests]
     # the requests' sentences (many requests mask one sentence in turn, sharing its tuple of ids),
     # padded once each; equal sentences held in different objects are merged with the rows below
-    sentences = dict(zip(map(id, texts), texts))
-    number = dict(zip(sentences, itertools.count()))
-    of_request = np.fromiter(
-        map(number.__getitem__, map(id, texts)), dtype=np.int64, count=len(requests)
-    )
-    ids, lengths = padded_rows(list(sentences.values()), pad_id(tokenizer))
+    objects = np.fromiter(map(id, texts), dtype=np.uint64, count=len(requests))
+    _, first, of_request = np.unique(objects, return_index=True, return_inverse=True)
+    ids, lengths = padded_rows([texts[k] for k in first.tolist()], pad_id(tokenizer))
+    of_request = of_request.reshape(-1)
     ids, lengths = ids[of_request], lengths[of_request]
     owner, rank = runs(counts)
     where = np.fromiter(
@@ -158,6 +156,8 @@ def masked_log_probs(
             batch_size,
             max_tokens=max_tokens,
         )
+    if (counts == counts[0]).all():  # one position each (a pseudo-log-likelihood): rows in C
+        return list(picked.reshape(len(requests), int(counts[0])))
     bounds = offsets(counts).tolist()
     return [picked[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
 
@@ -173,7 +173,7 @@ def _distinct_rows(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         np.random.default_rng(0).integers(1, 2**62, size=matrix.shape[1], dtype=np.int64) | 1
     )
     with np.errstate(over="ignore"):
-        hashes = (matrix * multipliers).sum(axis=1)
+        hashes = matrix @ multipliers  # wraps modulo 2^64, as the sum of products would
     _, first, number = np.unique(hashes, return_index=True, return_inverse=True)
     number = number.reshape(-1)
     if not np.array_equal(matrix, matrix[first[number]]):  # a collision: the exact way
