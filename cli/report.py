@@ -38,8 +38,10 @@ def execute(
     if report.results:  # each damaged line said, whatever is made of the rest
         for bad in report.damaged[:5]:
             warn(err_console, f"results.jsonl {bad}: skipped.")
-        if len(report.damaged) > 5:
-            say(err_console, f"... and {len(report.damaged) - 5:,} more damaged line(s) skipped.")
+        shown = len(report.damaged[:5])
+        if report.damaged_lines > shown and len(report.damaged) > shown:
+            rest = report.damaged_lines - shown
+            say(err_console, f"... and {rest:,} more damaged line(s) skipped.")
     if robustness and report.results:
         _robustness_report(report, folder, formats, console)
         return

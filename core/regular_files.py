@@ -6,6 +6,7 @@ kilobytes to send: each is refused naming the file, before anything is read.
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from pathlib import Path
@@ -28,28 +29,44 @@ def open_regular(
     """`path` opened for reading (binary), refused unless it is a regular file of at most `limit`
     bytes; a link is refused too with `follow_links=False` (a run folder's files). OSErrors other
     than these (not found, a folder, no permission) reach the caller as they are."""
-    flags = os.O_RDONLY | _NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    flags = os.O_RDONLY | _NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
     if not follow_links:
         flags |= _NOFOLLOW
+    # the kind is checked before the open as well as after it: opening some devices is itself an
+    # action (a watchdog starts counting), and a node nothing drives fails to open with an error
+    # that would say nothing of what the file is
+    before = os.stat(path, follow_symlinks=follow_links)
+    if not follow_links and stat.S_ISLNK(before.st_mode):  # as O_NOFOLLOW refuses it: the caller
+        raise OSError(errno.ELOOP, os.strerror(errno.ELOOP), str(path))  # says it is a link
+    _check_kind(path, before, limit, what, hint)
     fd = os.open(path, flags)
     try:
-        status = os.fstat(fd)
-        if stat.S_ISDIR(status.st_mode):
-            raise IsADirectoryError(21, "Is a directory", str(path))
-        if not stat.S_ISREG(status.st_mode):
-            raise BiasError(
-                f"{path} is not a regular {what} (a named pipe or a device); nothing was read "
-                "from it.",
-                hint,
-            )
-        if limit is not None and status.st_size > limit:
-            raise BiasError(
-                f"{path} holds {status.st_size:,} bytes, more than a {what} may ({limit:,}); "
-                "nothing was read from it.",
-                hint,
-            )
+        _check_kind(path, os.fstat(fd), limit, what, hint)  # the file opened is the one checked
         os.set_blocking(fd, True)
         return os.fdopen(fd, "rb")
     except BaseException:
         os.close(fd)
         raise
+
+
+def article(word: str) -> str:
+    """'a' or 'an' before `word`, as the file kinds named in messages need."""
+    return "an" if word[:1].lower() in "aeiou" else "a"
+
+
+def _check_kind(
+    path: str | Path, status: os.stat_result, limit: int | None, what: str, hint: str
+) -> None:
+    if stat.S_ISDIR(status.st_mode):
+        raise IsADirectoryError(21, "Is a directory", str(path))
+    if not stat.S_ISREG(status.st_mode):
+        raise BiasError(
+            f"{path} is not a regular {what} (a named pipe or a device); nothing was read from it.",
+            hint,
+        )
+    if limit is not None and status.st_size > limit:
+        raise BiasError(
+            f"{path} holds {status.st_size:,} bytes, more than {article(what)} {what} may "
+            f"({limit:,}); nothing was read from it.",
+            hint,
+        )

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from bias.core.errors import BiasError
-from bias.core.regular_files import open_regular
+from bias.core.regular_files import open_regular, article
 
 
 def read_text(path: str | Path, kind: str = "word-set file") -> str:
@@ -22,7 +22,15 @@ def read_text(path: str | Path, kind: str = "word-set file") -> str:
     every importer of the plain-text and CSV formats reads through here, so they fail alike."""
     try:
         with open_regular(path, limit=MAX_TEXT_FILE, what=kind) as fh:
-            return fh.read().decode("utf-8-sig")
+            raw = fh.read()
+        if raw.count(b"\n") >= MAX_LINES:  # each line becomes objects: 2-byte lines cost 60x
+            raise BiasError(
+                f"{path} has more than {MAX_LINES:,} lines, more than {article(kind)} {kind} "
+                "may; nothing was read from it.",
+                "Give the file of the test itself (the largest published ones have tens of "
+                "thousands of lines).",
+            )
+        return raw.decode("utf-8-sig")
     except FileNotFoundError:
         raise BiasError(
             f"{kind[0].upper() + kind[1:]} not found: {path}", "Check the path."
@@ -36,9 +44,12 @@ def read_text(path: str | Path, kind: str = "word-set file") -> str:
 
 
 # A data file is read whole: bounded, so that a sparse file of gigabytes (a few kilobytes in an
-# archive) is refused, not read. The largest published datasets read here (BBQ's, a few tens of
-# megabytes) fit; a TOML file (a word set, a prompts file, a package's data) is far smaller.
-MAX_TEXT_FILE = 512 * 2**20
+# archive) is refused, not read, and so is one whose lines or words, each an object once read, would
+# fill memory (50 MiB of two-letter lines took 3 GB). The largest published datasets read here fit
+# well within (BBQ's largest file: 16,000 lines, 14 MB); a TOML file (a word set, a prompts file, a
+# package's data) is far smaller.
+MAX_TEXT_FILE = 32 * 2**20
+MAX_LINES = 1_000_000
 MAX_TOML_FILE = 16 * 2**20
 
 MAX_DEPTH = 64  # levels of nesting a data file may have; the formats read here need four at most
@@ -105,16 +116,25 @@ def content_lines(path: str | Path, count: int = 20) -> list[str] | None:
     None when the file cannot be read as UTF-8: what the line-based formats sniff."""
     lines: list[str] = []
     try:
-        with open_regular(path) as binary, io.TextIOWrapper(binary, "utf-8") as fh:
-            for raw in fh:
-                stripped = raw.strip()
-                if stripped and not stripped.startswith("#"):
-                    lines.append(raw.rstrip("\n"))
-                    if len(lines) >= count:
-                        break
+        with open_regular(path) as binary:
+            head = binary.read(
+                _SNIFFED
+            )  # a megabyte at most: a file of one endless line is sniffed
+        if len(head) == _SNIFFED:  # cut after its last whole line
+            head = head[: head.rfind(b"\n") + 1]
+        text = head.decode("utf-8-sig").replace("\r\n", "\n").replace("\r", "\n")
+        for raw in text.split("\n"):
+            stripped = raw.strip()
+            if stripped and not stripped.startswith("#"):
+                lines.append(raw)
+                if len(lines) >= count:
+                    break
     except (OSError, UnicodeDecodeError, BiasError):
         return None
     return lines
+
+
+_SNIFFED = 2**20
 
 
 def read_toml(path: Path) -> dict[str, Any]:

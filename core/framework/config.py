@@ -33,7 +33,7 @@ import attrs
 from bias.core.errors import BiasError
 from bias.core.data.framework_layout import FOLDER_CODES, language_code
 from bias.core.text import shown
-from bias.core.data.file_reading import read_text
+from bias.core.data.file_reading import content_lines, read_text
 
 PRESET = "bias-framework"
 METRICS = {"WEAT": "weat", "SEAT": "seat", "LPBS": "lpbs", "CROWS": "crows", "FISE": "fise"}
@@ -89,30 +89,19 @@ class Planned:
     notes: tuple[str, ...] = ()
 
 
-_SNIFFED = 2**20
-
-
 def is_framework_config(path: Path) -> bool:
     """A framework experiment file: not TOML, and its first content line has four commas."""
     if Path(path).suffix.lower() == ".toml":
         return False
-    from bias.core.regular_files import open_regular
-
-    try:  # the first content line decides: a megabyte is read at most (the file may be /dev/zero)
-        with open_regular(path) as fh:
-            head = fh.read(_SNIFFED)
-        if len(head) == _SNIFFED:
-            head = head[: head.rfind(b"\n") + 1]
-        text = head.decode("utf-8-sig")
-    except (OSError, UnicodeDecodeError, BiasError):
+    lines = content_lines(path, 1)  # its first megabyte at most (the file may be /dev/zero)
+    if lines is None:
         return False
-    for raw in text.splitlines():
-        line = raw.strip()
-        if line and not line.startswith("#"):
-            # TOML's first line is `key = ...`; a framework line may hold '=' only in its model name
-            # (the fifth field), where a code option is then refused by name.
-            return "," in line and "=" not in ",".join(line.split(",")[:4])
-    return True
+    if not lines:
+        return True
+    line = lines[0].strip()
+    # TOML's first line is `key = ...`; a framework line may hold '=' only in its model name (the
+    # fifth field), where a code option is then refused by name.
+    return "," in line and "=" not in ",".join(line.split(",")[:4])
 
 
 def read_lines(path: Path) -> tuple[list[ConfigLine], list[str]]:

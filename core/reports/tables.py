@@ -112,6 +112,7 @@ class Report:
     settings: dict[str, str]
     skipped: list[dict[str, Any]] = attrs.Factory(list)
     damaged: list[str] = attrs.Factory(list)
+    damaged_lines: int = 0  # how many lines `damaged` stands for (its last entry may count many)
     # notes of the run's settings (e.g. a preset), from its manifest
     run_notes: list[str] = attrs.Factory(list)
 
@@ -360,6 +361,7 @@ def build(
         settings=settings_of(results),
         skipped=list(skipped),
         damaged=[str(d) for d in damaged],
+        damaged_lines=sum(getattr(d, "count", 1) for d in damaged),
         run_notes=[str(n) for n in notes],
     )
 

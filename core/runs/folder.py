@@ -45,7 +45,7 @@ def _plain_name(name: str | Path) -> bool:
     )
 
 
-def _not_a_file(path: Path | str) -> BiasError:
+def not_a_file(path: Path | str) -> BiasError:
     return BiasError(
         f"{path} is not a regular file (a device or a named pipe); bias writes and reads only "
         "plain files in a run folder.",
@@ -117,20 +117,24 @@ def open_in_run(
         path = os.path.join(folder, name)
     else:
         path = _inside(folder, name, "the file")
+    if special_file(path):
+        # checked before the open too: opening some devices is itself an action (a watchdog starts
+        # counting), and a node nothing drives fails to open with an error that says nothing
+        raise not_a_file(path)
     try:
         # never blocking on a pipe, never a terminal's controlling device
         fd = os.open(path, flags | _NONBLOCK | getattr(os, "O_NOCTTY", 0), 0o644)
     except OSError as exc:
         if os.path.islink(path):  # a link, there before the open or swapped in after the check
             raise link_refusal(Path(path)) from None
-        if exc.errno == errno.ENXIO:  # a pipe nobody reads
-            raise _not_a_file(path) from None
+        if exc.errno == errno.ENXIO or special_file(path):  # a pipe nobody reads, a node swapped
+            raise not_a_file(path) from None  # in after the check
         raise
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         # a device node or a pipe a received folder (an unpacked archive) put in a file's place:
         # nothing is written into it
         os.close(fd)
-        raise _not_a_file(path)
+        raise not_a_file(path)
     os.set_blocking(fd, True)
     handle: IO[Any] = os.fdopen(
         fd,
@@ -139,6 +143,15 @@ def open_in_run(
         **({} if binary else {"encoding": encoding, "newline": newline}),
     )
     return _Replacing(handle, path, target) if atomic else handle
+
+
+def special_file(path: str | Path) -> bool:
+    """A device node, a named pipe or a socket stands at `path` (not a file, folder or link)."""
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode))
 
 
 def _remove_stale_temporaries(target: Path) -> None:

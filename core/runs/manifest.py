@@ -20,8 +20,10 @@ MAX_MANIFEST = 8 * 2**20  # a manifest holds the experiment file and a line per 
 def manifest_text(folder: Path) -> str | None:
     """The manifest of a run folder as written (None when there is none); a link, a pipe or a
     device in its place, or a file larger than MAX_MANIFEST, is refused naming it."""
-    from bias.core.runs.folder import read_in_run
+    from bias.core.runs.folder import not_a_file, read_in_run, special_file
 
+    if special_file(Path(folder) / MANIFEST_FILE):  # a device or a pipe is said, not passed over
+        raise not_a_file(Path(folder) / MANIFEST_FILE)
     # a link planted in its place is refused
     written = read_in_run(
         Path(folder),

@@ -244,6 +244,7 @@ class DamagedLine:
 
     number: int
     reason: str
+    count: int = 1  # the lines it stands for: the last entry counts those not listed one by one
 
     def __str__(self) -> str:
         return f"line {self.number}: {self.reason}"
@@ -317,17 +318,29 @@ def scan_results(path: Path) -> ResultsFile:
                     continue
             if len(damaged) < MAX_DAMAGED_LISTED:
                 damaged.append(DamagedLine(number, problem))
-            else:  # a file of millions of one-byte lines must not become millions of messages
-                unlisted += 1
-                first_unlisted = first_unlisted or number
+                continue
+            # a file of millions of one-byte lines must not become millions of messages, nor take
+            # hours to read: a run leaves one torn line, not a million damaged ones
+            unlisted += 1
+            first_unlisted = first_unlisted or number
+            if unlisted + len(damaged) > MAX_DAMAGED:
+                raise BiasError(
+                    f"{path} has more than {MAX_DAMAGED:,} damaged lines (the first at line "
+                    f"{damaged[0].number}): not a results file a run wrote; nothing is read "
+                    "from it.",
+                    "Check the run folder: results.jsonl is what a run wrote, and nothing else.",
+                )
     if unlisted:
         damaged.append(
-            DamagedLine(first_unlisted, f"and {unlisted:,} more damaged lines from here on")
+            DamagedLine(
+                first_unlisted, f"and {unlisted:,} more damaged lines from here on", unlisted
+            )
         )
     return ResultsFile(path, results, damaged)
 
 
 MAX_DAMAGED_LISTED = 100  # damaged lines listed one by one; the rest are counted
+MAX_DAMAGED = 1_000_000  # damaged lines read before the file is refused (about ten seconds)
 
 
 MAX_RESULTS_BYTES = 2 * 2**30  # a results file of a million experiments is about 2 GB

@@ -231,7 +231,7 @@ def test_J17_a_model_folder_file_that_is_a_pipe_a_device_or_gigabytes_is_refused
         sparse(model / name, 4 * GIB)
         with open(model / name, "r+b") as fh:
             fh.write(text)
-        said = "holds 4,294,967,296 bytes, more than such a file may (16,777,216)"
+        said = "holds 4,294,967,296 bytes, more than such a file may (4,194,304)"
     done = bias("run", "-m", f"hf:{model}", "-w", str(world.wordset), "--out", "out", cwd=tmp_path, timeout=60)
     assert done.returncode == 2, done.stderr
     assert f"{model / name}' in the model folder {said}" in done.stderr, done.stderr
@@ -254,3 +254,136 @@ def test_J21_an_oversized_figure_says_that_the_report_draws_it_again(world: Worl
     assert done.returncode == 2, done.stderr
     assert "forest.png holds 67,108,865 bytes" in done.stderr, done.stderr
     assert "Remove the folder's .png figures: the report draws them again" in done.stderr
+
+
+def test_G41_G44_a_special_file_is_refused_before_it_is_opened(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Opening some devices is itself an action (a watchdog starts counting) and a node nothing
+    drives fails to open with ENODEV or EIO: the kind is checked before any open, for reading and
+    for writing. A named pipe and a socket (which, unlike a device node, need no root to make) stand
+    in for the node; an open of them fails the test."""
+    import socket
+
+    from bias.core.errors import BiasError
+    from bias.core.regular_files import open_regular
+    from bias.core.runs.folder import open_in_run
+
+    os.mkfifo(tmp_path / "report.md")
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(tmp_path / "ws.toml"))
+    real_open = os.open
+
+    def never_special(path, *args, **kwargs):
+        assert Path(path).name not in {"report.md", "ws.toml"}, f"{path} was opened"
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", never_special)
+    try:
+        with pytest.raises(BiasError, match="ws.toml is not a regular TOML file"):
+            open_regular(tmp_path / "ws.toml", what="TOML file")
+        with pytest.raises(BiasError, match="report.md is not a regular file"):
+            open_in_run(tmp_path, "report.md")
+        with pytest.raises(BiasError, match="ws.toml is not a regular file"):
+            open_in_run(tmp_path, "ws.toml", "wb")
+    finally:
+        server.close()
+
+
+def test_G44_a_socket_as_a_word_set_is_refused_with_exit_2(world: World, tmp_path: Path) -> None:
+    import socket
+
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(tmp_path / "ws.toml"))
+    try:
+        done = cli("run", "-m", f"word2vec:{world.w2v_bin}", "-w", "ws.toml", cwd=tmp_path)
+    finally:
+        server.close()
+    assert done.code == 2, done.both
+    assert "ws.toml is not a regular" in done.err and "Traceback" not in done.both
+
+
+@pytest.mark.parametrize(
+    ("name", "size", "limit"),
+    [("tokenizer_config.json", 5 * 2**20, "4,194,304"), ("chat_template.jinja", 2 * 2**20, "1,048,576"), ("vocab.txt", 17 * 2**20, "16,777,216")],
+)
+def test_G03c_G07_a_model_folders_text_files_are_bounded_by_what_they_take_in_memory(
+    world: World, tmp_path: Path, name: str, size: int, limit: str
+) -> None:
+    model = tmp_path / "m"
+    shutil.copytree(world.bert, model)
+    sparse(model / name, size)
+    done = bias("run", "-m", f"hf:{model}", "-w", str(world.wordset), "--out", "out", cwd=tmp_path, timeout=60)
+    assert done.returncode == 2, done.stderr
+    assert f"{model / name}' in the model folder holds {size:,} bytes, more than such a file may ({limit})" in done.stderr
+
+
+def test_G04c_a_vocabulary_without_its_unknown_token_is_refused_at_load(world: World, tmp_path: Path) -> None:
+    model = tmp_path / "m"
+    shutil.copytree(world.bert, model)
+    (model / "tokenizer.json").unlink()
+    (model / "vocab.txt").write_text("[CLS]\n[SEP]\n", encoding="utf-8")
+    done = bias("run", "-m", f"hf:{model}", "-w", str(world.wordset), "--out", "out", cwd=tmp_path, timeout=120)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert f"The tokenizer in '{model}' cannot encode text" in done.stdout + done.stderr
+    assert "please report" not in done.stdout + done.stderr
+
+
+def test_G10_a_static_from_encoder_vocabulary_of_gigabytes_is_refused(world: World, tmp_path: Path) -> None:
+    from bias.core.errors import BiasError
+    from bias.core.models.static import from_encoder
+
+    model = tmp_path / "enc"
+    shutil.copytree(world.bert, model)
+    sparse(model / "vocab.txt", 8 * GIB)
+    with pytest.raises(BiasError, match="vocab.txt holds 8,589,934,592 bytes, more than a vocabulary file may"):
+        from_encoder._build(model, tmp_path / "out.bin")
+
+
+def test_G23b_G26_a_word_list_of_millions_of_lines_is_refused_before_it_is_split(world: World, tmp_path: Path) -> None:
+    """50 MiB of two-letter lines took 3 GB once split into words."""
+    from bias.core.data.file_reading import MAX_TEXT_FILE, read_text
+    from bias.core.errors import BiasError
+
+    (tmp_path / "big.txt").write_bytes(b"a,b\n" * 1_000_001)
+    with pytest.raises(BiasError, match="big.txt has more than 1,000,000 lines, more than a word-set file may"):
+        read_text(tmp_path / "big.txt")
+    done = cli("run", "-m", f"word2vec:{world.w2v_bin}", "-w", "big.txt", cwd=tmp_path)
+    assert done.code == 2 and "big.txt" in done.err and "Traceback" not in done.both, done.both
+    sparse(tmp_path / "W1.txt", MAX_TEXT_FILE + 1)
+    with pytest.raises(BiasError, match=f"more than a word-set file may \\({MAX_TEXT_FILE:,}\\)"):
+        read_text(tmp_path / "W1.txt")
+
+
+def test_G21_the_refusal_reads_an_experiment_file(tmp_path: Path) -> None:
+    (tmp_path / "datasets").mkdir()
+    with open(tmp_path / "cfg.txt", "wb") as fh:
+        fh.write(b"W1,WEAT,fasttext,en,x\n")
+        fh.truncate(8 * GIB)
+    done = bias("run", "cfg.txt", cwd=tmp_path, timeout=60)
+    assert done.returncode == 2, done.stderr
+    assert "more than an experiment file may" in done.stderr, done.stderr
+
+
+def test_J01_damaged_lines_are_counted_on_the_terminal_and_a_million_refuse_the_file(
+    world: World, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = received(world, tmp_path)
+    with open(folder / "results.jsonl", "ab") as fh:
+        fh.write(b"x\n" * 150)
+    done = bias("report", str(folder), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "... and 145 more damaged line(s) skipped." in done.stderr, done.stderr
+    from bias.core.errors import BiasError
+    from bias.core.runs import results
+
+    monkeypatch.setattr(results, "MAX_DAMAGED", 120)
+    with pytest.raises(BiasError, match="more than 120 damaged lines"):
+        results.scan_results(folder)
+
+
+def test_G47_a_manifest_that_is_a_pipe_is_said_and_the_report_built_from_the_results(world: World, tmp_path: Path) -> None:
+    folder = received(world, tmp_path)
+    (folder / "manifest.json").unlink()
+    os.mkfifo(folder / "manifest.json")
+    done = bias("report", str(folder), cwd=tmp_path, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "manifest.json is not a regular file" in done.stderr and "built from results.jsonl alone" in done.stderr

@@ -101,11 +101,24 @@ def check_folder_files(folder: Path) -> None:
         )
 
 
-# Bytes a model folder's text files may hold: a config is a few kilobytes; the largest tokenizers
-# (a quarter of a million pieces) take tens of megabytes. Weights are not bounded (memory-mapped).
-_CONFIG_FILES = {"config.json": 16 * 2**20, "generation_config.json": 16 * 2**20}
-_TEXT_SUFFIXES = (".json", ".txt", ".model", ".jinja")
-MAX_TOKENIZER_FILE = 512 * 2**20
+# Bytes a model folder's text files may hold, far above the largest published ones: a config or a
+# tokenizer's settings is kilobytes (Gemma 3's tokenizer_config.json, 6,000 added tokens: 1.2 MB),
+# a chat template a few kilobytes, a vocabulary or merges file a megabyte or two, a tokenizer.json
+# of a quarter of a million pieces 33 MB. They grow up to 140 times in memory as transformers reads
+# them, so the bounds are tight. Weights are not bounded (memory-mapped).
+_SMALL = 4 * 2**20
+_FILE_LIMITS = {
+    "config.json": _SMALL,
+    "generation_config.json": _SMALL,
+    "tokenizer_config.json": _SMALL,
+    "special_tokens_map.json": _SMALL,
+    "added_tokens.json": _SMALL,
+    "preprocessor_config.json": _SMALL,
+    "chat_template.jinja": 2**20,
+    "chat_template.json": 2**20,
+    "tokenizer.json": 64 * 2**20,
+}
+_SUFFIX_LIMITS = {".model": 64 * 2**20, ".json": 16 * 2**20, ".txt": 16 * 2**20, ".jinja": 2**20}
 
 
 def _check_entries(folder: Path) -> None:
@@ -124,9 +137,7 @@ def _check_entries(folder: Path) -> None:
                 "nothing was read from it.",
                 "Replace it with the file save_pretrained wrote, or remove it.",
             )
-        limit = _CONFIG_FILES.get(path.name)
-        if limit is None and path.suffix in _TEXT_SUFFIXES:
-            limit = MAX_TOKENIZER_FILE
+        limit = _FILE_LIMITS.get(path.name, _SUFFIX_LIMITS.get(path.suffix))
         if limit is not None and status.st_size > limit:
             raise BiasError(
                 f"'{path}' in the model folder holds {status.st_size:,} bytes, more than such a "
@@ -384,6 +395,13 @@ def load_folder(
                 "found through the character offsets only a fast tokenizer gives.",
                 "Save a fast tokenizer (tokenizer.json) with the model.",
             )
+        try:  # a damaged vocabulary (no unknown token) fails only when a word is missing from it
+            tokenizer("zq \u2603")
+        except Exception as exc:
+            raise BiasError(
+                f"The tokenizer in '{folder}' cannot encode text: {brief(exc)}",
+                "Save the model's tokenizer next to it (tokenizer.save_pretrained(folder)).",
+            ) from exc
         chosen = choose_head(head, config)
         # the weights read straight into their precision, and onto a GPU without a host copy
         placement = {"device_map": device} if torch.device(device).type != "cpu" else {}

@@ -30,7 +30,10 @@ from bias.core.errors import BiasError
 from bias.core.models import encoding_cache
 from bias.core.regular_files import open_regular
 
-MAX_TOKENIZER_JSON = 256 * 2**20  # the largest published tokenizer.json files take tens of MB
+# the largest published tokenizer.json files take tens of MB, vocab.txt files a megabyte; they
+# grow many times in memory once read
+MAX_TOKENIZER_JSON = 64 * 2**20
+MAX_VOCABULARY = 16 * 2**20
 _WORD = re.compile(r"[^\W\d_]{2,}")
 _MATRIX_KEYS = ("embeddings.word_embeddings.weight", "bert.embeddings.word_embeddings.weight")
 
@@ -94,7 +97,9 @@ def _build(folder: Path, target: Path) -> None:
 
     weights, vocab_file = _source_files(folder)
     try:
-        vocab = vocab_file.read_text(encoding="utf-8").splitlines()
+        # not a pipe or a device, not gigabytes: a WordPiece vocabulary is a megabyte at most
+        with open_regular(vocab_file, limit=MAX_VOCABULARY, what="vocabulary file") as fh:
+            vocab = fh.read().decode("utf-8").splitlines()
     except UnicodeDecodeError as exc:
         raise BiasError(
             f"Cannot build static vectors from {folder}: vocab.txt is not UTF-8 text (byte "
