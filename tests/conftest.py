@@ -219,12 +219,38 @@ UNIT_MODULES = {
 }
 
 
+# Files of a minute and more on two busy cores (--durations), longest first. pytest-xdist hands
+# files to its workers in the order of the collection (see pytest_configure); its own order, by the
+# number of tests in a file, put the README tour (two tests, 110 s) last, so that one worker ran it
+# alone while the other had finished. The two files that train the masked LMs come first, so that
+# each worker trains one of them at once.
+LONGEST_FILES = (
+    "tests/test_crows.py", "tests/test_lpbs.py", "tests/test_readme.py", "tests/test_services.py",
+    "tests/test_figures.py", "tests/test_agreement.py", "tests/test_ray_cluster.py", "tests/test_bbq.py",
+    "tests/test_ray_executor.py", "tests/bad_input/test_bad_input_received.py", "tests/test_quickstart.py",
+    "tests/test_robustness_example.py", "tests/test_discrimination_replies.py",
+)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if hasattr(config.option, "loadscopereorder"):  # xdist: keep the order the collection gives
+        config.option.loadscopereorder = False
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         if SLOW_FIXTURES & set(getattr(item, "fixturenames", ())) or item.nodeid.split("[")[0] in SLOW_TESTS:
             item.add_marker(pytest.mark.slow)
         elif item.nodeid.split("::")[0] in UNIT_MODULES:
             item.add_marker(pytest.mark.unit)
+    # the longest files first, the others by their number of tests (xdist's own order); a file's
+    # tests stay together and in their order
+    files: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        files.setdefault(item.nodeid.split("::")[0], []).append(item)
+    rank = {name: i for i, name in enumerate(LONGEST_FILES)}
+    ordered = sorted(files, key=lambda name: (rank.get(name, len(rank)), -len(files[name])))
+    items[:] = [item for name in ordered for item in files[name]]
 
 
 @pytest.fixture(scope="session")

@@ -308,12 +308,16 @@ def test_G44_a_socket_as_a_word_set_is_refused_with_exit_2(world: World, tmp_pat
 def test_G03c_G07_a_model_folders_text_files_are_bounded_by_what_they_take_in_memory(
     world: World, tmp_path: Path, name: str, size: int, limit: str
 ) -> None:
+    """In process: the command's way to this check is the one test_J17 takes."""
+    from bias.core.errors import BiasError
+    from bias.core.models.hf.loading import check_folder_files
+
     model = tmp_path / "m"
     shutil.copytree(world.bert, model)
     sparse(model / name, size)
-    done = bias("run", "-m", f"hf:{model}", "-w", str(world.wordset), "--out", "out", cwd=tmp_path, timeout=60)
-    assert done.returncode == 2, done.stderr
-    assert f"{model / name}' in the model folder holds {size:,} bytes, more than such a file may ({limit})" in done.stderr
+    with pytest.raises(BiasError) as caught:
+        check_folder_files(model)
+    assert f"{model / name}' in the model folder holds {size:,} bytes, more than such a file may ({limit})" in caught.value.message
 
 
 def test_G04c_a_vocabulary_without_its_unknown_token_is_refused_at_load(world: World, tmp_path: Path) -> None:
