@@ -23,7 +23,14 @@ from bias.core.data.similarity_pairs import MIN_PAIRS, SimilarityPairs
 from bias.core.data.stereoset import GOLD_LABELS, StereoExample, StereoSentence, StereoSetExamples
 from bias.core.text import listed, shown
 from bias.core.data.wordsets import normalise
-from bias.core.data.file_reading import content_lines, file_head, parse_json, read_json, read_text
+from bias.core.data.file_reading import (
+    MAX_DATASET_FILE,
+    content_lines,
+    file_head,
+    parse_json,
+    read_json,
+    read_text,
+)
 
 __all__ = [
     "BBQ",
@@ -48,6 +55,7 @@ __all__ = [
     "fill",
     "read_json",
     "read_text",
+    "MAX_DATASET_FILE",
     "shown",
     "SIMILARITY_PAIRS",
     "SimilarityPairs",

@@ -85,8 +85,12 @@ def _recognise_one(exc: BaseException) -> BiasError | None:
             "Free some space or write elsewhere (--out).",
         )
     if isinstance(exc, MemoryError) or name in ("OutOfMemoryError", "OutOfMemory"):
+        from bias.core.regular_files import last_opened
+
+        read = last_opened()
         return BiasError(
-            "Not enough memory for this run.",
+            "Not enough memory for this run"
+            + (f" (the last data file read: {read})." if read else "."),
             "Use a smaller --batch-size, fewer --permutations or --bootstrap resamples, or "
             "a smaller model; check that no input file is far larger than it should be.",
         )

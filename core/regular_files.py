@@ -16,6 +16,13 @@ from bias.core.errors import BiasError
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)  # opening a pipe for reading waits for a writer without it
+_LAST_OPENED: list[str] = []
+
+
+def last_opened() -> str | None:
+    """The file `open_regular` was last asked for: what a message about exhausted memory names,
+    since a file that grows many times in memory once read is the likeliest cause."""
+    return _LAST_OPENED[0] if _LAST_OPENED else None
 
 
 def open_regular(
@@ -35,6 +42,7 @@ def open_regular(
     # the kind is checked before the open as well as after it: opening some devices is itself an
     # action (a watchdog starts counting), and a node nothing drives fails to open with an error
     # that would say nothing of what the file is
+    _LAST_OPENED[:] = [str(path)]
     before = os.stat(path, follow_symlinks=follow_links)
     if not follow_links and stat.S_ISLNK(before.st_mode):  # as O_NOFOLLOW refuses it: the caller
         raise OSError(errno.ELOOP, os.strerror(errno.ELOOP), str(path))  # says it is a link

@@ -20,6 +20,7 @@ import attrs
 
 from bias import registry
 from bias.core.errors import BiasError
+from bias.core.regular_files import open_regular
 from bias.core.interfaces import MODEL_INPUT, WORDSET_INPUT, Embedder, InputRequest, ResolvedModel
 from bias.core.specs import parse_spec, resolve_location
 from bias.engine.absolute_paths import absolute_spec_text
@@ -27,6 +28,7 @@ from bias.engine.experiments import ModelConfig
 
 # Written by `bias debias` beside the vectors it saves; names the model they were debiased from.
 DEBIAS_RECORD = "debias.json"
+MAX_RECORD = 2**20  # a debiasing record is a few hundred bytes
 SAME = "same"  # `how` of an original that was not found: the measured model itself
 
 
@@ -64,7 +66,9 @@ def recorded_source(record: Path, hint: str) -> tuple[str, str]:
     """The spec of the model a debiased one was made from, read from its debias.json (a relative
     location is read against the record's folder), and how it was found."""
     try:
-        data = json.loads(record.read_text(encoding="utf-8"))
+        # a record of a few hundred bytes: not a pipe, a device or megabytes
+        with open_regular(record, limit=MAX_RECORD, what="debiasing record") as fh:
+            data = json.loads(fh.read().decode("utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
         raise BiasError(
             f"{record}: cannot read the record of the debiasing ({exc}).", hint

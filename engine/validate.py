@@ -9,7 +9,7 @@ from pathlib import Path
 from bias.core.data import content_checks
 from bias.core.errors import BiasError
 from bias.core.data.wordsets import Problem, errors_of, validate_toml_file
-from bias.core.data.file_reading import read_toml
+from bias.core.data.file_reading import read_text, read_toml
 from bias.core.runs.manifest import MANIFEST_FILE
 from bias.core.runs.results import RESULTS_FILE
 from bias.core.text import shown
@@ -131,7 +131,7 @@ def check_review_log(package: Path, files: list[Path]) -> list[Problem]:
                 REVIEW_LOG,
             )
         ]
-    text = log.read_text(encoding="utf-8")
+    text = read_text(log, "review log")
     return [
         Problem(
             str(log),

@@ -30,6 +30,7 @@ explained.
 
 from __future__ import annotations
 
+import io
 import math
 import re
 import unicodedata
@@ -39,9 +40,15 @@ from typing import Any
 
 from bias.core.data import grammar
 from bias.core.data.wordsets import SET_KEYS, Problem, normalise, word_entry, word_list
+from bias.core.errors import BiasError
+from bias.core.data.file_reading import read_text
 from bias.core.model import LOST_THRESHOLD
+from bias.core.regular_files import open_regular
 
 AMBIGUOUS_FILE = "ambiguous-words.txt"
+# the largest published frequency lists (wordfreq, FrequencyWords) take tens of megabytes
+MAX_FREQUENCY_LIST = 128 * 2**20
+MAX_LINE_CHARS = 4096
 OPPOSITE = (("X", "Y"), ("A", "B"))
 MIN_STEM = 5  # shorter shared pieces (un-, on-, -heid) are affixes, not stems
 MIN_PREFIX = 7  # a common beginning this long is a shared stem (funksjonsfrisk / funksjonshemmet)
@@ -127,8 +134,17 @@ def read_frequencies(path: Path) -> dict[str, float]:
     """A frequency list: `word count` per line (wordfreq, FrequencyWords, word2vec vocab files), or
     one word per line in rank order, whose counts are then estimated as 1/rank (Zipf)."""
     counts: dict[str, float] = {}
-    with open(path, encoding="utf-8") as fh:
-        for rank, line in enumerate(fh, start=1):
+    with (
+        open_regular(path, limit=MAX_FREQUENCY_LIST, what="frequency list") as raw,
+        io.TextIOWrapper(raw, "utf-8") as fh,
+    ):
+        for rank, line in enumerate(iter(lambda: fh.readline(MAX_LINE_CHARS + 1), ""), start=1):
+            if len(line) > MAX_LINE_CHARS:
+                raise BiasError(
+                    f"{path}: line {rank} is longer than {MAX_LINE_CHARS:,} characters; a "
+                    "frequency list has a word and a count per line.",
+                    "Give a frequency list (word count, one per line).",
+                )
             parts = line.split()
             if not parts or parts[0].startswith("#"):
                 continue
@@ -188,7 +204,7 @@ def read_ambiguous(path: Path) -> dict[str, str]:
     found: dict[str, str] = {}
     if not path.is_file():
         return found
-    for line in path.read_text(encoding="utf-8").splitlines():
+    for line in read_text(path, "list of ambiguous words").splitlines():
         line = line.split("#", 1)[0].strip()
         if not line:
             continue

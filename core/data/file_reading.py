@@ -17,19 +17,27 @@ from bias.core.errors import BiasError
 from bias.core.regular_files import open_regular, article
 
 
-def read_text(path: str | Path, kind: str = "word-set file") -> str:
+def read_text(
+    path: str | Path,
+    kind: str = "word-set file",
+    *,
+    limit: int | None = None,
+    longest_line: int | None = 2**20,
+) -> str:
     """A UTF-8 text file (a byte-order mark dropped), or a BiasError naming the file and what to do:
-    every importer of the plain-text and CSV formats reads through here, so they fail alike."""
+    every importer of the plain-text and CSV formats reads through here, so they fail alike.
+
+    `limit` (default MAX_TEXT_FILE) bounds the file, MAX_LINES its lines and `longest_line` each
+    line (None for a JSON document, which may be one line): every line, and every word or cell in
+    it, becomes an object once read, so a file of short pieces costs up to 60 times its size."""
     try:
-        with open_regular(path, limit=MAX_TEXT_FILE, what=kind) as fh:
+        with open_regular(path, limit=limit or MAX_TEXT_FILE, what=kind) as fh:
             raw = fh.read()
-        if raw.count(b"\n") >= MAX_LINES:  # each line becomes objects: 2-byte lines cost 60x
-            raise BiasError(
-                f"{path} has more than {MAX_LINES:,} lines, more than {article(kind)} {kind} "
-                "may; nothing was read from it.",
-                "Give the file of the test itself (the largest published ones have tens of "
-                "thousands of lines).",
-            )
+        if raw.count(b"\n") >= MAX_LINES:
+            _too_much(path, kind, f"more than {MAX_LINES:,} lines")
+        if longest_line and len(raw) > longest_line:
+            if max(map(len, raw.split(b"\n"))) > longest_line:
+                _too_much(path, kind, f"a line of more than {longest_line:,} bytes")
         return raw.decode("utf-8-sig")
     except FileNotFoundError:
         raise BiasError(
@@ -43,14 +51,23 @@ def read_text(path: str | Path, kind: str = "word-set file") -> str:
         ) from None
 
 
+def _too_much(path: str | Path, kind: str, what: str) -> None:
+    raise BiasError(
+        f"{path} has {what}, more than {article(kind)} {kind} may hold; nothing was read from it.",
+        "Give the file of the test itself (the largest published ones have tens of thousands of "
+        "lines of a few hundred bytes).",
+    )
+
+
 # A data file is read whole: bounded, so that a sparse file of gigabytes (a few kilobytes in an
 # archive) is refused, not read, and so is one whose lines or words, each an object once read, would
-# fill memory (50 MiB of two-letter lines took 3 GB). The largest published datasets read here fit
-# well within (BBQ's largest file: 16,000 lines, 14 MB); a TOML file (a word set, a prompts file, a
-# package's data) is far smaller.
-MAX_TEXT_FILE = 32 * 2**20
+# fill memory (50 MiB of two-letter lines took 3 GB, a 15 MiB TOML set of a million words 2.2 GB).
+# The bounds are tens of times the largest published file of each kind.
+MAX_TEXT_FILE = 4 * 2**20  # a WEAT file is kilobytes; CrowS-Pairs half a megabyte
+MAX_DATASET_FILE = 32 * 2**20  # what a dataset's importer may ask for (BBQ's largest file: 16 MB)
+MAX_JSON_FILE = 16 * 2**20  # a JSON document (StereoSet's dev set: a few megabytes)
 MAX_LINES = 1_000_000
-MAX_TOML_FILE = 16 * 2**20
+MAX_TOML_FILE = 4 * 2**20  # the largest TOML data file shipped is 40 KB
 
 MAX_DEPTH = 64  # levels of nesting a data file may have; the formats read here need four at most
 
@@ -84,7 +101,7 @@ def parse_json(text: str, where: object) -> Any:
 
 def read_json(path: str | Path, kind: str = "word-set file") -> Any:
     """A UTF-8 JSON file through `read_text` and `parse_json`."""
-    return parse_json(read_text(path, kind), path)
+    return parse_json(read_text(path, kind, limit=MAX_JSON_FILE, longest_line=None), path)
 
 
 def nesting(value: Any) -> int:

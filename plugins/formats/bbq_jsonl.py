@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from bias.api import BiasError, WordSetFormat
-from bias.api.data import BBQ, file_head, parse_json, read_text
+from bias.api.data import MAX_DATASET_FILE, BBQ, file_head, parse_json, read_text
 
 REQUIRED = (
     "example_id",
@@ -152,7 +152,7 @@ class BbqJsonlFormat(WordSetFormat):
 
     def record(self, path: Any) -> dict[str, Any]:
         path = Path(path)
-        text = read_text(path, "BBQ file")
+        text = read_text(path, "BBQ file", limit=MAX_DATASET_FILE)
         items: list[dict[str, Any]] = []
         for number, line in enumerate(text.splitlines(), start=1):
             if line.strip():

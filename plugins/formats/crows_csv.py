@@ -44,9 +44,11 @@ def detect_separator(text: str) -> str | None:
     """The separator that splits the header into the required columns; else csv.Sniffer's guess."""
     header = text.split("\n", 1)[0]
     for sep in SEPARATORS:
-        names = {
-            _normal_key(n).replace("-", "_") for n in next(csv.reader([header], delimiter=sep), [])
-        }
+        try:  # a cell past csv's field limit (131,072 characters) is an error, not a header
+            cells = next(csv.reader([header], delimiter=sep), [])
+        except csv.Error:
+            continue
+        names = {_normal_key(n).replace("-", "_") for n in cells}
         if all(col in names for col in REQUIRED):
             return sep
     try:

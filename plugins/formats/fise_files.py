@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from bias.api import BiasError, WordSetFormat
-from bias.api.data import FISE, file_head, fise_data, read_json
+from bias.api.data import FISE, file_head, fise_data, read_json, read_text
 from bias.api.static import with_layout_language
 
 
@@ -107,8 +107,8 @@ class FiseTraitsFormat(_Companion):
     def sniff(self, path: Path) -> bool:
         """One trait per line: no comma outside a list literal, no analogy section lines."""
         try:
-            text = Path(path).read_text(encoding="utf-8-sig")
-        except (OSError, UnicodeDecodeError):
+            text = read_text(path, "FISE traits file")  # bounded: the file may be anything
+        except BiasError:
             return False
         lines = [
             ln.strip() for ln in text.splitlines() if ln.strip() and not ln.strip().startswith("#")

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from bias.api import BiasError, WordSetFormat
-from bias.api.data import file_head, read_text
+from bias.api.data import MAX_DATASET_FILE, file_head, read_text
 
 REQUIRED = ("text", "label")
 SEPARATORS = (",", "\t", ";", "|")
@@ -44,7 +44,7 @@ class LabelledCsvFormat(WordSetFormat):
 
     def record(self, path: Any) -> dict[str, Any]:
         path = Path(path)
-        text = read_text(path, "CSV file")
+        text = read_text(path, "CSV file", limit=MAX_DATASET_FILE)
         if not text.strip():
             raise BiasError(
                 f"{path}: the file is empty.",

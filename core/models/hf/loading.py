@@ -20,6 +20,7 @@ from typing import Any
 import attrs
 
 from bias.core.errors import BiasError
+from bias.core.regular_files import open_regular
 from bias.core.models.hf.batching import token_limit
 from bias.core.models.hf.compute import WEIGHTS, resolve_device
 from bias.core.models.hf.fingerprint import WEIGHT_SUFFIXES
@@ -263,8 +264,11 @@ def head_from_files(location: str, asked: str) -> str | None:
         folder, repo_id = resolve_source(location)
         cached = _cached_config(repo_id) if folder is None else None  # type: ignore[arg-type]
         path = folder / "config.json" if folder is not None else Path(cached or "")
-        data = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
-    except (BiasError, OSError, UnicodeDecodeError, ValueError):
+        data = None
+        if path.is_file():  # bounded as the folder's check bounds it: it may come first
+            with open_regular(path, limit=_FILE_LIMITS["config.json"], what="config") as fh:
+                data = json.loads(fh.read().decode("utf-8"))
+    except (BiasError, OSError, UnicodeDecodeError, ValueError, RecursionError):
         return None
     if not isinstance(data, dict) or "auto_map" in data:
         return None
