@@ -148,27 +148,34 @@ def check_pooling(loaded: LoadedModel, pooling: str, spec: str) -> None:
 
 def tokenized(tokenizer: Any, texts: Sequence[str]) -> list[Tokenized]:
     """ids, offsets and special-token flags of each text, with special tokens and uncut."""
-    if not texts:
-        return []
-    with quiet_transformers():
-        encoded = tokenizer(
-            list(texts),
-            add_special_tokens=True,
-            truncation=False,
-            padding=False,
-            return_offsets_mapping=True,
-            return_special_tokens_mask=True,
-            return_attention_mask=False,
-            return_token_type_ids=False,
+    out: list[Tokenized] = []
+    for first in range(0, len(texts), TOKENIZED_AT_ONCE):
+        chunk = list(texts[first : first + TOKENIZED_AT_ONCE])
+        with quiet_transformers():
+            encoded = tokenizer(
+                chunk,
+                add_special_tokens=True,
+                truncation=False,
+                padding=False,
+                return_offsets_mapping=True,
+                return_special_tokens_mask=True,
+                return_attention_mask=False,
+                return_token_type_ids=False,
+            )
+        out.extend(
+            (
+                list(encoded["input_ids"][i]),
+                [tuple(o) for o in encoded["offset_mapping"][i]],
+                list(encoded["special_tokens_mask"][i]),
+            )
+            for i in range(len(chunk))
         )
-    return [
-        (
-            list(encoded["input_ids"][i]),
-            [tuple(o) for o in encoded["offset_mapping"][i]],
-            list(encoded["special_tokens_mask"][i]),
-        )
-        for i in range(len(texts))
-    ]
+    return out
+
+
+# Texts given to the tokenizer in one call: its Rust code does not return to Python (where Ctrl-C
+# is seen) until the whole list is done, which took 20 s for a million words.
+TOKENIZED_AT_ONCE = 4096
 
 
 def only_unknown(tokenizer: Any, words: Sequence[str]) -> set[str]:
@@ -176,8 +183,12 @@ def only_unknown(tokenizer: Any, words: Sequence[str]) -> set[str]:
     unk = getattr(tokenizer, "unk_token_id", None)
     if unk is None or not words:
         return set()
-    with quiet_transformers():
-        ids = tokenizer(list(words), add_special_tokens=False)["input_ids"]
+    words = list(words)
+    ids: list[Any] = []
+    for first in range(0, len(words), TOKENIZED_AT_ONCE):
+        with quiet_transformers():
+            chunk = words[first : first + TOKENIZED_AT_ONCE]
+            ids.extend(tokenizer(chunk, add_special_tokens=False)["input_ids"])
     return {w for w, row in zip(words, ids) if row and all(i == unk for i in row)}
 
 
