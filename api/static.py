@@ -35,7 +35,12 @@ from bias.core.models.static.formats import (
     sniff_format,
     wrong_format,
 )
-from bias.core.models.static.word2vec_files import WordTable, read_glove, read_word2vec
+from bias.core.models.static.word2vec_files import (
+    WordTable,
+    open_vectors_file,
+    read_glove,
+    read_word2vec,
+)
 from bias.core.data.text_formats import read_lines, with_layout_language
 
 __all__ = [
@@ -49,6 +54,7 @@ __all__ = [
     "FASTTEXT_BIN",
     "FileFormat",
     "HEADERLESS_TEXT",
+    "open_vectors_file",
     "PICKLE",
     "read_lines",
     "read_glove",

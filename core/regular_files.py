@@ -17,6 +17,7 @@ from bias.core.errors import BiasError
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)  # opening a pipe for reading waits for a writer without it
 _LAST_OPENED: list[str] = []
+PLAIN = "Give a plain file."  # the hint for a pipe or a device; a file too large gets its own
 
 
 def last_opened() -> str | None:
@@ -31,7 +32,7 @@ def open_regular(
     limit: int | None = None,
     follow_links: bool = True,
     what: str = "file",
-    hint: str = "Give a plain file.",
+    hint: str = PLAIN,
 ) -> BinaryIO:
     """`path` opened for reading (binary), refused unless it is a regular file of at most `limit`
     bytes; a link is refused too with `follow_links=False` (a run folder's files). OSErrors other
@@ -76,5 +77,44 @@ def _check_kind(
         raise BiasError(
             f"{path} holds {status.st_size:,} bytes, more than {article(what)} {what} may "
             f"({limit:,}); nothing was read from it.",
-            hint,
+            "Check that this is the file you meant (the bound is far above any real one)."
+            if hint == PLAIN
+            else hint,
         )
+
+
+class BoundedLines:
+    """A binary handle whose lines are at most `limit` bytes: `readline()` and iteration past it
+    raise a BiasError naming the file, so that a line of gigabytes (a sparse file, or a small
+    compressed one) is never held whole. Reads of a size and everything else pass through."""
+
+    def __init__(self, handle: BinaryIO, path: str | Path, limit: int, what: str) -> None:
+        self._handle, self._path, self._limit, self._what = handle, path, limit, what
+
+    def readline(self, size: int = -1) -> bytes:
+        line = self._handle.readline(self._limit + 1 if size < 0 else size)
+        if len(line) > self._limit:
+            raise BiasError(
+                f"{self._path} has a line of more than {self._limit:,} bytes; no line of "
+                f"{article(self._what)} {self._what} is that long.",
+                "Check that this is the file you meant.",
+            )
+        return line
+
+    def __iter__(self) -> BoundedLines:
+        return self
+
+    def __next__(self) -> bytes:
+        line = self.readline()
+        if not line:
+            raise StopIteration
+        return line
+
+    def __enter__(self) -> BoundedLines:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._handle.close()
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._handle, name)

@@ -19,7 +19,7 @@ import attrs
 
 from bias import registry
 from bias.core import threads as cpu_threads
-from bias.core.errors import FAILURE, BiasError
+from bias.core.errors import FAILURE, BiasError, recognised
 from bias.core.compatibility import missing_capabilities
 from bias.core.interfaces import Capability, Embedder, Metric, variant_meta
 from bias.core.model import FAILED, REFUSED, Result
@@ -391,10 +391,11 @@ def run_one(
         if debug:
             raise
         log.debug("experiment %s failed", exp.key, exc_info=True)
+        said = recognised(exc)  # memory, disk, network: said in words (MemoryError has none)
         result = Result(
             **identity(exp),
             status=FAILED,
-            reason=f"{type(exc).__name__}: {exc}",
+            reason=f"{said.message} {said.hint}" if said else f"{type(exc).__name__}: {exc}",
             meta=_data_meta(p.data),
         )
     elapsed = time.perf_counter() - started

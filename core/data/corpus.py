@@ -65,6 +65,7 @@ def pattern(words: Sequence[str], case: str = "exact") -> re.Pattern[str]:
 
 
 MAX_LINE_BYTES = 2**20  # a sentence or a comment; a corpus line longer than this is refused
+MAX_CONTEXT_TEXT = 256 * 2**20  # characters of all the contexts kept (CEAT: 10,000 per word)
 
 
 def read_lines(path: str | Path) -> Iterator[tuple[int, str]]:
@@ -136,7 +137,7 @@ def find_contexts(
     rng = random.Random(seed)
     reservoirs: dict[str, list[Context]] = {k: [] for k in by_key}
     seen = dict.fromkeys(by_key, 0)
-    n_lines = 0
+    n_lines = held = 0  # held: characters of the contexts kept
     for number, line in lines:
         n_lines += 1
         firsts: dict[str, tuple[int, int]] = {}
@@ -150,10 +151,20 @@ def find_contexts(
             reservoir = reservoirs[key]
             if len(reservoir) < per_word:
                 reservoir.append(Context(line, span, number))
+                held += len(line)
             else:
                 j = rng.randrange(seen[key])
                 if j < per_word:
+                    held += len(line) - len(reservoir[j].text)
                     reservoir[j] = Context(line, span, number)
+            if held > MAX_CONTEXT_TEXT:
+                raise BiasError(
+                    f"The corpus's contexts kept for the stimuli hold more than "
+                    f"{MAX_CONTEXT_TEXT:,} characters (at line {number}); they would not fit in "
+                    "memory once encoded.",
+                    "Give fewer contexts_per_word, or a corpus of sentences rather than whole "
+                    "documents per line.",
+                )
     if n_lines == 0:
         raise BiasError(
             "The corpus is empty (no non-blank line).",

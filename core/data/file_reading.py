@@ -65,7 +65,7 @@ def _too_much(path: str | Path, kind: str, what: str) -> None:
 # The bounds are tens of times the largest published file of each kind.
 MAX_TEXT_FILE = 4 * 2**20  # a WEAT file is kilobytes; CrowS-Pairs half a megabyte
 MAX_DATASET_FILE = 32 * 2**20  # what a dataset's importer may ask for (BBQ's largest file: 16 MB)
-MAX_JSON_FILE = 16 * 2**20  # a JSON document (StereoSet's dev set: a few megabytes)
+MAX_JSON_FILE = 8 * 2**20  # a JSON document (StereoSet's dev set: a few megabytes)
 MAX_LINES = 1_000_000
 MAX_TOML_FILE = 4 * 2**20  # the largest TOML data file shipped is 40 KB
 

@@ -28,6 +28,7 @@ from bias.core.model import (
     WordList,
     WordSetMeta,
 )
+from bias.core.text import natural_key
 
 log = logging.getLogger(__name__)
 
@@ -90,11 +91,6 @@ class DataPackage:
 
     def names(self) -> list[str]:
         return [f"{self.language}/{p.stem}" for p in self.files()]
-
-
-def natural_key(text: str) -> list[Any]:
-    """Sort weat2 before weat10."""
-    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", text)]
 
 
 def normalise(word: str) -> str:
@@ -225,6 +221,9 @@ def word_entry(entry: Any) -> tuple[str | None, dict[str, Any]]:
     return None, {}
 
 
+MAX_SET_WORDS = 20_000
+
+
 def check_word_list(entry: Any, file: str, field: str) -> tuple[list[Problem], int]:
     """Problems of one `[sets.KEY]` table (label, grammar defaults, words) and its distinct size."""
     problems: list[Problem] = []
@@ -235,6 +234,8 @@ def check_word_list(entry: Any, file: str, field: str) -> tuple[list[Problem], i
         return [
             Problem(file, f"{field}.words", "empty or missing: a set needs at least one word")
         ], 0
+    if len(words) > MAX_SET_WORDS:  # each is encoded and compared with every other word
+        return [Problem(file, f"{field}.words", f"more than {MAX_SET_WORDS:,} words")], 0
     if "label" in entry and not isinstance(entry["label"], str):
         problems.append(Problem(file, f"{field}.label", "must be a string"))
     if "grammar" in entry:
@@ -417,11 +418,14 @@ def raise_on_errors(problems: list[Problem], path: str) -> None:
             f" (and {len(errors) - 1} more; run `bias validate {path}`)" if len(errors) > 1 else ""
         )
         raise BiasError(f"Invalid word set: {errors[0]}{more}", "Fix the file and try again.")
-    for problem in problems:
-        if problem.severity == "note":
-            log.warning("note: %s", problem)
-        else:
-            log.warning("%s", problem)
+    for problem in problems[:MAX_LOGGED]:  # 20,000 repeated words printed 20,000 lines
+        log.warning("note: %s" if problem.severity == "note" else "%s", problem)
+    if len(problems) > MAX_LOGGED:
+        more = len(problems) - MAX_LOGGED
+        log.warning("... and %d more warnings (`bias validate %s` lists them)", more, path)
+
+
+MAX_LOGGED = 20  # warnings of a word set logged one by one when it is loaded
 
 
 def association_from_record(data: dict[str, Any], name: str, path: str) -> AssociationTest:

@@ -221,7 +221,7 @@ def read_in_run(
     field: str,
     limit: int,
     what: str | None = None,
-    hint: str = "Give a plain file.",
+    hint: str | None = None,
 ) -> bytes | None:
     """The bytes of the run folder's file `name` (`readable_in_run`), refused when it is a pipe or
     a device or holds more than `limit` bytes (`what` names its kind in the refusal): a received
@@ -229,10 +229,10 @@ def read_in_run(
     path = readable_in_run(folder, name, field)
     if path is None:
         return None
-    from bias.core.regular_files import open_regular
+    from bias.core.regular_files import PLAIN, open_regular
 
     kind = what or f"file ({field})"
-    with open_regular(path, limit=limit, follow_links=False, what=kind, hint=hint) as fh:
+    with open_regular(path, limit=limit, follow_links=False, what=kind, hint=hint or PLAIN) as fh:
         return fh.read()
 
 

@@ -9,7 +9,6 @@ lifetime of the embedder, and a request with several new words scans once for al
 
 from __future__ import annotations
 
-import gzip
 from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any, ClassVar
@@ -23,6 +22,7 @@ from bias.api.static import (
     FileFormat,
     StaticEmbedder,
     existing_file,
+    open_vectors_file,
     sniff_format,
     unique,
     words_to_vectors,
@@ -106,7 +106,7 @@ class StreamedTextEmbedder(StaticEmbedder):
 
     def _open(self) -> IO[bytes]:
         assert self._path is not None and self._format is not None
-        return gzip.open(self._path, "rb") if self._format.compressed else open(self._path, "rb")
+        return open_vectors_file(self._path, self._format.compressed)
 
     def _scan(self, wanted: set[str]) -> None:
         """One pass over the file for all of `wanted`, stopping as soon as every one is found."""

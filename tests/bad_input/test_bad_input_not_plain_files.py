@@ -438,3 +438,60 @@ def test_the_memory_message_names_the_last_data_file_read(tmp_path: Path) -> Non
         pass
     said = recognised(MemoryError())
     assert said is not None and f"the last data file read: {tmp_path / 'ws.toml'}" in said.message
+
+
+def test_HX10_HX12_a_vectors_file_with_a_line_of_gigabytes_is_refused_naming_it(tmp_path: Path) -> None:
+    """Rows of text vectors are read line by line; a line of 4 GB (sparse, or 19 MB of gzip) was
+    held whole."""
+    from bias.core.errors import BiasError
+    from bias.core.models.static.word2vec_files import read_glove, read_word2vec
+
+    path = tmp_path / "big.vec"
+    with open(path, "wb") as fh:
+        fh.write(b"2 3\nrose 0.1 0.2 0.3\n")
+        fh.truncate(4 * GIB)
+    with pytest.raises(BiasError, match="big.vec has a line of more than 1,048,576 bytes"):
+        read_word2vec(path, binary=False)
+    glove = tmp_path / "big.txt"
+    glove.write_bytes(b"rose 0.1 0.2 0.3\n" + b"x" * (2**20 + 5) + b"\n")
+    with pytest.raises(BiasError, match="big.txt has a line of more than 1,048,576 bytes"):
+        read_glove(glove)
+
+
+def test_HX06_HX07_corpora_keep_a_bounded_amount_of_text(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from bias.core.data import corpus
+    from bias.core.errors import BiasError
+    from bias.core.models.debiasing import counterfactual_sentences as cs
+
+    path = tmp_path / "c.txt"
+    path.write_text(("he said so " + "x" * 1000 + "\n") * 50, encoding="utf-8")
+    monkeypatch.setattr(cs, "MAX_CORPUS_TEXT", 10_000)
+    assert len(cs.read_corpus(path)) == 10  # 1,011 characters a line: the tenth passes 10,000
+    monkeypatch.setattr(corpus, "MAX_CONTEXT_TEXT", 20_000)
+    with pytest.raises(BiasError, match="hold more than 20,000 characters"):
+        corpus.corpus_contexts(path, ["said"], per_word=40, seed=0)
+
+
+def test_HX05b_HX04_a_set_of_more_than_20000_words_is_refused_and_warnings_are_capped(world: World, tmp_path: Path) -> None:
+    from bad_input_helpers import words_toml
+    from fixtures.planted import X_WORDS
+
+    words_toml(tmp_path / "big.toml", X=[f"w{i}" for i in range(20_001)])
+    done = cli("run", "-m", f"word2vec:{world.w2v_bin}", "-w", "big.toml", cwd=tmp_path)
+    assert done.code == 2 and "sets.X.words: more than 20,000 words" in done.err, done.both
+    words_toml(tmp_path / "dup.toml", X=[*X_WORDS, *[X_WORDS[0]] * 300])
+    done = cli("run", "-m", f"word2vec:{world.w2v_bin}", "-w", "dup.toml", "--permutations", "100", "--bootstrap", "0", cwd=tmp_path)
+    assert done.err.count("repeats word 0") == 20 and "... and 280 more warnings" in done.err, done.err[-500:]
+
+
+def test_a_memory_error_inside_an_experiment_is_said_in_words(world: World, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from bias.plugins.metrics.weat import Weat
+
+    def exhausted(*args, **kwargs):
+        raise MemoryError
+
+    monkeypatch.setattr(Weat, "compute", exhausted)
+    done = cli("run", "-m", f"word2vec:{world.w2v_bin}", "-w", str(world.wordset), "--out", "out", cwd=tmp_path)
+    assert done.code == 1, done.both
+    line = json.loads((tmp_path / "out" / "results.jsonl").read_text(encoding="utf-8").splitlines()[0])
+    assert line["status"] == "failed" and line["reason"].startswith("Not enough memory for this run")

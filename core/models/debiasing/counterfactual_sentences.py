@@ -27,6 +27,7 @@ log = logging.getLogger(__name__)
 # sentence, exclaimed and asked.
 BARE_TEMPLATES = ("{word}", "{Word}.", "{Word}!", "{Word}?")
 MAX_CORPUS_LINES = 200_000  # sentences read from a corpus; more add little to a k-dimensional PCA
+MAX_CORPUS_TEXT = 64 * 2**20  # and their characters: 200,000 lines of a megabyte would not fit
 
 
 @attrs.frozen
@@ -113,8 +114,19 @@ def read_corpus(path: str | Path) -> list[str]:
     from bias.core.data.corpus import read_lines
 
     lines: list[str] = []
+    kept = 0
     for _, line in read_lines(path):
         lines.append(line.strip())
+        kept += len(lines[-1])
+        if kept > MAX_CORPUS_TEXT:
+            log.warning(
+                "%s: the first %d sentences hold more than %d characters; the rest of the corpus "
+                "is not read.",
+                path,
+                len(lines),
+                MAX_CORPUS_TEXT,
+            )
+            break
         if len(lines) >= MAX_CORPUS_LINES:
             break
     return lines

@@ -38,8 +38,18 @@ class WordTable:
         return int(self.vectors.shape[1])
 
 
-def _open(path: Path) -> IO[bytes]:
-    return gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")
+MAX_ROW_BYTES = 2**20  # a row of 300 numbers as text is 3 KB; 4,096 of them about 50 KB
+
+
+def open_vectors_file(path: Path, compressed: bool | None = None) -> IO[bytes]:
+    """A vectors file (gzip when `compressed`, by default when it ends in .gz) read as bytes, each
+    line at most MAX_ROW_BYTES: a row of gigabytes (a sparse file, or 19 MB of gzip) would be held
+    whole."""
+    from bias.core.regular_files import BoundedLines
+
+    gz = path.suffix == ".gz" if compressed is None else compressed
+    handle = gzip.open(path, "rb") if gz else open(path, "rb")
+    return BoundedLines(handle, path, MAX_ROW_BYTES, "vectors file")  # type: ignore[return-value]
 
 
 def _header(handle: IO[bytes]) -> tuple[int, int]:
@@ -81,7 +91,7 @@ def read_word2vec(
     path: Path, *, binary: bool, limit: int | None = None, unicode_errors: str = "strict"
 ) -> WordTable:
     """A word2vec file with its header line, binary or text."""
-    with _open(path) as handle:
+    with open_vectors_file(path) as handle:
         count, dim = _header(handle)
         if limit:
             count = min(count, limit)
@@ -95,15 +105,15 @@ def read_word2vec(
 
 def read_glove(path: Path, *, limit: int | None = None) -> WordTable:
     """A GloVe text file: rows only, the width read from the first row."""
-    with _open(path) as handle:
+    with open_vectors_file(path) as handle:
         count = sum(1 for line in handle if line.strip())
-    with _open(path) as handle:
+    with open_vectors_file(path) as handle:
         first = next((line for line in handle if line.strip()), b"")
         dim = len(first.split()) - 1
     if limit:
         count = min(count, limit)
     rows = _Rows(count, dim)
-    with _open(path) as handle:
+    with open_vectors_file(path) as handle:
         _text_rows(handle, rows, count, dim, "strict")
     return rows.table(path)
 
