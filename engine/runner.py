@@ -234,8 +234,11 @@ def run(
 
 
 def _reason(exc: BaseException) -> str:
-    if isinstance(exc, BiasError):
-        return exc.message + (f" {exc.hint}" if exc.hint else "")
+    """A failure in words: a BiasError's, or the words for memory, disk and network failures
+    (a MemoryError has none of its own), else the exception's type and text."""
+    said = recognised(exc)
+    if said is not None:
+        return said.message + (f" {said.hint}" if said.hint else "")
     return f"{type(exc).__name__}: {exc}"
 
 
@@ -391,12 +394,8 @@ def run_one(
         if debug:
             raise
         log.debug("experiment %s failed", exp.key, exc_info=True)
-        said = recognised(exc)  # memory, disk, network: said in words (MemoryError has none)
         result = Result(
-            **identity(exp),
-            status=FAILED,
-            reason=f"{said.message} {said.hint}" if said else f"{type(exc).__name__}: {exc}",
-            meta=_data_meta(p.data),
+            **identity(exp), status=FAILED, reason=_reason(exc), meta=_data_meta(p.data)
         )
     elapsed = time.perf_counter() - started
     fingerprint, info = facts if facts is not None else model_facts(embedder)

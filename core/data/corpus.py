@@ -64,7 +64,7 @@ def pattern(words: Sequence[str], case: str = "exact") -> re.Pattern[str]:
     return re.compile(rf"(?<!\w)(?:{body})(?!\w)", flags)
 
 
-MAX_LINE_BYTES = 2**20  # a sentence or a comment; a corpus line longer than this is refused
+MAX_LINE_BYTES = 64 * 2**10  # a sentence or a comment (a Reddit comment: at most 10,000 characters)
 MAX_CONTEXT_TEXT = 256 * 2**20  # characters of all the contexts kept (CEAT: 10,000 per word)
 
 

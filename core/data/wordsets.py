@@ -221,7 +221,7 @@ def word_entry(entry: Any) -> tuple[str | None, dict[str, Any]]:
     return None, {}
 
 
-MAX_SET_WORDS = 20_000
+MAX_SET_WORDS = 5_000
 
 
 def check_word_list(entry: Any, file: str, field: str) -> tuple[list[Problem], int]:

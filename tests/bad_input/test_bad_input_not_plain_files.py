@@ -203,7 +203,7 @@ def test_J07_J08_a_sparse_word_set_or_a_corpus_line_of_gigabytes_is_refused(worl
     from bias.core.data.corpus import read_lines
     from bias.core.errors import BiasError
 
-    with pytest.raises(BiasError, match="line 1 is longer than 1,048,576 bytes"):
+    with pytest.raises(BiasError, match="line 1 is longer than 65,536 bytes"):
         list(read_lines(tmp_path / "corpus.txt"))
 
 
@@ -465,6 +465,9 @@ def test_HX06_HX07_corpora_keep_a_bounded_amount_of_text(tmp_path: Path, monkeyp
 
     path = tmp_path / "c.txt"
     path.write_text(("he said so " + "x" * 1000 + "\n") * 50, encoding="utf-8")
+    (tmp_path / "long.txt").write_text("he said so " + "x" * 70_000 + "\n", encoding="utf-8")
+    with pytest.raises(BiasError, match="line 1 is longer than 65,536 bytes"):
+        cs.read_corpus(tmp_path / "long.txt")
     monkeypatch.setattr(cs, "MAX_CORPUS_TEXT", 10_000)
     assert len(cs.read_corpus(path)) == 10  # 1,011 characters a line: the tenth passes 10,000
     monkeypatch.setattr(corpus, "MAX_CONTEXT_TEXT", 20_000)
@@ -472,13 +475,13 @@ def test_HX06_HX07_corpora_keep_a_bounded_amount_of_text(tmp_path: Path, monkeyp
         corpus.corpus_contexts(path, ["said"], per_word=40, seed=0)
 
 
-def test_HX05b_HX04_a_set_of_more_than_20000_words_is_refused_and_warnings_are_capped(world: World, tmp_path: Path) -> None:
+def test_HX05b_HX04_a_set_of_more_than_5000_words_is_refused_and_warnings_are_capped(world: World, tmp_path: Path) -> None:
     from bad_input_helpers import words_toml
     from fixtures.planted import X_WORDS
 
-    words_toml(tmp_path / "big.toml", X=[f"w{i}" for i in range(20_001)])
+    words_toml(tmp_path / "big.toml", X=[f"w{i}" for i in range(5_001)])
     done = cli("run", "-m", f"word2vec:{world.w2v_bin}", "-w", "big.toml", cwd=tmp_path)
-    assert done.code == 2 and "sets.X.words: more than 20,000 words" in done.err, done.both
+    assert done.code == 2 and "sets.X.words: more than 5,000 words" in done.err, done.both
     words_toml(tmp_path / "dup.toml", X=[*X_WORDS, *[X_WORDS[0]] * 300])
     done = cli("run", "-m", f"word2vec:{world.w2v_bin}", "-w", "dup.toml", "--permutations", "100", "--bootstrap", "0", cwd=tmp_path)
     assert done.err.count("repeats word 0") == 20 and "... and 280 more warnings" in done.err, done.err[-500:]
@@ -495,3 +498,24 @@ def test_a_memory_error_inside_an_experiment_is_said_in_words(world: World, tmp_
     assert done.code == 1, done.both
     line = json.loads((tmp_path / "out" / "results.jsonl").read_text(encoding="utf-8").splitlines()[0])
     assert line["status"] == "failed" and line["reason"].startswith("Not enough memory for this run")
+
+
+def test_Q03_Q05_Q07_every_vectors_reader_is_bounded_and_a_load_failure_is_said_in_words(tmp_path: Path) -> None:
+    import struct
+
+    from bias.core.errors import BiasError
+    from bias.core.models.static.formats import check_text_rows, sniff_format
+    from bias.core.models.static.word2vec_files import read_word2vec
+    from bias.engine.runner import _reason
+
+    text = tmp_path / "big.txt"
+    text.write_bytes(b"2 3\nrose 0.1 0.2 0.3\n" + b"x" * (2**20 + 5) + b"\n")
+    with pytest.raises(BiasError, match="big.txt has a line of more than 1,048,576 bytes"):
+        check_text_rows(text, sniff_format(text), "word2vec")
+    binary = tmp_path / "big.bin"
+    with open(binary, "wb") as fh:
+        fh.write(b"2 3\nrose " + struct.pack("<3f", 0.1, 0.2, 0.3) + b"\n")
+        fh.truncate(64 * 2**20)  # a second "word" of 64 MB of NULs, no space: a few KB on disk
+    with pytest.raises(BiasError, match="big.bin has a word of more than 1,048,576 bytes at row 2"):
+        read_word2vec(binary, binary=True)
+    assert _reason(MemoryError()).startswith("Not enough memory for this run")

@@ -120,11 +120,11 @@ def read_corpus(path: str | Path) -> list[str]:
         kept += len(lines[-1])
         if kept > MAX_CORPUS_TEXT:
             log.warning(
-                "%s: the first %d sentences hold more than %d characters; the rest of the corpus "
+                "%s: the first %s sentences hold more than %s characters; the rest of the corpus "
                 "is not read.",
                 path,
-                len(lines),
-                MAX_CORPUS_TEXT,
+                f"{len(lines):,}",
+                f"{MAX_CORPUS_TEXT:,}",
             )
             break
         if len(lines) >= MAX_CORPUS_LINES:

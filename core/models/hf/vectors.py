@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import attrs
@@ -149,8 +149,7 @@ def check_pooling(loaded: LoadedModel, pooling: str, spec: str) -> None:
 def tokenized(tokenizer: Any, texts: Sequence[str]) -> list[Tokenized]:
     """ids, offsets and special-token flags of each text, with special tokens and uncut."""
     out: list[Tokenized] = []
-    for first in range(0, len(texts), TOKENIZED_AT_ONCE):
-        chunk = list(texts[first : first + TOKENIZED_AT_ONCE])
+    for chunk in _chunks(texts):
         with quiet_transformers():
             encoded = tokenizer(
                 chunk,
@@ -173,9 +172,24 @@ def tokenized(tokenizer: Any, texts: Sequence[str]) -> list[Tokenized]:
     return out
 
 
-# Texts given to the tokenizer in one call: its Rust code does not return to Python (where Ctrl-C
-# is seen) until the whole list is done, which took 20 s for a million words.
+# Texts given to the tokenizer in one call, and their characters: its Rust code does not return to
+# Python (where Ctrl-C is seen) until the whole list is done (20 s for a million words), and holds
+# every token's offsets meanwhile (corpus lines of a megabyte each took 2 GB, then aborted).
 TOKENIZED_AT_ONCE = 4096
+CHARACTERS_AT_ONCE = 2**22
+
+
+def _chunks(texts: Sequence[str]) -> Iterator[list[str]]:
+    chunk: list[str] = []
+    held = 0
+    for text in texts:
+        if chunk and (len(chunk) >= TOKENIZED_AT_ONCE or held + len(text) > CHARACTERS_AT_ONCE):
+            yield chunk
+            chunk, held = [], 0
+        chunk.append(text)
+        held += len(text)
+    if chunk:
+        yield chunk
 
 
 def only_unknown(tokenizer: Any, words: Sequence[str]) -> set[str]:
@@ -185,9 +199,8 @@ def only_unknown(tokenizer: Any, words: Sequence[str]) -> set[str]:
         return set()
     words = list(words)
     ids: list[Any] = []
-    for first in range(0, len(words), TOKENIZED_AT_ONCE):
+    for chunk in _chunks(words):
         with quiet_transformers():
-            chunk = words[first : first + TOKENIZED_AT_ONCE]
             ids.extend(tokenizer(chunk, add_special_tokens=False)["input_ids"])
     return {w for w, row in zip(words, ids) if row and all(i == unk for i in row)}
 

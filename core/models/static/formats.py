@@ -227,11 +227,12 @@ def check_text_rows(path: Path, found: FileFormat, loader: str, limit: int = 0) 
     """One pass over a text vector file: every row holds a word and `dim` numbers, and a header's
     row count is the number of rows. A header announcing fewer rows would make gensim stop early and
     silently drop the rest; a short row would fail deep inside numpy without its line number."""
+    from bias.core.models.static.word2vec_files import open_vectors_file
+
     dim = found.dim
-    opener = gzip.open if found.compressed else open
     rows = 0
     header = found.count is not None
-    with opener(path, "rb") as handle:
+    with open_vectors_file(path, found.compressed) as handle:
         if header:
             handle.readline()
         for line_no, line in enumerate(handle, start=2 if header else 1):

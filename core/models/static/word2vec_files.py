@@ -19,6 +19,8 @@ from typing import IO
 import attrs
 import numpy as np
 
+from bias.core.errors import BiasError
+
 log = logging.getLogger(__name__)
 
 _CHUNK = 1 << 20  # bytes read at a time from a binary file
@@ -97,7 +99,7 @@ def read_word2vec(
             count = min(count, limit)
         rows = _Rows(count, dim)
         if binary:
-            _binary_rows(handle, rows, count, dim, unicode_errors)
+            _binary_rows(handle, rows, count, dim, unicode_errors, path)
         else:
             _text_rows(handle, rows, count, dim, unicode_errors)
     return rows.table(path)
@@ -134,11 +136,19 @@ def _text_rows(handle: IO[bytes], rows: _Rows, count: int, dim: int, unicode_err
         raise EOFError("unexpected end of input; is count incorrect or file otherwise damaged?")
 
 
-def _binary_rows(handle: IO[bytes], rows: _Rows, count: int, dim: int, unicode_errors: str) -> None:
+def _binary_rows(
+    handle: IO[bytes], rows: _Rows, count: int, dim: int, unicode_errors: str, path: Path
+) -> None:
     width = 4 * dim
     buffer, at, read = b"", 0, 0
     while read < count:
         space = buffer.find(b" ", at)
+        if space < 0 and len(buffer) - at > MAX_ROW_BYTES:  # a "word" of gigabytes (sparse)
+            raise BiasError(
+                f"{path} has a word of more than {MAX_ROW_BYTES:,} bytes at row {read + 1}; no "
+                "row of a vectors file is that long.",
+                "Check that this is the file you meant.",
+            )
         if space < 0 or len(buffer) < space + 1 + width:
             more = handle.read(_CHUNK)
             if not more:
