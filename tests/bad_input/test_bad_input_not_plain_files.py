@@ -519,3 +519,16 @@ def test_Q03_Q05_Q07_every_vectors_reader_is_bounded_and_a_load_failure_is_said_
     with pytest.raises(BiasError, match="big.bin has a word of more than 1,048,576 bytes at row 2"):
         read_word2vec(binary, binary=True)
     assert _reason(MemoryError()).startswith("Not enough memory for this run")
+
+
+def test_Z10_a_headerless_vectors_file_wider_than_any_model_is_refused_from_its_first_row(tmp_path: Path) -> None:
+    from bias.core.errors import BiasError
+    from bias.core.models.static.formats import UNKNOWN, sniff_format
+    from bias.core.models.static.word2vec_files import read_glove
+
+    path = tmp_path / "wide.txt"
+    path.write_text("rose " + " ".join(["0.1"] * 100_001) + "\nant " + " ".join(["0.2"] * 100_001) + "\n", encoding="utf-8")
+    found = sniff_format(path)
+    assert found.kind == UNKNOWN and "its first row has 100,001 numbers, which no model has" in found.detail
+    with pytest.raises(BiasError, match="its first row has 100,001 numbers"):
+        read_glove(path)

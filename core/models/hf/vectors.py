@@ -176,7 +176,7 @@ def tokenized(tokenizer: Any, texts: Sequence[str]) -> list[Tokenized]:
 # Python (where Ctrl-C is seen) until the whole list is done (20 s for a million words), and holds
 # every token's offsets meanwhile (corpus lines of a megabyte each took 2 GB, then aborted).
 TOKENIZED_AT_ONCE = 4096
-CHARACTERS_AT_ONCE = 2**22
+CHARACTERS_AT_ONCE = 2**20  # Ctrl-C waited 2.6 s on one call of 4 MiB
 
 
 def _chunks(texts: Sequence[str]) -> Iterator[list[str]]:

@@ -104,6 +104,9 @@ def _looks_binary_row(rest: bytes, dim: int) -> bool:
     return bool(np.isfinite(values).all() and np.abs(values).max(initial=0.0) < 1e6)
 
 
+MAX_DIM = 100_000  # numbers in a vector; the widest published embeddings have a few thousand
+
+
 def sniff_format(path: Path) -> FileFormat:
     """Classify a vector file from its first megabyte (decompressed, if it is gzip)."""
     try:
@@ -134,7 +137,7 @@ def sniff_format(path: Path) -> FileFormat:
                 f"its header line announces {dim}-dimensional vectors",
                 compressed=compressed,
             )
-        if dim > 100_000:  # no embedding is this wide: the header line itself is damaged
+        if dim > MAX_DIM:  # no embedding is this wide: the header line itself is damaged
             return FileFormat(
                 UNKNOWN,
                 f'its header line (line 1: "{count} {dim}") announces {dim:,}-dimensional '
@@ -163,6 +166,12 @@ def sniff_format(path: Path) -> FileFormat:
         )
     if end >= 0 or len(head) < _SNIFF_BYTES:
         row = _text_row(first)
+        if row is not None and len(row[1]) > MAX_DIM:  # as a header's width is bounded
+            return FileFormat(
+                UNKNOWN,
+                f"its first row has {len(row[1]):,} numbers, which no model has",
+                compressed=compressed,
+            )
         if row is not None:
             return FileFormat(
                 HEADERLESS_TEXT,

@@ -20,6 +20,7 @@ import attrs
 import numpy as np
 
 from bias.core.errors import BiasError
+from bias.core.models.static.formats import MAX_DIM
 
 log = logging.getLogger(__name__)
 
@@ -108,10 +109,15 @@ def read_word2vec(
 def read_glove(path: Path, *, limit: int | None = None) -> WordTable:
     """A GloVe text file: rows only, the width read from the first row."""
     with open_vectors_file(path) as handle:
-        count = sum(1 for line in handle if line.strip())
-    with open_vectors_file(path) as handle:
         first = next((line for line in handle if line.strip()), b"")
         dim = len(first.split()) - 1
+    if dim > MAX_DIM:  # as a header's width is bounded (sniff_format)
+        raise BiasError(
+            f"{path}: its first row has {dim:,} numbers, which no model has.",
+            "Check that this is the file you meant.",
+        )
+    with open_vectors_file(path) as handle:
+        count = sum(1 for line in handle if line.strip())
     if limit:
         count = min(count, limit)
     rows = _Rows(count, dim)
