@@ -38,9 +38,8 @@ def execute(
     if report.results:  # each damaged line said, whatever is made of the rest
         for bad in report.damaged[:5]:
             warn(err_console, f"results.jsonl {bad}: skipped.")
-        shown = len(report.damaged[:5])
-        if report.damaged_lines > shown and len(report.damaged) > shown:
-            rest = report.damaged_lines - shown
+        rest = report.damaged_lines - len(report.damaged[:5])
+        if rest > 0:
             say(err_console, f"... and {rest:,} more damaged line(s) skipped.")
     if robustness and report.results:
         _robustness_report(report, folder, formats, console)

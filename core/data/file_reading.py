@@ -133,10 +133,9 @@ def content_lines(path: str | Path, count: int = 20) -> list[str] | None:
     None when the file cannot be read as UTF-8: what the line-based formats sniff."""
     lines: list[str] = []
     try:
+        # a megabyte at most: the file may be one endless line
         with open_regular(path) as binary:
-            head = binary.read(
-                _SNIFFED
-            )  # a megabyte at most: a file of one endless line is sniffed
+            head = binary.read(_SNIFFED)
         if len(head) == _SNIFFED:  # cut after its last whole line
             head = head[: head.rfind(b"\n") + 1]
         text = head.decode("utf-8-sig").replace("\r\n", "\n").replace("\r", "\n")

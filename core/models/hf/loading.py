@@ -122,6 +122,11 @@ _FILE_LIMITS = {
 _SUFFIX_LIMITS = {".model": 64 * 2**20, ".json": 16 * 2**20, ".txt": 16 * 2**20, ".jinja": 2**20}
 
 
+def model_file_limit(path: Path) -> int | None:
+    """The most bytes a model folder's file `path` may hold (None: not bounded, as weights)."""
+    return _FILE_LIMITS.get(path.name, _SUFFIX_LIMITS.get(path.suffix))
+
+
 def _check_entries(folder: Path) -> None:
     import stat
 
@@ -138,7 +143,7 @@ def _check_entries(folder: Path) -> None:
                 "nothing was read from it.",
                 "Replace it with the file save_pretrained wrote, or remove it.",
             )
-        limit = _FILE_LIMITS.get(path.name, _SUFFIX_LIMITS.get(path.suffix))
+        limit = model_file_limit(path)
         if limit is not None and status.st_size > limit:
             raise BiasError(
                 f"'{path}' in the model folder holds {status.st_size:,} bytes, more than such a "
@@ -266,7 +271,7 @@ def head_from_files(location: str, asked: str) -> str | None:
         path = folder / "config.json" if folder is not None else Path(cached or "")
         data = None
         if path.is_file():  # bounded as the folder's check bounds it: it may come first
-            with open_regular(path, limit=_FILE_LIMITS["config.json"], what="config") as fh:
+            with open_regular(path, limit=model_file_limit(path), what="config") as fh:
                 data = json.loads(fh.read().decode("utf-8"))
     except (BiasError, OSError, UnicodeDecodeError, ValueError, RecursionError):
         return None

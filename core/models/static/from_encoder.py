@@ -28,12 +28,9 @@ import numpy as np
 
 from bias.core.errors import BiasError
 from bias.core.models import encoding_cache
+from bias.core.models.hf.loading import model_file_limit
 from bias.core.regular_files import open_regular
 
-# the largest published tokenizer.json files take tens of MB, vocab.txt files a megabyte; they
-# grow many times in memory once read
-MAX_TOKENIZER_JSON = 64 * 2**20
-MAX_VOCABULARY = 16 * 2**20
 _WORD = re.compile(r"[^\W\d_]{2,}")
 _MATRIX_KEYS = ("embeddings.word_embeddings.weight", "bert.embeddings.word_embeddings.weight")
 
@@ -70,7 +67,7 @@ class SourceNormaliser:
 def _read_json(path: Path) -> dict:
     try:
         # a model folder's small JSON file: not a pipe or a device, not gigabytes
-        with open_regular(path, limit=MAX_TOKENIZER_JSON, what="tokenizer file") as fh:
+        with open_regular(path, limit=model_file_limit(path), what="tokenizer file") as fh:
             found = json.loads(fh.read().decode("utf-8"))
     except (OSError, ValueError, RecursionError, BiasError):
         return {}
@@ -98,7 +95,9 @@ def _build(folder: Path, target: Path) -> None:
     weights, vocab_file = _source_files(folder)
     try:
         # not a pipe or a device, not gigabytes: a WordPiece vocabulary is a megabyte at most
-        with open_regular(vocab_file, limit=MAX_VOCABULARY, what="vocabulary file") as fh:
+        with open_regular(
+            vocab_file, limit=model_file_limit(vocab_file), what="vocabulary file"
+        ) as fh:
             vocab = fh.read().decode("utf-8").splitlines()
     except UnicodeDecodeError as exc:
         raise BiasError(

@@ -21,6 +21,7 @@ import numpy as np
 
 from bias.core.errors import BiasError
 from bias.core.models.static.formats import MAX_DIM
+from bias.core.regular_files import BoundedLines
 
 log = logging.getLogger(__name__)
 
@@ -48,8 +49,6 @@ def open_vectors_file(path: Path, compressed: bool | None = None) -> IO[bytes]:
     """A vectors file (gzip when `compressed`, by default when it ends in .gz) read as bytes, each
     line at most MAX_ROW_BYTES: a row of gigabytes (a sparse file, or 19 MB of gzip) would be held
     whole."""
-    from bias.core.regular_files import BoundedLines
-
     gz = path.suffix == ".gz" if compressed is None else compressed
     handle = gzip.open(path, "rb") if gz else open(path, "rb")
     return BoundedLines(handle, path, MAX_ROW_BYTES, "vectors file")  # type: ignore[return-value]
