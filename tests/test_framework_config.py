@@ -125,6 +125,9 @@ def test_preset_effect_size_is_the_population_std_one(workspace: Path) -> None:
 
     sx, sy = [s(w) for w in x], [s(w) for w in y]
     expected = (np.mean(sx) - np.mean(sy)) / np.std(sx + sy)  # numpy's default: ddof 0
+    if not (workspace / "out-ft" / "results.jsonl").exists():  # the run test did not run first
+        done = bias("run", "fasttext.txt", "--datasets", "datasets", "--models", "models", "--out", "out-ft", cwd=workspace)
+        assert done.returncode == 0, done.stdout + done.stderr
     results = _results(workspace / "out-ft")
     de = [r for r in results if r["wordset"].endswith("de/WEAT/T1.txt")][0]
     assert de["effect_size"] == pytest.approx(expected, rel=1e-6)
