@@ -86,10 +86,14 @@ def _check_kind(
 class BoundedLines:
     """A binary handle whose lines are at most `limit` bytes: `readline()` and iteration past it
     raise a BiasError naming the file, so that a line of gigabytes (a sparse file, or a small
-    compressed one) is never held whole. Reads of a size and everything else pass through."""
+    compressed one) is never held whole. Reads of a size and everything else pass through.
+    `under` is the file a decompressing `handle` reads, closed with it (gzip leaves it open)."""
 
-    def __init__(self, handle: BinaryIO, path: str | Path, limit: int, what: str) -> None:
+    def __init__(
+        self, handle: BinaryIO, path: str | Path, limit: int, what: str, under: BinaryIO | None
+    ) -> None:
         self._handle, self._path, self._limit, self._what = handle, path, limit, what
+        self._under = under
 
     def readline(self, size: int = -1) -> bytes:
         line = self._handle.readline(self._limit + 1 if size < 0 else size)
@@ -114,7 +118,12 @@ class BoundedLines:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
         self._handle.close()
+        if self._under is not None:
+            self._under.close()
 
     def __getattr__(self, name: str) -> object:
         return getattr(self._handle, name)

@@ -299,7 +299,7 @@ def _refused_before_load(p: PlannedExperiment, foreseen: frozenset[Capability]) 
     try:
         _refuse_unavailable(p.metric, exp.model.spec, foreseen)
     except BiasError as exc:
-        reason = exc.message
+        reason = _reason(exc)
     return Result(
         **identity(exp),
         status=REFUSED,
@@ -387,7 +387,7 @@ def run_one(
         # redoes it. A service's refusal of the key or the model is the user's input (exit 2) but
         # redone by --resume.
         status = FAILED if exc.exit_code == FAILURE or exc.redo else REFUSED
-        reason = exc.message + (f" {exc.hint}" if status == FAILED and exc.hint else "")
+        reason = _reason(exc)
         meta = {**_data_meta(p.data), **({"exit_code": exc.exit_code} if status == FAILED else {})}
         result = Result(**identity(exp), status=status, reason=reason, meta=meta)
     except Exception as exc:  # a failing experiment is recorded and the batch goes on

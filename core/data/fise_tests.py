@@ -255,7 +255,10 @@ def read_affect(path: Path) -> tuple[list[str], list[str]]:
     """Affect stimuli: a header row, then a positive and a negative column (either may run
     shorter)."""
     text = read_text(path, "file")
-    rows = list(csv.reader(io.StringIO(text, newline="")))
+    try:
+        rows = list(csv.reader(io.StringIO(text, newline="")))
+    except csv.Error as exc:  # an open quote, or a cell past csv's field limit
+        raise BiasError(f"{path}: not a readable CSV file ({exc}).", "Check its quotes.") from exc
     if len(rows) < 2 or len(rows[0]) < 2:
         raise BiasError(f"{path}: expected a header and rows of two columns (positive, negative).")
     positive = [r[0].strip() for r in rows[1:] if len(r) > 0 and r[0].strip()]

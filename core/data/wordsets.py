@@ -222,6 +222,8 @@ def word_entry(entry: Any) -> tuple[str | None, dict[str, Any]]:
 
 
 MAX_SET_WORDS = 5_000
+MAX_WORD_CHARS = 1_000  # the longest shipped stimulus has 38 characters, a SEAT sentence ~60
+TOO_LONG = f"longer than {MAX_WORD_CHARS:,} characters: a set holds words or short sentences"
 
 
 def check_word_list(entry: Any, file: str, field: str) -> tuple[list[Problem], int]:
@@ -240,16 +242,10 @@ def check_word_list(entry: Any, file: str, field: str) -> tuple[list[Problem], i
         problems.append(Problem(file, f"{field}.label", "must be a string"))
     if "grammar" in entry:
         problems.extend(check_features(entry["grammar"], file, f"{field}.grammar"))
+    unknown = "unknown field (known: label, words, grammar, description)"
     for key in entry:
         if key not in ("label", "words", "grammar", "description"):
-            problems.append(
-                Problem(
-                    file,
-                    f"{field}.{key}",
-                    "unknown field (known: label, words, grammar, description)",
-                    "warning",
-                )
-            )
+            problems.append(Problem(file, f"{field}.{key}", unknown, "warning"))
     seen: dict[str, int] = {}
     folded: dict[str, int] = {}
     for i, item in enumerate(words):
@@ -257,6 +253,9 @@ def check_word_list(entry: Any, file: str, field: str) -> tuple[list[Problem], i
         if word is None or not word.strip():
             hint = "a table needs `word`" if isinstance(item, dict) else "not a word"
             problems.append(Problem(file, f"{field}.words[{i}]", f"{item!r}: {hint}"))
+            continue
+        if len(word) > MAX_WORD_CHARS:  # a "word" of a million tokens was refused after 28 s
+            problems.append(Problem(file, f"{field}.words[{i}]", TOO_LONG))
             continue
         if features:
             problems.extend(check_features(features, file, f"{field}.words[{i}]"))
@@ -486,13 +485,8 @@ def validate_toml_file(path: Path, language: str | None = None) -> list[Problem]
         return [Problem(str(path), "", exc.message)]
     problems = check_record(data, str(path))
     if language is not None and data.get("language") not in (None, language):
-        problems.append(
-            Problem(
-                str(path),
-                "language",
-                f"'{data.get('language')}' but the package publishes '{language}'",
-            )
-        )
+        found = f"'{data.get('language')}' but the package publishes '{language}'"
+        problems.append(Problem(str(path), "language", found))
     return problems
 
 

@@ -64,10 +64,10 @@ class _Companion(WordSetFormat):
     parameter: ClassVar[str]
 
     def record(self, path: Any) -> dict[str, Any]:
-        raise BiasError(
-            f"{path} is a FISE {self.parameter} file, not a test.",
-            "Run the fise metric on a FISE test (.json) with --param "
-            f"{self.parameter}={Path(path).name}.",
+        raise BiasError(  # a two-column CSV written as a word set reads as one: say both ways
+            f"{path} is not a word set: it reads as a FISE {self.parameter} file.",
+            "Write a word set as TOML (`bias list wordsets` shows shipped ones); a FISE test "
+            f"(.json) takes this file as --param {self.parameter}={Path(path).name}.",
         )
 
     def read(self, path: Path) -> Any:

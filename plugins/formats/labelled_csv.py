@@ -22,7 +22,10 @@ MAX_FIELD = 1 << 24  # characters of one field
 
 
 def _names(header: str, sep: str) -> list[str]:
-    return [n.strip().lower() for n in next(csv.reader([header], delimiter=sep), [])]
+    try:  # a cell past csv's field limit (131,072 characters) names no column
+        return [n.strip().lower() for n in next(csv.reader([header], delimiter=sep), [])]
+    except csv.Error:
+        return []
 
 
 class LabelledCsvFormat(WordSetFormat):
@@ -56,49 +59,13 @@ class LabelledCsvFormat(WordSetFormat):
             (s for s in SEPARATORS if all(c in _names(header_line, s) for c in REQUIRED)), fallback
         )
         # A long text is data, not a broken quote: the csv module's default field limit (131,072
-        # characters) is raised to what a text may be (the module has one limit for the process).
-        csv.field_size_limit(max(csv.field_size_limit(), MAX_FIELD))
-        reader = csv.reader(io.StringIO(text, newline=""), delimiter=sep)
+        # characters) is raised to what a text may be while this file is read (the module has one
+        # limit for the process: a CrowS file read later must not inherit it).
+        previous = csv.field_size_limit(max(csv.field_size_limit(), MAX_FIELD))
         try:
-            header = [h.strip().lower() for h in next(reader)]
-        except csv.Error as exc:
-            raise BiasError(f"{path}: line 1: unreadable header ({exc}).") from exc
-        missing = [c for c in REQUIRED if c not in header]
-        if missing:
-            shown = ", ".join(repr(h) for h in header[:8]) or "nothing"
-            raise BiasError(
-                f"{path}: line 1: missing column(s) {', '.join(missing)} (the header has {shown}).",
-                "A labelled-texts file needs the columns text and label; the separator may "
-                "be a comma or a tab.",
-            )
-        col = {c: header.index(c) for c in REQUIRED}
-        width = max(col.values()) + 1
-        items: list[dict[str, Any]] = []
-        line = reader.line_num + 1
-        try:
-            for row in reader:
-                if any(cell.strip() for cell in row):
-                    if len(row) < width:
-                        raise BiasError(
-                            f"{path}: line {line}: {len(row)} field(s), but the header has "
-                            f"{len(header)}.",
-                            "Check the separators and quotes on that line.",
-                        )
-                    items.append(
-                        {"text": row[col["text"]], "label": row[col["label"]], "line": line}
-                    )
-                line = reader.line_num + 1
-        except csv.Error as exc:
-            if "field larger than field limit" in str(exc):
-                raise BiasError(
-                    f"{path}: line {reader.line_num}: a field longer than {MAX_FIELD:,} "
-                    "characters.",
-                    "Shorten that text, or check for a quote left open before it.",
-                ) from exc
-            raise BiasError(
-                f"{path}: line {reader.line_num}: malformed CSV ({exc}).",
-                "Check the quotes on that line.",
-            ) from exc
+            items = _rows(path, text, sep)
+        finally:
+            csv.field_size_limit(previous)
         if not items:
             raise BiasError(
                 f"{path}: the file has a header but no rows.",
@@ -113,3 +80,46 @@ class LabelledCsvFormat(WordSetFormat):
             "licence": "unspecified",
             "items": items,
         }
+
+
+def _rows(path: Path, text: str, sep: str) -> list[dict[str, Any]]:
+    """The rows of a labelled-texts file, each with the line it starts on."""
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=sep)
+    try:
+        header = [h.strip().lower() for h in next(reader)]
+    except csv.Error as exc:
+        raise BiasError(f"{path}: line 1: unreadable header ({exc}).") from exc
+    missing = [c for c in REQUIRED if c not in header]
+    if missing:
+        shown = ", ".join(repr(h) for h in header[:8]) or "nothing"
+        raise BiasError(
+            f"{path}: line 1: missing column(s) {', '.join(missing)} (the header has {shown}).",
+            "A labelled-texts file needs the columns text and label; the separator may "
+            "be a comma or a tab.",
+        )
+    col = {c: header.index(c) for c in REQUIRED}
+    width = max(col.values()) + 1
+    items: list[dict[str, Any]] = []
+    line = reader.line_num + 1
+    try:
+        for row in reader:
+            if any(cell.strip() for cell in row):
+                if len(row) < width:
+                    raise BiasError(
+                        f"{path}: line {line}: {len(row)} field(s), but the header has "
+                        f"{len(header)}.",
+                        "Check the separators and quotes on that line.",
+                    )
+                items.append({"text": row[col["text"]], "label": row[col["label"]], "line": line})
+            line = reader.line_num + 1
+    except csv.Error as exc:
+        if "field larger than field limit" in str(exc):
+            raise BiasError(
+                f"{path}: line {reader.line_num}: a field longer than {MAX_FIELD:,} characters.",
+                "Shorten that text, or check for a quote left open before it.",
+            ) from exc
+        raise BiasError(
+            f"{path}: line {reader.line_num}: malformed CSV ({exc}).",
+            "Check the quotes on that line.",
+        ) from exc
+    return items

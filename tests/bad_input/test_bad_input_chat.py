@@ -39,7 +39,8 @@ def environment(monkeypatch, tmp_path):
 
 
 class Fake:
-    """A chat server that answers each request with the next planned (status, body, headers)."""
+    """A chat server that answers each request with the next planned (status, body, headers), or
+    with what a planned function of the request's body returns (requests arrive in any order)."""
 
     def __init__(self) -> None:
         self.plan: list[tuple[int, object, dict]] = []
@@ -53,7 +54,8 @@ class Fake:
             def do_POST(self) -> None:  # noqa: N802 (http.server's name)
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
                 fake.seen.append({"auth": self.headers.get("Authorization", ""), **body})
-                status, answer, headers = fake.plan.pop(0) if fake.plan else (200, reply("(A)"), {})
+                planned = fake.plan.pop(0) if fake.plan else (200, reply("(A)"), {})
+                status, answer, headers = planned(body) if callable(planned) else planned
                 data = answer if isinstance(answer, bytes) else json.dumps(answer).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")

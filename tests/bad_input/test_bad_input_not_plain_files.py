@@ -424,9 +424,26 @@ def test_B05_a_csv_header_past_the_field_limit_is_a_bad_header_not_a_crash(world
     (tmp_path / "wide.csv").write_text("word,set," + "a" * 200_000 + "\nrose,X,y\n", encoding="utf-8")
     done = cli("run", "-m", f"word2vec:{world.w2v_bin}", "-w", "wide.csv", cwd=tmp_path)
     assert done.code == 2, done.both
-    # which of the two refusals depends on csv's field limit, which the labelled-CSV reader raises
-    # for the whole process (a test before this one in the same process may have read one)
-    assert "wide.csv: line 1: " in done.err and "please report" not in done.both
+    assert "wide.csv: line 1: unreadable header (field larger than field limit" in done.err, done.both
+
+
+def test_reading_a_labelled_csv_leaves_the_process_csv_field_limit_as_it_was(tmp_path: Path) -> None:
+    """csv has one field limit for the process: the labelled-texts reader raised it for good, and
+    a CrowS file read later in the same process was refused in other words."""
+    import csv
+
+    from bias.core.data.fise_tests import read_affect
+    from bias.core.errors import BiasError
+    from bias.plugins.formats.labelled_csv import LabelledCsvFormat
+
+    before = csv.field_size_limit()
+    (tmp_path / "texts.csv").write_text("text,label\n" + "long " * 40_000 + ",a\nshort,b\n", encoding="utf-8")
+    record = LabelledCsvFormat().record(tmp_path / "texts.csv")
+    assert [item["label"] for item in record["items"]] == ["a", "b"]  # a text past csv's default
+    assert csv.field_size_limit() == before
+    (tmp_path / "affect.csv").write_text('pos,neg\n"' + "a" * 200_000 + '",b\n', encoding="utf-8")
+    with pytest.raises(BiasError, match="affect.csv: not a readable CSV file .field larger than field limit"):
+        read_affect(tmp_path / "affect.csv")  # was csv.Error, exit 1, once the limit stays as it was
 
 
 def test_the_memory_message_names_the_last_data_file_read(tmp_path: Path) -> None:
@@ -532,3 +549,88 @@ def test_Z10_a_headerless_vectors_file_wider_than_any_model_is_refused_from_its_
     assert found.kind == UNKNOWN and "its first row has 100,001 numbers, which no model has" in found.detail
     with pytest.raises(BiasError, match="its first row has 100,001 numbers"):
         read_glove(path)
+
+
+def test_Z01_Z02_long_texts_are_cut_to_the_window_chunk_by_chunk(tiny_bert_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every text's tokens were held uncut until all were tokenized: 2,560 corpus contexts of
+    64 KiB took 2.3 GB and aborted the tokenizer. Each chunk is now cut before the next."""
+    import tracemalloc
+
+    from bias.core.models.hf import loading, vectors
+
+    loaded = loading.load(str(tiny_bert_dir), device="cpu", head="none", dtype="float32", max_length=None, trust_remote_code=False)
+    monkeypatch.setattr(vectors, "CHARACTERS_AT_ONCE", 2**14)
+    texts = [f"l{i} " + "a " * 2_000 + "rose" for i in range(80)]  # 160,000 tokens in all
+    spans = [(len(t) - 4, len(t)) for t in texts]
+    tracemalloc.start()
+    try:
+        prepared = vectors.prepare(loaded, texts, spans, "mean")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    # Held uncut, 160,000 tokens' ids, offsets and flags take about 20 MB; a chunk of 16 KiB of
+    # characters holds about 8,000 of them.
+    assert peak < 8 * 2**20, f"{peak:,} bytes at the peak"
+    assert all(p is not None and len(p.inputs["input_ids"]) == loaded.token_limit for p in prepared)
+    alone = vectors.prepare(loaded, texts[-1:], spans[-1:], "mean")[0]
+    assert prepared[-1] == alone
+
+
+def test_a_word_of_more_than_1000_characters_is_refused_naming_its_field(world: World, tmp_path: Path) -> None:
+    """A "word" of a million tokens was tokenized for 28 s before the span check refused it."""
+    from bad_input_helpers import words_toml
+    from fixtures.planted import X_WORDS
+
+    words_toml(tmp_path / "long.toml", X=[*X_WORDS, "rose " * 201])
+    done = cli("run", "-m", f"word2vec:{world.w2v_bin}", "-w", "long.toml", cwd=tmp_path)
+    assert done.code == 2 and f"sets.X.words[{len(X_WORDS)}]: longer than 1,000 characters" in done.err, done.both
+    seat = {
+        key: {"category": key, "examples": [f"w{i}" for i in range(8)]} for key in ("targ1", "targ2", "attr1", "attr2")
+    }
+    seat["attr2"]["examples"] = [f"w{i}" for i in range(5_001)]
+    (tmp_path / "big.json").write_text(json.dumps(seat), encoding="utf-8")
+    done = cli("run", "-m", f"word2vec:{world.w2v_bin}", "-w", "big.json", cwd=tmp_path)
+    assert done.code == 2 and "field 'attr2.examples' has more than 5,000 examples" in done.err, done.both
+    seat["attr2"]["examples"] = ["a", "x" * 1_001]
+    (tmp_path / "long.json").write_text(json.dumps(seat), encoding="utf-8")
+    done = cli("run", "-m", f"word2vec:{world.w2v_bin}", "-w", "long.json", cwd=tmp_path)
+    assert done.code == 2 and "field 'attr2.examples[1]' is longer than 1,000 characters" in done.err, done.both
+
+
+def test_a_refusal_inside_an_experiment_keeps_its_hint(world: World, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from bias.core.errors import BiasError
+    from bias.plugins.metrics.weat import Weat
+
+    def refused(*args, **kwargs):
+        raise BiasError("The span covers 900 tokens.", "Give a shorter span, or a model with a longer limit.")
+
+    monkeypatch.setattr(Weat, "compute", refused)
+    cli("run", "-m", f"word2vec:{world.w2v_bin}", "-w", str(world.wordset), "--out", "out", cwd=tmp_path)
+    line = json.loads((tmp_path / "out" / "results.jsonl").read_text(encoding="utf-8").splitlines()[0])
+    assert line["status"] == "refused", line
+    assert line["reason"] == "The span covers 900 tokens. Give a shorter span, or a model with a longer limit."
+
+
+def test_a_gzip_vectors_file_that_exhausts_memory_is_the_file_named(tmp_path: Path) -> None:
+    import gzip
+
+    from bias.core.data.file_reading import read_toml
+    from bias.core.models.static.word2vec_files import read_word2vec
+    from bias.engine.runner import _reason
+
+    path = tmp_path / "huge.bin.gz"
+    with gzip.open(path, "wb") as fh:  # a header that claims 10^12 rows of 1,000 numbers (4 PB)
+        fh.write(b"1000000000000 1000\nrose " + b"\0" * 4000 + b"\n")
+    (tmp_path / "ws.toml").write_text("", encoding="utf-8")
+    read_toml(tmp_path / "ws.toml")  # the word set was the last file named before
+    with pytest.raises(MemoryError) as exhausted:
+        read_word2vec(path, binary=True)
+    assert f"(the last data file read: {path})" in _reason(exhausted.value)
+
+
+def test_a_two_column_csv_given_as_a_word_set_is_said_to_be_none(world: World, tmp_path: Path) -> None:
+    """It reads as a FISE affect file; the refusal called it one, as if the user had meant that."""
+    (tmp_path / "ws.csv").write_text("word,set\nrose,X\nant,Y\n", encoding="utf-8")
+    done = cli("run", "-m", f"word2vec:{world.w2v_bin}", "-w", "ws.csv", cwd=tmp_path)
+    assert done.code == 2 and "ws.csv is not a word set: it reads as a FISE affect file." in done.err, done.both
+    assert "Write a word set as TOML" in done.err and "--param affect=ws.csv" in done.err

@@ -146,9 +146,11 @@ def check_pooling(loaded: LoadedModel, pooling: str, spec: str) -> None:
         )
 
 
-def tokenized(tokenizer: Any, texts: Sequence[str]) -> list[Tokenized]:
-    """ids, offsets and special-token flags of each text, with special tokens and uncut."""
-    out: list[Tokenized] = []
+def tokenized(tokenizer: Any, texts: Sequence[str]) -> Iterator[Tokenized]:
+    """ids, offsets and special-token flags of each text, with special tokens and uncut.
+
+    A generator, so that callers cut each text to the model's window before the next chunk is
+    tokenized: 2,560 corpus contexts of 64 KiB held uncut took 2.3 GB and aborted the tokenizer."""
     for chunk in _chunks(texts):
         with quiet_transformers():
             encoded = tokenizer(
@@ -161,15 +163,12 @@ def tokenized(tokenizer: Any, texts: Sequence[str]) -> list[Tokenized]:
                 return_attention_mask=False,
                 return_token_type_ids=False,
             )
-        out.extend(
-            (
+        for i in range(len(chunk)):
+            yield (
                 list(encoded["input_ids"][i]),
                 [tuple(o) for o in encoded["offset_mapping"][i]],
                 list(encoded["special_tokens_mask"][i]),
             )
-            for i in range(len(chunk))
-        )
-    return out
 
 
 # Texts given to the tokenizer in one call, and their characters: its Rust code does not return to

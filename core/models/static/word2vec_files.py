@@ -21,7 +21,7 @@ import numpy as np
 
 from bias.core.errors import BiasError
 from bias.core.models.static.formats import MAX_DIM
-from bias.core.regular_files import BoundedLines
+from bias.core.regular_files import BoundedLines, open_regular
 
 log = logging.getLogger(__name__)
 
@@ -50,8 +50,11 @@ def open_vectors_file(path: Path, compressed: bool | None = None) -> IO[bytes]:
     line at most MAX_ROW_BYTES: a row of gigabytes (a sparse file, or 19 MB of gzip) would be held
     whole."""
     gz = path.suffix == ".gz" if compressed is None else compressed
-    handle = gzip.open(path, "rb") if gz else open(path, "rb")
-    return BoundedLines(handle, path, MAX_ROW_BYTES, "vectors file")  # type: ignore[return-value]
+    raw = open_regular(path, what="vectors file")  # a pipe refused; a memory error names it
+    if not gz:
+        return BoundedLines(raw, path, MAX_ROW_BYTES, "vectors file", None)  # type: ignore[return-value]
+    unpacked = gzip.GzipFile(fileobj=raw, mode="rb")
+    return BoundedLines(unpacked, path, MAX_ROW_BYTES, "vectors file", raw)  # type: ignore[return-value]
 
 
 def _header(handle: IO[bytes]) -> tuple[int, int]:
