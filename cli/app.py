@@ -139,15 +139,16 @@ def list_cmd(
         if group and group_key(group) == "wordsets"
         else "Installed plugins"
     )
-    stdout().print(
-        plugins_table(
-            rows,
-            [group_key(group)] if group else list(GROUPS) + extra,
-            long=long,
-            title=title,
-            width=stdout().width,
-        )
+    shown = plugins_table(
+        rows,
+        [group_key(group)] if group else list(GROUPS) + extra,
+        long=long,
+        title=title,
+        width=stdout().width,
     )
+    # the short listing's lines are cut to the width already: wrapping them again was a fifth of
+    # `bias list`
+    stdout().print(shown, highlight=False, soft_wrap=not long)
 
 
 @app.command("info", cls=GroupedCommand)
