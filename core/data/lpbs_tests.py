@@ -19,7 +19,13 @@ import attrs
 from bias.core.data import grammar
 from bias.core.data.grammar import FormsTable, Rendered
 from bias.core.model import LPBS, WordList, WordSetMeta
-from bias.core.data.templates import Template, parse_templates
+from bias.core.data.templates import (
+    MAX_SENTENCES,
+    MAX_TEMPLATES,
+    Template,
+    parse_templates,
+    too_many_templates,
+)
 from bias.core.data.wordsets import (
     SET_KEYS,
     Problem,
@@ -137,6 +143,8 @@ def check(data: dict[str, Any], file: str) -> list[Problem]:
             )
         )
         return problems
+    if len(entries) > MAX_TEMPLATES:
+        return [*problems, too_many_templates(file)]
     templates_ok = True
     for i, entry in enumerate(entries):
         field = f"templates[{i}]"
@@ -176,7 +184,13 @@ def check(data: dict[str, Any], file: str) -> list[Problem]:
                     )
                 )
     if set_ok and templates_ok and not any(p.severity == "error" for p in problems):
-        problems.extend(_coverage(data, file, forms))
+        sizes = {key: len(data["sets"][key]["words"]) for key in SET_KEYS}
+        count = len(entries) * sum(sizes[k] for k in TARGETS) * sum(sizes[k] for k in ATTRIBUTES)
+        if count > MAX_SENTENCES:  # checked before _coverage renders them all
+            found = f"with these sets the templates render {count:,} sentences, more than "
+            problems.append(Problem(file, "templates", found + f"{MAX_SENTENCES:,}"))
+        else:
+            problems.extend(_coverage(data, file, forms))
     return problems
 
 

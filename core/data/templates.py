@@ -20,6 +20,7 @@ from typing import Any
 import attrs
 from bias.core.data import grammar
 from bias.core.data.grammar import FormsTable, Rendered
+from bias.core.errors import BiasError
 from bias.core.model import AssociationTest, WordSetMeta
 from bias.core.data.wordsets import (
     Problem,
@@ -94,6 +95,8 @@ class SentenceSets:
 
 def sentence_sets(test: AssociationTest, templates: TemplateSet) -> SentenceSets:
     """SEAT stimuli: each word of each set rendered in every template that fits its grammar."""
+    words = sum(len(wl.words) for wl in test.sets().values())
+    check_rendered(words * len(templates.templates), f"{test.meta.name} in {templates.name}")
     sentences: dict[str, tuple[Sentence, ...]] = {}
     lost: dict[str, tuple[str, ...]] = {}
     for key, wl in test.sets().items():
@@ -135,6 +138,8 @@ def check(data: dict[str, Any], file: str) -> list[Problem]:
             )
         )
         return problems
+    if len(entries) > MAX_TEMPLATES:
+        return [*problems, too_many_templates(file)]
     texts: dict[tuple[str, str], int] = {}
     for i, entry in enumerate(entries):
         field = f"templates[{i}]"
@@ -189,6 +194,27 @@ def check(data: dict[str, Any], file: str) -> list[Problem]:
     return problems
 
 
+# Each template is rendered with every word of every set: 250,000 templates of 32 words took 2 GB.
+MAX_TEMPLATES = 1_000  # the largest shipped set has 36
+
+
+MAX_SENTENCES = 200_000  # of one test; the largest shipped renders a few thousand
+
+
+def too_many_templates(file: str) -> Problem:
+    return Problem(file, "templates", f"more than {MAX_TEMPLATES:,} templates")
+
+
+def check_rendered(count: int, what: str) -> None:
+    """Refuse a test whose templates would render more sentences than any test needs, before any
+    is rendered."""
+    if count > MAX_SENTENCES:
+        raise BiasError(
+            f"{what}: the templates would render {count:,} sentences, more than {MAX_SENTENCES:,}.",
+            "Use fewer templates or smaller sets.",
+        )
+
+
 def _parsed(text: str) -> list[grammar.Placeholder]:
     try:
         return grammar.parse(text)
@@ -239,6 +265,10 @@ __all__ = [
     "TemplateSet",
     "build",
     "check",
+    "check_rendered",
+    "MAX_SENTENCES",
+    "MAX_TEMPLATES",
     "parse_templates",
     "sentence_sets",
+    "too_many_templates",
 ]

@@ -18,6 +18,7 @@ import attrs
 
 from bias.core.data.file_reading import read_toml
 from bias.core.data.kinds import DataKind, kind_handler, known_kinds
+from bias.core.data.record_bounds import oversized
 from bias.core.errors import BiasError
 from bias.core.model import (
     ASSOCIATION,
@@ -462,6 +463,8 @@ ASSOCIATION_KIND = DataKind(check_association, association_from_record)
 
 def check_record(data: dict[str, Any], file: str) -> list[Problem]:
     """Every problem of a house-format record, checked by the handler of its kind."""
+    if too_long := [Problem(file, field, message) for field, message in oversized(data)]:
+        return too_long
     kind = data.get("kind", ASSOCIATION)
     if kind not in known_kinds():
         return check_meta(data, file) or [Problem(file, "kind", f"'{kind}' is not a word-set kind")]
@@ -469,6 +472,7 @@ def check_record(data: dict[str, Any], file: str) -> list[Problem]:
 
 
 def build_record(data: dict[str, Any], name: str, file: str) -> Any:
+    raise_on_errors([Problem(file, field, message) for field, message in oversized(data)], file)
     return kind_handler(data.get("kind", ASSOCIATION), file).build(data, name, file)
 
 

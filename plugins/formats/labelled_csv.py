@@ -18,7 +18,7 @@ from bias.api.data import MAX_DATASET_FILE, file_head, read_text
 
 REQUIRED = ("text", "label")
 SEPARATORS = (",", "\t", ";", "|")
-MAX_FIELD = 1 << 24  # characters of one field
+MAX_FIELD = 1 << 16  # characters of one text, as any text of a house record (record_bounds)
 
 
 def _names(header: str, sep: str) -> list[str]:
@@ -58,10 +58,9 @@ class LabelledCsvFormat(WordSetFormat):
         sep = next(
             (s for s in SEPARATORS if all(c in _names(header_line, s) for c in REQUIRED)), fallback
         )
-        # A long text is data, not a broken quote: the csv module's default field limit (131,072
-        # characters) is raised to what a text may be while this file is read (the module has one
-        # limit for the process: a CrowS file read later must not inherit it).
-        previous = csv.field_size_limit(max(csv.field_size_limit(), MAX_FIELD))
+        # The csv module's field limit is what a text may be while this file is read (the module
+        # has one limit for the process: a CrowS file read later must not inherit it).
+        previous = csv.field_size_limit(MAX_FIELD)
         try:
             items = _rows(path, text, sep)
         finally:
@@ -115,7 +114,7 @@ def _rows(path: Path, text: str, sep: str) -> list[dict[str, Any]]:
     except csv.Error as exc:
         if "field larger than field limit" in str(exc):
             raise BiasError(
-                f"{path}: line {reader.line_num}: a field longer than {MAX_FIELD:,} characters.",
+                f"{path}: line {line}: a field longer than {MAX_FIELD:,} characters.",
                 "Shorten that text, or check for a quote left open before it.",
             ) from exc
         raise BiasError(

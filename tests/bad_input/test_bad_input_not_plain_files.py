@@ -437,9 +437,13 @@ def test_reading_a_labelled_csv_leaves_the_process_csv_field_limit_as_it_was(tmp
     from bias.plugins.formats.labelled_csv import LabelledCsvFormat
 
     before = csv.field_size_limit()
-    (tmp_path / "texts.csv").write_text("text,label\n" + "long " * 40_000 + ",a\nshort,b\n", encoding="utf-8")
+    (tmp_path / "texts.csv").write_text("text,label\n" + "long " * 13_000 + ",a\nshort,b\n", encoding="utf-8")
     record = LabelledCsvFormat().record(tmp_path / "texts.csv")
-    assert [item["label"] for item in record["items"]] == ["a", "b"]  # a text past csv's default
+    assert [item["label"] for item in record["items"]] == ["a", "b"]
+    assert csv.field_size_limit() == before
+    (tmp_path / "long.csv").write_text('text,label\n"' + "a line\n" * 10_000 + '",a\n', encoding="utf-8")
+    with pytest.raises(BiasError, match="long.csv: line 2: a field longer than 65,536 characters"):
+        LabelledCsvFormat().record(tmp_path / "long.csv")  # a 15 MB cell of short lines took 2 GB
     assert csv.field_size_limit() == before
     (tmp_path / "affect.csv").write_text('pos,neg\n"' + "a" * 200_000 + '",b\n', encoding="utf-8")
     with pytest.raises(BiasError, match="affect.csv: not a readable CSV file .field larger than field limit"):
@@ -611,20 +615,24 @@ def test_a_refusal_inside_an_experiment_keeps_its_hint(world: World, tmp_path: P
     assert line["reason"] == "The span covers 900 tokens. Give a shorter span, or a model with a longer limit."
 
 
-def test_a_gzip_vectors_file_that_exhausts_memory_is_the_file_named(tmp_path: Path) -> None:
+def test_a_gzip_vectors_file_that_exhausts_memory_is_the_file_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import gzip
 
     from bias.core.data.file_reading import read_toml
-    from bias.core.models.static.word2vec_files import read_word2vec
+    from bias.core.errors import BiasError
+    from bias.core.models.static import word2vec_files
     from bias.engine.runner import _reason
 
     path = tmp_path / "huge.bin.gz"
     with gzip.open(path, "wb") as fh:  # a header that claims 10^12 rows of 1,000 numbers (4 PB)
         fh.write(b"1000000000000 1000\nrose " + b"\0" * 4000 + b"\n")
+    with pytest.raises(BiasError, match="huge.bin.gz: its header claims 1,000,000,000,000 vectors of 1,000 numbers"):
+        word2vec_files.read_word2vec(path, binary=True)  # was a memory failure, exit 1
     (tmp_path / "ws.toml").write_text("", encoding="utf-8")
     read_toml(tmp_path / "ws.toml")  # the word set was the last file named before
+    monkeypatch.setattr(word2vec_files, "_check_claim", lambda *args: None)  # memory fails anyway
     with pytest.raises(MemoryError) as exhausted:
-        read_word2vec(path, binary=True)
+        word2vec_files.read_word2vec(path, binary=True)
     assert f"(the last data file read: {path})" in _reason(exhausted.value)
 
 
@@ -634,3 +642,54 @@ def test_a_two_column_csv_given_as_a_word_set_is_said_to_be_none(world: World, t
     done = cli("run", "-m", f"word2vec:{world.w2v_bin}", "-w", "ws.csv", cwd=tmp_path)
     assert done.code == 2 and "ws.csv is not a word set: it reads as a FISE affect file." in done.err, done.both
     assert "Write a word set as TOML" in done.err and "--param affect=ws.csv" in done.err
+
+
+def test_a_named_pipe_as_a_vectors_file_is_refused_when_sniffed(tmp_path: Path) -> None:
+    """Sniffing opened the file with open(), which waits for a writer: Ctrl-C could not end it."""
+    from bias.core.errors import BiasError
+    from bias.core.models.static.formats import sniff_format
+
+    for name in ("vectors.txt", "vectors.bin.gz"):
+        os.mkfifo(tmp_path / name)
+        with pytest.raises(BiasError, match=f"{name} is not a regular vectors file"):
+            sniff_format(tmp_path / name)
+
+
+def test_a_text_of_megabytes_is_refused_by_the_record_bound_and_by_the_tokenizer_s(tmp_path: Path) -> None:
+    """A template of 3.8 MB, a debiasing word or a labelled cell of as much passed every line and
+    file bound, and the tokenizer aborted at 2 GB on it."""
+    from bias.core.data.wordsets import load_toml_wordset
+    from bias.core.errors import BiasError
+    from bias.core.models.hf.vectors import check_length
+
+    head = 'kind = "templates"\nlanguage = "en"\nbias_type = "gender"\nsource = "s"\nlicence = "CC0-1.0"\n'
+    (tmp_path / "t.toml").write_text(head + '[[templates]]\ntext = "{word} ' + "a" * 70_000 + '"\n', encoding="utf-8")
+    with pytest.raises(BiasError, match=r"t.toml: templates\[0\].text: longer than 65,536 characters"):
+        load_toml_wordset(tmp_path / "t.toml")
+    check_length("a" * 2**20)
+    with pytest.raises(BiasError, match="A text to encode has 1,048,577 characters, more than the 1,048,576"):
+        check_length("a" * (2**20 + 1))
+
+
+def test_templates_and_the_sentences_they_render_are_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """250,000 templates of 32 words ran for 174 s to 2.2 GB, then ended as a memory failure."""
+    import tomllib
+
+    from bias.core.data import lpbs_tests, templates
+    from bias.core.data.wordsets import load_toml_wordset
+    from bias.core.errors import BiasError
+
+    data = Path(__file__).resolve().parents[2] / "languages" / "en" / "bias_lang_en" / "data"
+    seat = tomllib.loads((data / "seat-templates.toml").read_text(encoding="utf-8"))
+    many = {**seat, "templates": [f"{{word}} number {i}." for i in range(1_001)]}
+    assert [p.message for p in templates.check(many, "t.toml") if p.field == "templates"] == ["more than 1,000 templates"]
+    monkeypatch.setattr(templates, "MAX_SENTENCES", 100)
+    test = load_toml_wordset(data / "weat6.toml")
+    words = sum(len(wl.words) for wl in test.sets().values())
+    shipped = load_toml_wordset(data / "seat-templates.toml")
+    with pytest.raises(BiasError, match=f"would render {words * len(shipped.templates):,} sentences, more than 100"):
+        templates.sentence_sets(test, shipped)
+    lpbs = tomllib.loads((data / "lpbs-gender.toml").read_text(encoding="utf-8"))
+    monkeypatch.setattr(lpbs_tests, "MAX_SENTENCES", 10)
+    found = [p.message for p in lpbs_tests.check(lpbs, "l.toml") if p.field == "templates"]
+    assert len(found) == 1 and found[0].startswith("with these sets the templates render ") and found[0].endswith("more than 10")

@@ -30,6 +30,7 @@ from bias.core.generation import CUT, FINISHED, GenerationRequest, Generations, 
 from bias.core.models.hf.batching import memory_guard, pad_id, token_limit
 from bias.core.models.hf.chat_template import conversation_text, strip_start
 from bias.core.models.hf.lm_scoring import causal_start
+from bias.core.models.hf.vectors import check_length
 
 
 def row_seed(seed: int, text: str) -> int:
@@ -72,6 +73,7 @@ def prompt_ids(
 ) -> tuple[list[int], str, str]:
     """The ids the model continues, the text they are, and how the prompt was made."""
     text, how = conversation_text(tokenizer, request, template)
+    check_length(text)
     if template:
         body, had_start = strip_start(tokenizer, text)
         ids = list(tokenizer(body, add_special_tokens=False)["input_ids"])

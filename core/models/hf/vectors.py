@@ -175,13 +175,28 @@ def tokenized(tokenizer: Any, texts: Sequence[str]) -> Iterator[Tokenized]:
 # Python (where Ctrl-C is seen) until the whole list is done (20 s for a million words), and holds
 # every token's offsets meanwhile (corpus lines of a megabyte each took 2 GB, then aborted).
 TOKENIZED_AT_ONCE = 4096
-CHARACTERS_AT_ONCE = 2**20  # Ctrl-C waited 2.6 s on one call of 4 MiB
+CHARACTERS_AT_ONCE = 2**18  # Ctrl-C waited 2.6 s on one call of 4 MiB, 2.3-2.5 s on 1 MiB
+MAX_TEXT_CHARS = 2**20  # one text, tokenized whole (see check_length)
+
+
+def check_length(text: str) -> None:
+    """A text longer than one tokenizer call may take is refused: the tokenizer holds every token's
+    offsets of a text at once (one template of 3.8 MB aborted it at 2 GB), and no model reads more
+    than a few thousand characters of it. Bounds where texts are read name the file; this one
+    catches any way in."""
+    if len(text) > MAX_TEXT_CHARS:
+        raise BiasError(
+            f"A text to encode has {len(text):,} characters, more than the "
+            f"{MAX_TEXT_CHARS:,} a text may have: {text[:40]!r}...",
+            "Check the file it comes from (a template, a word list, a text column).",
+        )
 
 
 def _chunks(texts: Sequence[str]) -> Iterator[list[str]]:
     chunk: list[str] = []
     held = 0
     for text in texts:
+        check_length(text)
         if chunk and (len(chunk) >= TOKENIZED_AT_ONCE or held + len(text) > CHARACTERS_AT_ONCE):
             yield chunk
             chunk, held = [], 0

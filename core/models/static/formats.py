@@ -17,6 +17,7 @@ from typing import Any
 import attrs
 import numpy as np
 from bias.core.errors import BiasError
+from bias.core.regular_files import open_regular
 
 FASTTEXT_BIN = "fasttext-bin"
 WORD2VEC_BINARY = "word2vec-binary"
@@ -63,15 +64,18 @@ class FileFormat:
 
 
 def _read_head(path: Path) -> tuple[bytes, bool]:
-    with open(path, "rb") as raw:
+    # through open_regular: a named pipe (a shared model's tarball keeps one) blocked open()
+    # waiting for a writer, beyond the reach of Ctrl-C
+    with open_regular(path, what="vectors file") as raw:
         head = raw.read(_SNIFF_BYTES)
-    if not head.startswith(_GZIP_MAGIC):
-        return head, False
-    try:
-        with gzip.open(path, "rb") as unzipped:
-            return unzipped.read(_SNIFF_BYTES), True
-    except (OSError, EOFError):
-        return b"", True
+        if not head.startswith(_GZIP_MAGIC):
+            return head, False
+        raw.seek(0)
+        try:
+            with gzip.GzipFile(fileobj=raw, mode="rb") as unzipped:
+                return unzipped.read(_SNIFF_BYTES), True
+        except (OSError, EOFError):
+            return b"", True
 
 
 def _parse_floats(parts: Sequence[bytes]) -> list[float] | None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import gzip
 import logging
+import os
 from pathlib import Path
 from typing import IO
 
@@ -100,12 +101,28 @@ def read_word2vec(
         count, dim = _header(handle)
         if limit:
             count = min(count, limit)
+        _check_claim(path, count, dim)
         rows = _Rows(count, dim)
         if binary:
             _binary_rows(handle, rows, count, dim, unicode_errors, path)
         else:
             _text_rows(handle, rows, count, dim, unicode_errors)
     return rows.table(path)
+
+
+def _check_claim(path: Path, count: int, dim: int) -> None:
+    """A header that claims more vectors than the machine's memory holds is refused as the input
+    it is (it ended as a memory failure, exit 1); a smaller false claim fails when rows run out."""
+    try:
+        memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return
+    if count * dim * 4 > memory:
+        raise BiasError(
+            f"{path}: its header claims {count:,} vectors of {dim:,} numbers "
+            f"({count * dim * 4:,} bytes), more than this machine's memory.",
+            "Check that this is the file you meant.",
+        )
 
 
 def read_glove(path: Path, *, limit: int | None = None) -> WordTable:
