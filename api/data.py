@@ -22,7 +22,8 @@ from bias.core.params import is_layer, layer_value
 from bias.core.data.similarity_pairs import MIN_PAIRS, SimilarityPairs
 from bias.core.data.stereoset import GOLD_LABELS, StereoExample, StereoSentence, StereoSetExamples
 from bias.core.text import listed, shown
-from bias.core.data.wordsets import MAX_SET_WORDS, MAX_WORD_CHARS, normalise
+from bias.core.data.wordsets import normalise
+from bias.core.data.record_bounds import check_file_words
 from bias.core.data.file_reading import (
     MAX_DATASET_FILE,
     content_lines,
@@ -56,8 +57,7 @@ __all__ = [
     "read_json",
     "read_text",
     "MAX_DATASET_FILE",
-    "MAX_SET_WORDS",
-    "MAX_WORD_CHARS",
+    "check_file_words",
     "shown",
     "SIMILARITY_PAIRS",
     "SimilarityPairs",

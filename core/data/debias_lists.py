@@ -26,6 +26,7 @@ import attrs
 from bias.core.errors import BiasError
 from bias.core.model import DEBIAS_LISTS, WordSetMeta
 from bias.core.data.wordsets import Problem, check_meta, meta_of, normalise, raise_on_errors
+from bias.core.data.record_bounds import MAX_WORD_CHARS, WORD, oversized
 
 MIN_DEFINITIONAL = 2  # one pair gives a direction but no PCA worth the name; Bolukbasi used ten
 FIELDS = ("definitional", "equalize", "specific", "direction", "neutral")
@@ -169,6 +170,9 @@ def _check_words(value: Any, file: str, field: str) -> list[Problem]:
 def check(data: dict[str, Any], file: str) -> list[Problem]:
     """Every problem of a debias-lists record, with its field."""
     problems = check_meta(data, file, FIELDS)
+    words = {k: data[k] for k in ("definitional", "equalize", "specific", "neutral") if k in data}
+    if long := oversized({**words, "direction": data.get("direction")}, MAX_WORD_CHARS, WORD):
+        return problems + [Problem(file, field, message) for field, message in long]
     found, count = _check_pairs(data.get("definitional"), file, "definitional", required=True)
     problems.extend(found)
     if (

@@ -30,6 +30,7 @@ import attrs
 from bias.core.errors import BiasError
 from bias.core.model import WordSetMeta
 from bias.core.data.wordsets import Problem, check_meta, meta_of, raise_on_errors
+from bias.core.data.record_bounds import MAX_WORD_CHARS, WORD, oversized
 from bias.core.text import shown
 from bias.core.data.file_reading import read_json, read_text
 
@@ -131,6 +132,8 @@ def _check_list(value: Any, file: str, field: str, problems: list[Problem]) -> N
 def check(data: dict[str, Any], file: str) -> list[Problem]:
     """Every problem of a FISE record, with its field (`axes.gender`, `traits[3]`)."""
     problems = check_meta(data, file, KNOWN_FIELDS)
+    if long := oversized({"axes": data.get("axes")}, MAX_WORD_CHARS, WORD):
+        return problems + [Problem(file, field, message) for field, message in long]
     axes = data.get("axes")
     if not isinstance(axes, dict) or len(axes) < 2:
         problems.append(

@@ -20,10 +20,10 @@ from bias.core.data import grammar
 from bias.core.data.grammar import FormsTable, Rendered
 from bias.core.model import LPBS, WordList, WordSetMeta
 from bias.core.data.templates import (
-    MAX_SENTENCES,
     MAX_TEMPLATES,
     Template,
     parse_templates,
+    rendering_problem,
     too_many_templates,
 )
 from bias.core.data.wordsets import (
@@ -185,10 +185,10 @@ def check(data: dict[str, Any], file: str) -> list[Problem]:
                 )
     if set_ok and templates_ok and not any(p.severity == "error" for p in problems):
         sizes = {key: len(data["sets"][key]["words"]) for key in SET_KEYS}
-        count = len(entries) * sum(sizes[k] for k in TARGETS) * sum(sizes[k] for k in ATTRIBUTES)
-        if count > MAX_SENTENCES:  # checked before _coverage renders them all
-            found = f"with these sets the templates render {count:,} sentences, more than "
-            problems.append(Problem(file, "templates", found + f"{MAX_SENTENCES:,}"))
+        pairs = sum(sizes[k] for k in TARGETS) * sum(sizes[k] for k in ATTRIBUTES)
+        chars = pairs * sum(len(str(e.get("text", ""))) for e in entries if isinstance(e, dict))
+        if found := rendering_problem(len(entries) * pairs, chars):  # before _coverage renders
+            problems.append(Problem(file, "templates", found))
         else:
             problems.extend(_coverage(data, file, forms))
     return problems

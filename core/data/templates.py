@@ -96,7 +96,8 @@ class SentenceSets:
 def sentence_sets(test: AssociationTest, templates: TemplateSet) -> SentenceSets:
     """SEAT stimuli: each word of each set rendered in every template that fits its grammar."""
     words = sum(len(wl.words) for wl in test.sets().values())
-    check_rendered(words * len(templates.templates), f"{test.meta.name} in {templates.name}")
+    chars = words * sum(len(t.text) for t in templates.templates)
+    check_rendered(words * len(templates.templates), chars, f"{test.meta.name} in {templates.name}")
     sentences: dict[str, tuple[Sentence, ...]] = {}
     lost: dict[str, tuple[str, ...]] = {}
     for key, wl in test.sets().items():
@@ -199,20 +200,26 @@ MAX_TEMPLATES = 1_000  # the largest shipped set has 36
 
 
 MAX_SENTENCES = 200_000  # of one test; the largest shipped renders a few thousand
+MAX_RENDERED = 64 * 2**20  # characters of the templates in them, as the text kept from a corpus
 
 
 def too_many_templates(file: str) -> Problem:
     return Problem(file, "templates", f"more than {MAX_TEMPLATES:,} templates")
 
 
-def check_rendered(count: int, what: str) -> None:
-    """Refuse a test whose templates would render more sentences than any test needs, before any
-    is rendered."""
+def rendering_problem(count: int, chars: int) -> str | None:
+    """What is wrong with rendering `count` sentences holding `chars` characters of templates, if
+    anything: more than any test needs, said before any is rendered."""
     if count > MAX_SENTENCES:
-        raise BiasError(
-            f"{what}: the templates would render {count:,} sentences, more than {MAX_SENTENCES:,}.",
-            "Use fewer templates or smaller sets.",
-        )
+        return f"the templates would render {count:,} sentences, more than {MAX_SENTENCES:,}"
+    if chars > MAX_RENDERED:
+        return f"the templates would render {chars:,} characters, more than {MAX_RENDERED:,}"
+    return None
+
+
+def check_rendered(count: int, chars: int, what: str) -> None:
+    if found := rendering_problem(count, chars):
+        raise BiasError(f"{what}: {found}.", "Use fewer or shorter templates, or smaller sets.")
 
 
 def _parsed(text: str) -> list[grammar.Placeholder]:
@@ -266,9 +273,11 @@ __all__ = [
     "build",
     "check",
     "check_rendered",
+    "MAX_RENDERED",
     "MAX_SENTENCES",
     "MAX_TEMPLATES",
     "parse_templates",
+    "rendering_problem",
     "sentence_sets",
     "too_many_templates",
 ]

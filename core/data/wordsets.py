@@ -18,7 +18,7 @@ import attrs
 
 from bias.core.data.file_reading import read_toml
 from bias.core.data.kinds import DataKind, kind_handler, known_kinds
-from bias.core.data.record_bounds import oversized
+from bias.core.data.record_bounds import MAX_SET_WORDS, MAX_WORD_CHARS, oversized
 from bias.core.errors import BiasError
 from bias.core.model import (
     ASSOCIATION,
@@ -222,8 +222,6 @@ def word_entry(entry: Any) -> tuple[str | None, dict[str, Any]]:
     return None, {}
 
 
-MAX_SET_WORDS = 5_000
-MAX_WORD_CHARS = 1_000  # the longest shipped stimulus has 38 characters, a SEAT sentence ~60
 TOO_LONG = f"longer than {MAX_WORD_CHARS:,} characters: a set holds words or short sentences"
 
 

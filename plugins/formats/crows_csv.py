@@ -93,6 +93,12 @@ class CrowsCsvFormat(WordSetFormat):
                 rows.append((start, row))
                 start = reader.line_num + 1
         except csv.Error as exc:
+            if "field larger than field limit" in str(exc):  # a quote left open, most often
+                raise BiasError(
+                    f"{path}: line {start}: a field longer than {csv.field_size_limit():,} "
+                    "characters.",
+                    "Check for a quote left open on that line; a sentence is never that long.",
+                ) from exc
             raise BiasError(
                 f"{path}: line {reader.line_num}: malformed CSV ({exc}).",
                 "Check the quotes on that line.",

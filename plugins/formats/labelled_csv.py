@@ -18,7 +18,7 @@ from bias.api.data import MAX_DATASET_FILE, file_head, read_text
 
 REQUIRED = ("text", "label")
 SEPARATORS = (",", "\t", ";", "|")
-MAX_FIELD = 1 << 16  # characters of one text, as any text of a house record (record_bounds)
+MAX_FIELD = 1 << 20  # characters of one text, as any text of a house record (record_bounds)
 
 
 def _names(header: str, sep: str) -> list[str]:

@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 
 from bias.api import LPBS, BiasError, WordSetFormat
 from bias.api.static import with_layout_language
-from bias.api.data import read_json
+from bias.api.data import check_file_words, read_json
 
 NUMBERS = ("singular", "plural")
 
@@ -77,6 +77,8 @@ class LpbsJsonFormat(WordSetFormat):
                 raise BiasError(
                     f'{path}: field \'{field}\' must be {{"singular": [...], "plural": [...]}}.'
                 )
+            for number in numbers:
+                check_file_words(entry.get(number, []), path, f"{field}.{number}")
             words = [
                 {"word": w, "number": number} if isinstance(w, str) else w
                 for number in numbers
@@ -87,6 +89,7 @@ class LpbsJsonFormat(WordSetFormat):
             entry = data.get(field)
             if not isinstance(entry, list):
                 raise BiasError(f"{path}: field '{field}' must be a list of words.")
+            check_file_words(entry, path, field)
             sets[key] = {"label": field, "words": entry}
         entries = []
         for number in NUMBERS:

@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 
 from bias.api import BiasError, WordSetFormat
 from bias.api.static import with_layout_language
-from bias.api.data import MAX_SET_WORDS, MAX_WORD_CHARS, read_json
+from bias.api.data import check_file_words, read_json
 
 _KEYS = {"X": "targ1", "Y": "targ2", "A": "attr1", "B": "attr2"}
 
@@ -45,7 +45,7 @@ class SeatJsonFormat(WordSetFormat):
                     'A SEAT file has targ1, targ2, attr1 and attr2, each {"category": ..., '
                     '"examples": [...]}.',
                 )
-            _check_size(entry["examples"], path, field)
+            check_file_words(entry["examples"], path, f"{field}.examples")
             sets[key] = {"label": str(entry.get("category", field)), "words": entry["examples"]}
         examples = [e for entry in sets.values() for e in entry["words"] if isinstance(e, str)]
         sentences = sum(len(e.split()) > 1 for e in examples) > len(examples) / 2
@@ -61,19 +61,3 @@ class SeatJsonFormat(WordSetFormat):
             },
             Path(path),
         )
-
-
-def _check_size(examples: list[Any], path: Path, field: str) -> None:
-    """The house bounds, said with the field as this file names it (not the house's sets.X)."""
-    if len(examples) > MAX_SET_WORDS:
-        raise BiasError(
-            f"{path}: field '{field}.examples' has more than {MAX_SET_WORDS:,} examples.",
-            "A SEAT test has tens of examples a set: check that this is the file you meant.",
-        )
-    for i, example in enumerate(examples):
-        if isinstance(example, str) and len(example) > MAX_WORD_CHARS:
-            raise BiasError(
-                f"{path}: field '{field}.examples[{i}]' is longer than {MAX_WORD_CHARS:,} "
-                "characters.",
-                "Examples are words or short sentences: check that this is the file you meant.",
-            )

@@ -437,12 +437,12 @@ def test_reading_a_labelled_csv_leaves_the_process_csv_field_limit_as_it_was(tmp
     from bias.plugins.formats.labelled_csv import LabelledCsvFormat
 
     before = csv.field_size_limit()
-    (tmp_path / "texts.csv").write_text("text,label\n" + "long " * 13_000 + ",a\nshort,b\n", encoding="utf-8")
+    (tmp_path / "texts.csv").write_text("text,label\n" + "long " * 40_000 + ",a\nshort,b\n", encoding="utf-8")
     record = LabelledCsvFormat().record(tmp_path / "texts.csv")
     assert [item["label"] for item in record["items"]] == ["a", "b"]
     assert csv.field_size_limit() == before
-    (tmp_path / "long.csv").write_text('text,label\n"' + "a line\n" * 10_000 + '",a\n', encoding="utf-8")
-    with pytest.raises(BiasError, match="long.csv: line 2: a field longer than 65,536 characters"):
+    (tmp_path / "long.csv").write_text('text,label\n"' + "a line\n" * 150_000 + '",a\n', encoding="utf-8")
+    with pytest.raises(BiasError, match="long.csv: line 2: a field longer than 1,048,576 characters"):
         LabelledCsvFormat().record(tmp_path / "long.csv")  # a 15 MB cell of short lines took 2 GB
     assert csv.field_size_limit() == before
     (tmp_path / "affect.csv").write_text('pos,neg\n"' + "a" * 200_000 + '",b\n', encoding="utf-8")
@@ -594,7 +594,7 @@ def test_a_word_of_more_than_1000_characters_is_refused_naming_its_field(world: 
     seat["attr2"]["examples"] = [f"w{i}" for i in range(5_001)]
     (tmp_path / "big.json").write_text(json.dumps(seat), encoding="utf-8")
     done = cli("run", "-m", f"word2vec:{world.w2v_bin}", "-w", "big.json", cwd=tmp_path)
-    assert done.code == 2 and "field 'attr2.examples' has more than 5,000 examples" in done.err, done.both
+    assert done.code == 2 and "field 'attr2.examples' has more than 5,000 words" in done.err, done.both
     seat["attr2"]["examples"] = ["a", "x" * 1_001]
     (tmp_path / "long.json").write_text(json.dumps(seat), encoding="utf-8")
     done = cli("run", "-m", f"word2vec:{world.w2v_bin}", "-w", "long.json", cwd=tmp_path)
@@ -663,9 +663,14 @@ def test_a_text_of_megabytes_is_refused_by_the_record_bound_and_by_the_tokenizer
     from bias.core.models.hf.vectors import check_length
 
     head = 'kind = "templates"\nlanguage = "en"\nbias_type = "gender"\nsource = "s"\nlicence = "CC0-1.0"\n'
-    (tmp_path / "t.toml").write_text(head + '[[templates]]\ntext = "{word} ' + "a" * 70_000 + '"\n', encoding="utf-8")
-    with pytest.raises(BiasError, match=r"t.toml: templates\[0\].text: longer than 65,536 characters"):
+    text = '"""{word} ' + "a a a a\n" * 140_000 + '"""'  # lines within the line bound
+    (tmp_path / "t.toml").write_text(head + f"[[templates]]\ntext = {text}\n", encoding="utf-8")
+    with pytest.raises(BiasError, match=r"t.toml: templates\[0\].text: longer than 1,048,576 characters"):
         load_toml_wordset(tmp_path / "t.toml")
+    lists = 'kind = "debias-lists"\nlanguage = "en"\nbias_type = "gender"\nsource = "s"\nlicence = "CC0-1.0"\n'
+    (tmp_path / "d.toml").write_text(lists + 'definitional = [["' + "he" * 501 + '", "she"]]\n', encoding="utf-8")
+    with pytest.raises(BiasError, match=r"d.toml: definitional\[0\]\[0\]: longer than 1,000 characters"):
+        load_toml_wordset(tmp_path / "d.toml")  # each corpus sentence with "she" took a copy of it
     check_length("a" * 2**20)
     with pytest.raises(BiasError, match="A text to encode has 1,048,577 characters, more than the 1,048,576"):
         check_length("a" * (2**20 + 1))
@@ -683,13 +688,38 @@ def test_templates_and_the_sentences_they_render_are_bounded(tmp_path: Path, mon
     seat = tomllib.loads((data / "seat-templates.toml").read_text(encoding="utf-8"))
     many = {**seat, "templates": [f"{{word}} number {i}." for i in range(1_001)]}
     assert [p.message for p in templates.check(many, "t.toml") if p.field == "templates"] == ["more than 1,000 templates"]
-    monkeypatch.setattr(templates, "MAX_SENTENCES", 100)
     test = load_toml_wordset(data / "weat6.toml")
     words = sum(len(wl.words) for wl in test.sets().values())
     shipped = load_toml_wordset(data / "seat-templates.toml")
+    chars = words * sum(len(t.text) for t in shipped.templates)
+    monkeypatch.setattr(templates, "MAX_RENDERED", chars - 1)
+    with pytest.raises(BiasError, match=f"would render {chars:,} characters, more than {chars - 1:,}"):
+        templates.sentence_sets(test, shipped)
+    monkeypatch.setattr(templates, "MAX_SENTENCES", 100)
     with pytest.raises(BiasError, match=f"would render {words * len(shipped.templates):,} sentences, more than 100"):
         templates.sentence_sets(test, shipped)
     lpbs = tomllib.loads((data / "lpbs-gender.toml").read_text(encoding="utf-8"))
-    monkeypatch.setattr(lpbs_tests, "MAX_SENTENCES", 10)
     found = [p.message for p in lpbs_tests.check(lpbs, "l.toml") if p.field == "templates"]
-    assert len(found) == 1 and found[0].startswith("with these sets the templates render ") and found[0].endswith("more than 10")
+    assert len(found) == 1 and found[0].startswith("the templates would render ") and found[0].endswith("more than 100")
+
+
+def test_long_words_and_cells_are_named_as_their_files_write_them(tmp_path: Path) -> None:
+    from bias.core.errors import BiasError
+    from bias.plugins.formats.crows_csv import CrowsCsvFormat
+    from bias.plugins.formats.lpbs_json import LpbsJsonFormat
+
+    lpbs = {
+        "targ1": {"singular": ["x" * 1_001]},
+        "targ2": {"singular": ["b"]},
+        "attr1": ["c"],
+        "attr2": ["d"],
+        "templates": {"singular": ["TARGET is ATTRIBUTE."]},
+    }
+    (tmp_path / "l.json").write_text(json.dumps(lpbs), encoding="utf-8")
+    with pytest.raises(BiasError, match=r"field 'targ1.singular\[0\]' is longer than 1,000 characters"):
+        LpbsJsonFormat().record(tmp_path / "l.json")
+    head = "sent_more,sent_less,stereo_antistereo,bias_type\n"
+    (tmp_path / "c.csv").write_text(head + 'a,b,stereo,gender\n"open,b,stereo,gender\n' + "x" * 140_000 + "\n", encoding="utf-8")
+    with pytest.raises(BiasError, match="c.csv: line 3: a field longer than 131,072 characters") as refused:
+        CrowsCsvFormat().record(tmp_path / "c.csv")
+    assert "quote left open" in (refused.value.hint or "")
