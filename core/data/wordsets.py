@@ -18,7 +18,7 @@ import attrs
 
 from bias.core.data.file_reading import read_toml
 from bias.core.data.kinds import DataKind, kind_handler, known_kinds
-from bias.core.data.record_bounds import MAX_SET_WORDS, MAX_WORD_CHARS, oversized
+from bias.core.data.record_bounds import MAX_SET_WORDS, MAX_WORD_CHARS, WORD, oversized
 from bias.core.errors import BiasError
 from bias.core.model import (
     ASSOCIATION,
@@ -222,7 +222,7 @@ def word_entry(entry: Any) -> tuple[str | None, dict[str, Any]]:
     return None, {}
 
 
-TOO_LONG = f"longer than {MAX_WORD_CHARS:,} characters: a set holds words or short sentences"
+TOO_LONG = f"longer than {MAX_WORD_CHARS:,} characters ({WORD})"
 
 
 def check_word_list(entry: Any, file: str, field: str) -> tuple[list[Problem], int]:
