@@ -100,7 +100,10 @@ def format_for(path: Path, by_folder: bool = True, kind: str | None = None) -> W
         ):
             candidates.append(cls())
     if len(candidates) > 1 and path.is_file():
-        sniffed = [c for c in candidates if c.sniff(path)]
+        from bias.core.data.file_reading import parsed_once
+
+        with parsed_once():
+            sniffed = [c for c in candidates if c.sniff(path)]
         candidates = sniffed or candidates
     return candidates[0] if candidates else None
 

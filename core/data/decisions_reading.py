@@ -30,6 +30,8 @@ from bias.core.data.decisions import (
     fill,
 )
 from bias.core.data.grammar import FormsTable
+from bias.core.data.record_bounds import MAX_SET_WORDS, MAX_TEXT_CHARS
+from bias.core.data.templates import rendering_problem
 from bias.core.data.wordsets import (
     SMALL_SET,
     Problem,
@@ -51,6 +53,8 @@ PROMPT_FIELDS = {"job", "profile", "question"}
 KEY = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 SOURCE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9_-]*)\.([A-Z])$")
 SHORT_NAME = "a short lower-case name (letters, digits, - and _)"
+MAX_GROUPS = 64  # a published audit compares a handful
+MAX_SOURCES = 64  # sets one group draws its names from
 
 Named = list[tuple[str, dict[str, str]]]  # names with their grammar
 
@@ -61,6 +65,7 @@ class Found:
 
     file: str
     problems: list[Problem] = attrs.field(factory=list)
+    sources: dict[str, Named] = attrs.field(factory=dict)  # each FILE.SET read once
 
     def error(self, field: str, message: str) -> None:
         self.problems.append(Problem(self.file, field, message))
@@ -77,7 +82,17 @@ def _text(value: Any) -> str:
 
 
 def _source_names(source: Any, found: Found, field: str) -> Named:
-    """The names of `stem.SET` (a set of an association test beside the file) and their grammar."""
+    """The names of `stem.SET` (a set of an association test beside the file) and their grammar,
+    read once however often the file names it (3,000 references to a 4 MB set took minutes)."""
+    if isinstance(source, str) and source in found.sources:
+        return found.sources[source]
+    named = _read_source(source, found, field)
+    if isinstance(source, str):
+        found.sources[source] = named
+    return named
+
+
+def _read_source(source: Any, found: Found, field: str) -> Named:
     match = SOURCE.match(source) if isinstance(source, str) else None
     if match is None:
         found.error(
@@ -119,6 +134,9 @@ def _group_names(entry: dict[str, Any], found: Found, field: str) -> tuple[Named
     if not isinstance(refs, list) or not all(isinstance(r, str) for r in refs):
         found.error(f"{field}.names", 'must be a list of sets such as ["weat3.X"]')
         refs = []
+    if len(refs) > MAX_SOURCES:
+        found.error(f"{field}.names", f"more than {MAX_SOURCES} sets")
+        refs = []
     for i, ref in enumerate(refs):
         names += _source_names(ref, found, f"{field}.names[{i}]")
         sources.append(ref)
@@ -137,6 +155,8 @@ def _group_names(entry: dict[str, Any], found: Found, field: str) -> tuple[Named
     kept: dict[str, dict[str, str]] = {}
     for word, features in names:
         kept.setdefault(word, features)  # a name listed by two of the group's sets counts once
+    if len(kept) > MAX_SET_WORDS:
+        found.error(f"{field}.names", f"more than {MAX_SET_WORDS:,} names in all")
     return list(kept.items()), sources
 
 
@@ -192,6 +212,9 @@ def _read_groups(data: dict[str, Any], found: Found) -> list[DecisionGroup]:
     table = data.get("groups")
     if not isinstance(table, dict) or len(table) < 2:
         found.error("groups", "give at least two [groups.NAME] tables, each with a label and names")
+        return []
+    if len(table) > MAX_GROUPS:
+        found.error("groups", f"more than {MAX_GROUPS} groups")
         return []
     owner: dict[str, str] = {}
     groups = [_read_group(str(k), v, found, owner) for k, v in table.items()]
@@ -334,8 +357,18 @@ def _check_rendering(
     language: str,
     found: Found,
 ) -> None:
-    """A scenario must read for every applicant: the first one a template cannot fill is named."""
+    """A scenario must read for every applicant: the first one a template cannot fill is named.
+    What the filling would cost is bounded first, as a template's rendering is."""
     applicants = [a for g in groups for a in g.names + g.explicit]
+    chars = len(applicants) * sum(len(s.profile) + len(s.question) for s in scenarios)
+    if too_many := rendering_problem(2 * len(applicants) * len(scenarios), chars):
+        found.error("scenarios", too_many.replace("templates", "scenarios"))
+        return
+    for scenario in scenarios:  # what a model is given at once (+ the prompt and a name)
+        if len(scenario.profile) + len(scenario.question) > MAX_TEXT_CHARS:
+            text = f"the profile and question hold more than {MAX_TEXT_CHARS:,} characters"
+            found.error(f"scenario {scenario.id}", text)
+            return
     for scenario in scenarios:
         for key in ("profile", "question"):
             template = getattr(scenario, key)

@@ -29,6 +29,8 @@ from typing import Any
 
 import attrs
 
+from bias.core.data.record_bounds import MAX_TEXT_CHARS
+
 PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
 _NAME = r"[A-Za-z_][A-Za-z0-9_\-]*"
 _PARTS = re.compile(rf"^({_NAME})(?:([:.])({_NAME}))?$")
@@ -95,7 +97,9 @@ def check(
     template: str, slots: Sequence[str], forms: Mapping[str, FormsTable] | None = None
 ) -> list[str]:
     """What is wrong with a template for the given slots: each slot's word exactly once, known
-    slots."""
+    slots; no longer than a model takes at once (it was refused only when encoded)."""
+    if len(template) > MAX_TEXT_CHARS:
+        return [f"longer than {MAX_TEXT_CHARS:,} characters, more than a model takes at once"]
     try:
         found = parse(template)
     except TemplateError as exc:

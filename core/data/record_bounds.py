@@ -12,9 +12,12 @@ from bias.core.errors import BiasError
 
 MAX_SET_WORDS = 5_000  # each word is encoded and compared with every other word
 MAX_WORD_CHARS = 1_000  # the longest shipped stimulus has 38 characters, a SEAT sentence ~60
-# characters of one text, as a text is tokenized whole (bias.core.models.hf.vectors.MAX_TEXT_CHARS);
-# the longest shipped has 3,640. What templates multiply is bounded apart (templates.MAX_RENDERED).
+# characters of one text of a record; the longest shipped has 3,640. What templates multiply is
+# bounded apart (templates.MAX_RENDERED).
 MAX_STRING = 2**20
+# characters of one text given to a model: the tokenizer takes it whole and Ctrl-C waits for it
+# (2.6-3.6 s on 1 MiB); a model reads a few thousand characters of it at most
+MAX_TEXT_CHARS = 2**18
 TEXT = "no text of a data file needs more"
 WORD = "a list of words holds words or short phrases"
 

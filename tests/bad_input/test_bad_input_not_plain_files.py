@@ -671,9 +671,14 @@ def test_a_text_of_megabytes_is_refused_by_the_record_bound_and_by_the_tokenizer
     (tmp_path / "d.toml").write_text(lists + 'definitional = [["' + "he" * 501 + '", "she"]]\n', encoding="utf-8")
     with pytest.raises(BiasError, match=r"d.toml: definitional\[0\]\[0\]: longer than 1,000 characters"):
         load_toml_wordset(tmp_path / "d.toml")  # each corpus sentence with "she" took a copy of it
-    check_length("a" * 2**20)
-    with pytest.raises(BiasError, match="A text to encode has 1,048,577 characters, more than the 1,048,576"):
-        check_length("a" * (2**20 + 1))
+    from bias.core.data import templates
+
+    near = {"kind": "templates", "templates": ["{word} " + "a " * 131_100]}  # under the record bound
+    found = [p.message for p in templates.check(near, "t.toml") if p.field == "templates[0].text"]
+    assert found == ["longer than 262,144 characters, more than a model takes at once"]
+    check_length("a" * 2**18)
+    with pytest.raises(BiasError, match="A text to encode has 262,145 characters, more than the 262,144"):
+        check_length("a" * (2**18 + 1))  # one call of 1 MiB kept Ctrl-C waiting 2.6-3.6 s
 
 
 def test_templates_and_the_sentences_they_render_are_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -723,3 +728,49 @@ def test_long_words_and_cells_are_named_as_their_files_write_them(tmp_path: Path
     with pytest.raises(BiasError, match="c.csv: line 3: a field longer than 131,072 characters") as refused:
         CrowsCsvFormat().record(tmp_path / "c.csv")
     assert "quote left open" in (refused.value.hint or "")
+
+
+def test_a_decisions_file_reads_each_name_set_once_and_bounds_what_it_fills(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """3,000 references to one set read its file 3,000 times (minutes); 40 groups of 5,000 names
+    filled into a profile of a million characters ran for a quarter of an hour."""
+    from fixtures.decisions import decisions_toml
+
+    from bias.core.data import decisions_reading, file_reading
+    from bias.core.data.wordsets import load_toml_wordset, validate_toml_file
+
+    many = '[groups.nl]\nlabel = "nl"\nnames = [' + ", ".join(['"names.X"'] * 65) + ']\n[groups.ma]\nlabel = "ma"\nnames = ["names.Y"]\n'
+    path = decisions_toml(tmp_path, scenarios=2, groups=many)
+    assert [p.message for p in validate_toml_file(path) if p.field == "groups.nl.names"] == ["more than 64 sets"]
+    reads = []
+    monkeypatch.setattr(decisions_reading, "read_toml", lambda p: reads.append(p) or file_reading.read_toml(p))
+    again = '[groups.nl]\nlabel = "nl"\nnames = ["names.X", "names.X", "names.X"]\n[groups.ma]\nlabel = "ma"\nnames = ["names.Y", "names.X"]\n'
+    validate_toml_file(decisions_toml(tmp_path, scenarios=2, groups=again))
+    assert sorted(p.name for p in reads) == ["names.toml", "names.toml"]  # X once, Y once
+    path = decisions_toml(tmp_path, scenarios=2, extra="")
+    text = path.read_text(encoding="utf-8")
+    start = text.index("De sollicitant")
+    path.write_text(text[:start] + "a " * 140_000 + text[start:], encoding="utf-8")
+    found = [(p.field, p.message) for p in validate_toml_file(path) if p.severity == "error"]
+    assert found == [("scenario s0", "the profile and question hold more than 262,144 characters")], found
+    path = decisions_toml(tmp_path, scenarios=2)
+    built = load_toml_wordset(path)
+    applicants = sum(len(g.names) + len(g.explicit) for g in built.groups)
+    chars = applicants * sum(len(s.profile) + len(s.question) for s in built.scenarios)
+    monkeypatch.setattr(decisions_reading, "rendering_problem", lambda count, chars: f"{count} and {chars}")
+    found = [p.message for p in validate_toml_file(path) if p.field == "scenarios"]
+    assert found == [f"{2 * applicants * 2} and {chars}"]  # profile and question, each applicant, each scenario
+
+
+def test_a_json_file_is_parsed_once_while_the_json_formats_sniff_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each JSON format parsed and checked the file again: 62 s for an 8 MiB file of 2.7M records."""
+    from bias.core.data import file_reading
+    from bias.registry.resolve import format_for
+
+    seat = {key: {"category": key, "examples": ["a", "b"]} for key in ("targ1", "targ2", "attr1", "attr2")}
+    (tmp_path / "t.json").write_text(json.dumps(seat), encoding="utf-8")
+    parses = []
+    real = file_reading.parse_json
+    monkeypatch.setattr(file_reading, "parse_json", lambda text, where: parses.append(where) or real(text, where))
+    assert type(format_for(tmp_path / "t.json")).__name__ == "SeatJsonFormat"
+    assert len(parses) == 1
+    assert file_reading.read_json(tmp_path / "t.json") is not file_reading.read_json(tmp_path / "t.json")

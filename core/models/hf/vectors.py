@@ -17,6 +17,7 @@ import attrs
 import numpy as np
 
 from bias.core.models import encoding_cache
+from bias.core.data.record_bounds import MAX_TEXT_CHARS
 from bias.core.errors import BiasError
 from bias.core.models.hf import spans as span_math
 from bias.core.models.hf.batching import in_length_batches, memory_guard, right_pad
@@ -176,14 +177,13 @@ def tokenized(tokenizer: Any, texts: Sequence[str]) -> Iterator[Tokenized]:
 # every token's offsets meanwhile (corpus lines of a megabyte each took 2 GB, then aborted).
 TOKENIZED_AT_ONCE = 4096
 CHARACTERS_AT_ONCE = 2**18  # Ctrl-C waited 2.6 s on one call of 4 MiB, 2.3-2.5 s on 1 MiB
-MAX_TEXT_CHARS = 2**20  # one text, tokenized whole (see check_length)
 
 
 def check_length(text: str) -> None:
     """A text longer than one tokenizer call may take is refused: the tokenizer holds every token's
-    offsets of a text at once (one template of 3.8 MB aborted it at 2 GB), and no model reads more
-    than a few thousand characters of it. Bounds where texts are read name the file; this one
-    catches any way in."""
+    offsets of a text at once (one template of 3.8 MB aborted it at 2 GB) and Ctrl-C waits for it,
+    and no model reads more than a few thousand characters of it. Bounds where texts are read
+    name the file; this one catches any way in."""
     if len(text) > MAX_TEXT_CHARS:
         raise BiasError(
             f"A text to encode has {len(text):,} characters, more than the "
