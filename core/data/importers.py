@@ -49,5 +49,5 @@ class WordSetFormat(ABC):
     def validate(self, path: Any) -> list[Any]:
         try:
             return check_record(self.record(path), str(path))
-        except BiasError as exc:
-            return [Problem(str(path), "", exc.message)]
+        except BiasError as exc:  # the Problem names the file: the message need not again
+            return [Problem(str(path), "", exc.message.removeprefix(f"{path}: "))]

@@ -30,6 +30,7 @@ from bias.core.generation import CUT, FINISHED, GenerationRequest, Generations, 
 from bias.core.models.hf.batching import memory_guard, pad_id, token_limit
 from bias.core.models.hf.chat_template import conversation_text, strip_start
 from bias.core.models.hf.lm_scoring import causal_start
+from bias.core.models.hf.loading import quiet_transformers
 from bias.core.models.hf.vectors import check_length
 
 
@@ -76,10 +77,12 @@ def prompt_ids(
     check_length(text)
     if template:
         body, had_start = strip_start(tokenizer, text)
-        ids = list(tokenizer(body, add_special_tokens=False)["input_ids"])
+        with quiet_transformers():  # a prompt past the model's length is refused in words after
+            ids = list(tokenizer(body, add_special_tokens=False)["input_ids"])
         start = getattr(tokenizer, "bos_token_id", None) if had_start else None
         return ([int(start)] if start is not None else []) + ids, text, how
-    ids = list(tokenizer(text, add_special_tokens=True)["input_ids"])
+    with quiet_transformers():
+        ids = list(tokenizer(text, add_special_tokens=True)["input_ids"])
     specials = set(getattr(tokenizer, "all_special_ids", []) or [])
     # an EOS a tokenizer appends ends nothing here
     while ids and ids[-1] in specials and len(ids) > 1:
