@@ -88,6 +88,8 @@ def parse_json(text: str, where: object) -> Any:
             f"{where}: malformed JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}.",
             "Fix the syntax there.",
         ) from None
+    except ValueError as exc:  # a number of more than 4,300 digits
+        raise BiasError(f"{where}: unreadable JSON ({exc}).", "Fix the value.") from None
     except RecursionError:
         value = None
         depth = MAX_DEPTH + 1
@@ -209,3 +211,5 @@ def read_toml(path: Path) -> dict[str, Any]:
         raise BiasError(
             f"{path}: not UTF-8 text ({exc.reason}).", "Save the file as UTF-8."
         ) from exc
+    except ValueError as exc:  # a number of more than 4,300 digits
+        raise BiasError(f"{path}: unreadable TOML ({exc}).", "Fix the value.") from None

@@ -219,7 +219,7 @@ def parse_trait_line(line: str, where: str) -> Stimulus:
         value = json.loads(text)
     except RecursionError:
         pass
-    except json.JSONDecodeError:
+    except ValueError:  # JSONDecodeError, or a number of more than 4,300 digits
         try:
             value = ast.literal_eval(text)
         except (ValueError, SyntaxError, MemoryError, RecursionError):

@@ -43,7 +43,7 @@ def read_manifest(folder: Path) -> dict[str, Any] | None:
         if text is None:
             return None
         data = json.loads(text)
-    except (OSError, json.JSONDecodeError, RecursionError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:  # ValueError: a 4,301-digit number too
         what = "JSON nested too deeply" if isinstance(exc, RecursionError) else exc
         raise BiasError(
             f"{path} is damaged: not readable JSON ({what}).",

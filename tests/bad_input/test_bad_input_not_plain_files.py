@@ -745,13 +745,19 @@ def test_a_decisions_file_reads_each_name_set_once_and_bounds_what_it_fills(tmp_
     monkeypatch.setattr(decisions_reading, "read_toml", lambda p: reads.append(p) or file_reading.read_toml(p))
     again = '[groups.nl]\nlabel = "nl"\nnames = ["names.X", "names.X", "names.X"]\n[groups.ma]\nlabel = "ma"\nnames = ["names.Y", "names.X"]\n'
     validate_toml_file(decisions_toml(tmp_path, scenarios=2, groups=again))
-    assert sorted(p.name for p in reads) == ["names.toml", "names.toml"]  # X once, Y once
+    assert [p.name for p in reads] == ["names.toml"]  # X and Y from one file read once
+    for i in range(17):  # copies (or links) of one file are as many files to read
+        shutil.copyfile(tmp_path / "names.toml", tmp_path / f"n{i}.toml")
+    refs = ", ".join(f'"n{i}.X"' for i in range(17))
+    path = decisions_toml(tmp_path, scenarios=2, groups=f'[groups.nl]\nlabel = "nl"\nnames = [{refs}]\n[groups.ma]\nlabel = "ma"\nnames = ["names.Y"]\n')
+    found = [p.message for p in validate_toml_file(path) if p.field == "groups.nl.names[16]"]
+    assert found == ["'n16.X': more than 16 files of names in all"], found
     path = decisions_toml(tmp_path, scenarios=2, extra="")
     text = path.read_text(encoding="utf-8")
     start = text.index("De sollicitant")
     path.write_text(text[:start] + "a " * 140_000 + text[start:], encoding="utf-8")
     found = [(p.field, p.message) for p in validate_toml_file(path) if p.severity == "error"]
-    assert found == [("scenario s0", "the profile and question hold more than 262,144 characters")], found
+    assert found == [("scenario s0", "the job, profile and question hold more than 262,144 characters")], found
     path = decisions_toml(tmp_path, scenarios=2)
     built = load_toml_wordset(path)
     applicants = sum(len(g.names) + len(g.explicit) for g in built.groups)
@@ -774,3 +780,24 @@ def test_a_json_file_is_parsed_once_while_the_json_formats_sniff_it(tmp_path: Pa
     assert type(format_for(tmp_path / "t.json")).__name__ == "SeatJsonFormat"
     assert len(parses) == 1
     assert file_reading.read_json(tmp_path / "t.json") is not file_reading.read_json(tmp_path / "t.json")
+
+
+def test_a_number_of_thousands_of_digits_is_bad_input_naming_the_file(world: World, tmp_path: Path) -> None:
+    """Python refuses to convert an integer of more than 4,300 digits: the ValueError ended the
+    run as a failure of the program (exit 1) naming no file."""
+    from bias.core.data.file_reading import read_json, read_toml
+    from bias.core.errors import BiasError
+    from bias.core.runs.manifest import read_manifest
+
+    (tmp_path / "n.json").write_text('{"targ1": ' + "9" * 5_000 + "}", encoding="utf-8")
+    with pytest.raises(BiasError, match="n.json: unreadable JSON .Exceeds the limit"):
+        read_json(tmp_path / "n.json")
+    (tmp_path / "n.toml").write_text("x = " + "9" * 5_000 + "\n", encoding="utf-8")
+    with pytest.raises(BiasError, match="n.toml: unreadable TOML .Exceeds the limit"):
+        read_toml(tmp_path / "n.toml")
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "manifest.json").write_text('{"n": ' + "9" * 5_000 + "}", encoding="utf-8")
+    with pytest.raises(BiasError, match="manifest.json is damaged: not readable JSON"):
+        read_manifest(tmp_path / "run")
+    done = cli("run", "-m", f"word2vec:{world.w2v_bin}", "-w", "n.toml", cwd=tmp_path)
+    assert done.code == 2 and "n.toml: unreadable TOML" in done.err, done.both
