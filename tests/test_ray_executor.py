@@ -217,9 +217,15 @@ def test_a_killed_worker_is_retried_the_retries_are_bounded_and_each_result_writ
     statuses = [results[p.experiment.key].status for p in prepared]
     assert statuses == [OK, OK, OK, FAILED], [r.reason for r in results.values()]
     assert "1 retries were spent" in results[prepared[3].experiment.key].reason
-    # Said for the two experiments sent again (once per reason), as a worker death, not as memory
+    # Said for the two experiments sent again (once per reason), as a worker death, not as memory;
+    # an experiment still waiting on the first model's actor when it died is sent again too (which
+    # ones were waiting depends on how fast the actor got through them)
     retries = [e for e in events if e.kind == "retry"]
-    assert {(e.model, e.experiment.key) for e in retries} == {(p.experiment.model.label(), p.experiment.key) for p in prepared[2:]}
+    killers = {(p.experiment.model.label(), p.experiment.key) for p in prepared[2:]}
+    sent_again = {(e.model, e.experiment.key) for e in retries}
+    assert killers <= sent_again, sent_again
+    waiting = {(p.experiment.model.label(), p.experiment.key) for p in prepared[:2] if p.experiment.model == prepared[2].experiment.model}
+    assert sent_again - killers <= waiting, sent_again - killers
     assert all("out of memory" not in e.note for e in retries), [e.note for e in retries]
     written = [r["key"] for r in lines(tmp_path / "out" / "results.jsonl")]
     assert sorted(written) == sorted(results) and len(written) == 4
