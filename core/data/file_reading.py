@@ -88,8 +88,8 @@ def parse_json(text: str, where: object) -> Any:
             f"{where}: malformed JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}.",
             "Fix the syntax there.",
         ) from None
-    except ValueError as exc:  # a number of more than 4,300 digits
-        raise BiasError(f"{where}: unreadable JSON ({exc}).", "Fix the value.") from None
+    except ValueError as exc:
+        raise BiasError(f"{where}: {_unreadable('JSON', exc)}.", "Fix the value.") from None
     except RecursionError:
         value = None
         depth = MAX_DEPTH + 1
@@ -211,5 +211,13 @@ def read_toml(path: Path) -> dict[str, Any]:
         raise BiasError(
             f"{path}: not UTF-8 text ({exc.reason}).", "Save the file as UTF-8."
         ) from exc
-    except ValueError as exc:  # a number of more than 4,300 digits
-        raise BiasError(f"{path}: unreadable TOML ({exc}).", "Fix the value.") from None
+    except ValueError as exc:
+        raise BiasError(f"{path}: {_unreadable('TOML', exc)}.", "Fix the value.") from None
+
+
+def _unreadable(what: str, exc: ValueError) -> str:
+    """Python refuses to convert a number of more than 4,300 digits (its error advises a setting of
+    the interpreter): said as the data it is."""
+    if "digits" in str(exc):
+        return f"unreadable {what}: a number of more than 4,300 digits, which no data file has"
+    return f"unreadable {what} ({exc})"

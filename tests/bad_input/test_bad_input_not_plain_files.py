@@ -746,6 +746,12 @@ def test_a_decisions_file_reads_each_name_set_once_and_bounds_what_it_fills(tmp_
     again = '[groups.nl]\nlabel = "nl"\nnames = ["names.X", "names.X", "names.X"]\n[groups.ma]\nlabel = "ma"\nnames = ["names.Y", "names.X"]\n'
     validate_toml_file(decisions_toml(tmp_path, scenarios=2, groups=again))
     assert [p.name for p in reads] == ["names.toml"]  # X and Y from one file read once
+    (tmp_path / "bad.toml").write_text("x = [\n", encoding="utf-8")  # a file that fails is read once too
+    reads.clear()
+    broken = '[groups.nl]\nlabel = "nl"\nnames = ["bad.X", "bad.Y"]\n[groups.ma]\nlabel = "ma"\nnames = ["bad.A", "names.Y"]\n'
+    found = [p.message for p in validate_toml_file(decisions_toml(tmp_path, scenarios=2, groups=broken)) if "bad." in p.message]
+    assert len(found) == 3 and all("bad.toml: malformed TOML" in m for m in found), found
+    assert [p.name for p in reads].count("bad.toml") == 1
     for i in range(17):  # copies (or links) of one file are as many files to read
         shutil.copyfile(tmp_path / "names.toml", tmp_path / f"n{i}.toml")
     refs = ", ".join(f'"n{i}.X"' for i in range(17))
@@ -790,10 +796,10 @@ def test_a_number_of_thousands_of_digits_is_bad_input_naming_the_file(world: Wor
     from bias.core.runs.manifest import read_manifest
 
     (tmp_path / "n.json").write_text('{"targ1": ' + "9" * 5_000 + "}", encoding="utf-8")
-    with pytest.raises(BiasError, match="n.json: unreadable JSON .Exceeds the limit"):
+    with pytest.raises(BiasError, match="n.json: unreadable JSON: a number of more than 4,300 digits"):
         read_json(tmp_path / "n.json")
     (tmp_path / "n.toml").write_text("x = " + "9" * 5_000 + "\n", encoding="utf-8")
-    with pytest.raises(BiasError, match="n.toml: unreadable TOML .Exceeds the limit"):
+    with pytest.raises(BiasError, match="n.toml: unreadable TOML: a number of more than 4,300 digits"):
         read_toml(tmp_path / "n.toml")
     (tmp_path / "run").mkdir()
     (tmp_path / "run" / "manifest.json").write_text('{"n": ' + "9" * 5_000 + "}", encoding="utf-8")
@@ -801,3 +807,12 @@ def test_a_number_of_thousands_of_digits_is_bad_input_naming_the_file(world: Wor
         read_manifest(tmp_path / "run")
     done = cli("run", "-m", f"word2vec:{world.w2v_bin}", "-w", "n.toml", cwd=tmp_path)
     assert done.code == 2 and "n.toml: unreadable TOML" in done.err, done.both
+
+
+def test_a_debiasing_record_with_a_number_of_thousands_of_digits_is_bad_input(tmp_path: Path) -> None:
+    from bias.core.errors import BiasError
+    from bias.engine.inputs import recorded_source
+
+    (tmp_path / "debias.json").write_text('{"source_model": ' + "9" * 5_000 + "}", encoding="utf-8")
+    with pytest.raises(BiasError, match="debias.json: cannot read the record of the debiasing"):
+        recorded_source(tmp_path / "debias.json", "hint")  # was the ValueError: exit 1
