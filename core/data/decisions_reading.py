@@ -3,7 +3,8 @@ with its field, names read from the association tests beside the file, and every
 for every applicant before a run starts, so a missing agreement value is a file error, not a gap in
 the results.
 
-A name source is `FILE.SET` with a bare file stem: nothing outside the file's folder is read.
+A name source is `FILE.SET` with a bare file stem: only files in the file's folder are named (a
+link there is followed, as for any data file the user gives).
 """
 
 from __future__ import annotations
