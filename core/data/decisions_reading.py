@@ -381,8 +381,8 @@ def _check_rendering(
     What the filling would cost is bounded first, as a template's rendering is."""
     applicants = [a for g in groups for a in g.names + g.explicit]
     chars = len(applicants) * sum(len(s.profile) + len(s.question) for s in scenarios)
-    if too_many := rendering_problem(2 * len(applicants) * len(scenarios), chars):
-        found.error("scenarios", too_many.replace("templates", "scenarios"))
+    if too_many := rendering_problem(2 * len(applicants) * len(scenarios), chars, "scenarios"):
+        found.error("scenarios", too_many)
         return
     for scenario in scenarios:  # what a model is given at once (+ the prompt and a name)
         if len(scenario.profile) + len(scenario.question) + len(scenario.job) > MAX_TEXT_CHARS:

@@ -207,13 +207,14 @@ def too_many_templates(file: str) -> Problem:
     return Problem(file, "templates", f"more than {MAX_TEMPLATES:,} templates")
 
 
-def rendering_problem(count: int, chars: int) -> str | None:
-    """What is wrong with rendering `count` sentences holding `chars` characters of templates, if
-    anything: more than any test needs, said before any is rendered."""
+def rendering_problem(count: int, chars: int, what: str = "templates") -> str | None:
+    """What is wrong with rendering `count` sentences holding `chars` characters of `what` (the
+    templates, a decisions file's scenarios), if anything: more than any test needs, said before
+    any is rendered."""
     if count > MAX_SENTENCES:
-        return f"the templates would render {count:,} sentences, more than {MAX_SENTENCES:,}"
+        return f"the {what} would render {count:,} sentences, more than {MAX_SENTENCES:,}"
     if chars > MAX_RENDERED:
-        return f"the templates would render {chars:,} characters, more than {MAX_RENDERED:,}"
+        return f"the {what} would render {chars:,} characters, more than {MAX_RENDERED:,}"
     return None
 
 

@@ -768,7 +768,7 @@ def test_a_decisions_file_reads_each_name_set_once_and_bounds_what_it_fills(tmp_
     built = load_toml_wordset(path)
     applicants = sum(len(g.names) + len(g.explicit) for g in built.groups)
     chars = applicants * sum(len(s.profile) + len(s.question) for s in built.scenarios)
-    monkeypatch.setattr(decisions_reading, "rendering_problem", lambda count, chars: f"{count} and {chars}")
+    monkeypatch.setattr(decisions_reading, "rendering_problem", lambda count, chars, what: f"{count} and {chars}")
     found = [p.message for p in validate_toml_file(path) if p.field == "scenarios"]
     assert found == [f"{2 * applicants * 2} and {chars}"]  # profile and question, each applicant, each scenario
 

@@ -8,7 +8,6 @@ it for the same reason."""
 
 from __future__ import annotations
 
-import gzip
 import struct
 from collections.abc import Sequence
 from pathlib import Path
@@ -17,7 +16,6 @@ from typing import Any
 import attrs
 import numpy as np
 from bias.core.errors import BiasError
-from bias.core.regular_files import open_regular
 
 FASTTEXT_BIN = "fasttext-bin"
 WORD2VEC_BINARY = "word2vec-binary"
@@ -64,18 +62,19 @@ class FileFormat:
 
 
 def _read_head(path: Path) -> tuple[bytes, bool]:
-    # through open_regular: a named pipe (a shared model's tarball keeps one) blocked open()
-    # waiting for a writer, beyond the reach of Ctrl-C
-    with open_regular(path, what="vectors file") as raw:
+    # through the one opener of vectors files (open_regular under it): a named pipe (a shared
+    # model's tarball keeps one) blocked open() waiting for a writer, beyond the reach of Ctrl-C
+    from bias.core.models.static.word2vec_files import open_vectors_file
+
+    with open_vectors_file(path, compressed=False) as raw:
         head = raw.read(_SNIFF_BYTES)
-        if not head.startswith(_GZIP_MAGIC):
-            return head, False
-        raw.seek(0)
-        try:
-            with gzip.GzipFile(fileobj=raw, mode="rb") as unzipped:
-                return unzipped.read(_SNIFF_BYTES), True
-        except (OSError, EOFError):
-            return b"", True
+    if not head.startswith(_GZIP_MAGIC):
+        return head, False
+    try:
+        with open_vectors_file(path, compressed=True) as unzipped:
+            return unzipped.read(_SNIFF_BYTES), True
+    except (OSError, EOFError):
+        return b"", True
 
 
 def _parse_floats(parts: Sequence[bytes]) -> list[float] | None:
