@@ -79,6 +79,16 @@ def _recognise_one(exc: BaseException) -> BiasError | None:
             "characters).",
             "Check the path.",
         )
+    if isinstance(exc, OSError) and exc.errno == errno.EIO:
+        # a read's error names no file: the one last opened for reading is the one read
+        from bias.core.regular_files import last_opened
+
+        read = exc.filename or last_opened()
+        return BiasError(
+            f"Input/output error while reading {read or 'a file'}.",
+            "Give a plain file on a working disk (a link to a process's memory or a device "
+            "cannot be read).",
+        )
     if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
         return BiasError(
             f"No space left on the disk{' for' + where if where else ''}.",

@@ -287,8 +287,8 @@ def data_files(folder: Path, problems: list[Problem] | None = None) -> list[Path
             part.startswith(".") for part in path.relative_to(folder).parts
         ):
             continue
-        if path.name == "pyproject.toml":
-            continue
+        if path.name in ("pyproject.toml", content_checks.AMBIGUOUS_FILE):  # not word sets: a
+            continue  # package's project file, and its list of words that validation warns of
         if path.suffix.lower() == ".toml" or format_for(path, by_folder=False) is not None:
             out.append(path)
     return out

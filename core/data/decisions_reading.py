@@ -31,7 +31,7 @@ from bias.core.data.decisions import (
     fill,
 )
 from bias.core.data.grammar import FormsTable
-from bias.core.data.record_bounds import MAX_SET_WORDS, MAX_TEXT_CHARS
+from bias.core.data.record_bounds import MAX_SET_WORDS, MAX_TEXT_CHARS, MAX_WORD_CHARS
 from bias.core.data.templates import rendering_problem
 from bias.core.data.wordsets import (
     SMALL_SET,
@@ -184,6 +184,10 @@ def _explicit(value: Any, found: Found, field: str) -> list[tuple[str, str]]:
     """(gender, words) of a group's `explicit` field: a text, or a table of texts by gender."""
     if value is None:
         return []
+    texts = value.values() if isinstance(value, dict) else [value]
+    if any(len(_text(t)) > MAX_WORD_CHARS for t in texts):
+        found.error(field, f"a group in words is at most {MAX_WORD_CHARS:,} characters")
+        return []
     if isinstance(value, str) and value.strip():
         return [("", _text(value))]
     if isinstance(value, dict) and value and all(_text(v) for v in value.values()):
@@ -250,6 +254,8 @@ def _check_reference(data: dict[str, Any], groups: list[DecisionGroup], found: F
             f"{reference!r} must name one of the groups ({', '.join(known)}): "
             "the group every other group is compared with",
         )
+        return
+    if found.errors(f"groups.{reference}."):  # its names are unread: said already
         return
     for variant in VARIANTS:
         if any(g.applicants(variant) for g in groups) and not known[reference].applicants(variant):
@@ -384,9 +390,14 @@ def _check_rendering(
     if too_many := rendering_problem(2 * len(applicants) * len(scenarios), chars, "scenarios"):
         found.error("scenarios", too_many)
         return
-    for scenario in scenarios:  # what a model is given at once (+ the prompt and a name)
-        if len(scenario.profile) + len(scenario.question) + len(scenario.job) > MAX_TEXT_CHARS:
-            text = f"the job, profile and question hold more than {MAX_TEXT_CHARS:,} characters"
+    longest = max((len(a.text) for a in applicants), default=0)
+    for scenario in scenarios:  # what a model is given at once (+ the prompt)
+        held = len(scenario.profile) + len(scenario.question) + len(scenario.job) + longest
+        if held > MAX_TEXT_CHARS:
+            text = (
+                f"the job, profile and question with an applicant hold more than "
+                f"{MAX_TEXT_CHARS:,} characters"
+            )
             found.error(f"scenario {scenario.id}", text)
             return
     for scenario in scenarios:

@@ -38,17 +38,22 @@ def oversized(data: Any, limit: int = MAX_STRING, reason: str = TEXT) -> list[tu
     return []
 
 
-def check_file_words(words: list[Any], path: Any, field: str) -> None:
+def check_file_words(words: list[Any], path: Any, field: str, *, templates: bool = False) -> None:
     """The set bounds for a format that converts to the house's sets, said with the field as its
-    file names it (`targ1.examples`), not the house's `sets.X.words`."""
+    file names it (`targ1.examples`), not the house's `sets.X.words`; `templates`: the list holds
+    templates, each held to what a model takes at once instead."""
     if len(words) > MAX_SET_WORDS:
         raise BiasError(
-            f"{path}: field '{field}' has more than {MAX_SET_WORDS:,} words.",
+            f"{path}: field '{field}' has more than {MAX_SET_WORDS:,} "
+            f"{'templates' if templates else 'words'}.",
             "Check that this is the file you meant.",
         )
+    longest = MAX_TEXT_CHARS if templates else MAX_WORD_CHARS
     for i, word in enumerate(words):
-        if isinstance(word, str) and len(word) > MAX_WORD_CHARS:
+        if isinstance(word, str) and len(word) > longest:
             raise BiasError(
-                f"{path}: field '{field}[{i}]' is longer than {MAX_WORD_CHARS:,} characters.",
-                "A set holds words or short sentences: check that this is the file you meant.",
+                f"{path}: field '{field}[{i}]' is longer than {longest:,} characters.",
+                "A template is a sentence with its slots: check that this is the file you meant."
+                if templates
+                else "A set holds words or short sentences: check that this is the file you meant.",
             )

@@ -96,6 +96,7 @@ class LpbsJsonFormat(WordSetFormat):
             texts = templates.get(number, [])
             if not isinstance(texts, list):
                 raise BiasError(f"{path}: templates.{number} must be a list of sentences.")
+            check_file_words(texts, path, f"templates.{number}", templates=True)
             for text in texts:
                 if not isinstance(text, str):
                     raise BiasError(f"{path}: templates.{number} holds {text!r}, not a sentence.")

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from bad_input_helpers import World, cli, world  # noqa: F401 (world is a fixture)
+from fixtures.decisions import decisions_toml
 
 GIB = 2**30
 
@@ -763,7 +764,7 @@ def test_a_decisions_file_reads_each_name_set_once_and_bounds_what_it_fills(tmp_
     start = text.index("De sollicitant")
     path.write_text(text[:start] + "a " * 140_000 + text[start:], encoding="utf-8")
     found = [(p.field, p.message) for p in validate_toml_file(path) if p.severity == "error"]
-    assert found == [("scenario s0", "the job, profile and question hold more than 262,144 characters")], found
+    assert found == [("scenario s0", "the job, profile and question with an applicant hold more than 262,144 characters")], found
     path = decisions_toml(tmp_path, scenarios=2)
     built = load_toml_wordset(path)
     applicants = sum(len(g.names) + len(g.explicit) for g in built.groups)
@@ -816,3 +817,71 @@ def test_a_debiasing_record_with_a_number_of_thousands_of_digits_is_bad_input(tm
     (tmp_path / "debias.json").write_text('{"source_model": ' + "9" * 5_000 + "}", encoding="utf-8")
     with pytest.raises(BiasError, match="debias.json: cannot read the record of the debiasing"):
         recorded_source(tmp_path / "debias.json", "hint")  # was the ValueError: exit 1
+
+
+def test_a_data_file_that_fails_to_read_is_named_as_bad_input(tmp_path: Path) -> None:
+    """A link to /proc/self/mem is a regular file of size 0 whose read fails with EIO: exit 1,
+    "not a problem with your input", no file named."""
+    for name in ("m.json", "m.toml"):
+        (tmp_path / name).symlink_to("/proc/self/mem")
+        done = cli("validate", name, cwd=tmp_path)
+        assert done.code == 2 and f"Input/output error while reading {name}" in done.err, done.both
+        assert "report it" not in done.both
+
+
+def test_a_decisions_group_in_words_and_what_a_model_is_given_are_bounded(tmp_path: Path) -> None:
+    """A group's `explicit` text had no bound of its own, and the bound on what a model is given at
+    once left out the applicant: a 1 MB `explicit` passed validation and was refused only after the
+    model had loaded, naming neither field nor scenario."""
+    from bias.core.data.wordsets import load_toml_wordset, validate_toml_file
+
+    def errors(path: Path) -> list[tuple[str, str]]:
+        return [(p.field, p.message) for p in validate_toml_file(path) if p.severity == "error"]
+
+    long = "x" * 1_001
+    groups = f'[groups.nl]\nlabel = "nl"\nexplicit = {{ m = "{long}", f = "een vrouw" }}\n[groups.ma]\nlabel = "ma"\nexplicit = {{ m = "a man", f = "{long}" }}\n'
+    found = errors(decisions_toml(tmp_path, scenarios=2, groups=groups))
+    assert ("groups.nl.explicit", "a group in words is at most 1,000 characters") in found, found
+    assert ("groups.ma.explicit", "a group in words is at most 1,000 characters") in found, found
+    path = decisions_toml(tmp_path, scenarios=2, groups=groups.replace(long, "x" * 1_000))
+    assert not errors(path)
+    first = load_toml_wordset(path).scenarios[0]
+    held = len(first.job) + len(first.profile) + len(first.question)
+    text = path.read_text(encoding="utf-8")
+    start = text.index("De sollicitant")
+    room = 2**18 - held - 1_000  # just fits with the longest applicant (1,000 characters)
+    path.write_text(text[:start] + "a" * room + text[start:], encoding="utf-8")
+    assert not errors(path)
+    path.write_text(text[:start] + "a" * (room + 1) + text[start:], encoding="utf-8")
+    assert errors(path) == [("scenario s0", "the job, profile and question with an applicant hold more than 262,144 characters")]
+
+
+def test_a_reference_group_whose_names_are_refused_is_not_also_said_to_have_none(tmp_path: Path) -> None:
+    from bias.core.data.wordsets import validate_toml_file
+
+    many = '[groups.nl]\nlabel = "nl"\nnames = [' + ", ".join(['"names.X"'] * 65) + ']\n[groups.ma]\nlabel = "ma"\nnames = ["names.Y"]\n'
+    found = [(p.field, p.message) for p in validate_toml_file(decisions_toml(tmp_path, scenarios=2, groups=many)) if p.severity == "error"]
+    assert found == [("groups.nl.names", "more than 64 sets")], found
+    none = '[groups.nl]\nlabel = "nl"\nexplicit = "een man"\n[groups.ma]\nlabel = "ma"\nnames = ["names.Y"]\n'
+    found = [(p.field, p.message) for p in validate_toml_file(decisions_toml(tmp_path, scenarios=2, groups=none)) if p.severity == "error"]
+    assert found == [("groups.nl", "the reference group has no names, but other groups do")], found
+
+
+def test_a_language_package_data_folder_validates_without_its_list_of_ambiguous_words(tmp_path: Path) -> None:
+    """`bias validate languages/XX/bias_lang_XX/data` took `ambiguous-words.txt` for a word set."""
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "ambiguous-words.txt").write_text("# words\nbank: a river bank, or money\n", encoding="utf-8")
+    shutil.copyfile(Path(__file__).parents[2] / "languages" / "nl" / "bias_lang_nl" / "data" / "weat6.toml", data / "weat6.toml")
+    done = cli("validate", "data", cwd=tmp_path)
+    assert done.code == 0 and "1 file(s) checked: 0 error(s)" in done.out, done.both
+
+
+def test_an_lpbs_json_template_over_the_bound_is_named_as_the_file_names_it(tmp_path: Path) -> None:
+    words = {"singular": ["he"], "plural": ["men"]}
+    data = {"targ1": words, "targ2": {"singular": ["she"], "plural": ["women"]}, "attr1": list("abcdefgh"), "attr2": list("ijklmnop")}
+    for size in (300_000, 2_000_000):
+        data["templates"] = {"singular": ["TARGET ATTRIBUTE"], "plural": ["TARGET ATTRIBUTE", "TARGET is ATTRIBUTE " + "x" * size]}
+        (tmp_path / "l.json").write_text(json.dumps(data), encoding="utf-8")
+        done = cli("validate", "l.json", cwd=tmp_path)
+        assert done.code == 2 and "field 'templates.plural[1]' is longer than 262,144 characters" in done.out, done.both
