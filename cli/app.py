@@ -14,11 +14,12 @@ from typing import Any, Optional
 
 import typer
 
-from bias.cli import compare_command, debias, run_command
+from bias.cli import compare_command, debias
 from bias.cli.consoles import stderr, stdout
 from bias.cli.say import say, warn
 from bias.cli.coercion import convert_only_when_needed
 from bias.cli.help_format import GroupedCommand
+from bias.cli.lazy_commands import LazyGroup, later
 from bias.core.errors import FAILURE, USAGE
 
 convert_only_when_needed()
@@ -30,6 +31,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
+    cls=LazyGroup,
 )
 _state = {"debug": False}  # --debug, as the main callback parsed it
 
@@ -167,11 +169,24 @@ def info_cmd(
         render(stdout(), entry)
 
 
-app.command("run", cls=GroupedCommand)(
-    run_command.command(
-        lambda config, values: run_command.run(config, values, stdout(), stderr(), _state["debug"])
+def _run_command() -> Any:
+    """`bias run`, built when named (`bias.cli.lazy_commands`)."""
+    import typer.main
+
+    from bias.cli import run_command
+
+    one = typer.Typer(add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None)
+    one.command("run", cls=GroupedCommand)(
+        run_command.command(
+            lambda config, values: run_command.run(
+                config, values, stdout(), stderr(), _state["debug"]
+            )
+        )
     )
-)
+    return typer.main.get_command(one)
+
+
+later("run", after="info", build=_run_command)
 
 
 def _family(value: Optional[str]) -> Optional[str]:
@@ -372,8 +387,11 @@ def main(args: Optional[list[str]] = None) -> None:
             code = app(args=argv, prog_name="bias", standalone_mode=False)
         except _click_classes("Exit") as exc:
             code = exc.exit_code
-        if code in (0, None) and run_command.metric_help(argv):  # `bias run --metric NAME --help`
-            run_command.show_metric_parameters(stdout(), run_command.metric_help(argv))
+        if code in (0, None) and argv[:1] == ["run"]:  # `bias run --metric NAME --help`
+            from bias.cli import run_command
+
+            if run_command.metric_help(argv):
+                run_command.show_metric_parameters(stdout(), run_command.metric_help(argv))
     except SystemExit:
         raise
     except (KeyboardInterrupt, *_click_classes("Abort")) as exc:

@@ -108,8 +108,9 @@ def test_name_and_version_from_the_metadata_header_agree_with_importlib_metadata
 
 def test_the_short_listing_reads_no_distribution_metadata_nor_the_language_packages():
     """`bias list` shows names and summaries only: the installed distributions' metadata (which
-    plugin comes from which), the language packages (and bias.api with them) and rich's table are
-    left unread; `--json` still names each plugin's distribution."""
+    plugin comes from which), the language packages (and bias.api with them), rich's table and the
+    `run` command's options (built from the run's vocabulary) are left unread; `--json` still names
+    each plugin's distribution."""
     code = (
         "import sys\n"
         "from bias.cli.app import main\n"
@@ -120,7 +121,7 @@ def test_the_short_listing_reads_no_distribution_metadata_nor_the_language_packa
         "    assert exc.code == 0, exc.code\n"
         "from bias.registry import entry_points\n"
         "print('READ', dict(entry_points._DISTRIBUTIONS), sorted(m for m in sys.modules if m == 'bias.api' "
-        "or m.startswith('bias_lang_') or m == 'rich.table'))\n"
+        "or m.startswith('bias_lang_') or m in ('rich.table', 'bias.cli.run_command', 'bias.engine.vocabulary')))\n"
     )
     env = {**os.environ, "BIAS_CACHE_DIR": tempfile.mkdtemp()}
     for _ in range(2):  # the first fills the listing cache, the second lists from it
@@ -132,3 +133,19 @@ def test_the_short_listing_reads_no_distribution_metadata_nor_the_language_packa
     )
     assert listed.returncode == 0, listed.stderr
     assert {row["distribution"] for row in json.loads(listed.stdout)} == {"bias-framework"}
+
+
+def test_the_run_command_is_built_when_named_and_listed_in_its_place() -> None:
+    import typer.main
+    from typer._click import Context
+
+    from bias.cli.app import app
+
+    group = typer.main.get_command(app)
+    ctx = Context(group)
+    assert group.list_commands(ctx)[:3] == ["list", "info", "run"]
+    assert "run" in group.commands and group.commands._deferred  # named, not yet built
+    run = group.get_command(ctx, "run")
+    assert run.name == "run" and "--metric" in {o for p in run.params for o in p.opts}
+    assert not group.commands._deferred and group.get_command(ctx, "run") is run
+    assert group.get_command(ctx, "nope") is None
