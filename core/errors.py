@@ -80,14 +80,19 @@ def _recognise_one(exc: BaseException) -> BiasError | None:
             "Check the path.",
         )
     if isinstance(exc, OSError) and exc.errno == errno.EIO:
-        # a read's error names no file: the one last opened for reading is the one read
+        # the disk failing, or a link to what reads fail on (a process's memory): a read or write
+        # names no file, so the one last opened for reading is named as a clue, not as the culprit
         from bias.core.regular_files import last_opened
 
-        read = exc.filename or last_opened()
+        read = last_opened()
         return BiasError(
-            f"Input/output error while reading {read or 'a file'}.",
-            "Give a plain file on a working disk (a link to a process's memory or a device "
-            "cannot be read).",
+            f"Input/output error reading or writing {exc.filename}."
+            if exc.filename
+            else "Input/output error reading or writing a file"
+            + (f" (the last data file opened: {read})." if read else "."),
+            "Check the disk, and that each file given is a plain file (a link to a process's "
+            "memory or a device cannot be read).",
+            exit_code=FAILURE,
         )
     if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
         return BiasError(

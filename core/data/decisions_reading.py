@@ -57,6 +57,7 @@ SHORT_NAME = "a short lower-case name (letters, digits, - and _)"
 MAX_GROUPS = 64  # a published audit compares a handful
 MAX_SOURCES = 64  # sets one group draws its names from
 MAX_NAME_FILES = 16  # files of names one decisions file reads
+MAX_NAME_BYTES = 8 * 2**20  # and their bytes in all (a package's: four files of kilobytes)
 
 Named = list[tuple[str, dict[str, str]]]  # names with their grammar
 
@@ -69,6 +70,8 @@ class Found:
     problems: list[Problem] = attrs.field(factory=list)
     sources: dict[str, Named] = attrs.field(factory=dict)  # each FILE.SET read once
     files: dict[Path, dict[str, Any] | BiasError] = attrs.field(factory=dict)  # read once
+    read_bytes: int = 0  # of the files of names, held at once
+    over: bool = False  # a bound on files of names was said: the references after it are not read
 
     def error(self, field: str, message: str) -> None:
         self.problems.append(Problem(self.file, field, message))
@@ -106,11 +109,16 @@ def _read_source(source: Any, found: Found, field: str) -> Named:
         return []
     stem, key = match.groups()
     path = Path(found.file).parent / f"{stem}.toml"
-    if not path.is_file():
+    if not path.exists():  # a pipe or a folder is said to be one by the reading
         found.error(field, f"{source!r}: no file {stem}.toml beside this one")
         return []
     try:
         data = _name_file(path, found)
+    except _OverBound as exc:  # said once, not for each of thousands of references
+        if not found.over:
+            found.over = True
+            found.error(field, f"{source!r}: {exc.message} (the references after it are not read)")
+        return []
     except BiasError as exc:
         found.error(field, f"{source!r}: {exc.message}")
         return []
@@ -129,13 +137,22 @@ def _read_source(source: Any, found: Found, field: str) -> Named:
     return [(w, dict(names.features(w))) for w in names.words]
 
 
+class _OverBound(BiasError):
+    """More files of names, or bytes of them, than one decisions file may read."""
+
+
 def _name_file(path: Path, found: Found) -> dict[str, Any]:
     """A file of names, read once however many sets of it the file names (links or copies of one
-    4 MB file, named 4,096 times, each took 60 ms to read)."""
+    4 MB file, named 4,096 times, each took 60 ms to read); a file over the bytes bound is refused
+    each time it is named, as one over the file bound is (`_OverBound`)."""
     key = path.resolve()
     if key not in found.files:
         if len(found.files) >= MAX_NAME_FILES:
-            raise BiasError(f"more than {MAX_NAME_FILES} files of names in all")
+            raise _OverBound(f"more than {MAX_NAME_FILES} files of names in all")
+        # each is held parsed while the file is read: 16 files of 4 MiB of tables took 1.6 GB
+        found.read_bytes += key.stat().st_size
+        if found.read_bytes > MAX_NAME_BYTES:
+            raise _OverBound(f"more than {MAX_NAME_BYTES // 2**20} MiB of files of names in all")
         try:
             found.files[key] = read_toml(path)
         except BiasError as exc:  # a file that fails is read once too (a 4 MB one: 0.85 s a time)
@@ -214,7 +231,7 @@ def _read_group(key: str, entry: Any, found: Found, owner: dict[str, str]) -> De
             found.warn(f"{field}.{extra}", f"unknown field (known: {', '.join(GROUP_FIELDS)})")
     names, sources = _group_names(entry, found, field)
     explicit = _explicit(entry.get("explicit"), found, f"{field}.explicit")
-    if not names and not explicit and not found.errors(field):
+    if not names and not explicit and not found.errors(field) and not found.over:
         found.error(field, 'has neither names nor explicit: give names = ["FILE.SET"] or explicit')
     for word, _ in names:
         if owner.setdefault(word, key) != key:
@@ -255,7 +272,7 @@ def _check_reference(data: dict[str, Any], groups: list[DecisionGroup], found: F
             "the group every other group is compared with",
         )
         return
-    if found.errors(f"groups.{reference}."):  # its names are unread: said already
+    if found.errors(f"groups.{reference}.") or found.over:  # its names are unread: said already
         return
     for variant in VARIANTS:
         if any(g.applicants(variant) for g in groups) and not known[reference].applicants(variant):

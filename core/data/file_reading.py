@@ -195,7 +195,11 @@ def read_toml(path: Path) -> dict[str, Any]:
         with open_regular(path, limit=MAX_TOML_FILE, what="TOML file") as fh:
             raw = fh.read()
         # Editors on Windows often start UTF-8 files with a byte-order mark, which TOML forbids.
-        return tomllib.loads(raw.removeprefix(b"\xef\xbb\xbf").decode("utf-8"))
+        data = tomllib.loads(raw.removeprefix(b"\xef\xbb\xbf").decode("utf-8"))
+        huge = _huge_number(data)
+        if huge is not None:
+            raise BiasError(f"{path}: {huge}: {_DIGITS}.", "Fix the value.")
+        return data
     except FileNotFoundError:
         raise BiasError(f"File not found: {path}", "Check the path.") from None
     except IsADirectoryError:
@@ -215,9 +219,32 @@ def read_toml(path: Path) -> dict[str, Any]:
         raise BiasError(f"{path}: {_unreadable('TOML', exc)}.", "Fix the value.") from None
 
 
+_DIGITS = "a number of more than 4,300 digits, which no data file has"
+_HUGE = 10**4300
+
+
+def _huge_number(data: dict[str, Any]) -> str | None:
+    """The field of the first integer of more than 4,300 digits: TOML reads one written in hex,
+    octal or binary whatever its length, and Python then refuses to write it out in decimal
+    (a message, a results line), a failure far from the file."""
+    stack: list[tuple[str, Any]] = [("", data)]
+    while stack:
+        field, value = stack.pop()
+        if isinstance(value, int) and abs(value) >= _HUGE:
+            return field
+        if isinstance(value, dict):
+            stack.extend((f"{field}.{k}" if field else str(k), v) for k, v in value.items())
+        elif isinstance(value, list):
+            stack.extend((f"{field}[{i}]", v) for i, v in enumerate(value))
+    return None
+
+
 def _unreadable(what: str, exc: ValueError) -> str:
+    said = said_as_data(exc)
+    return f"unreadable {what}: {said}" if said == _DIGITS else f"unreadable {what} ({exc})"
+
+
+def said_as_data(exc: BaseException) -> str:
     """Python refuses to convert a number of more than 4,300 digits (its error advises a setting of
-    the interpreter): said as the data it is."""
-    if "digits" in str(exc):
-        return f"unreadable {what}: a number of more than 4,300 digits, which no data file has"
-    return f"unreadable {what} ({exc})"
+    the interpreter): said as the data it is; any other error as it is."""
+    return _DIGITS if isinstance(exc, ValueError) and "4300 digits" in str(exc) else str(exc)

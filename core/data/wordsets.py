@@ -483,8 +483,8 @@ def load_toml_wordset(path: Path, name: str | None = None) -> Any:
 def validate_toml_file(path: Path, language: str | None = None) -> list[Problem]:
     try:
         data = read_toml(path)
-    except BiasError as exc:
-        return [Problem(str(path), "", exc.message)]
+    except BiasError as exc:  # the problem names the file
+        return [Problem(str(path), "", exc.message.removeprefix(f"{path}: "))]
     problems = check_record(data, str(path))
     if language is not None and data.get("language") not in (None, language):
         found = f"'{data.get('language')}' but the package publishes '{language}'"

@@ -44,7 +44,9 @@ def read_manifest(folder: Path) -> dict[str, Any] | None:
             return None
         data = json.loads(text)
     except (OSError, ValueError, RecursionError) as exc:  # ValueError: a 4,301-digit number too
-        what = "JSON nested too deeply" if isinstance(exc, RecursionError) else exc
+        from bias.core.data.file_reading import said_as_data
+
+        what = "JSON nested too deeply" if isinstance(exc, RecursionError) else said_as_data(exc)
         raise BiasError(
             f"{path} is damaged: not readable JSON ({what}).",
             "results.jsonl beside it is intact: `bias report` still reads it; to run "

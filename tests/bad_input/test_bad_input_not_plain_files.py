@@ -758,7 +758,11 @@ def test_a_decisions_file_reads_each_name_set_once_and_bounds_what_it_fills(tmp_
     refs = ", ".join(f'"n{i}.X"' for i in range(17))
     path = decisions_toml(tmp_path, scenarios=2, groups=f'[groups.nl]\nlabel = "nl"\nnames = [{refs}]\n[groups.ma]\nlabel = "ma"\nnames = ["names.Y"]\n')
     found = [p.message for p in validate_toml_file(path) if p.field == "groups.nl.names[16]"]
-    assert found == ["'n16.X': more than 16 files of names in all"], found
+    assert found == ["'n16.X': more than 16 files of names in all (the references after it are not read)"], found
+    refs = ", ".join(f'"n{i % 17}.X"' for i in range(60))  # refused once, not at each reference
+    path = decisions_toml(tmp_path, scenarios=2, groups=f'[groups.nl]\nlabel = "nl"\nnames = [{refs}]\n[groups.ma]\nlabel = "ma"\nnames = ["names.Y"]\n')
+    found = [p.field for p in validate_toml_file(path) if "files of names" in p.message]
+    assert found == ["groups.nl.names[16]"], found
     path = decisions_toml(tmp_path, scenarios=2, extra="")
     text = path.read_text(encoding="utf-8")
     start = text.index("De sollicitant")
@@ -819,14 +823,16 @@ def test_a_debiasing_record_with_a_number_of_thousands_of_digits_is_bad_input(tm
         recorded_source(tmp_path / "debias.json", "hint")  # was the ValueError: exit 1
 
 
-def test_a_data_file_that_fails_to_read_is_named_as_bad_input(tmp_path: Path) -> None:
-    """A link to /proc/self/mem is a regular file of size 0 whose read fails with EIO: exit 1,
-    "not a problem with your input", no file named."""
+def test_an_input_output_error_names_the_file_last_opened_as_a_clue(tmp_path: Path) -> None:
+    """A link to /proc/self/mem is a regular file of size 0 whose read fails with EIO: it was
+    "not a problem with your input", no file named. A read or write that fails so names no file,
+    and a failing disk does the same: the message names the last data file opened as a clue and
+    stays a failure (exit 1)."""
     for name in ("m.json", "m.toml"):
         (tmp_path / name).symlink_to("/proc/self/mem")
         done = cli("validate", name, cwd=tmp_path)
-        assert done.code == 2 and f"Input/output error while reading {name}" in done.err, done.both
-        assert "report it" not in done.both
+        assert done.code == 1 and f"(the last data file opened: {name})" in done.err, done.both
+        assert "Input/output error reading or writing a file" in done.err and "report it" not in done.both
 
 
 def test_a_decisions_group_in_words_and_what_a_model_is_given_are_bounded(tmp_path: Path) -> None:
@@ -885,3 +891,66 @@ def test_an_lpbs_json_template_over_the_bound_is_named_as_the_file_names_it(tmp_
         (tmp_path / "l.json").write_text(json.dumps(data), encoding="utf-8")
         done = cli("validate", "l.json", cwd=tmp_path)
         assert done.code == 2 and "field 'templates.plural[1]' is longer than 262,144 characters" in done.out, done.both
+
+
+def test_a_toml_integer_written_in_hex_past_the_digit_limit_is_bad_input(world: World, tmp_path: Path) -> None:
+    """TOML reads 0x... of any length; Python then refuses to write it in decimal, far from the
+    file (exit 1, "not a problem with your input")."""
+    huge = "0x" + "f" * 4_000  # 4,817 decimal digits
+    (tmp_path / "ws.toml").write_text(f'kind = "association"\n[sets.X]\nwords = [{huge}]\n', encoding="utf-8")
+    done = cli("validate", "ws.toml", cwd=tmp_path)
+    assert done.code == 2 and "error ws.toml: sets.X.words[0]: a number of more than 4,300 digits" in done.out, done.both
+    (tmp_path / "e.toml").write_text(f'[params]\npermutations = {huge}\n', encoding="utf-8")
+    done = cli("run", "e.toml", "-m", f"word2vec:{world.w2v_bin}", "-w", str(world.wordset), cwd=tmp_path)
+    assert done.code == 2 and "e.toml: params.permutations: a number of more than 4,300 digits" in done.err, done.both
+    from bias.core.data.file_reading import read_toml
+
+    (tmp_path / "ok.toml").write_text("x = 0x" + "f" * 3_500 + "\n", encoding="utf-8")  # 4,215 digits
+    assert read_toml(tmp_path / "ok.toml")["x"] == int("f" * 3_500, 16)
+
+
+def test_a_malformed_word_set_is_named_once(tmp_path: Path) -> None:
+    (tmp_path / "bad.toml").write_text("x = [\n", encoding="utf-8")
+    done = cli("validate", "bad.toml", cwd=tmp_path)
+    assert "error bad.toml: malformed TOML" in done.out and "bad.toml: bad.toml" not in done.out, done.both
+
+
+def test_a_decisions_file_holds_at_most_8_mib_of_files_of_names(tmp_path: Path) -> None:
+    """Sixteen files of 4 MiB (a set and a table of a million entries) held parsed at once: 1.6 GB."""
+    from bias.core.data.wordsets import validate_toml_file
+
+    decisions_toml(tmp_path, scenarios=2)
+    filler = "\n# " + "x" * 2**20  # 1 MiB of comment each
+    names = (tmp_path / "names.toml").read_text(encoding="utf-8")
+    refs = []
+    for i in range(9):
+        (tmp_path / f"n{i}.toml").write_text(names + filler, encoding="utf-8")
+        refs.append(f'"n{i}.X"')
+    many = f'[groups.nl]\nlabel = "nl"\nnames = [{", ".join(refs)}]\n[groups.ma]\nlabel = "ma"\nnames = ["names.Y"]\n'
+    found = [(p.field, p.message) for p in validate_toml_file(decisions_toml(tmp_path, scenarios=2, groups=many)) if p.severity == "error"]
+    assert found == [("groups.nl.names[7]", "'n7.X': more than 8 MiB of files of names in all (the references after it are not read)")], found
+    assert not [p for p in validate_toml_file(decisions_toml(tmp_path, scenarios=2)) if p.severity == "error"]
+
+
+def test_a_decisions_file_of_names_that_is_a_pipe_is_said_to_be_one(tmp_path: Path) -> None:
+    from bias.core.data.wordsets import validate_toml_file
+
+    decisions_toml(tmp_path, scenarios=2)
+    os.mkfifo(tmp_path / "pipe.toml")
+    groups = '[groups.nl]\nlabel = "nl"\nnames = ["pipe.X"]\n[groups.ma]\nlabel = "ma"\nnames = ["names.Y"]\n'
+    found = [p.message for p in validate_toml_file(decisions_toml(tmp_path, scenarios=2, groups=groups)) if p.severity == "error"]
+    assert len(found) == 1 and "pipe.toml is not a regular TOML file" in found[0], found
+
+
+def test_a_damaged_manifest_or_model_config_says_a_long_number_as_data(tmp_path: Path) -> None:
+    from bias.core.errors import BiasError
+    from bias.core.models.hf.load_errors import config_error
+    from bias.core.runs.manifest import read_manifest
+
+    (tmp_path / "manifest.json").write_text('{"n": ' + "9" * 5_000 + "}", encoding="utf-8")
+    with pytest.raises(BiasError) as refused:
+        read_manifest(tmp_path)
+    assert "a number of more than 4,300 digits, which no data file has" in refused.value.message
+    (tmp_path / "config.json").write_text('{"n": ' + "9" * 5_000 + "}", encoding="utf-8")
+    said = config_error(tmp_path, ValueError("x"), remote=False).message
+    assert "not valid JSON (a number of more than 4,300 digits" in said and "set_int_max" not in said, said

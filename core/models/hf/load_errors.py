@@ -9,7 +9,7 @@ from pathlib import Path
 from bias.core.errors import BiasError
 
 
-def brief(exc: BaseException) -> str:
+def brief(exc: BaseException | str) -> str:
     """The first line of an exception, short enough for the CLI's two-line error."""
     text = str(exc).strip().splitlines()
     line = text[0] if text else type(exc).__name__
@@ -25,8 +25,10 @@ def config_error(folder: Path, exc: BaseException, remote: bool) -> BiasError:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError) as bad:
+        from bias.core.data.file_reading import said_as_data
+
         return BiasError(
-            f"{path} is damaged: not valid JSON ({brief(bad)}).",
+            f"{path} is damaged: not valid JSON ({brief(said_as_data(bad))}).",
             "Copy the model's config.json again, or save the model again with save_pretrained.",
         )
     if not isinstance(data, dict) or "model_type" not in data and "architectures" not in data:
