@@ -33,6 +33,15 @@ class BadValue(BiasError):
     that does not fit the model or the word set."""
 
 
+DIGITS = "a number of more than 4,300 digits, which no data file has"
+
+
+def said_as_data(exc: BaseException) -> str:
+    """Python refuses to convert a number of more than 4,300 digits (its error advises a setting of
+    the interpreter): said as the data it is; any other error as it is."""
+    return DIGITS if isinstance(exc, ValueError) and "4300 digits" in str(exc) else str(exc)
+
+
 REPORT_HINT = (
     "This is not a problem with your input: please report it to the bias-framework maintainers, "
     "with the output of the same command run with --debug."

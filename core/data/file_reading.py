@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from bias.core.errors import BiasError
+from bias.core.errors import DIGITS, BiasError, said_as_data
 from bias.core.regular_files import open_regular, article
 
 
@@ -198,7 +198,7 @@ def read_toml(path: Path) -> dict[str, Any]:
         data = tomllib.loads(raw.removeprefix(b"\xef\xbb\xbf").decode("utf-8"))
         huge = _huge_number(data)
         if huge is not None:
-            raise BiasError(f"{path}: {huge}: {_DIGITS}.", "Fix the value.")
+            raise BiasError(f"{path}: {huge}: {DIGITS}.", "Fix the value.")
         return data
     except FileNotFoundError:
         raise BiasError(f"File not found: {path}", "Check the path.") from None
@@ -219,14 +219,25 @@ def read_toml(path: Path) -> dict[str, Any]:
         raise BiasError(f"{path}: {_unreadable('TOML', exc)}.", "Fix the value.") from None
 
 
-_DIGITS = "a number of more than 4,300 digits, which no data file has"
 _HUGE = 10**4300
 
 
 def _huge_number(data: dict[str, Any]) -> str | None:
     """The field of the first integer of more than 4,300 digits: TOML reads one written in hex,
     octal or binary whatever its length, and Python then refuses to write it out in decimal
-    (a message, a results line), a failure far from the file."""
+    (a message, a results line), a failure far from the file. Fields are named only once one is
+    found (a file of a million numbers would make a million names)."""
+    values: list[Any] = [data]
+    while values:
+        value = values.pop()
+        if isinstance(value, int) and abs(value) >= _HUGE:
+            break
+        if isinstance(value, dict):
+            values.extend(value.values())
+        elif isinstance(value, list):
+            values.extend(value)
+    else:
+        return None
     stack: list[tuple[str, Any]] = [("", data)]
     while stack:
         field, value = stack.pop()
@@ -241,10 +252,4 @@ def _huge_number(data: dict[str, Any]) -> str | None:
 
 def _unreadable(what: str, exc: ValueError) -> str:
     said = said_as_data(exc)
-    return f"unreadable {what}: {said}" if said == _DIGITS else f"unreadable {what} ({exc})"
-
-
-def said_as_data(exc: BaseException) -> str:
-    """Python refuses to convert a number of more than 4,300 digits (its error advises a setting of
-    the interpreter): said as the data it is; any other error as it is."""
-    return _DIGITS if isinstance(exc, ValueError) and "4300 digits" in str(exc) else str(exc)
+    return f"unreadable {what}: {said}" if said == DIGITS else f"unreadable {what} ({exc})"

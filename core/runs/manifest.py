@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from bias.core.errors import BiasError
+from bias.core.errors import BiasError, said_as_data
 
 MANIFEST_FILE = "manifest.json"
 
@@ -44,8 +44,6 @@ def read_manifest(folder: Path) -> dict[str, Any] | None:
             return None
         data = json.loads(text)
     except (OSError, ValueError, RecursionError) as exc:  # ValueError: a 4,301-digit number too
-        from bias.core.data.file_reading import said_as_data
-
         what = "JSON nested too deeply" if isinstance(exc, RecursionError) else said_as_data(exc)
         raise BiasError(
             f"{path} is damaged: not readable JSON ({what}).",

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bias.core.errors import BiasError
+from bias.core.errors import BiasError, said_as_data
 
 
 def brief(exc: BaseException | str) -> str:
@@ -25,8 +25,6 @@ def config_error(folder: Path, exc: BaseException, remote: bool) -> BiasError:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError) as bad:
-        from bias.core.data.file_reading import said_as_data
-
         return BiasError(
             f"{path} is damaged: not valid JSON ({brief(said_as_data(bad))}).",
             "Copy the model's config.json again, or save the model again with save_pretrained.",
