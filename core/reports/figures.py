@@ -27,7 +27,15 @@ from typing import Any
 
 from bias.core.model import Result
 from bias.core.reports.language_figure import languages
-from bias.core.reports.plotting import FORMATS, label_cells, model_styles, plotted, pyplot, save
+from bias.core.reports.plotting import (
+    FORMATS,
+    TITLE_AT_TOP,
+    label_cells,
+    model_styles,
+    plotted,
+    pyplot,
+    save,
+)
 from bias.core.reports.tables import Report, ci_of, significance
 from bias.core.reports.values import (
     kind_of,
@@ -137,7 +145,7 @@ def forest(report: Report, folder: Path, formats: tuple[str, ...] = FORMATS) -> 
             + (f"  (bars: {', '.join(bars_text[b] for b in sorted(bars))})" if bars else ""),
             fontsize=8,
         )
-        ax.set_title(variant_label(metric, ""), fontsize=9, loc="left")
+        ax.set_title(variant_label(metric, ""), fontsize=9, loc="left", y=TITLE_AT_TOP)
         ax.tick_params(axis="x", labelsize=8)
     handles = [
         plt.Line2D([], [], color=styles[m][0], marker=styles[m][1], linestyle="", label=m)
@@ -232,7 +240,10 @@ def heatmap(report: Report, folder: Path, formats: tuple[str, ...] = FORMATS) ->
         )
         grey = "; grey: no result (refused, failed or not run)" if np.isnan(grid).any() else ""
         ax.set_title(
-            f"{variant_label(metric, '')}: {kind.name}{marks}{grey}", fontsize=8, loc="left"
+            f"{variant_label(metric, '')}: {kind.name}{marks}{grey}",
+            fontsize=8,
+            loc="left",
+            y=TITLE_AT_TOP,
         )
         bar = fig.colorbar(image, ax=ax, fraction=0.05, pad=0.01)
         bar.set_label(

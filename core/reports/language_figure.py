@@ -10,6 +10,7 @@ from pathlib import Path
 from bias.core.model import Result
 from bias.core.reports.plotting import (
     FORMATS,
+    TITLE_AT_TOP,
     label_cells,
     page_note,
     page_names,
@@ -107,7 +108,10 @@ def _languages_page(
         ax.set_yticks(range(len(labels)))
         ax.set_yticklabels(labels, fontsize=7)
         ax.set_title(
-            f"{variant_label(metric, settings)}: {kind.name}, by language", fontsize=8, loc="left"
+            f"{variant_label(metric, settings)}: {kind.name}, by language",
+            fontsize=8,
+            loc="left",
+            y=TITLE_AT_TOP,
         )
         bar = fig.colorbar(image, ax=ax, fraction=0.05, pad=0.01)
         bar.set_label(kind.label, fontsize=7)

@@ -13,6 +13,7 @@ from bias.core.model import Result
 from bias.core.reports.plotting import (
     COLOURS,
     FORMATS,
+    TITLE_AT_TOP,
     page_note,
     page_names,
     plotted,
@@ -121,7 +122,8 @@ def _words_page(
         title = f"{tests[r.wordset]} {variant_label(r.metric, settings)}" + (
             f" | {names[r.model]}" if len(names) > 1 else ""
         )
-        ax.set_title(_fitted(title, 7.5, col_width - GAP, inches), fontsize=7.5, loc="left")
+        fitted = _fitted(title, 7.5, col_width - GAP, inches)
+        ax.set_title(fitted, fontsize=7.5, loc="left", y=TITLE_AT_TOP)
         ax.set_xlabel("s(w) = mean cos(w, A) - mean cos(w, B)", fontsize=6.5)
         ax.tick_params(axis="x", labelsize=6)
         ax.xaxis.set_major_locator(MaxNLocator(5))  # six-figure ticks side by side ran together
