@@ -35,9 +35,10 @@ def execute(
             "--agreement`.",
         )
     report = load_report(folder, family=family, declared=registry.value_declaration)
+    where = folder / "results.jsonl" if folder.is_dir() else folder
     if report.results:  # each damaged line said, whatever is made of the rest
         for bad in report.damaged[:5]:
-            warn(err_console, f"results.jsonl {bad}: skipped.")
+            warn(err_console, f"{where} {bad}: skipped.")
         rest = report.damaged_lines - len(report.damaged[:5])
         if rest > 0:
             say(err_console, f"... and {rest:,} more damaged line(s) skipped.")
@@ -45,7 +46,6 @@ def execute(
         _robustness_report(report, folder, formats, console)
         return
     if not report.results:
-        where = folder / "results.jsonl" if folder.is_dir() else folder
         damaged = (
             f" ({len(report.damaged):,} damaged line(s); {report.damaged[0]})"
             if report.damaged

@@ -130,7 +130,12 @@ BAD = [
         "groups.ma.names[0]",
         "without folder or .toml",
     ),
-    ('names = ["names.Y"]', 'names = ["names.X"]', "groups.ma", "also a name of group 'nl'"),
+    (
+        'names = ["names.Y"]',
+        'names = ["names.X"]',
+        "groups.ma",
+        "'Jan', 'Piet', 'Kees' and 5 more are also names of group 'nl'; a name belongs to one group",
+    ),
     ('names = ["names.Y"]', 'names = "names.Y"', "groups.ma.names", "must be a list"),
     ('reference = "nl"', 'reference = "de"', "reference", "must name one of the groups"),
     (

@@ -233,12 +233,16 @@ def _read_group(key: str, entry: Any, found: Found, owner: dict[str, str]) -> De
     explicit = _explicit(entry.get("explicit"), found, f"{field}.explicit")
     if not names and not explicit and not found.errors(field) and not found.over:
         found.error(field, 'has neither names nor explicit: give names = ["FILE.SET"] or explicit')
+    shared: dict[str, list[str]] = {}  # said once per other group, not once per name
     for word, _ in names:
         if owner.setdefault(word, key) != key:
-            found.error(
-                field,
-                f"{word!r} is also a name of group {owner[word]!r}; a name belongs to one group",
-            )
+            shared.setdefault(owner[word], []).append(word)
+    for other, words in shared.items():
+        some = ", ".join(map(repr, words[:3])) + (
+            f" and {len(words) - 3:,} more" if len(words) > 3 else ""
+        )
+        also = "is also a name" if len(words) == 1 else "are also names"
+        found.error(field, f"{some} {also} of group {other!r}; a name belongs to one group")
     applicants = tuple(
         Applicant(w, key, f.get("gender", ""), "names", {**f, "mention": "name"}) for w, f in names
     )

@@ -27,7 +27,7 @@ from typing import Any
 
 import attrs
 
-from bias.core.errors import BiasError
+from bias.core.errors import BiasError, said_as_data
 from bias.core.model import Result
 from bias.core.text import csv_cell
 from bias.core.regular_files import open_regular
@@ -394,7 +394,7 @@ def _result_problem(line: str, results: list[Result]) -> str | None:
     except RecursionError:
         return "not a valid result (JSON nested too deeply)"
     except (json.JSONDecodeError, TypeError, ValueError) as exc:
-        return f"not a valid result ({exc})"
+        return f"not a valid result ({said_as_data(exc)})"
     return None
 
 

@@ -954,3 +954,28 @@ def test_a_damaged_manifest_or_model_config_says_a_long_number_as_data(tmp_path:
     (tmp_path / "config.json").write_text('{"n": ' + "9" * 5_000 + "}", encoding="utf-8")
     said = config_error(tmp_path, ValueError("x"), remote=False).message
     assert "not valid JSON (a number of more than 4,300 digits" in said and "set_int_max" not in said, said
+
+
+def test_a_results_line_with_a_long_number_is_skipped_naming_the_folder_and_said_as_data(world: World, tmp_path: Path) -> None:
+    """The warning said "results.jsonl line 1" without the folder, and quoted the interpreter's
+    advice about its digit limit."""
+    folder = received(world, tmp_path)
+    lines = (folder / "results.jsonl").read_text(encoding="utf-8").splitlines()
+    lines.append(lines[0].replace("{", '{"big": ' + "9" * 5_000 + ", ", 1))
+    (folder / "results.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    done = cli("report", "received", cwd=tmp_path)
+    assert done.code == 0, done.both
+    said = f"received/results.jsonl line {len(lines)}: not a valid result (a number of more than 4,300 digits, which no data file has): skipped."
+    assert said in " ".join(done.err.split()) and "set_int_max" not in done.both, done.both
+
+
+def test_names_shared_between_groups_are_said_once_a_pair_of_groups(tmp_path: Path) -> None:
+    """64 groups drawing on one set said each shared name of each group: 13,104 lines."""
+    from bias.core.data.wordsets import validate_toml_file
+
+    groups = "".join(f'[groups.g{i}]\nlabel = "g{i}"\nnames = ["names.X"]\n' for i in range(4))
+    text = decisions_toml(tmp_path, scenarios=2, groups=groups).read_text(encoding="utf-8")
+    (tmp_path / "hiring.toml").write_text(text.replace('reference = "nl"', 'reference = "g0"'), encoding="utf-8")
+    found = [(p.field, p.message) for p in validate_toml_file(tmp_path / "hiring.toml") if p.severity == "error"]
+    shared = "'Jan', 'Piet', 'Kees' and 5 more are also names of group 'g0'; a name belongs to one group"
+    assert found == [(f"groups.g{i}", shared) for i in (1, 2, 3)], found
