@@ -246,6 +246,10 @@ def debiased_on_load(embedder: Embedder, debias: DebiasSettings) -> Embedder:
     `<language>/debias-gender`; one of the two is needed, never a silent English default) are
     loaded now, the debiaser is fitted at the first load()."""
     params = {"corpus": str(debias.corpus)} if debias.corpus is not None else {}
+    if debias.corpus is not None:  # refused now, not after the model has loaded for the fit
+        from bias.core.data.corpus import check_corpus
+
+        check_corpus(debias.corpus)
     debiaser = build_debiaser(str(debias.method), embedder, **params)
     debias_lists, debias_language = debias.lists, debias.language
     if not debias_lists and not debias_language:

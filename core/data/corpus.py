@@ -16,6 +16,7 @@ import random
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
+from typing import BinaryIO
 
 import attrs
 from bias.core.errors import BiasError
@@ -68,19 +69,32 @@ MAX_LINE_BYTES = 64 * 2**10  # a sentence or a comment (a Reddit comment: at mos
 MAX_CONTEXT_TEXT = 256 * 2**20  # characters of all the contexts kept (CEAT: 10,000 per word)
 
 
-def read_lines(path: str | Path) -> Iterator[tuple[int, str]]:
-    """(line number, text) of each non-blank line, decoded strictly as UTF-8; a bad byte names its
-    line."""
-    path = Path(path)
-    hint = "Give a UTF-8 text file with one sentence per line."
+_HINT = "Give a UTF-8 text file with one sentence per line."
+
+
+def _opened(path: Path) -> BinaryIO:
     if not path.exists():
         raise BiasError(
             f"Corpus file not found: {path}",
             "Give a UTF-8 text file with one sentence or comment per line.",
         )
     if path.is_dir():
-        raise BiasError(f"Corpus {path} is a folder, not a text file.", hint)
-    with open_regular(path, what="corpus", hint=hint) as fh:
+        raise BiasError(f"Corpus {path} is a folder, not a text file.", _HINT)
+    return open_regular(path, what="corpus", hint=_HINT)
+
+
+def check_corpus(path: str | Path) -> None:
+    """The corpus file refused as `read_lines` would refuse it (missing, a folder, a pipe), without
+    reading it: before a model is loaded to be fitted on it."""
+    _opened(Path(path)).close()
+
+
+def read_lines(path: str | Path) -> Iterator[tuple[int, str]]:
+    """(line number, text) of each non-blank line, decoded strictly as UTF-8; a bad byte names its
+    line."""
+    path = Path(path)
+    hint = _HINT
+    with _opened(path) as fh:
         for number, raw in enumerate(iter(lambda: fh.readline(MAX_LINE_BYTES + 1), b""), 1):
             if len(raw) > MAX_LINE_BYTES:
                 # a line that long is no sentence; holding it (a sparse file of gigabytes) would

@@ -153,6 +153,9 @@ def test_Q01_Q56_a_named_pipe_as_a_word_set_or_a_debiasing_corpus_does_not_block
     done = bias("run", "-m", f"hf:{world.bert}", "-w", str(world.wordset), "--metric", "seat", "--debias", "sent", "--debias-corpus", "corpus.txt", cwd=tmp_path, timeout=60)
     assert done.returncode == 2, done.stderr
     assert "corpus.txt is not a regular corpus" in done.stderr and "not found" not in done.stderr, done.stderr
+    assert "loaded" not in done.stderr  # refused before the model was loaded to be fitted on it
+    done = cli("run", "-m", f"hf:{world.bert}", "-w", str(world.wordset), "--metric", "seat", "--debias", "sent", "--debias-corpus", "none.txt", cwd=tmp_path)
+    assert done.code == 2 and "Corpus file not found: none.txt" in done.err and "loaded" not in done.err, done.both  # was a failed row, exit 1
 
 
 def test_J26_J27_nothing_is_written_into_a_pipe_or_device_in_a_run_folder(world: World, tmp_path: Path) -> None:
