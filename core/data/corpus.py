@@ -84,9 +84,16 @@ def _opened(path: Path) -> BinaryIO:
 
 
 def check_corpus(path: str | Path) -> None:
-    """The corpus file refused as `read_lines` would refuse it (missing, a folder, a pipe), without
-    reading it: before a model is loaded to be fitted on it."""
-    _opened(Path(path)).close()
+    """The corpus file refused as `read_lines` would refuse it (missing, a folder, a pipe) before
+    a model is loaded to be fitted on it; its first byte is read, so that a file whose reads fail
+    (a link to a process's memory) is refused too."""
+    with _opened(Path(path)) as fh:
+        try:
+            fh.read(1)
+        except OSError as exc:
+            raise BiasError(
+                f"Corpus {path} cannot be read ({exc.strerror or exc}).", _HINT
+            ) from None
 
 
 def read_lines(path: str | Path) -> Iterator[tuple[int, str]]:

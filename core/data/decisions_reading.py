@@ -83,6 +83,12 @@ class Found:
         return any(p.severity == "error" and p.field.startswith(prefix) for p in self.problems)
 
 
+def _some(items: list[str]) -> str:
+    """The first three of `items`, and how many more."""
+    more = f" and {len(items) - 3:,} more" if len(items) > 3 else ""
+    return ", ".join(map(repr, items[:3])) + more
+
+
 def _text(value: Any) -> str:
     return unicodedata.normalize("NFC", value).strip() if isinstance(value, str) else ""
 
@@ -233,16 +239,19 @@ def _read_group(key: str, entry: Any, found: Found, owner: dict[str, str]) -> De
     explicit = _explicit(entry.get("explicit"), found, f"{field}.explicit")
     if not names and not explicit and not found.errors(field) and not found.over:
         found.error(field, 'has neither names nor explicit: give names = ["FILE.SET"] or explicit')
-    shared: dict[str, list[str]] = {}  # said once per other group, not once per name
+    shared: dict[str, list[str]] = {}  # said once per group, not once per name or pair
     for word, _ in names:
         if owner.setdefault(word, key) != key:
             shared.setdefault(owner[word], []).append(word)
-    for other, words in shared.items():
-        some = ", ".join(map(repr, words[:3])) + (
-            f" and {len(words) - 3:,} more" if len(words) > 3 else ""
+    if shared:
+        words = [w for found_words in shared.values() for w in found_words]
+        found.error(
+            field,
+            f"{_some(words)} {'is' if len(words) == 1 else 'are'} also "
+            f"{'a name' if len(words) == 1 else 'names'} of "
+            f"{'group' if len(shared) == 1 else 'groups'} {_some(list(shared))}; a name belongs "
+            "to one group",
         )
-        also = "is also a name" if len(words) == 1 else "are also names"
-        found.error(field, f"{some} {also} of group {other!r}; a name belongs to one group")
     applicants = tuple(
         Applicant(w, key, f.get("gender", ""), "names", {**f, "mention": "name"}) for w, f in names
     )

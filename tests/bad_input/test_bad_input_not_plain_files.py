@@ -982,3 +982,21 @@ def test_names_shared_between_groups_are_said_once_a_pair_of_groups(tmp_path: Pa
     found = [(p.field, p.message) for p in validate_toml_file(tmp_path / "hiring.toml") if p.severity == "error"]
     shared = "'Jan', 'Piet', 'Kees' and 5 more are also names of group 'g0'; a name belongs to one group"
     assert found == [(f"groups.g{i}", shared) for i in (1, 2, 3)], found
+    # one line a group, whatever the number of groups it shares names with (64 x 63 / 2 pairs)
+    groups = '[groups.g0]\nlabel = "g0"\nnames = ["names.X"]\n[groups.g1]\nlabel = "g1"\nnames = ["names.Y"]\n'
+    groups += '[groups.g2]\nlabel = "g2"\nnames = ["names.X", "names.Y"]\n'
+    text = decisions_toml(tmp_path, scenarios=2, groups=groups).read_text(encoding="utf-8")
+    (tmp_path / "hiring.toml").write_text(text.replace('reference = "nl"', 'reference = "g0"'), encoding="utf-8")
+    found = [(p.field, p.message) for p in validate_toml_file(tmp_path / "hiring.toml") if p.severity == "error"]
+    assert found == [("groups.g2", "'Jan', 'Piet', 'Kees' and 13 more are also names of groups 'g0', 'g1'; a name belongs to one group")], found
+
+
+def test_a_debiasing_corpus_whose_reads_fail_is_refused_before_the_model_loads(tmp_path: Path) -> None:
+    from bias.core.data.corpus import check_corpus
+    from bias.core.errors import BiasError
+
+    (tmp_path / "c.txt").symlink_to("/proc/self/mem")
+    with pytest.raises(BiasError, match="c.txt cannot be read"):
+        check_corpus(tmp_path / "c.txt")
+    (tmp_path / "ok.txt").write_text("a sentence\n", encoding="utf-8")
+    check_corpus(tmp_path / "ok.txt")

@@ -19,7 +19,7 @@ import numpy as np
 from bias.core.models import encoding_cache
 from bias.core.data.record_bounds import MAX_TEXT_CHARS
 from bias.core.errors import BiasError
-from bias.core.models.hf import spans as span_math
+from bias.core.models.hf import early_exit, spans as span_math
 from bias.core.models.hf.batching import in_length_batches, memory_guard, right_pad
 from bias.core.models.hf.loading import LoadedModel, quiet_transformers
 from bias.core.lm_requests import Tokens
@@ -336,15 +336,25 @@ def start_token(loaded: LoadedModel, bos: str) -> tuple[int | None, str]:
 
 def hidden_states(loaded: LoadedModel, inputs: dict[str, Any], layer: int | str) -> Any:
     """The chosen hidden state, from the encoder without its head (a masked-LM head's vocabulary
-    projection would cost more than the encoder of a small model and is not needed for vectors)."""
+    projection would cost more than the encoder of a small model and is not needed for vectors);
+    a layer below the last without running the layers above it (`early_exit`)."""
     import torch
 
-    outputs = loaded.encoder(**inputs, output_hidden_states=True, return_dict=True)
-    states = getattr(outputs, "hidden_states", None)
-    if states is None:
-        raise BiasError(
-            f"The model in '{loaded.folder}' returns no hidden states, so it cannot give vectors."
-        )
+    def every_state(given: dict[str, Any]) -> Any:
+        outputs = loaded.encoder(**given, output_hidden_states=True, return_dict=True)
+        found = getattr(outputs, "hidden_states", None)
+        if found is None:
+            raise BiasError(
+                f"The model in '{loaded.folder}' returns no hidden states, so it cannot give "
+                "vectors."
+            )
+        return found
+
+    if isinstance(layer, int):
+        stopped = early_exit.stopped_state(loaded, inputs, layer, every_state)
+        if stopped is not None:
+            return stopped
+    states = every_state(inputs)
     if isinstance(layer, str):
         wanted = LAYER_MEANS[layer]
         if len(states) < wanted:
