@@ -169,6 +169,13 @@ def info_cmd(
         render(stdout(), entry)
 
 
+RUN_HELP = (
+    "Run experiments: every combination of the repeatable options, or an experiment file. Every "
+    "option has the same name in an experiment file; `bias run --metric NAME --help` lists a "
+    "metric's parameters."
+)
+
+
 def _run_command() -> Any:
     """`bias run`, built when named (`bias.cli.lazy_commands`)."""
     import typer.main
@@ -180,13 +187,14 @@ def _run_command() -> Any:
         run_command.command(
             lambda config, values: run_command.run(
                 config, values, stdout(), stderr(), _state["debug"]
-            )
+            ),
+            RUN_HELP,
         )
     )
     return typer.main.get_command(one)
 
 
-later("run", after="info", build=_run_command)
+later("run", after="info", build=_run_command, help=RUN_HELP)
 
 
 def _family(value: Optional[str]) -> Optional[str]:

@@ -1,25 +1,29 @@
 """The `bias` group with commands built only when named: `run` has some fifty options made from the
 run's vocabulary, and building them (with the vocabulary's import) was a sixteenth of `bias list`,
-which never uses them. `bias --help` and `bias run` build it as before."""
+which never uses them. `bias --help` lists it from its help text alone; `bias run` builds it."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterator, MutableMapping
 from typing import Any
 
-from typer.core import TyperGroup
+from typer.core import TyperCommand, TyperGroup
 
 Builder = Callable[[], Any]  # a click command
-_LAZY: dict[str, tuple[str, Builder]] = {}  # name: (the command it follows in the help, builder)
+# name: (the command it follows in the help, its builder, its help text)
+_LAZY: dict[str, tuple[str, Builder, str]] = {}
 
 
-def later(name: str, after: str, build: Builder) -> None:
-    """Add command `name` to the group, listed after `after`, built by `build` when first named."""
-    _LAZY[name] = (after, build)
+def later(name: str, after: str, build: Builder, help: str) -> None:
+    """Add command `name` to the group, listed after `after` with `help` (the built command's own
+    help), built by `build` when first named."""
+    _LAZY[name] = (after, build, help)
 
 
 class LazyGroup(TyperGroup):
-    """typer's group whose `commands` builds a command deferred by `later` when it is looked up."""
+    """typer's group whose `commands` builds a command deferred by `later` when it is looked up;
+    the group's help lists it from its help text."""
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -28,17 +32,35 @@ class LazyGroup(TyperGroup):
     def list_commands(self, ctx: Any) -> list[str]:
         return list(self.commands)  # the names, without building what they name
 
+    def format_commands(self, ctx: Any, formatter: Any) -> None:
+        with self.commands.listing():
+            super().format_commands(ctx, formatter)
+
 
 class _Commands(MutableMapping[str, Any]):
-    def __init__(self, built: dict[str, Any], deferred: dict[str, tuple[str, Builder]]) -> None:
+    def __init__(
+        self, built: dict[str, Any], deferred: dict[str, tuple[str, Builder, str]]
+    ) -> None:
         self._built, self._deferred = built, deferred
+        self._listing = False
         self._order = list(built)
-        for name, (after, _) in deferred.items():
+        for name, (after, _, _) in deferred.items():
             at = self._order.index(after) + 1 if after in self._order else len(self._order)
             self._order.insert(at, name)
 
+    @contextlib.contextmanager
+    def listing(self) -> Iterator[None]:
+        """Within it, a command not built yet is a stand-in that holds its name and help only."""
+        self._listing = True
+        try:
+            yield
+        finally:
+            self._listing = False
+
     def __getitem__(self, name: str) -> Any:
         if name not in self._built and name in self._deferred:
+            if self._listing:
+                return TyperCommand(name=name, help=self._deferred[name][2])
             self._built[name] = self._deferred.pop(name)[1]()
         return self._built[name]
 

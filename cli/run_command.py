@@ -48,11 +48,6 @@ CONFIG_HELP = (
     "An experiment TOML file, or a BIAS Detection Framework config .txt; options given here "
     "replace the file's (the same names: docs/run-options.md)."
 )
-HELP = (
-    "Run experiments: every combination of the repeatable options, or an experiment file. Every "
-    "option has the same name in an experiment file; `bias run --metric NAME --help` lists a "
-    "metric's parameters."
-)
 
 
 def _parameter(option: Option) -> inspect.Parameter:
@@ -76,9 +71,10 @@ def _parameter(option: Option) -> inspect.Parameter:
     )
 
 
-def command(run: Callable[[Optional[Path], dict[str, Any]], int]) -> Callable[..., None]:
-    """The `run` command's function, its signature the vocabulary's options: it hands the config
-    argument and every option's value to `run` and exits with the code `run` returns."""
+def command(run: Callable[[Optional[Path], dict[str, Any]], int], doc: str) -> Callable[..., None]:
+    """The `run` command's function, its signature the vocabulary's options and its help `doc`: it
+    hands the config argument and every option's value to `run` and exits with the code `run`
+    returns."""
     config = inspect.Parameter(
         "config",
         inspect.Parameter.POSITIONAL_OR_KEYWORD,
@@ -92,7 +88,7 @@ def command(run: Callable[[Optional[Path], dict[str, Any]], int]) -> Callable[..
 
     run_cmd.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
     run_cmd.__annotations__ = {p.name: p.annotation for p in parameters}
-    run_cmd.__doc__ = HELP
+    run_cmd.__doc__ = doc
     return run_cmd
 
 

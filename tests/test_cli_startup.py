@@ -145,6 +145,9 @@ def test_the_run_command_is_built_when_named_and_listed_in_its_place() -> None:
     ctx = Context(group)
     assert group.list_commands(ctx)[:3] == ["list", "info", "run"]
     assert "run" in group.commands and group.commands._deferred  # named, not yet built
+    listed = group.get_help(ctx)
+    assert "run       Run experiments: every combination of the repeatable options" in listed
+    assert group.commands._deferred  # the help lists it from its help text, unbuilt
     run = group.get_command(ctx, "run")
     assert run.name == "run" and "--metric" in {o for p in run.params for o in p.opts}
     assert not group.commands._deferred and group.get_command(ctx, "run") is run
