@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import shlex
 from pathlib import Path
+from typing import Any
 
 from bias.core.data import content_checks
 from bias.core.errors import BiasError
-from bias.core.data.wordsets import Problem, errors_of, validate_toml_file
+from bias.core.data.wordsets import Problem, errors_of, read_and_validate, validate_toml_file
 from bias.core.data.file_reading import read_text, read_toml
 from bias.core.runs.manifest import MANIFEST_FILE
 from bias.core.runs.results import RESULTS_FILE
@@ -68,12 +69,12 @@ def _validate_path(path: Path, frequencies: Path | None = None) -> tuple[list[Pr
         )
     counts = load_frequencies(frequencies)
     if path.is_file():
-        problems = validate_file(path)
-        if path.suffix.lower() == ".toml" and not errors_of(problems):
+        if path.suffix.lower() != ".toml":
+            return validate_file(path), 1
+        data, problems = read_and_validate(path)  # the file parsed once for both checks
+        if data is not None and not errors_of(problems):
             ambiguous = content_checks.read_ambiguous(path.parent / content_checks.AMBIGUOUS_FILE)
-            problems += content_checks.check_record_content(
-                read_toml(path), str(path), ambiguous, counts
-            )
+            problems += content_checks.check_record_content(data, str(path), ambiguous, counts)
         return problems, 1
     language, problems = package_language(path)
     files = sorted(
@@ -84,24 +85,22 @@ def _validate_path(path: Path, frequencies: Path | None = None) -> tuple[list[Pr
     files = within(path, files, problems)
     if not files:
         problems.append(Problem(str(path), "", "no word-set files (*.toml) found"))
-    broken = set()
+    parsed: dict[Path, dict[str, Any]] = {}  # each file parsed once for every check
     ambiguous: dict[str, dict[str, str]] = {}
     for file in files:
-        found = validate_toml_file(file, language)
+        data, found = read_and_validate(file, language)
         problems.extend(found)
-        if errors_of(found):
-            broken.add(file)
+        if data is None or errors_of(found):
             continue
+        parsed[file] = data
         if file.parent not in ambiguous:
             ambiguous[file.parent] = content_checks.read_ambiguous(
                 file.parent / content_checks.AMBIGUOUS_FILE
             )
         problems.extend(
-            content_checks.check_record_content(
-                read_toml(file), str(file), ambiguous[file.parent], counts
-            )
+            content_checks.check_record_content(data, str(file), ambiguous[file.parent], counts)
         )
-    problems.extend(check_template_coverage([f for f in files if f not in broken]))
+    problems.extend(check_template_coverage(parsed))
     if language is not None:
         problems.extend(check_review_log(path, files))
     return problems, len(files)
@@ -168,21 +167,20 @@ def load_frequencies(path: Path | None) -> dict[str, float]:
     return counts
 
 
-def check_template_coverage(files: list[Path]) -> list[Problem]:
+def check_template_coverage(parsed: dict[Path, dict[str, Any]]) -> list[Problem]:
     """Across a package: every word of every association test must get at least one SEAT sentence; a
     word that none can take lacks the grammar its templates need (a noun without its gender, a name
     without class = "name"). A template that skips a word for lack of a feature is the mechanism
     itself (plural templates skip words without a plural), so that alone is not reported."""
     from bias.core.data.wordsets import SET_KEYS, build_record
 
-    by_name = {f.name: f for f in files}
+    by_name = {f.name: f for f in parsed}
     if "seat-templates.toml" not in by_name:
         return []
     template_file = by_name["seat-templates.toml"]
-    templates = build_record(read_toml(template_file), "seat-templates", str(template_file))
+    templates = build_record(parsed[template_file], "seat-templates", str(template_file))
     problems: list[Problem] = []
-    for file in files:
-        data = read_toml(file)
+    for file, data in parsed.items():
         if data.get("kind", "association") != "association" or data.get("stimuli") == "sentences":
             continue
         test = build_record(data, file.stem, str(file))

@@ -410,8 +410,7 @@ def small_set_note(sizes: dict[str, int]) -> str:
 
 def raise_on_errors(problems: list[Problem], path: str) -> None:
     """Stop loading a file with errors (first one shown); log its warnings."""
-    errors = errors_of(problems)
-    if errors:
+    if errors := errors_of(problems):
         more = (
             f" (and {len(errors) - 1} more; run `bias validate {path}`)" if len(errors) > 1 else ""
         )
@@ -481,15 +480,20 @@ def load_toml_wordset(path: Path, name: str | None = None) -> Any:
 
 
 def validate_toml_file(path: Path, language: str | None = None) -> list[Problem]:
+    return read_and_validate(path, language)[1]
+
+
+def read_and_validate(path: Path, language: str | None = None) -> tuple[Any, list[Problem]]:
+    """The file's data (None when it cannot be read) and its problems, the file read once."""
     try:
         data = read_toml(path)
     except BiasError as exc:  # the problem names the file
-        return [Problem(str(path), "", exc.message.removeprefix(f"{path}: "))]
+        return None, [Problem(str(path), "", exc.message.removeprefix(f"{path}: "))]
     problems = check_record(data, str(path))
     if language is not None and data.get("language") not in (None, language):
         found = f"'{data.get('language')}' but the package publishes '{language}'"
         problems.append(Problem(str(path), "language", found))
-    return problems
+    return data, problems
 
 
 def errors_of(problems: Iterable[Problem]) -> list[Problem]:

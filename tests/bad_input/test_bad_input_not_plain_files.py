@@ -1000,3 +1000,21 @@ def test_a_debiasing_corpus_whose_reads_fail_is_refused_before_the_model_loads(t
         check_corpus(tmp_path / "c.txt")
     (tmp_path / "ok.txt").write_text("a sentence\n", encoding="utf-8")
     check_corpus(tmp_path / "ok.txt")
+
+
+def test_validate_parses_each_word_set_file_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The format checks and the content checks each parsed the file (a 4 MiB file of numbers: 24 s),
+    and a package's template coverage a third time."""
+    from bias.core.data import file_reading, wordsets
+    from bias.engine import validate
+
+    reads: list[str] = []
+    monkeypatch.setattr(wordsets, "read_toml", lambda p: reads.append(Path(p).name) or file_reading.read_toml(p))
+    monkeypatch.setattr(validate, "read_toml", lambda p: reads.append(Path(p).name) or file_reading.read_toml(p))
+    package = Path(__file__).parents[2] / "languages" / "nl"
+    found, checked = validate.validate_path(package / "bias_lang_nl" / "data" / "weat6.toml")
+    assert reads == ["weat6.toml"] and checked == 1 and not wordsets.errors_of(found)
+    reads.clear()
+    found, checked = validate.validate_path(package)
+    toml = [name for name in reads if name != "pyproject.toml"]
+    assert len(toml) == len(set(toml)) == checked and "seat-templates.toml" in toml, reads
