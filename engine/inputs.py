@@ -19,7 +19,7 @@ from typing import Any
 import attrs
 
 from bias import registry
-from bias.core.errors import BiasError
+from bias.core.errors import BiasError, said_as_data
 from bias.core.regular_files import open_regular
 from bias.core.interfaces import MODEL_INPUT, WORDSET_INPUT, Embedder, InputRequest, ResolvedModel
 from bias.core.specs import parse_spec, resolve_location
@@ -71,7 +71,7 @@ def recorded_source(record: Path, hint: str) -> tuple[str, str]:
             data = json.loads(fh.read().decode("utf-8"))
     except (OSError, ValueError, RecursionError) as exc:  # ValueError: JSON, UTF-8, 4,301 digits
         raise BiasError(
-            f"{record}: cannot read the record of the debiasing ({exc}).", hint
+            f"{record}: cannot read the record of the debiasing ({said_as_data(exc)}).", hint
         ) from exc
     found = data.get("source_model") if isinstance(data, dict) else None
     if not isinstance(found, str) or ":" not in found:

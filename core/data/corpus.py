@@ -100,14 +100,13 @@ def read_lines(path: str | Path) -> Iterator[tuple[int, str]]:
     """(line number, text) of each non-blank line, decoded strictly as UTF-8; a bad byte names its
     line."""
     path = Path(path)
-    hint = _HINT
     with _opened(path) as fh:
         for number, raw in enumerate(iter(lambda: fh.readline(MAX_LINE_BYTES + 1), b""), 1):
             if len(raw) > MAX_LINE_BYTES:
                 # a line that long is no sentence; holding it (a sparse file of gigabytes) would
                 # take the machine's memory
                 raise BiasError(
-                    f"Corpus {path}: line {number} is longer than {MAX_LINE_BYTES:,} bytes.", hint
+                    f"Corpus {path}: line {number} is longer than {MAX_LINE_BYTES:,} bytes.", _HINT
                 )
             try:
                 line = raw.decode("utf-8")

@@ -18,7 +18,7 @@ from typing import Any
 import attrs
 
 from bias.core.data import grammar
-from bias.core.text import shown
+from bias.core.text import listed, shown
 from bias.core.data.bias_questions import PLAIN_PLACEHOLDERS, placeholders
 from bias.core.data.decisions import (
     DECISION_TYPES,
@@ -81,12 +81,6 @@ class Found:
 
     def errors(self, prefix: str = "") -> bool:
         return any(p.severity == "error" and p.field.startswith(prefix) for p in self.problems)
-
-
-def _some(items: list[str]) -> str:
-    """The first three of `items`, and how many more."""
-    more = f" and {len(items) - 3:,} more" if len(items) > 3 else ""
-    return ", ".join(map(repr, items[:3])) + more
 
 
 def _text(value: Any) -> str:
@@ -247,10 +241,10 @@ def _read_group(key: str, entry: Any, found: Found, owner: dict[str, str]) -> De
         words = [w for found_words in shared.values() for w in found_words]
         found.error(
             field,
-            f"{_some(words)} {'is' if len(words) == 1 else 'are'} also "
+            f"{listed(map(repr, words), 3)} {'is' if len(words) == 1 else 'are'} also "
             f"{'a name' if len(words) == 1 else 'names'} of "
-            f"{'group' if len(shared) == 1 else 'groups'} {_some(list(shared))}; a name belongs "
-            "to one group",
+            f"{'group' if len(shared) == 1 else 'groups'} {listed(map(repr, shared), 3)}; "
+            "a name belongs to one group",
         )
     applicants = tuple(
         Applicant(w, key, f.get("gender", ""), "names", {**f, "mention": "name"}) for w, f in names

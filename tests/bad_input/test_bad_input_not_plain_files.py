@@ -822,8 +822,9 @@ def test_a_debiasing_record_with_a_number_of_thousands_of_digits_is_bad_input(tm
     from bias.engine.inputs import recorded_source
 
     (tmp_path / "debias.json").write_text('{"source_model": ' + "9" * 5_000 + "}", encoding="utf-8")
-    with pytest.raises(BiasError, match="debias.json: cannot read the record of the debiasing"):
+    with pytest.raises(BiasError, match="debias.json: cannot read the record of the debiasing") as refused:
         recorded_source(tmp_path / "debias.json", "hint")  # was the ValueError: exit 1
+    assert "a number of more than 4,300 digits" in refused.value.message and "set_int_max" not in refused.value.message
 
 
 def test_an_input_output_error_names_the_file_last_opened_as_a_clue(tmp_path: Path) -> None:
