@@ -11,6 +11,7 @@ import functools
 import sys
 import types
 import typing
+from collections.abc import Mapping
 from typing import Any
 
 import attrs
@@ -29,14 +30,60 @@ from bias.core.errors import BadValue, BiasError
 GUARDS = ("code", "route", "cost")
 
 
-def param(default: Any, help: str, *, guard: str | None = None, **kwargs: Any) -> Any:
+# The kinds of language model a parameter may apply to alone (`only_for`): a run of a metric that
+# scores both kinds warns that a value set for the other kind was not used (see `not_used`).
+MODEL_KINDS = ("masked", "causal")
+
+
+def param(
+    default: Any,
+    help: str,
+    *,
+    guard: str | None = None,
+    only_for: str | None = None,
+    **kwargs: Any,
+) -> Any:
     """An attrs field with a help text for `bias info`, and, for a parameter that runs code, routes
     requests or sets a price, its `guard` (one of GUARDS), which the engine enforces for values that
-    come from a file."""
+    come from a file; `only_for` (one of MODEL_KINDS) for a parameter that only one kind of language
+    model reads."""
     if guard is not None and guard not in GUARDS:
         raise ValueError(f"guard must be one of {', '.join(GUARDS)}, not {guard!r}")
-    metadata = {"help": help, **({"guard": guard} if guard else {})}
+    if only_for is not None and only_for not in MODEL_KINDS:
+        raise ValueError(f"only_for must be one of {', '.join(MODEL_KINDS)}, not {only_for!r}")
+    metadata = {
+        "help": help,
+        **({"guard": guard} if guard else {}),
+        **({"only_for": only_for} if only_for else {}),
+    }
     return attrs.field(default=default, metadata=metadata, **kwargs)
+
+
+def for_one_kind(plugin: Any) -> bool:
+    """Whether a plugin has a parameter that only one kind of language model reads."""
+    return attrs.has(type(plugin)) and any(
+        "only_for" in f.metadata for f in attrs.fields(type(plugin))
+    )
+
+
+def not_used(plugin: Any, model_kind: str, preset: Mapping[str, Any] | None = None) -> list[str]:
+    """Warnings for the parameters set away from their default that this kind of model does not
+    read, the values a `preset` gave apart (a preset serves both kinds): a value that changes
+    nothing must not pass for one that was applied (a grid over it would show the same number twice
+    as a comparison)."""
+    out = []
+    for f in attrs.fields(type(plugin)):
+        kind, value = f.metadata.get("only_for"), getattr(plugin, f.name)
+        if kind in (None, model_kind) or value in (
+            f.default,
+            (preset or {}).get(f.name, f.default),
+        ):
+            continue
+        out.append(
+            f"{f.name} = {value} applies to {kind} language models only; "
+            f"this model is {model_kind}, so it was not used"
+        )
+    return out
 
 
 @attrs.frozen

@@ -23,6 +23,8 @@ from bias.core.errors import FAILURE, BiasError, recognised
 from bias.core.compatibility import missing_capabilities
 from bias.core.interfaces import Capability, Embedder, Metric, variant_meta
 from bias.core.model import FAILED, REFUSED, Result
+from bias.core.pair_metrics.scoring import lm_mode
+from bias.core.params import for_one_kind, not_used
 from bias.core.runs.results import ResultStore
 from bias.engine.experiments import Experiment, ModelConfig
 from bias.engine.inputs import InputModels
@@ -349,6 +351,22 @@ def _data_meta(data: Any) -> dict[str, Any]:
     }
 
 
+def _with_not_used(
+    result: Result, metric: Metric, embedder: Embedder, preset: str | None
+) -> Result:
+    """The result with a warning for each parameter the user set that this kind of language model
+    does not read (a causal model given CrowS-Pairs' `masked_score`); a preset's values serve both
+    kinds and are not said."""
+    if not for_one_kind(metric):
+        return result
+    try:
+        kind = lm_mode(embedder, metric.name)
+    except BiasError:
+        return result
+    unused = not_used(metric, kind, PRESET_PARAMS.get(preset or ""))
+    return attrs.evolve(result, warnings=[*result.warnings, *unused]) if unused else result
+
+
 def model_facts(embedder: Embedder) -> tuple[str, dict[str, Any]]:
     """The loaded model's fingerprint and description, as every result of the model records them:
     asked once per loaded model (describing a Hub model hashes its files)."""
@@ -379,6 +397,7 @@ def run_one(
             result = p.metric.compute(embedder, p.data, seed=exp.seed, inputs=inputs)
         else:
             result = p.metric.compute(embedder, p.data, seed=exp.seed)
+        result = _with_not_used(result, p.metric, embedder, exp.preset)
     except BiasError as exc:
         if debug:
             raise

@@ -114,3 +114,30 @@ def test_unknown_option_lists_the_parameters():
     with pytest.raises(BiasError) as err:
         coerce_params(One, {"other": "1"}, "one")
     assert "has no parameter 'other'" in err.value.message and "only" in err.value.hint
+
+
+def test_a_value_for_the_other_kind_of_model_is_said_unless_default_or_a_presets():
+    from bias.core.params import for_one_kind, not_used
+
+    @attrs.define
+    class Scores:
+        plain: str = param("a", "both kinds")
+        masked_way: str = param("pll", "masked LMs", only_for="masked")
+        causal_way: str = param("bos", "causal LMs", only_for="causal")
+
+    assert for_one_kind(Scores()) and not for_one_kind(object())
+    assert not_used(Scores(plain="b"), "causal") == []
+    assert not_used(Scores(masked_way="pll"), "causal") == []  # the default, even when written
+    changed = Scores(plain="b", masked_way="mean", causal_way="first")
+    assert not_used(changed, "causal") == [
+        "masked_way = mean applies to masked language models only; this model is causal, so it "
+        "was not used"
+    ]
+    assert not_used(changed, "masked") == [
+        "causal_way = first applies to causal language models only; this model is masked, so it "
+        "was not used"
+    ]
+    assert not_used(changed, "causal", {"masked_way": "mean"}) == []
+    assert len(not_used(changed, "causal", {"masked_way": "other"})) == 1
+    with pytest.raises(ValueError, match="only_for must be one of masked, causal"):
+        param(1, "x", only_for="static")

@@ -385,10 +385,37 @@ def test_the_bias_bench_preset_gives_bias_benchs_causal_scores(
     preset = {"causal_start": "bos-first-token", "masked_score": "bias-bench"}
     assert results["bb"].convention["run_preset_params"] == preset
     assert results["bb"].params == preset
+    assert not [w for w in results["bb"].warnings if "not used" in w]  # a preset serves both kinds
     assert "run_preset" not in results["plain"].convention and results["plain"].params == {
         "causal_start": "bos",
         "masked_score": "token-space",
     }
+
+
+def test_a_parameter_for_the_other_kind_of_model_is_said_not_used(
+    gpt2: Path, tiny_bert_dir: Path, data_file: Path, tmp_path: Path
+) -> None:
+    """`masked_score` on a causal model, `causal_start` on a masked one: the value changes nothing,
+    and the run says so (a grid over it showed the same number twice as a comparison)."""
+    out = tmp_path / "causal"
+    code, stdout, stderr = bias_run_stereoset(gpt2, data_file, out, "--param", "masked_score=bias-bench")
+    assert code == 0, stdout + stderr
+    said = ("masked_score = bias-bench applies to masked language models only; this model is "
+            "causal, so it was not used")  # fmt: skip
+    (line,) = [json.loads(t) for t in (out / "results.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert said in line["warnings"] and said in " ".join(stderr.split())
+    code, stdout, stderr = bias_run_stereoset(gpt2, data_file, tmp_path / "plain")
+    (plain,) = [json.loads(t) for t in (tmp_path / "plain" / "results.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert code == 0 and plain["effect_size"] == line["effect_size"] and not plain["warnings"]
+    for value, warned in (("causal_start=bos-first-token", True), ("masked_score=bias-bench", False)):
+        out = tmp_path / value.split("=")[0]
+        code, stdout, stderr = bias_run_stereoset(tiny_bert_dir, data_file, out, "--param", value)
+        (line,) = [json.loads(t) for t in (out / "results.jsonl").read_text(encoding="utf-8").splitlines()]
+        unused = [w for w in line["warnings"] if "not used" in w]
+        assert code == 0 and unused == (
+            ["causal_start = bos-first-token applies to causal language models only; this model "
+             "is masked, so it was not used"] if warned else []
+        ), (value, line["warnings"])  # fmt: skip
 
 
 def test_bias_run_on_a_stereoset_file_writes_the_scores_and_a_per_sentence_table(

@@ -11,7 +11,7 @@ import attrs
 from bias.api import ValueKind
 from bias.api.lm import PERCENT_OF_PAIRS
 from bias.api import Measured, PairMetric, PairScores, PairSet, Refusal, one_of, param
-from bias.api.lm import CAUSAL_STARTS, LIKELIHOODS, MASKED, compare_pairs, lowercase_param
+from bias.api.lm import CAUSAL, CAUSAL_STARTS, LIKELIHOODS, MASKED, compare_pairs, lowercase_param
 
 PRESETS = ("none", "nangia2020")
 MASKED_SCORES = ("pll", "bias-bench")
@@ -57,6 +57,7 @@ class Crows(PairMetric):
         "sum",
         "causal LMs only: sum or mean (length-normalised) of the token log-likelihoods",
         validator=one_of(LIKELIHOODS),
+        only_for=CAUSAL,
     )
 
     masked_score: str = param(
@@ -65,6 +66,7 @@ class Crows(PairMetric):
         "bias-bench (the differing "
         "tokens masked in turn, averaged, rounded to 3 decimals)",
         validator=one_of(MASKED_SCORES),
+        only_for=MASKED,
     )
     causal_start: str = param(
         "bos",
@@ -72,6 +74,7 @@ class Crows(PairMetric):
         "bos-first-token "
         "(only the first token conditioned on BOS, the rest from a pass without it, as bias-bench)",
         validator=one_of(CAUSAL_STARTS),
+        only_for=CAUSAL,
     )
 
     def scoring_method(self) -> str:

@@ -31,7 +31,7 @@ import numpy as np
 
 from bias.api import ValueKind
 from bias.api import Measured, PairMetric, PairScores, PairSet, Refusal, one_of, param
-from bias.api.lm import LIKELIHOODS, lowercase_param, skipped_warnings
+from bias.api.lm import CAUSAL, LIKELIHOODS, lowercase_param, skipped_warnings
 
 SCORES = ("pll", "aul", "aula")
 LN2 = math.log(2.0)
@@ -131,7 +131,7 @@ class _Divergence(PairMetric):
 
     score: str = param("pll", _SCORE_HELP, validator=one_of(SCORES))
     lowercase: str = lowercase_param()
-    likelihood: str = param("sum", _LIKELIHOOD_HELP, validator=one_of(LIKELIHOODS))
+    likelihood: str = param("sum", _LIKELIHOOD_HELP, validator=one_of(LIKELIHOODS), only_for=CAUSAL)
 
     def scoring_method(self) -> str:
         return self.score

@@ -202,6 +202,7 @@ class StereoSet(Metric):
         "or bias-bench (its loader's inputs: the decoded pieces and the mask in the text, "
         "re-tokenised)",
         validator=one_of(tuple(STEREOSET_INPUTS)),
+        only_for=MASKED,
     )
     causal_start: str = param(
         "bos",
@@ -209,6 +210,7 @@ class StereoSet(Metric):
         "bos-first-token (only the first token conditioned on BOS, the rest from a pass without "
         "it, as bias-bench)",
         validator=one_of(CAUSAL_STARTS),
+        only_for=CAUSAL,
     )
 
     def compute(
