@@ -72,6 +72,54 @@ def test_checking_a_file_of_broken_examples_stops_after_a_hundred_errors() -> No
     assert "checking stopped" in errors[-1].message and "200,000" in errors[-1].message
 
 
+def test_a_tab_or_no_break_space_at_blank_is_said_naming_the_field(tmp_path: Path) -> None:
+    """Words are split on plain spaces: a no-break space before BLANK in the context made every
+    template word "was" (each example a tie), a tab in a sentence read another of its words; past
+    the word at BLANK's place either is harmless and not said."""
+    from bias.core.data.stereoset import check
+
+    odd = [
+        ("nbsp-1", "profession", "nurse", "The nurse was\u00a0BLANK.", "The nurse was gentle.",
+         "The nurse was brash.", "The nurse was turnip."),
+        ("tab-1", "profession", "nurse", "The nurse I met was BLANK at work.",
+         "The nurse I met was\twarm at work.", "The nurse I met was harsh at work.",
+         "The nurse I met was window at work."),
+        ("after-1", "profession", "nurse", "The nurse was BLANK at\twork.", "The nurse was kind at\twork.",
+         "The nurse was rude at\u00a0work.", "The nurse was tulip at work."),
+    ]  # fmt: skip
+    path = tmp_path / "odd.json"
+    path.write_text(json.dumps(stereoset_json(odd + EXAMPLES[2:])), encoding="utf-8")  # imported
+    meta = {"kind": "stereoset", "language": "en", "bias_type": "mixed", "source": "s", "licence": "l"}
+    found = [(p.severity, p.field, p.message) for p in check({**meta, **stereoset_json(odd)}, "odd.json")]
+    said = (
+        "holds the space character U+{} before or at the place of BLANK: words are split on plain "
+        "spaces, so the word read at that place would not be the one filling BLANK; write a plain "
+        "space"
+    )
+    assert found == [
+        ("warning", "data.intrasentence[0] (id 'nbsp-1').context", said.format("00A0")),
+        ("warning", "data.intrasentence[1] (id 'tab-1').sentences[0].sentence", said.format("0009")),
+    ]
+    assert len(load_wordset_file(path).examples) == len(EXAMPLES) + 1  # a warning: still read
+
+    # a file written with tabs throughout says it for the first five and counts the rest
+    many = [(f"t{i}", "gender", "man", "The man was\tBLANK.", "The man was\tbold.",
+             "The man was\tshy.", "The man was\tlamp.") for i in range(3000)]  # fmt: skip
+    problems = check({**meta, **stereoset_json(many)}, "many.json")
+    assert [p.severity for p in problems] == ["warning"] * 6
+    assert [p.field for p in problems[:5]] == [
+        "data.intrasentence[0] (id 't0').context",
+        "data.intrasentence[0] (id 't0').sentences[0].sentence",
+        "data.intrasentence[0] (id 't0').sentences[1].sentence",
+        "data.intrasentence[0] (id 't0').sentences[2].sentence",
+        "data.intrasentence[1] (id 't1').context",
+    ]
+    assert problems[5].message == (
+        "11,995 more fields hold a space character other than a plain space before or at the place "
+        "of BLANK"
+    )
+
+
 # BLANK glued to the word before it, after it, or both: bias-bench's mask token cuts the text there,
 # so the text after the slot is a word of its own and the text before it merges with the decoded pieces.
 GLUED = [

@@ -56,6 +56,7 @@ EXAMPLE_KEYS = ("id", "bias_type", "target", "context", "sentences")
 SENTENCE_KEYS = ("id", "sentence", "labels", "gold_label")
 _PUNCTUATION = frozenset(string.punctuation)
 MAX_ERRORS = 100  # a file's errors listed before checking stops (a broken file would list millions)
+ODD_SPACE, MAX_ODD_SPACES = "odd-space", 5  # a tab or no-break space at BLANK: said this often
 
 
 def blank_word_index(context: str) -> int | None:
@@ -213,7 +214,31 @@ def check_sentence(entry: Any, field: str, file: str, word_at: int | None) -> li
                     "once punctuation is removed",
                 )
             )
+        else:
+            problems.extend(_odd_space(file, f"{field}.sentence", entry["sentence"], word_at))
     return problems
+
+
+def _odd_space(file: str, field: str, text: str, word_at: int) -> list[Problem]:
+    """A tab, a no-break space or another space character up to the word at BLANK's place: words
+    are split on plain spaces (as StereoSet's code splits them), so the template word would take
+    in its neighbour ("was<TAB>warm"), or be another word of the sentence, or every sentence of an
+    example read the same word (a tie)."""
+    before = " ".join(text.split(" ")[: word_at + 1])
+    odd = next((c for c in before if c.isspace() and c != " "), None)
+    if odd is None:
+        return []
+    return [
+        Problem(
+            file,
+            field,
+            f"holds the space character U+{ord(odd):04X} before or at the place of BLANK: words "
+            "are split on plain spaces, so the word read at that place would not be the one "
+            "filling BLANK; write a plain space",
+            severity="warning",
+            code=ODD_SPACE,
+        )
+    ]
 
 
 def check_example(entry: Any, field: str, file: str) -> list[Problem]:
@@ -252,6 +277,7 @@ def check_example(entry: Any, field: str, file: str) -> list[Problem]:
             )
         else:
             word_at = blank_word_index(context)
+            problems.extend(_odd_space(file, f"{field}.context", context, word_at))
     sentences = entry.get("sentences")
     if not isinstance(sentences, list) or not sentences:
         problems.append(
@@ -337,8 +363,11 @@ def check(data: dict[str, Any], file: str) -> list[Problem]:
         return problems
     example_ids: dict[str, int] = {}
     sentence_ids: dict[str, str] = {}
+    checked = len(problems)  # problems counted for `found_errors` so far
+    found_errors = 0
     for i, entry in enumerate(examples):
-        found_errors = sum(1 for p in problems if p.severity == "error")
+        found_errors += sum(1 for p in problems[checked:] if p.severity == "error")
+        checked = len(problems)
         if found_errors >= MAX_ERRORS:
             problems.append(
                 Problem(
@@ -377,7 +406,25 @@ def check(data: dict[str, Any], file: str) -> list[Problem]:
                         )
                     )
                 sentence_ids.setdefault(sid, f"{name}.sentences[{k}]")
-    return problems
+    return _few_odd_spaces(problems, file)
+
+
+def _few_odd_spaces(problems: list[Problem], file: str) -> list[Problem]:
+    """The odd-space warnings of the first examples and a count of the rest: a file written with
+    tabs throughout would otherwise say the same thing once a sentence."""
+    odd = [p for p in problems if p.code == ODD_SPACE]
+    if len(odd) <= MAX_ODD_SPACES:
+        return problems
+    dropped = {id(p) for p in odd[MAX_ODD_SPACES:]}
+    kept = [p for p in problems if id(p) not in dropped]
+    more = Problem(
+        file,
+        PART,
+        f"{len(dropped):,} more fields hold a space character other than a plain space before "
+        "or at the place of BLANK",
+        severity="warning",
+    )
+    return [*kept, more]
 
 
 def build(data: dict[str, Any], name: str, path: str) -> StereoSetExamples:
