@@ -155,3 +155,32 @@ def test_importing_the_hf_modules_does_not_import_torch_or_transformers() -> Non
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"]
+
+
+def test_a_token_id_the_model_has_no_embedding_for_is_refused_naming_the_token(
+    tiny_gpt2_dir, tmp_path
+) -> None:
+    """A causal LM whose tokenizer was given a token after the model was saved: the scores stop
+    with a message naming the token and the sizes, not torch's IndexError."""
+    import shutil
+
+    from transformers import AutoTokenizer
+
+    from bias.registry.resolve import build_embedder
+
+    folder = tmp_path / "gpt2"
+    shutil.copytree(tiny_gpt2_dir, folder)
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    rows = len(tokenizer)
+    tokenizer.add_tokens(["qqqword"])
+    tokenizer.save_pretrained(folder)
+    embedder = build_embedder(f"hf:{folder}")
+    (plain,) = embedder.tokenize(["the cat"])
+    assert len(embedder.token_log_probs([plain.ids])[0].log_probs) == len(plain.ids)  # others run
+    (odd,) = embedder.tokenize(["the qqqword"])
+    with pytest.raises(BiasError) as err:
+        embedder.token_log_probs([odd.ids])
+    assert err.value.message.startswith(
+        f"The tokenizer gives the token 'qqqword' the id {rows}, but the model (GPT2LMHeadModel) has "
+        f"embeddings for ids below {rows} only"
+    ), err.value.message

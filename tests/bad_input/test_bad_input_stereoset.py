@@ -96,6 +96,20 @@ def _(world, folder):
     return [*_stereoset_run(world, name), "--param", "masked_score=bias-bnch"]
 
 
+@case("stereoset-tokenizer-with-a-mask-token-the-model-lacks", names=("ss.json", "'[MASK9]' the id 110", "ids below 110 only", "does not belong to the model"))
+def _(world, folder):
+    # tokens added to a tokenizer, its model not resized: torch's IndexError named neither
+    from transformers import AutoTokenizer
+
+    from bad_input_helpers import copy_model
+
+    model = copy_model(world, folder)
+    tokenizer = AutoTokenizer.from_pretrained(model)
+    tokenizer.add_special_tokens({"mask_token": "[MASK9]"})
+    tokenizer.save_pretrained(model)
+    return ["run", "-m", f"hf:{model}", "-w", stereoset_file(folder, lambda d: None), "--metric", "stereoset"]
+
+
 @pytest.mark.parametrize("bad", CASES, ids=lambda c: c.name)
 def test_stereoset_bad_input(bad: Case, world: World, tmp_path: Path) -> None:
     assert_answered(bad, world, tmp_path / "case")

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from bias.core.errors import FAILURE, BiasError
+from bias.core.text import shown
 
 log = logging.getLogger(__name__)
 
@@ -226,6 +227,30 @@ def padded_rows(rows: Sequence[Sequence[int]], fill: int) -> tuple[np.ndarray, n
         itertools.chain.from_iterable(rows), dtype=np.int64, count=int(lengths.sum())
     )
     return out, lengths
+
+
+def check_ids_fit(model: Any, tokenizer: Any, *matrices: np.ndarray) -> None:
+    """Refuse a token id the model has no embedding for (a tokenizer saved after tokens were added
+    to it, its model not resized, or a tokenizer of another model): torch would stop with an
+    IndexError naming neither the token nor the model."""
+    try:
+        rows = int(model.get_input_embeddings().num_embeddings)
+    except (AttributeError, NotImplementedError, TypeError):
+        return
+    top = max((int(m.max()) for m in matrices if m.size), default=-1)
+    if top < rows:
+        return
+    try:
+        token = str(tokenizer.convert_ids_to_tokens(top))
+    except Exception:  # a damaged tokenizer: the id alone still says enough
+        token = "?"
+    raise BiasError(
+        f"The tokenizer gives the token {shown(token, 40)!r} the id {top}, but the model "
+        f"({type(model).__name__}) has embeddings for ids below {rows} only: the tokenizer does "
+        "not belong to the model as saved.",
+        "Save the model with its own tokenizer (after adding tokens to a tokenizer, resize the "
+        "model's embeddings with model.resize_token_embeddings(len(tokenizer)) and save both).",
+    )
 
 
 def on_device(array: np.ndarray, device: Any) -> Any:

@@ -28,7 +28,13 @@ import numpy as np
 
 from bias.core.errors import BiasError
 from bias.core.lm_requests import MaskedRequest, TokenScores
-from bias.core.models.hf.batching import memory_guard, pad_id, padded_rows, token_limit
+from bias.core.models.hf.batching import (
+    check_ids_fit,
+    memory_guard,
+    pad_id,
+    padded_rows,
+    token_limit,
+)
 from bias.core.models.hf.scoring_plan import offsets, runs, score_reads
 
 
@@ -129,6 +135,7 @@ def masked_log_probs(
     tokens = ids[owner, where]
     masked = ids.copy()
     masked[owner, where] = mask_id(tokenizer)
+    check_ids_fit(model, tokenizer, ids, masked[owner, where])
     # Requests that differ only in the tokens under their masks give the model the same input: one
     # row serves them all (LPBS's `one-mask` policy reads each sub-token of a word at one mask this
     # way).
@@ -280,6 +287,7 @@ def token_log_probs(
     live = [i for i, s in enumerate(sequences) if s]
     rows = [([first] if lead else []) + sequences[i] for i in live]
     ids, lengths = padded_rows(rows, pad_id(tokenizer))
+    check_ids_fit(model, tokenizer, ids)
     _check_lengths(lengths, token_limit(model, tokenizer))
     # where the logits are read, and the token each of them scores: a causal row's position j is
     # predicted at j - 1 (its prepended start token is context only), a masked LM's at j itself
