@@ -11,7 +11,7 @@ import functools
 import sys
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Collection
 from typing import Any
 
 import attrs
@@ -66,18 +66,15 @@ def for_one_kind(plugin: Any) -> bool:
     )
 
 
-def not_used(plugin: Any, model_kind: str, preset: Mapping[str, Any] | None = None) -> list[str]:
-    """Warnings for the parameters set away from their default that this kind of model does not
-    read, the values a `preset` gave apart (a preset serves both kinds): a value that changes
-    nothing must not pass for one that was applied (a grid over it would show the same number twice
-    as a comparison)."""
+def not_used(plugin: Any, model_kind: str, given: Collection[str]) -> list[str]:
+    """Warnings for the parameters in `given` (those the user set; a preset serves both kinds and
+    is not counted) that this kind of model does not read: a value that changes nothing must not
+    pass for one that was applied (a grid over it would show the same number twice as a
+    comparison)."""
     out = []
     for f in attrs.fields(type(plugin)):
         kind, value = f.metadata.get("only_for"), getattr(plugin, f.name)
-        if kind in (None, model_kind) or value in (
-            f.default,
-            (preset or {}).get(f.name, f.default),
-        ):
+        if kind in (None, model_kind) or f.name not in given:
             continue
         out.append(
             f"{f.name} = {value} applies to {kind} language models only; "

@@ -114,6 +114,9 @@ class Experiment:
     # --limit: only the first N items of each list of the test (a smoke run); part of the key when
     # set, so a limited run is never taken for a finished full one on --resume.
     limit: int | None = None
+    # the parameters the preset gave that the run did not set itself: not part of the key (the same
+    # values are), told apart from the user's so that a run warns only of what the user set
+    from_preset: tuple[str, ...] = attrs.field(default=(), eq=False)
     # the key, hashed at its first use: a grid asks each experiment's key many times
     _key: str | None = attrs.field(default=None, init=False, eq=False, repr=False)
 

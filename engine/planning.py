@@ -35,6 +35,9 @@ class PlannedExperiment:
     metric: Metric
     data: Any
     inputs: dict[str, Any] = attrs.Factory(dict)
+    # the parameters the user set (not the defaults, not a preset's): a run warns of those among
+    # them that the model's kind does not read
+    given: tuple[str, ...] = ()
 
 
 def route_params(experiments: Sequence[Experiment]) -> list[Experiment]:
@@ -201,7 +204,8 @@ def plan(
             continue
         budget.check(f"{exp.metric} on {exp.wordset}", metric.cost(data))
         # files it reads, absolute
-        runnable.append(PlannedExperiment(full, absolute_metric(metric), data))
+        given = tuple(k for k in exp.params if k not in exp.from_preset)
+        runnable.append(PlannedExperiment(full, absolute_metric(metric), data, given=given))
     runnable = _debias_languages(runnable)
     if not runnable:
         reasons = list(dict.fromkeys(s.reason for s in skipped))

@@ -352,7 +352,7 @@ def _data_meta(data: Any) -> dict[str, Any]:
 
 
 def _with_not_used(
-    result: Result, metric: Metric, embedder: Embedder, preset: str | None
+    result: Result, metric: Metric, embedder: Embedder, given: Sequence[str]
 ) -> Result:
     """The result with a warning for each parameter the user set that this kind of language model
     does not read (a causal model given CrowS-Pairs' `masked_score`); a preset's values serve both
@@ -363,7 +363,7 @@ def _with_not_used(
         kind = lm_mode(embedder, metric.name)
     except BiasError:
         return result
-    unused = not_used(metric, kind, PRESET_PARAMS.get(preset or ""))
+    unused = not_used(metric, kind, given)
     return attrs.evolve(result, warnings=[*result.warnings, *unused]) if unused else result
 
 
@@ -397,7 +397,7 @@ def run_one(
             result = p.metric.compute(embedder, p.data, seed=exp.seed, inputs=inputs)
         else:
             result = p.metric.compute(embedder, p.data, seed=exp.seed)
-        result = _with_not_used(result, p.metric, embedder, exp.preset)
+        result = _with_not_used(result, p.metric, embedder, p.given)
     except BiasError as exc:
         if debug:
             raise

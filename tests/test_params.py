@@ -116,7 +116,7 @@ def test_unknown_option_lists_the_parameters():
     assert "has no parameter 'other'" in err.value.message and "only" in err.value.hint
 
 
-def test_a_value_for_the_other_kind_of_model_is_said_unless_default_or_a_presets():
+def test_a_parameter_set_for_the_other_kind_of_model_is_said():
     from bias.core.params import for_one_kind, not_used
 
     @attrs.define
@@ -126,18 +126,17 @@ def test_a_value_for_the_other_kind_of_model_is_said_unless_default_or_a_presets
         causal_way: str = param("bos", "causal LMs", only_for="causal")
 
     assert for_one_kind(Scores()) and not for_one_kind(object())
-    assert not_used(Scores(plain="b"), "causal") == []
-    assert not_used(Scores(masked_way="pll"), "causal") == []  # the default, even when written
     changed = Scores(plain="b", masked_way="mean", causal_way="first")
-    assert not_used(changed, "causal") == [
+    assert not_used(changed, "causal", ["plain"]) == []  # not set, or read by both kinds
+    assert not_used(changed, "causal", ["plain", "masked_way", "causal_way"]) == [
         "masked_way = mean applies to masked language models only; this model is causal, so it "
         "was not used"
     ]
-    assert not_used(changed, "masked") == [
+    assert not_used(changed, "masked", ["masked_way", "causal_way"]) == [
         "causal_way = first applies to causal language models only; this model is masked, so it "
         "was not used"
     ]
-    assert not_used(changed, "causal", {"masked_way": "mean"}) == []
-    assert len(not_used(changed, "causal", {"masked_way": "other"})) == 1
+    # set to its default is set too: the user asked for it, and it was not used either
+    assert len(not_used(Scores(), "causal", ["masked_way"])) == 1
     with pytest.raises(ValueError, match="only_for must be one of masked, causal"):
         param(1, "x", only_for="static")

@@ -397,6 +397,8 @@ def test_a_parameter_for_the_other_kind_of_model_is_said_not_used(
 ) -> None:
     """`masked_score` on a causal model, `causal_start` on a masked one: the value changes nothing,
     and the run says so (a grid over it showed the same number twice as a comparison)."""
+    from test_bbq import cli
+
     out = tmp_path / "causal"
     code, stdout, stderr = bias_run_stereoset(gpt2, data_file, out, "--param", "masked_score=bias-bench")
     assert code == 0, stdout + stderr
@@ -416,6 +418,19 @@ def test_a_parameter_for_the_other_kind_of_model_is_said_not_used(
             ["causal_start = bos-first-token applies to causal language models only; this model "
              "is masked, so it was not used"] if warned else []
         ), (value, line["warnings"])  # fmt: skip
+    # with the bias-bench preset: its own masked_score is not said, a grid the user wrote over it is
+    shutil.copy(data_file, tmp_path / "dev.json")
+    head = f'preset = "bias-bench"\nmodels = ["hf:{gpt2}"]\nwordsets = ["dev.json"]\nmetrics = ["stereoset"]\n'
+    for name, body, expected in (
+        ("preset", head, [[]]),
+        ("grid", head + '[grid]\nmasked_score = ["token-space", "bias-bench"]\n', [
+            [said.replace("bias-bench applies", "token-space applies")], [said]]),
+    ):  # fmt: skip
+        (tmp_path / f"{name}.toml").write_text(body, encoding="utf-8")
+        code, stdout, stderr = cli("run", str(tmp_path / f"{name}.toml"), "--out", str(tmp_path / f"o-{name}"))
+        lines = [json.loads(t) for t in (tmp_path / f"o-{name}" / "results.jsonl").read_text(encoding="utf-8").splitlines()]
+        found = sorted(([w for w in r["warnings"] if "not used" in w] for r in lines), key=str)
+        assert code == 0 and found == sorted(expected, key=str), (name, found, stdout + stderr)
 
 
 def test_bias_run_on_a_stereoset_file_writes_the_scores_and_a_per_sentence_table(

@@ -72,52 +72,63 @@ def test_checking_a_file_of_broken_examples_stops_after_a_hundred_errors() -> No
     assert "checking stopped" in errors[-1].message and "200,000" in errors[-1].message
 
 
-def test_a_tab_or_no_break_space_at_blank_is_said_naming_the_field(tmp_path: Path) -> None:
-    """Words are split on plain spaces: a no-break space before BLANK in the context made every
-    template word "was" (each example a tie), a tab in a sentence read another of its words; past
-    the word at BLANK's place either is harmless and not said."""
-    from bias.core.data.stereoset import check
+def test_a_word_at_blank_misread_for_its_spaces_is_said_naming_the_field(tmp_path: Path) -> None:
+    """Words are split on plain spaces: a no-break space before BLANK in the context only made every
+    template word "was" (each example a tie), a tab or a double space in one sentence read another
+    of its words, a tab beside BLANK took in its neighbour. The same odd space in the context and
+    every sentence, or one past the word at BLANK, reads the right word and is not said."""
+    from bias.core.data.stereoset import check, template_word
 
     odd = [
-        ("nbsp-1", "profession", "nurse", "The nurse was\u00a0BLANK.", "The nurse was gentle.",
+        ("nbsp-ctx", "profession", "nurse", "The nurse was\u00a0BLANK.", "The nurse was gentle.",
          "The nurse was brash.", "The nurse was turnip."),
-        ("tab-1", "profession", "nurse", "The nurse I met was BLANK at work.",
+        ("tab-sent", "profession", "nurse", "The nurse I met was BLANK at work.",
          "The nurse I met was\twarm at work.", "The nurse I met was harsh at work.",
          "The nurse I met was window at work."),
-        ("after-1", "profession", "nurse", "The nurse was BLANK at\twork.", "The nurse was kind at\twork.",
-         "The nurse was rude at\u00a0work.", "The nurse was tulip at work."),
+        ("zw-ctx", "profession", "nurse", "The\u200bnurse was BLANK.", "The\u200bnurse was kind.",
+         "The\u200bnurse was rude.", "The nurse was lamp."),
+        ("double", "profession", "nurse", "The nurse was BLANK.", "The nurse was kind.",
+         "The  nurse was rude.", "The nurse was lamp."),
+        ("beside", "profession", "nurse", "The nurse was BLANK\ttoday.", "The nurse was kind\ttoday.",
+         "The nurse was rude\ttoday.", "The nurse was lamp\ttoday."),
+        # read right: the same tab before BLANK everywhere, odd spaces past the word at BLANK
+        ("same", "gender", "man", "The\tman was BLANK.", "The\tman was bold.", "The\tman was shy.",
+         "The\tman was lamp."),
+        ("after", "gender", "man", "The man was BLANK at\twork.", "The man was bold at\twork.",
+         "The man was shy at\u00a0work.", "The man was lamp at work."),
     ]  # fmt: skip
-    path = tmp_path / "odd.json"
-    path.write_text(json.dumps(stereoset_json(odd + EXAMPLES[2:])), encoding="utf-8")  # imported
     meta = {"kind": "stereoset", "language": "en", "bias_type": "mixed", "source": "s", "licence": "l"}
-    found = [(p.severity, p.field, p.message) for p in check({**meta, **stereoset_json(odd)}, "odd.json")]
-    said = (
-        "holds the space character U+{} before or at the place of BLANK: words are split on plain "
-        "spaces, so the word read at that place would not be the one filling BLANK; write a plain "
-        "space"
-    )
+    found = [(p.field, p.message) for p in check({**meta, **stereoset_json(odd)}, "odd.json")]
+    misread = ("the word read at the place of BLANK is {}: the sentence's words up to there are not "
+               "split as the context's are (words are split on plain spaces; a tab, a no-break "
+               "space or a double space in one of them?)")  # fmt: skip
+    sentence = "data.intrasentence[{}] (id '{}').sentences[{}].sentence"
+    beside = ("its word holding BLANK, {}, holds the space character U+{}: words are split on plain "
+              "spaces, so the word read from each sentence would take in its neighbour; write a "
+              "plain space")  # fmt: skip
     assert found == [
-        ("warning", "data.intrasentence[0] (id 'nbsp-1').context", said.format("00A0")),
-        ("warning", "data.intrasentence[1] (id 'tab-1').sentences[0].sentence", said.format("0009")),
-    ]
-    assert len(load_wordset_file(path).examples) == len(EXAMPLES) + 1  # a warning: still read
-
-    # a file written with tabs throughout says it for the first five and counts the rest
-    many = [(f"t{i}", "gender", "man", "The man was\tBLANK.", "The man was\tbold.",
-             "The man was\tshy.", "The man was\tlamp.") for i in range(3000)]  # fmt: skip
-    problems = check({**meta, **stereoset_json(many)}, "many.json")
-    assert [p.severity for p in problems] == ["warning"] * 6
-    assert [p.field for p in problems[:5]] == [
-        "data.intrasentence[0] (id 't0').context",
-        "data.intrasentence[0] (id 't0').sentences[0].sentence",
-        "data.intrasentence[0] (id 't0').sentences[1].sentence",
-        "data.intrasentence[0] (id 't0').sentences[2].sentence",
-        "data.intrasentence[1] (id 't1').context",
-    ]
-    assert problems[5].message == (
-        "11,995 more fields hold a space character other than a plain space before or at the place "
-        "of BLANK"
-    )
+        ("data.intrasentence[0] (id 'nbsp-ctx').context", beside.format("'was\\xa0BLANK.'", "00A0")),
+        (sentence.format(0, "nbsp-ctx", 0), misread.format("'was'")),
+        (sentence.format(0, "nbsp-ctx", 1), misread.format("'was'")),
+        (sentence.format(0, "nbsp-ctx", 2), misread.format("'was'")),
+        (sentence.format(1, "tab-sent", 0), misread.format("'at'")),
+        ("data.intrasentence", "3 more fields where the word at the place of BLANK is read wrong "
+         "for their spaces, as above"),
+    ]  # fmt: skip
+    # the three past the first five, read one example at a time
+    for k, expected in (
+        (2, [(sentence.format(0, "zw-ctx", 2), misread.format("'was'"))]),
+        (3, [(sentence.format(0, "double", 1), misread.format("'was'"))]),
+        (4, [("data.intrasentence[0] (id 'beside').context", beside.format("'BLANK\\ttoday.'", "0009"))]),
+    ):  # fmt: skip
+        alone = [(p.field, p.message) for p in check({**meta, **stereoset_json([odd[k]])}, "o.json")]
+        assert alone == expected, (odd[k][0], alone)
+    assert check({**meta, **stereoset_json(odd[5:])}, "odd.json") == []
+    assert [template_word(t, 2) for t in odd[5][4:]] == ["bold", "shy", "lamp"]  # read right
+    assert [template_word(t, 3) for t in odd[6][4:]] == ["bold", "shy", "lamp"]
+    path = tmp_path / "odd.json"
+    path.write_text(json.dumps(stereoset_json(odd + EXAMPLES)), encoding="utf-8")
+    assert len(load_wordset_file(path).examples) == len(odd) + len(EXAMPLES)  # warnings: still read
 
 
 # BLANK glued to the word before it, after it, or both: bias-bench's mask token cuts the text there,

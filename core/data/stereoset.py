@@ -39,6 +39,7 @@ empty is refused here, before any model is loaded, rather than scored as nothing
 
 from __future__ import annotations
 
+import re
 import string
 from typing import Any, ClassVar
 
@@ -56,7 +57,10 @@ EXAMPLE_KEYS = ("id", "bias_type", "target", "context", "sentences")
 SENTENCE_KEYS = ("id", "sentence", "labels", "gold_label")
 _PUNCTUATION = frozenset(string.punctuation)
 MAX_ERRORS = 100  # a file's errors listed before checking stops (a broken file would list millions)
-ODD_SPACE, MAX_ODD_SPACES = "odd-space", 5  # a tab or no-break space at BLANK: said this often
+ODD_SPACE, MAX_ODD_SPACES = "odd-space", 5  # a word at BLANK misread for its spaces: said so often
+_ZERO_WIDTH = "\u180e\u200b\u2060\ufeff"  # spaces that str.isspace does not count
+_SPACES = re.compile(f"[\\s{_ZERO_WIDTH}]+")
+_ODD_SPACE = re.compile(f"[^\\S ]|[{_ZERO_WIDTH}]")  # any space but the plain one
 
 
 def blank_word_index(context: str) -> int | None:
@@ -176,7 +180,9 @@ def _check_labels(labels: Any, file: str, field: str) -> list[Problem]:
     )
 
 
-def check_sentence(entry: Any, field: str, file: str, word_at: int | None) -> list[Problem]:
+def check_sentence(
+    entry: Any, field: str, file: str, word_at: int | None, context: str | None = None
+) -> list[Problem]:
     """Problems of one sentence; `word_at` is the index of the context's BLANK word (None:
     unknown)."""
     if not isinstance(entry, dict):
@@ -214,27 +220,53 @@ def check_sentence(entry: Any, field: str, file: str, word_at: int | None) -> li
                     "once punctuation is removed",
                 )
             )
-        else:
-            problems.extend(_odd_space(file, f"{field}.sentence", entry["sentence"], word_at))
+        elif context is not None:
+            problems.extend(
+                _misaligned(file, f"{field}.sentence", entry["sentence"], context, word_at)
+            )
     return problems
 
 
-def _odd_space(file: str, field: str, text: str, word_at: int) -> list[Problem]:
-    """A tab, a no-break space or another space character up to the word at BLANK's place: words
-    are split on plain spaces (as StereoSet's code splits them), so the template word would take
-    in its neighbour ("was<TAB>warm"), or be another word of the sentence, or every sentence of an
-    example read the same word (a tie)."""
-    before = " ".join(text.split(" ")[: word_at + 1])
-    odd = next((c for c in before if c.isspace() and c != " "), None)
+def _words(pieces: list[str]) -> int:
+    """How many words the pieces hold, split at any space (tabs, no-break and zero-width spaces)."""
+    return sum(1 for piece in pieces for word in _SPACES.split(piece) if word)
+
+
+def _misaligned(file: str, field: str, sentence: str, context: str, word_at: int) -> list[Problem]:
+    """A sentence whose words up to BLANK's place are not split as the context's are (a tab, a
+    no-break space or a double space in one of them only): words are split on plain spaces, as
+    StereoSet's code splits them, so the word read at BLANK's place is another word, or takes in its
+    neighbour, silently."""
+    read = sentence.split(" ")[: word_at + 1]
+    if _words(read) == _words(context.split(" ")[: word_at + 1]):
+        return []
+    return [
+        Problem(
+            file,
+            field,
+            f"the word read at the place of BLANK is {shown(repr(read[-1]), 60)}: the sentence's "
+            "words up to there are not split as the context's are (words are split on plain "
+            "spaces; a tab, a no-break space or a double space in one of them?)",
+            severity="warning",
+            code=ODD_SPACE,
+        )
+    ]
+
+
+def _odd_space(file: str, field: str, context: str, word_at: int) -> list[Problem]:
+    """A tab, a no-break or zero-width space in the context's word that holds BLANK: words are
+    split on plain spaces, so the word read from every sentence takes in its neighbour."""
+    held = context.split(" ")[word_at]
+    odd = _ODD_SPACE.search(held)
     if odd is None:
         return []
     return [
         Problem(
             file,
             field,
-            f"holds the space character U+{ord(odd):04X} before or at the place of BLANK: words "
-            "are split on plain spaces, so the word read at that place would not be the one "
-            "filling BLANK; write a plain space",
+            f"its word holding BLANK, {shown(repr(held), 60)}, holds the space character "
+            f"U+{ord(odd.group()):04X}: words are split on plain spaces, so the word read from "
+            "each sentence would take in its neighbour; write a plain space",
             severity="warning",
             code=ODD_SPACE,
         )
@@ -290,7 +322,7 @@ def check_example(entry: Any, field: str, file: str) -> list[Problem]:
         return problems
     seen: dict[Any, int] = {}
     for k, sentence in enumerate(sentences):
-        problems.extend(check_sentence(sentence, f"{field}.sentences[{k}]", file, word_at))
+        problems.extend(check_sentence(sentence, f"{field}.sentences[{k}]", file, word_at, context))
         gold = sentence.get("gold_label") if isinstance(sentence, dict) else None
         if gold in GOLD_LABELS:
             if gold in seen:
@@ -410,8 +442,8 @@ def check(data: dict[str, Any], file: str) -> list[Problem]:
 
 
 def _few_odd_spaces(problems: list[Problem], file: str) -> list[Problem]:
-    """The odd-space warnings of the first examples and a count of the rest: a file written with
-    tabs throughout would otherwise say the same thing once a sentence."""
+    """The warnings of spaces that misplace the word at BLANK for the first examples, and a count
+    of the rest: a file written with tabs throughout would say the same thing once a sentence."""
     odd = [p for p in problems if p.code == ODD_SPACE]
     if len(odd) <= MAX_ODD_SPACES:
         return problems
@@ -420,8 +452,8 @@ def _few_odd_spaces(problems: list[Problem], file: str) -> list[Problem]:
     more = Problem(
         file,
         PART,
-        f"{len(dropped):,} more fields hold a space character other than a plain space before "
-        "or at the place of BLANK",
+        f"{len(dropped):,} more fields where the word at the place of BLANK is read wrong for "
+        "their spaces, as above",
         severity="warning",
     )
     return [*kept, more]
