@@ -184,3 +184,27 @@ def test_a_token_id_the_model_has_no_embedding_for_is_refused_naming_the_token(
         f"The tokenizer gives the token 'qqqword' the id {rows}, but the model (GPT2LMHeadModel) has "
         f"embeddings for ids below {rows} only"
     ), err.value.message
+
+
+def test_vectors_of_a_word_the_model_has_no_embedding_for_are_refused(tiny_bert_dir, tmp_path) -> None:
+    """The same for vectors (WEAT, SEAT on a Hugging Face model): a word of the added vocabulary."""
+    import shutil
+
+    from transformers import AutoTokenizer
+
+    from bias.registry.resolve import build_embedder
+
+    folder = tmp_path / "bert"
+    shutil.copytree(tiny_bert_dir, folder)
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    rows = len(tokenizer)
+    tokenizer.add_tokens(["qqqword"])
+    tokenizer.save_pretrained(folder)
+    embedder = build_embedder(f"hf:{folder}")
+    assert embedder.encode(["the"]).shape[0] == 1  # the others still run
+    with pytest.raises(BiasError) as err:
+        embedder.encode(["qqqword"])
+    assert err.value.message.startswith(
+        f"The tokenizer gives the token 'qqqword' the id {rows}, but the model (BertForMaskedLM) "
+        f"has embeddings for ids below {rows} only"
+    ), err.value.message

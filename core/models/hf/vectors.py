@@ -9,6 +9,7 @@ from `bias.core.models.hf.batching`. torch and transformers are imported inside 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -20,7 +21,12 @@ from bias.core.models import encoding_cache
 from bias.core.data.record_bounds import MAX_TEXT_CHARS
 from bias.core.errors import BiasError
 from bias.core.models.hf import early_exit, spans as span_math
-from bias.core.models.hf.batching import in_length_batches, memory_guard, right_pad
+from bias.core.models.hf.batching import (
+    check_ids_fit,
+    in_length_batches,
+    memory_guard,
+    right_pad,
+)
 from bias.core.models.hf.loading import LoadedModel, quiet_transformers
 from bias.core.lm_requests import Tokens
 
@@ -386,6 +392,14 @@ def pooled_rows(
         return np.zeros(
             (0, getattr(loaded.model.config, "hidden_size", None) or 0), dtype=np.float64
         )
+    check_ids_fit(
+        loaded.model,
+        loaded.tokenizer,
+        np.fromiter(
+            itertools.chain.from_iterable(item.inputs["input_ids"] for item in items),
+            dtype=np.int64,
+        ),
+    )
     result: dict[str, np.ndarray] = {}
 
     def encode(rows: list[int]) -> None:
