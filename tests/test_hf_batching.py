@@ -9,6 +9,7 @@ import sys
 from types import SimpleNamespace
 from typing import Any
 
+import numpy as np
 import pytest
 
 from bias.core.errors import FAILURE, BiasError
@@ -208,3 +209,28 @@ def test_vectors_of_a_word_the_model_has_no_embedding_for_are_refused(tiny_bert_
         f"The tokenizer gives the token 'qqqword' the id {rows}, but the model (BertForMaskedLM) "
         f"has embeddings for ids below {rows} only"
     ), err.value.message
+
+
+def test_a_pad_token_the_model_has_no_embedding_for_is_not_written_into_padding(
+    tiny_gpt2_dir, tmp_path
+) -> None:
+    """A pad token added to the tokenizer, the model not resized: every real token fits, so the
+    scores are those of the model as saved (padding takes EOS, which the model has)."""
+    import shutil
+
+    from transformers import AutoTokenizer
+
+    from bias.registry.resolve import build_embedder
+
+    folder = tmp_path / "gpt2"
+    shutil.copytree(tiny_gpt2_dir, folder)
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    tokenizer.add_special_tokens({"pad_token": "[PAD]"})
+    tokenizer.save_pretrained(folder)
+    texts = ["the cat sat on the mat", "a dog"]  # two lengths: the shorter row is padded
+    padded, plain = build_embedder(f"hf:{folder}"), build_embedder(f"hf:{tiny_gpt2_dir}")
+    got = padded.token_log_probs([t.ids for t in padded.tokenize(texts)])
+    expected = plain.token_log_probs([t.ids for t in plain.tokenize(texts)])
+    assert len(got) == 2 and all(len(g.log_probs) > 1 for g in got)
+    for g, e in zip(got, expected):
+        np.testing.assert_allclose(g.log_probs, e.log_probs, rtol=0, atol=1e-6)

@@ -54,19 +54,29 @@ def token_limit(model: Any, tokenizer: Any) -> int | None:
     return min(limits) if limits else None
 
 
-def pad_id(tokenizer: Any) -> int:
-    """The id written into padding: the pad token, else EOS or UNK (GPT-2 has no pad token), else 0.
-    Padding sits behind the attention mask and on the right, so its value never reaches a real
-    token."""
+def pad_id(tokenizer: Any, model: Any = None) -> int:
+    """The id written into padding: the pad token, else EOS or UNK (GPT-2 has no pad token), else 0;
+    one the model has an embedding for (a pad token added to a tokenizer whose model was not
+    resized has none). Padding sits behind the attention mask and on the right, so its value never
+    reaches a real token."""
+    rows = embedding_rows(model)
     for name in ("pad_token_id", "eos_token_id", "unk_token_id"):
         value = getattr(tokenizer, name, None)
-        if value is not None:
+        if value is not None and (rows is None or 0 <= int(value) < rows):
             return int(value)
     return 0
 
 
+def embedding_rows(model: Any) -> int | None:
+    """How many token ids the model has an input embedding for (None when it does not say)."""
+    try:
+        return int(model.get_input_embeddings().num_embeddings)
+    except (AttributeError, NotImplementedError, TypeError):
+        return None
+
+
 def right_pad(
-    rows: Sequence[Mapping[str, Sequence[int]]], tokenizer: Any, device: Any
+    rows: Sequence[Mapping[str, Sequence[int]]], tokenizer: Any, device: Any, model: Any = None
 ) -> dict[str, Any]:
     """One long tensor per input name, every row padded on the right to the longest.
 
@@ -77,7 +87,7 @@ def right_pad(
     import torch
 
     pad_values = {
-        "input_ids": pad_id(tokenizer),
+        "input_ids": pad_id(tokenizer, model),
         "attention_mask": 0,
         "token_type_ids": getattr(tokenizer, "pad_token_type_id", 0) or 0,
     }
@@ -233,9 +243,8 @@ def check_ids_fit(model: Any, tokenizer: Any, *matrices: np.ndarray) -> None:
     """Refuse a token id the model has no embedding for (a tokenizer saved after tokens were added
     to it, its model not resized, or a tokenizer of another model): torch would stop with an
     IndexError naming neither the token nor the model."""
-    try:
-        rows = int(model.get_input_embeddings().num_embeddings)
-    except (AttributeError, NotImplementedError, TypeError):
+    rows = embedding_rows(model)
+    if rows is None:
         return
     top = max((int(m.max()) for m in matrices if m.size), default=-1)
     if top < rows:

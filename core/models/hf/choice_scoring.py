@@ -103,7 +103,7 @@ def packed_choice_log_probs(
         segments.append(segment)
         gather_pos.extend(gathered)
         gathers.append(len(gathered))
-    ids, lengths = padded_rows(rows, pad_id(tokenizer))
+    ids, lengths = padded_rows(rows, pad_id(tokenizer, model))
     position_ids = padded_rows(positions, 0)[0]
     segment_ids = padded_rows(segments, -1)[0]
     gather_seq, _ = runs(np.asarray(gathers))
@@ -129,7 +129,9 @@ def packed_choice_log_probs(
     for own, count in zip(tails, redone):
         out.append(ChoiceScores(tuple(values[k : k + len(own)]), context, count))
         k += len(own)
-    if not _agrees_with_plain(model, device, prompts[0], tails[0], out[0], pad_id(tokenizer)):
+    if not _agrees_with_plain(
+        model, device, prompts[0], tails[0], out[0], pad_id(tokenizer, model)
+    ):
         log.warning(
             "%s does not honour a packed attention mask; its answers are scored one sequence each.",
             type(model).__name__,

@@ -133,7 +133,7 @@ def generate(
     rows = [(i, j) for i in range(len(prompts)) for j in range(draws)]
     rows.sort(key=lambda row: len(prompts[row[0]][0]))
     stops = _stop_ids(model, tokenizer)
-    filler = pad_id(tokenizer)
+    filler = pad_id(tokenizer, model)
     config = GenerationConfig(
         max_new_tokens=max_new,
         do_sample=False,

@@ -116,7 +116,7 @@ def masked_log_probs(
     # padded once each; equal sentences held in different objects are merged with the rows below
     objects = np.fromiter(map(id, texts), dtype=np.uint64, count=len(requests))
     _, first, of_request = np.unique(objects, return_index=True, return_inverse=True)
-    ids, lengths = padded_rows([texts[k] for k in first.tolist()], pad_id(tokenizer))
+    ids, lengths = padded_rows([texts[k] for k in first.tolist()], pad_id(tokenizer, model))
     of_request = of_request.reshape(-1)
     ids, lengths = ids[of_request], lengths[of_request]
     owner, rank = runs(counts)
@@ -286,7 +286,7 @@ def token_log_probs(
     lead = 0 if first is None else 1
     live = [i for i, s in enumerate(sequences) if s]
     rows = [([first] if lead else []) + sequences[i] for i in live]
-    ids, lengths = padded_rows(rows, pad_id(tokenizer))
+    ids, lengths = padded_rows(rows, pad_id(tokenizer, model))
     check_ids_fit(model, tokenizer, ids)
     _check_lengths(lengths, token_limit(model, tokenizer))
     # where the logits are read, and the token each of them scores: a causal row's position j is

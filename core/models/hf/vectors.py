@@ -405,7 +405,10 @@ def pooled_rows(
     def encode(rows: list[int]) -> None:
         batch = [items[i] for i in rows]
         states = states_of(
-            right_pad([item.inputs for item in batch], loaded.tokenizer, loaded.device), layer
+            right_pad(
+                [item.inputs for item in batch], loaded.tokenizer, loaded.device, loaded.model
+            ),
+            layer,
         )
         weights = torch.zeros(states.shape[:2], dtype=torch.float64, device=states.device)
         for b, item in enumerate(batch):
