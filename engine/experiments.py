@@ -164,18 +164,22 @@ def expand(
     metrics: Sequence[tuple[str, dict[str, Any]]],
     seeds: Sequence[int | None] = (DEFAULT_SEED,),
     grid: dict[str, Sequence[Any]] | None = None,
+    from_preset: Sequence[tuple[str, ...]] = (),
 ) -> list[Experiment]:
-    """Every combination, models outermost so each model is loaded once."""
+    """Every combination, models outermost so each model is loaded once; `from_preset`, for each
+    metric in turn, the parameters its preset gave (see `Experiment.from_preset`)."""
     grid = grid or {}
     keys = sorted(grid)
     combos = [
         dict(zip(keys, values)) for values in itertools.product(*(grid[k] for k in keys))
     ] or [{}]
     out = []
-    for model, wordset, (metric, params), seed, combo in itertools.product(
-        models, wordsets, metrics, seeds, combos
+    preset_of = dict(enumerate(from_preset))
+    for model, wordset, (k, (metric, params)), seed, combo in itertools.product(
+        models, wordsets, enumerate(metrics), seeds, combos
     ):
-        out.append(Experiment(model, wordset, metric, {**params, **combo}, seed))
+        given = preset_of.get(k, ())
+        out.append(Experiment(model, wordset, metric, {**params, **combo}, seed, from_preset=given))
     return out
 
 

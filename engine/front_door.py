@@ -342,33 +342,35 @@ def _check_whole(spec: RunSpec) -> None:
 def check_params(spec: RunSpec) -> None:
     """Each metric parameter given against the declaration of every metric of the run that has it
     (the rules live there, once), refused naming where it was given: `--permutations`, `--param
-    ddof`, `exp.toml: params.ddof`. A parameter no metric has is refused when the run is planned."""
+    ddof`, `exp.toml: params.ddof`; one given in a metric's own entry only against that metric. A
+    parameter no metric has is refused when the run is planned."""
     from bias.core.params import coerce_params
     from bias.registry import entry_points as eps
 
-    given: list[tuple[str, Any, str]] = [
-        (k, v, spec.where.get(f"params.{k}", f"--param {k}")) for k, v in spec.params.items()
+    # (name, value, where it was given, the one metric it is for: None for a run's shared ones)
+    given: list[tuple[str, Any, str, str | None]] = [
+        (k, v, spec.where.get(f"params.{k}", f"--param {k}"), None) for k, v in spec.params.items()
     ]
     given += [
-        (k, v, spec.where.get(f"grid.{k}", f"--param {k}"))
+        (k, v, spec.where.get(f"grid.{k}", f"--param {k}"), None)
         for k, values in spec.grid.items()
         for v in values
     ]
     given += [
-        (k, v, spec.where.get(f"metrics[{i}].{k}", f"metrics[{i}].{k}"))
+        (k, v, spec.where.get(f"metrics[{i}].{k}", f"metrics[{i}].{k}"), m.name)
         for i, m in enumerate(spec.metrics)
         for k, v in m.params.items()
     ]
     given += [
-        (k, v, _listed_where(spec, i, k))
+        (k, v, _listed_where(spec, i, k), e.metric)
         for i, e in enumerate(spec.listed)
         for k, v in e.params.items()
     ]
     for metric in spec.metric_names():
         declared = declared_params(metric)
         cls = eps.load("metrics", metric)
-        for name, value, where in given:
-            if name.replace("-", "_") not in declared:
+        for name, value, where, only in given:
+            if name.replace("-", "_") not in declared or only not in (None, metric):
                 continue
             try:
                 cls(**coerce_params(cls, {name: value}, metric))

@@ -139,32 +139,30 @@ class RunSpec:
                     e.metric,
                     {**self._fixed(e.metric), **self.params, **e.params},
                     seed,
+                    from_preset=self._from_preset(e.metric, e.params),
                 )
                 for e in self.listed
                 for seed in seeds
             ]
         else:
+            entries = self.metrics or (MetricEntry(DEFAULT_METRIC),)
             metrics = [
-                (m.name, {**self._fixed(m.name), **self.params, **m.params})
-                for m in self.metrics or [MetricEntry(DEFAULT_METRIC)]
+                (m.name, {**self._fixed(m.name), **self.params, **m.params}) for m in entries
             ]
             grid = {k: list(v) for k, v in self.grid.items()}
-            out = expand(self.model_list(), self.wordsets, metrics, seeds, grid)
+            given = [self._from_preset(m.name, m.params) for m in entries]
+            out = expand(self.model_list(), self.wordsets, metrics, seeds, grid, given)
         if self.preset:
-            out = [
-                attrs.evolve(e, preset=self.preset, from_preset=self._from_preset(e.metric))
-                for e in out
-            ]
+            out = [attrs.evolve(e, preset=self.preset) for e in out]
         if self.limit is not None:
             out = [attrs.evolve(e, limit=self.limit) for e in out]
         return out
 
-    def _from_preset(self, metric: str) -> tuple[str, ...]:
-        """The parameters the preset gives this metric that the run sets nowhere itself."""
-        own = {*self.params, *self.grid}
-        own.update(*(m.params for m in self.metrics if m.name == metric))
-        own.update(*(e.params for e in self.listed if e.metric == metric))
-        return tuple(sorted(k for k in self._fixed(metric) if k not in own))
+    def _from_preset(self, metric: str, own: dict[str, Any]) -> tuple[str, ...]:
+        """The parameters the preset gives this metric that neither the run nor the experiment's
+        own entry (`own`, its params) sets itself."""
+        mine = {k.replace("-", "_") for k in (*self.params, *self.grid, *own)}
+        return tuple(sorted(k for k in self._fixed(metric) if k not in mine))
 
     def _fixed(self, metric: str) -> dict[str, Any]:
         """What the preset and `duplicates` give this metric: only the parameters it declares."""

@@ -378,3 +378,25 @@ def test_the_docs_table_of_options_is_the_vocabulary():
     assert sorted(documented, key=lambda row: PANELS.index(row[0])) == sorted(
         expected, key=lambda row: PANELS.index(row[0])
     )
+
+
+def test_a_parameter_of_one_listed_experiment_is_checked_against_its_own_metric_only(tmp_path):
+    """CrowS-Pairs' `masked_score = "pll"` in its own [[experiments]] entry beside a StereoSet one:
+    the value is right for crows and is not StereoSet's to check (it was refused as "must be one of
+    token-space, bias-bench"); shared params are still checked against every metric."""
+    (tmp_path / "hf-model").mkdir()
+    entries = (
+        '[[experiments]]\nwordset = "en/crows-sample"\nmetric = "crows"\nmodel = "hf:hf-model"\n'
+        'params = { masked_score = "pll" }\n'
+        '[[experiments]]\nwordset = "en/weat6"\nmetric = "stereoset"\nmodel = "hf:hf-model"\n'
+    )
+    (tmp_path / "exp.toml").write_text(entries, encoding="utf-8")
+    spec = spec_for_run(from_options({}), tmp_path / "exp.toml")
+    assert [e.params for e in spec.listed] == [{"masked_score": "pll"}, {}]
+    (tmp_path / "bad.toml").write_text(entries.replace("pll", "token-space"), encoding="utf-8")
+    with pytest.raises(BiasError, match=r"experiments\[0\]\.params\.masked_score \(metric crows\)"):
+        spec_for_run(from_options({}), tmp_path / "bad.toml")
+    shared = 'metrics = ["crows", "stereoset"]\nmodels = ["hf:hf-model"]\nwordsets = ["en/weat6"]\n'
+    (tmp_path / "shared.toml").write_text(shared + '[params]\nmasked_score = "pll"\n', encoding="utf-8")
+    with pytest.raises(BiasError, match=r"params\.masked_score \(metric stereoset\)"):
+        spec_for_run(from_options({}), tmp_path / "shared.toml")

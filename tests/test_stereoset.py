@@ -425,6 +425,12 @@ def test_a_parameter_for_the_other_kind_of_model_is_said_not_used(
         ("preset", head, [[]]),
         ("grid", head + '[grid]\nmasked_score = ["token-space", "bias-bench"]\n', [
             [said.replace("bias-bench applies", "token-space applies")], [said]]),
+        # one entry sets causal_start itself: only its result is said, not the other entry's
+        ("listed", 'preset = "bias-bench"\n' + "".join(
+            f'[[experiments]]\nmodel = "hf:{tiny_bert_dir}"\nwordset = "dev.json"\nmetric = "stereoset"\n{own}'
+            for own in ('params = { causal_start = "bos" }\n', "")), [
+            ["causal_start = bos applies to causal language models only; this model is masked, so "
+             "it was not used"], []]),
     ):  # fmt: skip
         (tmp_path / f"{name}.toml").write_text(body, encoding="utf-8")
         code, stdout, stderr = cli("run", str(tmp_path / f"{name}.toml"), "--out", str(tmp_path / f"o-{name}"))

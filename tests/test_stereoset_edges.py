@@ -75,8 +75,8 @@ def test_checking_a_file_of_broken_examples_stops_after_a_hundred_errors() -> No
 def test_a_word_at_blank_misread_for_its_spaces_is_said_naming_the_field(tmp_path: Path) -> None:
     """Words are split on plain spaces: a no-break space before BLANK in the context only made every
     template word "was" (each example a tie), a tab or a double space in one sentence read another
-    of its words, a tab beside BLANK took in its neighbour. The same odd space in the context and
-    every sentence, or one past the word at BLANK, reads the right word and is not said."""
+    of its words, a tab beside the filling word took in its neighbour. The same odd space in the
+    context and every sentence, or one past the word, reads the right word and is not said."""
     from bias.core.data.stereoset import check, template_word
 
     odd = [
@@ -90,45 +90,52 @@ def test_a_word_at_blank_misread_for_its_spaces_is_said_naming_the_field(tmp_pat
         ("double", "profession", "nurse", "The nurse was BLANK.", "The nurse was kind.",
          "The  nurse was rude.", "The nurse was lamp."),
         ("beside", "profession", "nurse", "The nurse was BLANK\ttoday.", "The nurse was kind\ttoday.",
-         "The nurse was rude\ttoday.", "The nurse was lamp\ttoday."),
+         "The nurse was rude today.", "The nurse was lamp today."),
         # read right: the same tab before BLANK everywhere, odd spaces past the word at BLANK
         ("same", "gender", "man", "The\tman was BLANK.", "The\tman was bold.", "The\tman was shy.",
          "The\tman was lamp."),
         ("after", "gender", "man", "The man was BLANK at\twork.", "The man was bold at\twork.",
          "The man was shy at\u00a0work.", "The man was lamp at work."),
+        ("ctx-only", "gender", "man", "The man was BLANK\u00a0today.", "The man was bold today.",
+         "The man was shy today.", "The man was lamp today."),
     ]  # fmt: skip
     meta = {"kind": "stereoset", "language": "en", "bias_type": "mixed", "source": "s", "licence": "l"}
     found = [(p.field, p.message) for p in check({**meta, **stereoset_json(odd)}, "odd.json")]
-    misread = ("the word read at the place of BLANK is {}: the sentence's words up to there are not "
-               "split as the context's are (words are split on plain spaces; a tab, a no-break "
-               "space or a double space in one of them?)")  # fmt: skip
+    misread = ("the word read at the place of BLANK is {}, but split at every space the sentence "
+               "has {} there: words are split on plain spaces, so a tab, a no-break, zero-width or "
+               "double space moves the word read; write single plain spaces")  # fmt: skip
     sentence = "data.intrasentence[{}] (id '{}').sentences[{}].sentence"
-    beside = ("its word holding BLANK, {}, holds the space character U+{}: words are split on plain "
-              "spaces, so the word read from each sentence would take in its neighbour; write a "
-              "plain space")  # fmt: skip
     assert found == [
-        ("data.intrasentence[0] (id 'nbsp-ctx').context", beside.format("'was\\xa0BLANK.'", "00A0")),
-        (sentence.format(0, "nbsp-ctx", 0), misread.format("'was'")),
-        (sentence.format(0, "nbsp-ctx", 1), misread.format("'was'")),
-        (sentence.format(0, "nbsp-ctx", 2), misread.format("'was'")),
-        (sentence.format(1, "tab-sent", 0), misread.format("'at'")),
-        ("data.intrasentence", "3 more fields where the word at the place of BLANK is read wrong "
+        (sentence.format(0, "nbsp-ctx", 0), misread.format("'was'", "'gentle'")),
+        (sentence.format(0, "nbsp-ctx", 1), misread.format("'was'", "'brash'")),
+        (sentence.format(0, "nbsp-ctx", 2), misread.format("'was'", "'turnip'")),
+        (sentence.format(1, "tab-sent", 0), misread.format("'at'", "'warm'")),
+        (sentence.format(2, "zw-ctx", 2), misread.format("'was'", "'lamp'")),
+        ("data.intrasentence", "2 more fields where the word at the place of BLANK is read wrong "
          "for their spaces, as above"),
     ]  # fmt: skip
-    # the three past the first five, read one example at a time
+    # the two past the first five, read one example at a time
     for k, expected in (
-        (2, [(sentence.format(0, "zw-ctx", 2), misread.format("'was'"))]),
-        (3, [(sentence.format(0, "double", 1), misread.format("'was'"))]),
-        (4, [("data.intrasentence[0] (id 'beside').context", beside.format("'BLANK\\ttoday.'", "0009"))]),
+        (3, [(sentence.format(0, "double", 1), misread.format("'was'", "'rude'"))]),
+        (4, [(sentence.format(0, "beside", 0), misread.format("'kind\\ttoday'", "'kind'"))]),
     ):  # fmt: skip
         alone = [(p.field, p.message) for p in check({**meta, **stereoset_json([odd[k]])}, "o.json")]
         assert alone == expected, (odd[k][0], alone)
     assert check({**meta, **stereoset_json(odd[5:])}, "odd.json") == []
     assert [template_word(t, 2) for t in odd[5][4:]] == ["bold", "shy", "lamp"]  # read right
     assert [template_word(t, 3) for t in odd[6][4:]] == ["bold", "shy", "lamp"]
+    assert [template_word(t, 3) for t in odd[7][4:]] == ["bold", "shy", "lamp"]
     path = tmp_path / "odd.json"
     path.write_text(json.dumps(stereoset_json(odd + EXAMPLES)), encoding="utf-8")
     assert len(load_wordset_file(path).examples) == len(odd) + len(EXAMPLES)  # warnings: still read
+    # a no-break space in a sentence that leaves it without a word at BLANK's place: said as the cause
+    short = [("short", "gender", "man", "The man was BLANK.", "The man was\u00a0bold.", "The man was shy.",
+              "The man was lamp.")]  # fmt: skip
+    (error,) = check({**meta, **stereoset_json(short)}, "o.json")
+    assert error.severity == "error" and error.message.endswith(
+        "its template word is missing (it holds the space character U+00A0; words are split on "
+        "plain spaces)"
+    ), error.message
 
 
 # BLANK glued to the word before it, after it, or both: bias-bench's mask token cuts the text there,

@@ -79,7 +79,21 @@ def template_word(sentence: str, index: int) -> str | None:
     words = sentence.split(" ")
     if index >= len(words):
         return None
-    return "".join(c for c in words[index] if c not in _PUNCTUATION)
+    return _bare(words[index])
+
+
+def _bare(word: str) -> str:
+    return "".join(c for c in word if c not in _PUNCTUATION)
+
+
+def _odd_space_in(text: str) -> str:
+    """What a message adds for a text holding a space character other than the plain one."""
+    odd = _ODD_SPACE.search(text)
+    if odd is None:
+        return ""
+    return (
+        f" (it holds the space character U+{ord(odd.group()):04X}; words are split on plain spaces)"
+    )
 
 
 @attrs.frozen
@@ -207,7 +221,8 @@ def check_sentence(
                     file,
                     f"{field}.sentence",
                     f"has no word at position {word_at + 1} (split on spaces), "
-                    "where the context has BLANK: its template word is missing",
+                    "where the context has BLANK: its template word is missing"
+                    + _odd_space_in(entry["sentence"]),
                 )
             )
         elif not word:
@@ -222,51 +237,32 @@ def check_sentence(
             )
         elif context is not None:
             problems.extend(
-                _misaligned(file, f"{field}.sentence", entry["sentence"], context, word_at)
+                _misread(file, f"{field}.sentence", entry["sentence"], context, word_at)
             )
     return problems
 
 
-def _words(pieces: list[str]) -> int:
-    """How many words the pieces hold, split at any space (tabs, no-break and zero-width spaces)."""
-    return sum(1 for piece in pieces for word in _SPACES.split(piece) if word)
-
-
-def _misaligned(file: str, field: str, sentence: str, context: str, word_at: int) -> list[Problem]:
-    """A sentence whose words up to BLANK's place are not split as the context's are (a tab, a
-    no-break space or a double space in one of them only): words are split on plain spaces, as
-    StereoSet's code splits them, so the word read at BLANK's place is another word, or takes in its
-    neighbour, silently."""
-    read = sentence.split(" ")[: word_at + 1]
-    if _words(read) == _words(context.split(" ")[: word_at + 1]):
+def _misread(file: str, field: str, sentence: str, context: str, word_at: int) -> list[Problem]:
+    """The word read at BLANK's place (split on plain spaces, StereoSet's rule) against the one
+    there when both texts are split at every space (tabs, no-break, zero-width and double spaces
+    too): where they differ, the space characters moved the word read, silently (a no-break space
+    before BLANK in the context only made every example a tie)."""
+    words = [w for w in _SPACES.split(context) if w]
+    at = next((i for i, w in enumerate(words) if BLANK in w), None)
+    there = [w for w in _SPACES.split(sentence) if w]
+    if at is None or at >= len(there):
+        return []
+    read, meant = template_word(sentence, word_at), _bare(there[at])
+    if read == meant:
         return []
     return [
         Problem(
             file,
             field,
-            f"the word read at the place of BLANK is {shown(repr(read[-1]), 60)}: the sentence's "
-            "words up to there are not split as the context's are (words are split on plain "
-            "spaces; a tab, a no-break space or a double space in one of them?)",
-            severity="warning",
-            code=ODD_SPACE,
-        )
-    ]
-
-
-def _odd_space(file: str, field: str, context: str, word_at: int) -> list[Problem]:
-    """A tab, a no-break or zero-width space in the context's word that holds BLANK: words are
-    split on plain spaces, so the word read from every sentence takes in its neighbour."""
-    held = context.split(" ")[word_at]
-    odd = _ODD_SPACE.search(held)
-    if odd is None:
-        return []
-    return [
-        Problem(
-            file,
-            field,
-            f"its word holding BLANK, {shown(repr(held), 60)}, holds the space character "
-            f"U+{ord(odd.group()):04X}: words are split on plain spaces, so the word read from "
-            "each sentence would take in its neighbour; write a plain space",
+            f"the word read at the place of BLANK is {shown(repr(read), 40)}, but split at every "
+            f"space the sentence has {shown(repr(meant), 40)} there: words are split on plain "
+            "spaces, so a tab, a no-break, zero-width or double space moves the word read; write "
+            "single plain spaces",
             severity="warning",
             code=ODD_SPACE,
         )
@@ -309,7 +305,6 @@ def check_example(entry: Any, field: str, file: str) -> list[Problem]:
             )
         else:
             word_at = blank_word_index(context)
-            problems.extend(_odd_space(file, f"{field}.context", context, word_at))
     sentences = entry.get("sentences")
     if not isinstance(sentences, list) or not sentences:
         problems.append(
