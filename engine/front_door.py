@@ -344,6 +344,7 @@ def check_params(spec: RunSpec) -> None:
     (the rules live there, once), refused naming where it was given: `--permutations`, `--param
     ddof`, `exp.toml: params.ddof`; one given in a metric's own entry only against that metric. A
     parameter no metric has is refused when the run is planned."""
+    from bias.core.did_you_mean import suggestions
     from bias.core.params import coerce_params
     from bias.registry import entry_points as eps
 
@@ -366,6 +367,13 @@ def check_params(spec: RunSpec) -> None:
         for i, e in enumerate(spec.listed)
         for k, v in e.params.items()
     ]
+    for name, _, where, only in given:
+        if only is not None and name.replace("-", "_") not in declared_params(only):
+            tip = suggestions(name.replace("-", "_"), sorted(declared_params(only)))
+            raise BadValue(
+                f"{where}: the metric {only} has no parameter '{name}'.",
+                (f"{tip} " if tip else "") + f"See `bias info {only}` for its parameters.",
+            )
     for metric in spec.metric_names():
         declared = declared_params(metric)
         cls = eps.load("metrics", metric)

@@ -396,6 +396,22 @@ def test_a_parameter_of_one_listed_experiment_is_checked_against_its_own_metric_
     (tmp_path / "bad.toml").write_text(entries.replace("pll", "token-space"), encoding="utf-8")
     with pytest.raises(BiasError, match=r"experiments\[0\]\.params\.masked_score \(metric crows\)"):
         spec_for_run(from_options({}), tmp_path / "bad.toml")
+    # a parameter its own metric lacks is refused, whichever other metric of the run has it
+    (tmp_path / "other.toml").write_text(
+        entries + 'params = { likelihood = "mean" }\n', encoding="utf-8"
+    )
+    with pytest.raises(BiasError) as refused:
+        spec_for_run(from_options({}), tmp_path / "other.toml")
+    assert refused.value.message.endswith(
+        "experiments[1].params.likelihood: the metric stereoset has no parameter 'likelihood'."
+    ), refused.value.message
+    (tmp_path / "entry.toml").write_text(
+        'metrics = [{ name = "stereoset", likelihood = "mean" }, "crows"]\n'
+        'models = ["hf:hf-model"]\nwordsets = ["en/weat6"]\n',
+        encoding="utf-8",
+    )
+    with pytest.raises(BiasError, match="metrics.0..likelihood: the metric stereoset has no param"):
+        spec_for_run(from_options({}), tmp_path / "entry.toml")
     shared = 'metrics = ["crows", "stereoset"]\nmodels = ["hf:hf-model"]\nwordsets = ["en/weat6"]\n'
     (tmp_path / "shared.toml").write_text(shared + '[params]\nmasked_score = "pll"\n', encoding="utf-8")
     with pytest.raises(BiasError, match=r"params\.masked_score \(metric stereoset\)"):

@@ -134,8 +134,19 @@ def test_a_word_at_blank_misread_for_its_spaces_is_said_naming_the_field(tmp_pat
     (error,) = check({**meta, **stereoset_json(short)}, "o.json")
     assert error.severity == "error" and error.message.endswith(
         "its template word is missing (it holds the space character U+00A0; words are split on "
-        "plain spaces)"
+        "single plain spaces)"
     ), error.message
+    # a double space in the context moves BLANK's place past the sentences' last word
+    double = [("dbl", "gender", "man", "The  man was BLANK.", "The man was bold.", "The man was shy.",
+               "The man was lamp.")]  # fmt: skip
+    found = check({**meta, **stereoset_json(double)}, "o.json")
+    assert len(found) == 3 and all(
+        p.message.endswith(
+            "its template word is missing (the context holds, before BLANK, a double space; words "
+            "are split on single plain spaces)"
+        )
+        for p in found
+    ), [p.message for p in found]
 
 
 # BLANK glued to the word before it, after it, or both: bias-bench's mask token cuts the text there,

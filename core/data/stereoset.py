@@ -86,14 +86,17 @@ def _bare(word: str) -> str:
     return "".join(c for c in word if c not in _PUNCTUATION)
 
 
-def _odd_space_in(text: str) -> str:
-    """What a message adds for a text holding a space character other than the plain one."""
-    odd = _ODD_SPACE.search(text)
-    if odd is None:
-        return ""
-    return (
-        f" (it holds the space character U+{ord(odd.group()):04X}; words are split on plain spaces)"
-    )
+def _spaces_note(sentence: str, context: str | None) -> str:
+    """What a message adds when a sentence lacks a word at BLANK's place for its spaces: a space
+    character other than the plain one, or a double space, in it or in the context before BLANK."""
+    before = context[: context.find(BLANK)] if context else ""
+    for text, whose in ((sentence, "it holds"), (before, "the context holds, before BLANK,")):
+        odd = _ODD_SPACE.search(text)
+        found = f"the space character U+{ord(odd.group()):04X}" if odd else None
+        found = found or ("a double space" if "  " in text else None)
+        if found:
+            return f" ({whose} {found}; words are split on single plain spaces)"
+    return ""
 
 
 @attrs.frozen
@@ -222,7 +225,7 @@ def check_sentence(
                     f"{field}.sentence",
                     f"has no word at position {word_at + 1} (split on spaces), "
                     "where the context has BLANK: its template word is missing"
-                    + _odd_space_in(entry["sentence"]),
+                    + _spaces_note(entry["sentence"], context),
                 )
             )
         elif not word:
