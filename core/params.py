@@ -30,8 +30,8 @@ from bias.core.errors import BadValue, BiasError
 GUARDS = ("code", "route", "cost")
 
 
-# The kinds of language model a parameter may apply to alone (`only_for`): a run of a metric that
-# scores both kinds warns that a value set for the other kind was not used (see `not_used`).
+# The kinds of language model a parameter may apply to alone (`only_for`): a run warns of such a
+# parameter that the user set for a model of the other kind (see `not_used`).
 MODEL_KINDS = ("masked", "causal")
 
 

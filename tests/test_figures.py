@@ -169,3 +169,38 @@ def test_the_forest_legend_names_hollow_points_only_when_a_result_has_a_p_value(
     real_close(fig)
     assert ("hollow: not significant (Holm)" in legend) is with_p
     assert {"a", "b"} <= set(legend)  # the models, by their short names
+
+
+def test_an_axis_without_a_label_keeps_its_place_and_the_file_its_bytes(tmp_path):
+    """`save` fixes the place of a label an axis does not have (matplotlib measured every tick label
+    at each draw to move it); the files are the bytes matplotlib writes of the same figure itself."""
+    import io
+
+    from bias.core.reports.plotting import pyplot, save
+
+    plt = pyplot()
+
+    def figure():
+        fig, (left, right) = plt.subplots(1, 2, figsize=(5, 3))
+        words = [f"word{i}" for i in range(30)]
+        left.barh(range(30), [((i * 7) % 11) - 5 for i in range(30)])
+        left.set_yticks(range(30))
+        left.set_yticklabels(words, fontsize=5)
+        left.set_xlabel("s(w)")
+        right.plot([0, 1], [1, 0])
+        right.set_ylabel("a label kept where matplotlib puts it")
+        return fig
+
+    fig = figure()
+    save(fig, tmp_path, "ours", ("png", "svg"))
+    (left, right) = fig.axes
+    assert left.yaxis.label.get_text() == "" and left.yaxis.label.get_position() == (0.0, 0.0)
+    assert right.yaxis.label.get_position() != (0.0, 0.0)  # a real label is placed by matplotlib
+    plt.close(fig)
+    for fmt in ("svg", "png"):
+        fig = figure()
+        buffer = io.BytesIO()
+        metadata = {"Date": None, "Creator": None} if fmt == "svg" else {"Software": None}
+        fig.savefig(buffer, format=fmt, dpi=110, bbox_inches="tight", metadata=metadata)
+        plt.close(fig)
+        assert (tmp_path / f"ours.{fmt}").read_bytes() == buffer.getvalue(), fmt
