@@ -22,8 +22,6 @@ FORMATS = ("png", "svg")
 # above whatever might overlap it by measuring every label of the panel at each draw, a third of the
 # time of a page of panels, while nothing is drawn above these panels (the same bytes either way).
 TITLE_AT_TOP = 1.0
-
-
 COLOURS = ("#1b6ca8", "#d1495b", "#2e933c", "#edae49", "#6a4c93", "#00798c", "#8d6346", "#444444")
 MARKERS = ("o", "s", "D", "^", "v", "P", "X", "<", ">", "h")
 
