@@ -158,24 +158,33 @@ def test_importing_the_hf_modules_does_not_import_torch_or_transformers() -> Non
     assert out.stdout.split() == ["False", "False"]
 
 
+def _added_to_tokenizer(source, folder, *, tokens=(), special=None) -> int:
+    """A copy of the model folder `source` in `folder` whose tokenizer was given `tokens` (and
+    `special` tokens) after the model was saved, the model not resized; the tokenizer's size
+    before."""
+    import shutil
+
+    from transformers import AutoTokenizer
+
+    shutil.copytree(source, folder)
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    rows = len(tokenizer)
+    tokenizer.add_tokens(list(tokens))
+    if special:
+        tokenizer.add_special_tokens(special)
+    tokenizer.save_pretrained(folder)
+    return rows
+
+
 def test_a_token_id_the_model_has_no_embedding_for_is_refused_naming_the_token(
     tiny_gpt2_dir, tmp_path
 ) -> None:
     """A causal LM whose tokenizer was given a token after the model was saved: the scores stop
     with a message naming the token and the sizes, not torch's IndexError."""
-    import shutil
-
-    from transformers import AutoTokenizer
-
     from bias.registry.resolve import build_embedder
 
-    folder = tmp_path / "gpt2"
-    shutil.copytree(tiny_gpt2_dir, folder)
-    tokenizer = AutoTokenizer.from_pretrained(folder)
-    rows = len(tokenizer)
-    tokenizer.add_tokens(["qqqword"])
-    tokenizer.save_pretrained(folder)
-    embedder = build_embedder(f"hf:{folder}")
+    rows = _added_to_tokenizer(tiny_gpt2_dir, tmp_path / "gpt2", tokens=["qqqword"])
+    embedder = build_embedder(f"hf:{tmp_path / 'gpt2'}")
     (plain,) = embedder.tokenize(["the cat"])
     assert len(embedder.token_log_probs([plain.ids])[0].log_probs) == len(plain.ids)  # others run
     (odd,) = embedder.tokenize(["the qqqword"])
@@ -189,19 +198,10 @@ def test_a_token_id_the_model_has_no_embedding_for_is_refused_naming_the_token(
 
 def test_vectors_of_a_word_the_model_has_no_embedding_for_are_refused(tiny_bert_dir, tmp_path) -> None:
     """The same for vectors (WEAT, SEAT on a Hugging Face model): a word of the added vocabulary."""
-    import shutil
-
-    from transformers import AutoTokenizer
-
     from bias.registry.resolve import build_embedder
 
-    folder = tmp_path / "bert"
-    shutil.copytree(tiny_bert_dir, folder)
-    tokenizer = AutoTokenizer.from_pretrained(folder)
-    rows = len(tokenizer)
-    tokenizer.add_tokens(["qqqword"])
-    tokenizer.save_pretrained(folder)
-    embedder = build_embedder(f"hf:{folder}")
+    rows = _added_to_tokenizer(tiny_bert_dir, tmp_path / "bert", tokens=["qqqword"])
+    embedder = build_embedder(f"hf:{tmp_path / 'bert'}")
     assert embedder.encode(["the"]).shape[0] == 1  # the others still run
     with pytest.raises(BiasError) as err:
         embedder.encode(["qqqword"])
@@ -216,19 +216,12 @@ def test_a_pad_token_the_model_has_no_embedding_for_is_not_written_into_padding(
 ) -> None:
     """A pad token added to the tokenizer, the model not resized: every real token fits, so the
     scores are those of the model as saved (padding takes EOS, which the model has)."""
-    import shutil
-
-    from transformers import AutoTokenizer
-
     from bias.registry.resolve import build_embedder
 
-    folder = tmp_path / "gpt2"
-    shutil.copytree(tiny_gpt2_dir, folder)
-    tokenizer = AutoTokenizer.from_pretrained(folder)
-    tokenizer.add_special_tokens({"pad_token": "[PAD]"})
-    tokenizer.save_pretrained(folder)
+    _added_to_tokenizer(tiny_gpt2_dir, tmp_path / "gpt2", special={"pad_token": "[PAD]"})
     texts = ["the cat sat on the mat", "a dog"]  # two lengths: the shorter row is padded
-    padded, plain = build_embedder(f"hf:{folder}"), build_embedder(f"hf:{tiny_gpt2_dir}")
+    padded = build_embedder(f"hf:{tmp_path / 'gpt2'}")
+    plain = build_embedder(f"hf:{tiny_gpt2_dir}")
     got = padded.token_log_probs([t.ids for t in padded.tokenize(texts)])
     expected = plain.token_log_probs([t.ids for t in plain.tokenize(texts)])
     assert len(got) == 2 and all(len(g.log_probs) > 1 for g in got)
