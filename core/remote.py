@@ -19,6 +19,10 @@ class Quote:
     cached: int = 0
     usd: float | None = None
     basis: str = ""  # how the price was found ("$0.02 per million tokens")
+    # Requests a minute at most (the model's `rate` option; 0: no limit). A run whose requests are
+    # spaced out says how long that makes it before it starts: a rate of one a minute, written into
+    # a shared file, would otherwise only show as a run that seems to hang.
+    rate: float = 0.0
 
     def line(self, model: str) -> str:
         if self.usd is None:
@@ -29,7 +33,20 @@ class Quote:
         return (
             f"{model}: will send {self.texts:,} text(s), about {self.tokens:,} tokens "
             f"({self.cached:,} already cached); "
-            f"cost {cost}."
+            f"cost {cost}." + self._paced()
+        )
+
+    def _paced(self) -> str:
+        """What the rate limit adds: the last of n requests spaced 60 / rate seconds apart starts
+        (n - 1) * 60 / rate seconds after the first."""
+        least = (self.texts - 1) * 60.0 / self.rate if self.rate > 0 else 0.0
+        if least < 1:
+            return ""
+        from bias.core.runs.budget import duration
+
+        return (
+            f" At most {self.rate:g} request(s) a minute (its rate option): the last is sent "
+            f"{duration(least)} after the first."
         )
 
 

@@ -368,6 +368,7 @@ class ChatServiceModel(ServiceModel):
             cached=len(wanted) - len(todo),
             usd=usd,
             basis=basis,
+            rate=self.rate,
         )
 
     # ------------------------------------------------------------------ provenance

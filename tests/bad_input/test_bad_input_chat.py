@@ -285,3 +285,20 @@ def test_a_run_the_server_breaks_off_resumes_without_sending_a_reply_twice(fake,
     again = cli("run", "--model", chat(fake), *BBQ, "--out", out, "--resume")
     assert again.code == 0, again.both
     assert len(fake.seen) - sent == 2 * 5 - 3  # only the replies the first run did not receive
+
+
+def test_a_files_rate_limit_is_said_with_the_time_it_adds_before_the_first_request(fake, tmp_path):
+    """A shared file can space a run's requests out (rate = 1: one a minute, hours for a few hundred
+    replies); the run says so, and how long it makes the run, before it sends anything."""
+    experiment = tmp_path / "audit.toml"
+    experiment.write_text(
+        'wordsets = ["en/bbq-sample"]\nmetrics = ["bbq"]\nlimit = 2\n\n'
+        '[params]\nmode = "generate"\nbootstrap = 0\n\n'
+        f'[[models]]\nspec = "chat:m"\nbase_url = "{fake.url}"\nrate = 300\n'
+    )
+    done = cli("run", str(experiment), "--allow", f"base_url={fake.url}", "--out", str(tmp_path / "o"))
+    assert done.code == 0, done.both
+    # 2 questions x 5 variants: the last of 10 requests 9 x 60 / 300 = 1.8 s after the first
+    said = "At most 300 request(s) a minute (its rate option): the last is sent about 2 seconds"
+    assert said in done.both and "will send 10 text(s)" in done.both
+    assert len(fake.seen) == 10
