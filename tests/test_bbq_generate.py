@@ -325,32 +325,22 @@ def test_mbbq_preset_equals_its_loop_on_the_same_replies(english):
 def test_every_reply_unparsed_refuses_the_result_with_the_rates(english):
     data, prompts = english
     result = run(data, prompts, lambda v, i, s: "Qwx")
-    assert result.status == "refused" and "0 of 200 replies answered" in result.reason
+    assert result.status == "refused"
+    assert "0 of 200 replies answered: 200 not read as any option" in result.reason
     assert result.figures["rates"]["unparsed_rate"] == 1.0
 
 
-def test_intervals_resample_questions_and_hold_the_estimate(english):
+def test_every_reply_a_refusal_or_empty_says_so_in_the_reason(english):
+    """A model that declined every question must not read as one whose replies were unparsed."""
     data, prompts = english
-    result = run(data, prompts, lambda v, i, s: letter_reply(v, i), headline="bias-a")
-    f = result.figures
-    for key in ("s_amb", "s_dis", "bias_a", "bias_d"):
-        assert f[f"{key}_low"] <= f[key] <= f[f"{key}_high"], key
-    again = run(data, prompts, lambda v, i, s: letter_reply(v, i), headline="bias-a")
-    assert again.figures["bias_a_low"] == f["bias_a_low"]  # seeded
-    assert np.isfinite(f["ci_low"]) and f["ci_low"] == f["bias_a_low"]
-
-
-def test_the_prompt_variant_is_a_dimension_of_the_robustness_curves(english):
-    from bias.core.reports import build
-    from bias.core.reports.robustness import curves
-
-    data, prompts = english
-    results = []
-    for v in prompts.variants[:3]:
-        r = run(data, prompts, lambda name, i, s: letter_reply(name, i), variant=v.name)
-        results.append(attrs.evolve(r, key=v.name))
-    found = curves(build(results, family="run"))
-    assert len(found) == 1 and found[0].n == 3 and found[0].dimensions == ["variant"]
-    assert sorted(s.choices["variant"] for s in found[0].specifications) == sorted(
-        v.name for v in prompts.variants[:3]
-    )
+    replies = ["I must decline to answer that.", "", "Qwx", "I must decline."]
+    result = run(data, prompts, lambda v, i, s: replies[i % 4])
+    # each question's reply, asked in every variant
+    kinds = [i % 4 for i in range(len(data.items))]
+    each = len(prompts.variants)
+    refused, empty, other = (each * sum(k in ks for k in kinds) for ks in ((0, 3), (1,), (2,)))
+    assert refused + empty + other == 200 and min(refused, empty, other) > 0
+    assert result.status == "refused" and (
+        f"0 of 200 replies answered: {refused} refused, {empty} empty, "
+        f"{other} not read as any option" in result.reason
+    ), result.reason

@@ -57,6 +57,18 @@ NOTES = {
 }
 
 
+def _unanswered(rate: dict[str, Any]) -> str:
+    """What the replies that gave no answer were: a model that refused every question must not read
+    as one whose replies could not be parsed."""
+    kinds = [
+        (rate["refused"], "refused"),
+        (rate["empty"], "empty"),
+        (rate["unparsed"] - rate["empty"], "not read as any option"),
+    ]
+    said = [f"{n:,} {what}" for n, what in kinds if n]
+    return f": {', '.join(said)}" if said else ""
+
+
 def _variants(prompts: BbqPrompts, wanted: str) -> list[Any]:
     if not wanted:
         return list(prompts.variants)
@@ -202,7 +214,7 @@ def answer_result(
             f"(headline one of: {has})"
             if key not in chosen["all"]
             else f"{LABELS[key]} is undefined: no answer to count "
-            f"({rate['answered']} of {rate['replies']} replies answered)"
+            f"({rate['answered']} of {rate['replies']} replies answered{_unanswered(rate)})"
         )
         return Result(status=REFUSED, reason=why, figures={"rates": rate}, **base)
     figures: dict[str, Any] = dict(chosen["all"])

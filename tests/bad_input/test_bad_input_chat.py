@@ -133,7 +133,7 @@ def test_a_bad_answer_fails_the_experiment_with_its_reason(fake, tmp_path, plann
     done = cli("run", "--model", chat(fake, "max_tokens=16"), *BBQ, "--out", str(tmp_path / "out"))
     if not words:
         assert (
-            done.code == 2 and "0 of 10 replies answered" in done.both
+            done.code == 2 and "0 of 10 replies answered: 10 empty" in done.both
         )  # every reply empty: nothing to score
         return
     # A refused key and a body that is no chat completion are the user's to fix (the key, base_url:
