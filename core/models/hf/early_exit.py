@@ -14,6 +14,8 @@ import weakref
 from typing import Any
 
 _CHECKED: weakref.WeakKeyDictionary[Any, dict[int, bool]] = weakref.WeakKeyDictionary()
+# Each encoder's list of layer modules (or None: it cannot stop early), found once, not per batch.
+_BLOCKS: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
 
 
 class _Reached(Exception):
@@ -42,7 +44,9 @@ def stopped_state(loaded: Any, inputs: dict[str, Any], layer: int, full: Any) ->
     """The hidden state `layer` (1 to the last but one, or negative) from a forward pass that stops
     there; None where it cannot stop early (then the caller runs the whole encoder). `full(inputs)`
     gives the whole pass's hidden states, used once per model and layer to check the stop."""
-    blocks = _blocks(loaded.encoder)
+    if loaded.encoder not in _BLOCKS:
+        _BLOCKS[loaded.encoder] = _blocks(loaded.encoder)
+    blocks = _BLOCKS[loaded.encoder]
     if blocks is None:
         return None
     index = layer + len(blocks) + 1 if layer < 0 else layer
