@@ -44,8 +44,9 @@ class Quote:
             return ""
         from bias.core.runs.budget import duration
 
+        rate = f"{self.rate:,.0f}" if self.rate == int(self.rate) else f"{self.rate:,.2f}"
         return (
-            f" At most {self.rate:g} request(s) a minute (its rate option): the last is sent "
+            f" At most {rate} request(s) a minute (its rate option): the last is sent "
             f"{duration(least)} after the first."
         )
 

@@ -41,6 +41,10 @@ class ModelConfig:
     # The file the model was read from ("" on the command line): what that file may not decide alone
     # is checked against the command line's confirmations (bias.engine.guards). Not part of the key.
     origin: str = attrs.field(default="", eq=False)
+    # The options of a file's model that the command line gave (--model-option and the like): the
+    # user's own, not the file's, where that matters (a price a file gives can only raise a cost
+    # estimate; one the command line gives is the user's word). Not part of the key.
+    command_line: frozenset[str] = attrs.field(factory=frozenset, eq=False, converter=frozenset)
     parsed: ModelSpec = attrs.field(init=False, eq=False, repr=False)
     parsed_debias: DebiasSettings | None = attrs.field(init=False, eq=False, repr=False)
 

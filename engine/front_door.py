@@ -208,10 +208,14 @@ def lay_over(file: RunSpec, flags: RunSpec, on_notice: Notice = lambda text: Non
                 f"{flags.where.get(name, flag_of(name))} {flags.shared_model_options[name]} "
                 f"replaces the experiment file's {name} = {own[name]!r}."
             )
+    ours = set(strict) | set(flags.shared_model_options)
     values.update(
-        models=[with_command_line(m, shared, strict) for m in file.models],
+        models=[with_command_line(m, shared, strict, from_command_line=ours) for m in file.models],
         listed=[
-            attrs.evolve(e, model=with_command_line(e.model, shared, strict)) for e in file.listed
+            attrs.evolve(
+                e, model=with_command_line(e.model, shared, strict, from_command_line=ours)
+            )
+            for e in file.listed
         ],
         model_options=strict,
         shared_model_options=shared,

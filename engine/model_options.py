@@ -5,7 +5,7 @@ take (`--model-option`, `--debias`) and the ones a model takes when its embedder
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 import attrs
@@ -41,15 +41,24 @@ def with_command_line(
     shared: Mapping[str, Any],
     strict: Mapping[str, str],
     where: str = "the command line",
+    from_command_line: Collection[str] = (),
 ) -> ModelConfig:
     """A file's model with the loader options given on the command line (such as --trust-remote-code
     or --allow-pickle, which a file cannot set) or at the file's top level (`where`); a value the
-    model's own options set otherwise is refused, naming both places."""
+    model's own options set otherwise is refused, naming both places. `from_command_line`: the
+    names among them that the command line gave (recorded on the model, see
+    ModelConfig.command_line)."""
     if not shared and not strict:
         return model
     given = {**fitting(model.parsed.embedder, shared, model.spec), **strict}
     written = model.written_options()
     refuse_conflicts(written, given, f"the experiment file (model {model.spec})", where)
+    ours = (set(given) & set(from_command_line)) - set(written)
     return ModelConfig(
-        model.spec, {**written, **given}, model.resources, model.name, origin=model.origin
+        model.spec,
+        {**written, **given},
+        model.resources,
+        model.name,
+        origin=model.origin,
+        command_line=model.command_line | ours,
     )

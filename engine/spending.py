@@ -178,8 +178,9 @@ def check_spending(
         # checked, and a file naming such a model with many samples could spend without a bound.
         raise BiasError(
             f"{line} The price is not known, so --max-cost cannot be checked; nothing was sent.",
-            "Give the price with --model-option price=N,price_output=M (US dollars per million "
-            "tokens), or run again with --confirm-cost to send without an estimate.",
+            "Give the price with --model-option price=N --model-option price_output=M (US "
+            "dollars per million tokens), or run again with --confirm-cost to send without an "
+            "estimate.",
             exit_code=USAGE,
         )
     return line
@@ -205,7 +206,11 @@ def _at_least_without_file_costs(quote: Quote, texts: Sequence[str], config: Any
         return quote
     parsed = config.parsed
     costs = {p.name for p in describe_params(embedder_class(parsed.embedder)) if p.guard == "cost"}
-    given = {k: v for k, v in parsed.options.items() if str(k).replace("-", "_") in costs}
+    given = {
+        k: v
+        for k, v in parsed.options.items()
+        if str(k).replace("-", "_") in costs and k not in config.command_line
+    }
     if not given:
         return quote
     written = ", ".join(f"{k} = {v}" for k, v in sorted(given.items()))

@@ -325,22 +325,77 @@ def test_mbbq_preset_equals_its_loop_on_the_same_replies(english):
 def test_every_reply_unparsed_refuses_the_result_with_the_rates(english):
     data, prompts = english
     result = run(data, prompts, lambda v, i, s: "Qwx")
-    assert result.status == "refused"
-    assert "0 of 200 replies answered: 200 not read as any option" in result.reason
+    ambiguous = len(prompts.variants) * sum(q.ambiguous for q in data.items)
+    assert result.status == "refused" and (
+        f"s_AMB is undefined: no answer to count (0 of {ambiguous} replies to the ambiguous "
+        f"questions answered: {ambiguous} not read as any option)" in result.reason
+    ), result.reason
     assert result.figures["rates"]["unparsed_rate"] == 1.0
 
 
 def test_every_reply_a_refusal_or_empty_says_so_in_the_reason(english):
     """A model that declined every question must not read as one whose replies were unparsed."""
     data, prompts = english
-    replies = ["I must decline to answer that.", "", "Qwx", "I must decline."]
-    result = run(data, prompts, lambda v, i, s: replies[i % 4])
-    # each question's reply, asked in every variant
-    kinds = [i % 4 for i in range(len(data.items))]
+    replies = ["I must decline to answer that.", "", "Qwx"]
+    result = run(data, prompts, lambda v, i, s: replies[i % 3], headline="bias-d")
+    # each disambiguated question's reply (Bias_D reads those), asked in every variant
+    kinds = [i % 3 for i, q in enumerate(data.items) if not q.ambiguous]
     each = len(prompts.variants)
-    refused, empty, other = (each * sum(k in ks for k in kinds) for ks in ((0, 3), (1,), (2,)))
-    assert refused + empty + other == 200 and min(refused, empty, other) > 0
+    refused, empty, other = (each * kinds.count(k) for k in (0, 1, 2))
+    assert min(refused, empty, other) > 0
     assert result.status == "refused" and (
-        f"0 of 200 replies answered: {refused} refused, {empty} empty, "
-        f"{other} not read as any option" in result.reason
+        f"Bias_D is undefined: no answer to count (0 of {refused + empty + other} replies to the "
+        f"disambiguated questions answered: {refused} refused, {empty} empty, "
+        f"{other} not read as any option)" in result.reason
     ), result.reason
+
+
+def test_an_undefined_headline_says_why_when_replies_were_answered(english):
+    """The reason reads the answers the headline reads: tied majority votes, or no question of the
+    headline's kind in the run, are not "no answer" among replies that were all answered."""
+    data, prompts = english
+    # two samples a question, A then B: every majority vote ties
+    result = Bbq(bootstrap=0, samples=2, temperature=1.0, aggregate="majority").compute(
+        Replier(data, prompts, lambda v, i, s: "(A)" if s == 0 else "(B)"),
+        data,
+        seed=3,
+        inputs={"prompts": prompts},
+    )
+    votes = len(prompts.variants) * sum(q.ambiguous for q in data.items)
+    assert result.status == "refused" and (
+        f"s_AMB is undefined: no answer to count (0 of {votes} majority answers to the ambiguous "
+        f"questions answered: {votes} not read as any option) (a tie between answers counts as "
+        "unparsed)" in result.reason
+    ), result.reason
+    # only ambiguous questions asked, and the headline reads the disambiguated ones
+    only = attrs.evolve(data, items=tuple(q for q in data.items if q.ambiguous))
+    result = run(only, prompts, lambda v, i, s: "(A)", headline="disambiguated")
+    assert result.status == "refused"
+    assert "s_DIS is undefined: no disambiguated question was asked in this run" in result.reason
+
+
+def test_intervals_resample_questions_and_hold_the_estimate(english):
+    data, prompts = english
+    result = run(data, prompts, lambda v, i, s: letter_reply(v, i), headline="bias-a")
+    f = result.figures
+    for key in ("s_amb", "s_dis", "bias_a", "bias_d"):
+        assert f[f"{key}_low"] <= f[key] <= f[f"{key}_high"], key
+    again = run(data, prompts, lambda v, i, s: letter_reply(v, i), headline="bias-a")
+    assert again.figures["bias_a_low"] == f["bias_a_low"]  # seeded
+    assert np.isfinite(f["ci_low"]) and f["ci_low"] == f["bias_a_low"]
+
+
+def test_the_prompt_variant_is_a_dimension_of_the_robustness_curves(english):
+    from bias.core.reports import build
+    from bias.core.reports.robustness import curves
+
+    data, prompts = english
+    results = []
+    for v in prompts.variants[:3]:
+        r = run(data, prompts, lambda name, i, s: letter_reply(name, i), variant=v.name)
+        results.append(attrs.evolve(r, key=v.name))
+    found = curves(build(results, family="run"))
+    assert len(found) == 1 and found[0].n == 3 and found[0].dimensions == ["variant"]
+    assert sorted(s.choices["variant"] for s in found[0].specifications) == sorted(
+        v.name for v in prompts.variants[:3]
+    )

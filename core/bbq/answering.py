@@ -57,6 +57,32 @@ NOTES = {
 }
 
 
+# The questions each headline reads: ambiguous contexts, disambiguated ones, or all of them.
+_READS = {"s_amb": True, "bias_a": True, "s_dis": False, "bias_d": False}
+
+
+def _undefined(
+    key: str, counts: np.ndarray, facts: QuestionFacts, votes: bool, level: float
+) -> str:
+    """Why a headline is undefined, from the answers it reads (the majority votes or every reply,
+    of the questions of its kind): none of its kind was asked, none of them answered, or the
+    answers leave it undefined. A count over every reply said "no answer to count (40 of 40
+    replies answered)" when the votes all tied or no disambiguated question was in the run."""
+    label = LABELS[key]
+    kind = _READS.get(key)
+    rows = np.ones(len(facts.ambiguous), dtype=bool) if kind is None else facts.ambiguous == kind
+    what = "" if kind is None else ("ambiguous " if kind else "disambiguated ")
+    if not rows.any():
+        return f"{label} is undefined: no {what}question was asked in this run"
+    rate = rates(counts[rows], level)
+    unit = "majority answers" if votes else "replies"
+    told = f"{rate['answered']} of {rate['replies']} {unit} to the {what}questions answered"
+    if rate["answered"]:
+        return f"{label} is undefined for these answers ({told})"
+    tied = " (a tie between answers counts as unparsed)" if votes else ""
+    return f"{label} is undefined: no answer to count ({told}{_unanswered(rate)}){tied}"
+
+
 def _unanswered(rate: dict[str, Any]) -> str:
     """What the replies that gave no answer were: a model that refused every question must not read
     as one whose replies could not be parsed."""
@@ -209,12 +235,13 @@ def answer_result(
     rate = rates(pooled, params["confidence"])
     if value is None:
         has = ", ".join(k for k, v in HEADLINES.items() if v in chosen["all"])
+        by_vote_used = chosen is majority
+        used = sum(by_vote.values()) if by_vote_used else pooled
         why = (
             f"the {params['preset'] or 'default'} convention gives no {LABELS[key]} "
             f"(headline one of: {has})"
             if key not in chosen["all"]
-            else f"{LABELS[key]} is undefined: no answer to count "
-            f"({rate['answered']} of {rate['replies']} replies answered{_unanswered(rate)})"
+            else _undefined(key, used, facts, by_vote_used, params["confidence"])
         )
         return Result(status=REFUSED, reason=why, figures={"rates": rate}, **base)
     figures: dict[str, Any] = dict(chosen["all"])

@@ -270,8 +270,12 @@ class ChatServiceModel(ServiceModel):
     def _one(
         self, body: dict[str, Any], sampling: Sampling, stop: service_http.Stop
     ) -> dict[str, Any]:
-        self._pace(stop)
-        reply = self._retrying(lambda: self._ask(self._client_object, body), stop, what="a request")
+
+        def attempt() -> dict[str, Any]:  # a retry waits for its turn too: `rate` counts every send
+            self._pace(stop)
+            return self._ask(self._client_object, body)
+
+        reply = self._retrying(attempt, stop, what="a request")
         text = reply.get("text") if isinstance(reply, dict) else None
         if not isinstance(text, str):
             raise BiasError(
@@ -327,8 +331,8 @@ class ChatServiceModel(ServiceModel):
             return (
                 None,
                 None,
-                "no list price for this model at this endpoint; --model-option "
-                "price=N,price_output=M set one",
+                "no list price for this model at this endpoint; --model-option price=N "
+                "--model-option price_output=M set one",
             )
         return (
             rate_in,
@@ -341,18 +345,19 @@ class ChatServiceModel(ServiceModel):
         """The replies the `Asked` requests among `texts` need that the cache lacks, their tokens
         (input estimated, output at max_tokens) and their price (None when not known)."""
         self.load()
-        wanted: dict[
-            str, tuple[int, int]
-        ] = {}  # reply key -> (input tokens, output tokens at most)
-        for asked in (t for t in texts if isinstance(t, Asked)):
+        # reply key -> (input tokens, output tokens at most). Without the cache a reply asked by
+        # two experiments is sent twice (one `generate` call sends each of its own once): counted
+        # once per call then.
+        wanted: dict[Any, tuple[int, int]] = {}
+        for n, asked in enumerate(t for t in texts if isinstance(t, Asked)):
             requests, resolved, draws = self._plan(asked.requests, asked.sampling)
             for request in requests:
                 size = estimate_tokens([m.content for m in request.messages])
                 for j in range(draws):
-                    wanted.setdefault(
-                        self._reply_key(request, resolved, j), (size, int(resolved.max_tokens or 0))
-                    )
-        found = self._cached(list(wanted), resolved) if wanted else {}
+                    key = self._reply_key(request, resolved, j)
+                    slot = key if self._replies is not None else (n, key)
+                    wanted.setdefault(slot, (size, int(resolved.max_tokens or 0)))
+        found = self._cached(list(wanted), resolved) if wanted and self._replies else {}
         todo = [v for k, v in wanted.items() if k not in found]
         tokens_in = sum(v[0] for v in todo)
         tokens_out = sum(v[1] for v in todo)

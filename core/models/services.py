@@ -129,6 +129,9 @@ class ServiceModel(Embedder):
     # The failure that ended this model's requests for good, if one did: the model's later requests
     # (the run's next experiments) fail at once with it instead of retrying in full again.
     _failed: BiasError | None = attrs.field(init=False, default=None, repr=False)
+    # Whether a retry was said yet: the first is a warning (a stalled service with a long timeout
+    # and many retries would otherwise keep a run silent for hours), the rest are said with -v.
+    _retry_said: bool = attrs.field(init=False, default=False, repr=False)
 
     # ------------------------------------------------------------------ what subclasses give
 
@@ -305,13 +308,16 @@ class ServiceModel(Embedder):
                         )
                     ) from None
                 wait = service_http.backoff_wait(attempt, self.backoff, exc.retry_after)
-                log.info(
-                    "%s: %s; sending again in %.1f s (attempt %d of %d).",
+                first, self._retry_said = not self._retry_said, True
+                log.log(
+                    logging.WARNING if first else logging.INFO,
+                    "%s: %s; sending again in %.1f s (attempt %d of %d).%s",
                     self.spec,
                     scrub(exc.what, key),
                     wait,
                     attempt + 2,
                     self.retries + 1,
+                    " Later retries of this model are said with bias -v." if first else "",
                 )
                 if stop.wait(wait):
                     raise service_http.Stopped from None  # the run stopped meanwhile

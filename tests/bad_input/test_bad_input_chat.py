@@ -133,7 +133,7 @@ def test_a_bad_answer_fails_the_experiment_with_its_reason(fake, tmp_path, plann
     done = cli("run", "--model", chat(fake, "max_tokens=16"), *BBQ, "--out", str(tmp_path / "out"))
     if not words:
         assert (
-            done.code == 2 and "0 of 10 replies answered: 10 empty" in done.both
+            done.code == 2 and "0 of 10 replies to the ambiguous questions answered: 10 empty" in done.both
         )  # every reply empty: nothing to score
         return
     # A refused key and a body that is no chat completion are the user's to fix (the key, base_url:
@@ -287,18 +287,63 @@ def test_a_run_the_server_breaks_off_resumes_without_sending_a_reply_twice(fake,
     assert len(fake.seen) - sent == 2 * 5 - 3  # only the replies the first run did not receive
 
 
+def _rate_file(tmp_path, fake, limit, extra=""):
+    experiment = tmp_path / "audit.toml"
+    experiment.write_text(
+        f'wordsets = ["en/bbq-sample"]\nmetrics = ["bbq"]\nlimit = {limit}\n\n'
+        '[params]\nmode = "generate"\nbootstrap = 0\n\n'
+        f'[[models]]\nspec = "chat:m"\nbase_url = "{fake.url}"\nrate = 400\n{extra}'
+    )
+    return ["run", str(experiment), "--allow", f"base_url={fake.url}"]
+
+
 def test_a_files_rate_limit_is_said_with_the_time_it_adds_before_the_first_request(fake, tmp_path):
     """A shared file can space a run's requests out (rate = 1: one a minute, hours for a few hundred
     replies); the run says so, and how long it makes the run, before it sends anything."""
-    experiment = tmp_path / "audit.toml"
-    experiment.write_text(
-        'wordsets = ["en/bbq-sample"]\nmetrics = ["bbq"]\nlimit = 2\n\n'
-        '[params]\nmode = "generate"\nbootstrap = 0\n\n'
-        f'[[models]]\nspec = "chat:m"\nbase_url = "{fake.url}"\nrate = 300\n'
-    )
-    done = cli("run", str(experiment), "--allow", f"base_url={fake.url}", "--out", str(tmp_path / "o"))
+    paced = "At most 400 request(s) a minute (its rate option): the last is sent about "
+    # 2 questions x 5 variants: the last of 10 requests 9 x 60 / 400 = 1.35 s after the first
+    # (10 x 0.15 = 1.5 s would say "about 2 seconds"); a price above --max-cost stops the run
+    # before any request, with the line said
+    args = _rate_file(tmp_path, fake, 2) + ["--out", str(tmp_path / "o")]
+    prices = ["--model-option", "price=1000", "--model-option", "price_output=1000"]
+    stopped = cli(*args, *prices, "--max-cost", "0.001")
+    assert stopped.code == 2 and paced + "1 second after the first" in stopped.both, stopped.both
+    assert "above --max-cost 0.001" in stopped.both and fake.seen == []
+    # the prices are the command line's, not the file's
+    assert "($1000 / $1000 per million input / output tokens" in stopped.both
+    assert "from " + str(tmp_path / "audit.toml") not in stopped.both
+    done = cli(*args)
+    assert done.code == 0 and paced + "1 second after the first" in done.both, done.both
+    assert "will send 10 text(s)" in done.both and len(fake.seen) == 10
+    # 4 questions, 2 cached: only the 10 new replies are spaced (20 would say "about 3 seconds")
+    more = cli(*_rate_file(tmp_path, fake, 4), "--out", str(tmp_path / "o4"))
+    assert more.code == 0 and "will send 10 text(s)" in more.both, more.both
+    assert "(10 already cached)" in more.both and paced + "1 second after" in more.both
+    assert len(fake.seen) == 20
+
+
+def test_without_the_cache_a_reply_two_experiments_ask_is_counted_twice(fake, tmp_path):
+    """Without the reply cache each experiment sends its own requests: two headlines over the same
+    10 prompts send 20, and the estimate (its cost, its time) counts 20."""
+    args = _rate_file(tmp_path, fake, 2, "cache = false\n")
+    args += ["--param", "headline=ambiguous", "--param", "headline=bias-a"]
+    done = cli(*args, "--out", str(tmp_path / "o"))
+    assert done.code == 0 and "will send 20 text(s)" in done.both, done.both
+    assert len(fake.seen) == 20
+
+
+def test_every_send_retries_included_waits_for_its_turn_under_a_rate(fake, tmp_path, monkeypatch):
+    """`rate` counts every request sent: a retry after a 429 waits for its turn as a first try does.
+    The first retry is said as a warning, later ones only with -v."""
+    from bias.core.models.chat_service import ChatServiceModel
+
+    paced = []
+    real = ChatServiceModel._pace
+    monkeypatch.setattr(ChatServiceModel, "_pace", lambda self, stop: (paced.append(1), real(self, stop)))
+    busy = (429, {"error": {"message": "busy"}}, {"Retry-After": "0.05"})
+    fake.plan = [busy, busy]
+    done = cli("run", "--model", chat(fake, "rate=6000"), *BBQ, "--out", str(tmp_path / "o"))
     assert done.code == 0, done.both
-    # 2 questions x 5 variants: the last of 10 requests 9 x 60 / 300 = 1.8 s after the first
-    said = "At most 300 request(s) a minute (its rate option): the last is sent about 2 seconds"
-    assert said in done.both and "will send 10 text(s)" in done.both
-    assert len(fake.seen) == 10
+    assert len(fake.seen) == 12 and len(paced) == 12  # 10 replies and 2 sent again
+    assert done.both.count("sending again in") == 1
+    assert "Later retries of this model are said with bias -v." in done.both
