@@ -44,6 +44,7 @@ from bias.core.models.service_errors import (
     refused_for_status,
     retry_after,
     scrub,
+    server_words,
 )
 
 __all__ = [
@@ -78,6 +79,7 @@ __all__ = [
     "refused_for_status",
     "retry_after",
     "scrub",
+    "server_words",
     "too_large_in",
     "urllib_opener",
     "vector_rows",

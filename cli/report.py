@@ -66,6 +66,11 @@ def execute(
             + ", ".join(p.name for p in written),
         )
         return
+    if not wide:  # the narrow table says "refused" or "failed"; why, as `bias run` says it
+        from bias.cli.run import refusal_lines
+
+        for refused in refusal_lines(report, report.results):
+            say(err_console, refused)
     console.print(
         results_table(report, width=console.width, wide=wide, terminal=console.is_terminal),
         crop=False,

@@ -231,18 +231,10 @@ def messages(report: Any, results: Sequence[Any]) -> list[tuple[Line, bool]]:
             if text not in said:
                 said.add(text)
                 lines.append((line(text), False))
-    limits = sorted({r.meta["limit"] for r in results if isinstance(r.meta.get("limit"), int)})
-    if limits:
-        shown = "/".join(str(n) for n in limits)
-        lines.append(
-            (
-                line(
-                    f"smoke run: only the first {shown} items of each list of each test "
-                    f"(--limit {shown}); not a result to report"
-                ),
-                True,
-            )
-        )
+    if not any(r.status == OK for r in results):  # else the table's notes say it
+        from bias.core.reports.tables import smoke_notes
+
+        lines += [(line(n), True) for n in smoke_notes(results)]
     warned: dict[tuple[str, str], list[str]] = {}
     for r in results:
         if r.status == OK:

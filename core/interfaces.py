@@ -220,6 +220,12 @@ class Embedder(ABC):
         size)."""
         return {}
 
+    def sent(self) -> dict[str, int] | None:
+        """For a model behind a service: its counts of what it has sent so far (requests, texts or
+        tokens); None for a model that sends nothing. The runner records each experiment's share
+        (a count taken once when the model loaded said 0 for every run)."""
+        return None
+
     def quote(self, texts: Sequence[str]) -> Quote | None:
         """What encoding `texts` would cost at a paid service, asked by the runner before the
         model's first experiment (with the texts its experiments will ask for), so a run can be

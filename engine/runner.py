@@ -388,6 +388,7 @@ def run_one(
     took to load, is recorded in the timings when given."""
     exp = p.experiment
     started = time.perf_counter()
+    sent_before = embedder.sent()
     try:
         _check_available(p.metric, embedder)
         if p.inputs:
@@ -418,6 +419,9 @@ def run_one(
         )
     elapsed = time.perf_counter() - started
     fingerprint, info = facts if facts is not None else model_facts(embedder)
+    if sent_before is not None:
+        sent_after = embedder.sent() or {}
+        info = {**info, "sent": {k: v - sent_before.get(k, 0) for k, v in sent_after.items()}}
     if exp.preset:
         # which conventions ran: the preset, and the parameters it gave this metric (those the
         # experiment file did not set otherwise)

@@ -163,6 +163,11 @@ def test_replies_that_name_no_answer_are_refused_saying_so(data):
     result = discrimination(samples=2).compute(writer, data, seed=0)
     assert result.status == "refused" and "no reply named an answer" in result.reason
     assert "100.0% of the sampled replies named neither answer" in result.reason
+    # the replies are kept, one row a prompt, so the user can read what the model said
+    table = result.figures["scores"]
+    assert len(table) == len(data.prompts("names"))
+    assert all(json.loads(r["all_replies"]) == ["Geen idee.", "Geen idee."] for r in table)
+    assert result.figures["unparsed_rate"] == 1.0
 
 
 # -- a real instruct model, here and behind `transformers serve` -----------------------------------

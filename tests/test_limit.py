@@ -36,12 +36,19 @@ def test_limit_runs_the_first_items_and_is_recorded(tmp_path, planted_files):
         proc = bias("run", "--model", f"word2vec:{planted_files.word2vec_bin}", "--wordset", str(test), "--metric", "weat",
                     "--permutations", "200", "--bootstrap", "0", "--out", str(out), *extra)
         assert proc.returncode == 0, proc.stderr
-        runs_stderr[name] = proc.stderr
+        runs_stderr[name] = proc.stdout + proc.stderr
         runs[name] = (json.loads((out / "results.jsonl").read_text().splitlines()[0]), json.loads((out / "manifest.json").read_text()))
     (limited, manifest), (full, full_manifest) = runs["limited"], runs["full"]
     assert limited["sizes"] == {"X": 4, "Y": 4, "A": 4, "B": 4}
     assert full["sizes"] == {"X": len(X_WORDS), "Y": len(Y_WORDS), "A": len(A_WORDS), "B": len(B_WORDS)}
     assert limited["meta"]["limit"] == 4 and "limit" not in full["meta"]
     assert manifest["limit"] == 4 and full_manifest["limit"] is None
-    assert "smoke run: only the first 4 items" in runs_stderr["limited"] and "smoke run" not in runs_stderr["full"]
+    said = "Smoke run: only the first 4 items of each list of each test (--limit 4); not a result to report."
+    assert said in runs_stderr["limited"] and "moke run" not in runs_stderr["full"]
+    assert runs_stderr["limited"].count("moke run") == 1  # in the table's notes, not again below it
+    for name in ("limited", "full"):  # every report of the run says it, in its notes
+        assert bias("report", str(tmp_path / name), "--format", "md,html").returncode == 0
+        for report in ("report.md", "report.html"):
+            text = (tmp_path / name / report).read_text(encoding="utf-8")
+            assert (said in text) == (name == "limited") and ("moke run" in text) == (name == "limited")
     assert limited["key"] != full["key"]  # --resume never takes a smoke run for the full one

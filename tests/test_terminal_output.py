@@ -235,6 +235,24 @@ def test_wide_piped_from_the_command_at_80_columns(tmp_path):
         assert row["p_holm"] in line and row["sizes"] in line and row["status"] in line
 
 
+def test_report_says_why_a_result_was_refused_or_failed_as_run_does(tmp_path):
+    """The narrow table's status cell says only "refused"; the reason is said before it, one line
+    per reason, as `bias run` says it (it was in --wide alone)."""
+    from bias.core.runs.results import ResultStore
+
+    store = ResultStore(tmp_path)
+    store.append(weat_like("en/weat6", "weat", 1.2, 0.01))
+    why = "s_AMB is undefined: no answer to count (0 of 200 replies answered: 200 empty)"
+    store.append(Result(key="r", model="chat:m", wordset="en/bbq-sample", metric="bbq", status="refused", reason=why))
+    store.append(Result(key="f", model="chat:m", wordset="en/weat7", metric="weat", status="failed", reason="no connection"))
+    store.close()
+    proc = bias("report", str(tmp_path), "--format", "md", columns="80")
+    assert proc.returncode == 0, proc.stderr
+    assert f"refused en/bbq-sample m BBQ: {why}" in proc.stderr, proc.stderr
+    assert "failed en/weat7 m WEAT: no connection" in proc.stderr
+    assert "refused" in proc.stdout and why not in proc.stdout  # the table keeps its width
+
+
 def test_help_shows_flags_as_flags_and_names_only_word_sets_that_exist():
     from bias import registry
 

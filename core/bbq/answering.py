@@ -243,7 +243,13 @@ def answer_result(
             if key not in chosen["all"]
             else _undefined(key, used, facts, by_vote_used, params["confidence"])
         )
-        return Result(status=REFUSED, reason=why, figures={"rates": rate}, **base)
+        # every reply and how it was read is kept: it is what tells a user why nothing counted
+        # (a template the model ignores, another language, replies cut by max_tokens)
+        kept = {
+            "rates": rate,
+            "predictions": prediction_rows(data, answered, texts, prompts.letters),
+        }
+        return Result(status=REFUSED, reason=why, figures=kept, **base)
     figures: dict[str, Any] = dict(chosen["all"])
     if f"{key}_low" in figures:
         figures.update(

@@ -391,10 +391,15 @@ class ChatServiceModel(ServiceModel):
             "model": self.location,
             "system": self.system,
             "key_env": self.key_variable,
-            "sampling": self.defaults().as_dict(),
-            "sent": dict(self._sent),
+            # the model's own settings; a metric's (its samples, temperature, max_tokens) win and
+            # are in the result's parameters and convention
+            "default_sampling": self.defaults().as_dict(),
             "cache": str(self._replies.path) if self._replies is not None else None,
         }
+
+    def sent(self) -> dict[str, int]:
+        with self._lock:
+            return dict(self._sent)
 
 
 __all__ = ["CHAT_PRICES", "ChatServiceModel"]

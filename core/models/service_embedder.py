@@ -265,6 +265,9 @@ class ServiceEmbedder(ServiceModel):
             "dimensions_used": self.truncate or self._width,
             "truncate": self.truncate,
             "key_env": self.key_variable,
-            "sent": dict(self._sent),
             "cache": str(self._cache.path) if self._cache is not None else None,
         }
+
+    def sent(self) -> dict[str, int]:
+        with self._lock:
+            return dict(self._sent)

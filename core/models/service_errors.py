@@ -46,6 +46,22 @@ def retry_after(headers: Mapping[str, str] | None) -> float | None:
         return None
 
 
+def server_words(message: str, body: object) -> str:
+    """What a server said with an error status: the client library's message, and the words of the
+    answer's body where the message left them out (openai's message is "Error code: 400" when the
+    body is not OpenAI's own {"error": {...}}, such as a FastAPI server's {"detail": ...})."""
+    said = ""
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        inner = inner if isinstance(inner, dict) else {"message": inner}
+        found = next((inner[k] for k in ("message", "detail") if inner.get(k)), None)
+        said = str(found if found is not None else body)
+    elif isinstance(body, str):
+        said = body
+    message = str(message or "")
+    return message if not said or said in message else f"{message} - {said}".strip(" -")
+
+
 def refused_for_status(
     status: int, message: str, key: str, headers: Mapping[str, str] | None = None
 ) -> Refused | Transient:
@@ -68,7 +84,8 @@ def refused_for_status(
     shown = " ".join(scrub(message, key).split())[:200]
     return Refused(
         f"the service refused the request (HTTP {status}: {shown})",
-        "Check the model name and the options (see `bias info`).",
+        "Check the model name and the options (see `bias info`)"
+        + ("; an OpenAI-compatible base_url usually ends in /v1." if status in (404, 405) else "."),
     )
 
 

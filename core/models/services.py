@@ -279,6 +279,17 @@ class ServiceModel(Embedder):
             else encoding_cache.default_cache_dir()
         )
 
+    def _failed_hint(self, what: str) -> str:
+        """What to do when a request kept failing: with nothing ever received, where to look (a
+        server not started, a wrong address), not --resume."""
+        received = bool((self.sent() or {}).get("requests"))
+        resume = (
+            "What was received so far is cached; run again with --resume to send only the rest."
+        )
+        if what == "no connection to the service" and not received:
+            return "Nothing answered at that address: is the server running, and is base_url right?"
+        return resume if received else "Nothing was received; run again when the service answers."
+
     def _retrying(
         self, call: Callable[[], Any], stop: Stop | None = None, *, what: str = "the request"
     ) -> Any:
@@ -302,8 +313,7 @@ class ServiceModel(Embedder):
                         BiasError(
                             f"{self.spec}: {scrub(exc.what, key)} after {self.retries + 1} "
                             f"attempt(s) at {public_url(self.endpoint)}.",
-                            "What was received so far is cached; run again with --resume to send "
-                            "only the rest.",
+                            self._failed_hint(exc.what),
                             exit_code=FAILURE,
                         )
                     ) from None

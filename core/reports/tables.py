@@ -101,6 +101,19 @@ class Column:
     label: str
 
 
+def smoke_notes(results: Sequence[Result]) -> list[str]:
+    """A smoke run (`--limit N`) said at the top of every report of it: its numbers come from the
+    first N items of each list, not from the test."""
+    limits = sorted({r.meta["limit"] for r in results if isinstance(r.meta.get("limit"), int)})
+    if not limits:
+        return []
+    shown = "/".join(str(n) for n in limits)
+    return [
+        f"Smoke run: only the first {shown} items of each list of each test (--limit {shown}); "
+        "not a result to report."
+    ]
+
+
 @attrs.frozen
 class Report:
     """Everything a report shows, computed once from results (and the run's manifest, if any)."""
@@ -223,7 +236,7 @@ class Report:
             or "none (no p-values)"
         )
         ok = [r for r in self.results if r.status == OK]
-        notes = []
+        notes = smoke_notes(self.results)
         kinds: dict[str, list[str]] = {}
         meanings: list[str] = []
         for metric in dict.fromkeys(r.metric for r in ok):

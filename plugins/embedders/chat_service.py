@@ -20,6 +20,7 @@ from bias.api.services import (
     Transient,
     openai_client,
     refused_for_status,
+    server_words,
 )
 
 
@@ -52,8 +53,9 @@ class ChatEmbedder(ChatServiceModel):
         except openai.APIConnectionError as exc:
             raise Transient(connection_lost(exc)) from None
         except openai.APIStatusError as exc:
+            said = server_words(str(getattr(exc, "message", "")), getattr(exc, "body", None))
             raise refused_for_status(
-                exc.status_code, str(getattr(exc, "message", "")), self._key(), exc.response.headers
+                exc.status_code, said, self._key(), exc.response.headers
             ) from None
         except (openai.APIError, ValueError, TypeError, RecursionError):  # not a chat completion
             # (RecursionError: JSON nested thousands deep, which Python's parser cannot read)

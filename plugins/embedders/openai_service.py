@@ -22,6 +22,7 @@ from bias.api.services import (
     Transient,
     openai_client,
     refused_for_status,
+    server_words,
 )
 
 
@@ -76,8 +77,9 @@ class OpenAIEmbedder(ServiceEmbedder):
         except openai.APIConnectionError as exc:
             raise Transient(connection_lost(exc)) from None
         except openai.APIStatusError as exc:
+            said = server_words(str(getattr(exc, "message", "")), getattr(exc, "body", None))
             raise refused_for_status(
-                exc.status_code, str(getattr(exc, "message", "")), self._key(), exc.response.headers
+                exc.status_code, said, self._key(), exc.response.headers
             ) from None
         except (openai.APIError, ValueError, TypeError):
             # not an embeddings answer (bytes that are not UTF-8 text, say); JSON nested thousands

@@ -258,9 +258,16 @@ class Discrimination(Metric):
         table = [_row(i, p, rows[i]) for i, p in enumerate(prompts)]
         if decided.kept is not None:  # sampled replies: prompts without a parsed one are left out
             keep = decided.kept
-            if not keep.any():
+            if not keep.any():  # the replies are kept: they tell a user why none was read
                 return Result(
-                    status=REFUSED, reason="no reply named an answer: " + notes[0], **base
+                    status=REFUSED,
+                    reason="no reply named an answer: " + notes[0],
+                    figures={
+                        **_unparsed(table),
+                        **{k: v for k, v in (asked or {}).items() if k.endswith("_replies")},
+                        "scores": table,
+                    },
+                    **base,
                 )
             prompts = [p for p, k in zip(prompts, keep) if k]
             decided = Decided(

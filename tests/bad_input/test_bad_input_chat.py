@@ -135,6 +135,10 @@ def test_a_bad_answer_fails_the_experiment_with_its_reason(fake, tmp_path, plann
         assert (
             done.code == 2 and "0 of 10 replies to the ambiguous questions answered: 10 empty" in done.both
         )  # every reply empty: nothing to score
+        # ... and every reply is in the per-item CSV all the same: it is how a user sees why
+        (table,) = (tmp_path / "out").glob("predictions-*.csv")
+        rows = table.read_text(encoding="utf-8").splitlines()
+        assert len(rows) == 1 + 10 and "reply" in rows[0], rows[:2]
         return
     # A refused key and a body that is no chat completion are the user's to fix (the key, base_url:
     # exit 2, as the README says); a server that keeps failing is a failure (exit 1).
@@ -347,3 +351,50 @@ def test_every_send_retries_included_waits_for_its_turn_under_a_rate(fake, tmp_p
     assert len(fake.seen) == 12 and len(paced) == 12  # 10 replies and 2 sent again
     assert done.both.count("sending again in") == 1
     assert "Later retries of this model are said with bias -v." in done.both
+
+
+def test_each_result_records_the_requests_its_experiment_sent(fake, tmp_path):
+    """model_info.sent is each experiment's share of what the model sent (a count taken when the
+    model loaded said 0 requests for every run): the first of two headlines over the same prompts
+    sends 10, the second finds them cached."""
+    args = ["--param", "headline=ambiguous", "--param", "headline=bias-a"]
+    done = cli("run", "--model", chat(fake), *BBQ, *args, "--out", str(tmp_path / "o"))
+    assert done.code == 0, done.both
+    results = [json.loads(line) for line in (tmp_path / "o" / "results.jsonl").read_text().splitlines()]
+    sent = [r["meta"]["model_info"]["sent"] for r in results]
+    assert sorted(s["requests"] for s in sent) == [0, 10] and len(fake.seen) == 10
+    assert sorted(s["cached"] for s in sent) == [0, 10]
+    assert sum(s["prompt_tokens"] for s in sent) == 10 * 10  # the fake says 10 prompt tokens a reply
+    assert all("sampling" not in r["meta"]["model_info"] for r in results)  # the defaults are named so
+    assert results[0]["meta"]["model_info"]["default_sampling"]["max_tokens"] == 256
+
+
+@pytest.mark.parametrize(
+    ("planned", "words"),
+    [
+        # a FastAPI server's body: openai's own message is only "Error code: 400"
+        ((400, {"detail": "Server is pinned to 'tiny'; requested 'm'."}, {}), "requested 'm'"),
+        ((400, {"error": {"message": "unknown option frobnicate"}}, {}), "unknown option"),
+        ((404, {"detail": "Not Found"}, {}), "usually ends in /v1"),
+    ],
+)
+def test_a_refused_request_says_the_servers_words(fake, tmp_path, planned, words):
+    fake.plan = [planned] * 12
+    done = cli("run", "--model", chat(fake), *BBQ, "--out", str(tmp_path / "out"))
+    assert done.code == 2 and words in done.both, done.both
+    assert "HTTP " + str(planned[0]) in done.both
+
+
+def test_a_server_that_is_not_running_is_said_so(tmp_path):
+    """Nothing listening at base_url: after the retries, the hint is where to look (the server, the
+    address), not --resume (nothing was received to resume from)."""
+    import socket
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    spec = f"chat:m[base_url=http://127.0.0.1:{port}/v1,retries=1,backoff=0.01]"
+    done = cli("run", "--model", spec, *BBQ, "--out", str(tmp_path / "out"))
+    assert done.code == 1 and "no connection to the service after 2 attempt(s)" in done.both
+    assert "is the server running, and is base_url right?" in done.both, done.both
+    assert "--resume" not in done.both

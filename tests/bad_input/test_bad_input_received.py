@@ -424,7 +424,7 @@ def test_Y04_a_voyage_compatible_answer_without_usage_is_read_and_its_tokens_est
         rows = embedder.encode(["ninechars", "b"])
     assert [list(r) for r in rows] == [[3.0, 4.0], [0.0, 1.0]]
     expected = -(-9 // CHARS_PER_TOKEN) + 1
-    assert embedder.describe()["sent"]["tokens"] == expected, embedder.describe()["sent"]
+    assert embedder.sent()["tokens"] == expected, embedder.sent()
 
 
 def test_a_malformed_header_echoing_the_key_is_not_printed(world: World, tmp_path: Path, monkeypatch) -> None:

@@ -213,6 +213,9 @@ class DebiasedEmbedder(Embedder):
         written."""
         return write_vectors(self, folder, fmt)
 
+    def sent(self) -> dict[str, int] | None:
+        return self.source.sent()
+
     def describe(self) -> dict[str, Any]:
         self.load()
         summary = {
