@@ -132,8 +132,11 @@ def coerce_params(cls: type, options: dict[str, Any], plugin: str) -> dict[str, 
             shown = "".join(
                 c if c.isascii() and c.isprintable() else f"<U+{ord(c):04X}>" for c in key
             )
+            from bias.core.did_you_mean import suggestions
+
+            close = suggestions(key, sorted(known))
             raise BiasError(
-                f"Plugin '{plugin}' has no parameter '{shown}'.",
+                f"Plugin '{plugin}' has no parameter '{shown}'." + (f" {close}" if close else ""),
                 f"Its parameters are: {names} (see `bias info {plugin}`).",
             )
         out[key] = _convert(value, hints.get(key, str), known[key], plugin)

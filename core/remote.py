@@ -25,6 +25,8 @@ class Quote:
     rate: float = 0.0
 
     def line(self, model: str) -> str:
+        if not self.texts:  # a price, or how to give one, is noise when nothing is sent
+            return f"{model}: will send nothing ({self.cached:,} already cached)."
         if self.usd is None:
             cost = f"not estimated ({self.basis})"
         else:

@@ -158,7 +158,10 @@ def check_spending(
         f" ({uncounted} experiment(s) could not be counted beforehand.)" if uncounted else ""
     )
     limit = DEFAULT_MAX_COST if max_cost is None else max_cost
-    if quote.usd is None and max_cost is not None and _at_provider(embedder) and not confirmed:
+    # an experiment not counted may send anything: it counts as something to send
+    sends = bool(quote.texts or uncounted)
+    unpriced = quote.usd is None and sends and _at_provider(embedder) and not confirmed
+    if unpriced and max_cost is not None:
         # A paid provider's model without a list price: the user's cap cannot be checked, so nothing
         # is sent on the strength of it (a shared file may name any model).
         raise BiasError(
@@ -173,7 +176,7 @@ def check_spending(
             "Run again with --confirm-cost to spend it, or raise --max-cost.",
             exit_code=USAGE,
         )
-    if quote.usd is None and quote.texts and _at_provider(embedder) and not confirmed:
+    if unpriced:
         # A paid provider's own address, a model whose price nobody gave: --max-cost cannot be
         # checked, and a file naming such a model with many samples could spend without a bound.
         raise BiasError(

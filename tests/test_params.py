@@ -140,3 +140,16 @@ def test_a_parameter_set_for_the_other_kind_of_model_is_said():
     assert len(not_used(Scores(), "causal", ["masked_way"])) == 1
     with pytest.raises(ValueError, match="only_for must be one of masked, causal"):
         param(1, "x", only_for="static")
+
+
+def test_a_misspelt_parameter_is_refused_with_the_closest_names():
+    from bias.core.errors import BiasError
+    from bias.core.params import coerce_params
+    from bias.registry.resolve import embedder_class
+
+    with pytest.raises(BiasError) as err:
+        coerce_params(embedder_class("chat"), {"basse_url": "http://127.0.0.1:9/v1"}, "chat")
+    assert err.value.message == "Plugin 'chat' has no parameter 'basse_url'. Did you mean 'base_url'?"
+    with pytest.raises(BiasError) as err:  # nothing close: no guess
+        coerce_params(embedder_class("chat"), {"zzzzzz": "1"}, "chat")
+    assert err.value.message == "Plugin 'chat' has no parameter 'zzzzzz'."

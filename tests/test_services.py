@@ -194,7 +194,7 @@ def test_run_quotes_caches_and_never_shows_the_key(server, key_env, tmp_path):
     assert f"will send {words} text(s)" in first.stderr
     second = run_cli(*base, "--out", str(tmp_path / "two"))
     assert second.returncode == 0, second.stderr
-    assert "will send 0 text(s)" in second.stderr and "(100 already cached)" in second.stderr
+    assert "will send nothing (100 already cached)." in second.stderr, second.stderr
     assert sum(r["texts"] for r in server.requests()) == words  # the rerun sent nothing
     one = [json.loads(x) for x in (tmp_path / "one" / "results.jsonl").read_text().splitlines()]
     two = [json.loads(x) for x in (tmp_path / "two" / "results.jsonl").read_text().splitlines()]

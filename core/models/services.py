@@ -79,7 +79,9 @@ class ServiceModel(Embedder):
     library: ClassVar[str] = ""  # the provider's client package, imported when the model is loaded
 
     location: str = param(
-        attrs.NOTHING, "the model's id at the service (e.g. text-embedding-3-small, gpt-4o-mini)"
+        attrs.NOTHING,
+        "the model's id at the service (an embedding model such as text-embedding-3-small, or a "
+        "chat model such as gpt-4o-mini)",
     )
     base_url: str | None = param(
         None,

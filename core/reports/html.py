@@ -43,6 +43,7 @@ table.results th{cursor:pointer;background:#f6f6f6;position:sticky;top:0}
 table.results th[aria-sort=ascending]::after{content:" \\25B2"}
 table.results th[aria-sort=descending]::after{content:" \\25BC"}
 td.num{text-align:right;font-variant-numeric:tabular-nums}
+table.results td.why{white-space:normal;min-width:14rem}
 tr.refused td{color:#a06000}
 tr.failed td{color:#b00020}
 .notes{font-size:.85rem;color:#444}
@@ -211,7 +212,7 @@ def to_html(report: Report, folder: Path, agreement: Any = None) -> str:
             (holm if ok else "-", "num", None if not adj else repr(adj.holm)),
             (format_p(adj.bh) if adj and ok else "-", "num", None if not adj else repr(adj.bh)),
             (sizes, "", None),
-            (r.status if ok else f"{r.status}: {r.reason}", "", None),
+            (r.status if ok else f"{r.status}: {r.reason}", "why", None),
         ]
         row = "".join(_cell(text, cls, sort) for text, cls, sort in cells)
         out.append(f'<tr class="{_e(r.status)}">{row}</tr>')
