@@ -399,3 +399,26 @@ def test_the_prompt_variant_is_a_dimension_of_the_robustness_curves(english):
     assert sorted(s.choices["variant"] for s in found[0].specifications) == sorted(
         v.name for v in prompts.variants[:3]
     )
+
+
+def test_the_breakdown_says_how_the_answers_were_got_in_every_report(english, tmp_path):
+    """A sampled run's settings were in results.jsonl alone: the breakdown's caption says them."""
+    from bias.core.reports import build
+    from bias.core.reports.html import to_html
+    from bias.core.reports.tables import to_markdown
+
+    data, prompts = english
+    metric = Bbq(bootstrap=0, samples=3, temperature=0.7, max_tokens=8)
+    result = metric.compute(Replier(data, prompts, lambda v, i, s: letter_reply(v, i, s)), data, seed=5, inputs={"prompts": prompts})
+    result = attrs.evolve(result, key="k", model="chat:m", wordset="en/bbq-sample", metric="bbq")
+    caption = (
+        "Answers written by the model: 3 replies a prompt at temperature 0.7, top_p 1 (at most 8 tokens, "
+        "seed 5 and up); every reply counted (aggregate=samples; the majority answers' scores are in "
+        "results.jsonl, figures.majority)."
+    )
+    assert result.figures["breakdown"]["caption"] == caption
+    report = build([result])
+    assert caption in to_markdown(report)
+    assert caption.replace("'", "&#x27;") in to_html(report, tmp_path)
+    greedy = run(data, prompts, lambda v, i, s: letter_reply(v, i))
+    assert greedy.figures["breakdown"]["caption"].startswith("Answers written by the model: one reply a prompt, greedy")

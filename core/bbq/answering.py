@@ -83,6 +83,29 @@ def _undefined(
     return f"{label} is undefined: no answer to count ({told}{_unanswered(rate)}){tied}"
 
 
+def _caption(mode: str, how: dict[str, Any], samples: int, params: dict[str, Any]) -> str:
+    """How the answers in the breakdown were got, in words (the report's tables show only scores: a
+    sampled run's settings were in results.jsonl alone)."""
+    if mode != GENERATE:
+        return (
+            f"Answers: the option the model gives the highest log-likelihood ({params['decide']})."
+        )
+    s = how.get("sampling") or {}
+    told = f"at most {s.get('max_tokens')} tokens, seed {s.get('seed')}"
+    if samples == 1 or not s.get("temperature"):
+        return f"Answers written by the model: one reply a prompt, greedy ({told})."
+    counted = (
+        "each question's majority answer counted (aggregate=majority)"
+        if params["aggregate"] == "majority"
+        else "every reply counted (aggregate=samples; the majority answers' scores are in "
+        "results.jsonl, figures.majority)"
+    )
+    return (
+        f"Answers written by the model: {samples} replies a prompt at temperature "
+        f"{s.get('temperature'):g}, top_p {s.get('top_p'):g} ({told} and up); {counted}."
+    )
+
+
 def _unanswered(rate: dict[str, Any]) -> str:
     """What the replies that gave no answer were: a model that refused every question must not read
     as one whose replies could not be parsed."""
@@ -284,7 +307,10 @@ def answer_result(
         name: rates(c if m is None else c[m], params["confidence"])
         for name, (c, m) in scoring.sets(per_sample).items()
     }
-    figures["breakdown"] = breakdown(found, counts, shares)
+    figures["breakdown"] = {
+        **breakdown(found, counts, shares),
+        "caption": _caption(mode, how, samples, params),
+    }
     figures["predictions"] = prediction_rows(data, answered, texts, prompts.letters)
     warnings = []
     asked_in, read_in = data.meta.language, prompts.meta.language

@@ -17,7 +17,8 @@ from typing import Any
 from bias.core.errors import BiasError
 from bias.core.model import OK
 from bias.core.text import visible
-from bias.core.reports.tables import Report, breakdown_of, ci_text, value_text
+from bias.core.reports.breakdown import breakdown_caption, breakdown_of
+from bias.core.reports.tables import Report, ci_text, value_text
 from bias.core.runs.folder import MAX_FIGURE, MAX_TABLE, read_in_run, readable_in_run
 from bias.core.runs.manifest import manifest_text
 from bias.core.reports.values import (
@@ -227,9 +228,11 @@ def to_html(report: Report, folder: Path, agreement: Any = None) -> str:
         out.append('<h2 id="breakdown">Breakdown</h2>')
         for r in broken_down:
             columns, rows = breakdown_of(r)
+            caption = breakdown_caption(r)
             out.append(
-                f"<p>{_e(names[r.model])} / {_e(tests[r.wordset])} / "
-                f'{_e(r.metric)}</p><table class="results"><thead><tr>'
+                f"<p>{_e(names[r.model])} / {_e(tests[r.wordset])} / {_e(r.metric)}"
+                + (f'<br><span class="notes">{_e(caption)}</span>' if caption else "")
+                + '</p><table class="results"><thead><tr>'
             )
             out.append(
                 "".join(f'<th scope="col">{_e(c)}</th>' for c in columns) + "</tr></thead><tbody>"

@@ -16,6 +16,7 @@ import attrs
 
 from bias.core.model import OK, Result
 from bias.core.text import natural_key
+from bias.core.reports.breakdown import breakdown_caption, breakdown_of  # noqa: F401
 from bias.core.reports.cells import md_text, records_csv
 from bias.core.statistics.multiple_testing import FAMILIES, Adjusted, adjust, spread_over_seeds
 
@@ -416,20 +417,6 @@ _CSV_FIELDS = (
 )
 
 
-def breakdown_of(result: Result) -> tuple[list[str], list[list[str]]]:
-    """The table a metric gives in figures["breakdown"] (its scores per category, say:
-    {"columns": [...], "rows": [[...], ...]}, the cells already written as text), shown under the
-    results table of report.md and report.html; ([], []) when there is none."""
-    found = (result.figures or {}).get("breakdown") if result.status == OK else None
-    columns = found.get("columns") if isinstance(found, dict) else None
-    rows = found.get("rows") if isinstance(found, dict) else None
-    if not isinstance(columns, list) or not isinstance(rows, list) or not rows:
-        return [], []
-    if not all(isinstance(row, list) and len(row) == len(columns) for row in rows):
-        return [], []
-    return [str(c) for c in columns], [[str(cell) for cell in row] for row in rows]
-
-
 def to_markdown(report: Report) -> str:
     counts = report.counts()
     lines = [f"# {md_text(report.title)}", ""]
@@ -468,6 +455,7 @@ def to_markdown(report: Report) -> str:
         for r in broken_down:
             columns, rows = breakdown_of(r)
             lines += [f"{md_text(r.model)} / {md_text(r.wordset)} / {md_text(r.metric)}:", ""]
+            lines += [md_text(c) + "\n" for c in [breakdown_caption(r)] if c]
             lines.append("| " + " | ".join(md_text(c) for c in columns) + " |")
             lines.append("|" + "|".join("---" for _ in columns) + "|")
             lines += ["| " + " | ".join(md_text(cell) for cell in row) + " |" for row in rows]
