@@ -78,6 +78,10 @@ def _main(
     handler = Handler()
     handler.addFilter(_OncePerMessage())
     logging.basicConfig(level=level, format="%(message)s", handlers=[handler], force=True)
+    # how far a long batch of service requests has got: said unless -q
+    logging.getLogger("bias.progress").setLevel(
+        logging.ERROR if quiet else min(level, logging.INFO)
+    )
     # -v is about this tool's progress; the libraries' own INFO lines only with --debug
     if not debug:
         for library in ("gensim", "smart_open", "urllib3", "filelock"):

@@ -27,6 +27,7 @@ import math
 import os
 import re
 import threading
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -42,6 +43,11 @@ from bias.core.models.service_http import MAX_BACKOFF, MAX_RETRIES, MAX_TIMEOUT,
 from bias.core.params import at_most, int_at_least, param
 
 log = logging.getLogger(__name__)
+# How far a long batch of requests has got, said every PROGRESS_EVERY seconds: the command line
+# shows this logger's INFO lines unless -q (a run of 12,000 chat requests printed nothing for
+# minutes, on a terminal or off it).
+progress = logging.getLogger("bias.progress")
+PROGRESS_EVERY = 30.0
 
 # A provider's model id: text-embedding-3-small, voyage-3.5-lite, gpt-4o-mini,
 # meta-llama/Llama-3.1-8B, ft:gpt-4o-mini:org:name:id (a fine-tuned model), models/NAME@001, a local
@@ -391,6 +397,8 @@ class ServiceModel(Embedder):
         new one is sent, and the first failure is raised once the ones under way are done."""
         failure: BaseException | None = None
         stop = Stop()
+        started = said = time.monotonic()
+        done = 0
 
         def one(item: Any) -> Any:
             try:
@@ -406,5 +414,18 @@ class ServiceModel(Embedder):
                 failure = failure or outcome
                 continue
             keep(i, outcome)
+            done += 1
+            if (now := time.monotonic()) - said >= PROGRESS_EVERY and done < len(items):
+                said = now
+                from bias.core.runs.budget import duration
+
+                left = (now - started) / done * (len(items) - done)
+                progress.info(
+                    "%s: %s of %s requests answered; %s left at this pace.",
+                    self.spec,
+                    f"{done:,}",
+                    f"{len(items):,}",
+                    duration(left),
+                )
         if failure is not None:
             raise failure

@@ -398,3 +398,18 @@ def test_a_server_that_is_not_running_is_said_so(tmp_path):
     assert done.code == 1 and "no connection to the service after 2 attempt(s)" in done.both
     assert "is the server running, and is base_url right?" in done.both, done.both
     assert "--resume" not in done.both
+
+
+def test_a_long_batch_of_requests_says_how_far_it_has_got(fake, tmp_path, monkeypatch):
+    """A run of thousands of chat requests printed nothing for minutes: every PROGRESS_EVERY seconds
+    (0 here: after every reply) a line says how many were answered, unless -q."""
+    from bias.core.models import services
+
+    monkeypatch.setattr(services, "PROGRESS_EVERY", 0.0)
+    done = cli("run", "--model", chat(fake, "concurrency=1"), *BBQ, "--out", str(tmp_path / "o"))
+    assert done.code == 0, done.both
+    told = [line for line in done.err.splitlines() if "requests answered;" in line]
+    assert len(told) == 9 and "1 of 10 requests answered; about" in told[0], done.err  # not after the last
+    assert "9 of 10 requests answered; about" in told[-1] and "left at this pace." in told[-1]
+    quiet = cli("-q", "run", "--model", chat(fake, "concurrency=1", "cache=false"), *BBQ, "--out", str(tmp_path / "q"))
+    assert quiet.code == 0 and "requests answered" not in quiet.both and len(fake.seen) == 20
