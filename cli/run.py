@@ -231,10 +231,10 @@ def messages(report: Any, results: Sequence[Any]) -> list[tuple[Line, bool]]:
             if text not in said:
                 said.add(text)
                 lines.append((line(text), False))
-    if not any(r.status == OK for r in results):  # else the table's notes say it
+    if not any(r.status == OK for r in report.results):  # else the table's notes say it
         from bias.core.reports.tables import smoke_notes
 
-        lines += [(line(n), True) for n in smoke_notes(results)]
+        lines += [(line(n), True) for n in smoke_notes(report.results)]
     warned: dict[tuple[str, str], list[str]] = {}
     for r in results:
         if r.status == OK:

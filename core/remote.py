@@ -23,15 +23,31 @@ class Quote:
     # spaced out says how long that makes it before it starts: a rate of one a minute, written into
     # a shared file, would otherwise only show as a run that seems to hang.
     rate: float = 0.0
+    # What is sent besides the texts counted, said with them ("the debiasing lists' words, sent
+    # once for the fit, come on top"); not empty means something is sent whatever `texts` says.
+    on_top: str = ""
 
-    def line(self, model: str) -> str:
-        if not self.texts:  # a price, or how to give one, is noise when nothing is sent
+    def sends(self, uncounted: int = 0) -> bool:
+        """Whether anything may be sent: texts counted, something on top, or experiments whose
+        texts could not be counted beforehand."""
+        return bool(self.texts or self.on_top or uncounted)
+
+    def line(self, model: str, uncounted: int = 0) -> str:
+        """The line said before a model's first request; `uncounted`: its experiments whose texts
+        could not be counted beforehand."""
+        if not self.sends(uncounted):  # a price, or how to give one, is noise then
             return f"{model}: will send nothing ({self.cached:,} already cached)."
+        return self._line(model) + (
+            f" ({uncounted} experiment(s) could not be counted beforehand.)" if uncounted else ""
+        )
+
+    def _line(self, model: str) -> str:
         if self.usd is None:
             cost = f"not estimated ({self.basis})"
         else:
             cost = f"about ${self.usd:.2f}" if self.usd >= 0.01 else f"about ${self.usd:.6f}"
             cost += f" ({self.basis})" if self.basis else ""
+        cost += f"; {self.on_top}" if self.on_top else ""
         return (
             f"{model}: will send {self.texts:,} text(s), about {self.tokens:,} tokens "
             f"({self.cached:,} already cached); "

@@ -369,8 +369,26 @@ def _with_not_used(
 
 def model_facts(embedder: Embedder) -> tuple[str, dict[str, Any]]:
     """The loaded model's fingerprint and description, as every result of the model records them:
-    asked once per loaded model (describing a Hub model hashes its files)."""
-    return embedder.fingerprint(), embedder.describe()
+    asked once per loaded model (describing a Hub model hashes its files). A service model that
+    sent requests to load (a debiasing fit) records them as `sent_to_load`."""
+    fingerprint, info = embedder.fingerprint(), embedder.describe()
+    loaded = _sent(embedder)
+    if loaded and any(loaded.values()):
+        info = {**info, "sent_to_load": loaded}
+    return fingerprint, info
+
+
+def _sent(embedder: Embedder) -> dict[str, int] | None:
+    """The model's counts of what it sent (`Embedder.sent`), or None: a plugin's that fails or
+    gives no counts records nothing rather than stopping the run."""
+    try:
+        found = embedder.sent()
+    except Exception:
+        log.debug("%s: sent() failed", getattr(embedder, "spec", embedder), exc_info=True)
+        return None
+    if not isinstance(found, dict):
+        return None
+    return {str(k): v for k, v in found.items() if isinstance(v, int) and not isinstance(v, bool)}
 
 
 def run_one(
@@ -388,7 +406,7 @@ def run_one(
     took to load, is recorded in the timings when given."""
     exp = p.experiment
     started = time.perf_counter()
-    sent_before = embedder.sent()
+    sent_before = _sent(embedder)
     try:
         _check_available(p.metric, embedder)
         if p.inputs:
@@ -420,7 +438,7 @@ def run_one(
     elapsed = time.perf_counter() - started
     fingerprint, info = facts if facts is not None else model_facts(embedder)
     if sent_before is not None:
-        sent_after = embedder.sent() or {}
+        sent_after = _sent(embedder) or {}
         info = {**info, "sent": {k: v - sent_before.get(k, 0) for k, v in sent_after.items()}}
     if exp.preset:
         # which conventions ran: the preset, and the parameters it gave this metric (those the

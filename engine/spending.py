@@ -154,13 +154,12 @@ def check_spending(
     if quote is None:
         return None
     quote = _at_least_without_file_costs(quote, texts, config)
-    line = quote.line(model) + (
-        f" ({uncounted} experiment(s) could not be counted beforehand.)" if uncounted else ""
-    )
+    line = quote.line(model, uncounted)
     limit = DEFAULT_MAX_COST if max_cost is None else max_cost
-    # an experiment not counted may send anything: it counts as something to send
-    sends = bool(quote.texts or uncounted)
-    unpriced = quote.usd is None and sends and _at_provider(embedder) and not confirmed
+    # an experiment not counted, or a debiasing fit, may send anything: it counts as sending
+    unpriced = (
+        quote.usd is None and quote.sends(uncounted) and _at_provider(embedder) and not confirmed
+    )
     if unpriced and max_cost is not None:
         # A paid provider's model without a list price: the user's cap cannot be checked, so nothing
         # is sent on the strength of it (a shared file may name any model).

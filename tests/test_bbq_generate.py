@@ -420,5 +420,11 @@ def test_the_breakdown_says_how_the_answers_were_got_in_every_report(english, tm
     report = build([result])
     assert caption in to_markdown(report)
     assert caption.replace("'", "&#x27;") in to_html(report, tmp_path)
+    one = Bbq(bootstrap=0, samples=1, temperature=0.7, max_tokens=8).compute(
+        Replier(data, prompts, lambda v, i, s: letter_reply(v, i)), data, seed=5, inputs={"prompts": prompts}
+    )  # one sampled reply is not greedy
+    assert one.figures["breakdown"]["caption"] == (
+        "Answers written by the model: one reply a prompt at temperature 0.7, top_p 1 (at most 8 tokens, seed 5)."
+    )
     greedy = run(data, prompts, lambda v, i, s: letter_reply(v, i))
     assert greedy.figures["breakdown"]["caption"].startswith("Answers written by the model: one reply a prompt, greedy")

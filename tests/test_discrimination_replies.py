@@ -167,6 +167,8 @@ def test_replies_that_name_no_answer_are_refused_saying_so(data):
     table = result.figures["scores"]
     assert len(table) == len(data.prompts("names"))
     assert all(json.loads(r["all_replies"]) == ["Geen idee.", "Geen idee."] for r in table)
+    # ... and no answer is made up for them
+    assert all(r["decision"] == "" and r["logit_yes"] is None and r["unparsed"] == 2 for r in table)
     assert result.figures["unparsed_rate"] == 1.0
 
 

@@ -52,3 +52,21 @@ def test_limit_runs_the_first_items_and_is_recorded(tmp_path, planted_files):
             text = (tmp_path / name / report).read_text(encoding="utf-8")
             assert (said in text) == (name == "limited") and ("moke run" in text) == (name == "limited")
     assert limited["key"] != full["key"]  # --resume never takes a smoke run for the full one
+
+
+@pytest.mark.unit
+def test_the_smoke_note_says_which_results_were_limited():
+    from bias.core.model import Result
+    from bias.core.reports.tables import smoke_notes
+
+    def result(limit):
+        return Result(key=str(limit), model="m", wordset="en/weat6", metric="weat", meta={} if limit is None else {"limit": limit})
+
+    assert smoke_notes([result(None)]) == []
+    assert smoke_notes([result(4), result(4)]) == [
+        "Smoke run: only the first 4 items of each list of each test (--limit 4); not a result to report."
+    ]
+    assert smoke_notes([result(None), result(2), result(5)]) == [
+        "Smoke run: 2 of 3 results used only the first 2 or 5 items of each list of their test (--limit); "
+        "not results to report."
+    ]

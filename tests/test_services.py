@@ -291,6 +291,29 @@ def test_a_service_model_debiased_on_load_is_priced_before_its_fit_sends_anythin
     assert server.requests() == []
 
 
+def test_what_a_debiasing_fit_sends_is_said_and_recorded_when_the_experiments_texts_are_cached(server, key_env, tmp_path):
+    """With every text of the experiments cached, the fit still sends the lists' words: the line says
+    so (not "will send nothing"), and the requests it sent are recorded with the model
+    (model_info.sent_to_load) beside each experiment's own (model_info.sent)."""
+    common = ["--wordset", "en/weat1", "--metric", "weat", "--permutations", "100", "--bootstrap", "0"]
+    plain = run_cli("run", "--model", f"openai:minilm[base_url={server.url},price=1]", *common, "--out", str(tmp_path / "a"))
+    assert plain.returncode == 0, plain.stderr
+    before = len(server.requests())
+    debiased = run_cli("run", "--model", f"openai:minilm[base_url={server.url},price=1]", "--debias", "sent",
+                       "--debias-lists", "en/debias-gender", *common, "--out", str(tmp_path / "b"))
+    assert debiased.returncode == 0, debiased.stderr
+    assert "will send nothing" not in debiased.stderr, debiased.stderr
+    assert "(100 already cached); cost" in debiased.stderr and "come on top" in debiased.stderr
+    asked = server.requests()[before:]
+    assert asked  # the fit
+    (result,) = [json.loads(x) for x in (tmp_path / "b" / "results.jsonl").read_text().splitlines()]
+    info = result["meta"]["model_info"]
+    # every request the server saw is recorded once: to load the model (the fit) or by the experiment
+    loaded, own = info["sent_to_load"], info["sent"]
+    assert loaded["requests"] >= 1 and loaded["requests"] + own["requests"] == len(asked)
+    assert loaded["texts"] + own["texts"] == sum(r["texts"] for r in asked)
+
+
 def _weat1_words() -> list[str]:
     from bias import registry
 
@@ -397,3 +420,14 @@ def test_retry_after_and_status_mapping():
     assert isinstance(bad, Refused) and KEY not in bad.what and KEY[:12] not in bad.what and "HTTP 400" in bad.what
     assert "HTTP 401" in refused_for_status(401, KEY, KEY).what and KEY not in refused_for_status(401, KEY, KEY).what
     assert scrub(f"a{KEY}b", KEY) == "a***b"
+
+
+def test_the_quote_line_says_nothing_is_sent_only_when_nothing_can_be():
+    from bias.core.remote import Quote
+
+    assert Quote(texts=0, tokens=0, cached=5).line("m") == "m: will send nothing (5 already cached)."
+    uncounted = Quote(texts=0, tokens=0, cached=5).line("m", uncounted=1)
+    assert "nothing" not in uncounted and "will send 0 text(s)" in uncounted
+    assert uncounted.endswith("(1 experiment(s) could not be counted beforehand.)")
+    fit = Quote(texts=0, tokens=0, cached=5, usd=0.0, on_top="the lists come on top").line("m")
+    assert "nothing" not in fit and fit.endswith("; the lists come on top.")

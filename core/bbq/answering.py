@@ -92,8 +92,11 @@ def _caption(mode: str, how: dict[str, Any], samples: int, params: dict[str, Any
         )
     s = how.get("sampling") or {}
     told = f"at most {s.get('max_tokens')} tokens, seed {s.get('seed')}"
-    if samples == 1 or not s.get("temperature"):
+    if not s.get("temperature"):
         return f"Answers written by the model: one reply a prompt, greedy ({told})."
+    at = f"at temperature {s.get('temperature'):g}, top_p {s.get('top_p'):g}"
+    if samples == 1:
+        return f"Answers written by the model: one reply a prompt {at} ({told})."
     counted = (
         "each question's majority answer counted (aggregate=majority)"
         if params["aggregate"] == "majority"
@@ -101,8 +104,7 @@ def _caption(mode: str, how: dict[str, Any], samples: int, params: dict[str, Any
         "results.jsonl, figures.majority)"
     )
     return (
-        f"Answers written by the model: {samples} replies a prompt at temperature "
-        f"{s.get('temperature'):g}, top_p {s.get('top_p'):g} ({told} and up); {counted}."
+        f"Answers written by the model: {samples} replies a prompt {at} ({told} and up); {counted}."
     )
 
 

@@ -56,8 +56,9 @@ def sampled_decisions(
             "no": int(no[i]),
             "unparsed": int(sizes[i] - parsed[i]),
             "share_yes": float(share[i]) if kept[i] else None,
-            "logit_yes": float(value[i]),
-            "decision": "yes" if yes[i] > no[i] else "no",
+            # a prompt with no parsed reply has no answer (it is left out of every score)
+            "logit_yes": float(value[i]) if kept[i] else None,
+            "decision": ("yes" if yes[i] > no[i] else "no") if kept[i] else "",
             "first_reply": replies[i][0] if replies[i] else "",
             "all_replies": json.dumps(list(replies[i]), ensure_ascii=False),
         }

@@ -63,10 +63,15 @@ def server_words(message: str, body: object) -> str:
 
 
 def refused_for_status(
-    status: int, message: str, key: str, headers: Mapping[str, str] | None = None
+    status: int,
+    message: str,
+    key: str,
+    headers: Mapping[str, str] | None = None,
+    url: str = "",
 ) -> Refused | Transient:
     """What an HTTP error status means for a batch (429, 408 and 5xx: try again, after the server's
-    Retry-After if it gives one); `message` (the server's words) is shown without the key."""
+    Retry-After if it gives one); `message` (the server's words) is shown without the key. `url`:
+    the base URL asked, for the hint of a 404 (an address without /v1 is the usual cause)."""
     if status == 429 or status >= 500 or status == 408:
         return Transient(f"HTTP {status}", retry_after(headers))
     if 300 <= status < 400:
@@ -85,7 +90,11 @@ def refused_for_status(
     return Refused(
         f"the service refused the request (HTTP {status}: {shown})",
         "Check the model name and the options (see `bias info`)"
-        + ("; an OpenAI-compatible base_url usually ends in /v1." if status in (404, 405) else "."),
+        + (
+            "; an OpenAI-compatible base_url usually ends in /v1."
+            if status in (404, 405) and not str(url).rstrip("/").endswith("/v1")
+            else "."
+        ),
     )
 
 

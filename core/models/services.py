@@ -288,15 +288,18 @@ class ServiceModel(Embedder):
         )
 
     def _failed_hint(self, what: str) -> str:
-        """What to do when a request kept failing: with nothing ever received, where to look (a
-        server not started, a wrong address), not --resume."""
-        received = bool((self.sent() or {}).get("requests"))
-        resume = (
-            "What was received so far is cached; run again with --resume to send only the rest."
-        )
-        if what == "no connection to the service" and not received:
-            return "Nothing answered at that address: is the server running, and is base_url right?"
-        return resume if received else "Nothing was received; run again when the service answers."
+        """What to do when a request kept failing: with nothing ever received, where to look first
+        (a server not started, a wrong address); --resume keeps what the run finished."""
+        if bool((self.sent() or {}).get("requests")):
+            return (
+                "What was received so far is cached; run again with --resume to send only the rest."
+            )
+        if what == "no connection to the service":
+            return (
+                "Nothing answered at that address: is the server running, and is base_url right? "
+                "Then run again with --resume (what finished is kept)."
+            )
+        return "Run again with --resume when the service answers (what finished is kept)."
 
     def _retrying(
         self, call: Callable[[], Any], stop: Stop | None = None, *, what: str = "the request"
@@ -421,10 +424,11 @@ class ServiceModel(Embedder):
 
                 left = (now - started) / done * (len(items) - done)
                 progress.info(
-                    "%s: %s of %s requests answered; %s left at this pace.",
+                    "%s: %s of %s requests answered after %.0f s; %s left at this pace.",
                     self.spec,
                     f"{done:,}",
                     f"{len(items):,}",
+                    now - started,
                     duration(left),
                 )
         if failure is not None:

@@ -213,7 +213,7 @@ def to_html(report: Report, folder: Path, agreement: Any = None) -> str:
             (holm if ok else "-", "num", None if not adj else repr(adj.holm)),
             (format_p(adj.bh) if adj and ok else "-", "num", None if not adj else repr(adj.bh)),
             (sizes, "", None),
-            (r.status if ok else f"{r.status}: {r.reason}", "why", None),
+            (r.status if ok else f"{r.status}: {r.reason}", "" if ok else "why", None),
         ]
         row = "".join(_cell(text, cls, sort) for text, cls, sort in cells)
         out.append(f'<tr class="{_e(r.status)}">{row}</tr>')

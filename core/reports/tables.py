@@ -105,13 +105,18 @@ class Column:
 def smoke_notes(results: Sequence[Result]) -> list[str]:
     """A smoke run (`--limit N`) said at the top of every report of it: its numbers come from the
     first N items of each list, not from the test."""
-    limits = sorted({r.meta["limit"] for r in results if isinstance(r.meta.get("limit"), int)})
-    if not limits:
+    limited = [r.meta["limit"] for r in results if isinstance(r.meta.get("limit"), int)]
+    if not limited:
         return []
-    shown = "/".join(str(n) for n in limits)
+    if len(limited) == len(results) and len(set(limited)) == 1:
+        return [
+            f"Smoke run: only the first {limited[0]} items of each list of each test (--limit "
+            f"{limited[0]}); not a result to report."
+        ]
+    shown = " or ".join(str(n) for n in sorted(set(limited)))
     return [
-        f"Smoke run: only the first {shown} items of each list of each test (--limit {shown}); "
-        "not a result to report."
+        f"Smoke run: {len(limited)} of {len(results)} results used only the first {shown} items "
+        "of each list of their test (--limit); not results to report."
     ]
 
 

@@ -55,7 +55,7 @@ class ChatEmbedder(ChatServiceModel):
         except openai.APIStatusError as exc:
             said = server_words(str(getattr(exc, "message", "")), getattr(exc, "body", None))
             raise refused_for_status(
-                exc.status_code, said, self._key(), exc.response.headers
+                exc.status_code, said, self._key(), exc.response.headers, self.endpoint
             ) from None
         except (openai.APIError, ValueError, TypeError, RecursionError):  # not a chat completion
             # (RecursionError: JSON nested thousands deep, which Python's parser cannot read)

@@ -79,7 +79,7 @@ class OpenAIEmbedder(ServiceEmbedder):
         except openai.APIStatusError as exc:
             said = server_words(str(getattr(exc, "message", "")), getattr(exc, "body", None))
             raise refused_for_status(
-                exc.status_code, said, self._key(), exc.response.headers
+                exc.status_code, said, self._key(), exc.response.headers, self.endpoint
             ) from None
         except (openai.APIError, ValueError, TypeError):
             # not an embeddings answer (bytes that are not UTF-8 text, say); JSON nested thousands

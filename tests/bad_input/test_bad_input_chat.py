@@ -376,13 +376,19 @@ def test_each_result_records_the_requests_its_experiment_sent(fake, tmp_path):
         ((400, {"detail": "Server is pinned to 'tiny'; requested 'm'."}, {}), "requested 'm'"),
         ((400, {"error": {"message": "unknown option frobnicate"}}, {}), "unknown option"),
         ((404, {"detail": "Not Found"}, {}), "usually ends in /v1"),
+        # OpenAI's answer to a mistyped model at an address with /v1: no /v1 hint
+        ((404, {"error": {"message": "The model `gpt-5x` does not exist"}}, {}), "does not exist"),
     ],
 )
 def test_a_refused_request_says_the_servers_words(fake, tmp_path, planned, words):
     fake.plan = [planned] * 12
-    done = cli("run", "--model", chat(fake), *BBQ, "--out", str(tmp_path / "out"))
+    model = chat(fake)
+    if words == "usually ends in /v1":  # the address without its /v1
+        model = model.replace(fake.url, fake.url.removesuffix("/v1"))
+    done = cli("run", "--model", model, *BBQ, "--out", str(tmp_path / "out"))
     assert done.code == 2 and words in done.both, done.both
     assert "HTTP " + str(planned[0]) in done.both
+    assert ("usually ends in /v1" in done.both) == (words == "usually ends in /v1")
 
 
 def test_a_server_that_is_not_running_is_said_so(tmp_path):
@@ -396,8 +402,8 @@ def test_a_server_that_is_not_running_is_said_so(tmp_path):
     spec = f"chat:m[base_url=http://127.0.0.1:{port}/v1,retries=1,backoff=0.01]"
     done = cli("run", "--model", spec, *BBQ, "--out", str(tmp_path / "out"))
     assert done.code == 1 and "no connection to the service after 2 attempt(s)" in done.both
-    assert "is the server running, and is base_url right?" in done.both, done.both
-    assert "--resume" not in done.both
+    assert "is the server running, and is base_url right? Then run again with --resume" in done.both
+    assert "received so far is cached" not in done.both  # nothing was
 
 
 def test_a_long_batch_of_requests_says_how_far_it_has_got(fake, tmp_path, monkeypatch):
@@ -408,8 +414,8 @@ def test_a_long_batch_of_requests_says_how_far_it_has_got(fake, tmp_path, monkey
     monkeypatch.setattr(services, "PROGRESS_EVERY", 0.0)
     done = cli("run", "--model", chat(fake, "concurrency=1"), *BBQ, "--out", str(tmp_path / "o"))
     assert done.code == 0, done.both
-    told = [line for line in done.err.splitlines() if "requests answered;" in line]
-    assert len(told) == 9 and "1 of 10 requests answered; about" in told[0], done.err  # not after the last
-    assert "9 of 10 requests answered; about" in told[-1] and "left at this pace." in told[-1]
+    told = [line for line in done.err.splitlines() if "requests answered after" in line]
+    assert len(told) == 9 and "1 of 10 requests answered after" in told[0], done.err  # not after the last
+    assert "9 of 10 requests answered after" in told[-1] and "left at this pace." in told[-1]
     quiet = cli("-q", "run", "--model", chat(fake, "concurrency=1", "cache=false"), *BBQ, "--out", str(tmp_path / "q"))
     assert quiet.code == 0 and "requests answered" not in quiet.both and len(fake.seen) == 20

@@ -97,8 +97,7 @@ class DebiasedEmbedder(Embedder):
         if quote is None or self.pending is None:
             return quote
         return attrs.evolve(
-            quote,
-            basis=f"{quote.basis}; the debiasing lists' words, sent once for the fit, come on top",
+            quote, on_top="the debiasing lists' words, sent once for the fit, come on top"
         )
 
     def available(self) -> frozenset[Capability]:
