@@ -258,6 +258,12 @@ def identity(exp: Experiment) -> dict[str, Any]:
     }
 
 
+def limited(exp: Experiment) -> dict[str, Any]:
+    """The smoke run's `--limit`, recorded in every result of the experiment (one that never ran
+    too: a report says which results were smoke runs from them)."""
+    return {"limit": exp.limit} if exp.limit is not None else {}
+
+
 def failed_before_metric(
     exp: Experiment, reason: str, timings: dict[str, float], meta: dict[str, Any] | None = None
 ) -> Result:
@@ -269,7 +275,7 @@ def failed_before_metric(
         reason=reason,
         timings=timings,
         versions=versions(),
-        meta=meta or {},
+        meta={**(meta or {}), **limited(exp)},
     )
 
 
@@ -308,7 +314,7 @@ def _refused_before_load(p: PlannedExperiment, foreseen: frozenset[Capability]) 
         reason=reason,
         timings={"compute_s": 0.0},
         versions=versions(),
-        meta=_data_meta(p.data),
+        meta={**_data_meta(p.data), **limited(exp)},
     )
 
 
@@ -465,7 +471,7 @@ def run_one(
             "model_fingerprint": fingerprint,
             "model_info": info,
             **({"model_name": exp.model.name} if exp.model.name else {}),
-            **({"limit": exp.limit} if exp.limit is not None else {}),
+            **limited(exp),
             **({"threads": used} if (used := cpu_threads.in_use()) is not None else {}),
         },
     )

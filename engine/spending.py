@@ -190,7 +190,9 @@ def check_spending(
 
 def _at_provider(embedder: Embedder) -> bool:
     """Whether a service model sends to its provider's own (paid) address, not to a base_url
-    given."""
+    given; a debiased view sends where its source does."""
+    while isinstance(getattr(embedder, "source", None), Embedder):
+        embedder = embedder.source
     default = str(getattr(embedder, "default_base_url", "") or "").rstrip("/")
     return bool(default) and str(getattr(embedder, "endpoint", "")).rstrip("/") == default
 

@@ -70,3 +70,21 @@ def test_the_smoke_note_says_which_results_were_limited():
         "Smoke run: 2 of 3 results used only the first 2 or 5 items of each list of their test (--limit); "
         "not results to report."
     ]
+
+
+@pytest.mark.unit
+def test_a_result_whose_model_never_loaded_records_the_limit_too():
+    """A smoke run of two models, one failing to load: both results are smoke runs, and the note says
+    "each test", not "1 of 2 results"."""
+    from bias.core.reports.tables import smoke_notes
+    from bias.engine.experiments import Experiment, ModelConfig
+    from bias.engine.runner import failed_before_metric
+
+    limited = Experiment(ModelConfig("word2vec:missing.bin"), "en/weat6", "weat", {}, 0, limit=2)
+    failed = failed_before_metric(limited, "the model could not be loaded", {"compute_s": 0.0})
+    assert failed.meta["limit"] == 2
+    full = Experiment(ModelConfig("word2vec:missing.bin"), "en/weat6", "weat", {}, 0)
+    assert "limit" not in failed_before_metric(full, "x", {}).meta
+    assert smoke_notes([failed, failed]) == [
+        "Smoke run: only the first 2 items of each list of each test (--limit 2); not a result to report."
+    ]

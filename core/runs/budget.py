@@ -47,7 +47,7 @@ def duration(seconds: float) -> str:
     for unit, size in (("days", 86400.0), ("hours", 3600.0), ("minutes", 60.0)):
         if seconds >= size:
             return f"about {seconds / size:,.1f} {unit}"
-    if seconds < 0.5:
+    if seconds < 1:
         return "less than a second"
     return f"about {seconds:,.0f} second{'' if round(seconds) == 1 else 's'}"
 

@@ -97,7 +97,7 @@ class VoyageEmbedder(ServiceEmbedder):
         except error.VoyageError as exc:
             status = exc.http_status if isinstance(exc.http_status, int) else 500
             raise refused_for_status(
-                status, str(exc.user_message or ""), self._key(), exc.headers
+                status, str(exc.user_message or ""), self._key(), exc.headers, self.endpoint
             ) from None
         except (KeyError, AttributeError, TypeError, ValueError):
             # the client reading an answer that is not Voyage's (no usage, an item without its

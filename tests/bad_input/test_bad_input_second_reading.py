@@ -25,8 +25,10 @@ from test_bad_input_guards import DB_PASSWORD, KEY, _service, victim  # noqa: F4
             "openai:text-embedding-3-large-preview",
             "price = 0\n",
         ),  # a file's price stands in for none
+        # debiased on load: the view sends where its source does, the fit's words first
+        ("openai:text-embedding-3-large-preview", 'debias = "sent"\ndebias_lists = "en/debias-gender"\n'),
     ],
-    ids=["M09-openai", "M08-voyage", "file-price-for-an-unlisted-model"],
+    ids=["M09-openai", "M08-voyage", "file-price-for-an-unlisted-model", "debiased-unlisted-model"],
 )
 def test_M08_a_model_without_a_list_price_does_not_get_past_max_cost(
     victim: Path, monkeypatch: pytest.MonkeyPatch, model: str, extra: str
