@@ -412,6 +412,8 @@ def run_one(
     took to load, is recorded in the timings when given."""
     exp = p.experiment
     started = time.perf_counter()
+    # the model's facts as it stands before the experiment (what loading it sent, not this)
+    fingerprint, info = facts if facts is not None else model_facts(embedder)
     sent_before = _sent(embedder)
     try:
         _check_available(p.metric, embedder)
@@ -442,7 +444,6 @@ def run_one(
             **identity(exp), status=FAILED, reason=_reason(exc), meta=_data_meta(p.data)
         )
     elapsed = time.perf_counter() - started
-    fingerprint, info = facts if facts is not None else model_facts(embedder)
     if sent_before is not None:
         sent_after = _sent(embedder) or {}
         info = {**info, "sent": {k: v - sent_before.get(k, 0) for k, v in sent_after.items()}}
