@@ -299,3 +299,29 @@ def test_replies_are_read_in_each_packages_language(language):
     every = [t for ts in told for t in ts]
     assert 0 < every.count(2) < len(every)
     assert result.figures["unparsed_rate"] == pytest.approx(every.count(2) / len(every))
+
+
+def test_the_breakdown_names_the_headline_group_and_how_the_answers_were_got(data):
+    found = discrimination(samples=10, temperature=1.0).compute(
+        writer_for(data, "names", {"ma": -1.5}, noise=0.3), data, seed=0
+    )
+    caption = found.figures["breakdown"]["caption"]
+    headline = found.convention["value"].split("'")[1]  # "coefficient of group 'ma'"
+    assert caption.startswith(f"The value is the coefficient of group '{headline}' against '{data.reference}'")
+    assert "10 written replies a prompt at temperature 1 " in caption
+
+
+def test_a_fit_that_did_not_converge_is_said_as_what_it_means():
+    from bias.core.statistics.decisions import MixedModel
+    from bias.plugins.metrics.discrimination import _fit_warnings
+
+    said = ("Gradient optimization failed, |grad| = 3.5", "Check mle_retvals")
+    failed = _fit_warnings(MixedModel((), 0.0, 1.0, 10, 2, False, "value ~ group", said))
+    assert failed == [
+        "the mixed model did not converge: its coefficients, intervals and p-values are not to be "
+        "trusted (statsmodels: Gradient optimization failed, |grad| = 3.5; Check mle_retvals)"
+    ]
+    assert _fit_warnings(MixedModel((), 0.0, 1.0, 10, 2, True, "f", ("boundary",))) == [
+        "mixed model (statsmodels): boundary"
+    ]
+    assert _fit_warnings(MixedModel((), 0.0, 1.0, 10, 2, True, "f")) == []

@@ -142,6 +142,14 @@ def test_a_planted_name_effect_is_found_and_a_null_one_is_not(data, tmp_path):
     found = retrieval(top=0.25).compute(Word2VecEmbedder(location=str(planted)), data, seed=1)
     assert found.effect_size < 0.5 and found.p_value < 0.01
     assert found.figures["selection"]["group"]["ma"]["flagged"]
+    # the one number is one group's: the breakdown's caption says which (the headline, 'ma')
+    assert found.effect_size == pytest.approx(
+        found.figures["selection"]["group"]["ma"]["rate"] / found.figures["selection"]["group"][data.reference]["rate"]
+    )
+    assert found.figures["breakdown"]["caption"] == (
+        f"The value is the selection rate of group 'ma' over that of '{data.reference}' (headline); "
+        "every group's is below."
+    )
     null = write_word2vec(planted_vectors(data, gap=0.0), tmp_path / "null.txt")
     calm = retrieval(top=0.25).compute(Word2VecEmbedder(location=str(null)), data, seed=1)
     assert calm.p_value > 0.05 and 0.5 < calm.effect_size < 2.0

@@ -309,9 +309,12 @@ class Discrimination(Metric):
         }
         figures["selection"] = self._selection(prompts, decided.selected)
         figures["paired"] = paired_tests(data, prompts, decided, self.variant)
-        figures["breakdown"] = _breakdown(figures, model, data.reference)
+        figures["breakdown"] = {
+            **_breakdown(figures, model, data.reference),
+            "caption": self._caption(headline, data.reference, mode, asked or {}),
+        }
         figures["scores"] = table
-        warnings = list(notes) + [f"mixed model: {w}" for w in model.warnings]
+        warnings = list(notes) + _fit_warnings(model)
         flagged = [k for k, v in figures["selection"]["group"].items() if v["flagged"]]
         if flagged:
             warnings.append(
@@ -336,6 +339,23 @@ class Discrimination(Metric):
             },
             warnings=warnings,
             **base,
+        )
+
+    def _caption(self, headline: str, reference: str, mode: str, asked: dict[str, Any]) -> str:
+        """Which group the value is about (the table's one number is one group's) and how the
+        answers were got: the report's tables say neither otherwise."""
+        how = "each prompt's p_norm(yes) from the answer words' log-likelihoods"
+        if mode == GENERATE:
+            s = asked.get("sampling") or {}
+            how = (
+                f"{s.get('samples') or 1} written replies a prompt at temperature "
+                f"{s.get('temperature') or 0:g} (at most {s.get('max_tokens')} tokens), read in "
+                "the language"
+            )
+        return (
+            f"The value is the coefficient of group {headline!r} against {reference!r} (headline); "
+            f"every group's is below. Answers: {how}. The gender rows' paired tests are women "
+            f"against men within {reference!r}."
         )
 
     def _selection(self, prompts: Sequence[Prompt], selected: np.ndarray) -> dict[str, Any]:
@@ -421,6 +441,20 @@ def _breakdown(figures: dict[str, Any], model: Any, reference: str) -> dict[str,
     columns = ["who", "prompts", "selection rate", "impact ratio", "coefficient [CI]"]
     columns += [] if unparsed is None else ["unparsed"]
     return {"columns": [*columns, "McNemar p", "sign p"], "rows": rows}
+
+
+def _fit_warnings(model: Any) -> list[str]:
+    """What the mixed model's fit said, in one line: statsmodels' own lines ("Check mle_retvals")
+    are advice for its API, not for a reader of the audit; a fit that did not converge is said
+    first, as what it means for the numbers."""
+    said = "; ".join(model.warnings)
+    said = said if len(said) <= 300 else said[:300] + "..."
+    if not model.converged:
+        return [
+            "the mixed model did not converge: its coefficients, intervals and p-values are not "
+            "to be trusted" + (f" (statsmodels: {said})" if said else "")
+        ]
+    return [f"mixed model (statsmodels): {said}"] if said else []
 
 
 def _unparsed(table: list[dict[str, Any]]) -> dict[str, Any]:

@@ -191,7 +191,11 @@ class Retrieval(Metric):
             "selection": table,
             "tests": tests,
             "selected_per_job": float(total / len(data.scenarios)),
-            "breakdown": _breakdown(table, tests, data.reference),
+            "breakdown": {
+                **_breakdown(table, tests, data.reference),
+                "caption": f"The value is the selection rate of group {headline!r} over that of "
+                f"{data.reference!r} (headline); every group's is below.",
+            },
             "scores": [
                 {
                     "set": a.group,
