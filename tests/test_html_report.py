@@ -99,3 +99,22 @@ var out=document.createElement('pre');out.id='check';out.textContent=values.join
     assert found, proc.stdout[-500:]
     values = [float(v) for v in found.group(1).split() if v not in ("null", "")]
     assert len(values) >= 90 and values == sorted(values)
+
+
+def test_warnings_are_a_section_of_their_own(tmp_path):
+    """An audit's caveats (no applicant selected, a fit that did not converge) in sight, as
+    report.md lists them, not only inside the collapsed Tests section; escaped as any text."""
+    from bias.core.model import Result
+    from bias.core.reports import build
+    from bias.core.reports.html import to_html
+
+    warned = Result(
+        key="k", model="hf:m", wordset="it/hiring", metric="discrimination", status="ok", effect_size=0.1,
+        warnings=["the mixed model did not converge: <b>not</b> to be trusted"],
+    )
+    quiet = Result(key="q", model="hf:m", wordset="en/weat6", metric="weat", status="ok", effect_size=0.2)
+    text = to_html(build([warned, quiet]), tmp_path)
+    section = text.split('<h2 id="warnings">Warnings</h2>', 1)[1].split("</ul>", 1)[0]
+    assert section.count("<li>") == 1
+    assert "it/hiring / discrimination: the mixed model did not converge: &lt;b&gt;not&lt;/b&gt; to be trusted" in section
+    assert '<h2 id="warnings">' not in to_html(build([quiet]), tmp_path)

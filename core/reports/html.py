@@ -241,6 +241,14 @@ def to_html(report: Report, folder: Path, agreement: Any = None) -> str:
                 "<tr>" + "".join(f"<td>{_e(cell)}</td>" for cell in row) + "</tr>" for row in rows
             ]
             out.append("</tbody></table>")
+    warned = [(r, w) for r in report.results for w in r.warnings]
+    if warned:  # the caveats of an audit, in sight (they were inside the collapsed Tests section)
+        out.append('<h2 id="warnings">Warnings</h2><ul class="notes">')
+        out += [
+            f"<li>{_e(names[r.model])} / {_e(tests[r.wordset])} / {_e(r.metric)}: {_e(w)}</li>"
+            for r, w in warned
+        ]
+        out.append("</ul>")
     if report.skipped:
         out.append("<h2>Combinations dropped before the run</h2><ul>")
         out += [
