@@ -193,3 +193,15 @@ def test_no_p_value_figure_for_results_without_p_values(tmp_path):
         store.append(Result(key=f"k{i}", model="m", wordset=test, metric="rnd", effect_size=0.1 * (i + 1)))
     written = {p.name for p in write_report(load_report(tmp_path), tmp_path, parse_formats(["png"]))}
     assert "forest.png" in written and "p-vs-effect.png" not in written
+
+
+def test_the_p_floor_note_is_said_only_for_a_p_at_its_floor_and_no_p_values_are_explained():
+    floor = 1 / 10_000
+    above = Result(key="a", model="m", wordset="en/weat6", metric="weat", status="ok", effect_size=0.5,
+                   p_value=0.03, convention={"p_floor": floor})
+    at = Result(key="b", model="m", wordset="en/weat7", metric="weat", status="ok", effect_size=0.9,
+                p_value=floor, convention={"p_floor": floor})
+    assert not any("smallest p a sampled test" in n for n in build([above]).notes())
+    assert any(n.startswith("p <=1.0e-04: the smallest p a sampled test") for n in build([above, at]).notes())
+    refused = Result(key="c", model="m", wordset="en/weat8", metric="bbq", status="refused", reason="x")
+    assert "No p-values: no result." in build([refused]).notes()

@@ -310,14 +310,15 @@ class Report:
             notes.append(f"Stimuli used (X/Y/A/B): {sizes_seen.pop()} in every test.")
         elif sizes_seen:
             notes.append("Stimuli used (X/Y/A/B) differ between tests: see --wide or report.md.")
-        floors = sorted({f for f in (p_floor(r) for r in ok) if f})
+        # said where a p is at its floor (shown as a bound), not for every sampled test
+        floors = sorted({f for r in ok if (f := p_floor(r)) and (r.p_value or 1) <= f * 1.000001})
         if floors:
             notes.append(
                 f"p <={floors[0]:.1e}: the smallest p a sampled test can report, "
                 "(0+1)/(m+1); the true p may be smaller."
             )
         if not self.adjusted:
-            notes.append("No p-values: these metrics give none.")
+            notes.append("No p-values: " + ("these metrics give none." if ok else "no result."))
         else:
             notes.append(
                 "Adjusted p: Holm-Bonferroni (family-wise error) and Benjamini-Hochberg "
