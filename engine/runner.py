@@ -20,6 +20,7 @@ import attrs
 from bias import registry
 from bias.core import threads as cpu_threads
 from bias.core.errors import FAILURE, BiasError, recognised
+from bias.core.experiment_log import collected
 from bias.core.compatibility import missing_capabilities
 from bias.core.interfaces import Capability, Embedder, Metric, variant_meta
 from bias.core.model import FAILED, REFUSED, Result
@@ -397,24 +398,14 @@ def _sent(embedder: Embedder) -> dict[str, int] | None:
     return {str(k): v for k, v in found.items() if isinstance(v, int) and not isinstance(v, bool)}
 
 
-def run_one(
+def _computed(
     p: PlannedExperiment,
     embedder: Embedder,
-    *,
-    debug: bool = False,
-    input_models: InputModels | None = None,
-    facts: tuple[str, dict[str, Any]] | None = None,
-    load_s: float | None = None,
+    debug: bool,
+    input_models: InputModels | None,
 ) -> Result:
-    """One experiment on its loaded model, always as a Result: a refusal or a failure (of the
-    metric, or of loading a model it asked for) is recorded, not raised (unless `debug`). `facts`
-    are the model's `model_facts` when the caller has them already; `load_s`, the seconds its model
-    took to load, is recorded in the timings when given."""
+    """The metric's result, or the refusal or failure it raised, as a Result."""
     exp = p.experiment
-    started = time.perf_counter()
-    # the model's facts as it stands before the experiment (what loading it sent, not this)
-    fingerprint, info = facts if facts is not None else model_facts(embedder)
-    sent_before = _sent(embedder)
     try:
         _check_available(p.metric, embedder)
         if p.inputs:
@@ -442,6 +433,33 @@ def run_one(
         log.debug("experiment %s failed", exp.key, exc_info=True)
         result = Result(
             **identity(exp), status=FAILED, reason=_reason(exc), meta=_data_meta(p.data)
+        )
+    return result
+
+
+def run_one(
+    p: PlannedExperiment,
+    embedder: Embedder,
+    *,
+    debug: bool = False,
+    input_models: InputModels | None = None,
+    facts: tuple[str, dict[str, Any]] | None = None,
+    load_s: float | None = None,
+) -> Result:
+    """One experiment on its loaded model, always as a Result: a refusal or a failure (of the
+    metric, or of loading a model it asked for) is recorded, not raised (unless `debug`). `facts`
+    are the model's `model_facts` when the caller has them already; `load_s`, the seconds its model
+    took to load, is recorded in the timings when given."""
+    exp = p.experiment
+    started = time.perf_counter()
+    # the model's facts as it stands before the experiment (what loading it sent, not this)
+    fingerprint, info = facts if facts is not None else model_facts(embedder)
+    sent_before = _sent(embedder)
+    with collected() as said:  # what the model had to do to the input, kept with the result
+        result = _computed(p, embedder, debug, input_models)
+    if said:
+        result = attrs.evolve(
+            result, warnings=[*result.warnings, *(w for w in said if w not in result.warnings)]
         )
     elapsed = time.perf_counter() - started
     if sent_before is not None:

@@ -314,3 +314,21 @@ def _csv_selected(folder: Path, name: str) -> dict[str, float]:
 
     with open(folder / name, encoding="utf-8", newline="") as fh:
         return {row["item"]: float(row["selected"]) for row in csv.DictReader(fh)}
+
+
+def test_texts_cut_to_the_models_window_are_said_in_the_result_and_its_report(tmp_path):
+    """A model reading 16 tokens scores cut CVs and jobs: the result says so (it was a log line
+    only, which no report kept), once, in the run's output and in report.md."""
+    from fixtures.in_process import cli
+    from fixtures.tiny_bert import build_tiny_gpt2
+
+    build_tiny_gpt2(tmp_path / "gpt2-16", positions=16)
+    path = decisions_toml(tmp_path, scenarios=3)
+    done = cli("run", "--model", f"hf:{tmp_path / 'gpt2-16'}", "--wordset", str(path), "--metric", "retrieval",
+               "--param", "permutations=200", "--out", str(tmp_path / "out"))
+    assert done.code == 0, done.err
+    (result,) = [json.loads(line) for line in (tmp_path / "out" / "results.jsonl").read_text().splitlines()]
+    cut = [w for w in result["warnings"] if "longer than the model's limit of 16 tokens" in w]
+    assert cut and all(re.match(r"\d+ of \d+ texts are longer", w) for w in cut), result["warnings"]
+    assert done.both.count(cut[0]) == 1  # said with the experiment, not also as a log line
+    assert cut[0] in (tmp_path / "out" / "report.md").read_text(encoding="utf-8")

@@ -226,8 +226,12 @@ def only_unknown(tokenizer: Any, words: Sequence[str]) -> set[str]:
 
 
 def _warn_truncated(cut: int, total: int, limit: int | None) -> None:
+    """Said in the experiment's result (bias.core.experiment_log): a score of cut texts is not the
+    score of the texts, and a report must say so."""
     if cut:
-        log.warning(
+        from bias.core.experiment_log import log as experiment_log
+
+        experiment_log.warning(
             "%d of %d texts are longer than the model's limit of %d tokens; each was cut "
             "to a window of that size "
             "(around its span where one was given).",
