@@ -28,11 +28,11 @@ from bias.core.pair_metrics.scoring import lm_mode
 from bias.core.params import for_one_kind, not_used
 from bias.core.runs.results import ResultStore
 from bias.engine.experiments import Experiment, ModelConfig
+from bias.engine.availability import refuse_unavailable
 from bias.engine.inputs import InputModels
 from bias.engine.planning import PlannedExperiment
 from bias.engine.presets import PRESET_PARAMS
 from bias.engine.spending import check_spending
-from bias.registry import entry_points as eps
 
 log = logging.getLogger(__name__)
 
@@ -306,7 +306,7 @@ def _foreseen(model: ModelConfig) -> frozenset[Capability] | None:
 def _refused_before_load(p: PlannedExperiment, foreseen: frozenset[Capability]) -> Result:
     exp = p.experiment
     try:
-        _refuse_unavailable(p.metric, exp.model.spec, foreseen)
+        refuse_unavailable(p.metric, exp.model.spec, foreseen)
     except BiasError as exc:
         reason = _reason(exc)
     return Result(
@@ -322,27 +322,7 @@ def _refused_before_load(p: PlannedExperiment, foreseen: frozenset[Capability]) 
 def _check_available(metric: Metric, embedder: Embedder) -> None:
     """Refuse a metric the loaded model cannot serve (a folder without an MLM head, say), naming the
     metrics that would work with it."""
-    _refuse_unavailable(metric, embedder.spec, embedder.available())
-
-
-def _refuse_unavailable(metric: Metric, spec: str, have: frozenset[Capability]) -> None:
-    missing = missing_capabilities(metric, have)
-    if not missing:
-        return
-    fitting = []
-    for info in eps.entry_points("metrics"):
-        try:
-            cls = eps.load("metrics", info.name)
-        except BiasError:
-            continue
-        if not missing_capabilities(cls, have):
-            fitting.append(info.name)
-    raise BiasError(
-        f"The model {spec} offers no {', '.join(missing)}, which metric '{metric.name}' needs; "
-        f"metrics that work with it: {', '.join(sorted(fitting)) or 'none installed'}.",
-        "A Hugging Face folder gives masked-LM scores only with its MLM head (a "
-        "*ForMaskedLM checkpoint).",
-    )
+    refuse_unavailable(metric, embedder.spec, embedder.available())
 
 
 def _data_meta(data: Any) -> dict[str, Any]:

@@ -249,3 +249,16 @@ def test_a_group_may_list_its_names_inline(tmp_path):
         ("ma", "Nora", "f"),
     ]
     assert data.groups[0].sources == ("words",)
+
+
+def test_a_limit_that_leaves_one_group_is_refused_saying_what_to_do():
+    from bias import registry
+    from bias.core.data.decisions import headline_of
+    from bias.core.data.limit import first_items
+    from bias.core.errors import BiasError
+
+    one = first_items(registry.load_wordset("it/hiring"), 1)
+    with pytest.raises(BiasError) as err:
+        headline_of(one, "names", "", "discrimination")
+    assert err.value.message.startswith("it/hiring has no two groups to compare in its 'names' variant")
+    assert "--limit" in err.value.hint

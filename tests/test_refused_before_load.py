@@ -32,3 +32,22 @@ def test_a_pair_metric_on_an_encoder_only_model_is_refused_without_loading_it(tm
     manifest = json.loads((out / "manifest.json").read_text())
     assert not manifest.get("models")
     assert "refused en/crows-sample CROWS" in proc.stderr
+
+
+def test_the_hint_is_for_what_is_missing():
+    """A sentence encoder asked for a hiring audit gets the causal-LM hint, not the MLM head's."""
+    import pytest
+
+    from bias.core.capabilities import Capability
+    from bias.core.errors import BiasError
+    from bias.engine.availability import refuse_unavailable
+    from bias.registry.resolve import build_metric
+
+    encoder = frozenset({Capability.WORD_VECTORS, Capability.CONTEXTUAL})
+    with pytest.raises(BiasError) as err:
+        refuse_unavailable(build_metric("discrimination"), "hf:encoder", encoder)
+    assert "offers no causal-lm or generation" in err.value.message
+    assert "causal LM" in err.value.hint and "MLM head" not in err.value.hint
+    with pytest.raises(BiasError) as err:
+        refuse_unavailable(build_metric("lpbs"), "hf:encoder", encoder)
+    assert "MLM head" in err.value.hint

@@ -195,7 +195,11 @@ def headline_of(data: Any, variant: str, headline: str, metric: str) -> str:
     compared = [g.key for g in data.groups_of(variant)]
     others = [key for key in compared if key != data.reference]
     if not others or data.reference not in compared:
-        raise BiasError(f"{data.name} has no two groups with {variant} applicants.")
+        raise BiasError(
+            f"{data.name} has no two groups to compare in its {variant!r} variant (the reference "
+            f"group {data.reference!r} and another with applicants).",
+            "With --limit, give a number large enough to keep the applicants of two groups.",
+        )
     chosen = headline or others[0]
     if chosen not in others:
         raise BiasError(
