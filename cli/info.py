@@ -143,7 +143,11 @@ def _contents(data: Any) -> dict[str, dict[str, Any]]:
         value = getattr(data, field.name)
         if field.name == "meta" or not isinstance(value, (list, tuple, dict)) or not value:
             continue
-        items = list(value.items()) if isinstance(value, dict) else list(value)
+        items = (  # a value named as its key (a forms table) stands for both
+            [v if getattr(v, "name", None) == k else (k, v) for k, v in value.items()]
+            if isinstance(value, dict)
+            else list(value)
+        )
         out[field.name] = {
             "label": field.name.replace("_", " "),
             "words": [_short(item) for item in items],
@@ -152,6 +156,19 @@ def _contents(data: Any) -> dict[str, dict[str, Any]]:
 
 
 def _short(item: Any) -> str:
+    """One item of a word set in a few words: its text or name; a group of applicants by its key and
+    its names; a scenario by its id and decision; a forms table by its name and forms."""
+    names = getattr(item, "names", None)
+    if isinstance(getattr(item, "key", None), str) and isinstance(names, tuple):
+        shown = ", ".join(_short(n) for n in names[:6]) + (", ..." if len(names) > 6 else "")
+        return f"{item.key} ({len(names)} names: {shown})"
+    if isinstance(getattr(item, "id", None), str) and isinstance(
+        getattr(item, "decision", None), str
+    ):
+        return f"{item.id} ({item.decision})"
+    values = getattr(item, "values", None)
+    if isinstance(getattr(item, "name", None), str) and isinstance(values, dict):
+        return f"{item.name}: " + "/".join(dict.fromkeys(str(v) for v in values.values()))
     for attr in ("text", "name", "word"):
         if isinstance(getattr(item, attr, None), str):
             return getattr(item, attr)

@@ -262,3 +262,14 @@ def test_a_limit_that_leaves_one_group_is_refused_saying_what_to_do():
         headline_of(one, "names", "", "discrimination")
     assert err.value.message.startswith("it/hiring has no two groups to compare in its 'names' variant")
     assert "--limit" in err.value.hint
+
+
+def test_bias_info_of_a_hiring_set_names_its_groups_scenarios_and_forms():
+    """Not the Python objects ("DecisionGroup(key='italiano', ...", 11,551 characters of it)."""
+    from fixtures.in_process import cli
+
+    done = cli("info", "it/hiring")
+    assert done.code == 0, done.err
+    assert "DecisionGroup(" not in done.out and "Scenario(" not in done.out
+    assert "italiano (16 names: Marco, Giuseppe," in done.out
+    assert "contabile (interview)" in done.out and "lui: lui/lei" in done.out
