@@ -204,3 +204,33 @@ def test_an_axis_without_a_label_keeps_its_place_and_the_file_its_bytes(tmp_path
         fig.savefig(buffer, format=fmt, dpi=110, bbox_inches="tight", metadata=metadata)
         plt.close(fig)
         assert (tmp_path / f"ours.{fmt}").read_bytes() == buffer.getvalue(), fmt
+
+
+def test_the_heatmap_scale_reaches_the_farthest_interval_bound(tmp_path, monkeypatch):
+    """A null effect alone on a heat map (+0.007, interval -0.013 to +0.027) was the darkest red: its
+    scale was its own value. The scale reaches the farthest value or interval bound from the
+    reference, so such a cell is pale."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    from bias.core.model import Result
+    from bias.core.reports.figures import heatmap
+    from bias.core.runs.results import ResultStore
+    from fixtures.values import value_of
+
+    store = ResultStore(tmp_path)
+    store.append(Result(key="n", model="hf:a", wordset="it/hiring", metric="weat", effect_size=0.007, p_value=0.49,
+                        figures={"ci_low": -0.013, "ci_high": 0.027}, meta=value_of("weat")))
+    store.close()
+    captured = []
+    real_close = plt.close
+    monkeypatch.setattr(plt, "close", lambda fig=None: captured.append(fig))
+    heatmap(load_report(tmp_path), tmp_path, ("png",))
+    monkeypatch.setattr(plt, "close", real_close)
+    (fig,) = captured
+    (image,) = fig.axes[0].get_images()
+    low, high = image.get_clim()
+    real_close(fig)
+    assert (low, high) == pytest.approx((-0.027, 0.027))  # weat's reference is 0: 0.027 the farthest

@@ -216,8 +216,11 @@ def heatmap(report: Report, folder: Path, formats: tuple[str, ...] = FORMATS) ->
                 f"{kind.format(r.effect_size, digits)}{significance(adj.holm) if adj else ''}"
             )
         ref = kind.reference if kind.reference is not None else float(np.nanmean(grid))
-        spread = float(np.nanmax(np.abs(grid - ref))) if np.isfinite(grid).any() else 1.0
-        spread = spread if spread > 0 else 1.0
+        # the scale reaches the farthest value or interval bound: a value whose interval spans
+        # the reference is drawn pale, not in the darkest colour because it is the only one
+        reach = [abs(v - ref) for r in members for v in (r.effect_size, *(ci_of(r) or ()))]
+        reach = [v for v in reach if math.isfinite(v)]
+        spread = max(reach) if reach and max(reach) > 0 else 1.0
         cmap = plt.get_cmap("RdBu_r").with_extremes(bad="#dddddd")
         image = ax.imshow(
             np.ma.masked_invalid(grid),
