@@ -16,6 +16,7 @@ from bias.core.errors import BiasError
 
 
 # What `bias info` adds to a guarded parameter's description (see README, "Security").
+HELP_CHARS = 1000  # a parameter's help, the plugin's own words: longer than a word or path shown
 GUARD_NOTES = {
     "code": " [runs code: from the command line only]",
     "route": " [where requests, keys or data go: from a file only with --allow NAME=VALUE]",
@@ -212,7 +213,7 @@ def parameters_table(entry: dict[str, Any], flags: dict[str, str] | None = None)
             cell(name),
             cell(p["type"]),
             cell(default),
-            cell(p["help"] + GUARD_NOTES.get(p.get("guard"), "")),
+            cell(p["help"] + GUARD_NOTES.get(p.get("guard"), ""), HELP_CHARS),
         )
     return table
 

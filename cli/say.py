@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Union
 
-from bias.core.text import message, shown, visible
+from bias.core.text import MAX_TEXT, message, shown, visible
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -62,12 +62,12 @@ def warn(console: Console, *parts: Part, label: str = "warning", style: str = "y
     say(console, (label, style), " ", *parts)
 
 
-def cell(text: object) -> str:
+def cell(text: object, limit: int = MAX_TEXT) -> str:
     """User text inside rich markup (a table cell, a progress-bar description): escaped, made
-    visible, cut."""
+    visible, cut at `limit` characters."""
     from rich.markup import escape
 
-    return escape(shown(text))
+    return escape(shown(text, limit))
 
 
 def cell_lines(text: str) -> str:

@@ -276,7 +276,8 @@ OPTIONS: tuple[Option, ...] = (
     _metric(
         "samples",
         "Metric",
-        "CEAT: random samples of one context per word (default 10000).",
+        "CEAT: random samples of one context per word (default 10000); bbq and discrimination: "
+        "replies per prompt when the model writes its answers.",
         kind="whole",
     ),
     _metric(

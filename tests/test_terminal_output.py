@@ -275,3 +275,12 @@ def test_written_line_names_the_main_files_and_counts_the_per_item_csvs(tmp_path
     many = [tmp_path / f"scores-t{i}-weat-{i}.csv" for i in range(18)] + [tmp_path / "predictions-r-probe-1.csv"]
     assert written_files(tmp_path, main, many) == (
         "results.jsonl, report.md, manifest.json and 19 per-item CSV files (predictions-*.csv, scores-*.csv)")
+
+
+def test_a_parameters_help_is_shown_whole_at_80_columns():
+    """A parameter's help is the plugin's own words: cut at 200 characters like a word from a file,
+    discrimination's `mode` lost its end ("e... (213 characters)")."""
+    proc = bias("info", "discrimination", columns="80")
+    assert proc.returncode == 0, proc.stderr
+    assert "characters)" not in proc.stdout
+    assert "else generate)" in " ".join(proc.stdout.replace("│", " ").split())
