@@ -157,3 +157,21 @@ def test_the_two_sides_are_told_apart_when_one_is_the_debiased_original():
     assert side_name("hf:pkg:m/model[debias=sent,debias_lists=en/debias-gender]") == "hf:pkg:m/model, debiased by sent (lists en/debias-gender)"
     assert side_name("static:x[debias=leace,debias_language=en]") == "static:x, debiased by leace (lists en)"
     assert side_name("hf:bert[layer=-1]") == "hf:bert, layer=-1"
+
+
+def test_a_test_each_run_ran_with_other_settings_is_said_so() -> None:
+    """Log-likelihood against written answers of one hiring audit: two one-sided rows, and a note
+    naming the settings that differ (not only "ran in one run only")."""
+    def hiring(model: str, params: dict) -> Result:
+        return Result(key=model, model=model, wordset="it/hiring", metric="discrimination", effect_size=0.01,
+                      params=params)
+
+    table = compare(
+        [hiring("hf:gpt2", {"mode": "auto", "samples": None})],
+        [hiring("chat:m", {"mode": "generate", "samples": 5})],
+    )
+    assert "2 test(s) ran in one run only (shown with '-' on the other side)" in table.notes
+    assert (
+        "it/hiring / discrimination ran in both runs, with other settings: mode 'auto' before, "
+        "'generate' after, samples None before, 5 after"
+    ) in table.notes

@@ -113,6 +113,24 @@ def single_model(
     return list(results), models[0]
 
 
+def _other_settings(only: Sequence[Comparison]) -> list[str]:
+    """For a test that each run ran with other parameters (two rows, each one-sided): which
+    parameters differ, so that "ran in one run only" is not read as a test one run left out."""
+    out = []
+    for wordset, metric in dict.fromkeys((r.wordset, r.metric) for r in only):
+        before = [r.params for r in only if (r.wordset, r.metric) == (wordset, metric) and r.before]
+        after = [r.params for r in only if (r.wordset, r.metric) == (wordset, metric) and r.after]
+        if before and after:
+            b, a = before[0], after[0]
+            differ = sorted(k for k in {*b, *a} if b.get(k) != a.get(k))
+            out.append(
+                f"{wordset} / {metric} ran in both runs, with other settings: "
+                + ", ".join(f"{k} {b.get(k)!r} before, {a.get(k)!r} after" for k in differ[:6])
+                + (f" and {len(differ) - 6} more" if len(differ) > 6 else "")
+            )
+    return out
+
+
 def compare(
     before: Sequence[Result],
     after: Sequence[Result],
@@ -173,6 +191,7 @@ def compare(
     only = [r for r in rows if r.before is None or r.after is None]
     if only:
         notes.append(f"{len(only)} test(s) ran in one run only (shown with '-' on the other side)")
+        notes += _other_settings(only)
     from bias.core.statistics.multiple_testing import adjust
 
     holm = {
