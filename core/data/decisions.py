@@ -203,9 +203,9 @@ def headline_of(data: Any, variant: str, headline: str, metric: str) -> str:
     chosen = headline or others[0]
     if chosen not in others:
         raise BiasError(
-            f"{metric}: headline {chosen!r} is not a group compared with the reference "
-            f"{data.reference!r}.",
-            f"Use one of: {', '.join(others)}.",
+            f"headline {chosen!r} is not a group compared with the reference "
+            f"{data.reference!r} in {data.name}.",
+            f"Use one of: {', '.join(others)} (--param headline=GROUP).",
         )
     return chosen
 
