@@ -21,19 +21,26 @@ class _Kept(logging.Handler):
         self.lines: list[str] = []
 
     def emit(self, record: logging.LogRecord) -> None:
-        text = record.getMessage()
+        try:
+            text = record.getMessage()
+        except Exception:  # a plugin's malformed format: its words, not a failed experiment
+            text = str(record.msg)
         if text not in self.lines:
             self.lines.append(text)
 
 
 @contextmanager
 def collected() -> Iterator[list[str]]:
-    """The warnings logged to `log` meanwhile, each once, kept instead of printed."""
-    kept, propagate = _Kept(), log.propagate
+    """The warnings logged to `log` meanwhile, each once, kept instead of printed: at WARNING
+    whatever the command line's level (-q must change what is printed, not what a result
+    records)."""
+    kept, propagate, level = _Kept(), log.propagate, log.level
     log.addHandler(kept)
     log.propagate = False
+    log.setLevel(logging.WARNING)
     try:
         yield kept.lines
     finally:
         log.removeHandler(kept)
         log.propagate = propagate
+        log.setLevel(level)

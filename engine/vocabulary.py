@@ -276,8 +276,7 @@ OPTIONS: tuple[Option, ...] = (
     _metric(
         "samples",
         "Metric",
-        "CEAT: random samples of one context per word (default 10000); bbq and discrimination: "
-        "replies per prompt when the model writes its answers.",
+        "CEAT: samples of one context a word (10000); bbq and discrimination: replies a prompt.",
         kind="whole",
     ),
     _metric(

@@ -234,3 +234,19 @@ def test_the_heatmap_scale_reaches_the_farthest_interval_bound(tmp_path, monkeyp
     low, high = image.get_clim()
     real_close(fig)
     assert (low, high) == pytest.approx((-0.027, 0.027))  # weat's reference is 0: 0.027 the farthest
+
+
+def test_one_wide_interval_does_not_wash_out_the_heatmap():
+    """The scale reaches the farthest value and the median cell's farthest bound: two clear effects
+    keep their colour beside one null with a huge interval."""
+    from bias.core.model import Result
+    from bias.core.reports.figures import _spread
+
+    def cell(d, low, high):
+        return Result(key=str(d), model="m", wordset="en/weat1", metric="weat", effect_size=d,
+                      figures={"ci_low": low, "ci_high": high})
+
+    cells = [cell(0.8, 0.6, 1.0), cell(0.7, 0.5, 0.9), cell(0.0, -6.0, 6.1)]
+    assert _spread(cells, 0.0) == pytest.approx(1.0)  # the bounds' median, above the largest value
+    assert _spread([cell(0.007, -0.013, 0.027)], 0.0) == pytest.approx(0.027)
+    assert _spread([cell(1.5, float("nan"), 2.0), cell(-0.4, -0.9, 0.1)], 0.0) == pytest.approx(1.5)

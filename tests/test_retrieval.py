@@ -332,3 +332,10 @@ def test_texts_cut_to_the_models_window_are_said_in_the_result_and_its_report(tm
     assert cut and all(re.match(r"\d+ of \d+ texts are longer", w) for w in cut), result["warnings"]
     assert done.both.count(cut[0]) == 1  # said with the experiment, not also as a log line
     assert cut[0] in (tmp_path / "out" / "report.md").read_text(encoding="utf-8")
+    # again, every row from the encoding cache, and -q: -q changes what is printed, not what the
+    # result records, and the cut texts are the same whether their rows are computed or cached
+    again = cli("-q", "run", "--model", f"hf:{tmp_path / 'gpt2-16'}", "--wordset", str(path), "--metric",
+                "retrieval", "--param", "permutations=200", "--out", str(tmp_path / "again"))
+    assert again.code == 0, again.err
+    (second,) = [json.loads(line) for line in (tmp_path / "again" / "results.jsonl").read_text().splitlines()]
+    assert [w for w in second["warnings"] if "longer than the model's limit" in w] == cut

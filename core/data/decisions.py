@@ -198,7 +198,8 @@ def headline_of(data: Any, variant: str, headline: str, metric: str) -> str:
         raise BiasError(
             f"{data.name} has no two groups to compare in its {variant!r} variant (the reference "
             f"group {data.reference!r} and another with applicants).",
-            "With --limit, give a number large enough to keep the applicants of two groups.",
+            "If the run has --limit, give a number large enough to keep the applicants of two "
+            "groups; else the word set's variant lists only one.",
         )
     chosen = headline or others[0]
     if chosen not in others:

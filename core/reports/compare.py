@@ -123,6 +123,8 @@ def _other_settings(only: Sequence[Comparison]) -> list[str]:
         if before and after:
             b, a = before[0], after[0]
             differ = sorted(k for k in {*b, *a} if b.get(k) != a.get(k))
+            if not differ:  # the same values written apart (1 and 1.0)
+                continue
             out.append(
                 f"{wordset} / {metric} ran in both runs, with other settings: "
                 + ", ".join(f"{k} {b.get(k)!r} before, {a.get(k)!r} after" for k in differ[:6])

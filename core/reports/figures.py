@@ -216,11 +216,7 @@ def heatmap(report: Report, folder: Path, formats: tuple[str, ...] = FORMATS) ->
                 f"{kind.format(r.effect_size, digits)}{significance(adj.holm) if adj else ''}"
             )
         ref = kind.reference if kind.reference is not None else float(np.nanmean(grid))
-        # the scale reaches the farthest value or interval bound: a value whose interval spans
-        # the reference is drawn pale, not in the darkest colour because it is the only one
-        reach = [abs(v - ref) for r in members for v in (r.effect_size, *(ci_of(r) or ()))]
-        reach = [v for v in reach if math.isfinite(v)]
-        spread = max(reach) if reach and max(reach) > 0 else 1.0
+        spread = _spread(members, ref)
         cmap = plt.get_cmap("RdBu_r").with_extremes(bad="#dddddd")
         image = ax.imshow(
             np.ma.masked_invalid(grid),
@@ -257,6 +253,23 @@ def heatmap(report: Report, folder: Path, formats: tuple[str, ...] = FORMATS) ->
     written = save(fig, folder, "heatmap", formats)
     plt.close(fig)
     return written
+
+
+def _spread(members: Sequence[Result], ref: float) -> float:
+    """How far from the reference the colour scale reaches: the farthest value, and at least the
+    median cell's farthest interval bound. A value alone whose interval spans the reference is then
+    pale, not the darkest colour for being the only one; one wide interval among many does not
+    wash the others out."""
+    import statistics
+
+    values = [abs(r.effect_size - ref) for r in members if math.isfinite(r.effect_size)]
+    bounds = [
+        max(abs(b - ref) for b in ci)
+        for r in members
+        if (ci := ci_of(r)) and all(math.isfinite(b) for b in ci)
+    ]
+    spread = max([*values, statistics.median(bounds) if bounds else 0.0], default=0.0)
+    return spread if spread > 0 else 1.0
 
 
 def _cell_digits(kind: Any, values: Sequence[float]) -> int:

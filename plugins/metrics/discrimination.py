@@ -353,7 +353,8 @@ class Discrimination(Metric):
                 "the language"
             )
         return (
-            f"The value is the coefficient of group {headline!r} against {reference!r} (headline); "
+            f"The value is the coefficient of group {headline!r} against {reference!r} on the "
+            "log-odds of yes (headline); "
             f"every group's is below. Answers: {how}. The gender rows' paired tests are women "
             f"against men within {reference!r}."
         )

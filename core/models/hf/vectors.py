@@ -241,6 +241,20 @@ def _warn_truncated(cut: int, total: int, limit: int | None) -> None:
         )
 
 
+def _longer_than_window(loaded: LoadedModel, texts: Sequence[str], start: int | None) -> int:
+    """How many of `texts` are longer than the model's window (with the start token put before
+    them): the texts `prepare` would cut, counted for rows found in the cache."""
+    limit = loaded.token_limit
+    # a token covers at least one byte of its text, so a text this short fits whatever its
+    # tokens (the special tokens, at most a few, counted generously): only longer ones are
+    # tokenised, and a cached run of words or sentences tokenises nothing
+    longer = [t for t in texts if len(t.encode("utf-8", "surrogatepass")) + 8 > (limit or 0)]
+    if not longer or not limit:
+        return 0
+    extra = 0 if start is None else 1
+    return sum(len(ids) + extra > limit for ids, _, _ in tokenized(loaded.tokenizer, longer))
+
+
 def tokens(loaded: LoadedModel, texts: Sequence[str]) -> list[Tokens]:
     """Each text's ids, trimmed character ranges ((0, 0) for special tokens) and special-token
     flags, cut to the model's window (special tokens kept) with one warning per call."""
@@ -276,10 +290,11 @@ def prepare(
     pooling: str,
     *,
     start: int | None = None,
-) -> list[PooledInput | None]:
+) -> tuple[list[PooledInput | None], int]:
     """Tokenise, pick the positions to average and cut texts to the model's window; None where the
-    span covers no token. `start`, a token id, is put before every text as a special token (the
-    start token of a causal LM whose tokenizer adds none, see `start_token`)."""
+    span covers no token; and how many texts were cut. `start`, a token id, is put before every text
+    as a special token (the start token of a causal LM whose tokenizer adds none, see
+    `start_token`)."""
     tokenizer = loaded.tokenizer
     out: list[PooledInput | None] = []
     cut = 0
@@ -312,8 +327,7 @@ def prepare(
             else:
                 positions = [index[p] for p in positions]
         out.append(PooledInput(_model_inputs(tokenizer, ids), tuple(positions)))
-    _warn_truncated(cut, len(texts), loaded.token_limit)
-    return out
+    return out, cut
 
 
 STARTS = ("auto", "always")
@@ -451,10 +465,16 @@ def cached_rows(
     ]
     found, missing = encoding_cache.lookup(cache, keys)
     empty_keys: set[str] = set()
+    # texts cut to the window are said whether their rows were computed now or found in the cache
+    # (a rerun's report must say it as the first run's did)
+    computed_now = set(missing)
+    cached = [i for i in range(len(texts)) if i not in computed_now]
+    cut = _longer_than_window(loaded, [texts[i] for i in cached], start)
     if missing:
-        prepared = prepare(
+        prepared, cut_now = prepare(
             loaded, [texts[i] for i in missing], [spans[i] for i in missing], pooling, start=start
         )
+        cut += cut_now
         computed = [(keys[i], item) for i, item in zip(missing, prepared) if item is not None]
         empty_keys = {keys[i] for i, item in zip(missing, prepared) if item is None}
         rows = compute([item for _, item in computed], layer)
@@ -462,6 +482,7 @@ def cached_rows(
         if cache is not None and new:
             cache.put(new)
         found.update(new)
+    _warn_truncated(cut, len(texts), loaded.token_limit)
     dim = (
         next(iter(found.values())).shape[0]
         if found
