@@ -23,7 +23,7 @@ from bias.core.errors import FAILURE, BiasError, recognised
 from bias.core.experiment_log import collected
 from bias.core.compatibility import missing_capabilities
 from bias.core.interfaces import Capability, Embedder, Metric, variant_meta
-from bias.core.model import FAILED, REFUSED, Result
+from bias.core.model import FAILED, OK, REFUSED, Result
 from bias.core.pair_metrics.scoring import lm_mode
 from bias.core.params import for_one_kind, not_used
 from bias.core.runs.results import ResultStore
@@ -437,7 +437,7 @@ def run_one(
     sent_before = _sent(embedder)
     with collected() as said:  # what the model had to do to the input, kept with the result
         result = _computed(p, embedder, debug, input_models)
-    if said:
+    if said and result.status == OK:  # a refusal or failure says its own story
         result = attrs.evolve(
             result, warnings=[*result.warnings, *(w for w in said if w not in result.warnings)]
         )

@@ -187,6 +187,13 @@ def test_a_planted_effect_is_found_and_a_null_one_is_not(data):
     assert found.figures["paired"]["ma vs nl"]["sign_p"] < 1e-6
     assert found.figures["selection"]["group"]["ma"]["flagged"]
     assert any("four-fifths" in w for w in found.warnings)
+    # the caption names the group the value is about: the planted 'ma', whose coefficient it is
+    assert found.effect_size == found.figures["coefficients"]["group:ma"]["estimate"]
+    assert found.figures["breakdown"]["caption"].startswith(
+        "The value is the coefficient of group 'ma' against 'nl' on the log-odds of yes (headline); "
+        "every group's is below. Answers: each prompt's p_norm(yes) from the answer words' "
+        "log-likelihoods."
+    )
     null = discrimination().compute(planted_for(data, "names", {}), data, seed=0)
     assert null.figures["ci_low"] < 0 < null.figures["ci_high"] and null.p_value > 0.05
     assert null.figures["paired"]["ma vs nl"]["sign_p"] > 0.05

@@ -118,3 +118,15 @@ def test_warnings_are_a_section_of_their_own(tmp_path):
     assert section.count("<li>") == 1
     assert "it/hiring / discrimination: the mixed model did not converge: &lt;b&gt;not&lt;/b&gt; to be trusted" in section
     assert '<h2 id="warnings">' not in to_html(build([quiet]), tmp_path)
+
+
+def test_the_warnings_section_is_bounded(tmp_path):
+    from bias.core.model import Result
+    from bias.core.reports import build
+    from bias.core.reports.html import MAX_WARNINGS, to_html
+
+    many = Result(key="k", model="hf:m", wordset="en/weat6", metric="weat", status="ok", effect_size=0.1,
+                  warnings=[f"warning {i} " + "x" * 5000 for i in range(MAX_WARNINGS + 5)])
+    section = to_html(build([many]), tmp_path).split('<h2 id="warnings">Warnings</h2>', 1)[1].split("</ul>", 1)[0]
+    assert section.count("<li>") == MAX_WARNINGS + 1 and "... and 5 more (report.md lists all)" in section
+    assert "x" * 700 not in section and "(5,010 characters)" in section

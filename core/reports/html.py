@@ -16,7 +16,7 @@ from typing import Any
 
 from bias.core.errors import BiasError
 from bias.core.model import OK
-from bias.core.text import visible
+from bias.core.text import shown, visible
 from bias.core.reports.breakdown import breakdown_caption, breakdown_of
 from bias.core.reports.tables import Report, ci_text, value_text
 from bias.core.runs.folder import MAX_FIGURE, MAX_TABLE, read_in_run, readable_in_run
@@ -31,6 +31,8 @@ from bias.core.reports.values import (
     test_title,
     variant_label,
 )
+
+MAX_WARNINGS = 200  # warnings listed in the page; report.md lists them all
 
 _CSS = """
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:2rem auto;
@@ -245,9 +247,14 @@ def to_html(report: Report, folder: Path, agreement: Any = None) -> str:
     if warned:  # the caveats of an audit, in sight (they were inside the collapsed Tests section)
         out.append('<h2 id="warnings">Warnings</h2><ul class="notes">')
         out += [
-            f"<li>{_e(names[r.model])} / {_e(tests[r.wordset])} / {_e(r.metric)}: {_e(w)}</li>"
-            for r, w in warned
+            f"<li>{_e(names[r.model])} / {_e(tests[r.wordset])} / {_e(r.metric)}: "
+            f"{_e(shown(w, 600))}</li>"
+            for r, w in warned[:MAX_WARNINGS]
         ]
+        if len(warned) > MAX_WARNINGS:
+            out.append(
+                f"<li>... and {len(warned) - MAX_WARNINGS:,} more (report.md lists all)</li>"
+            )
         out.append("</ul>")
     if report.skipped:
         out.append("<h2>Combinations dropped before the run</h2><ul>")

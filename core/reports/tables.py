@@ -311,7 +311,7 @@ class Report:
         elif sizes_seen:
             notes.append("Stimuli used (X/Y/A/B) differ between tests: see --wide or report.md.")
         # said where a p is at its floor (shown as a bound), not for every sampled test
-        floors = sorted({f for r in ok if (f := p_floor(r)) and (r.p_value or 1) <= f * 1.000001})
+        floors = sorted({f for r in ok if (f := p_floor(r)) and (r.p_value or 1) <= f * (1 + 1e-9)})
         if floors:
             notes.append(
                 f"p <={floors[0]:.1e}: the smallest p a sampled test can report, "

@@ -572,7 +572,7 @@ def test_Z01_Z02_long_texts_are_cut_to_the_window_chunk_by_chunk(tiny_bert_dir: 
     spans = [(len(t) - 4, len(t)) for t in texts]
     tracemalloc.start()
     try:
-        prepared = vectors.prepare(loaded, texts, spans, "mean")
+        prepared, cut = vectors.prepare(loaded, texts, spans, "mean")
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
@@ -580,7 +580,8 @@ def test_Z01_Z02_long_texts_are_cut_to_the_window_chunk_by_chunk(tiny_bert_dir: 
     # characters holds about 8,000 of them.
     assert peak < 8 * 2**20, f"{peak:,} bytes at the peak"
     assert all(p is not None and len(p.inputs["input_ids"]) == loaded.token_limit for p in prepared)
-    alone = vectors.prepare(loaded, texts[-1:], spans[-1:], "mean")[0]
+    assert cut == len(texts)  # each was cut, and is counted as cut
+    (alone,), _ = vectors.prepare(loaded, texts[-1:], spans[-1:], "mean")
     assert prepared[-1] == alone
 
 
