@@ -20,7 +20,7 @@ import attrs
 MORE_BIASED = ("", "higher", "lower", "none")
 # The figures a report can draw from a metric's results beyond the standard ones, by name. A metric
 # that declares one writes the figures it needs (CONTRIBUTING.md, "Figures a report draws").
-FIGURES = ("quadrants",)
+FIGURES = ("quadrants", "selection")
 
 
 def _text(value: Any) -> bool:

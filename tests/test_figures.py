@@ -250,3 +250,40 @@ def test_one_wide_interval_does_not_wash_out_the_heatmap():
     assert _spread(cells, 0.0) == pytest.approx(1.0)  # the bounds' median, above the largest value
     assert _spread([cell(0.007, -0.013, 0.027)], 0.0) == pytest.approx(0.027)
     assert _spread([cell(1.5, float("nan"), 2.0), cell(-0.4, -0.9, 0.1)], 0.0) == pytest.approx(1.5)
+
+
+def test_the_selection_figure_shows_each_groups_rate_and_flags(tmp_path, monkeypatch):
+    """A hiring audit's figure: one bar per group at its selection rate, red where the metric
+    flagged the impact ratio; drawn for a metric that declares it, never for another; a report
+    without such a result removes an earlier one's file."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    from bias.core.model import Result
+    from bias.core.reports import build
+    from bias.core.reports.selection_figure import selection
+    from fixtures.values import value_of
+
+    groups = {"nl": {"rate": 0.5, "ratio": 1.0, "flagged": False},
+              "ma": {"rate": 0.3, "ratio": 0.6, "flagged": True},
+              "tr": {"rate": 0.45, "ratio": 0.9, "flagged": False}}
+    hiring = Result(key="h", model="hf:m", wordset="nl/hiring", metric="retrieval", effect_size=0.6,
+                    figures={"selection": {"group": groups}}, meta=value_of("retrieval"))
+    weat = Result(key="w", model="hf:m", wordset="en/weat6", metric="weat", effect_size=0.4,
+                  figures={"selection": {"group": groups}}, meta=value_of("weat"))  # not declared: no panel
+    captured = []
+    real_close = plt.close
+    monkeypatch.setattr(plt, "close", lambda fig=None: captured.append(fig))
+    written = selection(build([hiring, weat]), tmp_path, ("png",))
+    monkeypatch.setattr(plt, "close", real_close)
+    (fig,) = captured
+    (ax,) = fig.axes
+    bars = ax.patches
+    real_close(fig)
+    assert [p.name for p in written] == ["selection.png"]
+    assert [b.get_width() for b in bars] == [0.5, 0.3, 0.45]
+    red = matplotlib.colors.to_rgba("#c0392b")
+    assert [b.get_facecolor() == red for b in bars] == [False, True, False]
+    assert selection(build([weat]), tmp_path, ("png",)) == [] and not (tmp_path / "selection.png").exists()

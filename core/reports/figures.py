@@ -48,7 +48,7 @@ from bias.core.reports.values import (
 from bias.core.reports.word_figure import words
 from bias.core.text import natural_key
 
-FIGURES = ("forest", "heatmap", "words", "languages", "p-vs-effect")
+FIGURES = ("forest", "heatmap", "words", "languages", "p-vs-effect", "selection")
 
 
 def _holm_significant(report: Report, r: Result, alpha: float = 0.05) -> bool:
@@ -357,6 +357,8 @@ def write_figures(report: Report, folder: Path, formats: tuple[str, ...] = FORMA
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     out: list[Any] = []
-    for draw in (forest, heatmap, words, languages, p_vs_effect):
+    from bias.core.reports.selection_figure import selection
+
+    for draw in (forest, heatmap, words, languages, p_vs_effect, selection):
         out += draw(report, folder, formats)
     return out

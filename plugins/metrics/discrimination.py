@@ -100,6 +100,7 @@ class Discrimination(Metric):
         signed=True,
         digits=2,
         more_biased="lower",
+        figures=("selection",),
     )
     # Log-likelihoods of the answer words (a causal LM), or replies the model writes (a chat API).
     requires: ClassVar[frozenset[Capability]] = frozenset()

@@ -85,6 +85,7 @@ class Retrieval(Metric):
         signed=False,
         digits=2,
         more_biased="lower",
+        figures=("selection",),
     )
     requires: ClassVar[frozenset[Capability]] = frozenset({Capability.CONTEXTUAL})
     data_kind: ClassVar[str] = DECISIONS
