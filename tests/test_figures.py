@@ -287,3 +287,38 @@ def test_the_selection_figure_shows_each_groups_rate_and_flags(tmp_path, monkeyp
     red = matplotlib.colors.to_rgba("#c0392b")
     assert [b.get_facecolor() == red for b in bars] == [False, True, False]
     assert selection(build([weat]), tmp_path, ("png",)) == [] and not (tmp_path / "selection.png").exists()
+
+
+def test_the_selection_figure_from_a_hostile_results_file(tmp_path, monkeypatch):
+    """Many groups: 40 bars, the flagged one past the 40th among them, and the panel says how many
+    are not shown; a name is cut and made visible; a rate outside 0..1 gets no panel."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    from bias.core.model import Result
+    from bias.core.reports import build
+    from bias.core.reports.selection_figure import selection
+    from fixtures.values import value_of
+
+    groups = {f"g{i}": {"rate": 0.5, "ratio": 1.0, "flagged": False} for i in range(100)}
+    groups["late\u202e" + "x" * 500] = {"rate": 0.1, "ratio": 0.2, "flagged": True}
+    many = Result(key="m", model="hf:m", wordset="nl/hiring", metric="retrieval", effect_size=0.6,
+                  figures={"selection": {"group": groups}}, meta=value_of("retrieval"))
+    captured = []
+    real_close = plt.close
+    monkeypatch.setattr(plt, "close", lambda fig=None: captured.append(fig))
+    selection(build([many]), tmp_path, ("png",))
+    (fig,) = captured
+    (ax,) = fig.axes
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    title = ax.get_title(loc="left")
+    real_close(fig)
+    assert len(labels) == 40 and labels[0].startswith("late<U+202E>xxx") and len(labels[0]) < 80
+    assert "61 more groups not shown" in title
+    odd = Result(key="o", model="hf:m", wordset="nl/hiring", metric="retrieval", effect_size=0.6,
+                 figures={"selection": {"group": {"a": {"rate": 1.5}, "b": {"rate": 0.2}}}}, meta=value_of("retrieval"))
+    captured.clear()
+    assert selection(build([odd]), tmp_path, ("png",)) == [] and captured == []
+    monkeypatch.setattr(plt, "close", real_close)

@@ -128,5 +128,5 @@ def test_the_warnings_section_is_bounded(tmp_path):
     many = Result(key="k", model="hf:m", wordset="en/weat6", metric="weat", status="ok", effect_size=0.1,
                   warnings=[f"warning {i} " + "x" * 5000 for i in range(MAX_WARNINGS + 5)])
     section = to_html(build([many]), tmp_path).split('<h2 id="warnings">Warnings</h2>', 1)[1].split("</ul>", 1)[0]
-    assert section.count("<li>") == MAX_WARNINGS + 1 and "... and 5 more (report.md lists all)" in section
+    assert section.count("<li>") == MAX_WARNINGS + 1 and "... and 5 more (report.md of `bias report --format md` lists all)" in section
     assert "x" * 700 not in section and "(5,010 characters)" in section

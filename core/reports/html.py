@@ -253,7 +253,8 @@ def to_html(report: Report, folder: Path, agreement: Any = None) -> str:
         ]
         if len(warned) > MAX_WARNINGS:
             out.append(
-                f"<li>... and {len(warned) - MAX_WARNINGS:,} more (report.md lists all)</li>"
+                f"<li>... and {len(warned) - MAX_WARNINGS:,} more (report.md of "
+                "`bias report --format md` lists all)</li>"
             )
         out.append("</ul>")
     if report.skipped:

@@ -26,28 +26,33 @@ from bias.core.reports.plotting import (
 from bias.core.reports.tables import Report
 from bias.core.reports.values import kind_of, short_models, short_tests
 from bias.core.runs.folder import remove_in_run
+from bias.core.text import shown
 
 FIGURE = "selection"
 PER_PAGE = 6
+MAX_GROUPS = 40  # bars a panel shows; the panel says how many more there are
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _groups(result: Result) -> dict[str, dict[str, Any]] | None:
-    """The result's groups with a finite rate, in its order; None when the shape is not there (a
-    results file is outside input)."""
+    """The result's groups, in its order, each a rate from 0 to 1; None when the shape is not there
+    (a results file is outside input: such a result gets no panel rather than a wrong one)."""
     selection = (result.figures or {}).get("selection")
     groups = selection.get("group") if isinstance(selection, dict) else None
     if not isinstance(groups, dict) or not groups:
         return None
     out = {}
-    for name, entry in list(groups.items())[:40]:
+    for name, entry in groups.items():
         rate = entry.get("rate") if isinstance(entry, dict) else None
-        if not isinstance(rate, (int, float)) or isinstance(rate, bool) or not math.isfinite(rate):
+        if not _number(rate) or not 0.0 <= rate <= 1.0:
             return None
         ratio = entry.get("ratio")
-        ok_ratio = isinstance(ratio, (int, float)) and math.isfinite(ratio)
-        out[str(name)] = {
+        out[shown(name, 40)] = {
             "rate": float(rate),
-            "ratio": float(ratio) if ok_ratio else None,
+            "ratio": float(ratio) if _number(ratio) else None,
             "flagged": entry.get("flagged") is True,
         }
     return out
@@ -84,7 +89,7 @@ def _page(
 ) -> list[Path]:
     plt = pyplot()
     names, tests = short_models(report.results), short_tests(report.results)
-    heights = [0.9 + 0.32 * len(groups) for _, groups in page]
+    heights = [0.9 + 0.32 * min(len(groups), MAX_GROUPS) for _, groups in page]
     fig, axes = plt.subplots(
         len(page),
         1,
@@ -93,7 +98,14 @@ def _page(
         gridspec_kw={"height_ratios": heights},
         layout="constrained",
     )
-    for ax, (r, groups) in zip(axes[:, 0], page):
+    for ax, (r, every) in zip(axes[:, 0], page):
+        # the flagged groups first among those cut: a flag past the 40th must still be seen
+        order = (
+            sorted(every, key=lambda g: not every[g]["flagged"])
+            if len(every) > MAX_GROUPS
+            else every
+        )
+        groups = {g: every[g] for g in list(order)[:MAX_GROUPS]}
         labels = list(groups)
         rates = [groups[g]["rate"] for g in labels]
         colours = ["#c0392b" if groups[g]["flagged"] else "#5d6d7e" for g in labels]
@@ -108,7 +120,13 @@ def _page(
             ax.text(rates[i], i, " " + text, va="center", fontsize=6.5)
         ax.set_xlim(0, max(top * 1.35, 0.05))
         ax.tick_params(axis="x", labelsize=6.5)
-        ax.set_title(f"{tests[r.wordset]} on {names[r.model]} ({r.metric})", fontsize=8, loc="left")
+        more = len(every) - len(groups)
+        ax.set_title(
+            f"{tests[r.wordset]} on {names[r.model]} ({r.metric})"
+            + (f"; {more:,} more groups not shown (the breakdown lists them)" if more else ""),
+            fontsize=8,
+            loc="left",
+        )
     axes[-1, 0].set_xlabel(
         "selection rate (impact ratio: over the highest rate); red: a ratio the metric flagged"
         + (f"\n{note}" if note else ""),

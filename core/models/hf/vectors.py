@@ -241,18 +241,18 @@ def _warn_truncated(cut: int, total: int, limit: int | None) -> None:
         )
 
 
-def _longer_than_window(loaded: LoadedModel, texts: Sequence[str], start: int | None) -> int:
-    """How many of `texts` are longer than the model's window (with the start token put before
-    them): the texts `prepare` would cut, counted for rows found in the cache."""
-    limit = loaded.token_limit
-    # a token covers at least one byte of its text, so a text this short fits whatever its
-    # tokens (the special tokens, at most a few, counted generously): only longer ones are
-    # tokenised, and a cached run of words or sentences tokenises nothing
-    longer = [t for t in texts if len(t.encode("utf-8", "surrogatepass")) + 8 > (limit or 0)]
-    if not longer or not limit:
-        return 0
-    extra = 0 if start is None else 1
-    return sum(len(ids) + extra > limit for ids, _, _ in tokenized(loaded.tokenizer, longer))
+_MARK = np.zeros(1)  # the row stored beside a cut text's row: its key is the mark
+
+
+def _cut_mark(key: str) -> str:
+    return encoding_cache.row_key(key, "cut to the window")
+
+
+def _marks(cache: encoding_cache.EncodingCache | None, keys: list[str]) -> set[str]:
+    """The cut marks the cache holds for `keys`' rows."""
+    if cache is None or not keys:
+        return set()
+    return set(cache.get([_cut_mark(k) for k in keys]))
 
 
 def tokens(loaded: LoadedModel, texts: Sequence[str]) -> list[Tokens]:
@@ -290,14 +290,14 @@ def prepare(
     pooling: str,
     *,
     start: int | None = None,
-) -> tuple[list[PooledInput | None], int]:
+) -> tuple[list[PooledInput | None], list[int]]:
     """Tokenise, pick the positions to average and cut texts to the model's window; None where the
-    span covers no token; and how many texts were cut. `start`, a token id, is put before every text
-    as a special token (the start token of a causal LM whose tokenizer adds none, see
-    `start_token`)."""
+    span covers no token; and the indices of the texts that were cut. `start`, a token id, is put
+    before every text as a special token (the start token of a causal LM whose tokenizer adds none,
+    see `start_token`)."""
     tokenizer = loaded.tokenizer
     out: list[PooledInput | None] = []
-    cut = 0
+    cut: list[int] = []
     for text, span, (ids, offsets, special) in zip(texts, spans, tokenized(tokenizer, texts)):
         if start is not None:
             ids, offsets, special = [start, *ids], [(0, 0), *offsets], [1, *special]
@@ -317,7 +317,7 @@ def prepare(
             len(ids), special, anchor, loaded.token_limit, causal=loaded.causal, text=text
         )
         if kept is not None:
-            cut += 1
+            cut.append(len(out))
             index = {old: new for new, old in enumerate(kept)}
             ids = [ids[i] for i in kept]
             if pooling == "mean" and span is None:
@@ -465,24 +465,24 @@ def cached_rows(
     ]
     found, missing = encoding_cache.lookup(cache, keys)
     empty_keys: set[str] = set()
-    # texts cut to the window are said whether their rows were computed now or found in the cache
-    # (a rerun's report must say it as the first run's did)
-    computed_now = set(missing)
-    cached = [i for i in range(len(texts)) if i not in computed_now]
-    cut = _longer_than_window(loaded, [texts[i] for i in cached], start)
+    # Texts cut to the window are said whether their rows were computed now or found in the cache
+    # (a rerun's report must say it as the first run's did): a cut row is stored with a mark.
+    marked = _marks(cache, list(found))
+    cut_keys = {k for k in found if _cut_mark(k) in marked}
     if missing:
         prepared, cut_now = prepare(
             loaded, [texts[i] for i in missing], [spans[i] for i in missing], pooling, start=start
         )
-        cut += cut_now
+        cut_keys |= {keys[missing[j]] for j in cut_now}
         computed = [(keys[i], item) for i, item in zip(missing, prepared) if item is not None]
         empty_keys = {keys[i] for i, item in zip(missing, prepared) if item is None}
         rows = compute([item for _, item in computed], layer)
         new = {key: rows[j] for j, (key, _) in enumerate(computed)}
         if cache is not None and new:
-            cache.put(new)
+            marks = {_cut_mark(key): _MARK for key in new if key in cut_keys}
+            cache.put({**new, **marks})
         found.update(new)
-    _warn_truncated(cut, len(texts), loaded.token_limit)
+    _warn_truncated(sum(key in cut_keys for key in keys), len(texts), loaded.token_limit)
     dim = (
         next(iter(found.values())).shape[0]
         if found
