@@ -431,9 +431,9 @@ def run_one(
     are the model's `model_facts` when the caller has them already; `load_s`, the seconds its model
     took to load, is recorded in the timings when given."""
     exp = p.experiment
-    started = time.perf_counter()
     # the model's facts as it stands before the experiment (what loading it sent, not this)
     fingerprint, info = facts if facts is not None else model_facts(embedder)
+    started = time.perf_counter()
     sent_before = _sent(embedder)
     with collected() as said:  # what the model had to do to the input, kept with the result
         result = _computed(p, embedder, debug, input_models)
