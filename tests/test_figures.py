@@ -25,6 +25,21 @@ def svg_text(path) -> str:
     return " ".join(t for t in root.itertext())
 
 
+
+def _drawn(monkeypatch, draw, *args):
+    """What `draw(*args)` returns and the figures it closed, kept open to be read (the caller
+    closes them): pyplot's close is held back for the call."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    captured = []
+    with monkeypatch.context() as patched:
+        patched.setattr(plt, "close", lambda fig=None: captured.append(fig))
+        returned = draw(*args)
+    return returned, captured
+
 def test_every_figure_of_a_large_grid(big_grid_figures):
     """`write_report(report, folder, ("png",))` on the grid, and its forest plot as SVG (conftest's
     `big_grid_figures` draws them once for this test and the HTML report's; the files written are
@@ -159,14 +174,9 @@ def test_the_forest_legend_names_hollow_points_only_when_a_result_has_a_p_value(
     if with_p:
         store.append(Result(key="w", model="hf:a", wordset="en/weat1", metric="weat", effect_size=0.4, p_value=0.3,
                             meta=value_of("weat")))
-    captured = []
-    real_close = plt.close
-    monkeypatch.setattr(plt, "close", lambda fig=None: captured.append(fig))
-    forest(load_report(tmp_path), tmp_path, ("png",))
-    monkeypatch.setattr(plt, "close", real_close)
-    (fig,) = captured
+    _, (fig,) = _drawn(monkeypatch, forest, load_report(tmp_path), tmp_path, ("png",))
     legend = [t.get_text() for t in fig.legends[0].get_texts()]
-    real_close(fig)
+    plt.close(fig)
     assert ("hollow: not significant (Holm)" in legend) is with_p
     assert {"a", "b"} <= set(legend)  # the models, by their short names
 
@@ -224,15 +234,10 @@ def test_the_heatmap_scale_reaches_the_farthest_interval_bound(tmp_path, monkeyp
     store.append(Result(key="n", model="hf:a", wordset="it/hiring", metric="weat", effect_size=0.007, p_value=0.49,
                         figures={"ci_low": -0.013, "ci_high": 0.027}, meta=value_of("weat")))
     store.close()
-    captured = []
-    real_close = plt.close
-    monkeypatch.setattr(plt, "close", lambda fig=None: captured.append(fig))
-    heatmap(load_report(tmp_path), tmp_path, ("png",))
-    monkeypatch.setattr(plt, "close", real_close)
-    (fig,) = captured
+    _, (fig,) = _drawn(monkeypatch, heatmap, load_report(tmp_path), tmp_path, ("png",))
     (image,) = fig.axes[0].get_images()
     low, high = image.get_clim()
-    real_close(fig)
+    plt.close(fig)
     assert (low, high) == pytest.approx((-0.027, 0.027))  # weat's reference is 0: 0.027 the farthest
 
 
@@ -273,15 +278,10 @@ def test_the_selection_figure_shows_each_groups_rate_and_flags(tmp_path, monkeyp
                     figures={"selection": {"group": groups}}, meta=value_of("retrieval"))
     weat = Result(key="w", model="hf:m", wordset="en/weat6", metric="weat", effect_size=0.4,
                   figures={"selection": {"group": groups}}, meta=value_of("weat"))  # not declared: no panel
-    captured = []
-    real_close = plt.close
-    monkeypatch.setattr(plt, "close", lambda fig=None: captured.append(fig))
-    written = selection(build([hiring, weat]), tmp_path, ("png",))
-    monkeypatch.setattr(plt, "close", real_close)
-    (fig,) = captured
+    written, (fig,) = _drawn(monkeypatch, selection, build([hiring, weat]), tmp_path, ("png",))
     (ax,) = fig.axes
     bars = ax.patches
-    real_close(fig)
+    plt.close(fig)
     assert [p.name for p in written] == ["selection.png"]
     assert [b.get_width() for b in bars] == [0.5, 0.3, 0.45]
     red = matplotlib.colors.to_rgba("#c0392b")
@@ -306,19 +306,13 @@ def test_the_selection_figure_from_a_hostile_results_file(tmp_path, monkeypatch)
     groups["late\u202e" + "x" * 500] = {"rate": 0.1, "ratio": 0.2, "flagged": True}
     many = Result(key="m", model="hf:m", wordset="nl/hiring", metric="retrieval", effect_size=0.6,
                   figures={"selection": {"group": groups}}, meta=value_of("retrieval"))
-    captured = []
-    real_close = plt.close
-    monkeypatch.setattr(plt, "close", lambda fig=None: captured.append(fig))
-    selection(build([many]), tmp_path, ("png",))
-    (fig,) = captured
+    _, (fig,) = _drawn(monkeypatch, selection, build([many]), tmp_path, ("png",))
     (ax,) = fig.axes
     labels = [t.get_text() for t in ax.get_yticklabels()]
     title = ax.get_title(loc="left")
-    real_close(fig)
+    plt.close(fig)
     assert len(labels) == 40 and labels[0].startswith("late<U+202E>xxx") and len(labels[0]) < 80
     assert "61 more groups not shown" in title
     odd = Result(key="o", model="hf:m", wordset="nl/hiring", metric="retrieval", effect_size=0.6,
                  figures={"selection": {"group": {"a": {"rate": 1.5}, "b": {"rate": 0.2}}}}, meta=value_of("retrieval"))
-    captured.clear()
-    assert selection(build([odd]), tmp_path, ("png",)) == [] and captured == []
-    monkeypatch.setattr(plt, "close", real_close)
+    assert _drawn(monkeypatch, selection, build([odd]), tmp_path, ("png",)) == ([], [])

@@ -1,11 +1,10 @@
 """Selection rates by group, drawn for every result whose metric declares the figure "selection"
 (`ValueKind(figures=("selection",))`, as the hiring audits do): one panel per result, a bar per
 group with its selection rate and its impact ratio (its rate over the highest), in red where the
-metric flagged the ratio (the four-fifths rule unless the run set another threshold). What a
-hiring audit is about,
-which the forest and heat map (one number per result) do not show. Drawn from results.jsonl alone,
-from `figures["selection"]["group"]` ({group: {"rate": number, "ratio": number or None, "flagged":
-bool}}); a result whose figures lack that shape gets no panel."""
+metric flagged the ratio (the four-fifths rule unless the run set another threshold). What a hiring
+audit is about, which the forest and heat map (one number per result) do not show. Drawn from
+results.jsonl alone, from `figures["selection"]["group"]` ({group: {"rate": number, "ratio":
+number or None, "flagged": bool}}); a result whose figures lack that shape gets no panel."""
 
 from __future__ import annotations
 

@@ -16,12 +16,13 @@ import attrs
 
 from bias.core.model import OK, Result
 from bias.core.text import natural_key
-from bias.core.reports.breakdown import breakdown_caption, breakdown_of  # noqa: F401
+from bias.core.reports.breakdown import breakdown_caption, breakdown_of
 from bias.core.reports.cells import md_text, records_csv
 from bias.core.statistics.multiple_testing import FAMILIES, Adjusted, adjust, spread_over_seeds
 
 from bias.core.reports.values import (  # noqa: F401  (format_p, significance: the one definition, re-exported)
     MARKS_NOTE,
+    at_floor,
     ValueKind,
     convention_text,
     format_p,
@@ -311,7 +312,7 @@ class Report:
         elif sizes_seen:
             notes.append("Stimuli used (X/Y/A/B) differ between tests: see --wide or report.md.")
         # said where a p is at its floor (shown as a bound), not for every sampled test
-        floors = sorted({f for r in ok if (f := p_floor(r)) and (r.p_value or 1) <= f * (1 + 1e-9)})
+        floors = sorted({f for r in ok if (f := p_floor(r)) and at_floor(r.p_value, f)})
         if floors:
             notes.append(
                 f"p <={floors[0]:.1e}: the smallest p a sampled test can report, "
@@ -461,7 +462,9 @@ def to_markdown(report: Report) -> str:
         for r in broken_down:
             columns, rows = breakdown_of(r)
             lines += [f"{md_text(r.model)} / {md_text(r.wordset)} / {md_text(r.metric)}:", ""]
-            lines += [md_text(c) + "\n" for c in [breakdown_caption(r)] if c]
+            caption = breakdown_caption(r)
+            if caption:
+                lines += [md_text(caption), ""]
             lines.append("| " + " | ".join(md_text(c) for c in columns) + " |")
             lines.append("|" + "|".join("---" for _ in columns) + "|")
             lines += ["| " + " | ".join(md_text(cell) for cell in row) + " |" for row in rows]

@@ -39,12 +39,17 @@ def p_floor(result: Result) -> float | None:
 UNDERFLOW = 1e-300  # below it a p-value is reported as this bound (CEAT gives log10_p beside it)
 
 
+def at_floor(p: float | None, floor: float | None) -> bool:
+    """Whether a sampled test's p is at its floor, (0+1)/(m+1): a bound, not a value."""
+    return p is not None and floor is not None and p <= floor * (1 + 1e-9)
+
+
 def format_p(p: float | None, floor: float | None = None, *, log10_p: float | None = None) -> str:
     """One format everywhere: two significant digits, scientific below 0.001; at a sampled test's
     floor the value is a bound (`<=1.0e-05`); a p that underflows is written from its log10."""
     if p is None:
         return "-"
-    if floor is not None and p <= floor * (1 + 1e-9):
+    if at_floor(p, floor):
         return f"<={floor:.1e}"
     if (
         log10_p is not None
